@@ -1,0 +1,31 @@
+/**
+ * The event bus of the runtime: every event an integrator can receive goes through here into the webhook
+ * outbox (src/webhooks/outbox.ts), inside the caller's transaction where there is one, then the instance's
+ * sender is woken. An instance without a subscribed webhook gets nothing written.
+ */
+import type { Pool, Queryable } from '../store/pool.js';
+import type { Clock } from '../clock.js';
+import { enqueueEvent } from '../webhooks/outbox.js';
+import { isEventName, type EventOf } from '../webhooks/events.js';
+
+export interface EventBus {
+  /** Write `event` for the instance inside the caller's transaction (commits with the change that caused it). */
+  emit(q: Queryable, instanceId: string, event: string, data: unknown): Promise<void>;
+  /** Write and wake the sender (events with no state change of their own: network and lifecycle events). */
+  publish(instanceId: string, event: string, data: unknown): Promise<void>;
+}
+
+export function createEventBus(deps: { pool: Pool; clock: Clock; wake: (instanceId: string) => void }): EventBus {
+  const emit = async (q: Queryable, instanceId: string, event: string, data: unknown): Promise<void> => {
+    if (!isEventName(event)) throw new Error(`unknown event ${event}`);
+    // The catalogue (webhooks/events.ts) types each payload; callers build them from the same tables.
+    await enqueueEvent(q, { instanceId, now: deps.clock.now(), event, data } as EventOf & { instanceId: string; now: number });
+  };
+  return {
+    emit,
+    async publish(instanceId, event, data) {
+      await emit(deps.pool, instanceId, event, data);
+      deps.wake(instanceId);
+    },
+  };
+}

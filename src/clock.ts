@@ -1,0 +1,47 @@
+/**
+ * The one source of time for the runtime. Everything that plans, waits or expires (planner, dispatcher,
+ * TTL, backoff, quiet hours, typing re-fire, webhook retries) reads `now()` and schedules through this, so
+ * tests drive it with XState's SimulatedClock instead of sleeping.
+ */
+import { SimulatedClock } from 'xstate';
+
+export type TimerHandle = unknown;
+
+export interface Clock {
+  now(): number;
+  setTimeout(fn: () => void, ms: number): TimerHandle;
+  clearTimeout(handle: TimerHandle): void;
+}
+
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  setTimeout: (fn, ms) => {
+    const t = setTimeout(fn, ms);
+    t.unref?.();
+    return t;
+  },
+  clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
+};
+
+/** A simulated clock starting at `startMs` (wall-clock ms). Advance it with `increment(ms)` or `set(ms)`. */
+export function simulatedClock(startMs: number = Date.UTC(2026, 0, 5, 10, 0, 0)): SimulatedClock & Clock {
+  const c = new SimulatedClock();
+  c.set(startMs);
+  return c as SimulatedClock & Clock;
+}
+
+/** Resolve after `ms` on the given clock (simulated time resolves when the test advances it). */
+export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const h = clock.setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clock.clearTimeout(h);
+      reject(signal?.reason);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

@@ -1,0 +1,216 @@
+/**
+ * The composition root: store → migrations → sandbox network → actor system → HTTP. `main.ts` calls it with
+ * the environment; tests call it with their own database, clock and port.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { Context, Next } from 'koa';
+import Router from '@koa/router';
+import type { Config } from './config.js';
+import { systemClock, type Clock } from './clock.js';
+import { createLogger, registerSecret, type Logger } from './log.js';
+import { createPool, type Pool, type PoolConfig } from './store/pool.js';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from './store/embedded.js';
+import { migrate } from './store/migrate.js';
+import { ensureDataDir, resolveAdminToken } from './bootstrap.js';
+import { createApp } from './http/app.js';
+import { KeyResolver, requireAdmin, requireApiKey } from './http/auth.js';
+import { ApiError } from './http/errors.js';
+import { healthRouter } from './http/routes/health.js';
+import { adminInstancesRouter } from './http/routes/admin-instances.js';
+import { sendRouter } from './http/routes/send.js';
+import { queueRouter, type QueueMode } from './http/routes/queue.js';
+import { statusRouter } from './http/routes/status.js';
+import { debugRouter } from './http/routes/debug.js';
+import { Runtime } from './actors/runtime.js';
+import { createEventBus } from './actors/events.js';
+import type { InstanceHandle } from './actors/handle.js';
+import { InstanceAdminService } from './instances.js';
+import { listInstances, type Instance } from './store/instances.js';
+import { createSandbox, type Sandbox } from './sandbox/embed.js';
+import { createNetworkEventHandler } from './actors/network-events.js';
+import { createMediaServices, type MediaServices } from './media/services.js';
+import { createWebhookAdminRouter } from './webhooks/routes.js';
+import { createMediaRouter } from './media/routes.js';
+import { interactionsRouter } from './http/routes/interactions.js';
+import { readsRouter } from './http/routes/reads.js';
+import { groupsRouter } from './http/routes/groups.js';
+import { InteractionLimiter } from './http/rate-limit.js';
+import { PresenceManager } from './actors/presence.js';
+import { legacyRouter } from './http/routes/legacy.js';
+import { driverFactoryFor } from './drivers/factory.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+export const VERSION: string = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+
+export interface GatewayOptions {
+  config: Config;
+  clock?: Clock;
+  log?: Logger;
+  /** use this database instead of DATABASE_URL / the embedded one (tests) */
+  database?: PoolConfig;
+  /** listen on config.PORT (default true) */
+  listen?: boolean;
+  /** tests shorten the instance machine's backoff and timeouts */
+  instancePolicy?: Record<string, unknown>;
+}
+
+export interface Gateway {
+  url: string;
+  server: http.Server | null;
+  pool: Pool;
+  runtime: Runtime;
+  sandbox: Sandbox | null;
+  media: MediaServices;
+  adminToken: string;
+  /** set on the start that generated the admin token */
+  adminTokenGenerated: boolean;
+  /** set on the start that created the demo instance */
+  demo: { instance: Instance; apiKey: string; phoneNumber: string } | null;
+  log: Logger;
+  stop(): Promise<void>;
+}
+
+export const DEMO_PHONE = '4915550100001';
+
+export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
+  const { config } = opts;
+  const clock = opts.clock ?? systemClock;
+  const log = opts.log ?? createLogger({ level: config.LOG_LEVEL });
+  await ensureDataDir(config.DATA_DIR);
+
+  // ---- store
+  let embedded: EmbeddedPostgres | null = null;
+  let dbConfig: PoolConfig;
+  if (opts.database) dbConfig = opts.database;
+  else if (config.DATABASE_URL) dbConfig = { connectionString: config.DATABASE_URL };
+  else {
+    embedded = await startEmbeddedPostgres(config.DATA_DIR);
+    dbConfig = { ...embedded.connection, max: 8 };
+  }
+  const pool = createPool(dbConfig);
+  await migrate(pool);
+
+  const admin = await resolveAdminToken(config.DATA_DIR, config.ADMIN_TOKEN);
+  registerSecret(admin.token);
+
+  // ---- the network side
+  const sandbox = config.SANDBOX === 'off' ? null : await createSandbox({ config, clock, log });
+  const driverFactory = driverFactoryFor({ config, clock, sandbox });
+
+  // ---- media, events, actors
+  let runtime: Runtime | null = null;
+  const wake = (instanceId: string) => void runtime?.webhooks.notify(instanceId);
+  const events = createEventBus({ pool, clock, wake });
+  const media = createMediaServices({ pool, clock, config, log });
+  runtime = new Runtime({
+    pool,
+    clock,
+    log,
+    driverFactory,
+    dataDir: config.DATA_DIR,
+    callTimeoutMs: config.DRIVER_CALL_TIMEOUT_MS,
+    maxPending: config.QUEUE_MAX_PENDING,
+    orderedRestartHardMs: config.ORDERED_RESTART_HARD_MS,
+    events,
+    resolveMedia: media.resolveForDispatch,
+    onNetworkEvent: createNetworkEventHandler({ pool, clock, log, events, media }),
+    webhookAllowPrivate: config.WEBHOOK_ALLOW_PRIVATE,
+    ...(opts.instancePolicy ? { instancePolicy: opts.instancePolicy } : {}),
+  });
+  const rt = runtime;
+  rt.start();
+  const instances = new InstanceAdminService({ pool, runtime: rt, clock });
+  for (const inst of await listInstances(pool)) rt.add(inst);
+
+  // ---- demo instance on an empty store
+  let demo: Gateway['demo'] = null;
+  if (config.DEMO_INSTANCE && sandbox && (await listInstances(pool)).length === 0) {
+    const created = await instances.create({ name: 'demo', driver: 'sandbox', settings: { quietHours: null } });
+    sandbox.setAutoLink(created.instance.id, DEMO_PHONE);
+    demo = { ...created, phoneNumber: DEMO_PHONE };
+  }
+
+  // ---- HTTP
+  const keys = new KeyResolver(pool, clock);
+  instances.onKeysChanged(() => keys.clear());
+  const modeOf = (i: Instance): QueueMode => (i.settings.enabled ? 'pg' : 'disabled');
+  const handleOf = (ctx: Context): InstanceHandle => {
+    const inst = ctx.state.instance as Instance;
+    const h = rt.handle(inst.id);
+    if (!h) throw new ApiError(502, 'INSTANCE_UNREACHABLE', 'the instance is not running on this gateway');
+    return h;
+  };
+  const workerOf = (id: string) => rt.worker(id);
+  const apiKey = requireApiKey(keys, (id) => rt.instance(id) ?? null);
+  const adminAuth = requireAdmin(admin.token);
+  const limiter = new InteractionLimiter({ points: config.INTERACTION_RATE_POINTS, clock });
+  const presence = new PresenceManager({ clock, log });
+  const networkDeps = { handleOf, clock, limiter, presence, fetchMessagesMax: config.FETCH_MESSAGES_MAX };
+
+  const guard = async (ctx: Context, next: Next) => {
+    if (ctx.path.startsWith('/api/')) return apiKey(ctx, next);
+    if (ctx.path.startsWith('/admin/') || ctx.path.startsWith('/debug/') || ctx.path.startsWith('/sandbox/')) return adminAuth(ctx, next);
+    return next();
+  };
+  const routers: Router[] = [
+    healthRouter({ version: VERSION, now: () => clock.now(), counts: () => ({ instances: rt.health(), queue: { degraded: 0 } }) }),
+    adminInstancesRouter(instances),
+    createWebhookAdminRouter({ db: pool, clock, wake, allowPrivate: config.WEBHOOK_ALLOW_PRIVATE }),
+    debugRouter(rt),
+    statusRouter({ pool, clock, handleOf, workerOf, modeOf }),
+    queueRouter({ pool, clock, handleOf, workerOf, modeOf, degradedSince: () => null }),
+    sendRouter({ handleOf, workerOf, modeOf, clock, validateMedia: media.validateAtAcceptance }),
+    legacyRouter({ handleOf, workerOf, modeOf, clock, config, validateMedia: media.validateAtAcceptance }),
+    groupsRouter({ ...networkDeps, workerOf, modeOf }),
+    interactionsRouter(networkDeps),
+    readsRouter(networkDeps),
+    createMediaRouter({ store: media.store, uploadMaxBytes: config.MEDIA_UPLOAD_MAX_BYTES, getInstanceId: (ctx) => (ctx.state.instance as Instance).id }),
+    ...(sandbox ? [sandbox.controlRouter] : []),
+  ];
+  const app = createApp({ log, middleware: [guard], routers });
+
+  let server: http.Server | null = null;
+  let url = '';
+  if (opts.listen !== false) {
+    server = http.createServer(app.callback());
+    server.keepAliveTimeout = 65_000;
+    await new Promise<void>((resolve, reject) => {
+      server?.once('error', reject);
+      server?.listen(config.PORT, config.HOST, () => resolve());
+    });
+    const addr = server.address() as AddressInfo;
+    url = `http://${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}`;
+  }
+
+  let stopped = false;
+  return {
+    url,
+    server,
+    pool,
+    runtime: rt,
+    sandbox,
+    media,
+    adminToken: admin.token,
+    adminTokenGenerated: admin.generated,
+    demo,
+    log,
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      // stop accepting, let in-flight requests end, then stop the actors (in-flight dispatches persist)
+      const closing = server ? new Promise<void>((resolve) => server?.close(() => resolve())) : Promise.resolve();
+      server?.closeIdleConnections();
+      presence.stopAll();
+      await rt.stop();
+      media.stop();
+      await closing;
+      await sandbox?.close();
+      await pool.end();
+      await embedded?.stop();
+    },
+  };
+}

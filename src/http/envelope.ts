@@ -1,0 +1,78 @@
+/**
+ * The one place that writes responses' envelopes: success `{success:true, data}` and the error boundary
+ * `{success:false, error, code, data}`. Library errors (superstruct, body parser, pg) are translated here;
+ * an unknown error is logged in full and answered without internals.
+ */
+import type { Context, Next } from 'koa';
+import { StructError } from 'superstruct';
+import { ApiError, V1Error } from './errors.js';
+import type { Logger } from '../log.js';
+
+export function ok(ctx: Context, data: unknown, status = 200): void {
+  ctx.status = status;
+  ctx.body = { success: true, data };
+}
+
+/** The path of the first failure of a superstruct error, as `data.field` ("options.mentions.0"). */
+export function structField(err: StructError): string {
+  const failure = err.failures()[0] ?? err;
+  return failure.path.length > 0 ? failure.path.join('.') : String(failure.key ?? 'body');
+}
+
+export function structMessage(err: StructError): string {
+  const failure = err.failures()[0] ?? err;
+  const field = structField(err);
+  if (failure.value === undefined && failure.type !== 'never') return `${field} is required`;
+  if (failure.type === 'never') return `${field} is not allowed here`;
+  return `${field} is invalid: ${failure.refinement ? `fails ${failure.refinement}` : `expected ${failure.type}`}`;
+}
+
+interface HttpLikeError {
+  status?: number;
+  statusCode?: number;
+  expose?: boolean;
+  type?: string;
+  message?: string;
+}
+
+export function errorBoundary(log: Logger, opts: { jsonLimitBytes: number }) {
+  return async function errors(ctx: Context, next: Next): Promise<void> {
+    try {
+      await next();
+      if (ctx.status === 404 && ctx.body === undefined) {
+        throw new ApiError(404, 'NOT_FOUND', `no route for ${ctx.method} ${ctx.path}`);
+      }
+    } catch (raw) {
+      const err = translate(raw, opts);
+      if (err instanceof V1Error) {
+        ctx.status = err.status;
+        ctx.body = err.body;
+        return;
+      }
+      if (err.status >= 500 && err.code === 'INTERNAL_ERROR') {
+        log.error({ err: raw, method: ctx.method, path: ctx.path }, 'unhandled error');
+      }
+      ctx.status = err.status;
+      ctx.body = { success: false, error: err.message, code: err.code, ...err.extra, data: err.data };
+    }
+  };
+}
+
+function translate(raw: unknown, opts: { jsonLimitBytes: number }): ApiError | V1Error {
+  if (raw instanceof ApiError || raw instanceof V1Error) return raw;
+  if (raw instanceof StructError) {
+    return new ApiError(400, 'VALIDATION_FAILED', structMessage(raw), { field: structField(raw) });
+  }
+  const e = (raw ?? {}) as HttpLikeError;
+  const status = e.status ?? e.statusCode;
+  if (status === 413 || e.type === 'entity.too.large') {
+    return new ApiError(413, 'PAYLOAD_TOO_LARGE', `body exceeds ${opts.jsonLimitBytes} bytes`, { maxBytes: opts.jsonLimitBytes });
+  }
+  if (status === 400 && (e.type === 'entity.parse.failed' || /JSON|parse/i.test(e.message ?? ''))) {
+    return new ApiError(400, 'VALIDATION_FAILED', 'body is not valid JSON', { field: 'body' });
+  }
+  if (status === 415 || e.type === 'encoding.unsupported' || e.type === 'charset.unsupported') {
+    return new ApiError(400, 'VALIDATION_FAILED', 'unsupported body encoding', { field: 'body' });
+  }
+  return new ApiError(500, 'INTERNAL_ERROR', 'internal error');
+}

@@ -1,0 +1,77 @@
+/**
+ * Operator interface, instances (DESIGN.md "Operator interface"): create, list, get, patch settings, delete,
+ * rotate key, restart, logout. The API key appears only in the answers of create and rotate.
+ */
+import Router from '@koa/router';
+import { defaulted, enums, object, optional, pattern, size, string } from 'superstruct';
+import { ok } from '../envelope.js';
+import { ApiError } from '../errors.js';
+import { parse } from '../validate.js';
+import { SettingsPatchStruct, type InstanceSettings, type SettingsPatch } from '../../queue/settings.js';
+import type { Instance } from '../../store/instances.js';
+
+export interface InstanceAdmin {
+  list(): Promise<Instance[]>;
+  get(id: string): Promise<Instance | null>;
+  create(input: { name: string; driver: 'sandbox' | 'webjs'; settings?: Partial<InstanceSettings> }): Promise<{ instance: Instance; apiKey: string }>;
+  /** validates the merged result (e.g. minDelayMs ≤ maxDelayMs), persists, re-plans when limits changed */
+  updateSettings(id: string, patch: SettingsPatch): Promise<Instance | null>;
+  remove(id: string): Promise<boolean>;
+  rotateKey(id: string): Promise<string | null>;
+  restart(id: string, reason: string): Promise<boolean>;
+  logout(id: string): Promise<boolean>;
+  /** live view: status and the like, merged into the instance record for operators */
+  describe(instance: Instance): Record<string, unknown>;
+}
+
+const CreateSchema = object({
+  name: size(pattern(string(), /^[A-Za-z0-9-]+$/), 1, 40),
+  driver: defaulted(enums(['sandbox', 'webjs']), 'sandbox'),
+  settings: optional(SettingsPatchStruct),
+});
+const PatchSchema = object({ settings: SettingsPatchStruct });
+
+export function adminInstancesRouter(admin: InstanceAdmin): Router {
+  const router = new Router({ prefix: '/admin/v1/instances' });
+  const load = async (id: string): Promise<Instance> => {
+    const inst = await admin.get(id);
+    if (!inst) throw new ApiError(404, 'INSTANCE_NOT_FOUND', 'no such instance', { instanceId: id });
+    return inst;
+  };
+
+  router.post('/', async (ctx) => {
+    const input = parse(ctx.request.body, CreateSchema);
+    const existing = (await admin.list()).find((i) => i.name === input.name);
+    if (existing) throw new ApiError(409, 'CONFLICT', `an instance named ${input.name} exists`, { field: 'name' });
+    const { instance, apiKey } = await admin.create(input);
+    ok(ctx, { instance: admin.describe(instance), apiKey }, 201);
+  });
+  router.get('/', async (ctx) => ok(ctx, { items: (await admin.list()).map((i) => admin.describe(i)) }));
+  router.get('/:id', async (ctx) => ok(ctx, admin.describe(await load(ctx.params.id ?? ''))));
+  router.patch('/:id', async (ctx) => {
+    const inst = await load(ctx.params.id ?? '');
+    const { settings } = parse(ctx.request.body, PatchSchema);
+    const updated = await admin.updateSettings(inst.id, settings);
+    ok(ctx, admin.describe(updated ?? inst));
+  });
+  router.delete('/:id', async (ctx) => {
+    const inst = await load(ctx.params.id ?? '');
+    await admin.remove(inst.id);
+    ok(ctx, { id: inst.id, deleted: true });
+  });
+  router.post('/:id/keys', async (ctx) => {
+    const inst = await load(ctx.params.id ?? '');
+    ok(ctx, { instanceId: inst.id, apiKey: await admin.rotateKey(inst.id) }, 201);
+  });
+  router.post('/:id/restart', async (ctx) => {
+    const inst = await load(ctx.params.id ?? '');
+    await admin.restart(inst.id, 'operator');
+    ok(ctx, { instanceId: inst.id, restarting: true }, 202);
+  });
+  router.post('/:id/logout', async (ctx) => {
+    const inst = await load(ctx.params.id ?? '');
+    await admin.logout(inst.id);
+    ok(ctx, { instanceId: inst.id, loggedOut: true }, 202);
+  });
+  return router;
+}

@@ -1,0 +1,42 @@
+/**
+ * Operator debug view (admin token): every live actor with its state and a secret-free summary, once
+ * (`GET /debug/actors`) or live as server-sent events (`GET /debug/actors/stream`, from XState inspection).
+ */
+import Router from '@koa/router';
+import { PassThrough } from 'node:stream';
+import type { InspectionEvent } from 'xstate';
+import { ok } from '../envelope.js';
+import type { Runtime } from '../../actors/runtime.js';
+
+export function debugRouter(runtime: Runtime): Router {
+  const router = new Router({ prefix: '/debug' });
+
+  router.get('/actors', (ctx) => ok(ctx, { actors: runtime.describeActors() }));
+
+  router.get('/actors/stream', (ctx) => {
+    const stream = new PassThrough();
+    ctx.status = 200;
+    ctx.set({ 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive' });
+    ctx.body = stream;
+    ctx.req.socket.setTimeout(0);
+    const send = (event: string, data: unknown) => stream.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    send('actors', { actors: runtime.describeActors() });
+    // Snapshots may hold secrets (QR, pairing code): the stream only ever carries the summaries.
+    let pending = false;
+    const unsubscribe = runtime.subscribe((ev: InspectionEvent) => {
+      if (ev.type !== '@xstate.snapshot' || pending) return;
+      pending = true;
+      queueMicrotask(() => {
+        pending = false;
+        send('actors', { actors: runtime.describeActors() });
+      });
+    });
+    const close = () => {
+      unsubscribe();
+      stream.end();
+    };
+    ctx.req.on('close', close);
+  });
+
+  return router;
+}

@@ -1,0 +1,294 @@
+/**
+ * Validation of the v2 send routes (SPEC.md "Common send request fields" and "v2 send routes"). Each route's
+ * body becomes a canonical job payload: only known fields, the options whitelist applied, the route-set
+ * options added. The payload (not the raw body) is what idempotency compares.
+ */
+import {
+  array, boolean, integer, nonempty, number, optional, pattern, refine, size, string, type,
+  type Infer,
+} from 'superstruct';
+import { ApiError, validationFailed } from '../errors.js';
+import { parse } from '../validate.js';
+import { CHAT_ID, CONTACT_ID, normalizePhone, phoneToChatId, chatIdToPhone } from '../../phone.js';
+
+export type SendKind =
+  | 'text' | 'media' | 'voice' | 'document' | 'sticker' | 'video' | 'location' | 'contact' | 'poll' | 'forward' | 'group_create';
+
+export const IDEMPOTENCY_KEY = /^[A-Za-z0-9_.:-]{8,128}$/;
+
+const isoTimestamp = refine(string(), 'iso8601', (v) =>
+  /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/.test(v) && !Number.isNaN(Date.parse(v)));
+
+const Common = {
+  phone: optional(string()),
+  chatId: optional(string()),
+  idempotencyKey: optional(pattern(string(), IDEMPOTENCY_KEY)),
+  priority: optional(size(integer(), 1, 9)),
+  notBefore: optional(isoTimestamp),
+  ttlSeconds: optional(size(integer(), 60, 2_592_000)),
+  options: optional(type({})),
+};
+
+const OptionsSchema = type({
+  quotedMessageId: optional(nonempty(string())),
+  mentions: optional(array(pattern(string(), CONTACT_ID))),
+  groupMentions: optional(array(type({ subject: string(), id: pattern(string(), /@g\.us$/) }))),
+  linkPreview: optional(boolean()),
+  isViewOnce: optional(boolean()),
+  sendMediaAsHd: optional(boolean()),
+  parseVCards: optional(boolean()),
+});
+type Options = Infer<typeof OptionsSchema>;
+const OPTION_KEYS: readonly (keyof Options)[] = ['quotedMessageId', 'mentions', 'groupMentions', 'linkPreview', 'isViewOnce', 'sendMediaAsHd', 'parseVCards'];
+
+const MediaSource = {
+  mediaUrl: optional(nonempty(string())),
+  mediaBase64: optional(nonempty(string())),
+  mediaId: optional(pattern(string(), /^md_[A-Za-z0-9]+$/)),
+  mimetype: optional(pattern(string(), /^[a-z0-9.+-]+\/[a-z0-9.+-]+(\s*;\s*[a-z0-9-]+=[^;\s]+)*$/i)),
+  filename: optional(size(string(), 1, 255)),
+};
+
+const finite = (lo: number, hi: number) => refine(number(), 'finite', (v) => Number.isFinite(v) && v >= lo && v <= hi);
+
+const SCHEMAS = {
+  text: type({ ...Common, message: nonempty(string()) }),
+  media: type({ ...Common, ...MediaSource, caption: optional(string()), message: optional(string()) }),
+  voice: type({ ...Common, ...MediaSource }),
+  document: type({ ...Common, ...MediaSource, caption: optional(string()), message: optional(string()) }),
+  sticker: type({ ...Common, ...MediaSource, stickerName: optional(size(string(), 0, 128)), stickerAuthor: optional(size(string(), 0, 128)) }),
+  video: type({ ...Common, ...MediaSource, asGif: optional(boolean()), caption: optional(string()), message: optional(string()) }),
+  location: type({
+    ...Common,
+    latitude: finite(-90, 90),
+    longitude: finite(-180, 180),
+    name: optional(string()),
+    address: optional(string()),
+    url: optional(string()),
+    description: optional(string()),
+  }),
+  contact: type({ ...Common, contactIds: size(array(pattern(string(), CONTACT_ID)), 1, 256) }),
+  poll: type({
+    ...Common,
+    name: size(string(), 1, 255),
+    options: size(array(size(string(), 1, 100)), 2, 12),
+    allowMultipleAnswers: optional(boolean()),
+  }),
+  forward: type({ ...Common, toChatId: pattern(string(), CHAT_ID) }),
+};
+
+export const VOICE_MIMETYPES = [
+  'audio/ogg', 'audio/ogg;codecs=opus', 'audio/opus', 'audio/mpeg', 'audio/mp3', 'audio/mp4', 'audio/aac',
+  'audio/amr', 'audio/wav', 'audio/x-wav', 'audio/webm',
+];
+
+export interface ParsedSend {
+  kind: SendKind;
+  chatId: string;
+  phone: string | null;
+  priority: number;
+  notBefore: number | null;
+  ttlSeconds: number | null;
+  idempotencyKey: string | null;
+  /** canonical payload stored with the job and sent at dispatch */
+  payload: Record<string, unknown>;
+  warnings: string[];
+}
+
+/** The idempotency key from header and/or body (SPEC.md rule 3: both present must be identical). */
+export function idempotencyKeyOf(body: unknown, header: string | undefined): string | null {
+  const fromBody = body && typeof body === 'object' && 'idempotencyKey' in body ? (body as { idempotencyKey: unknown }).idempotencyKey : undefined;
+  const h = header === undefined || header === '' ? undefined : header;
+  if (h !== undefined && !IDEMPOTENCY_KEY.test(h)) throw validationFailed('idempotencyKey', 'X-Idempotency-Key must be 8 to 128 characters of [A-Za-z0-9_.:-]');
+  if (fromBody !== undefined && fromBody !== null && (typeof fromBody !== 'string' || !IDEMPOTENCY_KEY.test(fromBody))) {
+    throw validationFailed('idempotencyKey', 'idempotencyKey must be 8 to 128 characters of [A-Za-z0-9_.:-]');
+  }
+  const b = typeof fromBody === 'string' ? fromBody : undefined;
+  if (h !== undefined && b !== undefined && h !== b) {
+    throw new ApiError(400, 'IDEMPOTENCY_KEY_CONFLICT', 'X-Idempotency-Key header and body idempotencyKey differ');
+  }
+  return h ?? b ?? null;
+}
+
+/** Exactly one of phone/chatId; German national numbers corrected. */
+export function resolveTarget(body: { phone?: string | undefined; chatId?: string | undefined }, ownNumber: string | null): { chatId: string; phone: string | null } {
+  const hasPhone = body.phone !== undefined && body.phone !== '';
+  const hasChat = body.chatId !== undefined && body.chatId !== '';
+  if (hasPhone === hasChat) throw validationFailed(hasPhone ? 'chatId' : 'phone', 'exactly one of phone or chatId is required');
+  let chatId: string;
+  let phone: string | null;
+  if (hasPhone) {
+    const p = normalizePhone(body.phone as string);
+    if (!p) throw validationFailed('phone', 'phone must be an international number without + (German numbers may start with 0)');
+    phone = p;
+    chatId = phoneToChatId(p);
+  } else {
+    chatId = (body.chatId as string).trim();
+    if (!CHAT_ID.test(chatId)) throw validationFailed('chatId', 'chatId must end in @c.us, @lid or @g.us');
+    phone = chatIdToPhone(chatId);
+  }
+  if (ownNumber && phone === ownNumber) {
+    // Sending to the linked number itself crashes the session on the real network.
+    throw validationFailed(hasPhone ? 'phone' : 'chatId', 'cannot send to the instance\'s own number');
+  }
+  return { chatId, phone };
+}
+
+function whitelistOptions(raw: unknown): Options {
+  const opts = parse(raw ?? {}, OptionsSchema);
+  const out: Record<string, unknown> = {};
+  for (const k of OPTION_KEYS) if (opts[k] !== undefined) out[k] = opts[k];
+  return out as Options;
+}
+
+function mediaSource(b: { mediaUrl?: string | undefined; mediaBase64?: string | undefined; mediaId?: string | undefined; mimetype?: string | undefined; filename?: string | undefined }, mimetypeRequired: boolean) {
+  const given = (['mediaUrl', 'mediaBase64', 'mediaId'] as const).filter((k) => b[k] !== undefined);
+  if (given.length !== 1) throw validationFailed(given[1] ?? 'mediaUrl', 'exactly one of mediaUrl, mediaBase64 or mediaId is required');
+  if (b.mediaBase64 !== undefined) {
+    if (b.mediaBase64.startsWith('data:')) throw validationFailed('mediaBase64', 'mediaBase64 is plain base64 without a data-URL prefix');
+    if (!/^[A-Za-z0-9+/\r\n]+={0,2}$/.test(b.mediaBase64)) throw validationFailed('mediaBase64', 'mediaBase64 is not valid base64');
+    if (b.mimetype === undefined) throw validationFailed('mimetype', 'mimetype is required with mediaBase64');
+  }
+  if (mimetypeRequired && b.mimetype === undefined) throw validationFailed('mimetype', 'mimetype is required');
+  if (b.mediaUrl !== undefined && !/^https?:\/\//i.test(b.mediaUrl)) throw validationFailed('mediaUrl', 'mediaUrl must be an http or https URL');
+  const src: Record<string, unknown> = {};
+  if (b.mediaUrl !== undefined) src.mediaUrl = b.mediaUrl;
+  if (b.mediaBase64 !== undefined) src.mediaBase64 = b.mediaBase64.replace(/[\r\n]/g, '');
+  if (b.mediaId !== undefined) src.mediaId = b.mediaId;
+  if (b.mimetype !== undefined) src.mimetype = b.mimetype.toLowerCase().replace(/\s+/g, '');
+  if (b.filename !== undefined) src.filename = b.filename;
+  return src;
+}
+
+/** Parse one v2 send route's body. `ownNumber` is the linked number (refused as recipient). */
+export function parseSend(kind: Exclude<SendKind, 'group_create'>, body: unknown, header: string | undefined, ownNumber: string | null, extra: { msgId?: string } = {}): ParsedSend {
+  const idempotencyKey = idempotencyKeyOf(body, header);
+  const warnings: string[] = [];
+  let payload: Record<string, unknown>;
+  let target: { chatId: string; phone: string | null };
+  let common: { priority?: number | undefined; notBefore?: string | undefined; ttlSeconds?: number | undefined; options?: unknown };
+  switch (kind) {
+    case 'forward': {
+      const b = parse(body, SCHEMAS.forward);
+      common = b;
+      target = resolveTarget({ chatId: b.toChatId }, ownNumber);
+      payload = { msgId: extra.msgId, toChatId: b.toChatId };
+      break;
+    }
+    default: {
+      const b = parseBody(kind, body);
+      common = b;
+      target = resolveTarget(b, ownNumber);
+      payload = buildPayload(kind, b, warnings);
+    }
+  }
+  payload.chatId = target.chatId;
+  const options = whitelistOptions(common.options);
+  const routeOptions = ROUTE_OPTIONS[kind](payload);
+  if (Object.keys(options).length + Object.keys(routeOptions).length > 0) payload.options = { ...options, ...routeOptions };
+  return {
+    kind,
+    chatId: target.chatId,
+    phone: target.phone,
+    priority: common.priority ?? 5,
+    notBefore: common.notBefore ? Date.parse(common.notBefore) : null,
+    ttlSeconds: common.ttlSeconds ?? null,
+    idempotencyKey,
+    payload,
+    warnings,
+  };
+}
+
+type BodyOf = Record<string, unknown> & {
+  phone?: string | undefined;
+  chatId?: string | undefined;
+  priority?: number | undefined;
+  notBefore?: string | undefined;
+  ttlSeconds?: number | undefined;
+  options?: unknown;
+};
+
+/** Validate a body against its route's schema (one call per kind keeps the struct types precise). */
+function parseBody(kind: Exclude<SendKind, 'group_create' | 'forward'>, body: unknown): BodyOf {
+  switch (kind) {
+    case 'text': return parse(body, SCHEMAS.text);
+    case 'media': return parse(body, SCHEMAS.media);
+    case 'voice': return parse(body, SCHEMAS.voice);
+    case 'document': return parse(body, SCHEMAS.document);
+    case 'sticker': return parse(body, SCHEMAS.sticker);
+    case 'video': return parse(body, SCHEMAS.video);
+    case 'location': return parse(body, SCHEMAS.location);
+    case 'contact': return parse(body, SCHEMAS.contact);
+    case 'poll': return parse(body, SCHEMAS.poll);
+  }
+}
+
+function buildPayload(kind: Exclude<SendKind, 'group_create' | 'forward'>, b: Record<string, unknown>, warnings: string[]): Record<string, unknown> {
+  const str = (k: string) => (typeof b[k] === 'string' ? (b[k] as string) : undefined);
+  switch (kind) {
+    case 'text':
+      return { body: str('message') };
+    case 'media':
+    case 'video': {
+      const src = mediaSource(b, false);
+      const caption = str('caption') ?? str('message');
+      return { ...src, ...(caption !== undefined ? { caption } : {}), ...(kind === 'video' && b.asGif === true ? { asGif: true } : {}) };
+    }
+    case 'document': {
+      if (str('filename') === undefined) throw validationFailed('filename', 'filename is required for documents');
+      const src = mediaSource(b, false);
+      const caption = str('caption') ?? str('message');
+      return { ...src, ...(caption !== undefined ? { caption } : {}) };
+    }
+    case 'voice': {
+      const src = mediaSource(b, true);
+      const mt = src.mimetype as string;
+      if (!VOICE_MIMETYPES.includes(mt)) {
+        throw new ApiError(400, 'VOICE_MIMETYPE_UNSUPPORTED', `mimetype ${mt} cannot be a voice note; use audio/ogg (Opus)`, { field: 'mimetype', accepted: VOICE_MIMETYPES });
+      }
+      if (!mt.startsWith('audio/ogg') && mt !== 'audio/opus') warnings.push('non-ogg audio may not render as PTT on all clients');
+      return src;
+    }
+    case 'sticker': {
+      const src = mediaSource(b, false);
+      const mt = src.mimetype as string | undefined;
+      if (mt?.startsWith('video/')) throw new ApiError(400, 'STICKER_VIDEO_UNSUPPORTED', 'video or GIF to sticker is not supported; send an image', { field: 'mimetype' });
+      if (mt !== undefined && !mt.startsWith('image/')) throw validationFailed('mimetype', 'a sticker needs an image/* mimetype');
+      if (mt === undefined) warnings.push('mimetype not given: only image/* can be converted to a sticker');
+      return {
+        ...src,
+        ...(str('stickerName') !== undefined ? { stickerName: str('stickerName') } : {}),
+        ...(str('stickerAuthor') !== undefined ? { stickerAuthor: str('stickerAuthor') } : {}),
+      };
+    }
+    case 'location': {
+      const loc: Record<string, unknown> = { latitude: b.latitude, longitude: b.longitude };
+      for (const k of ['name', 'address', 'url', 'description']) if (str(k) !== undefined) loc[k] = str(k);
+      return { location: loc };
+    }
+    case 'contact':
+      return { contactIds: b.contactIds };
+    case 'poll':
+      return { name: b.name, pollOptions: b.options, allowMultipleAnswers: b.allowMultipleAnswers === true };
+  }
+}
+
+/** Options set by the route itself (SPEC.md: "set automatically by the matching route"). */
+const ROUTE_OPTIONS: Record<Exclude<SendKind, 'group_create'>, (p: Record<string, unknown>) => Record<string, unknown>> = {
+  text: () => ({}),
+  media: () => ({}),
+  voice: () => ({ sendAudioAsVoice: true }),
+  document: () => ({ sendMediaAsDocument: true }),
+  sticker: (p) => ({
+    sendMediaAsSticker: true,
+    ...(p.stickerName !== undefined ? { stickerName: p.stickerName } : {}),
+    ...(p.stickerAuthor !== undefined ? { stickerAuthor: p.stickerAuthor } : {}),
+  }),
+  video: (p) => (p.asGif === true ? { sendVideoAsGif: true } : {}),
+  location: () => ({}),
+  contact: () => ({}),
+  poll: () => ({}),
+  forward: () => ({}),
+};
+
+

@@ -1,0 +1,125 @@
+/**
+ * The v2 send routes (SPEC.md "v2 send routes"): validate, then hand the job to the instance's queue, which
+ * decides idempotency, QUEUE_FULL and TTL_UNREACHABLE and answers once the job is in PostgreSQL.
+ */
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import { createHash } from 'node:crypto';
+import { ok } from '../envelope.js';
+import { ApiError, instanceOffline, queuePaused, queueStoreUnavailable } from '../errors.js';
+import { parseSend, type ParsedSend, type SendKind } from './send-schemas.js';
+import { acceptedResponse } from '../../queue/format.js';
+import type { AcceptRequest, AcceptResult, QueueWorker } from '../../queue/worker.js';
+import type { InstanceHandle } from '../../actors/handle.js';
+import { DEADLINES } from '../../actors/handle.js';
+import type { Clock } from '../../clock.js';
+import type { QueueModeOf } from './queue.js';
+
+export interface SendRouteDeps {
+  handleOf(ctx: Context): InstanceHandle;
+  workerOf(instanceId: string): QueueWorker | undefined;
+  modeOf: QueueModeOf;
+  clock: Clock;
+  /** acceptance-time media check (SSRF, size, mediaId of this instance); throws ApiError */
+  validateMedia(instanceId: string, payload: Record<string, unknown>): Promise<void>;
+}
+
+const ROUTES: [string, Exclude<SendKind, 'group_create' | 'forward'>][] = [
+  ['send-message', 'text'],
+  ['send-media', 'media'],
+  ['send-voice', 'voice'],
+  ['send-document', 'document'],
+  ['send-sticker', 'sticker'],
+  ['send-video', 'video'],
+  ['send-location', 'location'],
+  ['send-contact', 'contact'],
+  ['send-poll', 'poll'],
+];
+const MEDIA_KINDS = new Set<SendKind>(['media', 'voice', 'document', 'sticker', 'video']);
+
+/** The fingerprint idempotency compares: what would be sent, when and how, never the key itself. */
+export function payloadHash(p: Pick<ParsedSend, 'kind' | 'chatId' | 'payload' | 'priority' | 'notBefore' | 'ttlSeconds'>): string {
+  const canonical = JSON.stringify([p.kind, p.chatId, sortKeys(p.payload), p.priority, p.notBefore, p.ttlSeconds]);
+  return createHash('sha256').update(canonical).digest('hex');
+}
+
+function sortKeys(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(sortKeys);
+  if (v && typeof v === 'object') {
+    return Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, x]) => [k, sortKeys(x)]));
+  }
+  return v;
+}
+
+/** Race a queue call against the route's gateway deadline (504 INSTANCE_TIMEOUT). */
+export function withGatewayDeadline<T>(clock: Clock, ms: number, p: Promise<T>): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const t = clock.setTimeout(() => reject(new ApiError(504, 'INSTANCE_TIMEOUT', 'the instance did not answer in time; the request may have been accepted')), ms);
+    p.then(
+      (v) => {
+        clock.clearTimeout(t);
+        resolve(v);
+      },
+      (e: unknown) => {
+        clock.clearTimeout(t);
+        reject(e);
+      },
+    );
+  });
+}
+
+/** Checks every v2 send shares: queue mode, ordered restart, connection. Returns the instance's worker. */
+export function v2Gate(deps: Pick<SendRouteDeps, 'workerOf' | 'modeOf'>, handle: InstanceHandle): QueueWorker {
+  const mode = deps.modeOf(handle.instance);
+  if (mode !== 'pg') throw queueStoreUnavailable(mode);
+  const view = handle.view();
+  if (view.paused) throw queuePaused();
+  if (!view.connected) throw instanceOffline({ status: view.status, detail: view.detail, lastError: view.lastError });
+  const worker = deps.workerOf(handle.id);
+  if (!worker) throw new ApiError(502, 'INSTANCE_UNREACHABLE', 'the instance is not running on this gateway');
+  return worker;
+}
+
+export function toAcceptRequest(p: ParsedSend, originRoute: string): AcceptRequest {
+  return {
+    kind: p.kind,
+    originRoute,
+    chatId: p.chatId,
+    phone: p.phone,
+    payload: p.payload,
+    payloadHash: payloadHash(p),
+    idempotencyKey: p.idempotencyKey,
+    priority: p.priority,
+    notBefore: p.notBefore,
+    ttlSeconds: p.ttlSeconds,
+  };
+}
+
+export function answerAccepted(ctx: Context, deps: Pick<SendRouteDeps, 'clock' | 'modeOf'>, handle: InstanceHandle, worker: QueueWorker, r: AcceptResult, warnings: string[], extra: Record<string, unknown> = {}): void {
+  const data = acceptedResponse({ ...r, limits: { ...worker.limits(deps.modeOf(handle.instance)) }, warnings }, deps.clock.now());
+  ok(ctx, { ...data, ...extra }, r.replay ? 200 : 202);
+}
+
+export function sendRouter(deps: SendRouteDeps): Router {
+  const router = new Router({ prefix: '/api/v2' });
+
+  const accept = async (ctx: Context, kind: Exclude<SendKind, 'group_create'>, route: string, extra: { msgId?: string } = {}) => {
+    const handle = deps.handleOf(ctx);
+    const worker = v2Gate(deps, handle);
+    const parsed = parseSend(kind, ctx.request.body, ctx.get('x-idempotency-key') || undefined, handle.view().phoneNumber ?? handle.instance.phoneNumber, extra);
+    if (MEDIA_KINDS.has(kind)) await deps.validateMedia(handle.id, parsed.payload);
+    const result = await withGatewayDeadline(deps.clock, DEADLINES.send, worker.accept(toAcceptRequest(parsed, route)));
+    answerAccepted(ctx, deps, handle, worker, result, parsed.warnings);
+  };
+
+  for (const [path, kind] of ROUTES) router.post(`/${path}`, (ctx) => accept(ctx, kind, `/api/v2/${path}`));
+  router.post('/messages/:msgId/forward', async (ctx, next) => {
+    const msgId = ctx.params.msgId ?? '';
+    if (msgId.startsWith('wq_')) {
+      throw new ApiError(400, 'VALIDATION_FAILED', 'forward takes a network message id, not a queue job id', { field: 'msgId' });
+    }
+    if (msgId.length === 0) return next();
+    await accept(ctx, 'forward', '/api/v2/messages/:msgId/forward', { msgId });
+  });
+  return router;
+}

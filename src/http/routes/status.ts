@@ -1,0 +1,76 @@
+/** GET /api/status and GET /api/qr (SPEC.md "Status object", "Status and link endpoints"). */
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import { ok } from '../envelope.js';
+import type { InstanceHandle } from '../../actors/handle.js';
+import type { QueueWorker } from '../../queue/worker.js';
+import type { QueueModeOf } from './queue.js';
+import { queueCounts } from '../../queue/jobs.js';
+import type { Pool } from '../../store/pool.js';
+import type { Clock } from '../../clock.js';
+
+export interface StatusRouteDeps {
+  pool: Pool;
+  clock: Clock;
+  handleOf(ctx: Context): InstanceHandle;
+  workerOf(instanceId: string): QueueWorker | undefined;
+  modeOf: QueueModeOf;
+}
+
+const QR_WAIT_MESSAGES: Record<string, string> = {
+  initializing: 'the session is starting; the QR code will be available shortly',
+  authenticated: 'signed in; finishing the link',
+  disconnected: 'the session is not running; an operator restart or re-link is needed',
+  error: 'the session failed and is restarting; the QR code will be available after the restart',
+  waiting_qr: 'waiting for the QR code to be generated',
+};
+
+export function statusRouter(deps: StatusRouteDeps): Router {
+  const router = new Router({ prefix: '/api' });
+
+  router.get('/status', async (ctx) => {
+    const handle = deps.handleOf(ctx);
+    const v = handle.view();
+    const now = deps.clock.now();
+    const mode = deps.modeOf(handle.instance);
+    const worker = deps.workerOf(handle.id);
+    const [c, received] = await Promise.all([
+      queueCounts(deps.pool, handle.id, now),
+      deps.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM inbound_messages WHERE instance_id = $1 AND received_at > $2', [handle.id, new Date(now - 86_400_000)]),
+    ]);
+    const nextAt = worker?.nextAt() ?? null;
+    ok(ctx, {
+      status: v.status,
+      phoneNumber: v.phoneNumber ?? '',
+      connected: v.connected,
+      browser: v.browser,
+      queue: {
+        sent: c.sent,
+        failed: c.failed,
+        queued: c.queued,
+        pending: c.queued + c.scheduled,
+        scheduled: c.scheduled,
+        sending: c.sending,
+        inFlight: c.sending,
+        unknown: c.unknown,
+        sent24h: c.sent24h,
+        failed24h: c.failed24h,
+        unknown24h: c.unknown24h,
+        mode,
+        degraded: mode === 'memory-degraded',
+        nextAt: nextAt === null ? null : new Date(nextAt).toISOString(),
+        limits: worker ? worker.limits(mode) : null,
+      },
+      messages: { sent: c.sent24h, received: received.rows[0]?.n ?? 0, failed: c.failed24h },
+    });
+  });
+
+  router.get('/qr', (ctx) => {
+    const v = deps.handleOf(ctx).view();
+    if (v.connected) return ok(ctx, { status: 'connected', phoneNumber: v.phoneNumber ?? '' });
+    if (v.qr) return ok(ctx, { qr: v.qr, status: 'waiting_qr' });
+    ok(ctx, { status: v.status, message: QR_WAIT_MESSAGES[v.status] ?? 'no QR code available yet' });
+  });
+
+  return router;
+}

@@ -1,0 +1,90 @@
+/**
+ * The operator's instance service: the store changes of src/store/instances.ts plus their effect on the
+ * running actors (spawn on create, re-plan on a limit change, stop on delete).
+ */
+import type { Pool } from './store/pool.js';
+import type { Clock } from './clock.js';
+import type { Runtime } from './actors/runtime.js';
+import type { InstanceAdmin } from './http/routes/admin-instances.js';
+import {
+  createInstance, deleteInstance, getInstance, listInstances, rotateKey, updateSettings, type Instance,
+} from './store/instances.js';
+import { affectsPlan, applySettingsPatch, type InstanceSettings, type SettingsPatch } from './queue/settings.js';
+import { withTransaction } from './store/pool.js';
+
+export class InstanceAdminService implements InstanceAdmin {
+  private keyListeners: (() => void)[] = [];
+
+  constructor(private readonly deps: { pool: Pool; runtime: Runtime; clock: Clock }) {}
+
+  onKeysChanged(f: () => void): void {
+    this.keyListeners.push(f);
+  }
+
+  list(): Promise<Instance[]> {
+    return listInstances(this.deps.pool);
+  }
+
+  get(id: string): Promise<Instance | null> {
+    return getInstance(this.deps.pool, id);
+  }
+
+  async create(input: { name: string; driver: 'sandbox' | 'webjs'; settings?: Partial<InstanceSettings> }): Promise<{ instance: Instance; apiKey: string }> {
+    const created = await withTransaction(this.deps.pool, (c) => createInstance(c, input));
+    this.deps.runtime.add(created.instance);
+    return created;
+  }
+
+  async updateSettings(id: string, patch: SettingsPatch): Promise<Instance | null> {
+    const before = await getInstance(this.deps.pool, id);
+    if (!before) return null;
+    applySettingsPatch(before.settings, patch); // validates the merged result (e.g. minDelayMs ≤ maxDelayMs)
+    const after = await updateSettings(this.deps.pool, id, patch);
+    if (!after) return null;
+    await this.deps.runtime.update(after, affectsPlan(before.settings, after.settings) && after.settings.enabled);
+    return after;
+  }
+
+  async remove(id: string): Promise<boolean> {
+    await this.deps.runtime.remove(id);
+    const removed = await deleteInstance(this.deps.pool, id);
+    for (const f of this.keyListeners) f();
+    return removed;
+  }
+
+  async rotateKey(id: string): Promise<string | null> {
+    const inst = await getInstance(this.deps.pool, id);
+    if (!inst) return null;
+    const key = await withTransaction(this.deps.pool, (c) => rotateKey(c, inst));
+    for (const f of this.keyListeners) f();
+    return key;
+  }
+
+  async restart(id: string, reason: string): Promise<boolean> {
+    return this.deps.runtime.restart(id, reason);
+  }
+
+  async logout(id: string): Promise<boolean> {
+    return this.deps.runtime.logout(id);
+  }
+
+  describe(instance: Instance): Record<string, unknown> {
+    const live = this.deps.runtime.instance(instance.id) ?? instance;
+    const view = this.deps.runtime.view(instance.id);
+    return {
+      id: live.id,
+      name: live.name,
+      driver: live.driver,
+      phoneNumber: view.phoneNumber ?? live.phoneNumber,
+      createdAt: live.createdAt,
+      settings: live.settings,
+      status: view.status,
+      state: view.detail,
+      connected: view.connected,
+      browser: view.browser,
+      paused: view.paused,
+      quarantined: view.quarantined,
+      lastError: view.lastError,
+    };
+  }
+}

@@ -1,0 +1,96 @@
+/**
+ * The media pieces as the gateway uses them: the store, acceptance-time validation and dispatch-time
+ * resolution of a job's media source, the incoming-media block of `message` events, and the retention
+ * sweeper (a timer on the runtime clock; crash-safe because the store's sweep reconciles disk and index).
+ */
+import type { Pool } from '../store/pool.js';
+import type { Clock, TimerHandle } from '../clock.js';
+import type { Config } from '../config.js';
+import type { Logger } from '../log.js';
+import type { MessageMedia, WireMessage } from '../drivers/contract.js';
+import type { Instance } from '../store/instances.js';
+import { createMediaStore, type MediaStore } from './store.js';
+import { resolveMediaSource, validateMediaSourceAtAcceptance, type MediaSourceInput } from './resolve.js';
+import type { IncomingMedia } from '../actors/network-events.js';
+
+export interface MediaServices extends IncomingMedia {
+  store: MediaStore;
+  validateAtAcceptance(instanceId: string, payload: Record<string, unknown>): Promise<void>;
+  resolveForDispatch(instanceId: string, payload: Record<string, unknown>, signal: AbortSignal): Promise<MessageMedia>;
+  /** how incoming attachments are downloaded (the runtime sets it: a driver call through the instance) */
+  setDownloader(f: (instanceId: string, msgId: string) => Promise<MessageMedia | null>): void;
+  stop(): void;
+}
+
+const SWEEP_EVERY_MS = 10 * 60_000;
+
+function sourceOf(p: Record<string, unknown>): MediaSourceInput {
+  const s = (k: string) => (typeof p[k] === 'string' ? (p[k] as string) : null);
+  return { mediaUrl: s('mediaUrl'), mediaBase64: s('mediaBase64'), mediaId: s('mediaId'), mimetype: s('mimetype'), filename: s('filename') };
+}
+
+export function createMediaServices(deps: { pool: Pool; clock: Clock; config: Config; log: Logger }): MediaServices {
+  const { config, clock } = deps;
+  const store = createMediaStore({
+    pool: deps.pool,
+    dataDir: config.DATA_DIR,
+    clock,
+    retentionHours: config.MEDIA_RETENTION_HOURS,
+    instanceMaxMb: config.MEDIA_STORE_MAX_MB,
+  });
+  const sourceDeps = { store, urlMaxBytes: config.MEDIA_MAX_BYTES, base64MaxBytes: config.MEDIA_BASE64_MAX_BYTES, clock };
+  let download: ((instanceId: string, msgId: string) => Promise<MessageMedia | null>) | null = null;
+  let timer: TimerHandle | null = null;
+  let stopped = false;
+  const sweep = () => {
+    timer = null;
+    void store
+      .sweep(clock.now())
+      .catch((err: unknown) => deps.log.warn({ err }, 'media sweep failed'))
+      .finally(() => {
+        if (!stopped) timer = clock.setTimeout(sweep, SWEEP_EVERY_MS);
+      });
+  };
+  timer = clock.setTimeout(sweep, 5_000);
+
+  return {
+    store,
+    async validateAtAcceptance(instanceId, payload) {
+      await validateMediaSourceAtAcceptance(instanceId, sourceOf(payload), sourceDeps);
+    },
+    resolveForDispatch(instanceId, payload, signal) {
+      return resolveMediaSource(instanceId, sourceOf(payload), { ...sourceDeps, signal });
+    },
+    setDownloader(f) {
+      download = f;
+    },
+    async describe(instance: Instance, m: WireMessage) {
+      const info = m.mediaInfo ?? null;
+      const block: Record<string, unknown> = {
+        mimetype: info?.mimetype ?? 'application/octet-stream',
+        filename: info?.filename ?? null,
+        size: info?.size ?? 0,
+      };
+      if (!instance.settings.storeIncomingMedia || !download) return block;
+      try {
+        const media = await download(instance.id, m.id._serialized);
+        if (!media) return { ...block, stored: false };
+        const record = await store.put(instance.id, {
+          data: Buffer.from(media.data, 'base64'),
+          mimetype: media.mimetype,
+          filename: media.filename ?? null,
+          origin: 'incoming',
+          messageId: m.id._serialized,
+        });
+        return { ...block, size: record.size, stored: true, mediaId: record.mediaId, url: `/api/v2/media/${record.mediaId}`, expiresAt: new Date(record.expiresAt).toISOString() };
+      } catch (err) {
+        deps.log.warn({ err, instanceId: instance.id }, 'incoming media not stored');
+        return { ...block, stored: false };
+      }
+    },
+    stop() {
+      stopped = true;
+      if (timer !== null) clock.clearTimeout(timer);
+    },
+  };
+}

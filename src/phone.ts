@@ -1,0 +1,30 @@
+/**
+ * Recipient addressing (SPEC.md "Common send request fields", v1 phone rules). Ids are kept as the network
+ * gives them (`@c.us`, `@lid`, `@g.us`), never rewritten.
+ */
+
+/** International number without `+` (a leading `+` is tolerated), or a German national number starting with 0. */
+export function normalizePhone(input: string): string | null {
+  const compact = input.trim().replace(/[\s()./-]/g, '');
+  const m = /^\+?(\d{6,16})$/.exec(compact);
+  if (!m?.[1]) return null;
+  let digits = m[1];
+  // German national format: 0151… → 49151… (but 00-prefixed international stays international)
+  if (digits.startsWith('00')) digits = digits.slice(2);
+  else if (digits.startsWith('0')) digits = `49${digits.slice(1)}`;
+  return digits.length >= 7 && digits.length <= 15 ? digits : null;
+}
+
+export const CHAT_ID = /^(\d{5,20}@c\.us|\d{5,24}@lid|\d{5,20}(-\d{5,20})?@g\.us)$/;
+export const CONTACT_ID = /^(\d{5,20}@c\.us|\d{5,24}@lid)$/;
+
+export const isGroupId = (id: string) => id.endsWith('@g.us');
+
+/** The chat id for a phone number. */
+export const phoneToChatId = (phone: string) => `${phone}@c.us`;
+
+/** The phone number of a `@c.us` id (null for `@lid` and groups: their phone is not known from the id). */
+export function chatIdToPhone(chatId: string): string | null {
+  const m = /^(\d+)@c\.us$/.exec(chatId);
+  return m?.[1] ?? null;
+}

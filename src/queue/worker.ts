@@ -1,0 +1,562 @@
+/**
+ * The queue of one instance: acceptance, planning, re-planning, cancellation, expiry and dispatch timing.
+ *
+ * PostgreSQL is the truth. The worker keeps a mirror of the instance's waiting jobs and of its dispatch
+ * history (the last 24 h) so that planning is a pure function over memory (src/queue/plan.ts) and every
+ * decision that assigns slots runs on one serial executor. Acceptances arriving together are planned and
+ * committed in one transaction (group commit): the 202 is only sent once the job is in PostgreSQL.
+ */
+import type { Pool, PoolClient, Queryable } from '../store/pool.js';
+import { withTransaction } from '../store/pool.js';
+import type { Clock, TimerHandle } from '../clock.js';
+import type { Logger } from '../log.js';
+import { ApiError } from '../http/errors.js';
+import { newJobId } from '../ids.js';
+import { acceptJob, applyJobEvent, statesAccepting, type JobEvent, type QueueEventName } from '../../machines/job.machine.js';
+import type { InstanceSettings } from './settings.js';
+import {
+  countPending, findByIdempotencyKey, getJob, insertJobs, listWaiting, loadHistory, recoverSending, saveSlots,
+  transitionJob, type Job, type NewJob, type TransitionFields,
+} from './jobs.js';
+import { Planner, type MirrorJob } from './planning.js';
+import { Serial } from './serial.js';
+import { limitsObject, type LimitsObject } from './windows.js';
+
+export const IDEMPOTENCY_RETENTION_MS = 7 * 86_400_000;
+
+export interface QueueEventSink {
+  /** Write an event to the outbox inside the caller's transaction. */
+  emit(q: Queryable, event: string, data: Record<string, unknown>): Promise<void>;
+  /** Called after a commit that emitted events: wake the webhook sender. */
+  flushed(): void;
+}
+
+export interface Dispatcher {
+  /** Send one claimed job (already committed as `sending`); resolves with the outcome, never throws. */
+  send(job: Job): Promise<DispatchOutcome>;
+  /** Whether the session can send now. */
+  connected(): boolean;
+}
+
+export type DispatchOutcome =
+  | { kind: 'confirmed'; messageId: string }
+  | { kind: 'assumed'; messageId: string | null }
+  | { kind: 'failed'; resultCode: string; errorMessage: string }
+  | { kind: 'unknown'; unknownReason: string };
+
+export interface WorkerDeps {
+  instanceId: string;
+  pool: Pool;
+  clock: Clock;
+  log: Logger;
+  settings(): InstanceSettings;
+  maxPending: number;
+  events: QueueEventSink;
+  dispatcher: Dispatcher;
+  random?: (min: number, max: number) => number;
+  /** largest number of acceptances committed in one transaction */
+  batchSize?: number;
+}
+
+export interface AcceptRequest {
+  kind: string;
+  originRoute: string;
+  chatId: string | null;
+  phone: string | null;
+  payload: Record<string, unknown>;
+  payloadHash: string;
+  idempotencyKey: string | null;
+  priority: number;
+  notBefore: number | null;
+  ttlSeconds: number | null;
+  previousJobId?: string | null;
+}
+
+export interface AcceptResult {
+  job: Job;
+  replay: boolean;
+  queuePosition: number;
+}
+
+interface Pending {
+  req: AcceptRequest;
+  resolve: (r: AcceptResult) => void;
+  reject: (e: unknown) => void;
+}
+
+type Waiter = (job: Job) => void;
+
+export class QueueWorker {
+  private readonly serial = new Serial();
+  private readonly planner: Planner;
+  private inbox: Pending[] = [];
+  private draining = false;
+  private timer: TimerHandle | null = null;
+  private timerAt = Number.POSITIVE_INFINITY;
+  private dispatching: Promise<void> | null = null;
+  private stopped = false;
+  private started = false;
+  private pending = 0; // queued + scheduled + sending
+  private readonly waiters = new Map<string, Set<Waiter>>();
+  epoch = 0;
+
+  constructor(private readonly deps: WorkerDeps) {
+    this.planner = new Planner({ random: deps.random, salt: deps.instanceId });
+  }
+
+  get instanceId(): string {
+    return this.deps.instanceId;
+  }
+
+  /** Recover, load the mirror, plan what has no slot, arm the timer. */
+  async start(): Promise<void> {
+    await this.serial.run(async () => {
+      const now = this.deps.clock.now();
+      const recovered = await withTransaction(this.deps.pool, async (c) => {
+        const jobs = await recoverSending(c, this.deps.instanceId, now);
+        for (const j of jobs) await this.emitFor(c, j, 'message.unknown');
+        return jobs;
+      });
+      if (recovered.length > 0) {
+        this.deps.events.flushed();
+        this.deps.log.warn({ instanceId: this.deps.instanceId, jobs: recovered.map((j) => j.id) }, 'jobs found in sending at start are unknown');
+      }
+      const { rows } = await this.deps.pool.query<{ last: Date | null; epoch: number }>(
+        'SELECT last_dispatch_at AS last, plan_epoch AS epoch FROM instances WHERE id = $1',
+        [this.deps.instanceId],
+      );
+      this.epoch = rows[0]?.epoch ?? 0;
+      const history = await loadHistory(this.deps.pool, this.deps.instanceId, now);
+      const waiting = await listWaiting(this.deps.pool, this.deps.instanceId);
+      this.pending = await countPending(this.deps.pool, this.deps.instanceId);
+      this.planner.load({ history, lastDispatchAt: rows[0]?.last ? rows[0].last.getTime() : null, waiting: waiting.map(toPlanJob) });
+      this.started = true;
+      await this.replanLocked('start', now, false);
+    });
+  }
+
+  /** Stop timers; wait for an in-flight dispatch to finish and persist its outcome. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.disarm();
+    await this.dispatching;
+    await this.serial.idle();
+    for (const p of this.inbox.splice(0)) p.reject(new ApiError(503, 'INSTANCE_UNREACHABLE', 'the instance is stopping'));
+  }
+
+  // ---------------------------------------------------------------- acceptance
+
+  /** Accept a send: validated by the route; idempotency, QUEUE_FULL and TTL_UNREACHABLE are decided here. */
+  accept(req: AcceptRequest): Promise<AcceptResult> {
+    if (this.stopped || !this.started) return Promise.reject(new ApiError(503, 'INSTANCE_UNREACHABLE', 'the instance queue is not running'));
+    return new Promise((resolve, reject) => {
+      this.inbox.push({ req, resolve, reject });
+      this.kick();
+    });
+  }
+
+  /** Start draining the inbox unless a drain is already queued: arrivals meanwhile join its next batch. */
+  private kick(): void {
+    if (this.draining) return;
+    this.draining = true;
+    void this.serial.run(() => this.drain()).finally(() => {
+      this.draining = false;
+      if (this.inbox.length > 0) this.kick();
+    });
+  }
+
+  private async drain(): Promise<void> {
+    while (this.inbox.length > 0) {
+      const batch = this.inbox.splice(0, this.deps.batchSize ?? 200);
+      try {
+        await this.acceptBatch(batch);
+      } catch (err) {
+        // A batch failed as a whole (e.g. a concurrent node took a key): retry its members one by one so
+        // that one bad request cannot fail the others.
+        if (batch.length === 1) batch[0]?.reject(err);
+        else for (const p of batch) await this.acceptBatch([p]).catch((e: unknown) => p.reject(e));
+      }
+    }
+  }
+
+  private async acceptBatch(batch: Pending[]): Promise<void> {
+    const now = this.deps.clock.now();
+    const settings = this.deps.settings();
+    const outcomes = new Map<Pending, AcceptResult | ApiError>();
+    const fresh: { p: Pending; job: NewJob }[] = [];
+    const keysInBatch = new Map<string, { p: Pending; job: NewJob }>();
+
+    await withTransaction(this.deps.pool, async (c) => {
+      for (const p of batch) {
+        const { req } = p;
+        if (req.idempotencyKey !== null) {
+          const sameBatch = keysInBatch.get(req.idempotencyKey);
+          if (sameBatch) {
+            outcomes.set(p, sameBatch.job.payloadHash === req.payloadHash
+              ? new ApiError(0, 'CONFLICT', 'replay-of-batch', { jobId: sameBatch.job.id })
+              : mismatch(sameBatch.job.id));
+            continue;
+          }
+          const found = await findByIdempotencyKey(c, this.deps.instanceId, req.idempotencyKey, now - IDEMPOTENCY_RETENTION_MS);
+          if (found) {
+            outcomes.set(p, found.payloadHash === req.payloadHash
+              ? { job: found.job, replay: true, queuePosition: this.planner.position(found.job.id) }
+              : mismatch(found.job.id));
+            continue;
+          }
+        }
+        if (this.pending + fresh.length >= this.deps.maxPending) {
+          outcomes.set(p, new ApiError(422, 'QUEUE_FULL', `more than ${this.deps.maxPending} pending jobs for this instance`, { maxPending: this.deps.maxPending }));
+          continue;
+        }
+        const ttl = req.ttlSeconds ?? settings.defaultTtlSeconds;
+        const job: NewJob = {
+          id: newJobId(),
+          instanceId: this.deps.instanceId,
+          kind: req.kind,
+          originRoute: req.originRoute,
+          chatId: req.chatId,
+          phone: req.phone,
+          payload: req.payload,
+          payloadHash: req.payloadHash,
+          idempotencyKey: req.idempotencyKey,
+          priority: req.priority,
+          notBefore: req.notBefore,
+          queuedAt: now,
+          scheduledAt: null,
+          expiresAt: now + ttl * 1000,
+          previousJobId: req.previousJobId ?? null,
+        };
+        fresh.push({ p, job });
+        if (req.idempotencyKey !== null) keysInBatch.set(req.idempotencyKey, { p, job });
+      }
+
+      // Plan the fresh jobs; refuse the ones whose earliest slot is after their expiry.
+      const placed = this.planner.tryAdd(
+        fresh.map((f) => ({ id: f.job.id, priority: f.job.priority, notBefore: f.job.notBefore, expiresAt: f.job.expiresAt })),
+        now,
+        settings,
+      );
+      const accepted: { p: Pending; job: NewJob }[] = [];
+      for (const f of fresh) {
+        const slot = placed.slots.get(f.job.id);
+        if (slot === undefined) {
+          outcomes.set(f.p, new ApiError(422, 'TTL_UNREACHABLE', 'no send slot before the message expires; raise ttlSeconds or the limits', {
+            expiresAt: new Date(f.job.expiresAt).toISOString(),
+          }));
+          continue;
+        }
+        f.job.scheduledAt = slot;
+        accepted.push(f);
+      }
+      const inserted = await insertJobs(c, accepted.map((a) => a.job));
+      for (const job of inserted) {
+        await this.emitFor(c, job, acceptJob().emits ?? 'message.queued');
+      }
+      // Jobs moved by this acceptance (a higher priority went in front of them) get their new slots.
+      if (placed.moved.length > 0) await saveSlots(c, placed.moved, this.epoch);
+      placed.commit?.();
+      this.pending += inserted.length;
+      inserted.forEach((job, i) => {
+        const a = accepted[i];
+        if (a) outcomes.set(a.p, { job, replay: false, queuePosition: this.planner.position(job.id) });
+      });
+    }).catch((err: unknown) => {
+      this.planner.rollback();
+      throw err;
+    });
+
+    this.deps.events.flushed();
+    for (const p of batch) {
+      const o = outcomes.get(p);
+      if (o instanceof ApiError && o.status === 0) {
+        // same key twice in one batch: the second is a replay of the first, now committed
+        const jobId = String(o.data.jobId);
+        const job = await getJob(this.deps.pool, this.deps.instanceId, jobId);
+        if (job) p.resolve({ job, replay: true, queuePosition: this.planner.position(jobId) });
+        else p.reject(new ApiError(500, 'INTERNAL_ERROR', 'internal error'));
+      } else if (o instanceof ApiError) p.reject(o);
+      else if (o) p.resolve(o);
+      else p.reject(new ApiError(500, 'INTERNAL_ERROR', 'internal error'));
+    }
+    this.arm();
+  }
+
+  // ---------------------------------------------------------------- cancel, replan, settings
+
+  /** DELETE /api/v2/messages/:jobId: only before sending starts. */
+  cancel(jobId: string): Promise<Job> {
+    return this.serial.run(async () => {
+      const job = await getJob(this.deps.pool, this.deps.instanceId, jobId);
+      if (!job) throw new ApiError(404, 'JOB_NOT_FOUND', 'no such job', { jobId });
+      const step = applyJobEvent(job.state, { type: 'CANCEL' });
+      if (!step) {
+        throw new ApiError(409, 'JOB_NOT_CANCELLABLE', `a job in state ${job.state} cannot be cancelled`, { jobId, state: job.state });
+      }
+      const now = this.deps.clock.now();
+      const moved = await this.move(job, { type: 'CANCEL' }, { terminalAt: now }, { reason: 'cancelled by the caller' });
+      if (!moved) {
+        const current = await getJob(this.deps.pool, this.deps.instanceId, jobId);
+        throw new ApiError(409, 'JOB_NOT_CANCELLABLE', `a job in state ${current?.state ?? 'unknown'} cannot be cancelled`, { jobId, state: current?.state });
+      }
+      this.planner.remove(jobId);
+      this.pending = Math.max(0, this.pending - 1);
+      this.arm();
+      return moved;
+    });
+  }
+
+  /** Re-plan every waiting job (POST /api/v2/queue/replan, a limit change, a backlog after an outage). */
+  replan(reason: string): Promise<{ affected: number; epoch: number }> {
+    return this.serial.run(() => this.replanLocked(reason, this.deps.clock.now(), true));
+  }
+
+  private async replanLocked(reason: string, now: number, announce: boolean): Promise<{ affected: number; epoch: number }> {
+    const plan = this.planner.replan(now, this.deps.settings());
+    const epoch = this.epoch + 1;
+    await withTransaction(this.deps.pool, async (c) => {
+      await saveSlots(c, plan.slots, epoch);
+      if (plan.unslotted.length > 0) {
+        // no slot before expiry (or past the attempt cap): back to `queued` without a slot until a re-plan or expiry
+        await c.query(
+          `UPDATE jobs SET state = 'queued', scheduled_at = NULL, plan_epoch = $3
+            WHERE instance_id = $1 AND id = ANY($2::text[]) AND state IN ('queued','scheduled')`,
+          [this.deps.instanceId, plan.unslotted, epoch],
+        );
+      }
+      await c.query('UPDATE instances SET plan_epoch = $2 WHERE id = $1', [this.deps.instanceId, epoch]);
+      if (announce) await this.deps.events.emit(c, 'queue.replanned', { affected: plan.slots.length, epoch, reason });
+    });
+    this.epoch = epoch;
+    plan.commit();
+    if (announce) this.deps.events.flushed();
+    this.arm();
+    return { affected: plan.slots.length, epoch };
+  }
+
+  // ---------------------------------------------------------------- views
+
+  limits(mode: 'pg' | 'memory-degraded' | 'disabled' = 'pg'): LimitsObject {
+    const now = this.deps.clock.now();
+    return limitsObject(this.deps.settings(), this.planner.historySnapshot(now), now, mode);
+  }
+
+  nextAt(): number | null {
+    return this.planner.nextAt();
+  }
+
+  waitingCount(): number {
+    return this.planner.waitingCount();
+  }
+
+  /** Resolve when the job reaches a terminal state, or with null after `timeoutMs` (v1 synchronous wait). */
+  waitForTerminal(jobId: string, timeoutMs: number): Promise<Job | null> {
+    return new Promise((resolve) => {
+      const set = this.waiters.get(jobId) ?? new Set<Waiter>();
+      const timer = this.deps.clock.setTimeout(() => {
+        set.delete(done);
+        resolve(null);
+      }, timeoutMs);
+      const done: Waiter = (job) => {
+        this.deps.clock.clearTimeout(timer);
+        resolve(job);
+      };
+      set.add(done);
+      this.waiters.set(jobId, set);
+      // it may have finished before we started waiting
+      void getJob(this.deps.pool, this.deps.instanceId, jobId).then((job) => {
+        if (job && TERMINAL.has(job.state)) this.notifyTerminal(job);
+      });
+    });
+  }
+
+  private notifyTerminal(job: Job): void {
+    const set = this.waiters.get(job.id);
+    if (!set) return;
+    this.waiters.delete(job.id);
+    for (const w of set) w(job);
+  }
+
+  // ---------------------------------------------------------------- timing and dispatch
+
+  /** Something changed that may allow sending (connected again): re-plan the backlog from now and arm. */
+  resume(): void {
+    if (this.stopped || !this.started) return;
+    void this.serial.run(async () => {
+      if (this.planner.hasOverdue(this.deps.clock.now())) await this.replanLocked('backlog', this.deps.clock.now(), true);
+      this.arm();
+    });
+  }
+
+  private disarm(): void {
+    if (this.timer !== null) this.deps.clock.clearTimeout(this.timer);
+    this.timer = null;
+    this.timerAt = Number.POSITIVE_INFINITY;
+  }
+
+  /** Set the timer to the next due slot or expiry. */
+  arm(): void {
+    if (this.stopped || !this.started) return;
+    const next = this.planner.nextWake();
+    if (next === null) return this.disarm();
+    if (this.timer !== null && this.timerAt <= next) return;
+    this.disarm();
+    this.timerAt = next;
+    this.timer = this.deps.clock.setTimeout(() => {
+      this.timer = null;
+      this.timerAt = Number.POSITIVE_INFINITY;
+      this.tick();
+    }, Math.max(0, next - this.deps.clock.now()));
+  }
+
+  private tick(): void {
+    if (this.stopped || this.dispatching) return;
+    this.dispatching = this.serial
+      .run(() => this.step())
+      .then(async (claimed) => {
+        if (claimed) await this.finish(claimed);
+      })
+      .catch((err: unknown) => this.deps.log.error({ err, instanceId: this.deps.instanceId }, 'queue step failed'))
+      .finally(() => {
+        this.dispatching = null;
+        this.arm();
+      });
+  }
+
+  /** Expire what is due; claim the next due job if every constraint holds (commit `sending`). */
+  private async step(): Promise<Job | null> {
+    const now = this.deps.clock.now();
+    for (const id of this.planner.expiredAt(now)) {
+      const job = await getJob(this.deps.pool, this.deps.instanceId, id);
+      this.planner.remove(id);
+      if (!job) continue;
+      const moved = await this.move(job, { type: 'EXPIRE' }, { terminalAt: now }, { reason: 'ttl elapsed before a slot came free' });
+      if (moved) this.pending = Math.max(0, this.pending - 1);
+    }
+    const due = this.planner.due(now);
+    if (!due) return null;
+    if (!this.deps.dispatcher.connected()) return null; // resume() re-arms when connected again
+    const check = this.planner.recheck(now, this.deps.settings());
+    if (!check.ok) {
+      // A constraint no longer holds (limits changed, a send outside the queue): not sent; new slots for all.
+      await this.replanLocked('recheck', now, false);
+      return null;
+    }
+    const job = await getJob(this.deps.pool, this.deps.instanceId, due);
+    if (!job) {
+      this.planner.remove(due);
+      return null;
+    }
+    const claimed = await withTransaction(this.deps.pool, async (c) => {
+      const moved = await this.moveIn(c, job, { type: 'DISPATCH' }, { dispatchedAt: now, attemptsIncrement: true });
+      if (!moved) return null;
+      await c.query('INSERT INTO dispatches (instance_id, job_id, dispatched_at) VALUES ($1, $2, $3)', [this.deps.instanceId, job.id, new Date(now)]);
+      await c.query('UPDATE instances SET last_dispatch_at = $2 WHERE id = $1', [this.deps.instanceId, new Date(now)]);
+      return moved;
+    });
+    this.planner.remove(due);
+    if (claimed) this.planner.recordDispatch(now);
+    return claimed;
+  }
+
+  /** Call the network (outside the serial section) and persist the outcome. */
+  private async finish(job: Job): Promise<void> {
+    const outcome = await this.deps.dispatcher.send(job);
+    const now = this.deps.clock.now();
+    await this.serial.run(async () => {
+      let moved: Job | null = null;
+      switch (outcome.kind) {
+        case 'confirmed':
+          moved = await this.move(job, { type: 'RESULT_CONFIRMED' }, { terminalAt: now, messageId: outcome.messageId, resultCode: 'SENT' }, {});
+          break;
+        case 'assumed':
+          moved = await this.move(job, { type: 'RESULT_ASSUMED' }, { terminalAt: now, messageId: outcome.messageId, resultCode: 'ASSUMED_SENT' }, {});
+          break;
+        case 'failed':
+          moved = await this.move(job, { type: 'RESULT_FAILED' }, { terminalAt: now, resultCode: outcome.resultCode, errorMessage: outcome.errorMessage }, {}, async (c) => {
+            // provably not sent: it stops counting against the windows
+            await c.query('DELETE FROM dispatches WHERE job_id = $1', [job.id]);
+          });
+          if (moved) this.planner.forgetDispatch(job.dispatchedAt ?? now);
+          break;
+        case 'unknown':
+          moved = await this.move(job, { type: 'RESULT_UNKNOWN' }, { terminalAt: now, unknownReason: outcome.unknownReason, resultCode: 'UNKNOWN' }, {});
+          break;
+      }
+      this.pending = Math.max(0, this.pending - 1);
+      if (moved) this.notifyTerminal(moved);
+    });
+  }
+
+  // ---------------------------------------------------------------- transitions
+
+  /** Apply a job-machine event and persist it conditionally, with its event, in one transaction. */
+  private async move(
+    job: Job,
+    event: JobEvent,
+    fields: TransitionFields,
+    extra: Record<string, unknown>,
+    also?: (c: PoolClient) => Promise<void>,
+  ): Promise<Job | null> {
+    const moved = await withTransaction(this.deps.pool, async (c) => {
+      const m = await this.moveIn(c, job, event, fields, extra);
+      if (m && also) await also(c);
+      return m;
+    });
+    this.deps.events.flushed();
+    if (moved && TERMINAL.has(moved.state)) this.notifyTerminal(moved);
+    return moved;
+  }
+
+  private async moveIn(c: PoolClient, job: Job, event: JobEvent, fields: TransitionFields, extra: Record<string, unknown> = {}): Promise<Job | null> {
+    const step = applyJobEvent(job.state, event);
+    if (!step) return null;
+    const f: TransitionFields = { ...fields };
+    if (step.deliveryConfidence) f.deliveryConfidence = step.deliveryConfidence;
+    const moved = await transitionJob(c, job.id, statesAccepting(event.type), step.next, f);
+    if (moved && step.emits) await this.emitFor(c, moved, step.emits, extra);
+    return moved;
+  }
+
+  private async emitFor(q: Queryable, job: Job, event: QueueEventName, extra: Record<string, unknown> = {}): Promise<void> {
+    const iso = (v: number | null) => (v === null ? null : new Date(v).toISOString());
+    const now = this.deps.clock.now();
+    let data: Record<string, unknown>;
+    switch (event) {
+      case 'message.queued':
+        data = {
+          jobId: job.id,
+          idempotencyKey: job.idempotencyKey,
+          chatId: job.chatId,
+          scheduledAt: iso(job.scheduledAt),
+          etaSeconds: job.scheduledAt === null ? null : Math.max(0, Math.ceil((job.scheduledAt - now) / 1000)),
+          queuePosition: this.planner.position(job.id),
+        };
+        break;
+      case 'message.sent':
+        data = { jobId: job.id, messageId: job.messageId, deliveryConfidence: job.deliveryConfidence, dispatchedAt: iso(job.dispatchedAt) };
+        break;
+      case 'message.failed':
+        data = { jobId: job.id, resultCode: job.resultCode, errorMessage: job.errorMessage };
+        break;
+      case 'message.unknown':
+        data = { jobId: job.id, unknownReason: job.unknownReason, dispatchedAt: iso(job.dispatchedAt) };
+        break;
+      case 'message.cancelled':
+      case 'message.expired':
+        data = { jobId: job.id, reason: typeof extra.reason === 'string' ? extra.reason : event.slice(8) };
+        break;
+    }
+    await this.deps.events.emit(q, event, data);
+  }
+}
+
+const TERMINAL = new Set(['sent', 'failed', 'unknown', 'cancelled', 'expired']);
+
+function mismatch(jobId: string): ApiError {
+  return new ApiError(409, 'IDEMPOTENCY_PAYLOAD_MISMATCH', 'this idempotency key was used with a different payload', { jobId });
+}
+
+function toPlanJob(j: Pick<Job, 'id' | 'priority' | 'seq' | 'notBefore' | 'expiresAt' | 'scheduledAt'>): MirrorJob {
+  return { id: j.id, priority: j.priority, seq: j.seq, notBefore: j.notBefore, expiresAt: j.expiresAt, scheduledAt: j.scheduledAt };
+}

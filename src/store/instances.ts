@@ -1,0 +1,153 @@
+/**
+ * Instances and their API keys. Keys are `wapi_<NAME>_<random>`, shown once (creation, rotation) and stored
+ * only as sha256; a lookup goes by hash and is confirmed with a constant-time comparison.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { Queryable } from './pool.js';
+import { newApiKey, newInstanceId } from '../ids.js';
+import { NEW_INSTANCE_DEFAULTS, type InstanceSettings } from '../queue/settings.js';
+
+export type DriverKind = 'sandbox' | 'webjs';
+
+export interface Instance {
+  id: string;
+  name: string;
+  driver: DriverKind;
+  phoneNumber: string | null;
+  createdAt: string;
+  settings: InstanceSettings;
+  lastDispatchAt: number | null;
+  planEpoch: number;
+}
+
+interface InstanceRow {
+  id: string;
+  name: string;
+  driver: DriverKind;
+  phone_number: string | null;
+  created_at: Date;
+  max_per_hour: number | null;
+  max_per_24h: number | null;
+  min_delay_ms: number;
+  max_delay_ms: number;
+  quiet_hours: { start: string; end: string; tz: string } | null;
+  default_ttl_seconds: number;
+  legacy_queue_mode: 'sync' | 'async';
+  queue_enabled: boolean;
+  store_incoming_media: boolean;
+  last_dispatch_at: Date | null;
+  plan_epoch: number;
+}
+
+export function rowToInstance(r: InstanceRow): Instance {
+  return {
+    id: r.id,
+    name: r.name,
+    driver: r.driver,
+    phoneNumber: r.phone_number,
+    createdAt: r.created_at.toISOString(),
+    settings: {
+      maxPerHour: r.max_per_hour,
+      maxPer24h: r.max_per_24h,
+      minDelayMs: r.min_delay_ms,
+      maxDelayMs: r.max_delay_ms,
+      quietHours: r.quiet_hours,
+      defaultTtlSeconds: r.default_ttl_seconds,
+      legacyQueueMode: r.legacy_queue_mode,
+      enabled: r.queue_enabled,
+      storeIncomingMedia: r.store_incoming_media,
+    },
+    lastDispatchAt: r.last_dispatch_at ? r.last_dispatch_at.getTime() : null,
+    planEpoch: r.plan_epoch,
+  };
+}
+
+/** settings field → column */
+const COLUMNS: Record<keyof InstanceSettings, string> = {
+  maxPerHour: 'max_per_hour',
+  maxPer24h: 'max_per_24h',
+  minDelayMs: 'min_delay_ms',
+  maxDelayMs: 'max_delay_ms',
+  quietHours: 'quiet_hours',
+  defaultTtlSeconds: 'default_ttl_seconds',
+  legacyQueueMode: 'legacy_queue_mode',
+  enabled: 'queue_enabled',
+  storeIncomingMedia: 'store_incoming_media',
+};
+
+export const hashKey = (key: string) => createHash('sha256').update(key).digest();
+const keyHint = (key: string) => key.slice(0, key.lastIndexOf('_') + 5) + '…';
+
+export async function createInstance(
+  q: Queryable,
+  input: { name: string; driver: DriverKind; settings?: Partial<InstanceSettings> },
+): Promise<{ instance: Instance; apiKey: string }> {
+  const id = newInstanceId();
+  const s: InstanceSettings = { ...NEW_INSTANCE_DEFAULTS, ...input.settings };
+  const { rows } = await q.query<InstanceRow>(
+    `INSERT INTO instances (id, name, driver, max_per_hour, max_per_24h, min_delay_ms, max_delay_ms, quiet_hours,
+       default_ttl_seconds, legacy_queue_mode, queue_enabled, store_incoming_media)
+     VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12) RETURNING *`,
+    [id, input.name, input.driver, s.maxPerHour, s.maxPer24h, s.minDelayMs, s.maxDelayMs,
+      s.quietHours ? JSON.stringify(s.quietHours) : null, s.defaultTtlSeconds, s.legacyQueueMode, s.enabled, s.storeIncomingMedia],
+  );
+  const apiKey = await issueKey(q, id, input.name);
+  return { instance: rowToInstance(rows[0] as InstanceRow), apiKey };
+}
+
+async function issueKey(q: Queryable, instanceId: string, name: string): Promise<string> {
+  const apiKey = newApiKey(name);
+  await q.query('INSERT INTO api_keys (instance_id, key_hash, key_hint) VALUES ($1, $2, $3)', [instanceId, hashKey(apiKey), keyHint(apiKey)]);
+  return apiKey;
+}
+
+/** Revoke every key of the instance and issue a new one. */
+export async function rotateKey(q: Queryable, instance: Instance): Promise<string> {
+  await q.query('UPDATE api_keys SET revoked_at = now() WHERE instance_id = $1 AND revoked_at IS NULL', [instance.id]);
+  return issueKey(q, instance.id, instance.name);
+}
+
+export async function getInstance(q: Queryable, id: string): Promise<Instance | null> {
+  if (!/^[0-9a-f-]{36}$/i.test(id)) return null;
+  const { rows } = await q.query<InstanceRow>('SELECT * FROM instances WHERE id = $1', [id]);
+  return rows[0] ? rowToInstance(rows[0]) : null;
+}
+
+export async function listInstances(q: Queryable): Promise<Instance[]> {
+  const { rows } = await q.query<InstanceRow>('SELECT * FROM instances ORDER BY created_at, name');
+  return rows.map(rowToInstance);
+}
+
+export async function deleteInstance(q: Queryable, id: string): Promise<boolean> {
+  const r = await q.query('DELETE FROM instances WHERE id = $1', [id]);
+  return (r.rowCount ?? 0) > 0;
+}
+
+export async function updateSettings(q: Queryable, id: string, patch: Partial<InstanceSettings>): Promise<Instance | null> {
+  const sets: string[] = [];
+  const values: unknown[] = [id];
+  for (const [k, v] of Object.entries(patch) as [keyof InstanceSettings, unknown][]) {
+    if (v === undefined) continue;
+    values.push(k === 'quietHours' && v !== null ? JSON.stringify(v) : v);
+    sets.push(`${COLUMNS[k]} = $${values.length}`);
+  }
+  if (sets.length === 0) return getInstance(q, id);
+  const { rows } = await q.query<InstanceRow>(`UPDATE instances SET ${sets.join(', ')} WHERE id = $1 RETURNING *`, values);
+  return rows[0] ? rowToInstance(rows[0]) : null;
+}
+
+export async function setPhoneNumber(q: Queryable, id: string, phone: string | null): Promise<void> {
+  await q.query('UPDATE instances SET phone_number = $2 WHERE id = $1 AND phone_number IS DISTINCT FROM $2', [id, phone]);
+}
+
+/** The instance a key belongs to, or null (unknown or revoked key). */
+export async function findInstanceIdByKey(q: Queryable, key: string): Promise<string | null> {
+  const hash = hashKey(key);
+  const { rows } = await q.query<{ instance_id: string; key_hash: Buffer }>(
+    'SELECT instance_id, key_hash FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL',
+    [hash],
+  );
+  const row = rows[0];
+  if (!row || row.key_hash.length !== hash.length || !timingSafeEqual(row.key_hash, hash)) return null;
+  return row.instance_id;
+}

@@ -1,0 +1,68 @@
+/**
+ * Numbered plain-SQL migrations from sql/ (0001_name.sql, ...), applied at start.
+ *
+ * Why a session-level advisory lock around the whole run: two nodes starting at once must not both apply
+ * 0002. The second waits on the lock, then finds 0002 recorded and skips it. Each file runs in its own
+ * transaction together with its bookkeeping row, so a failed file leaves no half-applied schema.
+ */
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Pool } from './pool.js';
+
+export const SQL_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../sql');
+const LOCK_KEY = 727_001; // arbitrary, constant: "mgw migrations"
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export async function loadMigrations(dir = SQL_DIR): Promise<Migration[]> {
+  const files = (await readdir(dir)).filter((f) => /^\d{4}_[a-z0-9_]+\.sql$/.test(f)).sort();
+  return Promise.all(
+    files.map(async (f) => ({
+      version: Number(f.slice(0, 4)),
+      name: f.replace(/\.sql$/, ''),
+      sql: await readFile(path.join(dir, f), 'utf8'),
+    })),
+  );
+}
+
+/** Apply every migration not yet recorded. Returns the names applied by this call. */
+export async function migrate(pool: Pool, dir = SQL_DIR): Promise<string[]> {
+  const migrations = await loadMigrations(dir);
+  const client = await pool.connect();
+  const applied: string[] = [];
+  try {
+    await client.query('SELECT pg_advisory_lock($1)', [LOCK_KEY]);
+    try {
+      await client.query(
+        `CREATE TABLE IF NOT EXISTS schema_migrations (
+           version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+      );
+      const done = new Set(
+        (await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version),
+      );
+      for (const m of migrations) {
+        if (done.has(m.version)) continue;
+        await client.query('BEGIN');
+        try {
+          await client.query(m.sql);
+          await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
+          await client.query('COMMIT');
+          applied.push(m.name);
+        } catch (err) {
+          await client.query('ROLLBACK').catch(() => undefined);
+          throw new Error(`migration ${m.name} failed: ${(err as Error).message}`);
+        }
+      }
+    } finally {
+      await client.query('SELECT pg_advisory_unlock($1)', [LOCK_KEY]).catch(() => undefined);
+    }
+  } finally {
+    client.release();
+  }
+  return applied;
+}

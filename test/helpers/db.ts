@@ -1,0 +1,66 @@
+/**
+ * A database of its own for each test file: against TEST_DATABASE_URL (a real PostgreSQL server) a fresh
+ * database is created from it and dropped when the file is done; without it, a fresh embedded PostgreSQL
+ * (PGlite) in a temporary directory. Either way the schema is migrated and nothing depends on an earlier run.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { createPool, type Pool, type PoolConfig } from '../../src/store/pool.js';
+import { migrate } from '../../src/store/migrate.js';
+import { startEmbeddedPostgres } from '../../src/store/embedded.js';
+
+export interface TestDb {
+  pool: Pool;
+  /** connection settings of this database, e.g. to start a gateway process against it */
+  config: PoolConfig;
+  /** connection URL (only for a real server; null for the embedded one) */
+  url: string | null;
+  close(): Promise<void>;
+}
+
+export async function createTestDb(label = 'test', opts: { migrate?: boolean } = {}): Promise<TestDb> {
+  const base = process.env.TEST_DATABASE_URL;
+  if (base) {
+    const name = `mgw_${label.replace(/[^a-z0-9]/gi, '_').toLowerCase().slice(0, 30)}_${randomBytes(4).toString('hex')}`;
+    const admin = new pg.Client({ connectionString: base });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${name}`);
+    await admin.end();
+    const u = new URL(base);
+    u.pathname = `/${name}`;
+    const url = u.toString();
+    const config: PoolConfig = { connectionString: url };
+    const pool = createPool(config);
+    if (opts.migrate !== false) await migrate(pool);
+    return {
+      pool,
+      config,
+      url,
+      async close() {
+        await pool.end();
+        const c = new pg.Client({ connectionString: base });
+        await c.connect();
+        await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+        await c.end();
+      },
+    };
+  }
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'mgw-testdb-'));
+  const embedded = await startEmbeddedPostgres(dir);
+  const config: PoolConfig = { ...embedded.connection, max: 4 };
+  const pool = createPool(config);
+  if (opts.migrate !== false) await migrate(pool);
+  return {
+    pool,
+    config,
+    url: null,
+    async close() {
+      await pool.end();
+      await embedded.stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,132 @@
+/**
+ * A whole gateway for a test file: its own database (test/helpers/db.ts), its own data directory, the
+ * in-process sandbox network, a real HTTP server on a loopback port, and (optionally) a simulated clock.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig } from '../../src/config.js';
+import { startGateway, type Gateway } from '../../src/gateway.js';
+import { silentLogger, createLogger } from '../../src/log.js';
+import { simulatedClock, type Clock } from '../../src/clock.js';
+import type { SimulatedClock } from 'xstate';
+import { createTestDb, type TestDb } from './db.js';
+import type { Instance } from '../../src/store/instances.js';
+import type { InstanceSettings } from '../../src/queue/settings.js';
+
+export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
+
+export interface TestGateway {
+  gw: Gateway;
+  url: string;
+  db: TestDb;
+  clock: Clock;
+  /** present when started with `simulated: true` */
+  sim: (SimulatedClock & Clock) | null;
+  adminToken: string;
+  api(apiKey: string, method: string, route: string, body?: unknown, headers?: Record<string, string>): Promise<ApiResponse>;
+  admin(method: string, route: string, body?: unknown): Promise<ApiResponse>;
+  /** create an instance through the operator API; linked on the sandbox unless `link: false` */
+  createInstance(name: string, opts?: { settings?: Partial<InstanceSettings>; link?: boolean; phone?: string }): Promise<{ instance: Instance; apiKey: string; phone: string }>;
+  /** advance simulated time in steps, letting I/O settle between steps */
+  advance(ms: number, stepMs?: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface ApiResponse {
+  status: number;
+  text: string;
+  body: { success: boolean; data?: Record<string, unknown> & { [k: string]: unknown }; error?: string; code?: string };
+  headers: Headers;
+}
+
+let phoneSeq = 0;
+
+/** Let pending promises and I/O callbacks run (a few turns of the event loop, no timers). */
+export async function settle(turns = 5): Promise<void> {
+  for (let i = 0; i < turns; i++) await new Promise((r) => setImmediate(r));
+}
+
+/** Poll `cond` on real I/O turns until it holds; fails after `limit` turns (no sleeping). */
+export async function waitFor<T>(cond: () => T | Promise<T>, what: string, limit = 2_000): Promise<NonNullable<T>> {
+  for (let i = 0; i < limit; i++) {
+    const v = await cond();
+    if (v) return v as NonNullable<T>;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+export async function startTestGateway(opts: { label: string; simulated?: boolean; env?: Record<string, string>; log?: boolean } = { label: 'gw' }): Promise<TestGateway> {
+  const db = await createTestDb(opts.label);
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), `mgw-${opts.label}-`));
+  const sim = opts.simulated ? simulatedClock(Date.UTC(2026, 0, 5, 10, 0, 0)) : null;
+  const clock: Clock | undefined = sim ?? undefined;
+  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, ADMIN_TOKEN, DEMO_INSTANCE: 'false', LOG_LEVEL: 'fatal', ...opts.env });
+  const gw = await startGateway({
+    config,
+    database: db.config,
+    ...(clock ? { clock } : {}),
+    log: opts.log ? createLogger({ level: 'debug' }) : silentLogger(),
+  });
+  const request = async (auth: string | null, method: string, route: string, body?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse> => {
+    const res = await fetch(`${gw.url}${route}`, {
+      method,
+      headers: {
+        ...(auth ? { authorization: `Bearer ${auth}` } : {}),
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        ...headers,
+      },
+      ...(body !== undefined ? { body: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
+    });
+    const text = await res.text();
+    let parsed: ApiResponse['body'];
+    try {
+      parsed = JSON.parse(text) as ApiResponse['body'];
+    } catch {
+      parsed = { success: false, error: text };
+    }
+    return { status: res.status, text, body: parsed, headers: res.headers };
+  };
+  const t: TestGateway = {
+    gw,
+    url: gw.url,
+    db,
+    clock: clock ?? { now: Date.now, setTimeout, clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout) },
+    sim,
+    adminToken: ADMIN_TOKEN,
+    api: (key, method, route, body, headers) => request(key, method, route, body, headers),
+    admin: (method, route, body) => request(ADMIN_TOKEN, method, route, body),
+    async createInstance(name, o = {}) {
+      const r = await request(ADMIN_TOKEN, 'POST', '/admin/v1/instances', { name, driver: 'sandbox', settings: o.settings ?? {} });
+      if (r.status !== 201) throw new Error(`create instance failed: ${r.text}`);
+      const data = r.body.data as { instance: { id: string }; apiKey: string };
+      const instance = gw.runtime.instance(data.instance.id) as Instance;
+      phoneSeq += 1;
+      const phone = o.phone ?? `49151${String(process.pid % 10000).padStart(4, '0')}${String(phoneSeq).padStart(3, '0')}`;
+      if (o.link !== false) {
+        await waitFor(() => gw.runtime.view(instance.id).status === 'waiting_qr', `${name} waiting_qr`);
+        const l = await request(ADMIN_TOKEN, 'POST', `/sandbox/v1/instances/${instance.id}/link`, { phoneNumber: phone });
+        if (l.status >= 300) throw new Error(`link failed: ${l.text}`);
+        await waitFor(() => gw.runtime.view(instance.id).connected, `${name} connected`);
+      }
+      return { instance, apiKey: data.apiKey, phone };
+    },
+    async advance(ms, stepMs = 1_000) {
+      if (!sim) throw new Error('advance() needs simulated: true');
+      let left = ms;
+      while (left > 0) {
+        const step = Math.min(stepMs, left);
+        sim.increment(step);
+        left -= step;
+        await settle();
+      }
+    },
+    async stop() {
+      await gw.stop();
+      await db.close();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+  return t;
+}
