@@ -1,0 +1,49 @@
+// Reads a LoadSpec on stdin, runs it, prints a LoadResult as JSON.
+import http from 'node:http';
+import type { LoadResult, LoadSpec } from './load.js';
+
+const chunks: Buffer[] = [];
+for await (const c of process.stdin) chunks.push(c as Buffer);
+const spec = JSON.parse(Buffer.concat(chunks).toString()) as LoadSpec;
+const agent = new http.Agent({ keepAlive: true, maxSockets: spec.concurrency });
+const u = new URL(spec.url);
+const latencies: number[] = [];
+let errors = 0;
+let n = 0;
+const ok = new Set(spec.okStatus ?? []);
+const end = performance.now() + spec.durationMs;
+
+function one(): Promise<void> {
+  return new Promise((resolve) => {
+    const body = spec.body?.replaceAll('{{n}}', String(n++));
+    const t0 = performance.now();
+    const req = http.request(
+      { agent, host: u.hostname, port: u.port, path: u.pathname + u.search, method: spec.method ?? 'GET', headers: { ...spec.headers, ...(body ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } : {}) } },
+      (res) => {
+        res.resume();
+        res.on('end', () => {
+          const s = res.statusCode ?? 0;
+          if ((s >= 200 && s < 300) || ok.has(s)) latencies.push(performance.now() - t0);
+          else errors++;
+          resolve();
+        });
+      },
+    );
+    req.on('error', () => {
+      errors++;
+      resolve();
+    });
+    req.end(body);
+  });
+}
+
+const t0 = performance.now();
+await Promise.all(Array.from({ length: spec.concurrency }, async () => {
+  while (performance.now() < end) await one();
+}));
+const elapsed = (performance.now() - t0) / 1000;
+latencies.sort((a, b) => a - b);
+const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] ?? 0;
+const result: LoadResult = { requests: latencies.length, errors, rps: latencies.length / elapsed, p50: pct(0.5), p99: pct(0.99) };
+process.stdout.write(JSON.stringify(result));
+agent.destroy();

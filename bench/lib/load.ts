@@ -1,0 +1,45 @@
+/**
+ * A small HTTP load generator for the benchmarks: `concurrency` keep-alive loops against one URL for
+ * `durationMs`, reporting requests per second and latency percentiles. Runs in its own process
+ * (bench/lib/load-worker.ts) so the server under test does not share its event loop.
+ */
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+
+export interface LoadResult {
+  requests: number;
+  errors: number;
+  rps: number;
+  p50: number;
+  p99: number;
+}
+
+export interface LoadSpec {
+  url: string;
+  method?: string;
+  headers?: Record<string, string>;
+  /** JSON body; `{{n}}` in it is replaced by a counter (unique idempotency keys, phones…) */
+  body?: string;
+  concurrency: number;
+  durationMs: number;
+  /** status codes counted as success (default 2xx) */
+  okStatus?: number[];
+}
+
+export function runLoad(spec: LoadSpec): Promise<LoadResult> {
+  const worker = path.join(path.dirname(fileURLToPath(import.meta.url)), 'load-worker.ts');
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', worker], { stdio: ['pipe', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      if (code !== 0) return reject(new Error(`load worker exited ${code}`));
+      resolve(JSON.parse(out) as LoadResult);
+    });
+    child.stdin.end(JSON.stringify(spec));
+  });
+}
+
+export const fmt = (n: number, digits = 1) => n.toFixed(digits);

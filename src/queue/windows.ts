@@ -1,0 +1,167 @@
+/**
+ * Sliding windows over dispatch instants (SPEC.md "Limits": "the last 60 minutes and the last 24 hours counted
+ * from now"). A dispatch at instant d counts at time t when t - span < d <= t. Every message in `sending`,
+ * `sent` or `unknown` is one dispatch instant (its `dispatched_at`, or its planned slot inside a plan).
+ *
+ * `WindowCounter` is the planner's incremental form: instants in a sorted array, one pointer per window edge.
+ * The planner only moves forward in time, so each check is amortised O(1) instead of a rescan of the history.
+ */
+import type { InstanceSettings, QueueMode, QuietHours } from './settings.js';
+
+export const HOUR_MS = 3_600_000;
+export const DAY_MS = 86_400_000;
+
+/** Dispatches counted at `t` in the window of length `span`. Any order; linear, for one-off questions. */
+export function countInWindow(instants: readonly number[], t: number, span: number): number {
+  let n = 0;
+  for (const d of instants) if (d > t - span && d <= t) n++;
+  return n;
+}
+
+/** The oldest dispatch counted at `t` in the window of length `span`, or null when the window is empty. */
+export function oldestInWindow(instants: readonly number[], t: number, span: number): number | null {
+  let oldest: number | null = null;
+  for (const d of instants) if (d > t - span && d <= t && (oldest === null || d < oldest)) oldest = d;
+  return oldest;
+}
+
+/** Budget left under `limit` with `used` counted; null when unlimited. Never negative. */
+export function remaining(limit: number | null, used: number): number | null {
+  return limit === null ? null : Math.max(0, limit - used);
+}
+
+/** First index in sorted `a` whose value is > x. */
+function upperBound(a: readonly number[], x: number, from = 0): number {
+  let lo = from;
+  let hi = a.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (a[mid]! <= x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/**
+ * Hourly and daily window counts over a growing set of dispatch instants, for non-decreasing query times.
+ * `seek(t)` positions the window edges at t; `used`/`oldest` then answer for t. Going back in time works
+ * (binary search) but is not the fast path.
+ */
+export class WindowCounter {
+  private times: number[];
+  private at = Number.NEGATIVE_INFINITY;
+  private hi = 0; // first index > at
+  private loHour = 0; // first index > at - 1 h
+  private loDay = 0; // first index > at - 24 h
+
+  constructor(instants: readonly number[] = []) {
+    this.times = [...instants].sort((a, b) => a - b);
+  }
+
+  seek(t: number): void {
+    const a = this.times;
+    if (t < this.at) {
+      this.hi = upperBound(a, t);
+      this.loHour = upperBound(a, t - HOUR_MS);
+      this.loDay = upperBound(a, t - DAY_MS);
+    } else {
+      while (this.hi < a.length && a[this.hi]! <= t) this.hi++;
+      while (this.loHour < a.length && a[this.loHour]! <= t - HOUR_MS) this.loHour++;
+      while (this.loDay < a.length && a[this.loDay]! <= t - DAY_MS) this.loDay++;
+    }
+    this.at = t;
+  }
+
+  usedHour(): number {
+    return this.hi - this.loHour;
+  }
+
+  usedDay(): number {
+    return this.hi - this.loDay;
+  }
+
+  /** Oldest dispatch in the hourly window at the sought time (null if none). */
+  oldestHour(): number | null {
+    return this.loHour < this.hi ? this.times[this.loHour]! : null;
+  }
+
+  oldestDay(): number | null {
+    return this.loDay < this.hi ? this.times[this.loDay]! : null;
+  }
+
+  /** Record a dispatch. Appending at or after the newest instant is O(1); anything else is inserted in order. */
+  add(instant: number): void {
+    const a = this.times;
+    const t = this.at;
+    if (a.length === 0 || a[a.length - 1]! <= instant) {
+      // Appended after every other instant, so the edges only move if they sat at the old end.
+      const end = a.length;
+      a.push(instant);
+      if (instant <= t) this.hi++;
+      if (this.loHour === end && instant <= t - HOUR_MS) this.loHour++;
+      if (this.loDay === end && instant <= t - DAY_MS) this.loDay++;
+      return;
+    }
+    a.splice(upperBound(a, instant), 0, instant);
+    this.hi = upperBound(a, t);
+    this.loHour = upperBound(a, t - HOUR_MS);
+    this.loDay = upperBound(a, t - DAY_MS);
+  }
+
+  /** Newest recorded instant, or null. */
+  newest(): number | null {
+    return this.times.length > 0 ? this.times[this.times.length - 1]! : null;
+  }
+
+  /** An independent copy without the instants that can no longer count (older than the daily window). */
+  clone(): WindowCounter {
+    const c = new WindowCounter();
+    c.times = this.times.slice(this.loDay);
+    c.at = this.at;
+    c.hi = this.hi - this.loDay;
+    c.loHour = this.loHour - this.loDay;
+    c.loDay = 0;
+    return c;
+  }
+}
+
+/** SPEC.md "Limits object". */
+export interface LimitsObject {
+  maxPerHour: number | null;
+  maxPer24h: number | null;
+  usedLastHour: number | null;
+  usedLast24h: number | null;
+  remainingHour: number | null;
+  remaining24h: number | null;
+  minDelayMs: number;
+  maxDelayMs: number;
+  quietHours: QuietHours | null;
+  window: 'sliding';
+}
+
+/**
+ * The Limits object for responses, at `now`, from the dispatch instants that count (`sending`, `sent`,
+ * `unknown`). In `memory-degraded` the counts are not reported (SPEC.md): used* and remaining* are null.
+ */
+export function limitsObject(
+  settings: Pick<InstanceSettings, 'maxPerHour' | 'maxPer24h' | 'minDelayMs' | 'maxDelayMs' | 'quietHours'>,
+  history: readonly number[],
+  now: number,
+  mode: QueueMode,
+): LimitsObject {
+  const counted = mode !== 'memory-degraded';
+  const usedLastHour = counted ? countInWindow(history, now, HOUR_MS) : null;
+  const usedLast24h = counted ? countInWindow(history, now, DAY_MS) : null;
+  return {
+    maxPerHour: settings.maxPerHour,
+    maxPer24h: settings.maxPer24h,
+    usedLastHour,
+    usedLast24h,
+    remainingHour: usedLastHour === null ? null : remaining(settings.maxPerHour, usedLastHour),
+    remaining24h: usedLast24h === null ? null : remaining(settings.maxPer24h, usedLast24h),
+    minDelayMs: settings.minDelayMs,
+    maxDelayMs: settings.maxDelayMs,
+    quietHours: settings.quietHours === null ? null : { ...settings.quietHours },
+    window: 'sliding',
+  };
+}

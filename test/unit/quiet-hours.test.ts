@@ -1,0 +1,138 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { DateTime } from 'luxon';
+import { QuietCursor, QuietSchedule, isQuiet, quietEnd } from '../../src/queue/quiet-hours.js';
+import type { QuietHours } from '../../src/queue/settings.js';
+
+const Z = (iso: string) => Date.parse(iso);
+/** A local wall-clock time in Berlin as an instant (luxon's own resolution; only used for unambiguous times). */
+const berlin = (local: string) => DateTime.fromISO(local, { zone: 'Europe/Berlin' }).toMillis();
+const night: QuietHours = { start: '22:00', end: '07:00', tz: 'Europe/Berlin' };
+const lunch: QuietHours = { start: '12:00', end: '13:00', tz: 'Europe/Berlin' };
+
+describe('quiet hours on ordinary days', () => {
+  test('22:00–07:00 crossing midnight: the window is [22:00, 07:00)', () => {
+    assert.equal(isQuiet(berlin('2026-01-05T21:59:59.999'), night), false);
+    assert.equal(isQuiet(berlin('2026-01-05T22:00'), night), true);
+    assert.equal(isQuiet(berlin('2026-01-06T03:00'), night), true);
+    assert.equal(isQuiet(berlin('2026-01-06T06:59:59.999'), night), true);
+    assert.equal(isQuiet(berlin('2026-01-06T07:00'), night), false);
+    assert.equal(isQuiet(berlin('2026-01-06T12:00'), night), false);
+  });
+
+  test('quietEnd before and after midnight is the next 07:00; outside quiet hours it is the instant itself', () => {
+    assert.equal(quietEnd(berlin('2026-01-05T23:10'), night), berlin('2026-01-06T07:00'));
+    assert.equal(quietEnd(berlin('2026-01-06T01:10'), night), berlin('2026-01-06T07:00'));
+    assert.equal(quietEnd(berlin('2026-01-06T07:00'), night), berlin('2026-01-06T07:00'));
+    assert.equal(quietEnd(berlin('2026-01-06T15:00'), night), berlin('2026-01-06T15:00'));
+  });
+
+  test('12:00–13:00 within one day', () => {
+    assert.equal(isQuiet(berlin('2026-07-01T11:59:59.999'), lunch), false);
+    assert.equal(isQuiet(berlin('2026-07-01T12:00'), lunch), true);
+    assert.equal(quietEnd(berlin('2026-07-01T12:30'), lunch), berlin('2026-07-01T13:00'));
+    assert.equal(isQuiet(berlin('2026-07-01T13:00'), lunch), false);
+    assert.equal(isQuiet(berlin('2026-07-01T23:30'), lunch), false);
+  });
+
+  test('the time zone matters: 22:00 Berlin is 21:00Z in winter, 20:00Z in summer', () => {
+    assert.equal(isQuiet(Z('2026-01-05T21:00:00Z'), night), true);
+    assert.equal(isQuiet(Z('2026-01-05T20:59:59Z'), night), false);
+    assert.equal(isQuiet(Z('2026-07-05T20:00:00Z'), night), true);
+    const ny: QuietHours = { ...night, tz: 'America/New_York' };
+    assert.equal(isQuiet(Z('2026-01-06T02:00:00Z'), ny), false); // 21:00 in New York
+    assert.equal(isQuiet(Z('2026-01-06T03:00:00Z'), ny), true); // 22:00
+  });
+
+  test('null means always allowed', () => {
+    assert.equal(isQuiet(Z('2026-01-06T02:00:00Z'), null), false);
+    assert.equal(quietEnd(123, null), 123);
+  });
+});
+
+describe('quiet hours across the 2026 DST changes in Europe/Berlin', () => {
+  test('29 March 2026 (spring forward): 22:00 CET to 07:00 CEST, 8 real hours', () => {
+    const w = new QuietSchedule(night).windowAfter(Z('2026-03-28T12:00:00Z'));
+    assert.deepEqual(w, { start: Z('2026-03-28T21:00:00Z'), end: Z('2026-03-29T05:00:00Z') });
+    assert.equal(quietEnd(Z('2026-03-29T00:59:59Z'), night), Z('2026-03-29T05:00:00Z')); // 01:59:59 CET
+    assert.equal(quietEnd(Z('2026-03-29T01:00:00Z'), night), Z('2026-03-29T05:00:00Z')); // 03:00 CEST
+    assert.equal(isQuiet(Z('2026-03-29T05:00:00Z'), night), false);
+    assert.equal(isQuiet(Z('2026-03-29T04:59:59.999Z'), night), true);
+  });
+
+  test('25 October 2026 (fall back): 22:00 CEST to 07:00 CET, 10 real hours, through both 02:xx', () => {
+    const w = new QuietSchedule(night).windowAfter(Z('2026-10-24T12:00:00Z'));
+    assert.deepEqual(w, { start: Z('2026-10-24T20:00:00Z'), end: Z('2026-10-25T06:00:00Z') });
+    assert.equal(isQuiet(Z('2026-10-25T00:30:00Z'), night), true); // 02:30 CEST
+    assert.equal(isQuiet(Z('2026-10-25T01:30:00Z'), night), true); // 02:30 CET
+    assert.equal(quietEnd(Z('2026-10-25T01:30:00Z'), night), Z('2026-10-25T06:00:00Z'));
+  });
+
+  test('an end that does not exist (02:30 on 29 March) ends the window when the clocks jump, not at 03:30', () => {
+    const qh: QuietHours = { start: '22:00', end: '02:30', tz: 'Europe/Berlin' };
+    assert.equal(quietEnd(Z('2026-03-28T23:00:00Z'), qh), Z('2026-03-29T01:00:00Z'));
+    assert.equal(isQuiet(Z('2026-03-29T00:59:59.999Z'), qh), true);
+    assert.equal(isQuiet(Z('2026-03-29T01:00:00Z'), qh), false);
+  });
+
+  test('a start that does not exist opens the window at the jump; a window wholly inside the gap is skipped that day', () => {
+    const late: QuietHours = { start: '02:30', end: '05:00', tz: 'Europe/Berlin' };
+    assert.deepEqual(new QuietSchedule(late).windowAfter(Z('2026-03-28T23:00:00Z')), {
+      start: Z('2026-03-29T01:00:00Z'),
+      end: Z('2026-03-29T03:00:00Z'),
+    });
+    const inGap: QuietHours = { start: '02:10', end: '02:40', tz: 'Europe/Berlin' };
+    assert.deepEqual(new QuietSchedule(inGap).windowAfter(Z('2026-03-28T23:00:00Z')), {
+      start: Z('2026-03-30T00:10:00Z'),
+      end: Z('2026-03-30T00:40:00Z'),
+    });
+  });
+
+  test('an end that exists twice (02:30 on 25 October) ends at its first occurrence; the repeated hour does not re-open it', () => {
+    const qh: QuietHours = { start: '22:00', end: '02:30', tz: 'Europe/Berlin' };
+    assert.equal(quietEnd(Z('2026-10-24T23:00:00Z'), qh), Z('2026-10-25T00:30:00Z')); // 02:30 CEST
+    assert.equal(isQuiet(Z('2026-10-25T01:15:00Z'), qh), false); // 02:15 CET, the second time round
+  });
+});
+
+describe('invariants around every DST change of 2026 (Berlin: 29 Mar, 25 Oct; Lord Howe: 5 Apr, 4 Oct)', () => {
+  const ranges: Array<[string, string]> = [
+    ['2026-01-10T00:00:00Z', '2026-01-20T00:00:00Z'],
+    ['2026-03-20T00:00:00Z', '2026-04-12T00:00:00Z'],
+    ['2026-09-28T00:00:00Z', '2026-11-02T00:00:00Z'],
+  ];
+  const settings: QuietHours[] = [
+    night,
+    lunch,
+    { start: '02:30', end: '03:30', tz: 'Europe/Berlin' },
+    { start: '01:30', end: '02:30', tz: 'Europe/Berlin' },
+    { start: '23:45', end: '02:15', tz: 'Australia/Lord_Howe' }, // a 30-minute DST shift
+  ];
+  for (const qh of settings) {
+    test(`${qh.start}–${qh.end} ${qh.tz}: quietEnd leaves quiet hours at the first allowed instant; the cursor agrees`, () => {
+      const schedule = new QuietSchedule(qh);
+      const cursor = new QuietCursor(qh);
+      const step = 11 * 60_000 + 13_001; // co-prime with hours and days so every phase is visited
+      for (const [from, to] of ranges) for (let t = Z(from); t < Z(to); t += step) {
+        const w = schedule.windowAfter(t);
+        const quiet = w.start <= t;
+        assert.equal(cursor.isQuiet(t), quiet, new Date(t).toISOString());
+        if (!quiet) continue;
+        const end = cursor.end(t);
+        assert.equal(end, w.end);
+        assert.ok(end > t);
+        const after = schedule.windowAfter(end);
+        assert.ok(after.start > end, `window re-opens at its own end ${new Date(end).toISOString()}`);
+        assert.ok(end - w.start < 24 * 3_600_000 + 3_600_000);
+        assert.equal(schedule.windowAfter(end - 1).end, end, 'quiet right up to the end');
+      }
+    });
+  }
+
+  test('the cursor also answers correctly when asked about an earlier instant', () => {
+    const cursor = new QuietCursor(night);
+    assert.equal(cursor.isQuiet(berlin('2026-02-10T23:00')), true);
+    assert.equal(cursor.isQuiet(berlin('2026-02-10T21:00')), false);
+    assert.equal(cursor.end(berlin('2026-02-10T23:00')), berlin('2026-02-11T07:00'));
+  });
+});

@@ -1,0 +1,105 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { DAY_MS, HOUR_MS, WindowCounter, countInWindow, limitsObject, oldestInWindow } from '../../src/queue/windows.js';
+import { seededRandomDelay } from '../../src/queue/plan.js';
+import { NEW_INSTANCE_DEFAULTS, EXISTING_INSTANCE_DEFAULTS } from '../../src/queue/settings.js';
+
+const now = Date.UTC(2026, 0, 5, 10, 0, 0);
+
+describe('sliding window edges', () => {
+  test('a dispatch counts while t - 1 h < d <= t', () => {
+    assert.equal(countInWindow([now - HOUR_MS], now, HOUR_MS), 0, 'exactly one hour ago has left the window');
+    assert.equal(countInWindow([now - HOUR_MS + 1], now, HOUR_MS), 1);
+    assert.equal(countInWindow([now], now, HOUR_MS), 1);
+    assert.equal(countInWindow([now + 1], now, HOUR_MS), 0, 'a later dispatch is not in the window at now');
+    assert.equal(countInWindow([now - DAY_MS + 1, now - DAY_MS], now, DAY_MS), 1);
+  });
+
+  test('oldest in the window, in any input order', () => {
+    const h = [now - 10, now - 3_000_000, now - 4_000_000, now - 20];
+    assert.equal(oldestInWindow(h, now, HOUR_MS), now - 3_000_000);
+    assert.equal(oldestInWindow(h, now, DAY_MS), now - 4_000_000);
+    assert.equal(oldestInWindow([], now, HOUR_MS), null);
+  });
+});
+
+describe('WindowCounter (the planner form)', () => {
+  test('agrees with the linear count through forward seeks and adds, and after a backward seek', () => {
+    const rnd = seededRandomDelay(3);
+    const history = Array.from({ length: 300 }, () => now - rnd(0, DAY_MS + HOUR_MS, ''));
+    const all = [...history];
+    const w = new WindowCounter(history);
+    let t = now - HOUR_MS;
+    for (let i = 0; i < 2000; i++) {
+      t += rnd(0, 120_000, '');
+      w.seek(t);
+      if (i % 3 === 0) {
+        // Mostly at the sought instant (the planner's case), sometimes in the past or future.
+        const d = i % 9 === 0 ? t - rnd(0, 2 * HOUR_MS, '') : i % 27 === 0 ? t + 5000 : t;
+        w.add(d);
+        all.push(d);
+      }
+      assert.equal(w.usedHour(), countInWindow(all, t, HOUR_MS), `hour at step ${i}`);
+      assert.equal(w.usedDay(), countInWindow(all, t, DAY_MS), `day at step ${i}`);
+      assert.equal(w.oldestHour(), oldestInWindow(all, t, HOUR_MS));
+      assert.equal(w.oldestDay(), oldestInWindow(all, t, DAY_MS));
+    }
+    const back = t - 5 * HOUR_MS;
+    w.seek(back);
+    assert.equal(w.usedHour(), countInWindow(all, back, HOUR_MS));
+    assert.equal(w.usedDay(), countInWindow(all, back, DAY_MS));
+  });
+
+  test('a clone is independent and keeps only what can still count', () => {
+    const w = new WindowCounter([now - 2 * DAY_MS, now - 10, now - 5]);
+    w.seek(now);
+    const c = w.clone();
+    c.add(now);
+    assert.equal(c.usedHour(), 3);
+    assert.equal(w.usedHour(), 2);
+    assert.equal(c.oldestDay(), now - 10);
+  });
+});
+
+describe('limitsObject (SPEC.md "Limits object")', () => {
+  const history = [now - 30 * 60_000, now - 2 * HOUR_MS, now - 23 * HOUR_MS, now - 25 * HOUR_MS];
+
+  test('pg: configured ceilings, used and remaining over both windows', () => {
+    assert.deepEqual(limitsObject(NEW_INSTANCE_DEFAULTS, history, now, 'pg'), {
+      maxPerHour: 40,
+      maxPer24h: 500,
+      usedLastHour: 1,
+      usedLast24h: 3,
+      remainingHour: 39,
+      remaining24h: 497,
+      minDelayMs: 4000,
+      maxDelayMs: 12000,
+      quietHours: { start: '22:00', end: '07:00', tz: 'Europe/Berlin' },
+      window: 'sliding',
+    });
+  });
+
+  test('unlimited (existing instances): remaining is null, used is still counted', () => {
+    const l = limitsObject(EXISTING_INSTANCE_DEFAULTS, history, now, 'pg');
+    assert.equal(l.usedLastHour, 1);
+    assert.equal(l.remainingHour, null);
+    assert.equal(l.remaining24h, null);
+    assert.equal(l.maxPerHour, null);
+    assert.equal(l.quietHours, null);
+  });
+
+  test('remaining never goes negative after a limit was lowered', () => {
+    const l = limitsObject({ ...NEW_INSTANCE_DEFAULTS, maxPer24h: 2 }, history, now, 'pg');
+    assert.equal(l.remaining24h, 0);
+  });
+
+  test('memory-degraded: used* and remaining* are null, the rest is reported', () => {
+    const l = limitsObject(NEW_INSTANCE_DEFAULTS, history, now, 'memory-degraded');
+    assert.equal(l.usedLastHour, null);
+    assert.equal(l.usedLast24h, null);
+    assert.equal(l.remainingHour, null);
+    assert.equal(l.remaining24h, null);
+    assert.equal(l.maxPerHour, 40);
+    assert.equal(l.window, 'sliding');
+  });
+});
