@@ -147,8 +147,8 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   const workerOf = (id: string) => rt.worker(id);
   const apiKey = requireApiKey(keys, (id) => rt.instance(id) ?? null);
   const adminAuth = requireAdmin(admin.token);
-  const limiter = new InteractionLimiter({ points: config.INTERACTION_RATE_POINTS, clock });
-  const presence = new PresenceManager({ clock, log });
+  const limiter = new InteractionLimiter(clock, { points: config.INTERACTION_RATE_POINTS });
+  const presence = new PresenceManager(clock, { onError: (err, where) => log.warn({ err, ...where }, 'presence keep-alive failed') });
   const networkDeps = { handleOf, clock, limiter, presence, fetchMessagesMax: config.FETCH_MESSAGES_MAX };
 
   const guard = async (ctx: Context, next: Next) => {
@@ -165,7 +165,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     queueRouter({ pool, clock, handleOf, workerOf, modeOf, degradedSince: () => null }),
     sendRouter({ handleOf, workerOf, modeOf, clock, validateMedia: media.validateAtAcceptance }),
     legacyRouter({ handleOf, workerOf, modeOf, clock, config, validateMedia: media.validateAtAcceptance }),
-    groupsRouter({ ...networkDeps, workerOf, modeOf }),
+    groupsRouter(networkDeps),
     interactionsRouter(networkDeps),
     readsRouter(networkDeps),
     createMediaRouter({ store: media.store, uploadMaxBytes: config.MEDIA_UPLOAD_MAX_BYTES, getInstanceId: (ctx) => (ctx.state.instance as Instance).id }),

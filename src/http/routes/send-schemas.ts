@@ -160,6 +160,38 @@ function mediaSource(b: { mediaUrl?: string | undefined; mediaBase64?: string | 
   return src;
 }
 
+const GroupCreateBody = type({
+  idempotencyKey: Common.idempotencyKey,
+  priority: Common.priority,
+  notBefore: Common.notBefore,
+  ttlSeconds: Common.ttlSeconds,
+  title: refine(size(string(), 1, 100), 'nonBlank', (v) => v.trim().length > 0),
+  participants: size(array(pattern(string(), CONTACT_ID)), 1, 1024),
+  options: optional(type({})),
+});
+
+/**
+ * POST /api/v2/groups: group creation goes through the queue like a send (limits, pauses, quiet hours) and
+ * is counted against the windows. The job's chatId is null until the network gives the group id.
+ */
+export function parseGroupCreate(body: unknown, header: string | undefined, ownNumber: string | null): ParsedSend {
+  const idempotencyKey = idempotencyKeyOf(body, header);
+  const b = parse(body, GroupCreateBody);
+  const own = ownNumber ? `${ownNumber}@c.us` : null;
+  if (own && b.participants.includes(own)) throw validationFailed('participants', 'the instance itself is the group creator; do not list it');
+  return {
+    kind: 'group_create',
+    chatId: '',
+    phone: null,
+    priority: b.priority ?? 5,
+    notBefore: b.notBefore ? Date.parse(b.notBefore) : null,
+    ttlSeconds: b.ttlSeconds ?? null,
+    idempotencyKey,
+    payload: { title: b.title.trim(), participants: [...new Set(b.participants)], ...(b.options ? { options: b.options } : {}) },
+    warnings: [],
+  };
+}
+
 /** Parse one v2 send route's body. `ownNumber` is the linked number (refused as recipient). */
 export function parseSend(kind: Exclude<SendKind, 'group_create'>, body: unknown, header: string | undefined, ownNumber: string | null, extra: { msgId?: string } = {}): ParsedSend {
   const idempotencyKey = idempotencyKeyOf(body, header);

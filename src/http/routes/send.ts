@@ -7,7 +7,7 @@ import type { Context } from 'koa';
 import { createHash } from 'node:crypto';
 import { ok } from '../envelope.js';
 import { ApiError, instanceOffline, queuePaused, queueStoreUnavailable } from '../errors.js';
-import { parseSend, type ParsedSend, type SendKind } from './send-schemas.js';
+import { parseGroupCreate, parseSend, type ParsedSend, type SendKind } from './send-schemas.js';
 import { acceptedResponse } from '../../queue/format.js';
 import type { AcceptRequest, AcceptResult, QueueWorker } from '../../queue/worker.js';
 import type { InstanceHandle } from '../../actors/handle.js';
@@ -84,7 +84,7 @@ export function toAcceptRequest(p: ParsedSend, originRoute: string): AcceptReque
   return {
     kind: p.kind,
     originRoute,
-    chatId: p.chatId,
+    chatId: p.chatId === '' ? null : p.chatId,
     phone: p.phone,
     payload: p.payload,
     payloadHash: payloadHash(p),
@@ -120,6 +120,13 @@ export function sendRouter(deps: SendRouteDeps): Router {
     }
     if (msgId.length === 0) return next();
     await accept(ctx, 'forward', '/api/v2/messages/:msgId/forward', { msgId });
+  });
+  router.post('/groups', async (ctx) => {
+    const handle = deps.handleOf(ctx);
+    const worker = v2Gate(deps, handle);
+    const parsed = parseGroupCreate(ctx.request.body, ctx.get('x-idempotency-key') || undefined, handle.view().phoneNumber ?? handle.instance.phoneNumber);
+    const result = await withGatewayDeadline(deps.clock, DEADLINES.send, worker.accept(toAcceptRequest(parsed, '/api/v2/groups')));
+    answerAccepted(ctx, deps, handle, worker, result, parsed.warnings);
   });
   return router;
 }

@@ -1,0 +1,166 @@
+/**
+ * Group endpoints (SPEC.md "Group endpoints"), all but creation: participants, admins, invite code, leave,
+ * subject/description. They are immediate and share the interaction limiter. Every one first checks that
+ * the target is a group (the id ends in @g.us and the network knows it as a group) and otherwise answers
+ * 400 NOT_A_GROUP. The check and the operation run in one call to the instance actor, under one deadline.
+ *
+ * Group creation goes through the send queue (counted against the send limits) and is wired by the queue's
+ * owner; this file only provides its request schema, `GroupCreateSchema`. Response bodies are described in
+ * docs/api-groups.md.
+ */
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import { array, object, optional, pattern, record, refine, size, string, unknown, type Infer } from 'superstruct';
+import { ok } from '../envelope.js';
+import { ApiError, validationFailed } from '../errors.js';
+import { parse } from '../validate.js';
+import { consumeInteraction } from '../rate-limit.js';
+import { DEADLINES, type InstanceHandle } from '../../actors/handle.js';
+import { DriverError, type Driver } from '../../drivers/contract.js';
+import { PARTICIPANT_ID_PATTERN, param, type RouteDeps } from './network-common.js';
+
+export type GroupsRouteDeps = RouteDeps<'handleOf' | 'limiter'>;
+
+/** WhatsApp's own ceilings: group size 1024 members, subject 100 characters, description 2048. */
+const MAX_GROUP_SIZE = 1024;
+const nonBlank = (max: number) => refine(size(string(), 1, max), 'nonBlank', (v) => v.trim().length > 0);
+
+export const ParticipantIdSchema = pattern(string(), PARTICIPANT_ID_PATTERN);
+export const ParticipantsSchema = size(array(ParticipantIdSchema), 1, MAX_GROUP_SIZE);
+const OptionsSchema = record(string(), unknown());
+
+/**
+ * Body of `POST /api/v2/groups` (for the queue route). An `object` schema: unknown keys are refused, so the
+ * queue route combines it with the common send fields, e.g. `assign(CommonSendFields, GroupCreateSchema)`.
+ */
+export const GroupCreateSchema = object({
+  title: nonBlank(100),
+  participants: ParticipantsSchema,
+  /** whatsapp-web.js CreateGroupOptions (messageTimer, memberAddMode, …), passed to the driver as given */
+  options: optional(OptionsSchema),
+});
+export type GroupCreateInput = Infer<typeof GroupCreateSchema>;
+
+/** `options` (whatsapp-web.js AddParticipantsOptions) is accepted for compatibility; the driver contract has no use for it. */
+const AddSchema = object({ participants: ParticipantsSchema, options: optional(OptionsSchema) });
+const ParticipantsBody = object({ participants: ParticipantsSchema });
+const PatchSchema = object({ subject: optional(nonBlank(100)), description: optional(size(string(), 0, 2048)) });
+
+/** whatsapp-web.js addParticipants answers a status per id; 200 means added. */
+const ADDED = 200;
+
+export const inviteUrl = (code: string) => `https://chat.whatsapp.com/${code}`;
+
+export function groupsRouter(deps: GroupsRouteDeps): Router {
+  const router = new Router();
+  const G = '/api/v2/groups/:groupId';
+
+  /** Count the call, check the id's form and hand back what the route needs. */
+  const prepare = (ctx: Context): { handle: InstanceHandle; groupId: string } => {
+    const handle = deps.handleOf(ctx);
+    consumeInteraction(ctx, deps.limiter, handle.id);
+    const groupId = param(ctx, 'groupId');
+    if (!groupId.endsWith('@g.us')) throw notAGroup(groupId);
+    return { handle, groupId };
+  };
+  /** Run `fn` once the network confirmed the id is a group. */
+  const onGroup = <T>(handle: InstanceHandle, groupId: string, op: string, fn: (d: Driver) => Promise<T>) =>
+    handle.call(
+      op,
+      async (d) => {
+        const group = await asGroupError(d.getGroup(groupId), groupId, ['NOT_A_GROUP', 'NOT_FOUND']);
+        if (!group) throw notAGroup(groupId);
+        return asGroupError(fn(d), groupId, ['NOT_A_GROUP']);
+      },
+      DEADLINES.interaction,
+    );
+
+  router.post(`${G}/participants`, async (ctx) => {
+    const { handle, groupId } = prepare(ctx);
+    const ids = unique(parse(ctx.request.body, AddSchema).participants);
+    const results = await onGroup(handle, groupId, 'group.participants.add', (d) => d.addParticipants(groupId, ids));
+    const added: string[] = [];
+    const failed: Record<string, { code: number; message: string }> = {};
+    for (const id of ids) {
+      // a driver may report only the ids that failed; an id without an entry went in
+      const r = results[id];
+      if (!r || r.code === ADDED) added.push(id);
+      else failed[id] = { code: r.code, message: r.message };
+    }
+    ok(ctx, { groupId, added, failed });
+  });
+
+  router.delete(`${G}/participants`, async (ctx) => {
+    const { handle, groupId } = prepare(ctx);
+    const ids = unique(parse(ctx.request.body, ParticipantsBody).participants);
+    await onGroup(handle, groupId, 'group.participants.remove', (d) => d.removeParticipants(groupId, ids));
+    ok(ctx, { groupId, removed: ids });
+  });
+
+  router.post(`${G}/admins`, async (ctx) => {
+    const { handle, groupId } = prepare(ctx);
+    const ids = unique(parse(ctx.request.body, ParticipantsBody).participants);
+    await onGroup(handle, groupId, 'group.admins.promote', (d) => d.promoteParticipants(groupId, ids));
+    ok(ctx, { groupId, promoted: ids });
+  });
+
+  router.delete(`${G}/admins`, async (ctx) => {
+    const { handle, groupId } = prepare(ctx);
+    const ids = unique(parse(ctx.request.body, ParticipantsBody).participants);
+    await onGroup(handle, groupId, 'group.admins.demote', (d) => d.demoteParticipants(groupId, ids));
+    ok(ctx, { groupId, demoted: ids });
+  });
+
+  router.get(`${G}/invite`, async (ctx) => {
+    const { handle, groupId } = prepare(ctx);
+    const code = await onGroup(handle, groupId, 'group.invite', (d) => d.getInviteCode(groupId));
+    ok(ctx, { code, url: inviteUrl(code) });
+  });
+
+  router.post(`${G}/invite/revoke`, async (ctx) => {
+    const { handle, groupId } = prepare(ctx);
+    const code = await onGroup(handle, groupId, 'group.invite.revoke', (d) => d.revokeInvite(groupId));
+    ok(ctx, { code });
+  });
+
+  router.post(`${G}/leave`, async (ctx) => {
+    const { handle, groupId } = prepare(ctx);
+    await onGroup(handle, groupId, 'group.leave', (d) => d.leaveGroup(groupId));
+    ok(ctx, { groupId, left: true });
+  });
+
+  router.patch(G, async (ctx) => {
+    const { handle, groupId } = prepare(ctx);
+    const { subject, description } = parse(ctx.request.body, PatchSchema);
+    if (subject === undefined && description === undefined) {
+      throw validationFailed('subject', 'subject or description is required');
+    }
+    await onGroup(handle, groupId, 'group.update', async (d) => {
+      if (subject !== undefined) await d.setSubject(groupId, subject);
+      if (description !== undefined) await d.setDescription(groupId, description);
+    });
+    const data: { groupId: string; subject?: string; description?: string } = { groupId };
+    if (subject !== undefined) data.subject = subject;
+    if (description !== undefined) data.description = description;
+    ok(ctx, data);
+  });
+
+  return router;
+}
+
+export const notAGroup = (groupId: string) => new ApiError(400, 'NOT_A_GROUP', 'the target is not a group', { groupId });
+
+/**
+ * The driver saying the id is no group (or, on the group lookup, unknown) means the caller's id is wrong, not
+ * that the network call failed.
+ */
+async function asGroupError<T>(p: Promise<T>, groupId: string, codes: DriverError['code'][]): Promise<T> {
+  try {
+    return await p;
+  } catch (err) {
+    if (err instanceof DriverError && codes.includes(err.code)) throw notAGroup(groupId);
+    throw err;
+  }
+}
+
+const unique = (ids: string[]): string[] => [...new Set(ids)];

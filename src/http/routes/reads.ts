@@ -1,0 +1,177 @@
+/**
+ * Reading endpoints (SPEC.md "Reading endpoints"): chats, one chat, a chat's messages, one message,
+ * contacts, profile pictures and number lookups, plus the v1 `GET /api/check-number/:phone`. All run through
+ * the instance actor with the 30 s read deadline; none is under the interaction limiter (SPEC.md puts only
+ * the interaction and group endpoints there).
+ *
+ * Decisions where SPEC.md is silent:
+ * - chat list order: pinned first, then most recent activity, then id, so offsets page stably;
+ * - `archived` `1`/`true` lists only archived chats, `0`/`false` only unarchived ones, absent lists all;
+ * - an unknown contact is `404 CONTACT_NOT_FOUND`; a contact without a picture has `pictureUrl: null`.
+ */
+import Router from '@koa/router';
+import type { Context, Next } from 'koa';
+import { ok } from '../envelope.js';
+import { ApiError, V1Error, validationFailed } from '../errors.js';
+import { DEADLINES } from '../../actors/handle.js';
+import { toChat, toContact, toMessage } from './wire-format.js';
+import { normalizePhone } from '../../phone.js';
+import {
+  chatIdParam,
+  chatNotFound,
+  contactNotFound,
+  isJobId,
+  messageIdParam,
+  messageNotFound,
+  orNotFound,
+  param,
+  type RouteDeps,
+} from './network-common.js';
+
+export type ReadsRouteDeps = RouteDeps<'handleOf' | 'fetchMessagesMax'>;
+
+export const DEFAULT_LIST_LIMIT = 50;
+
+export function readsRouter(deps: ReadsRouteDeps): Router {
+  const router = new Router();
+
+  router.get('/api/v2/chats', async (ctx) => {
+    const { limit } = listLimit(ctx, deps.fetchMessagesMax);
+    const offset = cursorOf(ctx);
+    const archived = boolQuery(ctx, 'archived');
+    const handle = deps.handleOf(ctx);
+    const chats = await handle.call('chats.list', (d) => d.getChats(), DEADLINES.read);
+    const listed = chats
+      .filter((c) => archived === undefined || Boolean(c.archived) === archived)
+      .map(toChat)
+      .sort((a, b) => Number(b.pinned) - Number(a.pinned) || b.timestamp - a.timestamp || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    const items = listed.slice(offset, offset + limit);
+    const next = offset + items.length;
+    ok(ctx, { items, total: listed.length, nextCursor: next < listed.length ? String(next) : null });
+  });
+
+  router.get('/api/v2/chats/:chatId', async (ctx) => {
+    const chatId = chatIdParam(ctx, 'chatId');
+    const chat = await deps.handleOf(ctx).call(
+      'chats.get',
+      (d) => orNotFound(d.getChatById(chatId), () => chatNotFound(chatId)),
+      DEADLINES.read,
+    );
+    if (!chat) throw chatNotFound(chatId);
+    ok(ctx, toChat(chat));
+  });
+
+  router.get('/api/v2/chats/:chatId/messages', async (ctx) => {
+    const chatId = chatIdParam(ctx, 'chatId');
+    const { limit, capped } = listLimit(ctx, deps.fetchMessagesMax);
+    const fromMe = boolQuery(ctx, 'fromMe');
+    const messages = await deps.handleOf(ctx).call(
+      'chats.messages',
+      async (d) => {
+        // an unknown chat is a 404, not an empty list: the caller most likely has a wrong id
+        const chat = await orNotFound(d.getChatById(chatId), () => chatNotFound(chatId));
+        if (!chat) throw chatNotFound(chatId);
+        return orNotFound(d.fetchMessages(chatId, fromMe === undefined ? { limit } : { limit, fromMe }), () => chatNotFound(chatId));
+      },
+      DEADLINES.read,
+    );
+    // a driver that ignores the fromMe filter or over-delivers must not change the contract
+    const items = messages.filter((m) => fromMe === undefined || m.fromMe === fromMe).slice(-limit).map(toMessage);
+    ok(ctx, { items, limit, capped });
+  });
+
+  router.get('/api/v2/messages/:msgId', async (ctx: Context, next: Next) => {
+    if (isJobId(param(ctx, 'msgId'))) return next(); // a queue job: the queue router's
+    const msgId = messageIdParam(ctx);
+    const msg = await deps.handleOf(ctx).call(
+      'messages.get',
+      (d) => orNotFound(d.getMessageById(msgId), () => messageNotFound(msgId)),
+      DEADLINES.read,
+    );
+    if (!msg) throw messageNotFound(msgId);
+    ok(ctx, toMessage(msg));
+  });
+
+  router.get('/api/v2/contacts/:contactId', async (ctx) => {
+    const contactId = chatIdParam(ctx, 'contactId');
+    const contact = await deps.handleOf(ctx).call(
+      'contacts.get',
+      (d) => orNotFound(d.getContactById(contactId), () => contactNotFound(contactId)),
+      DEADLINES.read,
+    );
+    if (!contact) throw contactNotFound(contactId);
+    ok(ctx, toContact(contact));
+  });
+
+  router.get('/api/v2/contacts/:contactId/picture', async (ctx) => {
+    const contactId = chatIdParam(ctx, 'contactId');
+    const url = await deps.handleOf(ctx).call(
+      'contacts.picture',
+      (d) => orNotFound(d.getProfilePicUrl(contactId), () => contactNotFound(contactId)),
+      DEADLINES.read,
+    );
+    ok(ctx, { contactId, pictureUrl: url || null });
+  });
+
+  router.get('/api/v2/contacts/:phone/exists', async (ctx) => {
+    const phone = phoneParam(ctx);
+    ok(ctx, await lookUp(deps, ctx, phone));
+  });
+
+  // v1 (frozen): same data, but failures are v1 bodies `{success:false, error}` without code or data
+  router.get('/api/check-number/:phone', async (ctx) => {
+    try {
+      const phone = phoneParam(ctx);
+      ok(ctx, await lookUp(deps, ctx, phone));
+    } catch (err) {
+      if (err instanceof ApiError) throw new V1Error(err.status, err.message);
+      throw err;
+    }
+  });
+
+  return router;
+}
+
+async function lookUp(deps: ReadsRouteDeps, ctx: Context, phone: string) {
+  const id = await deps.handleOf(ctx).call('contacts.exists', (d) => d.getNumberId(phone), DEADLINES.read);
+  return { phone, registered: id !== null, whatsappId: id ?? null };
+}
+
+function phoneParam(ctx: Context): string {
+  const phone = normalizePhone(param(ctx, 'phone'));
+  if (!phone) throw validationFailed('phone', 'phone must be an international number (digits, optional leading +) or a German national number starting with 0');
+  return phone;
+}
+
+/** `limit`: default 50, an integer ≥ 1, clamped to FETCH_MESSAGES_MAX; `capped` says the clamp applied. */
+export function listLimit(ctx: Context, max: number): { limit: number; capped: boolean } {
+  const raw = singleQuery(ctx, 'limit');
+  if (raw === undefined || raw === '') return { limit: Math.min(DEFAULT_LIST_LIMIT, max), capped: DEFAULT_LIST_LIMIT > max };
+  if (!/^[0-9]+$/.test(raw.trim()) || Number(raw) < 1) throw validationFailed('limit', 'limit must be an integer of at least 1');
+  const n = Number(raw);
+  return n > max ? { limit: max, capped: true } : { limit: n, capped: false };
+}
+
+/** `cursor`: the offset returned as `nextCursor` by the previous page. */
+function cursorOf(ctx: Context): number {
+  const raw = singleQuery(ctx, 'cursor');
+  if (raw === undefined || raw === '') return 0;
+  if (!/^[0-9]{1,9}$/.test(raw.trim())) throw validationFailed('cursor', 'cursor must be the nextCursor of a previous page');
+  return Number(raw);
+}
+
+/** A boolean query flag: `1`/`true` and `0`/`false`; absent → undefined; anything else → 400 naming it. */
+function boolQuery(ctx: Context, name: string): boolean | undefined {
+  const raw = singleQuery(ctx, name);
+  if (raw === undefined || raw === '') return undefined;
+  const v = raw.trim().toLowerCase();
+  if (v === '1' || v === 'true') return true;
+  if (v === '0' || v === 'false') return false;
+  throw validationFailed(name, `${name} must be 1, true, 0 or false`);
+}
+
+function singleQuery(ctx: Context, name: string): string | undefined {
+  const v = ctx.query[name];
+  if (Array.isArray(v)) throw validationFailed(name, `${name} may be given once`);
+  return v;
+}

@@ -1,0 +1,246 @@
+/**
+ * The persistent queue end to end: real HTTP, real PostgreSQL, the in-process sandbox network, simulated time.
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestGateway, waitFor, type TestGateway } from '../helpers/gateway.js';
+
+let t: TestGateway;
+before(async () => {
+  t = await startTestGateway({ label: 'queue_v2', simulated: true });
+});
+after(async () => {
+  await t.stop();
+});
+
+const FAST = { minDelayMs: 1000, maxDelayMs: 1000, quietHours: null, maxPerHour: null, maxPer24h: null };
+
+async function ledger(instanceId: string) {
+  const r = await t.admin('GET', `/sandbox/v1/instances/${instanceId}/ledger`);
+  return (r.body.data as { items: { chatId: string; body: string | null; action: string; messageId: string | null }[] }).items;
+}
+
+async function job(key: string, jobId: string) {
+  const r = await t.api(key, 'GET', `/api/v2/messages/${jobId}`);
+  assert.equal(r.status, 200, r.text);
+  return r.body.data as Record<string, unknown>;
+}
+
+async function untilState(key: string, jobId: string, state: string) {
+  return waitFor(async () => {
+    const j = await job(key, jobId);
+    return j.state === state ? j : null;
+  }, `${jobId} ${state}`);
+}
+
+test('send-message: 202 with the accepted-job response, then sent/confirmed at its slot, once', async () => {
+  const { instance, apiKey } = await t.createInstance('q1', { settings: FAST });
+  const r = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'hello' });
+  assert.equal(r.status, 202, r.text);
+  const d = r.body.data as Record<string, unknown>;
+  for (const k of ['status', 'queueState', 'jobId', 'messageId', 'idempotencyKey', 'idempotentReplay', 'scheduledAt', 'etaSeconds', 'queuePosition', 'expiresAt', 'statusUrl', 'limits']) {
+    assert.ok(k in d, `accepted response has ${k}`);
+  }
+  assert.equal(d.status, 'queued');
+  assert.equal(d.queueState, 'scheduled');
+  assert.match(String(d.jobId), /^wq_/);
+  assert.equal(d.messageId, null);
+  assert.equal(d.idempotentReplay, false);
+  assert.equal(d.statusUrl, `/api/v2/messages/${d.jobId}`);
+  assert.equal(d.queuePosition, 1);
+  assert.equal(Date.parse(String(d.expiresAt)) - t.clock.now(), 86_400_000);
+  const limits = d.limits as Record<string, unknown>;
+  assert.deepEqual(Object.keys(limits).sort(), ['maxDelayMs', 'maxPer24h', 'maxPerHour', 'minDelayMs', 'quietHours', 'remaining24h', 'remainingHour', 'usedLast24h', 'usedLastHour', 'window'].sort());
+  assert.equal(limits.window, 'sliding');
+
+  await t.advance(2_000);
+  const done = await untilState(apiKey, String(d.jobId), 'sent');
+  assert.equal(done.deliveryConfidence, 'confirmed');
+  assert.match(String(done.messageId), /^true_4915112345678@c\.us_/);
+  assert.equal(done.attempts, 1);
+  assert.equal(done.kind, 'text');
+  assert.equal(done.originRoute, '/api/v2/send-message');
+  await t.advance(10_000);
+  const sent = (await ledger(instance.id)).filter((e) => e.body === 'hello');
+  assert.equal(sent.length, 1, 'the network received the message exactly once');
+});
+
+test('order: priority descending, then arrival; limits move when, never which', async () => {
+  const { instance, apiKey } = await t.createInstance('q2', { settings: FAST });
+  const ids: string[] = [];
+  for (const [prio, text] of [[5, 'a5'], [9, 'b9'], [5, 'c5'], [7, 'd7']] as const) {
+    const r = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: text, priority: prio });
+    assert.equal(r.status, 202, r.text);
+    ids.push(String((r.body.data as { jobId: string }).jobId));
+  }
+  await t.advance(10_000);
+  for (const id of ids) await untilState(apiKey, id, 'sent');
+  const order = (await ledger(instance.id)).map((e) => e.body);
+  assert.deepEqual(order, ['b9', 'd7', 'a5', 'c5']);
+});
+
+test('sliding hourly window: the third message waits for oldest + 1 h + 1 ms', async () => {
+  const { apiKey } = await t.createInstance('q3', { settings: { ...FAST, maxPerHour: 2 } });
+  const ids: string[] = [];
+  for (const text of ['w1', 'w2', 'w3']) {
+    const r = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: text });
+    assert.equal(r.status, 202, r.text);
+    ids.push(String((r.body.data as { jobId: string }).jobId));
+  }
+  await t.advance(3_000);
+  const first = await untilState(apiKey, ids[0] as string, 'sent');
+  await untilState(apiKey, ids[1] as string, 'sent');
+  const third = await job(apiKey, ids[2] as string);
+  assert.equal(third.state, 'scheduled');
+  assert.equal(Date.parse(String(third.scheduledAt)), Date.parse(String(first.dispatchedAt)) + 3_600_000 + 1);
+  const q = await t.api(apiKey, 'GET', '/api/v2/queue');
+  const limits = (q.body.data as { limits: Record<string, unknown> }).limits;
+  assert.equal(limits.usedLastHour, 2);
+  assert.equal(limits.remainingHour, 0);
+});
+
+test('TTL_UNREACHABLE when the earliest slot is after expiry; nothing is created', async () => {
+  const { apiKey } = await t.createInstance('q4', { settings: { ...FAST, maxPerHour: 1 } });
+  const a = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'fits', ttlSeconds: 60 });
+  assert.equal(a.status, 202);
+  const b = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'too late', ttlSeconds: 60 });
+  assert.equal(b.status, 422, b.text);
+  assert.equal(b.body.code, 'TTL_UNREACHABLE');
+  assert.equal(Date.parse(String(b.body.data?.expiresAt)), t.clock.now() + 60_000);
+  const items = await t.api(apiKey, 'GET', '/api/v2/queue/items');
+  assert.equal((items.body.data as { items: unknown[] }).items.length, 1);
+});
+
+test('idempotency: replay 200 with the current state, mismatch 409, header/body conflict 400, lookup by key', async () => {
+  const { apiKey } = await t.createInstance('q5', { settings: FAST });
+  const body = { phone: '4915112345678', message: 'once', idempotencyKey: 'order-4711-confirm' };
+  const first = await t.api(apiKey, 'POST', '/api/v2/send-message', body);
+  assert.equal(first.status, 202);
+  const jobId = String((first.body.data as { jobId: string }).jobId);
+  const again = await t.api(apiKey, 'POST', '/api/v2/send-message', body);
+  assert.equal(again.status, 200);
+  assert.equal(again.body.data?.jobId, jobId);
+  assert.equal(again.body.data?.idempotentReplay, true);
+  assert.equal(again.body.data?.status, 'queued');
+  const viaHeader = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'once' }, { 'x-idempotency-key': 'order-4711-confirm' });
+  assert.equal(viaHeader.status, 200, 'the header key is the same key');
+  const mismatch = await t.api(apiKey, 'POST', '/api/v2/send-message', { ...body, message: 'different' });
+  assert.equal(mismatch.status, 409);
+  assert.equal(mismatch.body.code, 'IDEMPOTENCY_PAYLOAD_MISMATCH');
+  assert.equal(mismatch.body.data?.jobId, jobId);
+  const conflict = await t.api(apiKey, 'POST', '/api/v2/send-message', body, { 'x-idempotency-key': 'another-key-123' });
+  assert.equal(conflict.status, 400);
+  assert.equal(conflict.body.code, 'IDEMPOTENCY_KEY_CONFLICT');
+  const short = await t.api(apiKey, 'POST', '/api/v2/send-message', { ...body, idempotencyKey: 'short' });
+  assert.equal(short.status, 400);
+  assert.equal(short.body.code, 'VALIDATION_FAILED');
+
+  await t.advance(2_000);
+  await untilState(apiKey, jobId, 'sent');
+  const replay = await t.api(apiKey, 'POST', '/api/v2/send-message', body);
+  assert.equal(replay.status, 200);
+  assert.equal(replay.body.data?.status, 'sent');
+  assert.match(String(replay.body.data?.messageId), /^true_/);
+  const lookup = await t.api(apiKey, 'GET', '/api/v2/messages?idempotencyKey=order-4711-confirm');
+  assert.equal(lookup.status, 200);
+  assert.equal(lookup.body.data?.jobId, jobId);
+});
+
+test('cancel before sending; a sent job cannot be cancelled; unknown job is 404 JOB_NOT_FOUND', async () => {
+  const { apiKey } = await t.createInstance('q6', { settings: { ...FAST, minDelayMs: 60_000, maxDelayMs: 60_000 } });
+  const a = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'first' });
+  const b = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'second' });
+  const bId = String(b.body.data?.jobId);
+  const c = await t.api(apiKey, 'DELETE', `/api/v2/messages/${bId}`);
+  assert.equal(c.status, 200, c.text);
+  assert.equal(c.body.data?.state, 'cancelled');
+  assert.ok(c.body.data?.terminalAt);
+  await t.advance(2_000);
+  const aId = String(a.body.data?.jobId);
+  await untilState(apiKey, aId, 'sent');
+  const late = await t.api(apiKey, 'DELETE', `/api/v2/messages/${aId}`);
+  assert.equal(late.status, 409);
+  const missing = await t.api(apiKey, 'GET', '/api/v2/messages/wq_000000000000000000000000');
+  assert.equal(missing.status, 404);
+  assert.equal(missing.body.code, 'JOB_NOT_FOUND');
+});
+
+test('not registered → failed with a result code; requeue makes a new job with previousJobId (and only once)', async () => {
+  const { apiKey } = await t.createInstance('q7', { settings: FAST });
+  const r = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112340000', message: 'nobody there' });
+  assert.equal(r.status, 202, r.text);
+  const id = String(r.body.data?.jobId);
+  await t.advance(2_000);
+  const failed = await untilState(apiKey, id, 'failed');
+  assert.equal(failed.resultCode, 'NOT_REGISTERED');
+  assert.equal(typeof failed.errorMessage, 'string');
+  const rq = await t.api(apiKey, 'POST', `/api/v2/messages/${id}/requeue`);
+  assert.equal(rq.status, 202, rq.text);
+  assert.equal(rq.body.data?.previousJobId, id);
+  assert.notEqual(rq.body.data?.jobId, id);
+  assert.equal(rq.body.data?.idempotencyKey, `requeue:${id}`);
+  const rq2 = await t.api(apiKey, 'POST', `/api/v2/messages/${id}/requeue`);
+  assert.equal(rq2.status, 200, 'a second requeue of the same job is a replay, not another message');
+  assert.equal(rq2.body.data?.jobId, rq.body.data?.jobId);
+  assert.equal((await job(apiKey, id)).state, 'failed', 'the old job stays terminal');
+});
+
+test('validation: exactly one of phone/chatId, German 0 → 49, own number refused, options whitelist', async () => {
+  const { apiKey, phone } = await t.createInstance('q8', { settings: FAST });
+  const both = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', chatId: '4915112345678@c.us', message: 'x' });
+  assert.equal(both.status, 400);
+  assert.equal(both.body.code, 'VALIDATION_FAILED');
+  const none = await t.api(apiKey, 'POST', '/api/v2/send-message', { message: 'x' });
+  assert.equal(none.status, 400);
+  assert.equal(none.body.data?.field, 'phone');
+  const empty = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: '' });
+  assert.equal(empty.body.data?.field, 'message');
+  const own = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone, message: 'me' });
+  assert.equal(own.status, 400);
+  assert.equal(own.body.code, 'VALIDATION_FAILED');
+  const german = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '015112345678', message: 'x', options: { linkPreview: false, bogus: 1 } });
+  assert.equal(german.status, 202, german.text);
+  const j = await job(apiKey, String(german.body.data?.jobId));
+  assert.equal(j.phone, '4915112345678');
+  assert.equal(j.chatId, '4915112345678@c.us');
+  const prio = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'x', priority: 10 });
+  assert.equal(prio.body.data?.field, 'priority');
+  const ttl = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'x', ttlSeconds: 59 });
+  assert.equal(ttl.body.data?.field, 'ttlSeconds');
+  const poll = await t.api(apiKey, 'POST', '/api/v2/send-poll', { phone: '4915112345678', name: 'q', options: ['only one'] });
+  assert.equal(poll.status, 400);
+  assert.equal(poll.body.data?.field, 'options');
+  const voice = await t.api(apiKey, 'POST', '/api/v2/send-voice', { phone: '4915112345678', mediaBase64: 'AAAA', mimetype: 'video/mp4' });
+  assert.equal(voice.body.code, 'VOICE_MIMETYPE_UNSUPPORTED');
+  const sticker = await t.api(apiKey, 'POST', '/api/v2/send-sticker', { phone: '4915112345678', mediaBase64: 'AAAA', mimetype: 'video/webm' });
+  assert.equal(sticker.body.code, 'STICKER_VIDEO_UNSUPPORTED');
+  const doc = await t.api(apiKey, 'POST', '/api/v2/send-document', { phone: '4915112345678', mediaBase64: 'AAAA', mimetype: 'application/pdf' });
+  assert.equal(doc.body.data?.field, 'filename');
+  const lat = await t.api(apiKey, 'POST', '/api/v2/send-location', { phone: '4915112345678', latitude: 91, longitude: 0 });
+  assert.equal(lat.body.data?.field, 'latitude');
+});
+
+test('every v2 kind reaches the sandbox recipient with its type', async () => {
+  const { instance, apiKey } = await t.createInstance('q9', { settings: FAST });
+  const png = Buffer.from('89504e470d0a1a0a0000000d4948445200000001000000010806000000', 'hex').toString('base64');
+  const sends: [string, Record<string, unknown>][] = [
+    ['/api/v2/send-media', { mediaBase64: png, mimetype: 'image/png', caption: 'pic' }],
+    ['/api/v2/send-voice', { mediaBase64: png, mimetype: 'audio/ogg' }],
+    ['/api/v2/send-document', { mediaBase64: png, mimetype: 'application/pdf', filename: 'a.pdf' }],
+    ['/api/v2/send-location', { latitude: 52.52, longitude: 13.4, name: 'Berlin' }],
+    ['/api/v2/send-poll', { name: 'Lunch?', options: ['yes', 'no'] }],
+  ];
+  const ids: string[] = [];
+  for (const [route, body] of sends) {
+    const r = await t.api(apiKey, 'POST', route, { phone: '4915112345678', ...body });
+    assert.equal(r.status, 202, `${route}: ${r.text}`);
+    ids.push(String(r.body.data?.jobId));
+  }
+  const mp3 = await t.api(apiKey, 'POST', '/api/v2/send-voice', { phone: '4915112345678', mediaBase64: png, mimetype: 'audio/mpeg' });
+  assert.deepEqual(mp3.body.data?.warnings, ['non-ogg audio may not render as PTT on all clients']);
+  ids.push(String(mp3.body.data?.jobId));
+  await t.advance(15_000);
+  for (const id of ids) await untilState(apiKey, id, 'sent');
+  const types = (await ledger(instance.id)).map((e) => (e as { type?: string }).type);
+  assert.deepEqual(types, ['image', 'ptt', 'document', 'location', 'poll_creation', 'ptt']);
+});
