@@ -108,9 +108,11 @@ export class QueueWorker {
     return this.deps.instanceId;
   }
 
+  private starting: Promise<void> | null = null;
+
   /** Recover, load the mirror, plan what has no slot, arm the timer. */
-  async start(): Promise<void> {
-    await this.serial.run(async () => {
+  start(): Promise<void> {
+    this.starting ??= this.serial.run(async () => {
       const now = this.deps.clock.now();
       const recovered = await withTransaction(this.deps.pool, async (c) => {
         const jobs = await recoverSending(c, this.deps.instanceId, now);
@@ -133,6 +135,7 @@ export class QueueWorker {
       this.started = true;
       await this.replanLocked('start', now, false);
     });
+    return this.starting;
   }
 
   /** Stop timers; wait for an in-flight dispatch to finish and persist its outcome. */
@@ -147,8 +150,10 @@ export class QueueWorker {
   // ---------------------------------------------------------------- acceptance
 
   /** Accept a send: validated by the route; idempotency, QUEUE_FULL and TTL_UNREACHABLE are decided here. */
-  accept(req: AcceptRequest): Promise<AcceptResult> {
-    if (this.stopped || !this.started) return Promise.reject(new ApiError(503, 'INSTANCE_UNREACHABLE', 'the instance queue is not running'));
+  async accept(req: AcceptRequest): Promise<AcceptResult> {
+    // acceptances that arrive while the queue is still loading wait for it (they are serialized after it)
+    if (!this.started && this.starting) await this.starting.catch(() => undefined);
+    if (this.stopped || !this.started) throw new ApiError(502, 'INSTANCE_UNREACHABLE', 'the instance queue is not running');
     return new Promise((resolve, reject) => {
       this.inbox.push({ req, resolve, reject });
       this.kick();

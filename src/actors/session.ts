@@ -1,0 +1,226 @@
+/**
+ * The session actor: one driver session as a `fromCallback` actor, the child `session` of the instance machine
+ * (machines/instance.machine.ts). It is where the machine's effects on the driver happen.
+ *
+ * On start it subscribes to every driver event and calls `driver.initialize()`. Lifecycle events go to the
+ * parent as machine events (`SessionEvent`, stamped `at` from the clock, in the order the driver emitted them);
+ * EVERY driver event, lifecycle or not, is also handed to `onNetworkEvent(name, args)` (messages, acks, ... for
+ * webhooks and the store). A failing `initialize()` (or driver factory) becomes `SESSION_FAILED`. It obeys the
+ * machine's commands `LOGOUT` and `REQUEST_PAIRING_CODE`. On stop it unsubscribes and calls `driver.destroy()`.
+ *
+ * Two forms:
+ * - `sessionLogic`: the driver and callbacks come in the input (tests, one-off use).
+ * - `createSessionLogic(deps)`: what the runtime provides to the machine (`instanceMachine.provide({actors:
+ *   {session: sessions.logic}})`); it builds a driver per start from a DriverFactory and starts a session only
+ *   after the previous session of the same instance finished `destroy()`, so two browsers never share a profile.
+ *   `settled(instanceId)` / `settledAll()` resolve when destroys finished (graceful shutdown awaits them).
+ *
+ * Webhooks: take the lifecycle ones from the machine's `notify` (it has DESIGN.md's payloads, e.g. `ready
+ * {phoneNumber}`) and only the others from `onNetworkEvent` (`isLifecycleEvent(name)` tells them apart), so none
+ * is sent twice. `onNetworkEvent` gets raw arguments, QR strings and pairing codes included: never log them.
+ */
+import { fromCallback, type CallbackActorLogic } from 'xstate';
+import QRCode from 'qrcode';
+import type { Driver, DriverEventName, DriverEvents, DriverFactory, DriverOptions } from '../drivers/contract.js';
+import type { SessionCommand, SessionEvent, SessionInput } from '../../machines/instance.machine.js';
+import { systemClock, type Clock } from '../clock.js';
+
+export type NetworkEventListener = (name: DriverEventName, args: unknown[]) => void;
+
+export interface SessionOptions {
+  /** Stamps `at` on machine events (default: the system clock). */
+  clock?: Clock;
+  /** Every driver event with its arguments as the driver gave them (QR and pairing code included: no logging). */
+  onNetworkEvent?: NetworkEventListener;
+  /** QR string → PNG data URL (default: qrcode). */
+  renderQr?: (qr: string) => Promise<string>;
+  /** Faults nobody else sees: destroy failures, a failed QR rendering. */
+  onError?: (err: unknown, where: 'destroy' | 'render_qr' | 'forward') => void;
+}
+
+export interface DriverSessionInput extends SessionOptions {
+  driver: Driver;
+}
+
+/** Events of the driver that drive the instance machine; the rest are only network events. */
+export const LIFECYCLE_EVENTS = [
+  'qr',
+  'code',
+  'authenticated',
+  'ready',
+  'auth_failure',
+  'disconnected',
+  'change_state',
+  'loading_screen',
+  'browser_health',
+  'fatal',
+] as const satisfies readonly DriverEventName[];
+
+export const isLifecycleEvent = (name: string): boolean => (LIFECYCLE_EVENTS as readonly string[]).includes(name);
+
+// Exhaustive by type: adding an event to the contract without listing it here fails the build.
+const ALL_EVENTS: Record<DriverEventName, true> = {
+  qr: true, code: true, authenticated: true, auth_failure: true, ready: true, disconnected: true,
+  change_state: true, loading_screen: true, message: true, message_create: true, message_ack: true,
+  message_reaction: true, message_edit: true, message_revoke_everyone: true, message_revoke_me: true,
+  message_ciphertext: true, message_ciphertext_failed: true, media_uploaded: true, unread_count: true,
+  vote_update: true, contact_changed: true, chat_removed: true, chat_archived: true, group_join: true,
+  group_leave: true, group_admin_changed: true, group_membership_request: true, group_update: true, call: true,
+  change_battery: true, browser_health: true, fatal: true,
+};
+export const DRIVER_EVENT_NAMES = Object.keys(ALL_EVENTS) as DriverEventName[];
+
+const defaultRenderQr = (qr: string) => QRCode.toDataURL(qr, { errorCorrectionLevel: 'M', margin: 2 });
+const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+type Translate<E extends DriverEventName> = (at: number, ...args: DriverEvents[E]) => SessionEvent | Promise<SessionEvent>;
+
+/**
+ * Run one session on `driver` until the returned `stop()`; `after` delays `initialize()` (previous destroy).
+ * `sendBack` receives machine events in the order the driver emitted them.
+ */
+export function runSession(
+  driver: Driver,
+  opts: SessionOptions,
+  sendBack: (event: SessionEvent) => void,
+  receive: (listener: (command: SessionCommand) => void) => void,
+  after: Promise<void> = Promise.resolve(),
+): { stop(): Promise<void> } {
+  const clock = opts.clock ?? systemClock;
+  const renderQr = opts.renderQr ?? defaultRenderQr;
+  const report = (err: unknown, where: 'destroy' | 'render_qr' | 'forward') => opts.onError?.(err, where);
+  let stopped = false;
+
+  // QR rendering is async; the chain keeps every event behind the ones emitted before it.
+  let chain: Promise<void> = Promise.resolve();
+  const forward = (make: () => SessionEvent | Promise<SessionEvent>) => {
+    chain = chain
+      .then(async () => {
+        const event = await make();
+        if (!stopped) sendBack(event);
+      })
+      .catch((err: unknown) => report(err, 'forward'));
+  };
+
+  const translations: { [E in (typeof LIFECYCLE_EVENTS)[number]]: Translate<E> } = {
+    qr: async (at, qr) => {
+      const dataUrl = await renderQr(qr).catch((err: unknown) => (report(err, 'render_qr'), null));
+      return { type: 'qr', qr, dataUrl, at };
+    },
+    code: (at, code) => ({ type: 'code', code, at }),
+    authenticated: (at) => ({ type: 'authenticated', at }),
+    ready: (at) => ({ type: 'ready', wid: driver.info?.wid ?? null, at }),
+    auth_failure: (at, message) => ({ type: 'auth_failure', message, at }),
+    disconnected: (at, reason) => ({ type: 'disconnected', reason, at }),
+    change_state: (at, state) => ({ type: 'change_state', state, at }),
+    loading_screen: (at, percent, message) => ({ type: 'loading_screen', percent, message, at }),
+    browser_health: (at, health) => ({ type: 'browser_health', health, at }),
+    fatal: (at, reason) => ({ type: 'fatal', reason, at }),
+  };
+
+  const unsubscribes: (() => void)[] = [];
+  const subscribe = <E extends DriverEventName>(name: E) => {
+    const translate = (translations as Partial<Record<DriverEventName, Translate<E>>>)[name];
+    const listener = (...args: DriverEvents[E]) => {
+      if (stopped) return;
+      opts.onNetworkEvent?.(name, args);
+      if (translate) {
+        // Translated now (driver.info belongs to this moment), delivered in order.
+        const event = translate(clock.now(), ...args);
+        forward(() => event);
+      }
+    };
+    driver.on(name, listener);
+    unsubscribes.push(() => driver.off(name, listener));
+  };
+  for (const name of DRIVER_EVENT_NAMES) subscribe(name);
+
+  const initialized = after.then(() => {
+    if (!stopped) return driver.initialize();
+  });
+  initialized.catch((err: unknown) => forward(() => ({ type: 'SESSION_FAILED', message: messageOf(err), at: clock.now() })));
+  // Commands wait for the start, whatever its outcome, so a logout right after a start still reaches the driver.
+  const started = initialized.catch(() => undefined);
+
+  receive((command) => {
+    if (command.type === 'LOGOUT') {
+      started
+        .then(() => driver.logout())
+        .then(
+          () => forward(() => ({ type: 'LOGGED_OUT', at: clock.now() })),
+          (err: unknown) => forward(() => ({ type: 'LOGOUT_FAILED', message: messageOf(err), at: clock.now() })),
+        );
+    } else {
+      // The code itself arrives as the driver's `code` event.
+      started
+        .then(() => driver.requestPairingCode(command.phoneNumber))
+        .catch((err: unknown) => forward(() => ({ type: 'PAIRING_CODE_FAILED', message: messageOf(err), at: clock.now() })));
+    }
+  });
+
+  return {
+    stop() {
+      stopped = true;
+      for (const off of unsubscribes.splice(0)) off();
+      // Called now (the executor runs synchronously), so the browser starts closing with the actor's stop.
+      return new Promise<void>((resolve) => resolve(driver.destroy())).catch((err: unknown) => report(err, 'destroy'));
+    },
+  };
+}
+
+/** A session on the driver given in the input. */
+export const sessionLogic = fromCallback<SessionCommand, DriverSessionInput>(({ input, sendBack, receive }) => {
+  const session = runSession(input.driver, input, sendBack, receive);
+  return () => void session.stop();
+});
+
+export interface SessionDeps extends Omit<SessionOptions, 'onNetworkEvent'> {
+  driverFactory: DriverFactory;
+  driverOptions: Omit<DriverOptions, 'instanceId'>;
+  onNetworkEvent?: (instanceId: string, name: DriverEventName, args: unknown[]) => void;
+}
+
+export interface SessionRuntime {
+  /** Provide as the machine's `session` actor. */
+  logic: CallbackActorLogic<SessionCommand, SessionInput>;
+  /** Resolves once the last session of the instance finished `destroy()`. */
+  settled(instanceId: string): Promise<void>;
+  settledAll(): Promise<void>;
+}
+
+export function createSessionLogic(deps: SessionDeps): SessionRuntime {
+  const destroying = new Map<string, Promise<void>>();
+  const logic = fromCallback<SessionCommand, SessionInput>(({ input, sendBack, receive }) => {
+    const { instanceId } = input;
+    const clock = deps.clock ?? systemClock;
+    let driver: Driver;
+    try {
+      driver = deps.driverFactory({ instanceId, ...deps.driverOptions });
+    } catch (err) {
+      queueMicrotask(() => sendBack({ type: 'SESSION_FAILED', message: messageOf(err), at: clock.now() }));
+      return undefined;
+    }
+    const onNetworkEvent = deps.onNetworkEvent;
+    const session = runSession(
+      driver,
+      { ...deps, onNetworkEvent: onNetworkEvent && ((name, args) => onNetworkEvent(instanceId, name, args)) },
+      sendBack,
+      receive,
+      destroying.get(instanceId) ?? Promise.resolve(),
+    );
+    return () => {
+      const done = session.stop();
+      destroying.set(instanceId, done);
+      void done.then(() => {
+        if (destroying.get(instanceId) === done) destroying.delete(instanceId);
+      });
+    };
+  });
+  return {
+    logic,
+    settled: (instanceId) => destroying.get(instanceId) ?? Promise.resolve(),
+    settledAll: async () => {
+      await Promise.all([...destroying.values()]);
+    },
+  };
+}

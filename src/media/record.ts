@@ -1,0 +1,98 @@
+/** The media index record and the shapes the API shows of it (SPEC.md "Stored media record", DESIGN.md). */
+
+export type MediaOrigin = 'upload' | 'incoming';
+
+export interface MediaRecord {
+  mediaId: string;
+  instanceId: string;
+  origin: MediaOrigin;
+  messageId: string | null;
+  mimetype: string;
+  filename: string | null;
+  size: number;
+  sha256: string;
+  /** epoch ms */
+  createdAt: number;
+  /** epoch ms */
+  expiresAt: number;
+}
+
+export const MEDIA_ID_RE = /^md_[0-9a-f]{24}$/;
+export const INSTANCE_ID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+export const mediaPath = (mediaId: string) => `/api/v2/media/${mediaId}`;
+
+/** `data` of the upload response (SPEC.md "Stored media record"). */
+export function toStoredMedia(r: MediaRecord) {
+  return { stored: true as const, mediaId: r.mediaId, url: mediaPath(r.mediaId), expiresAt: new Date(r.expiresAt).toISOString(), size: r.size };
+}
+
+/** `data` of GET /api/v2/media/:mediaId without `download` (DESIGN.md). */
+export function toMediaMetadata(r: MediaRecord) {
+  return {
+    mediaId: r.mediaId,
+    mimetype: r.mimetype,
+    filename: r.filename,
+    size: r.size,
+    createdAt: new Date(r.createdAt).toISOString(),
+    expiresAt: new Date(r.expiresAt).toISOString(),
+    url: mediaPath(r.mediaId),
+  };
+}
+
+export interface MediaRow {
+  id: string;
+  instance_id: string;
+  origin: MediaOrigin;
+  message_id: string | null;
+  mimetype: string;
+  filename: string | null;
+  size: number;
+  sha256: string;
+  created_at: Date;
+  expires_at: Date;
+}
+
+export const MEDIA_COLUMNS = 'id, instance_id, origin, message_id, mimetype, filename, size, sha256, created_at, expires_at';
+
+export function rowToRecord(row: MediaRow): MediaRecord {
+  return {
+    mediaId: row.id,
+    instanceId: row.instance_id,
+    origin: row.origin,
+    messageId: row.message_id,
+    mimetype: row.mimetype,
+    filename: row.filename,
+    size: Number(row.size),
+    sha256: row.sha256,
+    createdAt: row.created_at.getTime(),
+    expiresAt: row.expires_at.getTime(),
+  };
+}
+
+/** What is known of an incoming attachment before (or without) storing it. */
+export interface IncomingMediaInfo {
+  mimetype: string;
+  filename: string | null;
+  size: number;
+}
+
+/**
+ * `data.media` of the `message` event (SPEC.md "Incoming media block"): `stored` only when the operator
+ * enabled incoming media storage, `mediaId`/`url`/`expiresAt` only when it was stored.
+ */
+export function incomingMediaBlock(info: IncomingMediaInfo, storageEnabled: boolean, stored: MediaRecord | null) {
+  const block: Record<string, unknown> = { mimetype: info.mimetype, filename: info.filename, size: info.size };
+  if (!storageEnabled) return block;
+  block.stored = stored !== null;
+  if (stored) Object.assign(block, { mediaId: stored.mediaId, url: mediaPath(stored.mediaId), expiresAt: new Date(stored.expiresAt).toISOString() });
+  return block;
+}
+
+/** `data` of GET /api/v2/messages/:msgId/media without `download` (SPEC.md "Media endpoints"). */
+export function messageMediaView(info: IncomingMediaInfo, storageEnabled: boolean, stored: MediaRecord | null) {
+  const base = { mimetype: info.mimetype, filename: info.filename, size: info.size };
+  if (!storageEnabled) return { ...base, stored: false, reason: 'store_disabled' };
+  if (!stored) return { ...base, stored: false };
+  return { ...base, stored: true, mediaId: stored.mediaId, url: mediaPath(stored.mediaId), expiresAt: new Date(stored.expiresAt).toISOString() };
+}

@@ -1,0 +1,74 @@
+/**
+ * Media endpoints (SPEC.md "Media endpoints"): upload, metadata or download, delete. Mounted by the lead
+ * behind API-key auth, which decides the instance; media ids are only ever looked up within that instance.
+ */
+import Router from '@koa/router';
+import type { ParameterizedContext } from 'koa';
+import { closeUnreadRequest, normaliseMimetype, receiveUpload } from './upload.js';
+import { toMediaMetadata, toStoredMedia } from './record.js';
+import type { MediaStore } from './store.js';
+
+export interface MediaRouterDeps {
+  store: MediaStore;
+  /** MEDIA_UPLOAD_MAX_BYTES (64 MiB) */
+  uploadMaxBytes: number;
+  getInstanceId: (ctx: ParameterizedContext) => string;
+}
+
+const isDownload = (v: unknown) => v === '1' || v === 'true';
+
+/**
+ * RFC 6266 `attachment` with an ASCII fallback and the exact name in RFC 5987 `filename*`. The fallback keeps
+ * only printable ASCII without quote, backslash or percent, so neither header injection nor a quoted-string
+ * escape is possible.
+ */
+export function contentDisposition(filename: string | null, fallback: string): string {
+  const name = (filename ?? '').replace(/[\u0000-\u001f\u007f]/g, '').trim() || fallback;
+  const ascii = name.replace(/[^\x20-\x7e]|["\\%]/g, '_');
+  const encoded = encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encoded}`;
+}
+
+export function createMediaRouter(deps: MediaRouterDeps): Router {
+  const router = new Router();
+
+  router.post('/api/v2/media', async (ctx) => {
+    const instanceId = deps.getInstanceId(ctx);
+    try {
+      const record = await receiveUpload(ctx.req, instanceId, deps);
+      ctx.status = 201;
+      ctx.body = { success: true, data: toStoredMedia(record) };
+    } catch (err) {
+      closeUnreadRequest(ctx.req, ctx.res);
+      throw err;
+    }
+  });
+
+  router.get('/api/v2/media/:mediaId', async (ctx) => {
+    const instanceId = deps.getInstanceId(ctx);
+    const mediaId = ctx.params.mediaId ?? '';
+    if (!isDownload(ctx.query.download)) {
+      ctx.body = { success: true, data: toMediaMetadata(await deps.store.get(instanceId, mediaId)) };
+      return;
+    }
+    // HEAD (routed here by @koa/router) gets the headers without opening the file
+    const media = ctx.method === 'HEAD' ? null : await deps.store.open(instanceId, mediaId);
+    const record = media?.record ?? (await deps.store.get(instanceId, mediaId));
+    if (media) ctx.body = media.stream;
+    else ctx.status = 200;
+    ctx.set('Content-Type', normaliseMimetype(record.mimetype) ?? 'application/octet-stream');
+    ctx.length = media?.size ?? record.size;
+    ctx.set('Content-Disposition', contentDisposition(record.filename, record.mediaId));
+    ctx.set('Cache-Control', 'private, max-age=300');
+    ctx.set('X-Content-Type-Options', 'nosniff');
+  });
+
+  router.delete('/api/v2/media/:mediaId', async (ctx) => {
+    const instanceId = deps.getInstanceId(ctx);
+    const mediaId = ctx.params.mediaId ?? '';
+    await deps.store.delete(instanceId, mediaId);
+    ctx.body = { success: true, data: { mediaId, deleted: true } };
+  });
+
+  return router;
+}

@@ -1,0 +1,336 @@
+/**
+ * The media store: files under `<dataDir>/media/<instanceId>/<mediaId>` (named by id only, never by a caller's
+ * filename), indexed by the `media` table.
+ *
+ * Crash safety comes from the order of steps, so that the disk and the index agree after a kill at any point
+ * once the sweeper (sweep.ts) has run:
+ * - put: write `.<mediaId>.tmp` → fsync → rename to `<mediaId>` → insert the row. A kill leaves a temp file or
+ *   a file without row; the sweeper removes both (after a grace period, so it never races a put in progress).
+ * - delete / evict: mark the row deleted → unlink the file → delete the row. A kill leaves a tombstone with or
+ *   without its file; the sweeper finishes the job. Until then the media already answers 404.
+ * - expiry: rows past `expires_at` answer 404 at once; the sweeper unlinks their files, then deletes the rows.
+ * A live row whose file vanished by other means (disk loss, an operator's rm) is the 410 MEDIA_GONE case and
+ * stays until it expires.
+ */
+import { createHash } from 'node:crypto';
+import { mkdir, open, rename, stat, statfs, type FileHandle } from 'node:fs/promises';
+import path from 'node:path';
+import type { Readable } from 'node:stream';
+import { ApiError, notFound } from '../http/errors.js';
+import { systemClock, type Clock } from '../clock.js';
+import { newMediaId } from '../ids.js';
+import { withTransaction, type Pool, type Queryable } from '../store/pool.js';
+import { toBuffer, type ByteSource } from './capped.js';
+import { isMissing, unlinkQuiet, writeAll } from './files.js';
+import { INSTANCE_ID_RE, MEDIA_COLUMNS, MEDIA_ID_RE, rowToRecord, type MediaOrigin, type MediaRecord, type MediaRow } from './record.js';
+import { sweepMedia, type SweepReport } from './sweep.js';
+
+export { readCapped, cappedStream } from './capped.js';
+
+const MiB = 1024 * 1024;
+/** SPEC.md "Limits": per-file store ceiling (no operator setting). */
+export const STORE_FILE_MAX_BYTES = 16 * MiB;
+/** SPEC.md "Limits": minimum free disk for storing, 5 GB. */
+export const MIN_FREE_DISK_BYTES = 5 * 1024 ** 3;
+
+export interface MediaStoreOptions {
+  pool: Pool;
+  dataDir: string;
+  clock?: Clock;
+  /** MEDIA_RETENTION_HOURS, default 72 */
+  retentionHours?: number;
+  /** MEDIA_STORE_MAX_MB, default 2048 */
+  instanceMaxMb?: number;
+  fileMaxBytes?: number;
+  minFreeBytes?: number;
+  /** free bytes on the file system holding `dir`; injectable for tests */
+  freeDiskBytes?: (dir: string) => Promise<number>;
+  /** how old a temp file or an unindexed file must be before the sweeper removes it; default 15 min */
+  orphanGraceMs?: number;
+}
+
+export interface MediaMeta {
+  mimetype: string;
+  filename?: string | null;
+  origin: MediaOrigin;
+  messageId?: string | null;
+}
+
+export type PutInput = MediaMeta & ({ data: Buffer } | { stream: ByteSource });
+
+/** A file written completely to a temp name, not yet visible: `commit` indexes it, `discard` drops it. */
+export interface StagedMedia {
+  readonly mediaId: string;
+  readonly size: number;
+  readonly sha256: string;
+  commit(meta: MediaMeta): Promise<MediaRecord>;
+  discard(): Promise<void>;
+}
+
+export interface OpenedMedia {
+  record: MediaRecord;
+  /** bytes on disk (the Content-Length to send) */
+  size: number;
+  stream: Readable;
+}
+
+export interface MediaStore {
+  readonly root: string;
+  stage(instanceId: string, source: ByteSource | Buffer): Promise<StagedMedia>;
+  put(instanceId: string, input: PutInput): Promise<MediaRecord>;
+  /** metadata; 404 MEDIA_NOT_FOUND (unknown, deleted, expired, other instance) or 410 MEDIA_GONE (file missing) */
+  get(instanceId: string, mediaId: string): Promise<MediaRecord>;
+  /** the newest live record stored for an incoming message, or null */
+  findByMessage(instanceId: string, messageId: string): Promise<MediaRecord | null>;
+  open(instanceId: string, mediaId: string): Promise<OpenedMedia>;
+  read(instanceId: string, mediaId: string): Promise<{ record: MediaRecord; data: Buffer }>;
+  delete(instanceId: string, mediaId: string): Promise<void>;
+  sweep(now?: number): Promise<SweepReport>;
+}
+
+export function storeUnavailable(reason: 'low_disk' | 'too_large', message: string, data: Record<string, unknown> = {}): ApiError {
+  return new ApiError(507, 'MEDIA_STORE_UNAVAILABLE', message, { reason, ...data }, { reason });
+}
+
+const mediaNotFound = () => notFound('MEDIA_NOT_FOUND', 'media not found');
+const mediaGone = () => new ApiError(410, 'MEDIA_GONE', 'the media file is gone; upload it again');
+
+async function statfsFree(dir: string): Promise<number> {
+  const s = await statfs(dir);
+  return s.bavail * s.bsize;
+}
+
+export function createMediaStore(opts: MediaStoreOptions): MediaStore {
+  const pool = opts.pool;
+  const clock = opts.clock ?? systemClock;
+  const root = path.resolve(opts.dataDir, 'media');
+  const retentionMs = (opts.retentionHours ?? 72) * 3_600_000;
+  const instanceMaxBytes = (opts.instanceMaxMb ?? 2048) * MiB;
+  const fileMaxBytes = opts.fileMaxBytes ?? STORE_FILE_MAX_BYTES;
+  const minFreeBytes = opts.minFreeBytes ?? MIN_FREE_DISK_BYTES;
+  const freeDiskBytes = opts.freeDiskBytes ?? statfsFree;
+  /** absolute paths being written by this process right now: the sweeper leaves them alone */
+  const inFlight = new Set<string>();
+
+  const dirOf = (instanceId: string) => {
+    // ids go into paths: only the exact shapes we issue are allowed there
+    if (!INSTANCE_ID_RE.test(instanceId)) throw new Error('media store: malformed instance id');
+    return path.join(root, instanceId);
+  };
+  const fileOf = (instanceId: string, mediaId: string) => path.join(dirOf(instanceId), mediaId);
+
+  /**
+   * Make room for `incoming` bytes in the instance's quota by marking its oldest live media deleted, inside
+   * the caller's transaction, serialised per instance by an advisory lock. Returns the evicted ids.
+   */
+  async function evictFor(q: Queryable, instanceId: string, incoming: number, now: number): Promise<string[]> {
+    await q.query(`SELECT pg_advisory_xact_lock(hashtextextended('mgw-media:' || $1::text, 0))`, [instanceId]);
+    const { rows } = await q.query<{ id: string; size: number }>(
+      `SELECT id, size FROM media WHERE instance_id = $1 AND deleted_at IS NULL AND expires_at > $2
+        ORDER BY created_at, id`,
+      [instanceId, new Date(now)],
+    );
+    let used = rows.reduce((sum, r) => sum + Number(r.size), 0);
+    const evicted: string[] = [];
+    for (const r of rows) {
+      if (used + incoming <= instanceMaxBytes) break;
+      evicted.push(r.id);
+      used -= Number(r.size);
+    }
+    if (used + incoming > instanceMaxBytes) {
+      throw storeUnavailable('too_large', 'the file is larger than the instance media store', { maxBytes: instanceMaxBytes });
+    }
+    if (evicted.length > 0) {
+      await q.query('UPDATE media SET deleted_at = $2 WHERE id = ANY($1::text[])', [evicted, new Date(now)]);
+    }
+    return evicted;
+  }
+
+  /** Second and third step of a delete: unlink, then drop the tombstone. A kill in between is swept later. */
+  async function finishDeletes(items: { id: string; instanceId: string }[]): Promise<void> {
+    if (items.length === 0) return;
+    for (const it of items) await unlinkQuiet(fileOf(it.instanceId, it.id));
+    await pool.query('DELETE FROM media WHERE id = ANY($1::text[]) AND deleted_at IS NOT NULL', [items.map((i) => i.id)]);
+  }
+
+  async function commit(instanceId: string, staged: { mediaId: string; size: number; sha256: string; tmp: string; final: string }, meta: MediaMeta): Promise<MediaRecord> {
+    const now = clock.now();
+    let committed: { record: MediaRecord; evicted: string[] };
+    try {
+      await rename(staged.tmp, staged.final);
+      committed = await withTransaction(pool, async (client) => {
+        const evicted = await evictFor(client, instanceId, staged.size, now);
+        const { rows } = await client.query<MediaRow>(
+          `INSERT INTO media (id, instance_id, origin, message_id, mimetype, filename, size, sha256, created_at, expires_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${MEDIA_COLUMNS}`,
+          [staged.mediaId, instanceId, meta.origin, meta.messageId ?? null, meta.mimetype, meta.filename ?? null,
+            staged.size, staged.sha256, new Date(now), new Date(now + retentionMs)],
+        );
+        return { record: rowToRecord(rows[0] as MediaRow), evicted };
+      });
+    } catch (err) {
+      await unlinkQuiet(staged.tmp);
+      await unlinkQuiet(staged.final);
+      if (err instanceof Error && 'code' in err && err.code === '23503') throw notFound('INSTANCE_NOT_FOUND', 'instance not found');
+      throw err;
+    } finally {
+      inFlight.delete(staged.tmp);
+      inFlight.delete(staged.final);
+    }
+    // The new media is committed; a failure while removing evicted files must not fail the put: their rows
+    // are tombstones already and the sweeper completes them.
+    await finishDeletes(committed.evicted.map((id) => ({ id, instanceId }))).catch(() => undefined);
+    return committed.record;
+  }
+
+  async function stage(instanceId: string, source: ByteSource | Buffer): Promise<StagedMedia> {
+    const dir = dirOf(instanceId);
+    await mkdir(root, { recursive: true, mode: 0o700 });
+    if ((await freeDiskBytes(root)) < minFreeBytes) {
+      throw storeUnavailable('low_disk', 'not enough free disk space to store media');
+    }
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    const mediaId = newMediaId();
+    const tmp = path.join(dir, `.${mediaId}.tmp`);
+    const final = path.join(dir, mediaId);
+    inFlight.add(tmp);
+    inFlight.add(final);
+    const hash = createHash('sha256');
+    let size = 0;
+    let fh: FileHandle | null = null;
+    try {
+      fh = await open(tmp, 'wx', 0o600);
+      for await (const raw of Buffer.isBuffer(source) ? [source] : source) {
+        const chunk = toBuffer(raw);
+        size += chunk.length;
+        if (size > fileMaxBytes) {
+          throw storeUnavailable('too_large', `the file exceeds the store ceiling of ${fileMaxBytes} bytes`, { maxBytes: fileMaxBytes });
+        }
+        hash.update(chunk);
+        await writeAll(fh, chunk);
+      }
+      await fh.sync();
+      await fh.close();
+      fh = null;
+    } catch (err) {
+      await fh?.close().catch(() => undefined);
+      await unlinkQuiet(tmp);
+      inFlight.delete(tmp);
+      inFlight.delete(final);
+      throw err;
+    }
+    const staged = { mediaId, size, sha256: hash.digest('hex'), tmp, final };
+    let settled = false;
+    return {
+      mediaId,
+      size,
+      sha256: staged.sha256,
+      commit: (meta) => {
+        if (settled) throw new Error('media store: staged media already settled');
+        settled = true;
+        return commit(instanceId, staged, meta);
+      },
+      discard: async () => {
+        if (settled) return;
+        settled = true;
+        await unlinkQuiet(tmp);
+        inFlight.delete(tmp);
+        inFlight.delete(final);
+      },
+    };
+  }
+
+  async function findLive(instanceId: string, mediaId: string): Promise<MediaRecord> {
+    if (!MEDIA_ID_RE.test(mediaId) || !INSTANCE_ID_RE.test(instanceId)) throw mediaNotFound();
+    const { rows } = await pool.query<MediaRow>(
+      `SELECT ${MEDIA_COLUMNS} FROM media
+        WHERE id = $1 AND instance_id = $2 AND deleted_at IS NULL AND expires_at > $3`,
+      [mediaId, instanceId, new Date(clock.now())],
+    );
+    const row = rows[0];
+    if (!row) throw mediaNotFound();
+    return rowToRecord(row);
+  }
+
+  async function openFile(instanceId: string, mediaId: string): Promise<{ record: MediaRecord; fh: FileHandle; size: number }> {
+    const record = await findLive(instanceId, mediaId);
+    let fh: FileHandle;
+    try {
+      fh = await open(fileOf(instanceId, mediaId), 'r');
+    } catch (err) {
+      if (isMissing(err)) throw mediaGone();
+      throw err;
+    }
+    try {
+      return { record, fh, size: (await fh.stat()).size };
+    } catch (err) {
+      await fh.close();
+      throw err;
+    }
+  }
+
+  return {
+    root,
+    stage,
+
+    async put(instanceId, input) {
+      const staged = await stage(instanceId, 'data' in input ? input.data : input.stream);
+      return staged.commit(input);
+    },
+
+    async get(instanceId, mediaId) {
+      const record = await findLive(instanceId, mediaId);
+      try {
+        await stat(fileOf(instanceId, mediaId));
+      } catch (err) {
+        if (isMissing(err)) throw mediaGone();
+        throw err;
+      }
+      return record;
+    },
+
+    async findByMessage(instanceId, messageId) {
+      if (!INSTANCE_ID_RE.test(instanceId)) return null;
+      const { rows } = await pool.query<MediaRow>(
+        `SELECT ${MEDIA_COLUMNS} FROM media
+          WHERE instance_id = $1 AND message_id = $2 AND deleted_at IS NULL AND expires_at > $3
+          ORDER BY created_at DESC LIMIT 1`,
+        [instanceId, messageId, new Date(clock.now())],
+      );
+      return rows[0] ? rowToRecord(rows[0]) : null;
+    },
+
+    async open(instanceId, mediaId) {
+      const { record, fh, size } = await openFile(instanceId, mediaId);
+      return { record, size, stream: fh.createReadStream() };
+    },
+
+    async read(instanceId, mediaId) {
+      const { record, fh } = await openFile(instanceId, mediaId);
+      try {
+        return { record, data: await fh.readFile() };
+      } finally {
+        await fh.close();
+      }
+    },
+
+    async delete(instanceId, mediaId) {
+      if (!MEDIA_ID_RE.test(mediaId) || !INSTANCE_ID_RE.test(instanceId)) throw mediaNotFound();
+      const now = new Date(clock.now());
+      const { rowCount } = await pool.query(
+        `UPDATE media SET deleted_at = $3
+          WHERE id = $1 AND instance_id = $2 AND deleted_at IS NULL AND expires_at > $3`,
+        [mediaId, instanceId, now],
+      );
+      if (!rowCount) throw mediaNotFound();
+      await finishDeletes([{ id: mediaId, instanceId }]);
+    },
+
+    sweep(now = clock.now()) {
+      return sweepMedia(
+        { pool, root, instanceMaxBytes, orphanGraceMs: opts.orphanGraceMs ?? 15 * 60_000, inFlight, evictFor, finishDeletes, fileOf },
+        now,
+      );
+    },
+  };
+}

@@ -1,0 +1,107 @@
+/**
+ * Receiving an upload (POST /api/v2/media): the multipart body is read once, as it arrives, and the `file`
+ * part streams straight into the media store. Nothing holds the whole file in memory.
+ *
+ * Which error wins (SPEC.md "Media endpoints"): above the upload limit (64 MiB) → 413 with data.maxBytes,
+ * decided while streaming, or at once from a Content-Length that already says so; at most that but above the
+ * store's per-file ceiling (16 MiB) → 507 reason `too_large`; too little disk → 507 reason `low_disk` before
+ * a byte of the file is read.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ApiError, payloadTooLarge, validationFailed } from '../http/errors.js';
+import { boundaryOf, readMultipart } from './multipart.js';
+import type { MediaRecord } from './record.js';
+import type { MediaStore, StagedMedia } from './store.js';
+
+/** Room for part headers and the small fields beside the file before a Content-Length alone means 413. */
+const MULTIPART_ALLOWANCE = 1024 * 1024;
+
+const TOKEN = "[A-Za-z0-9!#$&^_.+-]+";
+const MIMETYPE_RE = new RegExp(`^${TOKEN}/${TOKEN}(\\s*;\\s*${TOKEN}=(${TOKEN}|"[^"\\\\\\r\\n]*"))*$`);
+
+/** A syntactically valid media type (type/subtype, optional parameters), lower-cased type; else null. */
+export function normaliseMimetype(value: string | null | undefined): string | null {
+  const v = value?.trim();
+  if (!v || v.length > 255 || !MIMETYPE_RE.test(v)) return null;
+  const [essence = '', ...params] = v.split(';');
+  return [essence.toLowerCase(), ...params.map((p) => p.trim())].join(';');
+}
+
+/** A caller's filename as metadata only (it never names a file on disk): no path, no control characters. */
+export function cleanFilename(value: string | null | undefined): string | null {
+  if (value == null) return null;
+  const base = value.split(/[/\\]/).pop() ?? '';
+  const clean = base.replace(/[\u0000-\u001f\u007f]/g, '').trim().slice(0, 255);
+  return clean === '' || clean === '.' || clean === '..' ? null : clean;
+}
+
+const isStoreTooLarge = (err: unknown) =>
+  err instanceof ApiError && err.code === 'MEDIA_STORE_UNAVAILABLE' && err.extra.reason === 'too_large';
+
+export async function receiveUpload(
+  req: IncomingMessage,
+  instanceId: string,
+  deps: { store: MediaStore; uploadMaxBytes: number },
+): Promise<MediaRecord> {
+  const boundary = boundaryOf(req.headers['content-type']);
+  if (!boundary) throw validationFailed('file', 'the body must be multipart/form-data with a file part');
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > deps.uploadMaxBytes + MULTIPART_ALLOWANCE) {
+    throw payloadTooLarge(deps.uploadMaxBytes);
+  }
+
+  let staged: StagedMedia | null = null;
+  let fileSeen = false;
+  let partType: string | null = null;
+  let partName: string | null = null;
+  let storeRefusal: unknown = null;
+  const fields: { filename?: string; mimetype?: string } = {};
+  try {
+    for await (const part of readMultipart(req, boundary, { fileMaxBytes: deps.uploadMaxBytes, fileField: 'file' })) {
+      if (part.isFile) {
+        if (part.name !== 'file') throw validationFailed(part.name, 'only the field `file` may carry a file');
+        if (fileSeen) throw validationFailed('file', 'only one file may be uploaded');
+        fileSeen = true;
+        partType = part.contentType;
+        partName = part.filename;
+        try {
+          staged = await deps.store.stage(instanceId, part.body);
+        } catch (err) {
+          if (!isStoreTooLarge(err)) throw err;
+          // keep reading (counting, not storing): above the upload limit the answer is 413, not 507
+          await part.drain();
+          storeRefusal = err;
+        }
+      } else if (part.name === 'filename' || part.name === 'mimetype') {
+        fields[part.name] = await part.text();
+      } else {
+        await part.drain();
+      }
+    }
+    if (storeRefusal) throw storeRefusal;
+    if (!staged || staged.size === 0) throw validationFailed('file', 'file is required and must not be empty');
+
+    let mimetype = normaliseMimetype(partType) ?? 'application/octet-stream';
+    if (fields.mimetype !== undefined && fields.mimetype.trim() !== '') {
+      const given = normaliseMimetype(fields.mimetype);
+      if (!given) throw validationFailed('mimetype', 'mimetype must be a media type like image/png');
+      mimetype = given;
+    }
+    const filename = cleanFilename(fields.filename !== undefined && fields.filename.trim() !== '' ? fields.filename : partName);
+    const committing = staged;
+    staged = null;
+    return await committing.commit({ mimetype, filename, origin: 'upload' });
+  } finally {
+    await staged?.discard();
+  }
+}
+
+/**
+ * An answer given before the request body was read to its end (a refusal mid-upload) must not leave the rest
+ * of a 64 MiB body to be read or the connection stuck: ask the client to close, and close after the answer.
+ */
+export function closeUnreadRequest(req: IncomingMessage, res: ServerResponse): void {
+  if (req.readableEnded) return;
+  if (!res.headersSent) res.setHeader('Connection', 'close');
+  res.once('finish', () => req.socket.destroySoon?.());
+}

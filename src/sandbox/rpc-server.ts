@@ -1,0 +1,137 @@
+/**
+ * The network side of the remote sandbox driver: `POST /rpc` runs one operation, `GET /rpc/events` streams
+ * one session's events as server-sent events. When the last event stream of a session closes (the gateway
+ * that ran it died or disconnected), the session stops, as a browser would with its process; its link and
+ * everything the network received stay.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { StructError, validate } from 'superstruct';
+import { DriverError } from '../drivers/contract.js';
+import type { SandboxNetwork } from './network.js';
+import { dispatch, isSandboxMethod } from './operations.js';
+import { argStructs } from './rpc-args.js';
+import type { SandboxMethod } from '../drivers/sandbox/api.js';
+
+/** Media up to the network's 64 MB, base64-encoded, plus the envelope. */
+const MAX_RPC_BYTES = 96 * 1024 * 1024;
+
+export interface RpcHandler {
+  /** Handle the request if it is an RPC path; false leaves it to the next handler. */
+  handle(req: IncomingMessage, res: ServerResponse): boolean;
+  /** End every open event stream. */
+  closeAll(): void;
+}
+
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > limit) {
+        reject(new DriverError('the call is too large', 'INVALID_INPUT', true));
+        req.destroy();
+      } else chunks.push(c);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+function reply(res: ServerResponse, body: unknown): void {
+  if (res.writableEnded || res.destroyed) return;
+  const text = JSON.stringify(body);
+  res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function errorReply(err: unknown): { ok: false; error: { code: string; message: string; provablyNotSent: boolean } } {
+  if (err instanceof DriverError) {
+    return { ok: false, error: { code: err.code, message: err.message, provablyNotSent: err.provablyNotSent } };
+  }
+  return { ok: false, error: { code: 'CALL_FAILED', message: 'internal sandbox error', provablyNotSent: false } };
+}
+
+function parseCall(raw: Buffer): { instanceId: string; method: SandboxMethod; args: unknown } {
+  let body: unknown;
+  try {
+    body = JSON.parse(raw.toString('utf8'));
+  } catch {
+    throw new DriverError('the call is not JSON', 'INVALID_INPUT', true);
+  }
+  const o = (body && typeof body === 'object' ? body : {}) as Record<string, unknown>;
+  if (typeof o.instanceId !== 'string' || o.instanceId.length === 0) throw new DriverError('instanceId is missing', 'INVALID_INPUT', true);
+  if (typeof o.method !== 'string' || !isSandboxMethod(o.method)) throw new DriverError('unknown method', 'INVALID_INPUT', true);
+  return { instanceId: o.instanceId, method: o.method, args: o.args ?? [] };
+}
+
+async function runCall<M extends SandboxMethod>(network: SandboxNetwork, instanceId: string, method: M, rawArgs: unknown): Promise<unknown> {
+  const [failure, args] = validate(rawArgs, argStructs[method]);
+  if (failure) throw new DriverError(`invalid arguments for ${method}: ${describe(failure)}`, 'INVALID_INPUT', true);
+  return dispatch(network.session(instanceId), method, args);
+}
+
+function describe(err: StructError): string {
+  const f = err.failures()[0] ?? err;
+  return `${f.path.join('.') || 'args'} expected ${f.type}`;
+}
+
+export function createRpcHandler(network: SandboxNetwork): RpcHandler {
+  const streams = new Map<string, Set<ServerResponse>>();
+
+  function onCall(req: IncomingMessage, res: ServerResponse): void {
+    readBody(req, MAX_RPC_BYTES)
+      .then((raw) => {
+        const call = parseCall(raw);
+        return runCall(network, call.instanceId, call.method, call.args);
+      })
+      .then(
+        (result) => reply(res, { ok: true, result: result ?? null }),
+        (err: unknown) => reply(res, errorReply(err)),
+      );
+  }
+
+  function onEvents(instanceId: string, req: IncomingMessage, res: ServerResponse): void {
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    const set = streams.get(instanceId) ?? new Set<ServerResponse>();
+    streams.set(instanceId, set);
+    set.add(res);
+    const unsubscribe = network.session(instanceId).subscribe((event) => {
+      res.write(`data: ${JSON.stringify(event)}\n\n`);
+    });
+    res.write('event: hello\ndata: {}\n\n');
+    req.socket.setKeepAlive(true);
+    res.on('close', () => {
+      unsubscribe();
+      set.delete(res);
+      if (set.size > 0) return;
+      streams.delete(instanceId);
+      // nobody runs this session any more: its simulated browser is gone
+      void network.session(instanceId).destroy();
+    });
+  }
+
+  return {
+    handle(req, res) {
+      const url = new URL(req.url ?? '/', 'http://sandbox.local');
+      if (url.pathname === '/rpc' && req.method === 'POST') {
+        onCall(req, res);
+        return true;
+      }
+      if (url.pathname === '/rpc/events' && req.method === 'GET') {
+        const instanceId = url.searchParams.get('instanceId');
+        if (!instanceId) {
+          res.writeHead(400, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ ok: false, error: { code: 'INVALID_INPUT', message: 'instanceId is missing', provablyNotSent: true } }));
+          return true;
+        }
+        onEvents(instanceId, req, res);
+        return true;
+      }
+      return false;
+    },
+    closeAll() {
+      for (const set of streams.values()) for (const res of set) res.end();
+    },
+  };
+}

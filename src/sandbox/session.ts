@@ -1,0 +1,312 @@
+/**
+ * One instance's linked session on the sandbox network, as the driver sees it: started, showing a rotating
+ * QR (a real PNG data URL) or a pairing code, linked, ready; or crashed, disconnected, stopped. A link is
+ * persisted, so the next initialize goes straight to authenticated → ready. Faults are applied here, and a
+ * call that "hangs" stays pending until the session stops, when it is released with SESSION_CLOSED.
+ */
+import QRCode from 'qrcode';
+import { DriverError, type ClientInfo, type WAState } from '../drivers/contract.js';
+import { SEND_METHODS, type InitializeOptions, type SandboxEvent, type SandboxEventListener, type SandboxMethod } from '../drivers/sandbox/api.js';
+import { newPairingCode, newQrToken, normalizePhone, userId } from './ids.js';
+import type { SandboxNetwork } from './network.js';
+import type { Fault, FaultKind, SessionRecord } from './types.js';
+
+export type SessionPhase = 'stopped' | 'starting' | 'waiting_qr' | 'ready' | 'disconnected' | 'crashed';
+
+export class SandboxSession {
+  private phaseValue: SessionPhase = 'stopped';
+  private readonly listeners = new Set<SandboxEventListener>();
+  /** bumps on every start/stop so that timers and async QR renders of an earlier run do nothing */
+  private epoch = 0;
+  private qr: { token: string; dataUrl: string | null; expiresAt: number } | null = null;
+  private pairing: { code: string; phone: string } | null = null;
+  private readonly hung = new Set<(err: DriverError) => void>();
+  private failStreak = 0;
+  private lastOkAt = 0;
+  /** chat id → what the instance shows there (typing or recording) */
+  readonly presence = new Map<string, 'typing' | 'recording'>();
+
+  constructor(
+    readonly net: SandboxNetwork,
+    readonly instanceId: string,
+  ) {}
+
+  get record(): SessionRecord {
+    return this.net.sessionRecord(this.instanceId);
+  }
+
+  get phone(): string | null {
+    return this.net.state.sessions[this.instanceId]?.linkedPhone ?? null;
+  }
+
+  get phase(): SessionPhase {
+    return this.phaseValue;
+  }
+
+  isReady(): boolean {
+    return this.phaseValue === 'ready';
+  }
+
+  subscribe(listener: SandboxEventListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  emit(event: SandboxEvent): void {
+    for (const l of [...this.listeners]) l(event);
+  }
+
+  // ---- lifecycle (driver side)
+
+  async initialize(opts: InitializeOptions): Promise<void> {
+    this.stop(new DriverError('the session was restarted', 'SESSION_CLOSED', false));
+    const epoch = this.epoch;
+    this.phaseValue = 'starting';
+    if (opts.autoLink && !this.phone) {
+      const phone = normalizePhone(opts.autoLink.phoneNumber);
+      if (!phone) throw new DriverError('autoLink phoneNumber is not a phone number', 'INVALID_INPUT', true);
+      this.linkRecord(phone, opts.autoLink.pushname ?? null);
+    }
+    this.emit({ name: 'browser_health', args: [this.browserHealth(true)] });
+    if (this.phone) {
+      this.becomeReady();
+      return;
+    }
+    this.phaseValue = 'waiting_qr';
+    this.emit({ name: 'change_state', args: ['UNPAIRED'] });
+    await this.showQr(epoch);
+  }
+
+  async destroy(): Promise<void> {
+    this.stop(new DriverError('the session was destroyed', 'SESSION_CLOSED', false));
+  }
+
+  async logout(): Promise<void> {
+    this.unlinkRecord();
+    this.stop(new DriverError('the session logged out', 'SESSION_CLOSED', false));
+  }
+
+  async getState(): Promise<WAState | null> {
+    switch (this.phaseValue) {
+      case 'ready':
+        return 'CONNECTED';
+      case 'waiting_qr':
+        return 'UNPAIRED';
+      case 'starting':
+        return 'OPENING';
+      case 'disconnected':
+        return this.phone ? 'TIMEOUT' : 'UNPAIRED';
+      default:
+        return null;
+    }
+  }
+
+  async getInfo(): Promise<ClientInfo | null> {
+    return this.info();
+  }
+
+  async requestPairingCode(phoneNumber: string): Promise<string> {
+    if (this.phaseValue !== 'waiting_qr') {
+      throw new DriverError('a pairing code can only be requested while the session waits to be linked', 'INVALID_INPUT', true);
+    }
+    const phone = normalizePhone(phoneNumber);
+    if (!phone) throw new DriverError('not a phone number', 'INVALID_INPUT', true);
+    this.pairing = { code: newPairingCode(), phone };
+    this.qr = null; // the phone now expects the code, not a scan
+    this.emit({ name: 'code', args: [this.pairing.code] });
+    return this.pairing.code;
+  }
+
+  // ---- linking (control side)
+
+  /** The QR payload shown right now, for the control API (a test or demo "scans" it). */
+  currentQr(): { token: string; dataUrl: string | null; expiresAt: number } | null {
+    return this.phaseValue === 'waiting_qr' && this.qr ? { ...this.qr } : null;
+  }
+
+  qrMatches(token: string): boolean {
+    return this.phaseValue === 'waiting_qr' && this.qr !== null && this.qr.token === token;
+  }
+
+  pairingPhone(code: string): string | null {
+    if (this.phaseValue !== 'waiting_qr' || !this.pairing) return null;
+    return this.pairing.code === code.replace(/-/g, '').toUpperCase() ? this.pairing.phone : null;
+  }
+
+  /** A phone linked this session (scan, code, or directly). A waiting session becomes ready now. */
+  acceptLink(phone: string, pushname: string | null): void {
+    this.linkRecord(phone, pushname);
+    if (this.phaseValue === 'waiting_qr') this.becomeReady();
+  }
+
+  /** The phone removed this linked device: the link is gone and a running session is told so. */
+  remoteLogout(): void {
+    this.unlinkRecord();
+    if (this.phaseValue === 'stopped') return;
+    this.endRun('disconnected', new DriverError('the session was logged out from the phone', 'SESSION_CLOSED', false));
+    this.emit({ name: 'disconnected', args: ['LOGOUT'] });
+  }
+
+  // ---- faults and failures
+
+  crash(reason: string): void {
+    if (this.phaseValue === 'stopped') return;
+    this.endRun('crashed', new DriverError('the session crashed', 'SESSION_CLOSED', false));
+    this.emit({ name: 'fatal', args: [reason] });
+    this.emit({ name: 'disconnected', args: [reason] });
+  }
+
+  browserDeath(reason: string): void {
+    if (this.phaseValue === 'stopped') return;
+    this.failStreak++;
+    this.endRun('crashed', new DriverError('the browser died', 'SESSION_CLOSED', false));
+    this.emit({ name: 'browser_health', args: [this.browserHealth(false)] });
+    this.emit({ name: 'fatal', args: [reason] });
+  }
+
+  /** The connection dropped. Pending calls keep hanging, as on the real network; `LOGOUT` also unlinks. */
+  disconnect(reason: string): void {
+    if (this.phaseValue === 'stopped') return;
+    if (reason === 'LOGOUT') this.unlinkRecord();
+    this.phaseValue = 'disconnected';
+    this.qr = null;
+    this.epoch++;
+    this.emit({ name: 'disconnected', args: [reason] });
+  }
+
+  /** The fault for this call: a queued "next call" fault first, else the recipient account's fault. */
+  takeFault(method: SandboxMethod, recipient: string | null): Fault | null {
+    const next = this.net.takeNextCallFault(this.instanceId, method);
+    if (next) return next;
+    return recipient && SEND_METHODS.has(method) ? this.net.accountFault(recipient) : null;
+  }
+
+  /**
+   * Run `deliver` under `fault`. `deliver` gets the fault's kind when the network takes the message anyway
+   * (no_id, hang, call_error with deliver), so the ledger can say so and a no_id send can drop its id.
+   */
+  async withFault<T>(fault: Fault | null, deliver: (tag: FaultKind | null) => T): Promise<T> {
+    if (!fault) return deliver(null);
+    switch (fault.kind) {
+      case 'no_id':
+        return deliver('no_id');
+      case 'not_registered':
+        throw new DriverError(fault.reason ?? 'the recipient is not registered on the network', 'NOT_REGISTERED', true);
+      case 'invalid_input':
+        throw new DriverError(fault.reason ?? 'the network refused the input', 'INVALID_INPUT', true);
+      case 'hang':
+        if (fault.deliver !== false) deliver('hang');
+        return this.hang<T>();
+      case 'call_error':
+        if (fault.deliver === true) deliver('call_error');
+        throw new DriverError(fault.reason ?? 'Evaluation failed: simulated network error', 'CALL_FAILED', false);
+      case 'session_crash':
+        this.crash(fault.reason ?? 'session crashed');
+        throw new DriverError('the session crashed during the call', 'SESSION_CLOSED', false);
+      case 'browser_death':
+        this.browserDeath(fault.reason ?? 'browser disconnected');
+        throw new DriverError('the browser died during the call', 'SESSION_CLOSED', false);
+      case 'disconnect':
+        this.disconnect(fault.reason ?? 'NAVIGATION');
+        throw new DriverError('the session disconnected during the call', 'NOT_CONNECTED', false);
+    }
+  }
+
+  /** The linked phone of a ready session; anything else is refused before the network is touched. */
+  requireReady(): string {
+    const phone = this.phone;
+    if (this.phaseValue !== 'ready' || !phone) throw new DriverError('the session is not connected', 'NOT_CONNECTED', true);
+    return phone;
+  }
+
+  /** A non-send operation: ready check, then any "next call" fault aimed at every operation. */
+  async guarded<T>(method: SandboxMethod, run: (me: string) => T): Promise<T> {
+    const me = this.requireReady();
+    const result = await this.withFault(this.takeFault(method, null), () => run(me));
+    this.touchOk();
+    return result;
+  }
+
+  touchOk(): void {
+    this.lastOkAt = this.net.now();
+  }
+
+  browserHealth(alive = this.phaseValue !== 'crashed'): { alive: boolean; failStreak: number; lastOkAt: number } {
+    return { alive, failStreak: this.failStreak, lastOkAt: this.lastOkAt };
+  }
+
+  /** Stop without events (network shutdown). */
+  shutdown(): void {
+    this.stop(new DriverError('the sandbox network shut down', 'SESSION_CLOSED', false));
+  }
+
+  // ---- internals
+
+  private info(): ClientInfo | null {
+    const phone = this.phone;
+    if (this.phaseValue !== 'ready' || !phone) return null;
+    return { wid: userId(phone), pushname: this.net.displayName(phone), platform: 'sandbox' };
+  }
+
+  private becomeReady(): void {
+    this.qr = null;
+    this.pairing = null;
+    this.phaseValue = 'ready';
+    this.failStreak = 0;
+    this.touchOk();
+    this.emit({ name: 'authenticated', args: [] });
+    this.emit({ name: 'loading_screen', args: [100, 'WhatsApp'] });
+    this.emit({ name: 'info', args: [this.info()] });
+    this.emit({ name: 'change_state', args: ['CONNECTED'] });
+    this.emit({ name: 'ready', args: [] });
+  }
+
+  private async showQr(epoch: number): Promise<void> {
+    if (epoch !== this.epoch || this.phaseValue !== 'waiting_qr' || this.pairing) return;
+    const token = newQrToken();
+    const qr = { token, dataUrl: null as string | null, expiresAt: this.net.now() + this.net.qrRotateMs };
+    this.qr = qr;
+    this.net.schedule(this.net.qrRotateMs, () => void this.showQr(epoch));
+    const dataUrl = await QRCode.toDataURL(token, { errorCorrectionLevel: 'L', margin: 2 });
+    if (epoch !== this.epoch || this.qr !== qr) return;
+    qr.dataUrl = dataUrl;
+    this.emit({ name: 'qr', args: [dataUrl] });
+  }
+
+  private hang<T>(): Promise<T> {
+    return new Promise<T>((_resolve, reject) => {
+      this.hung.add(reject);
+    });
+  }
+
+  private endRun(phase: SessionPhase, err: DriverError): void {
+    this.epoch++;
+    this.phaseValue = phase;
+    this.qr = null;
+    this.pairing = null;
+    this.presence.clear();
+    const pending = [...this.hung];
+    this.hung.clear();
+    for (const reject of pending) reject(err);
+  }
+
+  private stop(err: DriverError): void {
+    this.endRun('stopped', err);
+  }
+
+  private linkRecord(phone: string, pushname: string | null): void {
+    const r = this.record;
+    r.linkedPhone = phone;
+    r.pushname = pushname ?? r.pushname;
+    r.linkedAt = this.net.now();
+    this.net.setAccount(phone, { registered: true });
+    this.net.persist(true); // a link must survive even a process killed right after it
+  }
+
+  private unlinkRecord(): void {
+    const r = this.record;
+    r.linkedPhone = null;
+    r.linkedAt = null;
+    this.net.persist(true);
+  }
+}
