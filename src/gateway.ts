@@ -40,7 +40,7 @@ import { readsRouter } from './http/routes/reads.js';
 import { groupsRouter } from './http/routes/groups.js';
 import { InteractionLimiter } from './http/rate-limit.js';
 import { PresenceManager } from './actors/presence.js';
-import { legacyRouter } from './http/routes/legacy.js';
+//LEGACY
 import { driverFactoryFor } from './drivers/factory.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -164,12 +164,12 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     statusRouter({ pool, clock, handleOf, workerOf, modeOf }),
     queueRouter({ pool, clock, handleOf, workerOf, modeOf, degradedSince: () => null }),
     sendRouter({ handleOf, workerOf, modeOf, clock, validateMedia: media.validateAtAcceptance }),
-    legacyRouter({ handleOf, workerOf, modeOf, clock, config, validateMedia: media.validateAtAcceptance }),
+    //legacyRouter({ handleOf, workerOf, modeOf, clock, config, validateMedia: media.validateAtAcceptance }),
     groupsRouter(networkDeps),
     interactionsRouter(networkDeps),
     readsRouter(networkDeps),
     createMediaRouter({ store: media.store, uploadMaxBytes: config.MEDIA_UPLOAD_MAX_BYTES, getInstanceId: (ctx) => (ctx.state.instance as Instance).id }),
-    ...(sandbox ? [sandbox.controlRouter] : []),
+    ...(sandbox?.controlRouter ? [sandbox.controlRouter] : []),
   ];
   const app = createApp({ log, middleware: [guard], routers });
 

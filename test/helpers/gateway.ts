@@ -30,6 +30,8 @@ export interface TestGateway {
   createInstance(name: string, opts?: { settings?: Partial<InstanceSettings>; link?: boolean; phone?: string }): Promise<{ instance: Instance; apiKey: string; phone: string }>;
   /** advance simulated time in steps, letting I/O settle between steps */
   advance(ms: number, stepMs?: number): Promise<void>;
+  /** advance simulated time step by step until `cond` holds (at most `maxMs` of simulated time) */
+  advanceUntil<T>(cond: () => T | Promise<T>, what: string, opts?: { stepMs?: number; maxMs?: number }): Promise<NonNullable<T>>;
   stop(): Promise<void>;
 }
 
@@ -41,6 +43,17 @@ export interface ApiResponse {
 }
 
 let phoneSeq = 0;
+
+/** When the simulated clock's earliest pending timer is due (XState's SimulatedClock keeps them in `timeouts`). */
+function nextTimerAt(sim: SimulatedClock): number | null {
+  const timeouts = (sim as unknown as { timeouts: Map<number, { start: number; timeout: number }> }).timeouts;
+  let next: number | null = null;
+  for (const t of timeouts.values()) {
+    const due = t.start + t.timeout;
+    if (next === null || due < next) next = due;
+  }
+  return next;
+}
 
 /** Let pending promises and I/O callbacks run (a few turns of the event loop, no timers). */
 export async function settle(turns = 5): Promise<void> {
@@ -120,6 +133,25 @@ export async function startTestGateway(opts: { label: string; simulated?: boolea
         sim.increment(step);
         left -= step;
         await settle();
+      }
+    },
+    async advanceUntil<T>(cond: () => T | Promise<T>, what: string, o: { stepMs?: number; maxMs?: number } = {}): Promise<NonNullable<T>> {
+      if (!sim) throw new Error('advanceUntil() needs simulated: true');
+      const maxJump = o.stepMs ?? 60_000;
+      const until = sim.now() + (o.maxMs ?? 3_600_000);
+      for (;;) {
+        await settle();
+        let v = await cond();
+        if (!v) {
+          // real I/O started by the last timer (a dispatch, a webhook) gets a moment to finish
+          await new Promise((r) => setTimeout(r, 3));
+          v = await cond();
+        }
+        if (v) return v as NonNullable<T>;
+        if (sim.now() >= until) throw new Error(`simulated time ran out waiting for ${what}`);
+        // jump straight to the next timer, so that every timer fires at its own instant
+        const next = nextTimerAt(sim);
+        sim.set(Math.min(until, sim.now() + maxJump, next === null ? Number.POSITIVE_INFINITY : Math.max(next, sim.now() + 1)));
       }
     },
     async stop() {

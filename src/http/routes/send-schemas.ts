@@ -215,7 +215,8 @@ export function parseSend(kind: Exclude<SendKind, 'group_create'>, body: unknown
     }
   }
   payload.chatId = target.chatId;
-  const options = whitelistOptions(common.options);
+  // In send-poll, `options` is the list of poll answers (SPEC.md), so that route has no per-message options.
+  const options = kind === 'poll' ? {} : whitelistOptions(common.options);
   const routeOptions = ROUTE_OPTIONS[kind](payload);
   if (Object.keys(options).length + Object.keys(routeOptions).length > 0) payload.options = { ...options, ...routeOptions };
   return {
