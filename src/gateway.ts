@@ -17,6 +17,7 @@ import { startEmbeddedPostgres, type EmbeddedPostgres } from './store/embedded.j
 import { migrate } from './store/migrate.js';
 import { ensureDataDir, resolveAdminToken } from './bootstrap.js';
 import { createApp } from './http/app.js';
+import { StoreHealth } from './store/health.js';
 import { KeyResolver, requireAdmin, requireApiKey } from './http/auth.js';
 import { ApiError } from './http/errors.js';
 import { healthRouter } from './http/routes/health.js';
@@ -101,6 +102,8 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   const sandbox = config.SANDBOX === 'off' ? null : await createSandbox({ config, clock, log });
   const driverFactory = driverFactoryFor({ config, clock, sandbox });
 
+  const store = new StoreHealth({ pool, clock, log });
+
   // ---- media, events, actors
   let runtime: Runtime | null = null;
   const wake = (instanceId: string) => void runtime?.webhooks.notify(instanceId);
@@ -119,10 +122,12 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     resolveMedia: media.resolveForDispatch,
     onNetworkEvent: createNetworkEventHandler({ pool, clock, log, events, media }),
     webhookAllowPrivate: config.WEBHOOK_ALLOW_PRIVATE,
+    store,
     ...(opts.instancePolicy ? { instancePolicy: opts.instancePolicy } : {}),
   });
   const rt = runtime;
   rt.start();
+  store.start();
   const instances = new InstanceAdminService({ pool, runtime: rt, clock });
   for (const inst of await listInstances(pool)) rt.add(inst);
 
@@ -137,7 +142,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   // ---- HTTP
   const keys = new KeyResolver(pool, clock);
   instances.onKeysChanged(() => keys.clear());
-  const modeOf = (i: Instance): QueueMode => (i.settings.enabled ? 'pg' : 'disabled');
+  const modeOf = (i: Instance): QueueMode => (!i.settings.enabled ? 'disabled' : store.degraded ? 'memory-degraded' : 'pg');
   const handleOf = (ctx: Context): InstanceHandle => {
     const inst = ctx.state.instance as Instance;
     const h = rt.handle(inst.id);
@@ -157,12 +162,12 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     return next();
   };
   const routers: Router[] = [
-    healthRouter({ version: VERSION, now: () => clock.now(), counts: () => ({ instances: rt.health(), queue: { degraded: 0 } }) }),
+    healthRouter({ version: VERSION, now: () => clock.now(), counts: () => ({ instances: rt.health(), queue: { degraded: rt.degradedCount() } }) }),
     adminInstancesRouter(instances),
     createWebhookAdminRouter({ db: pool, clock, wake, allowPrivate: config.WEBHOOK_ALLOW_PRIVATE }),
     debugRouter(rt),
     statusRouter({ pool, clock, handleOf, workerOf, modeOf }),
-    queueRouter({ pool, clock, handleOf, workerOf, modeOf, degradedSince: () => null }),
+    queueRouter({ pool, clock, handleOf, workerOf, modeOf, degradedSince: () => store.since }),
     sendRouter({ handleOf, workerOf, modeOf, clock, validateMedia: media.validateAtAcceptance }),
     //legacyRouter({ handleOf, workerOf, modeOf, clock, config, validateMedia: media.validateAtAcceptance }),
     groupsRouter(networkDeps),
@@ -171,7 +176,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     createMediaRouter({ store: media.store, uploadMaxBytes: config.MEDIA_UPLOAD_MAX_BYTES, getInstanceId: (ctx) => (ctx.state.instance as Instance).id }),
     ...(sandbox?.controlRouter ? [sandbox.controlRouter] : []),
   ];
-  const app = createApp({ log, middleware: [guard], routers });
+  const app = createApp({ log, middleware: [guard], routers, onStoreError: () => void store.suspect() });
 
   let server: http.Server | null = null;
   let url = '';
@@ -205,6 +210,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       const closing = server ? new Promise<void>((resolve) => server?.close(() => resolve())) : Promise.resolve();
       server?.closeIdleConnections();
       presence.stopAll();
+      store.stop();
       await rt.stop();
       media.stop();
       await closing;

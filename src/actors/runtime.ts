@@ -22,6 +22,8 @@ import type { InstanceHandle, InstanceStatusValue, InstanceView } from './handle
 import { QueueWorker, type QueueEventSink } from '../queue/worker.js';
 import { dispatchJob, type MediaResolver } from '../queue/dispatch.js';
 import type { EventBus } from './events.js';
+import type { StoreHealth } from '../store/health.js';
+import type { DirectOutcome, DirectSend } from '../queue/worker.js';
 
 export interface RuntimeDeps {
   pool: Pool;
@@ -41,6 +43,7 @@ export interface RuntimeDeps {
   /** machine policy overrides (tests shorten backoff) */
   instancePolicy?: Record<string, unknown>;
   inspect?: (ev: InspectionEvent) => void;
+  store: StoreHealth;
 }
 
 interface Entry {
@@ -110,6 +113,26 @@ export class Runtime {
 
   start(): void {
     this.supervisor.start();
+    this.deps.store.onChange((degraded, since) => {
+      for (const [id, e] of this.entries) {
+        void e.worker.setDegraded(degraded, since).catch((err: unknown) => this.deps.log.warn({ err, instanceId: id }, 'queue recovery failed; staying degraded'));
+      }
+    });
+  }
+
+  /** Send outside the persistent queue (v1 while the queue is `disabled` or `memory-degraded`). */
+  async directSend(instanceId: string, req: DirectSend): Promise<DirectOutcome> {
+    const entry = this.entries.get(instanceId);
+    if (!entry) throw new ApiError(502, 'INSTANCE_UNREACHABLE', 'the instance is not running on this gateway');
+    return entry.worker.directSend(req, entry.instance.settings.enabled);
+  }
+
+  /** Instances whose queue runs from memory right now (`queue.degraded` of /health). */
+  degradedCount(): number {
+    if (!this.deps.store.degraded) return 0;
+    let n = 0;
+    for (const e of this.entries.values()) if (e.instance.settings.enabled) n++;
+    return n;
   }
 
   /** Register and spawn the actors of an instance. */
@@ -140,6 +163,7 @@ export class Runtime {
       },
     });
     this.entries.set(instance.id, entry);
+    if (this.deps.store.degraded) void entry.worker.setDegraded(true, this.deps.store.since ?? this.deps.clock.now());
     this.supervisor.send({ type: 'INSTANCE.START', instanceId: instance.id });
   }
 

@@ -10,11 +10,11 @@ import type { Logger } from '../log.js';
 
 export const JSON_LIMIT_BYTES = 10 * 1024 * 1024;
 
-export function createApp(opts: { log: Logger; routers: Router[]; middleware?: Middleware[] }): Koa {
+export function createApp(opts: { log: Logger; routers: Router[]; middleware?: Middleware[]; onStoreError?: () => void }): Koa {
   const app = new Koa();
   app.proxy = false;
   app.silent = true; // errors are logged by the boundary, never printed by Koa's default handler
-  app.use(errorBoundary(opts.log, { jsonLimitBytes: JSON_LIMIT_BYTES }));
+  app.use(errorBoundary(opts.log, { jsonLimitBytes: JSON_LIMIT_BYTES, ...(opts.onStoreError ? { onStoreError: opts.onStoreError } : {}) }));
   const json = koaBody({
     json: true,
     multipart: false,

@@ -7,6 +7,7 @@ import type { Context, Next } from 'koa';
 import { StructError } from 'superstruct';
 import { ApiError, V1Error } from './errors.js';
 import type { Logger } from '../log.js';
+import { isConnectionError } from '../store/health.js';
 
 export function ok(ctx: Context, data: unknown, status = 200): void {
   ctx.status = status;
@@ -35,7 +36,7 @@ interface HttpLikeError {
   message?: string;
 }
 
-export function errorBoundary(log: Logger, opts: { jsonLimitBytes: number }) {
+export function errorBoundary(log: Logger, opts: { jsonLimitBytes: number; onStoreError?: () => void }) {
   return async function errors(ctx: Context, next: Next): Promise<void> {
     try {
       await next();
@@ -58,8 +59,13 @@ export function errorBoundary(log: Logger, opts: { jsonLimitBytes: number }) {
   };
 }
 
-function translate(raw: unknown, opts: { jsonLimitBytes: number }): ApiError | V1Error {
+function translate(raw: unknown, opts: { jsonLimitBytes: number; onStoreError?: () => void }): ApiError | V1Error {
   if (raw instanceof ApiError || raw instanceof V1Error) return raw;
+  if (isConnectionError(raw)) {
+    // PostgreSQL went away under this request: nothing was accepted; the probe switches the mode.
+    opts.onStoreError?.();
+    return new ApiError(503, 'QUEUE_STORE_UNAVAILABLE', 'the persistent queue is unreachable; nothing was accepted', { queueMode: 'memory-degraded' });
+  }
   if (raw instanceof StructError) {
     return new ApiError(400, 'VALIDATION_FAILED', structMessage(raw), { field: structField(raw) });
   }

@@ -218,4 +218,8 @@ export class Planner {
   waitingCount(): number {
     return this.jobs.size;
   }
+
+  scheduledCount(): number {
+    return this.order.length;
+  }
 }

@@ -16,7 +16,7 @@ import { acceptJob, applyJobEvent, statesAccepting, type JobEvent, type QueueEve
 import type { InstanceSettings } from './settings.js';
 import {
   countPending, findByIdempotencyKey, getJob, insertJobs, listWaiting, loadHistory, recoverSending, saveSlots,
-  transitionJob, type Job, type NewJob, type TransitionFields,
+  transitionJob, type Job, type NewJob, type QueueCounts, type TransitionFields,
 } from './jobs.js';
 import { Planner, type MirrorJob } from './planning.js';
 import { Serial } from './serial.js';
@@ -32,7 +32,7 @@ export interface QueueEventSink {
 }
 
 export interface Dispatcher {
-  /** Send one claimed job (already committed as `sending`); resolves with the outcome, never throws. */
+  /** Send one job (a claimed one is already committed as `sending`); resolves with the outcome, never throws. */
   send(job: Job): Promise<DispatchOutcome>;
   /** Whether the session can send now. */
   connected(): boolean;
@@ -86,6 +86,14 @@ interface Pending {
 
 type Waiter = (job: Job) => void;
 
+/** A send outside the persistent queue (v1 in `disabled` and `memory-degraded` modes). */
+export interface DirectSend {
+  kind: string;
+  chatId: string;
+  payload: Record<string, unknown>;
+}
+export type DirectOutcome = DispatchOutcome | { kind: 'rate_limited'; retryAt: number | null };
+
 export class QueueWorker {
   private readonly serial = new Serial();
   private readonly planner: Planner;
@@ -98,6 +106,10 @@ export class QueueWorker {
   private started = false;
   private pending = 0; // queued + scheduled + sending
   private readonly waiters = new Map<string, Set<Waiter>>();
+  /** PostgreSQL is unreachable: no dispatch from the queue; v1 sends pass the in-memory gate */
+  private degraded = false;
+  /** sends made while degraded: written back to `dispatches` on recovery so the windows stay true */
+  private memoryDispatches: number[] = [];
   epoch = 0;
 
   constructor(private readonly deps: WorkerDeps) {
@@ -354,6 +366,21 @@ export class QueueWorker {
     return this.planner.waitingCount();
   }
 
+  /**
+   * Queue counts from memory, for the summary while PostgreSQL is unreachable: waiting jobs from the mirror,
+   * sends of the last 24 h from the window history; outcomes (sent/failed/unknown totals) are not known then.
+   */
+  memoryCounts(): QueueCounts {
+    const now = this.deps.clock.now();
+    const waiting = this.planner.waitingCount();
+    const scheduled = this.planner.scheduledCount();
+    return {
+      queued: waiting - scheduled, scheduled, sending: this.dispatching ? 1 : 0,
+      sent: 0, failed: 0, unknown: 0,
+      sent24h: this.planner.historySnapshot(now).length, failed24h: 0, unknown24h: 0,
+    };
+  }
+
   /** Resolve when the job reaches a terminal state, or with null after `timeoutMs` (v1 synchronous wait). */
   waitForTerminal(jobId: string, timeoutMs: number): Promise<Job | null> {
     return new Promise((resolve) => {
@@ -415,7 +442,7 @@ export class QueueWorker {
   }
 
   private tick(): void {
-    if (this.stopped || this.dispatching) return;
+    if (this.stopped || this.dispatching || this.degraded) return;
     this.dispatching = this.serial
       .run(() => this.step())
       .then(async (claimed) => {
@@ -491,6 +518,76 @@ export class QueueWorker {
       this.pending = Math.max(0, this.pending - 1);
       if (moved) this.notifyTerminal(moved);
     });
+  }
+
+  // ---------------------------------------------------------------- outside the persistent queue
+
+  /**
+   * Send now without a job: mode `disabled` (no limits, nothing counted) or `memory-degraded` (the same gate
+   * as the dispatcher's re-check, from memory; what goes out is counted and written back on recovery).
+   */
+  async directSend(req: DirectSend, enforceLimits: boolean): Promise<DirectOutcome> {
+    let at = this.deps.clock.now();
+    if (enforceLimits) {
+      const gate = await this.serial.run(async () => {
+        at = this.deps.clock.now();
+        const check = this.planner.recheck(at, this.deps.settings());
+        if (!check.ok) return check;
+        this.planner.recordDispatch(at);
+        if (this.degraded) this.memoryDispatches.push(at);
+        return check;
+      });
+      if (!gate.ok) return { kind: 'rate_limited', retryAt: 'nextAt' in gate && typeof gate.nextAt === 'number' ? gate.nextAt : null };
+    }
+    const pseudo: Job = {
+      id: 'direct', seq: 0, instanceId: this.deps.instanceId, state: 'sending', kind: req.kind, originRoute: 'direct',
+      chatId: req.chatId, phone: null, payload: req.payload, payloadHash: '', idempotencyKey: null, priority: 9,
+      notBefore: null, queuedAt: at, scheduledAt: at, dispatchedAt: at, terminalAt: null, expiresAt: at, attempts: 1,
+      deliveryConfidence: null, messageId: null, resultCode: null, errorMessage: null, unknownReason: null, previousJobId: null,
+    };
+    const outcome = await this.deps.dispatcher.send(pseudo);
+    if (outcome.kind === 'failed' && enforceLimits) {
+      await this.serial.run(async () => {
+        this.planner.forgetDispatch(at);
+        const i = this.memoryDispatches.indexOf(at);
+        if (i >= 0) this.memoryDispatches.splice(i, 1);
+      });
+    }
+    return outcome;
+  }
+
+  /** The store became unreachable (true) or reachable again (false). */
+  setDegraded(on: boolean, since: number): Promise<void> {
+    if (on) {
+      this.degraded = true;
+      this.disarm();
+      return Promise.resolve();
+    }
+    if (!this.degraded) return Promise.resolve();
+    return this.serial.run(async () => {
+      const sends = [...this.memoryDispatches];
+      await withTransaction(this.deps.pool, async (c) => {
+        if (sends.length > 0) {
+          await c.query(
+            `INSERT INTO dispatches (instance_id, job_id, dispatched_at) SELECT $1, NULL, at FROM unnest($2::timestamptz[]) AS t(at)`,
+            [this.deps.instanceId, sends.map((ms) => new Date(ms))],
+          );
+          await c.query('UPDATE instances SET last_dispatch_at = GREATEST(COALESCE(last_dispatch_at, $2), $2) WHERE id = $1', [
+            this.deps.instanceId, new Date(Math.max(...sends)),
+          ]);
+        }
+        // The outbox lives in PostgreSQL: the window's two events are written when it is reachable again.
+        await this.deps.events.emit(c, 'queue.degraded', { queueMode: 'memory-degraded', limitsEnforced: true, since: new Date(since).toISOString() });
+        await this.deps.events.emit(c, 'queue.recovered', { queueMode: 'pg', sentWhileDegraded: sends.length });
+      });
+      this.memoryDispatches = [];
+      this.degraded = false;
+      this.deps.events.flushed();
+    }).then(() => this.resume());
+  }
+
+  get isDegraded(): boolean {
+    return this.degraded;
   }
 
   // ---------------------------------------------------------------- transitions

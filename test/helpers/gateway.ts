@@ -44,6 +44,13 @@ export interface ApiResponse {
 
 let phoneSeq = 0;
 
+function withPort(url: string, port: number): string {
+  const u = new URL(url);
+  u.hostname = '127.0.0.1';
+  u.port = String(port);
+  return u.toString();
+}
+
 /** When the simulated clock's earliest pending timer is due (XState's SimulatedClock keeps them in `timeouts`). */
 function nextTimerAt(sim: SimulatedClock): number | null {
   const timeouts = (sim as unknown as { timeouts: Map<number, { start: number; timeout: number }> }).timeouts;
@@ -70,15 +77,25 @@ export async function waitFor<T>(cond: () => T | Promise<T>, what: string, limit
   throw new Error(`timed out waiting for ${what}`);
 }
 
-export async function startTestGateway(opts: { label: string; simulated?: boolean; env?: Record<string, string>; log?: boolean } = { label: 'gw' }): Promise<TestGateway> {
+export async function startTestGateway(
+  opts: {
+    label: string;
+    simulated?: boolean;
+    env?: Record<string, string>;
+    log?: boolean;
+    /** connect the gateway through another address (a TCP proxy in front of PostgreSQL) */
+    viaPort?: number;
+  } = { label: 'gw' },
+): Promise<TestGateway> {
   const db = await createTestDb(opts.label);
+  const gwDb = opts.viaPort && db.url ? { connectionString: withPort(db.url, opts.viaPort), connectionTimeoutMillis: 2_000 } : db.config;
   const dataDir = await mkdtemp(path.join(os.tmpdir(), `mgw-${opts.label}-`));
   const sim = opts.simulated ? simulatedClock(Date.UTC(2026, 0, 5, 10, 0, 0)) : null;
   const clock: Clock | undefined = sim ?? undefined;
   const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, ADMIN_TOKEN, DEMO_INSTANCE: 'false', LOG_LEVEL: 'fatal', ...opts.env });
   const gw = await startGateway({
     config,
-    database: db.config,
+    database: gwDb,
     ...(clock ? { clock } : {}),
     log: opts.log ? createLogger({ level: 'debug' }) : silentLogger(),
   });

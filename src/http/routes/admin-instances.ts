@@ -3,9 +3,9 @@
  * rotate key, restart, logout. The API key appears only in the answers of create and rotate.
  */
 import Router from '@koa/router';
-import { defaulted, enums, object, optional, pattern, size, string } from 'superstruct';
-import { ok } from '../envelope.js';
-import { ApiError } from '../errors.js';
+import { defaulted, enums, object, optional, pattern, record, size, string, unknown, StructError } from 'superstruct';
+import { ok, structField, structMessage } from '../envelope.js';
+import { ApiError, validationFailed } from '../errors.js';
 import { parse } from '../validate.js';
 import { SettingsPatchStruct, type InstanceSettings, type SettingsPatch } from '../../queue/settings.js';
 import type { Instance } from '../../store/instances.js';
@@ -27,9 +27,22 @@ export interface InstanceAdmin {
 const CreateSchema = object({
   name: size(pattern(string(), /^[A-Za-z0-9-]+$/), 1, 40),
   driver: defaulted(enums(['sandbox', 'webjs']), 'sandbox'),
-  settings: optional(SettingsPatchStruct),
+  settings: optional(record(string(), unknown())),
 });
-const PatchSchema = object({ settings: SettingsPatchStruct });
+const PatchSchema = object({ settings: record(string(), unknown()) });
+
+/**
+ * Settings are checked on their own and again merged with the stored ones (a rule may span two fields), so
+ * every failure names its field the same way: `settings.<field>`.
+ */
+async function inSettings<T>(f: () => T | Promise<T>): Promise<T> {
+  try {
+    return await f();
+  } catch (err) {
+    if (err instanceof StructError) throw validationFailed(`settings.${structField(err)}`, `settings.${structMessage(err)}`);
+    throw err;
+  }
+}
 
 export function adminInstancesRouter(admin: InstanceAdmin): Router {
   const router = new Router({ prefix: '/admin/v1/instances' });
@@ -41,17 +54,19 @@ export function adminInstancesRouter(admin: InstanceAdmin): Router {
 
   router.post('/', async (ctx) => {
     const input = parse(ctx.request.body, CreateSchema);
+    const settings = input.settings === undefined ? undefined : await inSettings(() => parse(input.settings, SettingsPatchStruct));
     const existing = (await admin.list()).find((i) => i.name === input.name);
     if (existing) throw new ApiError(409, 'CONFLICT', `an instance named ${input.name} exists`, { field: 'name' });
-    const { instance, apiKey } = await admin.create(input);
+    const { instance, apiKey } = await inSettings(() => admin.create({ name: input.name, driver: input.driver, ...(settings ? { settings } : {}) }));
     ok(ctx, { instance: admin.describe(instance), apiKey }, 201);
   });
   router.get('/', async (ctx) => ok(ctx, { items: (await admin.list()).map((i) => admin.describe(i)) }));
   router.get('/:id', async (ctx) => ok(ctx, admin.describe(await load(ctx.params.id ?? ''))));
   router.patch('/:id', async (ctx) => {
     const inst = await load(ctx.params.id ?? '');
-    const { settings } = parse(ctx.request.body, PatchSchema);
-    const updated = await admin.updateSettings(inst.id, settings);
+    const body = parse(ctx.request.body, PatchSchema);
+    const settings = await inSettings(() => parse(body.settings, SettingsPatchStruct));
+    const updated = await inSettings(() => admin.updateSettings(inst.id, settings));
     ok(ctx, admin.describe(updated ?? inst));
   });
   router.delete('/:id', async (ctx) => {

@@ -60,8 +60,10 @@ export function queueRouter(deps: QueueRouteDeps): Router {
     const handle = deps.handleOf(ctx);
     const mode = deps.modeOf(handle.instance);
     const now = deps.clock.now();
-    const c = await withGatewayDeadline(deps.clock, DEADLINES.queueStatus, queueCounts(deps.pool, handle.id, now));
     const worker = deps.workerOf(handle.id);
+    const c = mode === 'memory-degraded' && worker
+      ? worker.memoryCounts()
+      : await withGatewayDeadline(deps.clock, DEADLINES.queueStatus, queueCounts(deps.pool, handle.id, now));
     const nextAt = worker?.nextAt() ?? null;
     const since = deps.degradedSince();
     ok(ctx, {

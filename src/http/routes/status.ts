@@ -34,10 +34,13 @@ export function statusRouter(deps: StatusRouteDeps): Router {
     const now = deps.clock.now();
     const mode = deps.modeOf(handle.instance);
     const worker = deps.workerOf(handle.id);
-    const [c, received] = await Promise.all([
-      queueCounts(deps.pool, handle.id, now),
-      deps.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM inbound_messages WHERE instance_id = $1 AND received_at > $2', [handle.id, new Date(now - 86_400_000)]),
-    ]);
+    // While PostgreSQL is unreachable the status still answers, from the queue's memory.
+    const [c, received] = mode === 'memory-degraded' && worker
+      ? [worker.memoryCounts(), null]
+      : await Promise.all([
+          queueCounts(deps.pool, handle.id, now),
+          deps.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM inbound_messages WHERE instance_id = $1 AND received_at > $2', [handle.id, new Date(now - 86_400_000)]),
+        ]);
     const nextAt = worker?.nextAt() ?? null;
     ok(ctx, {
       status: v.status,
@@ -61,7 +64,7 @@ export function statusRouter(deps: StatusRouteDeps): Router {
         nextAt: nextAt === null ? null : new Date(nextAt).toISOString(),
         limits: worker ? worker.limits(mode) : null,
       },
-      messages: { sent: c.sent24h, received: received.rows[0]?.n ?? 0, failed: c.failed24h },
+      messages: { sent: c.sent24h, received: received?.rows[0]?.n ?? 0, failed: c.failed24h },
     });
   });
 

@@ -1,0 +1,100 @@
+/**
+ * What a webjs driver is configured with, and the whatsapp-web.js Client options that follow from it.
+ *
+ * Disk layout under DATA_DIR:
+ *   sessions/session-<instanceId>/   the Chromium profile = the link (LocalAuth); deleting it unlinks
+ *   wwebjs-cache/<version>.html      WhatsApp Web's index page as last loaded (LocalWebCache)
+ */
+import path from 'node:path';
+import type { Clock } from '../../clock.js';
+import type { Logger } from '../../log.js';
+import type { DriverOptions } from '../contract.js';
+import { WebjsLocalAuth, type LibClientFactory, type LibClientOptions } from './library.js';
+
+export interface WebjsDriverOptions extends DriverOptions {
+  /** CHROME_PATH: the system Chromium (puppeteer never downloads one). */
+  chromePath?: string;
+  /** Extra Chromium switches, e.g. `--proxy-server=…`. */
+  chromeArgs?: string[];
+  /** Pin a WhatsApp Web version (library default otherwise). */
+  webVersion?: string;
+  /** The library's wait for WhatsApp Web to load in the page (its `authTimeoutMs`). */
+  authTimeoutMs?: number;
+  /** Backstop for initialize(): launch + page load + library injection. */
+  startTimeoutMs?: number;
+  probeIntervalMs?: number;
+  probeTimeoutMs?: number;
+  /** Failed probes in a row that count as a dead (hung) browser. */
+  maxProbeFailures?: number;
+  /** How long a graceful browser close may take before the processes are killed. */
+  closeTimeoutMs?: number;
+  clock?: Clock;
+  logger?: Logger;
+  /** The whatsapp-web.js Client constructor; tests pass a stand-in for the network. */
+  clientFactory?: LibClientFactory;
+}
+
+export const DEFAULT_CHROME_PATH = '/usr/bin/chromium';
+
+/** Headless, no sandbox (containers), no GPU, and none of Chromium's own background traffic. */
+export const CHROME_ARGS: readonly string[] = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-dev-shm-usage',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+export const DEFAULTS = {
+  authTimeoutMs: 60_000,
+  startTimeoutMs: 120_000,
+  probeIntervalMs: 30_000,
+  probeTimeoutMs: 10_000,
+  maxProbeFailures: 3,
+  closeTimeoutMs: 10_000,
+} as const;
+
+export interface SessionPaths {
+  sessionsDir: string;
+  /** The Chromium profile; also the unique marker of this session's processes (processes.ts). */
+  userDataDir: string;
+  webCacheDir: string;
+}
+
+/** The paths LocalAuth itself derives (`path.resolve(dataPath)` + `session-<clientId>`). */
+export function sessionPaths(dataDir: string, instanceId: string): SessionPaths {
+  const root = path.resolve(dataDir);
+  const sessionsDir = path.join(root, 'sessions');
+  return {
+    sessionsDir,
+    userDataDir: path.join(sessionsDir, `session-${instanceId}`),
+    webCacheDir: path.join(root, 'wwebjs-cache'),
+  };
+}
+
+/** LocalAuth accepts only these characters in a client id. */
+export function isValidClientId(instanceId: string): boolean {
+  return /^[-_\w]+$/i.test(instanceId);
+}
+
+export function clientOptions(o: WebjsDriverOptions, paths: SessionPaths): LibClientOptions {
+  const options: LibClientOptions = {
+    authStrategy: new WebjsLocalAuth({ clientId: o.instanceId, dataPath: paths.sessionsDir }),
+    authTimeoutMs: o.authTimeoutMs ?? DEFAULTS.authTimeoutMs,
+    webVersionCache: { type: 'local', path: paths.webCacheDir },
+    puppeteer: {
+      executablePath: o.chromePath ?? DEFAULT_CHROME_PATH,
+      headless: true,
+      args: [...CHROME_ARGS, ...(o.chromeArgs ?? [])],
+      // The gateway owns the process signals and destroys its drivers on shutdown; puppeteer's own SIGINT
+      // handler would call process.exit(). Its exit hook still kills browsers if the process ends abruptly.
+      handleSIGINT: false,
+      handleSIGTERM: false,
+      handleSIGHUP: false,
+    },
+  };
+  if (o.webVersion !== undefined) options.webVersion = o.webVersion;
+  return options;
+}

@@ -1,0 +1,348 @@
+/**
+ * One whatsapp-web.js session: its Client, its Chromium, its lifecycle and the call gate. driver.ts puts the
+ * contract's operations on top.
+ *
+ * Life of a session (one per driver; the instance machine builds a new driver for each start):
+ *   idle ──initialize()──▶ starting ──library initialize() resolved──▶ running
+ *     starting/running ──browser died, hung, or start failed──▶ dead   (emits `fatal`, kills the browser)
+ *     any ──destroy()/logout()──▶ destroyed                            (closes, then kills what is left)
+ * `initialize()` resolves once the library has started (WhatsApp Web open and the QR or the stored link on
+ * its way); linking progress arrives as events. A start failure emits `fatal` with the reason, then rejects.
+ *
+ * Every operation is one library call (or a lookup and a call) through `call()`: the session must be able to
+ * take it (else NOT_CONNECTED / SESSION_CLOSED, provably not sent), it gets `callTimeoutMs`, and its failure
+ * becomes a DriverError (outcome.ts). Nothing is ever retried.
+ */
+import { EventEmitter } from 'node:events';
+import { existsSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { systemClock, type Clock, type TimerHandle } from '../../clock.js';
+import { silentLogger, type Logger } from '../../log.js';
+import {
+  DriverError,
+  type BrowserHealth,
+  type ClientInfo,
+  type DriverEventName,
+  type DriverEvents,
+  type DriverListener,
+  type WAState,
+} from '../contract.js';
+import { BrowserWatch } from './browser.js';
+import { checkPhone } from './content.js';
+import { wireLibraryEvents, type EventSink } from './events.js';
+import type { CallOptions, Gate } from './gate.js';
+import { realClientFactory, type LibClient } from './library.js';
+import { mapClientInfo, toWAState } from './mapping.js';
+import { clientOptions, DEFAULT_CHROME_PATH, DEFAULTS, isValidClientId, sessionPaths, type SessionPaths, type WebjsDriverOptions } from './options.js';
+import { CallTimeout, describeError, invalidInput, preSendFailure, startedCallFailure, withTimeout } from './outcome.js';
+import { killSessionBrowser, waitGone } from './processes.js';
+import { shutdownBrowser } from './shutdown.js';
+
+type Phase = 'idle' | 'starting' | 'running' | 'dead' | 'destroyed';
+
+const BROWSER_POLL_MS = 100;
+const KILL_WAIT_MS = 5_000;
+
+export class WebjsSession implements Gate {
+  readonly paths: SessionPaths;
+
+  private readonly opts: WebjsDriverOptions;
+  private readonly clock: Clock;
+  private readonly log: Logger;
+  private readonly emitter = new EventEmitter();
+  private readonly watch: BrowserWatch;
+  private phase: Phase = 'idle';
+  private client: LibClient | null = null;
+  private ready = false;
+  private account: ClientInfo | null = null;
+  /** The library reported `disconnected`: the browser closing afterwards is its doing, not a crash. */
+  private libraryDisconnected = false;
+  private started: Promise<void> | null = null;
+  private browserPoll: TimerHandle | null = null;
+  private cleanup: Promise<void> | null = null;
+  /** Rejects when the session ends (died or destroyed) so a pending initialize() does not wait for the library. */
+  private readonly ended: Promise<never>;
+  private end: (reason: string) => void = () => undefined;
+
+  constructor(opts: WebjsDriverOptions) {
+    this.opts = opts;
+    this.clock = opts.clock ?? systemClock;
+    this.log = (opts.logger ?? silentLogger()).child({ driver: 'webjs', instanceId: opts.instanceId });
+    this.paths = sessionPaths(opts.dataDir, opts.instanceId);
+    this.emitter.setMaxListeners(0);
+    this.ended = new Promise<never>((_resolve, reject) => {
+      this.end = (reason) => reject(new DriverError(reason, 'SESSION_CLOSED', true));
+    });
+    this.ended.catch(() => undefined);
+    this.watch = new BrowserWatch({
+      clock: this.clock,
+      probeIntervalMs: opts.probeIntervalMs ?? DEFAULTS.probeIntervalMs,
+      probeTimeoutMs: opts.probeTimeoutMs ?? DEFAULTS.probeTimeoutMs,
+      maxProbeFailures: opts.maxProbeFailures ?? DEFAULTS.maxProbeFailures,
+      onChange: (health) => this.emit('browser_health', health),
+      onDeath: (reason, counted) => void this.die(reason, counted),
+    });
+  }
+
+  get info(): ClientInfo | null {
+    return this.ready ? this.account : null;
+  }
+
+  browserHealth(): BrowserHealth {
+    return this.watch.snapshot();
+  }
+
+  on<E extends DriverEventName>(event: E, listener: DriverListener<E>): void {
+    this.emitter.on(event, listener);
+  }
+
+  off<E extends DriverEventName>(event: E, listener: DriverListener<E>): void {
+    this.emitter.off(event, listener);
+  }
+
+  private emit<E extends DriverEventName>(event: E, ...args: DriverEvents[E]): void {
+    try {
+      this.emitter.emit(event, ...args);
+    } catch (err) {
+      // A listener's fault must not break the session (or the library's page callback that got us here).
+      this.log.error({ err, event }, 'driver event listener threw');
+    }
+  }
+
+  // ---- lifecycle
+
+  async initialize(): Promise<void> {
+    if (this.phase !== 'idle') throw new DriverError(`session already ${this.phase}`, 'CALL_FAILED', true);
+    if (!isValidClientId(this.opts.instanceId)) throw invalidInput('instance id is not usable as a session name');
+    this.phase = 'starting';
+
+    // A browser left by an earlier run of the gateway would hold this profile's lock.
+    const stale = killSessionBrowser(this.paths.userDataDir, null);
+    if (stale.length > 0) {
+      this.log.warn({ pids: stale }, 'killed a browser left over from an earlier run');
+      await waitGone(this.paths.userDataDir, stale, this.clock, KILL_WAIT_MS);
+      const phase: Phase = this.phase;
+      if (phase !== 'starting') throw new DriverError(`session ${phase} while starting`, 'SESSION_CLOSED', true);
+    }
+
+    const chromePath = this.opts.chromePath ?? DEFAULT_CHROME_PATH;
+    if (!this.opts.clientFactory && !existsSync(chromePath)) {
+      const reason = `start failed: no Chromium at ${chromePath} (set CHROME_PATH)`;
+      await this.die(reason, true);
+      throw new DriverError(reason, 'CALL_FAILED', true);
+    }
+
+    let client: LibClient;
+    try {
+      client = (this.opts.clientFactory ?? realClientFactory)(clientOptions(this.opts, this.paths));
+    } catch (err) {
+      const reason = `start failed: ${describeError(err)}`;
+      await this.die(reason, true);
+      throw new DriverError(reason, 'CALL_FAILED', true);
+    }
+    this.client = client;
+    wireLibraryEvents(client, this.sink);
+
+    let start: Promise<void>;
+    try {
+      start = client.initialize();
+    } catch (err) {
+      start = Promise.reject(err);
+    }
+    this.started = start.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.attachBrowser();
+    this.pollForBrowser();
+
+    const startTimeoutMs = this.opts.startTimeoutMs ?? DEFAULTS.startTimeoutMs;
+    try {
+      await Promise.race([withTimeout(start, startTimeoutMs, this.clock, 'start'), this.ended]);
+    } catch (err) {
+      if (err instanceof DriverError) {
+        // The session ended while starting: `fatal` (if it died) has been emitted with the reason.
+        await this.shutdown();
+        throw err;
+      }
+      const reason = err instanceof CallTimeout ? `start timed out after ${startTimeoutMs} ms` : `start failed: ${describeError(err)}`;
+      await this.die(reason, true);
+      throw new DriverError(reason, err instanceof CallTimeout ? 'TIMEOUT' : 'CALL_FAILED', true);
+    } finally {
+      this.stopBrowserPoll();
+    }
+    // `phase` may have moved on while we waited (destroyed, or the browser died at the last moment).
+    const phase: Phase = this.phase;
+    if (phase !== 'starting') throw new DriverError(`session ${phase} while starting`, 'SESSION_CLOSED', true);
+    this.phase = 'running';
+    this.attachBrowser();
+    this.watch.recordOk();
+  }
+
+  async destroy(): Promise<void> {
+    if (this.phase === 'idle') {
+      this.phase = 'destroyed';
+      return;
+    }
+    if (this.phase !== 'destroyed') {
+      this.phase = 'destroyed';
+      this.ready = false;
+      this.watch.stop();
+      this.end('the session was destroyed');
+    }
+    await this.shutdown();
+  }
+
+  async logout(): Promise<void> {
+    const client = this.client;
+    const wasRunning = this.phase === 'running' && client !== null;
+    this.phase = 'destroyed';
+    this.ready = false;
+    this.watch.stop();
+    this.end('the session was logged out');
+    if (wasRunning && client) {
+      const timeoutMs = this.opts.callTimeoutMs;
+      try {
+        await withTimeout(client.logout(), timeoutMs, this.clock, 'logout');
+      } catch (err) {
+        // The local link goes anyway (below); the phone keeps listing the device until the network drops it.
+        this.log.warn({ reason: describeError(err) }, 'remote logout failed; removing the local session only');
+      }
+    }
+    await this.shutdown();
+    await rm(this.paths.userDataDir, { recursive: true, force: true, maxRetries: 4 });
+  }
+
+  async getState(): Promise<WAState | null> {
+    if (this.client?.pupPage == null || this.phase === 'dead' || this.phase === 'destroyed') return null;
+    try {
+      return toWAState(await this.call('getState', (c) => c.getState(), { need: 'page' }));
+    } catch {
+      return null;
+    }
+  }
+
+  async requestPairingCode(phoneNumber: string): Promise<string> {
+    const number = checkPhone(phoneNumber);
+    if (this.ready) throw invalidInput('a pairing code can only be requested while the session waits to be linked');
+    // The library also emits the code as its `code` event (and renews it every 3 minutes until linked).
+    const code: unknown = await this.call('requestPairingCode', (c) => c.requestPairingCode(number, true), { need: 'page' });
+    if (typeof code !== 'string' || code === '') throw new DriverError('no pairing code received', 'CALL_FAILED', false);
+    return code;
+  }
+
+  // ---- the call gate
+
+  async call<T>(what: string, fn: (client: LibClient) => Promise<T>, options: CallOptions = {}): Promise<T> {
+    const client = this.callable(options.need ?? 'ready');
+    try {
+      const value = await withTimeout(
+        Promise.resolve().then(() => fn(client)),
+        this.opts.callTimeoutMs,
+        this.clock,
+        what,
+      );
+      this.watch.recordOk();
+      return value;
+    } catch (err) {
+      if (err instanceof CallTimeout) this.callTimedOut();
+      throw options.preSend ? preSendFailure(what, err) : startedCallFailure(what, err);
+    }
+  }
+
+  private callable(need: 'ready' | 'page'): LibClient {
+    if (this.phase === 'dead' || this.phase === 'destroyed') throw new DriverError('the session is closed', 'SESSION_CLOSED', true);
+    const client = this.client;
+    if (client === null) throw new DriverError('the session is not started', 'NOT_CONNECTED', true);
+    if (need === 'ready' && !this.ready) throw new DriverError('the session is not connected', 'NOT_CONNECTED', true);
+    if (need === 'page' && client.pupPage == null) throw new DriverError('WhatsApp Web is not open yet', 'NOT_CONNECTED', true);
+    return client;
+  }
+
+  /** A hung page shows as calls that never return: they count like failed probes. */
+  private callTimedOut(): void {
+    const streak = this.watch.recordFailure();
+    const max = this.opts.maxProbeFailures ?? DEFAULTS.maxProbeFailures;
+    if (streak >= max && this.phase === 'running') void this.die(`browser unresponsive: ${streak} calls or probes timed out`, false);
+  }
+
+  // ---- library events
+
+  private readonly sink: EventSink = {
+    emit: (event, ...args) => this.emit(event, ...args),
+    onReady: () => {
+      this.ready = true;
+      this.libraryDisconnected = false;
+      this.account = mapClientInfo(this.client?.info);
+    },
+    onDisconnected: (reason) => {
+      this.ready = false;
+      this.account = null;
+      this.libraryDisconnected = true;
+      this.log.info({ reason }, 'network session disconnected');
+    },
+    dropped: (event, why) => this.log.warn({ event, why }, 'dropped a library event'),
+  };
+
+  // ---- browser: watch, death, cleanup
+
+  private attachBrowser(): void {
+    const browser = this.client?.pupBrowser;
+    if (!browser || this.watch.isAttached()) return;
+    if (this.phase === 'starting' || this.phase === 'running') this.watch.attach(browser, this.client?.pupPage ?? null);
+  }
+
+  /** The library sets `pupBrowser` in the middle of its initialize(); watch from that moment on. */
+  private pollForBrowser(): void {
+    this.stopBrowserPoll();
+    if (this.phase !== 'starting' || this.watch.isAttached()) return;
+    this.browserPoll = this.clock.setTimeout(() => {
+      this.browserPoll = null;
+      this.attachBrowser();
+      this.pollForBrowser();
+    }, BROWSER_POLL_MS);
+  }
+
+  private stopBrowserPoll(): void {
+    if (this.browserPoll !== null) this.clock.clearTimeout(this.browserPoll);
+    this.browserPoll = null;
+  }
+
+  /** The session is over without being asked to end: report it once, then make sure no process is left. */
+  private die(reason: string, counted: boolean): Promise<void> {
+    if (this.phase === 'dead' || this.phase === 'destroyed') return this.cleanup ?? Promise.resolve();
+    const expected = this.libraryDisconnected;
+    this.phase = 'dead';
+    this.ready = false;
+    if (expected) {
+      this.log.info({ reason }, 'browser closed after the network session ended');
+    } else {
+      this.log.warn({ reason }, 'session died');
+      // `fatal` first: it carries the reason; the health report that follows only says "not alive".
+      this.emit('fatal', reason);
+    }
+    this.watch.markDead(counted && !expected);
+    this.watch.stop();
+    this.end(reason);
+    return this.shutdown();
+  }
+
+  private shutdown(): Promise<void> {
+    this.cleanup ??= this.closeAndKill();
+    return this.cleanup;
+  }
+
+  private closeAndKill(): Promise<void> {
+    this.stopBrowserPoll();
+    return shutdownBrowser({
+      client: this.client,
+      userDataDir: this.paths.userDataDir,
+      leaderPid: this.watch.pid(),
+      started: this.started,
+      browserSeen: this.watch.isAttached(),
+      closeTimeoutMs: this.opts.closeTimeoutMs ?? DEFAULTS.closeTimeoutMs,
+      clock: this.clock,
+      log: this.log,
+    });
+  }
+}

@@ -1,0 +1,93 @@
+/**
+ * POST /api/send-bulk (SPEC.md "send-bulk rules"): every entry becomes its own job; the answer confirms
+ * acceptance, not delivery. A bad entry, and every entry beyond QUEUE_MAX_PENDING, is rejected on its own and
+ * never aborts the batch; `data.queued` is the number of entries given (rule 4, deliberately).
+ *
+ * Decisions where SPEC.md leaves room (docs/api-v1.md):
+ * - priority 5, the v2 default: nobody waits on a bulk answer, and a large batch at 9 would hold back the
+ *   synchronous v1 sends (priority 9) behind it until their waits ran out;
+ * - the instance's default TTL, as for any queued message;
+ * - queue mode `disabled` or `memory-degraded`: every entry is rejected ("the persistent queue is off"). A
+ *   batch has no synchronous outcome to wait for, and holding it in process memory would lose it silently on
+ *   a restart while the caller was told "queued";
+ * - not connected (outside an ordered restart): 503 for the whole request, as for send-message; during an
+ *   ordered restart the entries are accepted and go out once connected.
+ */
+import type { Context } from 'koa';
+import { ApiError, V1Error } from '../errors.js';
+import { ok } from '../envelope.js';
+import { legacyWaitMs, type Config } from '../../config.js';
+import type { Clock } from '../../clock.js';
+import type { InstanceHandle } from '../../actors/handle.js';
+import type { QueueWorker } from '../../queue/worker.js';
+import type { QueueMode } from './queue.js';
+import { toAcceptRequest, withGatewayDeadline } from './send.js';
+import { parseBulkEntry, type BulkEntry } from './legacy-parse.js';
+import { bulkQueued, bulkRejected } from './legacy-answer.js';
+import { requireConnectedOrRestarting } from './legacy-queued.js';
+
+export const BULK_PRIORITY = 5;
+
+export interface BulkDeps {
+  clock: Clock;
+  config: Pick<Config, 'LEGACY_SYNC_TIMEOUT_MS' | 'LEGACY_CALLER_TIMEOUT_MS' | 'QUEUE_MAX_PENDING'>;
+}
+
+const queueOff = (mode: QueueMode) =>
+  `the persistent queue is off for this instance (queue mode ${mode}): nothing was queued; send this message with /api/send-message`;
+
+/** Read `messages`; 400 when it is missing or empty. */
+export function bulkMessages(body: unknown): unknown[] {
+  const messages = body !== null && typeof body === 'object' ? (body as { messages?: unknown }).messages : undefined;
+  if (!Array.isArray(messages) || messages.length === 0) throw new V1Error(400, 'messages is required: a non-empty array of {phone or chatId, message}');
+  return messages;
+}
+
+export async function sendBulk(
+  ctx: Context,
+  deps: BulkDeps,
+  handle: InstanceHandle,
+  mode: QueueMode,
+  worker: QueueWorker | undefined,
+  ownNumber: string | null,
+): Promise<void> {
+  const messages = bulkMessages(ctx.request.body);
+  const entries = messages.map((m) => parseBulkEntry(m, ownNumber));
+  let out: Record<string, unknown>[];
+  if (mode !== 'pg') {
+    out = entries.map((e) => (e.ok ? bulkRejected(e.send.phone, queueOff(mode)) : bulkRejected(e.phone, e.error)));
+  } else {
+    if (!worker) throw new V1Error(503, 'instance not connected');
+    requireConnectedOrRestarting(handle);
+    out = await queueEntries(deps, worker, entries);
+  }
+  ok(ctx, { queued: messages.length, messages: out });
+}
+
+async function queueEntries(deps: BulkDeps, worker: QueueWorker, entries: BulkEntry[]): Promise<Record<string, unknown>[]> {
+  const { clock } = deps;
+  const max = deps.config.QUEUE_MAX_PENDING;
+  let valid = 0;
+  // Submitted in order, so the worker's group commit keeps the batch's arrival order.
+  const answers = entries.map(async (e): Promise<Record<string, unknown>> => {
+    if (!e.ok) return bulkRejected(e.phone, e.error);
+    // entries past the ceiling can never fit: refused without a round trip through the worker
+    if (++valid > max) return bulkRejected(e.send.phone, `more than ${max} pending jobs for this instance`);
+    const req = toAcceptRequest({ ...e.send.parsed, priority: BULK_PRIORITY, idempotencyKey: null, notBefore: null, ttlSeconds: null }, '/api/send-bulk');
+    try {
+      const { job } = await worker.accept(req);
+      return bulkQueued(e.send.phone, job, clock.now());
+    } catch (err) {
+      if (err instanceof ApiError) return bulkRejected(e.send.phone, err.message);
+      throw err;
+    }
+  });
+  try {
+    return await withGatewayDeadline(clock, legacyWaitMs(deps.config), Promise.all(answers));
+  } catch (err) {
+    if (err instanceof ApiError && err.code === 'INSTANCE_TIMEOUT') {
+      throw new V1Error(500, 'the queue did not confirm the entries in time; some may have been queued: do not resend, see /api/v2/queue/items');
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,118 @@
+/**
+ * v1 send-message / send-media in queue mode `pg`: the message becomes a priority-9 job of the persistent
+ * queue (so the limits, pauses and quiet hours apply as to every send) and the request waits for its outcome.
+ *
+ * What the wait can end in (SPEC.md "v1 send outcomes"):
+ * - a terminal job: 200 sent, 500 not delivered, 503 not connected;
+ * - with ceilings (maxPerHour or maxPer24h set) and the job still waiting: 504 QUEUE_WAIT_TIMEOUT; the job
+ *   stays queued with the instance's default TTL and goes out at its slot;
+ * - without ceilings the 504 is unreachable (SPEC.md rule 4), and a message must not go out after the caller
+ *   was told it did not: the job is accepted with a validity just short of the wait, so that a slot outside
+ *   the wait (quiet hours, a restart that lasts, a queue full of other v1 messages) makes it expire inside
+ *   the worker (or be refused at once with TTL_UNREACHABLE when the planner already knows), never send late.
+ *   Should the expiry not have happened by the end of the wait (a long dispatch of another job holds the
+ *   worker), the job is cancelled; a job already being sent is answered 500 "may have been delivered".
+ */
+import type { Context } from 'koa';
+import { ApiError, V1Error } from '../errors.js';
+import { ok } from '../envelope.js';
+import { legacyWaitMs, type Config } from '../../config.js';
+import type { Clock } from '../../clock.js';
+import type { InstanceHandle } from '../../actors/handle.js';
+import type { Job } from '../../queue/jobs.js';
+import type { QueueWorker } from '../../queue/worker.js';
+import type { InstanceSettings } from '../../queue/settings.js';
+import { isQuiet, quietEnd } from '../../queue/quiet-hours.js';
+import { toAcceptRequest, withGatewayDeadline } from './send.js';
+import type { V1Send } from './legacy-parse.js';
+import { NOT_CONNECTED, RESTARTING, answerOutcome, outcomeOfJob, queuedData, waitTimeout, type V1Outcome } from './legacy-answer.js';
+
+/** SPEC.md rule 1: v1 send-message and send-media are dispatched before everything else. */
+export const V1_PRIORITY = 9;
+/** Time given to the cancellation that closes a wait without ceilings (inside the 5 s reserve of the wait cap). */
+const CANCEL_GRACE_MS = 2_000;
+
+export interface QueuedDeps {
+  clock: Clock;
+  config: Pick<Config, 'LEGACY_SYNC_TIMEOUT_MS' | 'LEGACY_CALLER_TIMEOUT_MS'>;
+}
+
+/** "Limits are active": a sending ceiling is set. Only then may a v1 wait end in 504. */
+export const limitsActive = (s: Pick<InstanceSettings, 'maxPerHour' | 'maxPer24h'>): boolean => s.maxPerHour !== null || s.maxPer24h !== null;
+
+/** Validity of a synchronous v1 job without ceilings: it expires a second before the wait ends. */
+export const syncTtlSeconds = (waitMs: number): number => Math.max(1, Math.floor(waitMs / 1000) - 1);
+
+/** Why a message was not sent within the wait: the connection (503) or the plan (500). */
+export function notSentInTime(handle: InstanceHandle, settings: InstanceSettings, now: number, waitMs: number): V1Outcome {
+  const view = handle.view();
+  if (view.paused) return { kind: 'not_sent', offline: true, error: `${RESTARTING}; nothing was sent` };
+  if (!view.connected) return { kind: 'not_sent', offline: true, error: `${NOT_CONNECTED}; nothing was sent` };
+  const qh = settings.quietHours;
+  if (qh && (isQuiet(now, qh) || isQuiet(now + waitMs, qh))) {
+    const end = quietEnd(isQuiet(now, qh) ? now : now + waitMs, qh);
+    return { kind: 'not_sent', offline: false, error: `not sent: quiet hours until ${new Date(end).toISOString()}; nothing was sent` };
+  }
+  return {
+    kind: 'not_sent',
+    offline: false,
+    error: `not sent within the synchronous wait of ${Math.round(waitMs / 1000)} s: other messages are ahead in the send queue; nothing was sent`,
+  };
+}
+
+export async function sendThroughQueue(ctx: Context, deps: QueuedDeps, handle: InstanceHandle, worker: QueueWorker, send: V1Send, route: string): Promise<void> {
+  const { clock } = deps;
+  const settings = handle.instance.settings;
+  const waitMs = legacyWaitMs(deps.config);
+  const start = clock.now();
+  const asyncMode = settings.legacyQueueMode === 'async';
+  const ceilings = limitsActive(settings);
+  const shortLived = !asyncMode && !ceilings;
+  const req = toAcceptRequest(
+    { ...send.parsed, priority: V1_PRIORITY, idempotencyKey: null, notBefore: null, ttlSeconds: shortLived ? syncTtlSeconds(waitMs) : null },
+    route,
+  );
+
+  let job: Job;
+  try {
+    ({ job } = await withGatewayDeadline(clock, waitMs, worker.accept(req)));
+  } catch (err) {
+    if (err instanceof ApiError && err.code === 'TTL_UNREACHABLE') {
+      // the planner already knows the slot is outside the job's validity: answer now, nothing was created
+      if (shortLived) return answerOutcome(ctx, send, notSentInTime(handle, settings, clock.now(), waitMs));
+      throw new V1Error(500, 'not sent: the send limits leave no slot before the message would expire; nothing was sent');
+    }
+    throw err;
+  }
+  if (asyncMode) return ok(ctx, queuedData(send, job, clock.now()), 202);
+
+  const whyExpired = () => notSentInTime(handle, settings, clock.now(), waitMs);
+  const done = await worker.waitForTerminal(job.id, Math.max(0, start + waitMs - clock.now()));
+  if (done) return answerOutcome(ctx, send, outcomeOfJob(done, whyExpired));
+  if (ceilings) throw waitTimeout(job, clock.now());
+  return answerOutcome(ctx, send, await closeWait(deps, worker, job, whyExpired));
+}
+
+/** Without ceilings: make sure the job cannot go out after the answer, and say what happened. */
+async function closeWait(deps: QueuedDeps, worker: QueueWorker, job: Job, whyExpired: () => V1Outcome): Promise<V1Outcome> {
+  const inFlight: V1Outcome = {
+    kind: 'unknown',
+    unknownReason: 'the message was being sent when the synchronous wait ended',
+  };
+  try {
+    await withGatewayDeadline(deps.clock, CANCEL_GRACE_MS, worker.cancel(job.id));
+    return whyExpired();
+  } catch (err) {
+    if (!(err instanceof ApiError) || err.code !== 'JOB_NOT_CANCELLABLE') throw err;
+    if (err.data.state === 'sending') return inFlight;
+    // it ended between the wait and the cancellation: read the outcome
+    const ended = await worker.waitForTerminal(job.id, CANCEL_GRACE_MS);
+    return ended ? outcomeOfJob(ended, whyExpired) : inFlight;
+  }
+}
+
+/** The connection rule shared by the queued v1 routes: an ordered restart is waited for, anything else is 503. */
+export function requireConnectedOrRestarting(handle: InstanceHandle): void {
+  const view = handle.view();
+  if (!view.connected && !view.paused) throw new V1Error(503, NOT_CONNECTED);
+}

@@ -1,0 +1,93 @@
+/**
+ * The v1 send routes (SPEC.md "v1 routes (synchronous, frozen)"): POST /api/send-message, /api/send-media and
+ * /api/send-bulk. Their answers are frozen byte for byte: every failure is a V1Error whose body the error
+ * boundary writes verbatim (`{success:false, error}`, the 504 adds `code` and `data`). GET
+ * /api/check-number/:phone lives with the reading routes (reads.ts).
+ *
+ * Which path a send takes depends on the instance's queue mode:
+ * - `pg`: through the persistent queue and wait for the outcome (legacy-queued.ts);
+ * - `disabled` / `memory-degraded`: sent at once by the gateway's directSend (legacy-direct.ts).
+ * The decisions SPEC.md leaves open are written down in docs/api-v1.md.
+ */
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import { StructError } from 'superstruct';
+import { ApiError, V1Error } from '../errors.js';
+import { structMessage } from '../envelope.js';
+import type { Config } from '../../config.js';
+import type { Clock } from '../../clock.js';
+import type { Logger } from '../../log.js';
+import type { InstanceHandle } from '../../actors/handle.js';
+import type { QueueWorker } from '../../queue/worker.js';
+import type { QueueModeOf } from './queue.js';
+import { parseV1Send, type V1Kind } from './legacy-parse.js';
+import { NOT_CONNECTED } from './legacy-answer.js';
+import { requireConnectedOrRestarting, sendThroughQueue } from './legacy-queued.js';
+import { sendDirect, type DirectSend } from './legacy-direct.js';
+import { sendBulk } from './legacy-bulk.js';
+
+export interface LegacyRouteDeps {
+  handleOf(ctx: Context): InstanceHandle;
+  workerOf(instanceId: string): QueueWorker | undefined;
+  modeOf: QueueModeOf;
+  clock: Clock;
+  config: Pick<Config, 'LEGACY_SYNC_TIMEOUT_MS' | 'LEGACY_CALLER_TIMEOUT_MS' | 'QUEUE_MAX_PENDING'>;
+  validateMedia(instanceId: string, payload: Record<string, unknown>): Promise<void>;
+  /** send now, outside the persistent queue: mode 'disabled' (no limits) or 'memory-degraded' (the in-memory gate; may answer 'rate_limited' with a retry time) */
+  directSend: DirectSend;
+  /** where an unexpected error of a v1 route is logged (its answer is the v1 500 `{success:false, error}`) */
+  log?: Logger;
+}
+
+export function legacyRouter(deps: LegacyRouteDeps): Router {
+  const router = new Router({ prefix: '/api' });
+  router.post('/send-message', v1Route(deps, (ctx) => send(ctx, deps, 'text', '/api/send-message')));
+  router.post('/send-media', v1Route(deps, (ctx) => send(ctx, deps, 'media', '/api/send-media')));
+  router.post('/send-bulk', v1Route(deps, async (ctx) => {
+    const handle = deps.handleOf(ctx);
+    await sendBulk(ctx, deps, handle, deps.modeOf(handle.instance), deps.workerOf(handle.id), ownNumber(handle));
+  }));
+  return router;
+}
+
+const ownNumber = (handle: InstanceHandle): string | null => handle.view().phoneNumber ?? handle.instance.phoneNumber;
+
+async function send(ctx: Context, deps: LegacyRouteDeps, kind: V1Kind, route: string): Promise<void> {
+  const handle = deps.handleOf(ctx);
+  const v1 = parseV1Send(kind, ctx.request.body, ownNumber(handle));
+  requireConnectedOrRestarting(handle);
+  if (kind === 'media') await deps.validateMedia(handle.id, v1.parsed.payload);
+  if (deps.modeOf(handle.instance) !== 'pg') return sendDirect(ctx, deps, handle, v1);
+  const worker = deps.workerOf(handle.id);
+  if (!worker) throw new V1Error(503, NOT_CONNECTED);
+  await sendThroughQueue(ctx, deps, handle, worker, v1, route);
+}
+
+/** Every error of a v1 route leaves as a V1Error: v1 has no codes, and most failures collapse into 500. */
+function v1Route(deps: LegacyRouteDeps, handler: (ctx: Context) => Promise<void>) {
+  return async (ctx: Context): Promise<void> => {
+    try {
+      await handler(ctx);
+    } catch (err) {
+      throw toV1Error(err, deps.log, ctx);
+    }
+  };
+}
+
+export function toV1Error(err: unknown, log: Logger | undefined, ctx: Context): V1Error {
+  if (err instanceof V1Error) return err;
+  if (err instanceof ApiError) {
+    switch (err.code) {
+      case 'INSTANCE_OFFLINE':
+      case 'INSTANCE_UNREACHABLE':
+        return new V1Error(503, NOT_CONNECTED);
+      case 'INSTANCE_TIMEOUT':
+        return new V1Error(500, 'no answer in time; the message may have been accepted: do not resend');
+      default:
+        return new V1Error(500, err.message);
+    }
+  }
+  if (err instanceof StructError) return new V1Error(500, structMessage(err));
+  log?.error({ err, method: ctx.method, path: ctx.path }, 'unhandled error in a v1 route');
+  return new V1Error(500, 'internal error');
+}
