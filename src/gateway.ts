@@ -100,7 +100,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
 
   // ---- the network side
   const sandbox = config.SANDBOX === 'off' ? null : await createSandbox({ config, clock, log });
-  const driverFactory = driverFactoryFor({ config, clock, sandbox });
+  const driverFactory = driverFactoryFor({ config, clock, log, sandbox });
 
   const store = new StoreHealth({ pool, clock, log });
 

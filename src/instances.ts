@@ -9,7 +9,7 @@ import type { InstanceAdmin } from './http/routes/admin-instances.js';
 import {
   createInstance, deleteInstance, getInstance, listInstances, rotateKey, updateSettings, type Instance,
 } from './store/instances.js';
-import { affectsPlan, applySettingsPatch, type InstanceSettings, type SettingsPatch } from './queue/settings.js';
+import { affectsPlan, applySettingsPatch, NEW_INSTANCE_DEFAULTS, type InstanceSettings, type SettingsPatch } from './queue/settings.js';
 import { withTransaction } from './store/pool.js';
 
 export class InstanceAdminService implements InstanceAdmin {
@@ -30,6 +30,8 @@ export class InstanceAdminService implements InstanceAdmin {
   }
 
   async create(input: { name: string; driver: 'sandbox' | 'webjs'; settings?: Partial<InstanceSettings> }): Promise<{ instance: Instance; apiKey: string }> {
+    // A partial given at creation must make sense with the defaults it lands on (e.g. minDelayMs ≤ maxDelayMs).
+    if (input.settings) applySettingsPatch(NEW_INSTANCE_DEFAULTS, input.settings);
     const created = await withTransaction(this.deps.pool, (c) => createInstance(c, input));
     this.deps.runtime.add(created.instance);
     return created;
@@ -66,6 +68,10 @@ export class InstanceAdminService implements InstanceAdmin {
 
   async logout(id: string): Promise<boolean> {
     return this.deps.runtime.logout(id);
+  }
+
+  async requestPairingCode(id: string, phoneNumber: string): Promise<boolean> {
+    return this.deps.runtime.requestPairingCode(id, phoneNumber);
   }
 
   describe(instance: Instance): Record<string, unknown> {

@@ -48,6 +48,8 @@ export async function runMain(env: NodeJS.ProcessEnv = process.env): Promise<voi
       },
     );
   };
+  // whatsapp-web.js has internal promises nobody awaits (page re-injection, its own destroy): log, do not die.
+  process.on('unhandledRejection', (reason) => log.error({ err: reason }, 'unhandled rejection'));
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
 }

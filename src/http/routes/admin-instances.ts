@@ -20,6 +20,8 @@ export interface InstanceAdmin {
   rotateKey(id: string): Promise<string | null>;
   restart(id: string, reason: string): Promise<boolean>;
   logout(id: string): Promise<boolean>;
+  /** link by pairing code instead of QR: the code arrives as event `code` (webhook) */
+  requestPairingCode(id: string, phoneNumber: string): Promise<boolean>;
   /** live view: status and the like, merged into the instance record for operators */
   describe(instance: Instance): Record<string, unknown>;
 }
@@ -87,6 +89,13 @@ export function adminInstancesRouter(admin: InstanceAdmin): Router {
     const inst = await load(ctx.params.id ?? '');
     await admin.logout(inst.id);
     ok(ctx, { instanceId: inst.id, loggedOut: true }, 202);
+  });
+  router.post('/:id/pairing-code', async (ctx) => {
+    const inst = await load(ctx.params.id ?? '');
+    const { phoneNumber } = parse(ctx.request.body, object({ phoneNumber: pattern(string(), /^\d{7,15}$/) }));
+    await admin.requestPairingCode(inst.id, phoneNumber);
+    // The code itself is a login secret: it goes to the webhook (event `code`), never into this answer or a log.
+    ok(ctx, { instanceId: inst.id, requested: true, deliveredAs: 'webhook event code' }, 202);
   });
   return router;
 }
