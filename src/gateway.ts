@@ -41,7 +41,7 @@ import { readsRouter } from './http/routes/reads.js';
 import { groupsRouter } from './http/routes/groups.js';
 import { InteractionLimiter } from './http/rate-limit.js';
 import { PresenceManager } from './actors/presence.js';
-//LEGACY
+import { legacyRouter } from './http/routes/legacy.js';
 import { driverFactoryFor } from './drivers/factory.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -90,7 +90,9 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   else if (config.DATABASE_URL) dbConfig = { connectionString: config.DATABASE_URL };
   else {
     embedded = await startEmbeddedPostgres(config.DATA_DIR);
-    dbConfig = { ...embedded.connection, max: 8 };
+    // One connection: PGlite runs one query at a time and its socket server mixes up interleaved
+    // extended-protocol messages of concurrent connections ("portal does not exist").
+    dbConfig = { ...embedded.connection, max: 1 };
   }
   const pool = createPool(dbConfig);
   await migrate(pool);
@@ -169,7 +171,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     statusRouter({ pool, clock, handleOf, workerOf, modeOf }),
     queueRouter({ pool, clock, handleOf, workerOf, modeOf, degradedSince: () => store.since }),
     sendRouter({ handleOf, workerOf, modeOf, clock, validateMedia: media.validateAtAcceptance }),
-    //legacyRouter({ handleOf, workerOf, modeOf, clock, config, validateMedia: media.validateAtAcceptance }),
+    legacyRouter({ handleOf, workerOf, modeOf, clock, config, log, validateMedia: media.validateAtAcceptance, directSend: (h, job) => rt.directSend(h.id, job) }),
     groupsRouter(networkDeps),
     interactionsRouter(networkDeps),
     readsRouter(networkDeps),

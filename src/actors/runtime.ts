@@ -4,10 +4,11 @@
  * sender. Routes reach an instance through `handle(id)` (src/actors/handle.ts).
  */
 import { createActor, fromCallback, type Actor, type AnyActorRef, type InspectionEvent } from 'xstate';
+import QRCode from 'qrcode';
 import { supervisorMachine, childIds } from '../../machines/supervisor.machine.js';
 import {
   instanceMachine, instanceStatus, isPaused, currentQr, healthCounts, summarize, type InstanceSnapshot,
-  type NotifyParams, type TraceParams, type HealthCounts,
+  type NotifyParams, type TraceParams, type HealthCounts, type InstanceInput,
 } from '../../machines/instance.machine.js';
 import { createSessionLogic, type SessionRuntime } from './session.js';
 import { createWebhookSenders, type WebhookSenders } from './webhook-sender.js';
@@ -46,6 +47,18 @@ export interface RuntimeDeps {
   store: StoreHealth;
 }
 
+type InstanceLogic = ReturnType<typeof instanceMachine.provide>;
+
+/**
+ * The supervisor spawns an instance actor with `{instanceId}` only; the gateway's policy (ORDERED_RESTART_HARD_MS,
+ * a test's shorter backoff) joins that input here, the instance's own fields winning.
+ */
+function withInput(logic: InstanceLogic, policy: Partial<InstanceInput>): InstanceLogic {
+  const wrapped = Object.create(logic) as InstanceLogic;
+  wrapped.getInitialSnapshot = (scope, input) => logic.getInitialSnapshot(scope, { ...policy, ...input } as InstanceInput);
+  return wrapped;
+}
+
 interface Entry {
   instance: Instance;
   worker: QueueWorker;
@@ -77,16 +90,19 @@ export class Runtime {
         if (entry) deps.onNetworkEvent(entry.instance, name, args);
       },
       onError: (err, where) => deps.log.warn({ err, where }, 'session fault'),
+      // whatsapp-web.js emits the raw QR string; the sandbox emits it already rendered as a PNG data URL,
+      // which does not fit into another QR code.
+      renderQr: (qr) => (qr.startsWith('data:image/png;base64,') ? Promise.resolve(qr) : QRCode.toDataURL(qr, { errorCorrectionLevel: 'M', margin: 2 })),
     });
     this.webhooks = createWebhookSenders({ db: deps.pool, clock: deps.clock, log: deps.log, allowPrivate: deps.webhookAllowPrivate });
 
-    const instanceLogic = instanceMachine.provide({
+    const instanceLogic = withInput(instanceMachine.provide({
       actors: { session: this.sessions.logic },
       actions: {
         notify: ({ context }, params: NotifyParams) => this.onNotify(context.instanceId, params),
         trace: ({ context }, params: TraceParams) => deps.log.info({ instanceId: context.instanceId, ...params }, `instance ${params.kind}`),
       },
-    });
+    }), { orderedRestartHardMs: deps.orderedRestartHardMs, ...(deps.instancePolicy as Partial<InstanceInput> | undefined) });
     const queueLogic = fromCallback<{ type: string }, { instanceId: string }>(({ input }) => {
       const entry = entries.get(input.instanceId);
       void entry?.worker.start().catch((err: unknown) => deps.log.error({ err, instanceId: input.instanceId }, 'queue failed to start'));

@@ -164,10 +164,14 @@ export class Planner {
     return first ? (this.jobs.get(first)?.scheduledAt ?? null) : null;
   }
 
-  /** When the worker must look again: the next slot, the next expiry, or a re-plan after the attempt cap. */
-  nextWake(): number | null {
-    let t = this.nextAt() ?? Number.POSITIVE_INFINITY;
-    for (const j of this.jobs.values()) if (j.expiresAt < t) t = j.expiresAt;
+  /**
+   * When the worker must look again: the next slot, the next expiry, or a re-plan after the attempt cap.
+   * Without `includeSlots` (the session cannot send) only expiries and re-plans matter.
+   */
+  nextWake(includeSlots = true): number | null {
+    let t = (includeSlots ? this.nextAt() : null) ?? Number.POSITIVE_INFINITY;
+    // a job may still go out at exactly its expiresAt (the planner allows that slot): it expires after it
+    for (const j of this.jobs.values()) if (j.expiresAt + 1 < t) t = j.expiresAt + 1;
     if (this.retryAt !== null && this.retryAt < t) t = this.retryAt;
     return Number.isFinite(t) ? t : null;
   }
@@ -175,7 +179,7 @@ export class Planner {
   /** Waiting jobs whose validity ended before they could go. */
   expiredAt(now: number): string[] {
     const out: string[] = [];
-    for (const j of this.jobs.values()) if (j.expiresAt <= now) out.push(j.id);
+    for (const j of this.jobs.values()) if (j.expiresAt < now) out.push(j.id);
     return out;
   }
 

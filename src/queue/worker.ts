@@ -92,7 +92,7 @@ export interface DirectSend {
   chatId: string;
   payload: Record<string, unknown>;
 }
-export type DirectOutcome = DispatchOutcome | { kind: 'rate_limited'; retryAt: number | null };
+export type DirectOutcome = DispatchOutcome | { kind: 'rate_limited'; retryAt: number };
 
 export class QueueWorker {
   private readonly serial = new Serial();
@@ -302,7 +302,7 @@ export class QueueWorker {
   // ---------------------------------------------------------------- cancel, replan, settings
 
   /** DELETE /api/v2/messages/:jobId: only before sending starts. */
-  cancel(jobId: string): Promise<Job> {
+  cancel(jobId: string, reason = 'cancelled by the caller'): Promise<Job> {
     return this.serial.run(async () => {
       const job = await getJob(this.deps.pool, this.deps.instanceId, jobId);
       if (!job) throw new ApiError(404, 'JOB_NOT_FOUND', 'no such job', { jobId });
@@ -311,7 +311,7 @@ export class QueueWorker {
         throw new ApiError(409, 'JOB_NOT_CANCELLABLE', `a job in state ${job.state} cannot be cancelled`, { jobId, state: job.state });
       }
       const now = this.deps.clock.now();
-      const moved = await this.move(job, { type: 'CANCEL' }, { terminalAt: now }, { reason: 'cancelled by the caller' });
+      const moved = await this.move(job, { type: 'CANCEL' }, { terminalAt: now }, { reason });
       if (!moved) {
         const current = await getJob(this.deps.pool, this.deps.instanceId, jobId);
         throw new ApiError(409, 'JOB_NOT_CANCELLABLE', `a job in state ${current?.state ?? 'unknown'} cannot be cancelled`, { jobId, state: current?.state });
@@ -396,9 +396,13 @@ export class QueueWorker {
       set.add(done);
       this.waiters.set(jobId, set);
       // it may have finished before we started waiting
-      void getJob(this.deps.pool, this.deps.instanceId, jobId).then((job) => {
-        if (job && TERMINAL.has(job.state)) this.notifyTerminal(job);
-      });
+      void getJob(this.deps.pool, this.deps.instanceId, jobId).then(
+        (job) => {
+          if (job && TERMINAL.has(job.state)) this.notifyTerminal(job);
+        },
+        // the store is unreachable: the waiter still ends by its timeout or by the job's next transition
+        (err: unknown) => this.deps.log.warn({ err, jobId }, 'job lookup for a waiter failed'),
+      );
     });
   }
 
@@ -429,7 +433,9 @@ export class QueueWorker {
   /** Set the timer to the next due slot or expiry. */
   arm(): void {
     if (this.stopped || !this.started) return;
-    const next = this.planner.nextWake();
+    // While the session cannot send, due slots are no reason to wake (resume() re-arms on `ready`);
+    // expiries still are.
+    const next = this.planner.nextWake(this.deps.dispatcher.connected());
     if (next === null) return this.disarm();
     if (this.timer !== null && this.timerAt <= next) return;
     this.disarm();
@@ -537,7 +543,8 @@ export class QueueWorker {
         if (this.degraded) this.memoryDispatches.push(at);
         return check;
       });
-      if (!gate.ok) return { kind: 'rate_limited', retryAt: 'nextAt' in gate && typeof gate.nextAt === 'number' ? gate.nextAt : null };
+      // no instant within the planner's 200 attempts (e.g. a limit of 0): not before a day has passed
+      if (!gate.ok) return { kind: 'rate_limited', retryAt: 'nextAt' in gate && typeof gate.nextAt === 'number' ? gate.nextAt : at + 86_400_000 };
     }
     const pseudo: Job = {
       id: 'direct', seq: 0, instanceId: this.deps.instanceId, state: 'sending', kind: req.kind, originRoute: 'direct',

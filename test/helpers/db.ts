@@ -50,7 +50,7 @@ export async function createTestDb(label = 'test', opts: { migrate?: boolean } =
   }
   const dir = await mkdtemp(path.join(os.tmpdir(), 'mgw-testdb-'));
   const embedded = await startEmbeddedPostgres(dir);
-  const config: PoolConfig = { ...embedded.connection, max: 4 };
+  const config: PoolConfig = { ...embedded.connection, max: 1 };
   const pool = createPool(config);
   if (opts.migrate !== false) await migrate(pool);
   return {

@@ -1,0 +1,171 @@
+/**
+ * Webhook configuration: one receiver per instance (table `webhooks`). The input schema, the repository,
+ * and the small subscription cache that lets `enqueueEvent` skip a round trip for instances that receive
+ * nothing.
+ *
+ * Cache rule (correctness over speed): the cache only ever answers "not subscribed, write nothing". A
+ * "subscribed" answer still goes through a conditional INSERT that re-reads `webhooks` in the caller's
+ * transaction, so a webhook removed or narrowed (on any node) takes effect at once. Entries expire after
+ * CACHE_TTL_MS so that a webhook added on another node is picked up; on this node `putWebhook` /
+ * `deleteWebhook` invalidate explicitly.
+ */
+import { array, boolean, define, object, optional, refine, size, string, type Infer } from 'superstruct';
+import type { Queryable } from '../store/pool.js';
+import { registerSecret } from '../log.js';
+import { DEFAULT_SUBSCRIPTION, isEventName, type Subscription } from './events.js';
+
+export const SECRET_MIN_LENGTH = 16;
+
+const subscriptionName = define<Subscription>('event name', (v) => typeof v === 'string' && (v === '*' || isEventName(v)));
+
+const httpUrl = refine(size(string(), 1, 2048), 'http(s) URL', (v) => {
+  try {
+    const u = new URL(v);
+    return u.protocol === 'http:' || u.protocol === 'https:' || 'must be an http:// or https:// URL';
+  } catch {
+    return 'must be an absolute http:// or https:// URL';
+  }
+});
+
+/** Body of `PUT /admin/v1/instances/:id/webhook`. */
+export const WebhookInput = object({
+  url: httpUrl,
+  secret: size(string(), SECRET_MIN_LENGTH, 512),
+  events: optional(size(array(subscriptionName), 1, 100)),
+  allowPrivate: optional(boolean()),
+  enabled: optional(boolean()),
+});
+export type WebhookInput = Infer<typeof WebhookInput>;
+
+/** A stored webhook, secret included: only the sender and signing code may see this. */
+export interface WebhookConfig {
+  instanceId: string;
+  url: string;
+  secret: string;
+  events: string[];
+  allowPrivate: boolean;
+  enabled: boolean;
+  updatedAt: Date;
+}
+
+/** What the operator API shows: never the secret, and a URL password masked. */
+export interface WebhookView {
+  url: string;
+  events: string[];
+  allowPrivate: boolean;
+  enabled: boolean;
+}
+
+export function toView(c: WebhookConfig): WebhookView {
+  return { url: maskUrlPassword(c.url), events: c.events, allowPrivate: c.allowPrivate, enabled: c.enabled };
+}
+
+/** `https://user:pw@host/x` → `https://user:***@host/x`: a URL may carry credentials of the receiver. */
+export function maskUrlPassword(url: string): string {
+  try {
+    const u = new URL(url);
+    if (!u.password) return url;
+    u.password = '***';
+    return u.toString();
+  } catch {
+    return url;
+  }
+}
+
+interface WebhookRow {
+  instance_id: string;
+  url: string;
+  secret: string;
+  events: string[];
+  allow_private: boolean;
+  enabled: boolean;
+  updated_at: Date;
+}
+
+const fromRow = (r: WebhookRow): WebhookConfig => {
+  registerSecret(r.secret);
+  return {
+    instanceId: r.instance_id,
+    url: r.url,
+    secret: r.secret,
+    events: r.events,
+    allowPrivate: r.allow_private,
+    enabled: r.enabled,
+    updatedAt: r.updated_at,
+  };
+};
+
+export async function getWebhook(q: Queryable, instanceId: string): Promise<WebhookConfig | null> {
+  const { rows } = await q.query<WebhookRow>(
+    `SELECT instance_id, url, secret, events, allow_private, enabled, updated_at FROM webhooks WHERE instance_id = $1`,
+    [instanceId],
+  );
+  return rows[0] ? fromRow(rows[0]) : null;
+}
+
+/** Create or replace the instance's webhook (validated input). Events default to DEFAULT_SUBSCRIPTION. */
+export async function putWebhook(q: Queryable, instanceId: string, input: WebhookInput): Promise<WebhookConfig> {
+  const { rows } = await q.query<WebhookRow>(
+    `INSERT INTO webhooks (instance_id, url, secret, events, allow_private, enabled, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, now())
+     ON CONFLICT (instance_id) DO UPDATE SET url = EXCLUDED.url, secret = EXCLUDED.secret, events = EXCLUDED.events,
+       allow_private = EXCLUDED.allow_private, enabled = EXCLUDED.enabled, updated_at = now()
+     RETURNING instance_id, url, secret, events, allow_private, enabled, updated_at`,
+    [
+      instanceId,
+      input.url,
+      input.secret,
+      input.events ? [...new Set(input.events)] : [...DEFAULT_SUBSCRIPTION],
+      input.allowPrivate ?? false,
+      input.enabled ?? true,
+    ],
+  );
+  invalidateWebhookConfig(instanceId);
+  const row = rows[0];
+  if (!row) throw new Error('webhook upsert returned no row');
+  return fromRow(row);
+}
+
+/** Remove the webhook. Pending deliveries are then failed by the sender ("webhook removed"). */
+export async function deleteWebhook(q: Queryable, instanceId: string): Promise<boolean> {
+  const { rowCount } = await q.query('DELETE FROM webhooks WHERE instance_id = $1', [instanceId]);
+  invalidateWebhookConfig(instanceId);
+  return (rowCount ?? 0) > 0;
+}
+
+// ---- subscription cache ---------------------------------------------------------------------------------
+
+export const CACHE_TTL_MS = 2_000;
+const CACHE_MAX = 10_000;
+
+interface CacheEntry {
+  /** subscribed events of an enabled webhook; null: no webhook or disabled */
+  events: readonly string[] | null;
+  loadedAt: number;
+}
+const cache = new Map<string, CacheEntry>();
+
+/** Forget what is cached for one instance (after any change to its webhook), or for all. */
+export function invalidateWebhookConfig(instanceId?: string): void {
+  if (instanceId === undefined) cache.clear();
+  else cache.delete(instanceId);
+}
+
+/**
+ * Subscribed events of the instance's enabled webhook, or null. Served from the cache when fresh;
+ * `now` is real time (Date.now()), not the simulated clock: the TTL bounds staleness across nodes.
+ */
+export async function subscribedEvents(q: Queryable, instanceId: string, now = Date.now()): Promise<readonly string[] | null> {
+  const hit = cache.get(instanceId);
+  if (hit && now - hit.loadedAt < CACHE_TTL_MS) return hit.events;
+  const { rows } = await q.query<{ events: string[]; enabled: boolean }>(
+    'SELECT events, enabled FROM webhooks WHERE instance_id = $1',
+    [instanceId],
+  );
+  const row = rows[0];
+  const events = row && row.enabled ? row.events : null;
+  const oldest = cache.size >= CACHE_MAX ? cache.keys().next().value : undefined;
+  if (oldest !== undefined) cache.delete(oldest);
+  cache.set(instanceId, { events, loadedAt: now });
+  return events;
+}

@@ -1,0 +1,241 @@
+/**
+ * The webhook sender of one instance: delivers its pending outbox rows in order to its one receiver.
+ *
+ * Why a plain class driven by the Clock (wrapped in a `fromCallback` actor by src/actors/webhook-sender.ts)
+ * rather than a statechart: its only states are "draining" and "waiting for a wake-up", and the waiting is a
+ * single timer; the ordering, retry and persistence rules read better as one loop than as transitions.
+ *
+ * Rules:
+ * - Order: rows go out by outbox id; row n+1 is not sent before row n is delivered or finally failed, so a
+ *   row waiting for its retry holds the rows behind it.
+ * - Attempts: a 2xx is success; anything else (status, network error, SSRF refusal, 10 s timeout) is a failed
+ *   attempt. After attempt k of max_attempts the row waits BACKOFF_MS[k-1] (on the Clock) and next_attempt_at
+ *   is persisted, so a new sender after a restart resumes where this one stopped.
+ * - Persistence is batched: results of a batch are written in one statement (see pending.ts) before the next
+ *   batch is read, before any wait, and before `stop()` returns. A crash between a receipt and that write
+ *   can repeat at most that batch: delivery is at least once, receivers deduplicate by X-Event-Id.
+ * - Wake-ups: `notify()` (after a commit that enqueued), the retry timer, and a poll every `pollMs` as the
+ *   fallback that keeps it correct when nobody notifies (events written by another node, lost hints).
+ */
+import { performance } from 'node:perf_hooks';
+import type { Clock, TimerHandle } from '../clock.js';
+import type { Queryable } from '../store/pool.js';
+import type { Logger } from '../log.js';
+import { signBody } from './sign.js';
+import { ENVELOPE_VERSION } from './outbox.js';
+import { failOrphaned, fetchPending, recordResults, type AttemptResult, type PendingRow, type Receiver } from './pending.js';
+import type { WebhookTransport } from './transport.js';
+
+export const DELIVERY_TIMEOUT_MS = 10_000;
+/** Wait before attempt 2 and attempt 3. */
+export const BACKOFF_MS: readonly number[] = [1_000, 5_000];
+export const DEFAULT_POLL_MS = 2_000;
+export const DEFAULT_BATCH_SIZE = 100;
+
+export interface WebhookSenderOptions {
+  instanceId: string;
+  db: Queryable;
+  clock: Clock;
+  transport: WebhookTransport;
+  log?: Logger;
+  timeoutMs?: number;
+  backoffMs?: readonly number[];
+  /** fallback poll; null when an outside poller notifies (src/actors/webhook-sender.ts polls for all) */
+  pollMs?: number | null;
+  batchSize?: number;
+}
+
+export interface SenderStats {
+  attempts: number;
+  delivered: number;
+  failed: number;
+}
+
+/** The first `"timestamp":` of an envelope is the envelope's own: `data` comes after it (outbox.ts). */
+const TIMESTAMP = /"timestamp":(\d+)/;
+
+/** The seven headers of SPEC.md "Request headers", plus Content-Type, for one attempt signed at `signedAt`. */
+export function deliveryHeaders(row: Pick<PendingRow, 'eventId' | 'event'>, instanceId: string, body: Buffer, secret: string, signedAt: number): Record<string, string> {
+  const eventTs = TIMESTAMP.exec(body.toString('utf8', 0, Math.min(body.length, 256)))?.[1] ?? String(signedAt);
+  return {
+    'Content-Type': 'application/json',
+    'User-Agent': 'messaging-gateway-webhooks',
+    'X-Instance-ID': instanceId,
+    'X-Event-Type': row.event,
+    'X-Event-Id': row.eventId,
+    'X-Event-Version': String(ENVELOPE_VERSION),
+    'X-Webhook-Timestamp': eventTs,
+    ...signBody(secret, body, signedAt),
+  };
+}
+
+/** Error text for the attempt log: no URL (it may carry credentials), no secret, bounded. */
+export function attemptErrorText(err: unknown, cfg: Pick<Receiver, 'url' | 'secret'>): string {
+  const e = err instanceof Error ? err : new Error(String(err));
+  const code = (e as NodeJS.ErrnoException).code;
+  // errno-style codes (ECONNREFUSED, ETIMEDOUT) help the operator; API error codes would only add noise
+  let text = code && /^E[A-Z0-9]+$/.test(code) && !e.message.includes(code) ? `${code}: ${e.message}` : e.message;
+  for (const s of [cfg.secret, cfg.url]) if (s && text.includes(s)) text = text.split(s).join('[redacted]');
+  return text.slice(0, 300);
+}
+
+export class WebhookSender {
+  readonly instanceId: string;
+  private readonly o: Required<Omit<WebhookSenderOptions, 'log'>> & { log: Logger | undefined };
+  private running: Promise<void> | null = null;
+  private wakeRequested = false;
+  private stopping = false;
+  private timer: TimerHandle | null = null;
+  private unflushed: AttemptResult[] = [];
+  readonly stats: SenderStats = { attempts: 0, delivered: 0, failed: 0 };
+
+  constructor(opts: WebhookSenderOptions) {
+    this.instanceId = opts.instanceId;
+    this.o = {
+      timeoutMs: DELIVERY_TIMEOUT_MS,
+      backoffMs: BACKOFF_MS,
+      pollMs: DEFAULT_POLL_MS,
+      batchSize: DEFAULT_BATCH_SIZE,
+      ...opts,
+      log: opts.log,
+    };
+  }
+
+  /** Begin: deliver whatever is pending now (a restart resumes here), then wait for wake-ups. */
+  start(): void {
+    this.notify();
+  }
+
+  /** Something was enqueued (or may have been): drain soon. Cheap and idempotent. */
+  notify(): void {
+    if (this.stopping) return;
+    this.wakeRequested = true;
+    if (!this.running) this.running = this.loop().finally(() => (this.running = null));
+  }
+
+  /** Stop: no new attempts; the one in flight finishes (≤ timeout) and every result is persisted. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.clearTimer();
+    await this.running;
+    await this.flush().catch((err: unknown) => this.o.log?.warn({ err, instanceId: this.instanceId }, 'webhook results not persisted at stop'));
+  }
+
+  /** Resolves when the sender has nothing in progress (tests, benchmarks). */
+  async idle(): Promise<void> {
+    while (this.running) await this.running;
+  }
+
+  private async loop(): Promise<void> {
+    while (this.wakeRequested && !this.stopping) {
+      this.wakeRequested = false;
+      let dueAt: number | null = null;
+      try {
+        dueAt = await this.drain();
+      } catch (err) {
+        // The store is unreachable or a query failed: results stay in memory, the poll tries again.
+        this.o.log?.warn({ err, instanceId: this.instanceId }, 'webhook drain failed');
+      }
+      this.schedule(dueAt);
+    }
+  }
+
+  /** One pass. Returns when the head row is next due, or null when there is nothing to wait for. */
+  private async drain(): Promise<number | null> {
+    await this.flush();
+    for (;;) {
+      const { rows, receiver: cfg } = await fetchPending(this.o.db, this.instanceId, this.o.batchSize);
+      if (rows.length === 0) return null;
+      if (!cfg) {
+        const n = await failOrphaned(this.o.db, this.instanceId, this.o.clock.now());
+        this.stats.failed += n;
+        return null;
+      }
+      for (const row of rows) {
+        if (this.stopping) return null;
+        if (row.nextAttemptAt > this.o.clock.now()) {
+          await this.flush();
+          return row.nextAttemptAt;
+        }
+        const result = await this.attempt(row, cfg);
+        this.unflushed.push(result);
+        if (result.state === 'pending') {
+          await this.flush();
+          return result.nextAttemptAt;
+        }
+      }
+      await this.flush();
+      if (rows.length < this.o.batchSize) return null;
+    }
+  }
+
+  private async attempt(row: PendingRow, cfg: Receiver): Promise<AttemptResult> {
+    const { clock, log } = this.o;
+    const attempt = row.attempts + 1;
+    const at = clock.now();
+    const t0 = performance.now();
+    let status: number | null = null;
+    let error: string | null = null;
+    try {
+      const body = Buffer.from(row.body, 'utf8');
+      const res = await this.o.transport.post({
+        url: cfg.url,
+        body,
+        headers: deliveryHeaders(row, this.instanceId, body, cfg.secret, at),
+        allowPrivate: cfg.allowPrivate,
+        timeoutMs: this.o.timeoutMs,
+        clock,
+      });
+      status = res.status;
+      if (status < 200 || status > 299) error = `HTTP ${status}`;
+    } catch (err) {
+      error = attemptErrorText(err, cfg);
+    }
+    const finishedAt = clock.now();
+    const durationMs = Math.round(performance.now() - t0);
+    this.stats.attempts++;
+    const base = { outboxId: row.id, attempt, at, finishedAt, status, error, durationMs };
+    if (error === null) {
+      this.stats.delivered++;
+      return { ...base, state: 'delivered', nextAttemptAt: null };
+    }
+    const final = attempt >= row.maxAttempts;
+    // The body is not logged: `qr` and `code` events carry login secrets.
+    log?.warn(
+      { instanceId: this.instanceId, eventId: row.eventId, event: row.event, attempt, maxAttempts: row.maxAttempts, status, error },
+      final ? 'webhook delivery failed' : 'webhook attempt failed, will retry',
+    );
+    if (final) {
+      this.stats.failed++;
+      return { ...base, state: 'failed', nextAttemptAt: null };
+    }
+    const backoff = this.o.backoffMs;
+    const wait = backoff[Math.min(attempt - 1, backoff.length - 1)] ?? 0;
+    return { ...base, state: 'pending', nextAttemptAt: finishedAt + wait };
+  }
+
+  private async flush(): Promise<void> {
+    if (this.unflushed.length === 0) return;
+    const batch = this.unflushed;
+    await recordResults(this.o.db, batch);
+    // Only now: if the write failed, the results stay and are written before anything is re-read.
+    this.unflushed = this.unflushed.slice(batch.length);
+  }
+
+  private clearTimer(): void {
+    if (this.timer !== null) this.o.clock.clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  /** One timer: the head row's due time or the poll, whichever comes first (none when neither applies). */
+  private schedule(dueAt: number | null): void {
+    this.clearTimer();
+    if (this.stopping) return;
+    const wait = Math.max(0, Math.min(dueAt === null ? Infinity : dueAt - this.o.clock.now(), this.o.pollMs ?? Infinity));
+    if (wait === Infinity) return;
+    this.timer = this.o.clock.setTimeout(() => {
+      this.timer = null;
+      this.notify();
+    }, wait);
+  }
+}

@@ -1,0 +1,132 @@
+/**
+ * The delivery log the operator reads (`GET /admin/v1/instances/:id/webhook/deliveries`): outbox rows,
+ * newest first, each with its attempts. Neither the secret nor the body appears here: the body of `qr` and
+ * `code` events carries login secrets, and the receiver already has it.
+ */
+import type { Queryable } from '../store/pool.js';
+
+export const DELIVERY_STATES = ['pending', 'delivered', 'failed'] as const;
+export type DeliveryState = (typeof DELIVERY_STATES)[number];
+
+export interface AttemptView {
+  attempt: number;
+  at: string;
+  status: number | null;
+  error: string | null;
+  durationMs: number;
+}
+
+export interface DeliveryView {
+  eventId: string;
+  event: string;
+  state: DeliveryState;
+  attempts: number;
+  maxAttempts: number;
+  lastStatus: number | null;
+  lastError: string | null;
+  createdAt: string;
+  deliveredAt: string | null;
+  /** when the next attempt is due; null unless pending */
+  nextAttemptAt: string | null;
+  attemptLog: AttemptView[];
+}
+
+export interface DeliveryPage {
+  items: DeliveryView[];
+  nextCursor: string | null;
+}
+
+export interface ListDeliveriesOptions {
+  limit: number;
+  cursor?: string | null;
+  state?: DeliveryState | null;
+}
+
+/** The cursor is the outbox id of the last item, opaque to callers. */
+export const encodeCursor = (id: number): string => Buffer.from(`o${id}`).toString('base64url');
+export function decodeCursor(cursor: string): number | null {
+  const m = /^o(\d{1,15})$/.exec(Buffer.from(cursor, 'base64url').toString());
+  return m ? Number(m[1]) : null;
+}
+
+interface OutboxRow {
+  id: number;
+  event_id: string;
+  event: string;
+  state: DeliveryState;
+  attempts: number;
+  max_attempts: number;
+  last_status: number | null;
+  last_error: string | null;
+  created_at: Date;
+  delivered_at: Date | null;
+  next_attempt_at: Date;
+}
+
+interface AttemptRow {
+  outbox_id: number;
+  attempt: number;
+  at: Date;
+  status: number | null;
+  error: string | null;
+  duration_ms: number;
+}
+
+/** One page of deliveries. An invalid cursor is the caller's to reject (see decodeCursor). */
+export async function listDeliveries(q: Queryable, instanceId: string, opts: ListDeliveriesOptions): Promise<DeliveryPage> {
+  const before = opts.cursor ? decodeCursor(opts.cursor) : null;
+  const { rows } = await q.query<OutboxRow>(
+    `SELECT id, event_id, event, state, attempts, max_attempts, last_status, last_error, created_at, delivered_at, next_attempt_at
+       FROM outbox
+      WHERE instance_id = $1 AND ($2::bigint IS NULL OR id < $2) AND ($3::text IS NULL OR state = $3)
+      ORDER BY id DESC
+      LIMIT $4`,
+    [instanceId, before, opts.state ?? null, opts.limit + 1],
+  );
+  const page = rows.slice(0, opts.limit);
+  const attempts = page.length
+    ? (
+        await q.query<AttemptRow>(
+          `SELECT outbox_id, attempt, at, status, error, duration_ms FROM webhook_attempts
+            WHERE outbox_id = ANY ($1::bigint[]) ORDER BY outbox_id, attempt, id`,
+          [page.map((r) => r.id)],
+        )
+      ).rows
+    : [];
+  const byOutbox = new Map<number, AttemptView[]>();
+  for (const a of attempts) {
+    const list = byOutbox.get(a.outbox_id) ?? [];
+    list.push({ attempt: a.attempt, at: a.at.toISOString(), status: a.status, error: a.error, durationMs: a.duration_ms });
+    byOutbox.set(a.outbox_id, list);
+  }
+  const last = page[page.length - 1];
+  return {
+    items: page.map((r) => ({
+      eventId: r.event_id,
+      event: r.event,
+      state: r.state,
+      attempts: r.attempts,
+      maxAttempts: r.max_attempts,
+      lastStatus: r.last_status,
+      lastError: r.last_error,
+      createdAt: r.created_at.toISOString(),
+      deliveredAt: r.delivered_at ? r.delivered_at.toISOString() : null,
+      nextAttemptAt: r.state === 'pending' ? r.next_attempt_at.toISOString() : null,
+      attemptLog: byOutbox.get(r.id) ?? [],
+    })),
+    nextCursor: rows.length > opts.limit && last ? encodeCursor(last.id) : null,
+  };
+}
+
+/**
+ * Retention: delete finished deliveries (delivered or failed) created before `before`, at most `batch`
+ * rows a call so a large backlog does not hold one long transaction. Returns the number deleted.
+ */
+export async function pruneDeliveries(q: Queryable, before: Date, batch = 5_000): Promise<number> {
+  const { rowCount } = await q.query(
+    `DELETE FROM outbox WHERE id IN (
+       SELECT id FROM outbox WHERE state <> 'pending' AND created_at < $1 ORDER BY id LIMIT $2)`,
+    [before, batch],
+  );
+  return rowCount ?? 0;
+}

@@ -1,0 +1,95 @@
+/**
+ * The outbox: every event is first written here, in the caller's transaction, so that a state change and
+ * the event it causes commit (or roll back) together; the instance's webhook sender delivers it afterwards.
+ *
+ * Opt-in (SPEC.md "Events"): a row is written only when the instance has an enabled webhook subscribed to
+ * the event. The subscription test is part of the INSERT itself (INSERT ... SELECT FROM webhooks), so the
+ * answer is the one of the caller's transaction, whatever the cache says; the cache only saves the round
+ * trip for instances that receive nothing.
+ *
+ * After the caller's COMMIT, wake the sender (`notify`); its poll is the fallback when nobody does.
+ */
+import type { Queryable } from '../store/pool.js';
+import { newEventId } from '../ids.js';
+import { isSubscribed, maxAttemptsFor, type EventName, type EventOf } from './events.js';
+import { subscribedEvents } from './config.js';
+
+export const ENVELOPE_VERSION = 2;
+
+/**
+ * The exact JSON text that is stored, signed and sent. Field order is part of the contract (SPEC.md
+ * "Versioning" 4): `v` and `eventId` are additive, `event`, `instanceId`, `timestamp`, `data` keep their v1
+ * order.
+ */
+export function envelopeBody(eventId: string, event: EventName, instanceId: string, timestamp: number, data: unknown): string {
+  return JSON.stringify({ v: ENVELOPE_VERSION, eventId, event, instanceId, timestamp, data });
+}
+
+export type EnqueueInput = EventOf & {
+  instanceId: string;
+  /** event time, unix ms, from the runtime's Clock: becomes `timestamp` and `X-Webhook-Timestamp` */
+  now: number;
+};
+
+// `= ANY(events)` on a text[] column: the subscription test of events.ts `isSubscribed`, in SQL.
+const SUBSCRIBED = `w.instance_id = $2 AND w.enabled AND ($3::text = ANY (w.events) OR '*' = ANY (w.events))`;
+
+/** Write one event to the outbox if the instance's webhook wants it. Null: nothing written. */
+export async function enqueueEvent(q: Queryable, input: EnqueueInput): Promise<{ eventId: string } | null> {
+  const { instanceId, event, data, now } = input;
+  const events = await subscribedEvents(q, instanceId);
+  if (!events || !isSubscribed(events, event)) return null;
+  const eventId = newEventId();
+  const at = new Date(Math.trunc(now));
+  const { rowCount } = await q.query(
+    `INSERT INTO outbox (event_id, instance_id, event, body, created_at, max_attempts, next_attempt_at)
+     SELECT $1, $2, $3, $4, $5, $6, $5 FROM webhooks w WHERE ${SUBSCRIBED}`,
+    [eventId, instanceId, event, envelopeBody(eventId, event, instanceId, at.getTime(), data), at, maxAttemptsFor(event)],
+  );
+  return rowCount ? { eventId } : null;
+}
+
+/**
+ * Several events of one instance in one statement, in the given order (e.g. the `message.queued` events of
+ * a batch of acceptances). Returns, per input, its eventId or null when the webhook does not want it.
+ */
+export async function enqueueEvents(
+  q: Queryable,
+  instanceId: string,
+  items: readonly EventOf[],
+  now: number,
+): Promise<({ eventId: string } | null)[]> {
+  const events = await subscribedEvents(q, instanceId);
+  const wanted = items.map((it) => events !== null && isSubscribed(events, it.event));
+  if (!wanted.some(Boolean)) return items.map(() => null);
+  const at = new Date(Math.trunc(now));
+  const ids: string[] = [];
+  const names: string[] = [];
+  const bodies: string[] = [];
+  const attempts: number[] = [];
+  items.forEach((it, i) => {
+    if (!wanted[i]) return;
+    const eventId = newEventId();
+    ids.push(eventId);
+    names.push(it.event);
+    bodies.push(envelopeBody(eventId, it.event, instanceId, at.getTime(), it.data));
+    attempts.push(maxAttemptsFor(it.event));
+  });
+  // WITH ORDINALITY + ORDER BY: the bigserial ids follow the input order, which is the delivery order.
+  const { rows } = await q.query<{ event_id: string }>(
+    `INSERT INTO outbox (event_id, instance_id, event, body, created_at, max_attempts, next_attempt_at)
+     SELECT e.event_id, $1, e.event, e.body, $2, e.max_attempts, $2
+       FROM unnest($3::text[], $4::text[], $5::text[], $6::int[]) WITH ORDINALITY AS e(event_id, event, body, max_attempts, n)
+       JOIN webhooks w ON w.instance_id = $1 AND w.enabled AND (e.event = ANY (w.events) OR '*' = ANY (w.events))
+      ORDER BY e.n
+     RETURNING event_id`,
+    [instanceId, at, ids, names, bodies, attempts],
+  );
+  const written = new Set(rows.map((r) => r.event_id));
+  let k = 0;
+  return items.map((_, i) => {
+    if (!wanted[i]) return null;
+    const id = ids[k++] as string;
+    return written.has(id) ? { eventId: id } : null;
+  });
+}

@@ -1,0 +1,142 @@
+/**
+ * The sender's queries: read the head of an instance's pending outbox rows, record a batch of attempt
+ * results in one statement, fail what can no longer be delivered.
+ *
+ * No row locks: the instance's sender is the only writer of its pending rows (one owner node per instance,
+ * one sender per instance). The result UPDATE is still conditional on (state pending, attempts as read), so
+ * a stray second sender cannot count an attempt twice or resurrect a finished row.
+ */
+import type { Queryable } from '../store/pool.js';
+import { registerSecret } from '../log.js';
+
+export interface PendingRow {
+  id: number;
+  eventId: string;
+  event: string;
+  body: string;
+  attempts: number;
+  maxAttempts: number;
+  /** unix ms */
+  nextAttemptAt: number;
+}
+
+/** The outcome of one attempt, as it will be persisted. */
+export interface AttemptResult {
+  outboxId: number;
+  /** the row's state after this attempt */
+  state: 'pending' | 'delivered' | 'failed';
+  /** 1-based number of this attempt */
+  attempt: number;
+  /** when the attempt started / finished (clock ms) */
+  at: number;
+  finishedAt: number;
+  status: number | null;
+  error: string | null;
+  durationMs: number;
+  /** when pending: when the next attempt is due (clock ms) */
+  nextAttemptAt: number | null;
+}
+
+/** The receiver as the sender needs it (secret included). */
+export interface Receiver {
+  url: string;
+  secret: string;
+  allowPrivate: boolean;
+}
+
+/**
+ * The oldest pending rows of the instance, in delivery order (outbox id), together with its enabled
+ * webhook (null when removed or disabled). One query: the configuration is read fresh for every batch, so a
+ * changed URL or secret applies from the next batch on, without a second round trip.
+ */
+export async function fetchPending(q: Queryable, instanceId: string, limit: number): Promise<{ rows: PendingRow[]; receiver: Receiver | null }> {
+  const { rows } = await q.query<{
+    id: number;
+    event_id: string;
+    event: string;
+    body: string;
+    attempts: number;
+    max_attempts: number;
+    next_attempt_at: Date;
+    url: string | null;
+    secret: string | null;
+    allow_private: boolean | null;
+  }>(
+    `SELECT o.id, o.event_id, o.event, o.body, o.attempts, o.max_attempts, o.next_attempt_at,
+            w.url, w.secret, w.allow_private
+       FROM outbox o LEFT JOIN webhooks w ON w.instance_id = o.instance_id AND w.enabled
+      WHERE o.instance_id = $1 AND o.state = 'pending'
+      ORDER BY o.id LIMIT $2`,
+    [instanceId, limit],
+  );
+  const first = rows[0];
+  const receiver =
+    first && first.url !== null && first.secret !== null
+      ? { url: first.url, secret: first.secret, allowPrivate: first.allow_private === true }
+      : null;
+  if (receiver) registerSecret(receiver.secret);
+  return {
+    receiver,
+    rows: rows.map((r) => ({
+      id: r.id,
+      eventId: r.event_id,
+      event: r.event,
+      body: r.body,
+      attempts: r.attempts,
+      maxAttempts: r.max_attempts,
+      nextAttemptAt: r.next_attempt_at.getTime(),
+    })),
+  };
+}
+
+/**
+ * Persist a batch of attempt results: the outbox rows and their attempt log in one statement (unnest), so a
+ * batch of deliveries costs one round trip. Returns how many rows were updated.
+ */
+export async function recordResults(q: Queryable, results: readonly AttemptResult[]): Promise<number> {
+  if (results.length === 0) return 0;
+  const date = (ms: number | null) => (ms === null ? null : new Date(ms));
+  const { rowCount } = await q.query(
+    `WITH r AS (
+       SELECT * FROM unnest($1::bigint[], $2::text[], $3::int[], $4::timestamptz[], $5::timestamptz[],
+                            $6::int[], $7::text[], $8::int[], $9::timestamptz[])
+         AS r(id, state, attempt, at, finished_at, status, error, duration_ms, next_at)
+     ), u AS (
+       UPDATE outbox o
+          SET state = r.state, attempts = r.attempt, last_status = r.status, last_error = r.error,
+              next_attempt_at = COALESCE(r.next_at, o.next_attempt_at),
+              delivered_at = CASE WHEN r.state = 'delivered' THEN r.finished_at ELSE o.delivered_at END
+         FROM r
+        WHERE o.id = r.id AND o.state = 'pending' AND o.attempts = r.attempt - 1
+       RETURNING o.id
+     )
+     INSERT INTO webhook_attempts (outbox_id, attempt, at, status, error, duration_ms)
+     SELECT r.id, r.attempt, r.at, r.status, r.error, r.duration_ms FROM r JOIN u ON u.id = r.id`,
+    [
+      results.map((r) => r.outboxId),
+      results.map((r) => r.state),
+      results.map((r) => r.attempt),
+      results.map((r) => date(r.at)),
+      results.map((r) => date(r.finishedAt)),
+      results.map((r) => r.status),
+      results.map((r) => r.error),
+      results.map((r) => r.durationMs),
+      results.map((r) => date(r.nextAttemptAt)),
+    ],
+  );
+  return rowCount ?? 0;
+}
+
+/**
+ * Fail every pending row of an instance that has no enabled webhook any more (removed or disabled by the
+ * operator): nothing can deliver them. The NOT EXISTS makes this exact even if a webhook is being re-added.
+ */
+export async function failOrphaned(q: Queryable, instanceId: string, now: number): Promise<number> {
+  const { rowCount } = await q.query(
+    `UPDATE outbox SET state = 'failed', last_error = 'webhook removed or disabled', next_attempt_at = $2
+      WHERE instance_id = $1 AND state = 'pending'
+        AND NOT EXISTS (SELECT 1 FROM webhooks w WHERE w.instance_id = $1 AND w.enabled)`,
+    [instanceId, new Date(now)],
+  );
+  return rowCount ?? 0;
+}

@@ -1,0 +1,111 @@
+/**
+ * Operator routes for an instance's webhook (DESIGN.md "Operator interface"), mounted behind admin auth:
+ *
+ *   PUT    /admin/v1/instances/:id/webhook              {url, secret, events?, allowPrivate?, enabled?}
+ *   GET    /admin/v1/instances/:id/webhook
+ *   DELETE /admin/v1/instances/:id/webhook
+ *   POST   /admin/v1/instances/:id/webhook/test         {message?}  → 202 {eventId}
+ *   GET    /admin/v1/instances/:id/webhook/deliveries   ?limit&cursor&state
+ *
+ * The secret is accepted, never shown. The URL is checked against the SSRF rules at PUT unless the webhook
+ * (allowPrivate) or the gateway (WEBHOOK_ALLOW_PRIVATE) allows private targets; the sender checks again
+ * at every connection.
+ */
+import Router from '@koa/router';
+import { enums, integer, max, min, object, optional, size, string, coerce, defaulted } from 'superstruct';
+import { ok } from '../http/envelope.js';
+import { ApiError } from '../http/errors.js';
+import { parse } from '../http/validate.js';
+import { assertPublicUrl, type Resolver } from '../media/ssrf.js';
+import type { Clock } from '../clock.js';
+import type { Queryable } from '../store/pool.js';
+import { deleteWebhook, getWebhook, putWebhook, toView, WebhookInput } from './config.js';
+import { decodeCursor, DELIVERY_STATES, listDeliveries } from './deliveries.js';
+import { enqueueEvent } from './outbox.js';
+
+export interface WebhookAdminDeps {
+  db: Queryable;
+  clock: Clock;
+  /** wake the instance's webhook sender after an event was committed */
+  wake(instanceId: string): void;
+  /** WEBHOOK_ALLOW_PRIVATE */
+  allowPrivate?: boolean;
+  resolver?: Resolver;
+}
+
+const TestInput = object({ message: optional(size(string(), 1, 1000)) });
+const DeliveriesQuery = object({
+  limit: defaulted(coerce(max(min(integer(), 1), 200), string(), (v) => (/^\d+$/.test(v) ? Number(v) : NaN)), 50),
+  cursor: optional(size(string(), 1, 100)),
+  state: optional(enums(DELIVERY_STATES)),
+});
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function createWebhookAdminRouter(deps: WebhookAdminDeps): Router {
+  const router = new Router({ prefix: '/admin/v1/instances/:id/webhook' });
+
+  const instanceId = async (raw: string | undefined): Promise<string> => {
+    const id = raw ?? '';
+    const found = UUID.test(id) && (await deps.db.query('SELECT 1 FROM instances WHERE id = $1', [id])).rowCount;
+    if (!found) throw new ApiError(404, 'INSTANCE_NOT_FOUND', 'no such instance', { instanceId: id });
+    return id;
+  };
+  const noWebhook = (id: string) => new ApiError(404, 'NOT_FOUND', 'no webhook configured for this instance', { instanceId: id });
+
+  router.put('/', async (ctx) => {
+    const id = await instanceId(ctx.params.id);
+    const input = parse(ctx.request.body, WebhookInput);
+    if (!input.allowPrivate && !deps.allowPrivate) {
+      await assertPublicUrl(input.url, { field: 'url', resolver: deps.resolver });
+    }
+    const saved = await putWebhook(deps.db, id, input);
+    // Rows that were pending go to the new receiver now rather than at the next poll.
+    deps.wake(id);
+    ok(ctx, toView(saved));
+  });
+
+  router.get('/', async (ctx) => {
+    const id = await instanceId(ctx.params.id);
+    const cfg = await getWebhook(deps.db, id);
+    if (!cfg) throw noWebhook(id);
+    ok(ctx, toView(cfg));
+  });
+
+  router.delete('/', async (ctx) => {
+    const id = await instanceId(ctx.params.id);
+    const deleted = await deleteWebhook(deps.db, id);
+    // The sender fails what was pending ("webhook removed").
+    if (deleted) deps.wake(id);
+    ok(ctx, { deleted });
+  });
+
+  router.post('/test', async (ctx) => {
+    const id = await instanceId(ctx.params.id);
+    const { message } = parse(ctx.request.body, TestInput);
+    const cfg = await getWebhook(deps.db, id);
+    if (!cfg) throw noWebhook(id);
+    const written = await enqueueEvent(deps.db, {
+      instanceId: id,
+      event: 'test',
+      data: { message: message ?? 'Test event from the messaging gateway' },
+      now: deps.clock.now(),
+    });
+    if (!written) {
+      throw new ApiError(409, 'CONFLICT', 'the webhook is disabled or not subscribed to event test', { instanceId: id });
+    }
+    deps.wake(id);
+    ok(ctx, { eventId: written.eventId }, 202);
+  });
+
+  router.get('/deliveries', async (ctx) => {
+    const id = await instanceId(ctx.params.id);
+    const query = parse({ ...ctx.query }, DeliveriesQuery);
+    if (query.cursor !== undefined && decodeCursor(query.cursor) === null) {
+      throw new ApiError(400, 'VALIDATION_FAILED', 'cursor is invalid', { field: 'cursor' });
+    }
+    ok(ctx, await listDeliveries(deps.db, id, { limit: query.limit, cursor: query.cursor, state: query.state }));
+  });
+
+  return router;
+}

@@ -1,0 +1,110 @@
+/**
+ * Queue capacity, expiry and re-planning (simulated time, real HTTP and PostgreSQL).
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+
+let t: TestGateway;
+before(async () => {
+  t = await startTestGateway({ label: 'queue_limits', simulated: true });
+});
+after(async () => {
+  await t.stop();
+});
+
+const SLOW = { minDelayMs: 60_000, maxDelayMs: 60_000, quietHours: null, maxPerHour: null, maxPer24h: null };
+
+test('QUEUE_FULL: 5000 pending are accepted, the 5001st is refused with 422 and nothing is created', async () => {
+  const { apiKey } = await t.createInstance('full', { settings: { ...SLOW, minDelayMs: 1, maxDelayMs: 1, defaultTtlSeconds: 2_592_000 } });
+  let accepted = 0;
+  const CONCURRENCY = 50;
+  for (let i = 0; i < 5000; i += CONCURRENCY) {
+    const batch = await Promise.all(
+      Array.from({ length: Math.min(CONCURRENCY, 5000 - i) }, (_, k) =>
+        t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: `m${i + k}` })),
+    );
+    for (const r of batch) {
+      assert.equal(r.status, 202, r.text);
+      accepted++;
+    }
+  }
+  assert.equal(accepted, 5000);
+  const over = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'one too many' });
+  assert.equal(over.status, 422);
+  assert.equal(over.body.code, 'QUEUE_FULL');
+  const q = await t.api(apiKey, 'GET', '/api/v2/queue');
+  const counts = (q.body.data as { counts: { queued: number; scheduled: number } }).counts;
+  assert.equal(counts.queued + counts.scheduled, 5000);
+  // positions are distinct and dense
+  const items = await t.api(apiKey, 'GET', '/api/v2/queue/items?limit=200');
+  const page = items.body.data as { items: { state: string }[]; nextCursor: string | null };
+  assert.equal(page.items.length, 200);
+  assert.ok(page.nextCursor);
+});
+
+test('TTL elapsed while the instance is unlinked → expired; the rest goes out after a new link', async () => {
+  const { instance, apiKey } = await t.createInstance('ttl', { settings: { ...SLOW, minDelayMs: 1000, maxDelayMs: 1000 } });
+  // take the session down, then queue: accepted only while connected, so queue first, then disconnect
+  const first = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'short-lived', ttlSeconds: 60, notBefore: new Date(t.clock.now() + 30_000).toISOString() });
+  assert.equal(first.status, 202, first.text);
+  const keep = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'long-lived', notBefore: new Date(t.clock.now() + 30_000).toISOString() });
+  assert.equal(keep.status, 202, keep.text);
+  // the phone unlinks the session: the instance cannot send until it is linked again
+  const unlink = await t.admin('POST', `/sandbox/v1/instances/${instance.id}/unlink`);
+  assert.equal(unlink.status, 200, unlink.text);
+  await t.advanceUntil(() => !t.gw.runtime.view(instance.id).connected, 'disconnected', { maxMs: 10_000 });
+  const expired = await t.advanceUntil(async () => {
+    const r = await t.api(apiKey, 'GET', `/api/v2/messages/${String(first.body.data?.jobId)}`);
+    return r.body.data?.state === 'expired' ? r.body.data : null;
+  }, 'expiry', { maxMs: 120_000 });
+  assert.ok(expired.terminalAt);
+  assert.equal((await t.api(apiKey, 'GET', `/api/v2/messages/${String(keep.body.data?.jobId)}`)).body.data?.state, 'scheduled');
+  // the operator restarts the unlinked instance, it is linked again, and the backlog goes out
+  const restart = await t.admin('POST', `/admin/v1/instances/${instance.id}/restart`);
+  assert.equal(restart.status, 202, restart.text);
+  await t.advanceUntil(() => t.gw.runtime.view(instance.id).status === 'waiting_qr', 'waiting for a new link', { maxMs: 600_000 });
+  const link = await t.admin('POST', `/sandbox/v1/instances/${instance.id}/link`, { phoneNumber: '4915100000777' });
+  assert.equal(link.status, 200, link.text);
+  const sent = await t.advanceUntil(async () => {
+    const r = await t.api(apiKey, 'GET', `/api/v2/messages/${String(keep.body.data?.jobId)}`);
+    return r.body.data?.state === 'sent' ? r.body.data : null;
+  }, 'the long-lived message after reconnect', { maxMs: 600_000 });
+  assert.equal(sent.deliveryConfidence, 'confirmed');
+});
+
+test('a limit change re-plans (queue.replanned) and POST /queue/replan really re-plans', async () => {
+  const { instance, apiKey } = await t.createInstance('replan', { settings: SLOW });
+  const ids: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    const r = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: `r${i}` });
+    ids.push(String(r.body.data?.jobId));
+  }
+  const before3 = Date.parse(String((await t.api(apiKey, 'GET', `/api/v2/messages/${ids[2]}`)).body.data?.scheduledAt));
+  const patch = await t.admin('PATCH', `/admin/v1/instances/${instance.id}`, { settings: { minDelayMs: 1000, maxDelayMs: 1000 } });
+  assert.equal(patch.status, 200, patch.text);
+  const after3 = Date.parse(String((await t.api(apiKey, 'GET', `/api/v2/messages/${ids[2]}`)).body.data?.scheduledAt));
+  assert.ok(after3 < before3, 'shorter pauses moved the third message earlier');
+  const { rows } = await t.db.pool.query<{ event: string; body: string }>(`SELECT event, body FROM outbox WHERE instance_id = $1 AND event = 'queue.replanned'`, [instance.id]);
+  assert.equal(rows.length, 0, 'no webhook configured: nothing written to the outbox (opt-in)');
+  const r = await t.api(apiKey, 'POST', '/api/v2/queue/replan');
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.body.data?.replanned, true);
+  assert.equal(typeof r.body.data?.affected, 'number');
+  assert.equal(typeof r.body.data?.epoch, 'number');
+  const again = await t.api(apiKey, 'POST', '/api/v2/queue/replan');
+  assert.equal(again.body.data?.epoch, Number(r.body.data?.epoch) + 1);
+});
+
+test('queue disabled: v2 sends answer 503 QUEUE_STORE_UNAVAILABLE with queueMode disabled', async () => {
+  const { instance, apiKey } = await t.createInstance('off', { settings: SLOW });
+  const patch = await t.admin('PATCH', `/admin/v1/instances/${instance.id}`, { settings: { enabled: false } });
+  assert.equal(patch.status, 200);
+  const r = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'x' });
+  assert.equal(r.status, 503);
+  assert.equal(r.body.code, 'QUEUE_STORE_UNAVAILABLE');
+  assert.equal(r.body.data?.queueMode, 'disabled');
+  const q = await t.api(apiKey, 'GET', '/api/v2/queue');
+  assert.equal(q.body.data?.mode, 'disabled');
+  assert.equal(q.body.data?.limitsEnforced, false);
+});

@@ -1,0 +1,222 @@
+/**
+ * Operator webhook routes over real HTTP: the project's Koa app (error boundary, JSON body) with the webhook
+ * router, real PostgreSQL, and a real sender delivering `test` events to a loopback receiver.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { randomUUID } from 'node:crypto';
+import { createTestDb, type TestDb } from '../helpers/db.js';
+import { createApp } from '../../src/http/app.js';
+import { silentLogger } from '../../src/log.js';
+import { simulatedClock } from '../../src/clock.js';
+import type { Resolver } from '../../src/media/ssrf.js';
+import { createWebhookAdminRouter } from '../../src/webhooks/routes.js';
+import { enqueueEvent } from '../../src/webhooks/outbox.js';
+import { createWebhookSenders, type WebhookSenders } from '../../src/actors/webhook-sender.js';
+import { createActor, type AnyActorRef } from 'xstate';
+
+const SECRET = 'whsec_routes_0123456789abc';
+// Names resolve through this table only: no real DNS in tests.
+const resolver: Resolver = async (host) => {
+  const table: Record<string, string> = { 'hooks.example.com': '93.184.216.34', 'internal.example.com': '10.1.2.3' };
+  const address = table[host];
+  if (!address) throw new Error('ENOTFOUND');
+  return [{ address, family: 4 }];
+};
+
+let db: TestDb;
+let base = '';
+let server: http.Server;
+let receiver: http.Server;
+let receiverUrl = '';
+const received: Array<{ headers: http.IncomingHttpHeaders; body: string }> = [];
+const clock = simulatedClock();
+let senders: WebhookSenders;
+const actors: AnyActorRef[] = [];
+const woken: string[] = [];
+
+before(async () => {
+  db = await createTestDb('webhook_routes');
+  senders = createWebhookSenders({ db: db.pool, clock, resolver });
+  const router = createWebhookAdminRouter({
+    db: db.pool,
+    clock,
+    resolver,
+    wake: (id) => {
+      woken.push(id);
+      senders.notify(id);
+    },
+  });
+  server = createApp({ log: silentLogger(), routers: [router] }).listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  receiver = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString()));
+    req.on('end', () => {
+      received.push({ headers: req.headers, body });
+      res.writeHead(204).end();
+    });
+  });
+  receiver.listen(0, '127.0.0.1');
+  await new Promise((resolve) => receiver.once('listening', resolve));
+  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+});
+
+after(async () => {
+  for (const a of actors) a.stop();
+  await senders.close();
+  server.closeAllConnections();
+  receiver.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+  await new Promise((resolve) => receiver.close(resolve));
+  await db.close();
+});
+
+async function instance(): Promise<string> {
+  const id = randomUUID();
+  await db.pool.query(`INSERT INTO instances (id, name, driver) VALUES ($1, $2, 'sandbox')`, [id, `rt-${id.slice(0, 8)}`]);
+  const actor = createActor(senders.logic, { input: { instanceId: id } });
+  actor.start();
+  actors.push(actor);
+  return id;
+}
+
+interface Envelope {
+  success: boolean;
+  data: Record<string, unknown> & { items?: Array<Record<string, unknown>>; nextCursor?: string | null };
+  code?: string;
+  error?: string;
+}
+async function call(method: string, path: string, body?: unknown): Promise<{ status: number; json: Envelope; text: string }> {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, json: JSON.parse(text) as Envelope, text };
+}
+const hook = (id: string, rest = '') => `/admin/v1/instances/${id}/webhook${rest}`;
+
+test('every route answers 404 INSTANCE_NOT_FOUND for an unknown instance', async () => {
+  for (const id of [randomUUID(), 'not-a-uuid']) {
+    for (const [method, path, body] of [
+      ['PUT', hook(id), { url: 'https://hooks.example.com/x', secret: SECRET }],
+      ['GET', hook(id)],
+      ['DELETE', hook(id)],
+      ['POST', hook(id, '/test'), {}],
+      ['GET', hook(id, '/deliveries')],
+    ] as const) {
+      const r = await call(method, path, body);
+      assert.equal(r.status, 404, `${method} ${path}`);
+      assert.equal(r.json.code, 'INSTANCE_NOT_FOUND');
+      assert.equal(r.json.success, false);
+    }
+  }
+});
+
+test('PUT validates the input and the SSRF rules, and never echoes the secret', async () => {
+  const id = await instance();
+  const bad = [
+    [{ url: 'https://hooks.example.com/x' }, 'secret'],
+    [{ url: 'https://hooks.example.com/x', secret: 'short' }, 'secret'],
+    [{ url: 'ftp://hooks.example.com/x', secret: SECRET }, 'url'],
+    [{ url: 'https://hooks.example.com/x', secret: SECRET, events: ['message', 'nope'] }, 'events.1'],
+    [{ url: 'http://127.0.0.1:9/x', secret: SECRET }, 'url'],
+    [{ url: 'https://internal.example.com/x', secret: SECRET }, 'url'],
+  ] as const;
+  for (const [body, field] of bad) {
+    const r = await call('PUT', hook(id), body);
+    assert.equal(r.status, 400, JSON.stringify(body));
+    assert.equal(r.json.code, 'VALIDATION_FAILED');
+    assert.equal(r.json.data.field, field);
+    assert.equal(r.text.includes(SECRET), false);
+  }
+
+  const put = await call('PUT', hook(id), { url: 'https://hooks.example.com/x', secret: SECRET });
+  assert.equal(put.status, 200);
+  assert.deepEqual(put.json, {
+    success: true,
+    data: { url: 'https://hooks.example.com/x', events: ['message', 'ready', 'disconnected', 'instance_restarting', 'test'], allowPrivate: false, enabled: true },
+  });
+  const got = await call('GET', hook(id));
+  assert.deepEqual(got.json.data, put.json.data);
+  assert.equal(got.text.includes(SECRET), false);
+
+  const priv = await call('PUT', hook(id), { url: 'http://10.0.0.7/x', secret: SECRET, events: ['*'], allowPrivate: true });
+  assert.equal(priv.status, 200, 'private targets when the operator allows them');
+  assert.deepEqual(priv.json.data.events, ['*']);
+
+  assert.deepEqual((await call('DELETE', hook(id))).json.data, { deleted: true });
+  assert.equal((await call('GET', hook(id))).json.code, 'NOT_FOUND');
+  assert.deepEqual((await call('DELETE', hook(id))).json.data, { deleted: false });
+});
+
+test('POST test enqueues `test`, wakes the sender, and the delivery shows in the listing', async () => {
+  const id = await instance();
+  assert.equal((await call('POST', hook(id, '/test'), {})).json.code, 'NOT_FOUND', 'no webhook yet');
+  await call('PUT', hook(id), { url: receiverUrl, secret: SECRET, events: ['message'], allowPrivate: true });
+  const refused = await call('POST', hook(id, '/test'), {});
+  assert.equal(refused.status, 409);
+  assert.equal(refused.json.code, 'CONFLICT');
+
+  await call('PUT', hook(id), { url: receiverUrl, secret: SECRET, allowPrivate: true });
+  woken.length = 0;
+  const r = await call('POST', hook(id, '/test'), { message: 'hello from the operator' });
+  assert.equal(r.status, 202);
+  const eventId = String(r.json.data.eventId);
+  assert.match(eventId, /^ev_[0-9a-f]{24}$/);
+  assert.deepEqual(woken, [id]);
+  await senders.get(id)!.idle();
+
+  const got = received.find((x) => x.headers['x-event-id'] === eventId);
+  assert.ok(got, 'the receiver got the test event');
+  assert.equal(got.headers['x-event-type'], 'test');
+  assert.deepEqual((JSON.parse(got.body) as { data: unknown }).data, { message: 'hello from the operator' });
+
+  const list = await call('GET', hook(id, '/deliveries'));
+  assert.equal(list.status, 200);
+  const [item] = list.json.data.items ?? [];
+  assert.ok(item);
+  assert.equal(item.eventId, eventId);
+  assert.equal(item.event, 'test');
+  assert.equal(item.state, 'delivered');
+  assert.equal(item.attempts, 1);
+  assert.equal(item.maxAttempts, 3);
+  assert.equal(item.lastStatus, 204);
+  assert.equal((item.attemptLog as unknown[]).length, 1);
+  assert.equal(list.text.includes(SECRET), false);
+});
+
+test('deliveries: newest first, cursor pages, state filter, query validation', async () => {
+  const id = await instance();
+  await call('PUT', hook(id), { url: 'https://hooks.example.com/x', secret: SECRET, events: ['*'] });
+  const ids: string[] = [];
+  for (let i = 0; i < 5; i++) {
+    ids.push((await enqueueEvent(db.pool, { instanceId: id, now: clock.now(), event: 'test', data: { message: String(i) } }))!.eventId);
+  }
+  await db.pool.query(`UPDATE outbox SET state = 'failed' WHERE event_id = $1`, [ids[1]]);
+
+  const seen: string[] = [];
+  let cursor: string | null = null;
+  do {
+    const q: string = cursor ? `?limit=2&cursor=${cursor}` : '?limit=2';
+    const page = await call('GET', hook(id, `/deliveries${q}`));
+    assert.equal(page.status, 200);
+    assert.ok((page.json.data.items ?? []).length <= 2);
+    seen.push(...(page.json.data.items ?? []).map((x) => String(x.eventId)));
+    cursor = page.json.data.nextCursor ?? null;
+  } while (cursor);
+  assert.deepEqual(seen, [...ids].reverse());
+
+  const failed = await call('GET', hook(id, '/deliveries?state=failed'));
+  assert.deepEqual((failed.json.data.items ?? []).map((x) => x.eventId), [ids[1]]);
+  for (const q of ['?limit=0', '?limit=201', '?limit=x', '?state=lost', '?cursor=zzz']) {
+    const r = await call('GET', hook(id, `/deliveries${q}`));
+    assert.equal(r.status, 400, q);
+    assert.equal(r.json.code, 'VALIDATION_FAILED');
+  }
+});

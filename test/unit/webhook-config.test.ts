@@ -1,0 +1,40 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { create, StructError } from 'superstruct';
+import { WebhookInput, maskUrlPassword, toView } from '../../src/webhooks/config.js';
+import { envelopeBody } from '../../src/webhooks/outbox.js';
+
+const valid = { url: 'https://hooks.example.com/x', secret: '0123456789abcdef' };
+const fails = (value: unknown, field: string) => {
+  assert.throws(() => create(value, WebhookInput), (err: unknown) => err instanceof StructError && String(err.path[0]) === field);
+};
+
+test('webhook input: url http(s), secret ≥ 16, events known names or *', () => {
+  assert.deepEqual(create(valid, WebhookInput), valid);
+  assert.deepEqual(create({ ...valid, events: ['*'] }, WebhookInput).events, ['*']);
+  assert.deepEqual(create({ ...valid, events: ['message.sent', 'qr'] }, WebhookInput).events, ['message.sent', 'qr']);
+  fails({ ...valid, url: 'ftp://example.com/' }, 'url');
+  fails({ ...valid, url: 'not a url' }, 'url');
+  fails({ ...valid, url: 'javascript:alert(1)' }, 'url');
+  fails({ ...valid, secret: '0123456789abcde' }, 'secret');
+  fails({ ...valid, events: ['message.scheduled'] }, 'events');
+  fails({ ...valid, events: [] }, 'events');
+  fails({ ...valid, allowPrivate: 'yes' }, 'allowPrivate');
+  fails({ ...valid, extra: 1 }, 'extra');
+});
+
+test('the view never carries the secret and masks a URL password', () => {
+  const view = toView({
+    instanceId: 'x', url: 'https://u:pw123@h.example/p?q=1', secret: 's'.repeat(20), events: ['message'],
+    allowPrivate: false, enabled: true, updatedAt: new Date(),
+  });
+  assert.deepEqual(Object.keys(view).sort(), ['allowPrivate', 'enabled', 'events', 'url']);
+  assert.equal(view.url, 'https://u:***@h.example/p?q=1');
+  assert.equal(JSON.stringify(view).includes('sss'), false);
+  assert.equal(maskUrlPassword('https://h.example/'), 'https://h.example/');
+});
+
+test('envelope: v, eventId, then the v1 fields in their v1 order', () => {
+  const body = envelopeBody('ev_1', 'test', 'i-1', 1767607200000, { message: 'hi' });
+  assert.equal(body, '{"v":2,"eventId":"ev_1","event":"test","instanceId":"i-1","timestamp":1767607200000,"data":{"message":"hi"}}');
+});
