@@ -218,6 +218,10 @@ async function main() {
           `commit → receipt p50 ${fmt(r.p50, 2)} ms, p99 ${fmt(r.p99, 2)} ms, max ${fmt(r.max, 2)} ms  (received ${fmt(r.received)}, bad signatures ${r.bad})`,
       );
     }
+  } catch (err) {
+    // Printed before cleanup: a cleanup that waits on a wedged connection must not hide the cause.
+    console.error('benchmark failed:', err);
+    process.exitCode = 1;
   } finally {
     transport.close();
     await rcv.close();

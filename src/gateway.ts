@@ -42,6 +42,8 @@ import { groupsRouter } from './http/routes/groups.js';
 import { InteractionLimiter } from './http/rate-limit.js';
 import { PresenceManager } from './actors/presence.js';
 import { legacyRouter } from './http/routes/legacy.js';
+import { messageMediaRouter } from './http/routes/message-media.js';
+import { DEADLINES } from './actors/handle.js';
 import { driverFactoryFor } from './drivers/factory.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -128,6 +130,10 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     ...(opts.instancePolicy ? { instancePolicy: opts.instancePolicy } : {}),
   });
   const rt = runtime;
+  media.setDownloader(async (instanceId, msgId) => {
+    const h = rt.handle(instanceId);
+    return h ? h.call('downloadMedia', (d) => d.downloadMedia(msgId), DEADLINES.read) : null;
+  });
   rt.start();
   store.start();
   const instances = new InstanceAdminService({ pool, runtime: rt, clock });
@@ -172,6 +178,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     queueRouter({ pool, clock, handleOf, workerOf, modeOf, degradedSince: () => store.since }),
     sendRouter({ handleOf, workerOf, modeOf, clock, validateMedia: media.validateAtAcceptance }),
     legacyRouter({ handleOf, workerOf, modeOf, clock, config, log, validateMedia: media.validateAtAcceptance, directSend: (h, job) => rt.directSend(h.id, job) }),
+    messageMediaRouter({ handleOf, store: media.store }),
     groupsRouter(networkDeps),
     interactionsRouter(networkDeps),
     readsRouter(networkDeps),

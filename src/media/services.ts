@@ -12,6 +12,7 @@ import type { Instance } from '../store/instances.js';
 import { createMediaStore, type MediaStore } from './store.js';
 import { resolveMediaSource, validateMediaSourceAtAcceptance, type MediaSourceInput } from './resolve.js';
 import type { IncomingMedia } from '../actors/network-events.js';
+import { incomingMediaBlock } from './record.js';
 
 export interface MediaServices extends IncomingMedia {
   store: MediaStore;
@@ -65,16 +66,12 @@ export function createMediaServices(deps: { pool: Pool; clock: Clock; config: Co
       download = f;
     },
     async describe(instance: Instance, m: WireMessage) {
-      const info = m.mediaInfo ?? null;
-      const block: Record<string, unknown> = {
-        mimetype: info?.mimetype ?? 'application/octet-stream',
-        filename: info?.filename ?? null,
-        size: info?.size ?? 0,
-      };
-      if (!instance.settings.storeIncomingMedia || !download) return block;
+      const info = { mimetype: m.mediaInfo?.mimetype ?? 'application/octet-stream', filename: m.mediaInfo?.filename ?? null, size: m.mediaInfo?.size ?? 0 };
+      const enabled = instance.settings.storeIncomingMedia;
+      if (!enabled || !download) return incomingMediaBlock(info, enabled, null);
       try {
         const media = await download(instance.id, m.id._serialized);
-        if (!media) return { ...block, stored: false };
+        if (!media) return incomingMediaBlock(info, enabled, null);
         const record = await store.put(instance.id, {
           data: Buffer.from(media.data, 'base64'),
           mimetype: media.mimetype,
@@ -82,10 +79,10 @@ export function createMediaServices(deps: { pool: Pool; clock: Clock; config: Co
           origin: 'incoming',
           messageId: m.id._serialized,
         });
-        return { ...block, size: record.size, stored: true, mediaId: record.mediaId, url: `/api/v2/media/${record.mediaId}`, expiresAt: new Date(record.expiresAt).toISOString() };
+        return incomingMediaBlock({ ...info, size: record.size }, enabled, record);
       } catch (err) {
         deps.log.warn({ err, instanceId: instance.id }, 'incoming media not stored');
-        return { ...block, stored: false };
+        return incomingMediaBlock(info, enabled, null);
       }
     },
     stop() {

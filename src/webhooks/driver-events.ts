@@ -8,9 +8,16 @@
  * instance's own number. `browser_health` and `fatal` are the gateway's internal signals: no webhook event.
  * `message_create` becomes `message_sent` for the instance's own outgoing messages only (incoming messages
  * already arrive as `message`).
+ *
+ * Units: every `timestamp` of a payload is unix milliseconds, like the Message object of SPEC.md
+ * (whatsapp-web.js has seconds for messages, reactions, calls and group notifications; one unit across all
+ * payloads is what an integrator can rely on). Poll votes already come in milliseconds.
  */
 import { ACK_NAMES, type DriverEventName, type DriverEvents, type WireGroupNotification, type WireMessage } from '../drivers/contract.js';
 import type { EventOf } from './events.js';
+
+/** whatsapp-web.js seconds → the milliseconds of every payload */
+const ms = (seconds: number) => Math.round(seconds * 1000);
 
 export interface DriverEventContext {
   /** SPEC.md "Message object" (with `media`) of an incoming message */
@@ -25,7 +32,7 @@ const ref = (m: WireMessage) => ({ id: m.id._serialized, chatId: m.id.remote });
 
 const groupChange = (event: 'group_join' | 'group_leave' | 'group_admin_changed', n: WireGroupNotification): EventOf => ({
   event,
-  data: { chatId: n.chatId, author: n.author, recipientIds: n.recipientIds, timestamp: n.timestamp },
+  data: { chatId: n.chatId, author: n.author, recipientIds: n.recipientIds, timestamp: ms(n.timestamp) },
 });
 
 const MAPPERS: { [K in DriverEventName]: Mapper<K> } = {
@@ -39,13 +46,13 @@ const MAPPERS: { [K in DriverEventName]: Mapper<K> } = {
   loading_screen: ([percent, message]) => ({ event: 'loading_screen', data: { percent, message } }),
   message: ([m], ctx) => ({ event: 'message', data: ctx.messageObject(m) }),
   message_create: ([m]) =>
-    m.fromMe ? { event: 'message_sent', data: { id: m.id._serialized, to: m.to, body: m.body, timestamp: m.timestamp } } : null,
+    m.fromMe ? { event: 'message_sent', data: { id: m.id._serialized, to: m.to, body: m.body, timestamp: ms(m.timestamp) } } : null,
   message_ack: ([m, ack]) => ({ event: 'message_ack', data: { ...ref(m), ack, ackName: ACK_NAMES[ack] } }),
   message_reaction: ([r]) => ({
     event: 'message_reaction',
-    data: { id: r.id, msgId: r.msgId, chatId: r.chatId, senderId: r.senderId, reaction: r.reaction, timestamp: r.timestamp, orphan: r.orphan },
+    data: { id: r.id, msgId: r.msgId, chatId: r.chatId, senderId: r.senderId, reaction: r.reaction, timestamp: ms(r.timestamp), orphan: r.orphan },
   }),
-  message_edit: ([m, newBody, prevBody]) => ({ event: 'message_edit', data: { ...ref(m), newBody, prevBody, timestamp: m.timestamp } }),
+  message_edit: ([m, newBody, prevBody]) => ({ event: 'message_edit', data: { ...ref(m), newBody, prevBody, timestamp: ms(m.timestamp) } }),
   // whatsapp-web.js passes (the revoked message, the message as it was before, if known)
   message_revoke_everyone: ([after, before]) => ({
     event: 'message_revoke_everyone',
@@ -69,11 +76,11 @@ const MAPPERS: { [K in DriverEventName]: Mapper<K> } = {
   group_join: ([n]) => groupChange('group_join', n),
   group_leave: ([n]) => groupChange('group_leave', n),
   group_admin_changed: ([n]) => groupChange('group_admin_changed', n),
-  group_membership_request: ([n]) => ({ event: 'group_membership_request', data: { chatId: n.chatId, author: n.author, timestamp: n.timestamp } }),
+  group_membership_request: ([n]) => ({ event: 'group_membership_request', data: { chatId: n.chatId, author: n.author, timestamp: ms(n.timestamp) } }),
   group_update: ([n]) => ({ event: 'group_update', data: { chatId: n.chatId, type: n.type, body: n.body, author: n.author } }),
   call: ([c]) => ({
     event: 'call',
-    data: { callId: c.id, from: c.from, timestamp: c.timestamp, isVideo: c.isVideo, isGroup: c.isGroup, fromMe: c.fromMe },
+    data: { callId: c.id, from: c.from, timestamp: ms(c.timestamp), isVideo: c.isVideo, isGroup: c.isGroup, fromMe: c.fromMe },
   }),
   change_battery: ([b]) => ({ event: 'change_battery', data: { battery: b.battery, plugged: b.plugged } }),
   browser_health: () => null,

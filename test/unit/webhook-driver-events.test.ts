@@ -45,13 +45,13 @@ test('every driver event maps to a catalogue event of the same name, except the 
 test('payloads of SPEC.md and DESIGN.md "Decisions"', () => {
   const data = (n: DriverEventName) => webhookEventOf(n, samples[n], ctx)?.data;
   assert.deepEqual(data('message_ack'), { id: 'false_4917111@c.us_ABC', chatId: '4917111@c.us', ack: 3, ackName: 'ACK_READ' });
-  assert.deepEqual(data('message_create'), { id: 'false_4917111@c.us_ABC', to: '4917999@c.us', body: 'hello', timestamp: 1767607200 });
+  assert.deepEqual(data('message_create'), { id: 'false_4917111@c.us_ABC', to: '4917999@c.us', body: 'hello', timestamp: 1767607200000 });
   assert.deepEqual(data('message_revoke_everyone'), { id: 'false_4917111@c.us_ABC', chatId: '4917111@c.us', revokedBody: 'secret plan', author: 'x@c.us' });
-  assert.deepEqual(data('message_edit'), { id: 'false_4917111@c.us_ABC', chatId: '4917111@c.us', newBody: 'new', prevBody: 'old', timestamp: 1767607200 });
+  assert.deepEqual(data('message_edit'), { id: 'false_4917111@c.us_ABC', chatId: '4917111@c.us', newBody: 'new', prevBody: 'old', timestamp: 1767607200000 });
   assert.deepEqual(data('vote_update'), { pollId: 'p1', voterId: 'v@c.us', selectedOptions: [{ name: 'A', localId: 0 }], timestamp: 1767607200123 });
-  assert.deepEqual(data('group_join'), { chatId: 'g1@g.us', author: 'a@c.us', recipientIds: ['b@c.us'], timestamp: 5 });
+  assert.deepEqual(data('group_join'), { chatId: 'g1@g.us', author: 'a@c.us', recipientIds: ['b@c.us'], timestamp: 5000 });
   assert.deepEqual(data('group_update'), { chatId: 'g1@g.us', type: 'subject', body: 'new subject', author: 'a@c.us' });
-  assert.deepEqual(data('call'), { callId: 'call1', from: 'c@c.us', timestamp: 7, isVideo: true, isGroup: false, fromMe: false });
+  assert.deepEqual(data('call'), { callId: 'call1', from: 'c@c.us', timestamp: 7000, isVideo: true, isGroup: false, fromMe: false });
   assert.deepEqual(data('ready'), { phoneNumber: '4917999' });
   assert.deepEqual(data('message'), { id: 'false_4917111@c.us_ABC', body: 'hello', media: null });
   assert.deepEqual(data('unread_count'), { chatId: 'g1@g.us', unreadCount: 4 });

@@ -1,0 +1,60 @@
+/**
+ * GET /api/v2/messages/:msgId/media (SPEC.md "Media endpoints"): the attachment of a network message.
+ * Metadata by default (`stored:false, reason:'store_disabled'` unless the instance keeps incoming media;
+ * with storage on, the file is stored on first request if the `message` event did not store it already);
+ * `?download=1` streams the bytes.
+ */
+import Router from '@koa/router';
+import type { Context, Next } from 'koa';
+import { ok } from '../envelope.js';
+import { ApiError } from '../errors.js';
+import { DEADLINES, type InstanceHandle } from '../../actors/handle.js';
+import type { MediaStore } from '../../media/store.js';
+import { messageMediaView } from '../../media/record.js';
+import { contentDisposition } from '../../media/routes.js';
+import type { MessageMedia } from '../../drivers/contract.js';
+
+export function messageMediaRouter(deps: { handleOf(ctx: Context): InstanceHandle; store: MediaStore }): Router {
+  const router = new Router({ prefix: '/api/v2/messages' });
+
+  router.get('/:msgId/media', async (ctx: Context, next: Next) => {
+    const msgId = String(ctx.params.msgId ?? '');
+    if (msgId.startsWith('wq_')) return next();
+    const handle = deps.handleOf(ctx);
+    const message = await handle.call('getMessageById', (d) => d.getMessageById(msgId), DEADLINES.read);
+    if (!message) throw new ApiError(404, 'MESSAGE_NOT_FOUND', 'no such message', { msgId });
+    if (!message.hasMedia) throw new ApiError(404, 'NO_MEDIA', 'the message has no attachment', { msgId });
+    const info = { mimetype: message.mediaInfo?.mimetype ?? 'application/octet-stream', filename: message.mediaInfo?.filename ?? null, size: message.mediaInfo?.size ?? 0 };
+    const enabled = handle.instance.settings.storeIncomingMedia;
+    let stored = await deps.store.findByMessage(handle.id, msgId);
+    let fetched: MessageMedia | null = null;
+    const download = async () => {
+      fetched ??= await handle.call('downloadMedia', (d) => d.downloadMedia(msgId), DEADLINES.read);
+      if (!fetched) throw new ApiError(404, 'NO_MEDIA', 'the network no longer has this attachment', { msgId });
+      return fetched;
+    };
+    if (enabled && !stored) {
+      const media = await download();
+      stored = await deps.store.put(handle.id, { data: Buffer.from(media.data, 'base64'), mimetype: media.mimetype, filename: media.filename ?? null, origin: 'incoming', messageId: msgId });
+    }
+    const wantsBytes = ctx.query.download === '1' || ctx.query.download === 'true';
+    if (!wantsBytes) return ok(ctx, messageMediaView(info, enabled, stored));
+    ctx.set('Cache-Control', 'private, max-age=300');
+    ctx.set('X-Content-Type-Options', 'nosniff');
+    if (stored) {
+      const opened = await deps.store.open(handle.id, stored.mediaId);
+      ctx.set('Content-Type', opened.record.mimetype);
+      ctx.set('Content-Disposition', contentDisposition(opened.record.filename, opened.record.mediaId));
+      ctx.length = opened.size;
+      ctx.body = opened.stream;
+      return;
+    }
+    const media = await download();
+    const bytes = Buffer.from(media.data, 'base64');
+    ctx.set('Content-Type', media.mimetype);
+    ctx.set('Content-Disposition', contentDisposition(media.filename ?? null, msgId.replace(/[^A-Za-z0-9]/g, '').slice(-16)));
+    ctx.length = bytes.length;
+    ctx.body = bytes;
+  });
+  return router;
+}
