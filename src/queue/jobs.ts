@@ -185,6 +185,24 @@ export async function findByIdempotencyKey(
   return r ? { job: rowToJob(r), payloadHash: r.key_hash } : null;
 }
 
+/** The jobs of several idempotency keys in one query (an acceptance batch). */
+export async function findByIdempotencyKeys(
+  q: Queryable,
+  instanceId: string,
+  keys: string[],
+  notBefore: number,
+): Promise<Map<string, { job: Job; payloadHash: string }>> {
+  const out = new Map<string, { job: Job; payloadHash: string }>();
+  if (keys.length === 0) return out;
+  const { rows } = await q.query<JobRow & { key_hash: string; key: string }>(
+    `SELECT j.*, k.payload_hash AS key_hash, k.key AS key FROM idempotency_keys k JOIN jobs j ON j.id = k.job_id
+      WHERE k.instance_id = $1 AND k.key = ANY($2::text[]) AND k.created_at > $3`,
+    [instanceId, keys, new Date(notBefore)],
+  );
+  for (const r of rows) out.set(r.key, { job: rowToJob(r), payloadHash: r.key_hash });
+  return out;
+}
+
 /** Forget keys older than the retention (7 days); a key whose row is gone may be used again. */
 export async function pruneIdempotencyKeys(q: Queryable, olderThan: number): Promise<number> {
   const r = await q.query('DELETE FROM idempotency_keys WHERE created_at <= $1', [new Date(olderThan)]);

@@ -117,10 +117,13 @@ export class Planner {
             if (m) m.scheduledAt = p.scheduledAt;
           }
           this.retryAt = r.unplaced.length > 0 ? Math.min(...r.unplaced.map((u) => u.retryAt)) : null;
+          this.rebuildOrder();
+        } else {
+          // an append places every new job after every planned one: the dispatch order only grows at its end
+          for (const p of r.placements) this.order.push(p.jobId);
         }
         this.tail = r.tail;
         this.tailSettings = settings;
-        this.rebuildOrder();
       },
     };
   }
@@ -154,9 +157,21 @@ export class Planner {
 
   /** 1-based position in dispatch order; jobs without a slot come after; 0 when not waiting. */
   position(jobId: string): number {
-    const i = this.order.indexOf(jobId);
-    if (i >= 0) return i + 1;
-    return this.jobs.has(jobId) ? this.order.length + 1 : 0;
+    const job = this.jobs.get(jobId);
+    if (!job) return 0;
+    if (job.scheduledAt === null) return this.order.length + 1;
+    // `order` is sorted by (slot, seq): binary search instead of a scan (positions are read on every acceptance)
+    const key = job.scheduledAt;
+    let lo = 0;
+    let hi = this.order.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      const m = this.jobs.get(this.order[mid] as string);
+      const at = m?.scheduledAt ?? Number.POSITIVE_INFINITY;
+      if (at < key || (at === key && (m?.seq ?? 0) < job.seq)) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo + 1;
   }
 
   nextAt(): number | null {

@@ -15,7 +15,7 @@ import { newJobId } from '../ids.js';
 import { acceptJob, applyJobEvent, statesAccepting, type JobEvent, type QueueEventName } from '../../machines/job.machine.js';
 import type { InstanceSettings } from './settings.js';
 import {
-  countPending, findByIdempotencyKey, getJob, insertJobs, listWaiting, loadHistory, recoverSending, saveSlots,
+  countPending, findByIdempotencyKeys, getJob, insertJobs, listWaiting, loadHistory, recoverSending, saveSlots,
   transitionJob, type Job, type NewJob, type QueueCounts, type TransitionFields,
 } from './jobs.js';
 import { Planner, type MirrorJob } from './planning.js';
@@ -204,6 +204,8 @@ export class QueueWorker {
     const keysInBatch = new Map<string, { p: Pending; job: NewJob }>();
 
     await withTransaction(this.deps.pool, async (c) => {
+      const keys = [...new Set(batch.map((p) => p.req.idempotencyKey).filter((k): k is string => k !== null))];
+      const known = await findByIdempotencyKeys(c, this.deps.instanceId, keys, now - IDEMPOTENCY_RETENTION_MS);
       for (const p of batch) {
         const { req } = p;
         if (req.idempotencyKey !== null) {
@@ -214,7 +216,7 @@ export class QueueWorker {
               : mismatch(sameBatch.job.id));
             continue;
           }
-          const found = await findByIdempotencyKey(c, this.deps.instanceId, req.idempotencyKey, now - IDEMPOTENCY_RETENTION_MS);
+          const found = known.get(req.idempotencyKey);
           if (found) {
             outcomes.set(p, found.payloadHash === req.payloadHash
               ? { job: found.job, replay: true, queuePosition: this.planner.position(found.job.id) }
@@ -267,9 +269,7 @@ export class QueueWorker {
         accepted.push(f);
       }
       const inserted = await insertJobs(c, accepted.map((a) => a.job));
-      for (const job of inserted) {
-        await this.emitFor(c, job, acceptJob().emits ?? 'message.queued');
-      }
+      for (const job of inserted) await this.emitFor(c, job, QUEUED_EVENT);
       // Jobs moved by this acceptance (a higher priority went in front of them) get their new slots.
       if (placed.moved.length > 0) await saveSlots(c, placed.moved, this.epoch);
       placed.commit?.();
@@ -661,6 +661,8 @@ export class QueueWorker {
 }
 
 const TERMINAL = new Set(['sent', 'failed', 'unknown', 'cancelled', 'expired']);
+/** what acceptance emits, read once from the job machine's initial transition */
+const QUEUED_EVENT: QueueEventName = acceptJob().emits ?? 'message.queued';
 
 function mismatch(jobId: string): ApiError {
   return new ApiError(409, 'IDEMPOTENCY_PAYLOAD_MISMATCH', 'this idempotency key was used with a different payload', { jobId });
