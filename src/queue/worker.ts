@@ -182,8 +182,9 @@ export class QueueWorker {
     });
   }
 
+  /** One batch per turn of the serial executor, so a due dispatch never waits behind a whole burst. */
   private async drain(): Promise<void> {
-    while (this.inbox.length > 0) {
+    if (this.inbox.length > 0) {
       const batch = this.inbox.splice(0, this.deps.batchSize ?? 200);
       try {
         await this.acceptBatch(batch);
