@@ -12,7 +12,7 @@ import Router from '@koa/router';
 import type { Config } from './config.js';
 import { systemClock, type Clock } from './clock.js';
 import { createLogger, registerSecret, type Logger } from './log.js';
-import { createPool, type Pool, type PoolConfig } from './store/pool.js';
+import { createPool, withTransaction, type Pool, type PoolConfig } from './store/pool.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './store/embedded.js';
 import { migrate } from './store/migrate.js';
 import { ensureDataDir, resolveAdminToken } from './bootstrap.js';
@@ -30,7 +30,7 @@ import { Runtime } from './actors/runtime.js';
 import { createEventBus } from './actors/events.js';
 import type { InstanceHandle } from './actors/handle.js';
 import { InstanceAdminService } from './instances.js';
-import { listInstances, type Instance } from './store/instances.js';
+import { createInstance, listInstances, type Instance } from './store/instances.js';
 import { createSandbox, type Sandbox } from './sandbox/embed.js';
 import { createNetworkEventHandler } from './actors/network-events.js';
 import { createMediaServices, type MediaServices } from './media/services.js';
@@ -142,8 +142,10 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   // ---- demo instance on an empty store
   let demo: Gateway['demo'] = null;
   if (config.DEMO_INSTANCE && sandbox && (await listInstances(pool)).length === 0) {
-    const created = await instances.create({ name: 'demo', driver: 'sandbox', settings: { quietHours: null } });
+    // the link must be known before the instance's session first starts: create, register, then spawn
+    const created = await withTransaction(pool, (c) => createInstance(c, { name: 'demo', driver: 'sandbox', settings: { quietHours: null } }));
     sandbox.setAutoLink(created.instance.id, DEMO_PHONE);
+    rt.add(created.instance);
     demo = { ...created, phoneNumber: DEMO_PHONE };
   }
 

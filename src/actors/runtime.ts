@@ -65,6 +65,14 @@ interface Entry {
   driver: Driver | null;
 }
 
+/** The active leaf states of a (nested, parallel) state value, as dotted paths without the `active` root. */
+export function leafStates(value: unknown, prefix = ''): string[] {
+  if (typeof value === 'string') return [`${prefix}${value}`];
+  if (!value || typeof value !== 'object') return [];
+  return Object.entries(value as Record<string, unknown>).flatMap(([k, v]) =>
+    leafStates(v, prefix === '' && k === 'active' ? '' : `${prefix}${k}.`));
+}
+
 export class Runtime {
   private readonly entries = new Map<string, Entry>();
   private readonly sessions: SessionRuntime;
@@ -268,7 +276,7 @@ export class Runtime {
       phoneNumber: s.context.phoneNumber ?? entry.instance.phoneNumber,
       browser: { alive: browser.alive, failStreak: browser.failStreak, lastOkAt: browser.lastOkAt },
       qr: currentQr(s)?.dataUrl ?? null,
-      detail: typeof s.value === 'string' ? s.value : JSON.stringify(s.value),
+      detail: leafStates(s.value).join(', '),
       paused: isPaused(s),
       quarantined: s.hasTag('quarantined'),
       lastError: s.context.lastError ? `${s.context.lastError.reason}: ${s.context.lastError.detail}` : null,
