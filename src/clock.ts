@@ -45,3 +45,29 @@ export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<v
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }
+
+/**
+ * Settle with `promise`, or with `onTimeout()` once `ms` passed on `clock`, whichever comes first. `onTimeout`
+ * may return a value (a sentinel) or throw (a timeout error). The timer is cleared when the promise wins.
+ */
+export function raceClock<T, U = never>(clock: Clock, ms: number, promise: Promise<T>, onTimeout: () => U): Promise<T | U> {
+  return new Promise<T | U>((resolve, reject) => {
+    const timer = clock.setTimeout(() => {
+      try {
+        resolve(onTimeout());
+      } catch (err) {
+        reject(err);
+      }
+    }, Math.max(0, ms));
+    promise.then(
+      (value) => {
+        clock.clearTimeout(timer);
+        resolve(value);
+      },
+      (err: unknown) => {
+        clock.clearTimeout(timer);
+        reject(err);
+      },
+    );
+  });
+}

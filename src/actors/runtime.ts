@@ -12,7 +12,7 @@ import {
 } from '../../machines/instance.machine.js';
 import { createSessionLogic, type SessionRuntime } from './session.js';
 import { createWebhookSenders, type WebhookSenders } from './webhook-sender.js';
-import type { Clock } from '../clock.js';
+import { raceClock, type Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { Pool } from '../store/pool.js';
 import type { Instance } from '../store/instances.js';
@@ -303,29 +303,22 @@ export class Runtime {
       throw instanceOffline({ status: view.status, detail: view.detail, lastError: view.lastError });
     }
     const driver = entry.driver;
-    const clock = this.deps.clock;
-    return new Promise<T>((resolve, reject) => {
-      const timer = clock.setTimeout(() => reject(instanceTimeout()), timeoutMs);
-      fn(driver).then(
-        (v) => {
-          clock.clearTimeout(timer);
-          resolve(v);
-        },
-        (err: unknown) => {
-          clock.clearTimeout(timer);
-          if (err instanceof ApiError) return reject(err);
-          if (err instanceof DriverError) {
-            if (err.code === 'NOT_CONNECTED' || err.code === 'SESSION_CLOSED') return reject(instanceOffline({ status: view.status, detail: err.message }));
-            if (err.code === 'NOT_A_GROUP') return reject(new ApiError(400, 'NOT_A_GROUP', err.message));
-            if (err.code === 'INVALID_INPUT') return reject(new ApiError(400, 'VALIDATION_FAILED', err.message, { field: 'body' }));
-            if (err.code === 'TIMEOUT') return reject(instanceTimeout());
-            return reject(waCallFailed(`${op}: ${err.message}`));
-          }
-          this.deps.log.warn({ err, op, instanceId: entry.instance.id }, 'network call failed');
-          reject(waCallFailed(`${op} failed`));
-        },
-      );
-    });
+    try {
+      return await raceClock(this.deps.clock, timeoutMs, fn(driver), () => {
+        throw instanceTimeout();
+      });
+    } catch (err) {
+      if (err instanceof ApiError) throw err;
+      if (err instanceof DriverError) {
+        if (err.code === 'NOT_CONNECTED' || err.code === 'SESSION_CLOSED') throw instanceOffline({ status: view.status, detail: err.message });
+        if (err.code === 'NOT_A_GROUP') throw new ApiError(400, 'NOT_A_GROUP', err.message);
+        if (err.code === 'INVALID_INPUT') throw new ApiError(400, 'VALIDATION_FAILED', err.message, { field: 'body' });
+        if (err.code === 'TIMEOUT') throw instanceTimeout();
+        throw waCallFailed(`${op}: ${err.message}`);
+      }
+      this.deps.log.warn({ err, op, instanceId: entry.instance.id }, 'network call failed');
+      throw waCallFailed(`${op} failed`);
+    }
   }
 
   private onNotify(instanceId: string, p: NotifyParams): void {

@@ -1,7 +1,7 @@
 /**
  * The webhook sender as an XState actor: a `fromCallback` wrapper around src/webhooks/deliver.ts's
  * WebhookSender, spawned by the instance actor (one per instance). It receives `webhook.notify` after a
- * commit that enqueued an event; its own Clock timers handle retries and the fallback poll.
+ * commit that enqueued an event; its own Clock timer handles retries, and a shared poll is the fallback.
  *
  * `createWebhookSenders` builds the logic once per process with the shared pieces (pool, clock, keep-alive
  * transport) and keeps a registry of the live senders, so that code outside the actor tree (an admin route

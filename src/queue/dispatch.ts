@@ -7,7 +7,7 @@
  */
 import { DriverError, type Driver, type Location, type MessageMedia, type SendContent, type SendOptions } from '../drivers/contract.js';
 import { ApiError } from '../http/errors.js';
-import type { Clock } from '../clock.js';
+import { raceClock, type Clock } from '../clock.js';
 import type { Job } from './jobs.js';
 import type { DispatchOutcome } from './worker.js';
 
@@ -24,23 +24,12 @@ const MEDIA_KINDS = new Set(['media', 'voice', 'document', 'sticker', 'video']);
 
 class DeadlineExceeded extends Error {}
 
+/** Run `work` with an AbortSignal that fires, and a DeadlineExceeded rejection, after `ms` on the clock. */
 function withDeadline<T>(clock: Clock, ms: number, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const ctl = new AbortController();
-  return new Promise<T>((resolve, reject) => {
-    const timer = clock.setTimeout(() => {
-      ctl.abort();
-      reject(new DeadlineExceeded(`no answer from the network within ${ms} ms`));
-    }, ms);
-    work(ctl.signal).then(
-      (v) => {
-        clock.clearTimeout(timer);
-        resolve(v);
-      },
-      (e: unknown) => {
-        clock.clearTimeout(timer);
-        reject(e);
-      },
-    );
+  return raceClock(clock, ms, work(ctl.signal), () => {
+    ctl.abort();
+    throw new DeadlineExceeded(`no answer from the network within ${ms} ms`);
   });
 }
 

@@ -4,9 +4,9 @@
  */
 import type { Queryable } from '../store/pool.js';
 
-export type JobState = 'queued' | 'scheduled' | 'sending' | 'sent' | 'failed' | 'unknown' | 'cancelled' | 'expired';
-export const WAITING_STATES: readonly JobState[] = ['queued', 'scheduled'];
-export const TERMINAL_STATES: readonly JobState[] = ['sent', 'failed', 'unknown', 'cancelled', 'expired'];
+import type { JobState } from '../../machines/job.machine.js';
+
+export type { JobState };
 
 export interface Job {
   id: string;

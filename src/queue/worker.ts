@@ -12,7 +12,7 @@ import type { Clock, TimerHandle } from '../clock.js';
 import type { Logger } from '../log.js';
 import { ApiError } from '../http/errors.js';
 import { newJobId } from '../ids.js';
-import { acceptJob, applyJobEvent, statesAccepting, type JobEvent, type QueueEventName } from '../../machines/job.machine.js';
+import { TERMINAL_JOB_STATES, acceptJob, applyJobEvent, statesAccepting, type JobEvent, type QueueEventName } from '../../machines/job.machine.js';
 import type { InstanceSettings } from './settings.js';
 import {
   countPending, findByIdempotencyKeys, getJob, insertJobs, listWaiting, loadHistory, recoverSending, saveSlots,
@@ -661,7 +661,7 @@ export class QueueWorker {
   }
 }
 
-const TERMINAL = new Set(['sent', 'failed', 'unknown', 'cancelled', 'expired']);
+const TERMINAL: ReadonlySet<string> = new Set(TERMINAL_JOB_STATES);
 /** what acceptance emits, read once from the job machine's initial transition */
 const QUEUED_EVENT: QueueEventName = acceptJob().emits ?? 'message.queued';
 

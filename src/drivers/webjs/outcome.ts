@@ -6,7 +6,7 @@
  * The library cannot be cancelled: a timed-out evaluation keeps running in the page, which is exactly why a
  * timeout can never be reported as "not sent".
  */
-import type { Clock } from '../../clock.js';
+import { raceClock, type Clock } from '../../clock.js';
 import { DriverError } from '../contract.js';
 
 export class CallTimeout extends Error {
@@ -18,18 +18,8 @@ export class CallTimeout extends Error {
 
 /** Settle with `promise`, or reject with CallTimeout after `ms` on `clock`. */
 export function withTimeout<T>(promise: Promise<T>, ms: number, clock: Clock, what: string): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = clock.setTimeout(() => reject(new CallTimeout(what, ms)), ms);
-    promise.then(
-      (value) => {
-        clock.clearTimeout(timer);
-        resolve(value);
-      },
-      (err: unknown) => {
-        clock.clearTimeout(timer);
-        reject(err);
-      },
-    );
+  return raceClock(clock, ms, promise, () => {
+    throw new CallTimeout(what, ms);
   });
 }
 

@@ -13,7 +13,7 @@
 import type { Context } from 'koa';
 import { V1Error } from '../errors.js';
 import { legacyWaitMs, type Config } from '../../config.js';
-import { sleep, type Clock } from '../../clock.js';
+import { raceClock, sleep, type Clock } from '../../clock.js';
 import type { InstanceHandle } from '../../actors/handle.js';
 import type { DispatchOutcome } from '../../queue/worker.js';
 import type { V1Send } from './legacy-parse.js';
@@ -38,19 +38,7 @@ const TIMED_OUT = Symbol('timed out');
 
 /** `p`, or TIMED_OUT when the clock reaches `at` first. */
 function until<T>(clock: Clock, at: number, p: Promise<T>): Promise<T | typeof TIMED_OUT> {
-  return new Promise((resolve, reject) => {
-    const t = clock.setTimeout(() => resolve(TIMED_OUT), Math.max(0, at - clock.now()));
-    p.then(
-      (v) => {
-        clock.clearTimeout(t);
-        resolve(v);
-      },
-      (e: unknown) => {
-        clock.clearTimeout(t);
-        reject(e);
-      },
-    );
-  });
+  return raceClock(clock, at - clock.now(), p, () => TIMED_OUT);
 }
 
 /** Return once connected; wait out an ordered restart until `deadline`; otherwise 503. */

@@ -12,7 +12,7 @@ import { acceptedResponse } from '../../queue/format.js';
 import type { AcceptRequest, AcceptResult, QueueWorker } from '../../queue/worker.js';
 import type { InstanceHandle } from '../../actors/handle.js';
 import { DEADLINES } from '../../actors/handle.js';
-import type { Clock } from '../../clock.js';
+import { raceClock, type Clock } from '../../clock.js';
 import type { QueueModeOf } from './queue.js';
 
 export interface SendRouteDeps {
@@ -53,18 +53,8 @@ function sortKeys(v: unknown): unknown {
 
 /** Race a queue call against the route's gateway deadline (504 INSTANCE_TIMEOUT). */
 export function withGatewayDeadline<T>(clock: Clock, ms: number, p: Promise<T>): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const t = clock.setTimeout(() => reject(new ApiError(504, 'INSTANCE_TIMEOUT', 'the instance did not answer in time; the request may have been accepted')), ms);
-    p.then(
-      (v) => {
-        clock.clearTimeout(t);
-        resolve(v);
-      },
-      (e: unknown) => {
-        clock.clearTimeout(t);
-        reject(e);
-      },
-    );
+  return raceClock(clock, ms, p, () => {
+    throw new ApiError(504, 'INSTANCE_TIMEOUT', 'the instance did not answer in time; the request may have been accepted');
   });
 }
 

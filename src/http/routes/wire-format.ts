@@ -42,21 +42,8 @@ export interface Message {
   vCards: string[];
 }
 
-/** The Contact object as DESIGN.md decides it (whatsapp-web.js Contact fields). */
-export interface Contact {
-  id: string;
-  number: string;
-  name: string | null;
-  pushname: string | null;
-  shortName: string | null;
-  isBusiness: boolean;
-  isEnterprise: boolean;
-  isMyContact: boolean;
-  isBlocked: boolean;
-  isGroup: boolean;
-  isUser: boolean;
-  isWAContact: boolean;
-}
+/** The Contact object as DESIGN.md decides it: exactly the whatsapp-web.js Contact fields of the contract. */
+export type Contact = WireContact;
 
 export function toChat(c: WireChat): Chat {
   return {
