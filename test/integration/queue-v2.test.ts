@@ -249,3 +249,25 @@ test('every v2 kind reaches the sandbox recipient with its type', async () => {
   const types = (await ledger(instance.id)).map((e) => (e as { type?: string }).type);
   assert.deepEqual(types, ['image', 'ptt', 'document', 'location', 'poll_creation', 'ptt']);
 });
+
+test('group creation goes through the queue and counts against the limits', async () => {
+  const { apiKey } = await t.createInstance('q10', { settings: { ...FAST, maxPerHour: 2 } });
+  const bad = await t.api(apiKey, 'POST', '/api/v2/groups', { title: '', participants: ['4915112345678@c.us'] });
+  assert.equal(bad.status, 400);
+  assert.equal(bad.body.data?.field, 'title');
+  const r = await t.api(apiKey, 'POST', '/api/v2/groups', { title: 'Team', participants: ['4915112345678@c.us', '4915187654321@c.us'] });
+  assert.equal(r.status, 202, r.text);
+  const id = String(r.body.data?.jobId);
+  const done = await untilState(apiKey, id, 'sent');
+  assert.equal(done.kind, 'group_create');
+  assert.equal(done.originRoute, '/api/v2/groups');
+  assert.match(String(done.messageId), /@g\.us$/, 'the new group id');
+  const chat = await t.api(apiKey, 'GET', `/api/v2/chats/${encodeURIComponent(String(done.messageId))}`);
+  assert.equal(chat.status, 200, chat.text);
+  assert.equal(chat.body.data?.isGroup, true);
+  assert.equal(chat.body.data?.name, 'Team');
+  const q = await t.api(apiKey, 'GET', '/api/v2/queue');
+  const limits = (q.body.data as { limits: Record<string, unknown> }).limits;
+  assert.equal(limits.usedLastHour, 1, 'the creation counts like a message');
+  assert.equal(limits.remainingHour, 1);
+});
