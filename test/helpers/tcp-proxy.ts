@@ -44,8 +44,12 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       await closed;
     },
     async restore() {
+      if (server.listening) return;
       server = make();
-      await new Promise<void>((r) => server.listen(port, '127.0.0.1', r));
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, '127.0.0.1', () => resolve());
+      });
     },
     async close() {
       for (const s of sockets) s.destroy();
