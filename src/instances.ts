@@ -29,18 +29,10 @@ export class InstanceAdminService implements InstanceAdmin {
     return getInstance(this.deps.pool, id);
   }
 
-  /**
-   * `beforeStart` runs between the insert and the spawn: what the instance's first session must see (the demo
-   * instance's sandbox auto-link) is set there, since the session starts synchronously with the spawn.
-   */
-  async create(
-    input: { name: string; driver: 'sandbox' | 'webjs'; settings?: Partial<InstanceSettings> },
-    opts: { beforeStart?: (instance: Instance) => void } = {},
-  ): Promise<{ instance: Instance; apiKey: string }> {
+  async create(input: { name: string; driver: 'sandbox' | 'webjs'; settings?: Partial<InstanceSettings> }): Promise<{ instance: Instance; apiKey: string }> {
     // A partial given at creation must make sense with the defaults it lands on (e.g. minDelayMs ≤ maxDelayMs).
     if (input.settings) applySettingsPatch(NEW_INSTANCE_DEFAULTS, input.settings);
     const created = await withTransaction(this.deps.pool, (c) => createInstance(c, input));
-    opts.beforeStart?.(created.instance);
     this.deps.runtime.add(created.instance);
     return created;
   }

@@ -1,0 +1,265 @@
+/**
+ * The operator interface (DESIGN.md "Operator interface") over real HTTP and PostgreSQL: create, list, get,
+ * patch settings, delete, and what each does to the running actors. The API key is shown on creation only.
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestGateway, type ApiResponse, type TestGateway } from '../helpers/gateway.js';
+import { childIds } from '../../machines/supervisor.machine.js';
+
+let t: TestGateway;
+before(async () => {
+  t = await startTestGateway({ label: 'operator_api', simulated: true });
+});
+after(async () => {
+  await t.stop();
+});
+
+const NEW_DEFAULTS = {
+  maxPerHour: 40,
+  maxPer24h: 500,
+  minDelayMs: 4000,
+  maxDelayMs: 12000,
+  quietHours: { start: '22:00', end: '07:00', tz: 'Europe/Berlin' },
+  defaultTtlSeconds: 86400,
+  legacyQueueMode: 'sync',
+  enabled: true,
+  storeIncomingMedia: false,
+};
+
+function assertError(r: ApiResponse, status: number, code: string): void {
+  assert.equal(r.status, status, r.text);
+  assert.equal(r.body.success, false, r.text);
+  assert.equal(r.body.code, code, r.text);
+  assert.equal(typeof r.body.error, 'string');
+}
+
+/**
+ * The random part of a key, what must never show up outside the create/rotate answers: everything after
+ * `wapi_<name>_` (names hold no `_`; the base64url random part may).
+ */
+const secretPart = (key: string) => key.split('_').slice(2).join('_');
+
+test('create: 201 {instance, apiKey}, key wapi_<name>_..., the new-instance defaults of SPEC.md; the key works', async () => {
+  const r = await t.admin('POST', '/admin/v1/instances', { name: 'shop-berlin', driver: 'sandbox' });
+  assert.equal(r.status, 201, r.text);
+  assert.equal(r.body.success, true);
+  const data = r.body.data as { instance: Record<string, unknown>; apiKey: string };
+  assert.deepEqual(Object.keys(data).sort(), ['apiKey', 'instance']);
+  assert.match(data.apiKey, /^wapi_shop-berlin_[A-Za-z0-9_-]{16,}$/);
+  const inst = data.instance;
+  assert.match(String(inst.id), /^[0-9a-f-]{36}$/);
+  assert.equal(inst.name, 'shop-berlin');
+  assert.equal(inst.driver, 'sandbox');
+  assert.deepEqual(inst.settings, NEW_DEFAULTS);
+  assert.ok(!JSON.stringify(inst).includes(secretPart(data.apiKey)), 'the instance record carries no key');
+  assert.equal(new Date(String(inst.createdAt)).toISOString(), inst.createdAt);
+
+  // its actors run at once; the key authenticates its own instance
+  assert.ok(t.gw.runtime.instanceActor(String(inst.id)), 'the instance actor was spawned');
+  const s = await t.api(data.apiKey, 'GET', '/api/status');
+  assert.equal(s.status, 200, s.text);
+  assert.ok(['initializing', 'waiting_qr'].includes(String(s.body.data?.status)), s.text);
+  assert.equal(s.body.data?.connected, false);
+  // settings given at creation override the defaults field by field
+  const custom = await t.admin('POST', '/admin/v1/instances', { name: 'custom', settings: { maxPerHour: 5, quietHours: null } });
+  assert.equal(custom.status, 201, custom.text);
+  const cs = (custom.body.data as { instance: { settings: Record<string, unknown>; driver: string } }).instance;
+  assert.deepEqual(cs.settings, { ...NEW_DEFAULTS, maxPerHour: 5, quietHours: null });
+  assert.equal(cs.driver, 'sandbox', 'driver defaults to the sandbox');
+});
+
+test('create: invalid input is 400 VALIDATION_FAILED naming the field; a duplicate name is 409', async () => {
+  const cases: [unknown, string][] = [
+    [{}, 'name'],
+    [{ name: '' }, 'name'],
+    [{ name: 'has space' }, 'name'],
+    [{ name: 'under_score' }, 'name'], // `_` would make the key's name part ambiguous
+    [{ name: 'x'.repeat(41) }, 'name'],
+    [{ name: 'okname', driver: 'carrier-pigeon' }, 'driver'],
+    [{ name: 'okname', settings: { maxPerHour: -1 } }, 'settings.maxPerHour'],
+    [{ name: 'okname', settings: { minDelayMs: 5000, maxDelayMs: 1000 } }, 'settings.maxDelayMs'],
+    [{ name: 'okname', settings: { quietHours: { start: '22:00', end: '07:00', tz: 'Mars/Olympus' } } }, 'settings.quietHours.tz'],
+    [{ name: 'okname', settings: { bogus: true } }, 'settings.bogus'],
+  ];
+  for (const [body, field] of cases) {
+    const r = await t.admin('POST', '/admin/v1/instances', body);
+    assertError(r, 400, 'VALIDATION_FAILED');
+    assert.equal(r.body.data?.field, field, `${JSON.stringify(body)} → ${r.text}`);
+  }
+  assert.equal((await t.admin('GET', '/admin/v1/instances')).body.data?.items instanceof Array, true);
+  const names = ((await t.admin('GET', '/admin/v1/instances')).body.data?.items as { name: string }[]).map((i) => i.name);
+  assert.ok(!names.includes('okname'), 'nothing was created by a refused request');
+
+  const first = await t.admin('POST', '/admin/v1/instances', { name: 'twin' });
+  assert.equal(first.status, 201, first.text);
+  const dup = await t.admin('POST', '/admin/v1/instances', { name: 'twin' });
+  assert.equal(dup.status, 409, dup.text);
+  assert.equal(dup.body.success, false);
+  assert.equal(dup.body.data?.field, 'name');
+  const twins = ((await t.admin('GET', '/admin/v1/instances')).body.data?.items as { name: string }[]).filter((i) => i.name === 'twin');
+  assert.equal(twins.length, 1);
+});
+
+test('list and get: live status, settings; the key never appears', async () => {
+  const { instance, apiKey, phone } = await t.createInstance('listed', { settings: { quietHours: null } });
+  const list = await t.admin('GET', '/admin/v1/instances');
+  assert.equal(list.status, 200, list.text);
+  const items = list.body.data?.items as Record<string, unknown>[];
+  const mine = items.find((i) => i.id === instance.id);
+  assert.ok(mine, 'the new instance is listed');
+  assert.equal(mine.name, 'listed');
+  assert.equal(mine.status, 'connected');
+  assert.equal(mine.connected, true);
+  assert.equal(mine.phoneNumber, phone);
+  assert.ok(!list.text.includes(secretPart(apiKey)), 'the list never shows a key');
+  assert.ok(!list.text.includes('wapi_'), 'nor any key at all');
+
+  const one = await t.admin('GET', `/admin/v1/instances/${instance.id}`);
+  assert.equal(one.status, 200, one.text);
+  assert.equal(one.body.data?.id, instance.id);
+  assert.equal(one.body.data?.status, 'connected');
+  assert.equal(one.body.data?.phoneNumber, phone);
+  const browser = one.body.data?.browser as Record<string, unknown>;
+  assert.equal(browser.alive, true);
+  assert.equal(browser.failStreak, 0);
+  assert.deepEqual(one.body.data?.settings, { ...NEW_DEFAULTS, quietHours: null });
+  assert.ok(!one.text.includes(secretPart(apiKey)));
+  assert.ok(!one.text.includes('wapi_'));
+
+  // get follows the live state: a crash shows at once
+  const fail = await t.admin('POST', `/sandbox/v1/instances/${instance.id}/fail`, { kind: 'session_crash', reason: 'test' });
+  assert.equal(fail.status, 200, fail.text);
+  const crashed = await t.admin('GET', `/admin/v1/instances/${instance.id}`);
+  assert.equal(crashed.body.data?.status, 'error');
+  assert.equal(crashed.body.data?.connected, false);
+  await t.advanceUntil(async () => (await t.admin('GET', `/admin/v1/instances/${instance.id}`)).body.data?.status === 'connected', 'reconnected', { maxMs: 60_000 });
+
+  assertError(await t.admin('GET', '/admin/v1/instances/00000000-0000-0000-0000-000000000000'), 404, 'INSTANCE_NOT_FOUND');
+  assertError(await t.admin('GET', '/admin/v1/instances/not-an-id'), 404, 'INSTANCE_NOT_FOUND');
+});
+
+test('PATCH settings: validated against the merged result, persisted, and a limit change re-plans', async () => {
+  const { instance, apiKey } = await t.createInstance('patched', {
+    settings: { quietHours: null, maxPerHour: null, maxPer24h: null, minDelayMs: 60_000, maxDelayMs: 60_000 },
+  });
+  const id = instance.id;
+  const hook = await t.admin('PUT', `/admin/v1/instances/${id}/webhook`, { url: 'http://127.0.0.1:9/hook', secret: 'a-webhook-secret-0123456789', allowPrivate: true, events: ['queue.replanned'] });
+  assert.ok(hook.status < 300, hook.text);
+
+  // invalid patches: 400 with data.field, nothing stored
+  const bad: [unknown, string][] = [
+    [{ settings: { minDelayMs: 5000, maxDelayMs: 1000 } }, 'settings.maxDelayMs'],
+    // valid alone, invalid merged with the stored maxDelayMs (60000)
+    [{ settings: { minDelayMs: 90_000 } }, 'settings.maxDelayMs'],
+    [{ settings: { maxPerHour: 1.5 } }, 'settings.maxPerHour'],
+    [{ settings: { defaultTtlSeconds: 10 } }, 'settings.defaultTtlSeconds'],
+    [{ settings: { legacyQueueMode: 'sometimes' } }, 'settings.legacyQueueMode'],
+    [{ settings: { quietHours: { start: '25:00', end: '07:00', tz: 'Europe/Berlin' } } }, 'settings.quietHours.start'],
+    [{ settings: { unknownSetting: 1 } }, 'settings.unknownSetting'],
+    [{}, 'settings'],
+  ];
+  for (const [body, field] of bad) {
+    const r = await t.admin('PATCH', `/admin/v1/instances/${id}`, body);
+    assertError(r, 400, 'VALIDATION_FAILED');
+    assert.equal(r.body.data?.field, field, `${JSON.stringify(body)} → ${r.text}`);
+  }
+  const unchanged = await t.admin('GET', `/admin/v1/instances/${id}`);
+  assert.equal((unchanged.body.data?.settings as Record<string, unknown>).minDelayMs, 60_000);
+
+  // three jobs one minute apart
+  const jobs: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    const r = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112340002', message: `m${i}` });
+    assert.equal(r.status, 202, r.text);
+    jobs.push(String(r.body.data?.jobId));
+  }
+  const slots = async () => Promise.all(jobs.map(async (j) => Date.parse(String((await t.api(apiKey, 'GET', `/api/v2/messages/${j}`)).body.data?.scheduledAt))));
+  const [, b0, c0] = await slots();
+  assert.equal((c0 as number) - (b0 as number), 60_000);
+
+  // a limit change: persisted, visible in the limits, and the waiting jobs move at once (no time passes)
+  const r = await t.admin('PATCH', `/admin/v1/instances/${id}`, { settings: { minDelayMs: 600_000, maxDelayMs: 600_000, maxPerHour: 10 } });
+  assert.equal(r.status, 200, r.text);
+  assert.deepEqual(
+    { min: (r.body.data?.settings as Record<string, unknown>).minDelayMs, max: (r.body.data?.settings as Record<string, unknown>).maxDelayMs, hour: (r.body.data?.settings as Record<string, unknown>).maxPerHour },
+    { min: 600_000, max: 600_000, hour: 10 },
+  );
+  const limits = (await t.api(apiKey, 'GET', '/api/v2/queue')).body.data?.limits as Record<string, unknown>;
+  assert.equal(limits.minDelayMs, 600_000);
+  assert.equal(limits.maxPerHour, 10);
+  const [, b1, c1] = await slots();
+  assert.equal((c1 as number) - (b1 as number), 600_000, 'the waiting jobs were re-planned with the new pause');
+  const row = await t.gw.pool.query<{ min_delay_ms: number }>('SELECT min_delay_ms FROM instances WHERE id = $1', [id]);
+  assert.equal(row.rows[0]?.min_delay_ms, 600_000, 'persisted');
+  const deliveries = await t.admin('GET', `/admin/v1/instances/${id}/webhook/deliveries?limit=200`);
+  const events = (deliveries.body.data?.items as { event: string }[]).map((d) => d.event);
+  assert.equal(events.filter((e) => e === 'queue.replanned').length, 1, `one queue.replanned event: ${events.join(',')}`);
+
+  // a change that does not touch the plan does not re-plan
+  const ttl = await t.admin('PATCH', `/admin/v1/instances/${id}`, { settings: { defaultTtlSeconds: 3600 } });
+  assert.equal(ttl.status, 200, ttl.text);
+  const after = await t.admin('GET', `/admin/v1/instances/${id}/webhook/deliveries?limit=200`);
+  assert.equal((after.body.data?.items as { event: string }[]).filter((d) => d.event === 'queue.replanned').length, 1);
+  assertError(await t.admin('PATCH', '/admin/v1/instances/00000000-0000-0000-0000-000000000000', { settings: { maxPerHour: 1 } }), 404, 'INSTANCE_NOT_FOUND');
+  for (const j of jobs) await t.api(apiKey, 'DELETE', `/api/v2/messages/${j}`);
+});
+
+test('DELETE: the key stops working, the actors stop, the instance is gone from list, health and debug', async () => {
+  const { instance, apiKey } = await t.createInstance('doomed', { settings: { quietHours: null } });
+  const id = instance.id;
+  const healthBefore = (await (await fetch(`${t.url}/health`)).json()) as { instances: { total: number } };
+  assert.equal((await t.api(apiKey, 'GET', '/api/status')).status, 200);
+  const session = await t.admin('GET', `/sandbox/v1/instances/${id}`);
+  assert.equal(session.body.data?.phase, 'ready');
+
+  const r = await t.admin('DELETE', `/admin/v1/instances/${id}`);
+  assert.equal(r.status, 200, r.text);
+  assert.deepEqual(r.body.data, { id, deleted: true });
+
+  const s = await t.api(apiKey, 'GET', '/api/status');
+  assertError(s, 401, 'INVALID_API_KEY');
+  assertError(await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112340003', message: 'x' }), 401, 'INVALID_API_KEY');
+  assert.equal(t.gw.runtime.instanceActor(id), undefined, 'the instance actor stopped');
+  assert.equal(t.gw.runtime.worker(id), undefined, 'the queue worker is gone');
+  assert.equal(t.gw.runtime.supervisor.system.get(childIds(id).queue), undefined, 'the queue actor stopped');
+  assert.equal(t.gw.runtime.supervisor.system.get(childIds(id).webhooks), undefined, 'the webhook sender stopped');
+  const phase = await t.admin('GET', `/sandbox/v1/instances/${id}`);
+  assert.equal(phase.body.data?.phase, 'stopped', 'the session (driver) was destroyed');
+
+  assertError(await t.admin('GET', `/admin/v1/instances/${id}`), 404, 'INSTANCE_NOT_FOUND');
+  assertError(await t.admin('DELETE', `/admin/v1/instances/${id}`), 404, 'INSTANCE_NOT_FOUND');
+  const items = (await t.admin('GET', '/admin/v1/instances')).body.data?.items as { id: string }[];
+  assert.ok(!items.some((i) => i.id === id));
+  const debug = await t.admin('GET', '/debug/actors');
+  assert.ok(!debug.text.includes(id), 'no actor of the deleted instance is live');
+  const healthAfter = (await (await fetch(`${t.url}/health`)).json()) as { instances: { total: number } };
+  assert.equal(healthAfter.instances.total, healthBefore.instances.total - 1);
+
+  // the name is free again
+  const again = await t.admin('POST', '/admin/v1/instances', { name: 'doomed' });
+  assert.equal(again.status, 201, again.text);
+});
+
+test('rotate: the new key is shown once; get and list never show it', async () => {
+  const { instance } = await t.createInstance('rotating', { link: false });
+  const r = await t.admin('POST', `/admin/v1/instances/${instance.id}/keys`);
+  assert.equal(r.status, 201, r.text);
+  const key = String(r.body.data?.apiKey);
+  assert.match(key, /^wapi_rotating_/);
+  const one = await t.admin('GET', `/admin/v1/instances/${instance.id}`);
+  const list = await t.admin('GET', '/admin/v1/instances');
+  assert.ok(!one.text.includes(secretPart(key)) && !list.text.includes(secretPart(key)));
+  assertError(await t.admin('POST', '/admin/v1/instances/00000000-0000-0000-0000-000000000000/keys'), 404, 'INSTANCE_NOT_FOUND');
+});
+
+test('create: settings given at creation are checked merged with the defaults they land on', async () => {
+  // minDelayMs 20000 alone is valid, but above the new-instance default maxDelayMs (12000)
+  const r = await t.admin('POST', '/admin/v1/instances', { name: 'merged', settings: { minDelayMs: 20_000 } });
+  assertError(r, 400, 'VALIDATION_FAILED');
+  assert.equal(r.body.data?.field, 'settings.maxDelayMs');
+  const names = ((await t.admin('GET', '/admin/v1/instances')).body.data?.items as { name: string }[]).map((i) => i.name);
+  assert.ok(!names.includes('merged'), 'nothing was stored');
+  const fine = await t.admin('POST', '/admin/v1/instances', { name: 'merged', settings: { minDelayMs: 20_000, maxDelayMs: 30_000 } });
+  assert.equal(fine.status, 201, fine.text);
+});
