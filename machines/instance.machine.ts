@@ -247,7 +247,8 @@ function absorb(context: InstanceContext, event: InstanceEvent): Partial<Instanc
     case 'qr':
       return { browser: seen, qr: { dataUrl: event.dataUrl, at: event.at } };
     case 'code':
-      return { browser: seen, pairingCode: { code: event.code, at: event.at } };
+      // a pairing code replaces the QR: the network no longer accepts the shown code once pairing started
+      return { browser: seen, qr: null, pairingCode: { code: event.code, at: event.at } };
     case 'authenticated':
       return { browser: seen, qr: null, pairingCode: null };
     case 'ready':
