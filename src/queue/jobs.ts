@@ -96,23 +96,12 @@ function rowToJob(r: JobRow): Job {
   };
 }
 
-export interface NewJob {
-  id: string;
-  instanceId: string;
-  kind: string;
-  originRoute: string;
-  chatId: string | null;
-  phone: string | null;
-  payload: Record<string, unknown>;
-  payloadHash: string;
-  idempotencyKey: string | null;
-  priority: number;
-  notBefore: number | null;
-  queuedAt: number;
-  scheduledAt: number | null;
-  expiresAt: number;
-  previousJobId: string | null;
-}
+/** What acceptance inserts: the job's own fields; state, seq and outcomes are the store's. */
+export type NewJob = Pick<
+  Job,
+  'id' | 'instanceId' | 'kind' | 'originRoute' | 'chatId' | 'phone' | 'payload' | 'payloadHash' | 'idempotencyKey' |
+  'priority' | 'notBefore' | 'queuedAt' | 'scheduledAt' | 'expiresAt' | 'previousJobId'
+>;
 
 const toDate = (v: number | null) => (v === null ? null : new Date(v));
 

@@ -6,20 +6,8 @@
  */
 import type { Location, WireChat, WireContact, WireMessage } from '../../drivers/contract.js';
 
-/** SPEC.md "Chat object". */
-export interface Chat {
-  id: string;
-  name: string;
-  isGroup: boolean;
-  isReadOnly: boolean;
-  unreadCount: number;
-  /** unix seconds */
-  timestamp: number;
-  archived: boolean;
-  pinned: boolean;
-  isMuted: boolean;
-  muteExpiration: number | null;
-}
+/** SPEC.md "Chat object": the contract's WireChat carries exactly its fields (timestamp in unix seconds). */
+export type Chat = WireChat;
 
 /** SPEC.md "Message object". */
 export interface Message {
