@@ -6,77 +6,26 @@
  * decision that assigns slots runs on one serial executor. Acceptances arriving together are planned and
  * committed in one transaction (group commit): the 202 is only sent once the job is in PostgreSQL.
  */
-import type { Pool, PoolClient, Queryable } from '../store/pool.js';
+import type { PoolClient, Queryable } from '../store/pool.js';
 import { withTransaction } from '../store/pool.js';
-import type { Clock, TimerHandle } from '../clock.js';
-import type { Logger } from '../log.js';
+import type { TimerHandle } from '../clock.js';
 import { ApiError } from '../http/errors.js';
 import { newJobId } from '../ids.js';
 import { TERMINAL_JOB_STATES, acceptJob, applyJobEvent, statesAccepting, type JobEvent, type QueueEventName } from '../../machines/job.machine.js';
-import type { InstanceSettings } from './settings.js';
 import {
   countPending, findByIdempotencyKeys, getJob, insertJobs, listWaiting, loadHistory, recoverSending, saveSlots,
   transitionJob, type Job, type NewJob, type QueueCounts, type TransitionFields,
 } from './jobs.js';
 import { Planner, type MirrorJob } from './planning.js';
 import { Serial } from './serial.js';
+import { TerminalWaiters } from './waiters.js';
+import { queueEventData } from './queue-events.js';
 import { limitsObject, type LimitsObject } from './windows.js';
+import type { AcceptRequest, AcceptResult, DirectOutcome, DirectSend, WorkerDeps } from './types.js';
+
+export type { AcceptRequest, AcceptResult, Dispatcher, DirectOutcome, DirectSend, DispatchOutcome, QueueEventSink, WorkerDeps } from './types.js';
 
 export const IDEMPOTENCY_RETENTION_MS = 7 * 86_400_000;
-
-export interface QueueEventSink {
-  /** Write an event to the outbox inside the caller's transaction. */
-  emit(q: Queryable, event: string, data: Record<string, unknown>): Promise<void>;
-  /** Called after a commit that emitted events: wake the webhook sender. */
-  flushed(): void;
-}
-
-export interface Dispatcher {
-  /** Send one job (a claimed one is already committed as `sending`); resolves with the outcome, never throws. */
-  send(job: Job): Promise<DispatchOutcome>;
-  /** Whether the session can send now. */
-  connected(): boolean;
-}
-
-export type DispatchOutcome =
-  | { kind: 'confirmed'; messageId: string }
-  | { kind: 'assumed'; messageId: string | null }
-  | { kind: 'failed'; resultCode: string; errorMessage: string }
-  | { kind: 'unknown'; unknownReason: string };
-
-export interface WorkerDeps {
-  instanceId: string;
-  pool: Pool;
-  clock: Clock;
-  log: Logger;
-  settings(): InstanceSettings;
-  maxPending: number;
-  events: QueueEventSink;
-  dispatcher: Dispatcher;
-  random?: (min: number, max: number) => number;
-  /** largest number of acceptances committed in one transaction */
-  batchSize?: number;
-}
-
-export interface AcceptRequest {
-  kind: string;
-  originRoute: string;
-  chatId: string | null;
-  phone: string | null;
-  payload: Record<string, unknown>;
-  payloadHash: string;
-  idempotencyKey: string | null;
-  priority: number;
-  notBefore: number | null;
-  ttlSeconds: number | null;
-  previousJobId?: string | null;
-}
-
-export interface AcceptResult {
-  job: Job;
-  replay: boolean;
-  queuePosition: number;
-}
 
 interface Pending {
   req: AcceptRequest;
@@ -84,15 +33,6 @@ interface Pending {
   reject: (e: unknown) => void;
 }
 
-type Waiter = (job: Job) => void;
-
-/** A send outside the persistent queue (v1 in `disabled` and `memory-degraded` modes). */
-export interface DirectSend {
-  kind: string;
-  chatId: string;
-  payload: Record<string, unknown>;
-}
-export type DirectOutcome = DispatchOutcome | { kind: 'rate_limited'; retryAt: number };
 
 export class QueueWorker {
   private readonly serial = new Serial();
@@ -105,7 +45,7 @@ export class QueueWorker {
   private stopped = false;
   private started = false;
   private pending = 0; // queued + scheduled + sending
-  private readonly waiters = new Map<string, Set<Waiter>>();
+  private readonly waiters: TerminalWaiters;
   /** PostgreSQL is unreachable: no dispatch from the queue; v1 sends pass the in-memory gate */
   private degraded = false;
   /** sends made while degraded: written back to `dispatches` on recovery so the windows stay true */
@@ -114,6 +54,7 @@ export class QueueWorker {
 
   constructor(private readonly deps: WorkerDeps) {
     this.planner = new Planner({ random: deps.random, salt: deps.instanceId });
+    this.waiters = new TerminalWaiters(deps.clock);
   }
 
   get instanceId(): string {
@@ -384,34 +325,16 @@ export class QueueWorker {
 
   /** Resolve when the job reaches a terminal state, or with null after `timeoutMs` (v1 synchronous wait). */
   waitForTerminal(jobId: string, timeoutMs: number): Promise<Job | null> {
-    return new Promise((resolve) => {
-      const set = this.waiters.get(jobId) ?? new Set<Waiter>();
-      const timer = this.deps.clock.setTimeout(() => {
-        set.delete(done);
-        resolve(null);
-      }, timeoutMs);
-      const done: Waiter = (job) => {
-        this.deps.clock.clearTimeout(timer);
-        resolve(job);
-      };
-      set.add(done);
-      this.waiters.set(jobId, set);
-      // it may have finished before we started waiting
-      void getJob(this.deps.pool, this.deps.instanceId, jobId).then(
-        (job) => {
-          if (job && TERMINAL.has(job.state)) this.notifyTerminal(job);
-        },
-        // the store is unreachable: the waiter still ends by its timeout or by the job's next transition
-        (err: unknown) => this.deps.log.warn({ err, jobId }, 'job lookup for a waiter failed'),
-      );
-    });
-  }
-
-  private notifyTerminal(job: Job): void {
-    const set = this.waiters.get(job.id);
-    if (!set) return;
-    this.waiters.delete(job.id);
-    for (const w of set) w(job);
+    const waiting = this.waiters.wait(jobId, timeoutMs);
+    // it may have finished before we started waiting
+    void getJob(this.deps.pool, this.deps.instanceId, jobId).then(
+      (job) => {
+        if (job && TERMINAL.has(job.state)) this.waiters.settle(job);
+      },
+      // the store is unreachable: the waiter still ends by its timeout or by the job's next transition
+      (err: unknown) => this.deps.log.warn({ err, jobId }, 'job lookup for a waiter failed'),
+    );
+    return waiting;
   }
 
   // ---------------------------------------------------------------- timing and dispatch
@@ -523,7 +446,7 @@ export class QueueWorker {
           break;
       }
       this.pending = Math.max(0, this.pending - 1);
-      if (moved) this.notifyTerminal(moved);
+      if (moved) this.waiters.settle(moved);
     });
   }
 
@@ -614,7 +537,7 @@ export class QueueWorker {
       return m;
     });
     this.deps.events.flushed();
-    if (moved && TERMINAL.has(moved.state)) this.notifyTerminal(moved);
+    if (moved && TERMINAL.has(moved.state)) this.waiters.settle(moved);
     return moved;
   }
 
@@ -628,35 +551,8 @@ export class QueueWorker {
     return moved;
   }
 
-  private async emitFor(q: Queryable, job: Job, event: QueueEventName, extra: Record<string, unknown> = {}): Promise<void> {
-    const iso = (v: number | null) => (v === null ? null : new Date(v).toISOString());
-    const now = this.deps.clock.now();
-    let data: Record<string, unknown>;
-    switch (event) {
-      case 'message.queued':
-        data = {
-          jobId: job.id,
-          idempotencyKey: job.idempotencyKey,
-          chatId: job.chatId,
-          scheduledAt: iso(job.scheduledAt),
-          etaSeconds: job.scheduledAt === null ? null : Math.max(0, Math.ceil((job.scheduledAt - now) / 1000)),
-          queuePosition: this.planner.position(job.id),
-        };
-        break;
-      case 'message.sent':
-        data = { jobId: job.id, messageId: job.messageId, deliveryConfidence: job.deliveryConfidence, dispatchedAt: iso(job.dispatchedAt) };
-        break;
-      case 'message.failed':
-        data = { jobId: job.id, resultCode: job.resultCode, errorMessage: job.errorMessage };
-        break;
-      case 'message.unknown':
-        data = { jobId: job.id, unknownReason: job.unknownReason, dispatchedAt: iso(job.dispatchedAt) };
-        break;
-      case 'message.cancelled':
-      case 'message.expired':
-        data = { jobId: job.id, reason: typeof extra.reason === 'string' ? extra.reason : event.slice(8) };
-        break;
-    }
+  private async emitFor(q: Queryable, job: Job, event: QueueEventName, extra: { reason?: string } = {}): Promise<void> {
+    const data = queueEventData(event, job, { now: this.deps.clock.now(), position: this.planner.position(job.id), reason: extra.reason });
     await this.deps.events.emit(q, event, data);
   }
 }
