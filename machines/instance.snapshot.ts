@@ -1,0 +1,67 @@
+/**
+ * Reading a snapshot of the instance machine (machines/instance.machine.ts): the SPEC.md status, the one
+ * health tag per state, the QR to show, and the secret-free summary for /debug/actors. Not a machine itself
+ * (the diagrams script only reads `*.machine.ts`).
+ */
+import type { SnapshotFrom } from 'xstate';
+import { HEALTH_TAGS, type HealthTag, type InstanceStatus, type instanceMachine } from './instance.machine.js';
+
+export type InstanceSnapshot = SnapshotFrom<typeof instanceMachine>;
+
+/** The SPEC.md status value of the current state. */
+export function instanceStatus(snapshot: InstanceSnapshot): InstanceStatus {
+  for (const meta of Object.values(snapshot.getMeta())) {
+    if (meta?.status) return meta.status;
+  }
+  return 'disconnected';
+}
+
+/** The one health tag of the current state. */
+export function healthOf(snapshot: InstanceSnapshot): HealthTag {
+  return HEALTH_TAGS.find((t) => snapshot.hasTag(t)) ?? 'offline';
+}
+
+export type HealthCounts = { total: number } & Record<HealthTag, number>;
+
+/** `instances` of the Health object: every snapshot falls in exactly one bucket besides `total`. */
+export function healthCounts(snapshots: Iterable<InstanceSnapshot>): HealthCounts {
+  const counts: HealthCounts = { total: 0, online: 0, offline: 0, starting: 0, degraded: 0, quarantined: 0 };
+  for (const s of snapshots) {
+    counts.total++;
+    counts[healthOf(s)]++;
+  }
+  return counts;
+}
+
+/** True while an ordered restart holds /api/v2/* (answer 503 QUEUE_PAUSED). */
+export const isPaused = (snapshot: InstanceSnapshot): boolean => snapshot.hasTag('paused');
+
+/** The QR to show on /api/qr: only while waiting for a scan and once the session rendered one. */
+export function currentQr(snapshot: InstanceSnapshot): { dataUrl: string; at: number } | null {
+  const qr = snapshot.context.qr;
+  return instanceStatus(snapshot) === 'waiting_qr' && qr?.dataUrl ? { dataUrl: qr.dataUrl, at: qr.at } : null;
+}
+
+/** A secret-free view for /debug/actors: presence and times of QR and pairing code, never their values. */
+export function summarize(snapshot: InstanceSnapshot) {
+  const c = snapshot.context;
+  return {
+    instanceId: c.instanceId,
+    status: instanceStatus(snapshot),
+    health: healthOf(snapshot),
+    paused: isPaused(snapshot),
+    phoneNumber: c.phoneNumber,
+    browser: { ...c.browser },
+    probeFailStreak: c.probeFailStreak,
+    qr: { present: c.qr !== null, at: c.qr?.at ?? null },
+    pairingCode: { present: c.pairingCode !== null, at: c.pairingCode?.at ?? null },
+    waState: c.waState,
+    loading: c.loading,
+    lastError: c.lastError,
+    lastDisconnect: c.lastDisconnect,
+    recentFailures: c.recentFailures.length,
+    backoffMs: snapshot.hasTag('degraded') ? c.backoffMs : null,
+    lastRestart: c.lastRestart,
+    policy: c.policy,
+  };
+}
