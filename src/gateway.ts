@@ -18,6 +18,7 @@ import { migrate } from './store/migrate.js';
 import { ensureDataDir, resolveAdminToken } from './bootstrap.js';
 import { createApp } from './http/app.js';
 import { StoreHealth } from './store/health.js';
+import { startHousekeeping } from './store/housekeeping.js';
 import { KeyResolver, requireAdmin, requireApiKey } from './http/auth.js';
 import { ApiError } from './http/errors.js';
 import { healthRouter } from './http/routes/health.js';
@@ -136,6 +137,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   });
   rt.start();
   store.start();
+  const stopHousekeeping = startHousekeeping({ pool, clock, log });
   const instances = new InstanceAdminService({ pool, runtime: rt, clock });
   for (const inst of await listInstances(pool)) rt.add(inst);
 
@@ -222,6 +224,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       server?.closeIdleConnections();
       presence.stopAll();
       store.stop();
+      stopHousekeeping();
       await rt.stop();
       media.stop();
       await closing;

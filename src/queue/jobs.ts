@@ -142,12 +142,18 @@ export async function insertJobs(q: Queryable, jobs: NewJob[]): Promise<Job[]> {
   );
   const keyed = jobs.filter((j) => j.idempotencyKey !== null);
   if (keyed.length > 0) {
-    await q.query(
-      `INSERT INTO idempotency_keys (instance_id, key, job_id, payload_hash, created_at)
-       SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::timestamptz[])`,
+    // A key remembered longer than 7 days is free again even if housekeeping has not removed it yet; a younger
+    // one (another node took it meanwhile) updates nothing, and the missing row rolls the batch back.
+    const { rowCount } = await q.query(
+      `INSERT INTO idempotency_keys AS k (instance_id, key, job_id, payload_hash, created_at)
+       SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::timestamptz[])
+       ON CONFLICT (instance_id, key) DO UPDATE
+          SET job_id = EXCLUDED.job_id, payload_hash = EXCLUDED.payload_hash, created_at = EXCLUDED.created_at
+        WHERE k.created_at <= EXCLUDED.created_at - interval '7 days'`,
       [keyed.map((j) => j.instanceId), keyed.map((j) => j.idempotencyKey), keyed.map((j) => j.id),
         keyed.map((j) => j.payloadHash), keyed.map((j) => new Date(j.queuedAt))],
     );
+    if ((rowCount ?? 0) !== keyed.length) throw new Error('idempotency key taken concurrently');
   }
   const byId = new Map(rows.map((r) => [r.id, rowToJob(r)]));
   return jobs.map((j) => byId.get(j.id) as Job);

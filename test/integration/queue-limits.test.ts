@@ -108,3 +108,25 @@ test('queue disabled: v2 sends answer 503 QUEUE_STORE_UNAVAILABLE with queueMode
   assert.equal(q.body.data?.mode, 'disabled');
   assert.equal(q.body.data?.limitsEnforced, false);
 });
+
+test('idempotency keys are remembered 7 days, then free again; housekeeping bounds the tables', async () => {
+  const { instance, apiKey } = await t.createInstance('keys7d', { settings: { ...SLOW, minDelayMs: 1000, maxDelayMs: 1000 } });
+  const first = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'week one', idempotencyKey: 'weekly-report-key' });
+  assert.equal(first.status, 202, first.text);
+  t.sim?.increment(6 * 86_400_000);
+  const within = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'week two', idempotencyKey: 'weekly-report-key' });
+  assert.equal(within.status, 409, 'still remembered after 6 days');
+  t.sim?.increment(86_400_000 + 60_000);
+  const after7 = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'week two', idempotencyKey: 'weekly-report-key' });
+  assert.equal(after7.status, 202, after7.text);
+  assert.notEqual(after7.body.data?.jobId, first.body.data?.jobId);
+  const lookup = await t.api(apiKey, 'GET', '/api/v2/messages?idempotencyKey=weekly-report-key');
+  assert.equal(lookup.body.data?.jobId, after7.body.data?.jobId);
+
+  const { housekeep } = await import('../../src/store/housekeeping.js');
+  await t.db.pool.query(`INSERT INTO dispatches (instance_id, job_id, dispatched_at) VALUES ($1, NULL, $2)`, [instance.id, new Date(t.clock.now() - 3 * 86_400_000)]);
+  const report = await housekeep(t.db.pool, t.clock.now());
+  assert.ok(report.dispatches >= 1, 'dispatch history outside the window is removed');
+  const { rows } = await t.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM idempotency_keys WHERE instance_id = $1', [instance.id]);
+  assert.equal(rows[0]?.n, 1, 'the live key stays');
+});
