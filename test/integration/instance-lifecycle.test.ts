@@ -300,7 +300,7 @@ test('GET /debug/actors: operators only, every live actor, and never a secret', 
   assert.equal(mine.machine, 'instance');
   assert.equal(mine.status, 'active');
   assert.equal(mine.context.status, 'waiting_qr');
-  assert.deepEqual((mine.context.qr as { present: boolean }).present, true);
+  assert.deepEqual((mine.context.qr as { present: boolean }).present, false, 'the pairing code replaced the QR');
   assert.deepEqual((mine.context.pairingCode as { present: boolean }).present, true);
   assert.ok(actors.some((x) => x.id === childIds(instance.id).queue));
   assert.ok(actors.some((x) => x.id === childIds(instance.id).webhooks));
