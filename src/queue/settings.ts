@@ -121,7 +121,7 @@ function delayOrder(s: { minDelayMs?: number; maxDelayMs?: number }) {
 /** A complete, valid settings object. */
 export const InstanceSettingsStruct = refine(object(fields), 'DelayOrder', delayOrder);
 
-/** The body of an admin settings PATCH: any subset of the fields; unknown keys are refused. */
+/** The body of an admin settings PATCH: a subset of the fields; unknown keys are refused. */
 export const SettingsPatchStruct = refine(
   object({
     maxPerHour: optional(fields.maxPerHour),

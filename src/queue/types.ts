@@ -39,19 +39,15 @@ export interface WorkerDeps {
   batchSize?: number;
 }
 
-export interface AcceptRequest {
-  kind: string;
-  originRoute: string;
-  chatId: string | null;
-  phone: string | null;
-  payload: Record<string, unknown>;
-  payloadHash: string;
-  idempotencyKey: string | null;
-  priority: number;
-  notBefore: number | null;
+/** A validated send as a route hands it over: the job's own fields, its validity and, for a requeue, its origin. */
+export type AcceptRequest = Pick<
+  Job,
+  'kind' | 'originRoute' | 'chatId' | 'phone' | 'payload' | 'payloadHash' | 'idempotencyKey' | 'priority' | 'notBefore'
+> & {
+  /** null: the instance's defaultTtlSeconds */
   ttlSeconds: number | null;
   previousJobId?: string | null;
-}
+};
 
 export interface AcceptResult {
   job: Job;
