@@ -374,7 +374,7 @@ export class QueueWorker {
   private tick(): void {
     if (this.stopped || this.dispatching || this.degraded) return;
     this.dispatching = this.serial
-      .run(() => this.step())
+      .runFirst(() => this.step())
       .then(async (claimed) => {
         if (claimed) await this.finish(claimed);
       })
@@ -425,7 +425,7 @@ export class QueueWorker {
   private async finish(job: Job): Promise<void> {
     const outcome = await this.deps.dispatcher.send(job);
     const now = this.deps.clock.now();
-    await this.serial.run(async () => {
+    await this.serial.runFirst(async () => {
       let moved: Job | null = null;
       switch (outcome.kind) {
         case 'confirmed':
