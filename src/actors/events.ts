@@ -5,12 +5,14 @@
  */
 import type { Pool, Queryable } from '../store/pool.js';
 import type { Clock } from '../clock.js';
-import { enqueueEvent } from '../webhooks/outbox.js';
+import { enqueueEvent, enqueueEvents } from '../webhooks/outbox.js';
 import { isEventName, type EventOf } from '../webhooks/events.js';
 
 export interface EventBus {
   /** Write `event` for the instance inside the caller's transaction (commits with the change that caused it). */
   emit(q: Queryable, instanceId: string, event: string, data: unknown): Promise<void>;
+  /** Several events of one instance in one statement, in order. */
+  emitMany(q: Queryable, instanceId: string, items: { event: string; data: unknown }[]): Promise<void>;
   /** Write and wake the sender (events with no state change of their own: network and lifecycle events). */
   publish(instanceId: string, event: string, data: unknown): Promise<void>;
 }
@@ -23,6 +25,11 @@ export function createEventBus(deps: { pool: Pool; clock: Clock; wake: (instance
   };
   return {
     emit,
+    async emitMany(q, instanceId, items) {
+      if (items.length === 0) return;
+      for (const it of items) if (!isEventName(it.event)) throw new Error(`unknown event ${it.event}`);
+      await enqueueEvents(q, instanceId, items as EventOf[], deps.clock.now());
+    },
     async publish(instanceId, event, data) {
       await emit(deps.pool, instanceId, event, data);
       deps.wake(instanceId);

@@ -165,6 +165,7 @@ export class Runtime {
     const entry: Entry = { instance, driver: null, worker: null as unknown as QueueWorker };
     const sink: QueueEventSink = {
       emit: (q, event, data) => this.deps.events.emit(q, instance.id, event, data),
+      emitMany: (q, items) => this.deps.events.emitMany(q, instance.id, items),
       flushed: () => this.webhooks.notify(instance.id),
     };
     entry.worker = new QueueWorker({

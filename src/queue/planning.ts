@@ -20,6 +20,8 @@ export interface AddProposal {
   slots: Map<string, number | null>;
   /** existing jobs whose slot this acceptance moved */
   moved: { jobId: string; scheduledAt: number }[];
+  /** 1-based queue position of each new job once committed (for `message.queued`, written before the commit) */
+  positions: Map<string, number>;
   commit: (() => void) | null;
 }
 
@@ -76,7 +78,7 @@ export class Planner {
 
   /** Plan new jobs (in arrival order) into the current plan. */
   tryAdd(newJobs: Omit<PlanJob, 'seq'>[], now: number, settings: InstanceSettings): AddProposal {
-    if (newJobs.length === 0) return { slots: new Map(), moved: [], commit: null };
+    if (newJobs.length === 0) return { slots: new Map(), moved: [], positions: new Map(), commit: null };
     const seq0 = this.nextSeq;
     const jobs: PlanJob[] = newJobs.map((j, i) => ({ ...j, seq: seq0 + i }));
     let result: PlanResult | null = null;
@@ -101,10 +103,18 @@ export class Planner {
         if (old && old.scheduledAt !== p.scheduledAt) moved.push({ jobId: p.jobId, scheduledAt: p.scheduledAt });
       }
     }
+    // placements come in dispatch order: after an append they follow the current order, after a full plan
+    // they are the whole order; jobs without a slot come after every placed one
+    const positions = new Map<string, number>();
+    const base = full ? 0 : this.order.length;
+    result.placements.forEach((p, i) => positions.set(p.jobId, base + i + 1));
+    const after = base + result.placements.length + 1;
+    for (const [id, slot] of slots) if (slot === null) positions.set(id, after);
     const r = result;
     return {
       slots,
       moved,
+      positions,
       commit: () => {
         this.nextSeq = seq0 + jobs.length;
         for (const j of jobs) {

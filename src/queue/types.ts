@@ -8,6 +8,8 @@ import type { Job } from './jobs.js';
 export interface QueueEventSink {
   /** Write an event to the outbox inside the caller's transaction. */
   emit(q: Queryable, event: string, data: Record<string, unknown>): Promise<void>;
+  /** Several events in one statement, in order (the `message.queued` events of an acceptance batch). */
+  emitMany(q: Queryable, items: { event: string; data: Record<string, unknown> }[]): Promise<void>;
   /** Called after a commit that emitted events: wake the webhook sender. */
   flushed(): void;
 }

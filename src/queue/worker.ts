@@ -211,7 +211,10 @@ export class QueueWorker {
         accepted.push(f);
       }
       const inserted = await insertJobs(c, accepted.map((a) => a.job));
-      for (const job of inserted) await this.emitFor(c, job, QUEUED_EVENT);
+      await this.deps.events.emitMany(c, inserted.map((job) => ({
+        event: QUEUED_EVENT,
+        data: queueEventData(QUEUED_EVENT, job, { now, position: placed.positions.get(job.id) ?? 0 }),
+      })));
       // Jobs moved by this acceptance (a higher priority went in front of them) get their new slots.
       if (placed.moved.length > 0) await saveSlots(c, placed.moved, this.epoch);
       placed.commit?.();

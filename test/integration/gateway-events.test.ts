@@ -100,6 +100,7 @@ test('incoming message with media, stored; queue events of a send; every deliver
   assert.ok(queued);
   assert.deepEqual(Object.keys(queued.data).sort(), ['chatId', 'etaSeconds', 'idempotencyKey', 'jobId', 'queuePosition', 'scheduledAt']);
   assert.equal(queued.data.idempotencyKey, 'events-send-0001');
+  assert.equal(queued.data.queuePosition, 1, 'the position the job has in the queue, not 0');
   assert.deepEqual(Object.keys(sent.data).sort(), ['deliveryConfidence', 'dispatchedAt', 'jobId', 'messageId'].sort());
   assert.equal(sent.data.deliveryConfidence, 'confirmed');
   assert.ok(got.indexOf(queued) < got.indexOf(sent), 'queued is delivered before sent');

@@ -166,7 +166,11 @@ export async function startV1Harness(label: string, env: Record<string, string> 
         log,
         settings: () => s,
         maxPending: opts.maxPending ?? config.QUEUE_MAX_PENDING,
-        events: { emit: async (_q, event, data) => void events.push({ event, data }), flushed: () => undefined },
+        events: {
+          emit: async (_q, event, data) => void events.push({ event, data }),
+          emitMany: async (_q, items) => void events.push(...items),
+          flushed: () => undefined,
+        },
         dispatcher: {
           connected: () => handle.connected,
           send: (job) => dispatchJob(job, { clock, driver: () => (handle.connected ? net : null), callTimeoutMs: 30_000, resolveMedia: media.resolveForDispatch }),
