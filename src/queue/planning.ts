@@ -138,9 +138,6 @@ export class Planner {
     };
   }
 
-  /** Nothing to undo: proposals only take effect on commit. Kept for symmetry at call sites. */
-  rollback(): void {}
-
   replan(now: number, settings: InstanceSettings): ReplanProposal {
     const result = planAll(this.input(now, settings));
     const placed = new Map(result.placements.map((p) => [p.jobId, p.scheduledAt]));

@@ -13,7 +13,7 @@ import { ApiError } from '../http/errors.js';
 import { newJobId } from '../ids.js';
 import { TERMINAL_JOB_STATES, acceptJob, applyJobEvent, statesAccepting, type JobEvent, type QueueEventName } from '../../machines/job.machine.js';
 import {
-  countPending, findByIdempotencyKeys, getJob, insertJobs, listWaiting, loadHistory, recoverSending, saveSlots,
+  countPending, findByIdempotencyKeys, forgetDispatch, getJob, recordDispatch, insertJobs, listWaiting, loadHistory, recoverSending, saveSlots,
   transitionJob, type Job, type NewJob, type QueueCounts, type TransitionFields,
 } from './jobs.js';
 import { Planner, type MirrorJob } from './planning.js';
@@ -223,9 +223,6 @@ export class QueueWorker {
         const a = accepted[i];
         if (a) outcomes.set(a.p, { job, replay: false, queuePosition: this.planner.position(job.id) });
       });
-    }).catch((err: unknown) => {
-      this.planner.rollback();
-      throw err;
     });
 
     this.deps.events.flushed();
@@ -415,8 +412,7 @@ export class QueueWorker {
     const claimed = await withTransaction(this.deps.pool, async (c) => {
       const moved = await this.moveIn(c, job, { type: 'DISPATCH' }, { dispatchedAt: now, attemptsIncrement: true });
       if (!moved) return null;
-      await c.query('INSERT INTO dispatches (instance_id, job_id, dispatched_at) VALUES ($1, $2, $3)', [this.deps.instanceId, job.id, new Date(now)]);
-      await c.query('UPDATE instances SET last_dispatch_at = $2 WHERE id = $1', [this.deps.instanceId, new Date(now)]);
+      await recordDispatch(c, this.deps.instanceId, job.id, now);
       return moved;
     });
     this.planner.remove(due);
@@ -440,7 +436,7 @@ export class QueueWorker {
         case 'failed':
           moved = await this.move(job, { type: 'RESULT_FAILED' }, { terminalAt: now, resultCode: outcome.resultCode, errorMessage: outcome.errorMessage }, {}, async (c) => {
             // provably not sent: it stops counting against the windows
-            await c.query('DELETE FROM dispatches WHERE job_id = $1', [job.id]);
+            await forgetDispatch(c, job.id);
           });
           if (moved) this.planner.forgetDispatch(job.dispatchedAt ?? now);
           break;
