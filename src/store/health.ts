@@ -1,11 +1,14 @@
 /**
  * Is PostgreSQL reachable? The queue's mode follows from this (`pg` ↔ `memory-degraded`, SPEC.md "Queue
- * modes"). A cheap probe runs on the runtime clock; any code that sees a connection-class error calls
- * `suspect()` for an immediate probe. Only a failed probe enters the degraded mode, and only a successful one
- * leaves it, so one slow query cannot flap the mode.
+ * modes"). A cheap probe runs on the runtime clock; a connection of the pool breaking (reset, closed) and any
+ * code that sees a connection-class error (`suspect()`) trigger an immediate probe. Only a failed probe
+ * enters the degraded mode, and only a successful one leaves it, so one slow query cannot flap the mode.
+ *
+ * The probe has its own deadline on the runtime clock (`probeTimeoutMs`), far below the callers' waits: in a
+ * partition (packets dropped, nothing closed) no error ever arrives, and an unanswered probe is a failed one.
  */
-import type { Pool } from './pool.js';
-import type { Clock, TimerHandle } from '../clock.js';
+import { CommitOutcomeUnknown, type Pool } from './pool.js';
+import { raceClock, type Clock, type TimerHandle } from '../clock.js';
 import type { Logger } from '../log.js';
 
 const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006']);
@@ -13,10 +16,17 @@ const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMED
 /** True for errors that say the database could not be reached (not for a bad query). */
 export function isConnectionError(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
+  // the connection broke during COMMIT: something may have been written, so not a "nothing happened" fault
+  if (err instanceof CommitOutcomeUnknown) return false;
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string' && CONNECTION_CODES.has(code)) return true;
-  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|not queryable|ECONNREFUSED|ECONNRESET/i.test(err.message);
+  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|not queryable|Query read timeout|ECONNREFUSED|ECONNRESET/i.test(err.message);
 }
+
+/** How long the probe waits for `SELECT 1` before it counts as failed. */
+export const PROBE_TIMEOUT_MS = 2_000;
+
+const PROBE_TIMED_OUT = Symbol('probe timed out');
 
 export type StoreListener = (degraded: boolean, since: number) => void;
 
@@ -28,8 +38,13 @@ export class StoreHealth {
   private readonly listeners = new Set<StoreListener>();
 
   constructor(
-    private readonly deps: { pool: Pool; clock: Clock; log: Logger; intervalMs?: number; degradedIntervalMs?: number },
+    private readonly deps: { pool: Pool; clock: Clock; log: Logger; intervalMs?: number; degradedIntervalMs?: number; probeTimeoutMs?: number },
   ) {}
+
+  /** A connection of the pool broke, idle or checked out (see createPool). */
+  private readonly onPoolFault = () => {
+    if (!this.stopped) void this.suspect();
+  };
 
   get degraded(): boolean {
     return this.degradedAt !== null;
@@ -46,11 +61,13 @@ export class StoreHealth {
   }
 
   start(): void {
+    this.deps.pool.on('error', this.onPoolFault);
     this.schedule();
   }
 
   stop(): void {
     this.stopped = true;
+    this.deps.pool.removeListener('error', this.onPoolFault);
     if (this.timer !== null) this.deps.clock.clearTimeout(this.timer);
     this.timer = null;
   }
@@ -70,7 +87,8 @@ export class StoreHealth {
   private async run(): Promise<void> {
     let ok = true;
     try {
-      await this.deps.pool.query('SELECT 1');
+      const answer = await raceClock(this.deps.clock, this.deps.probeTimeoutMs ?? PROBE_TIMEOUT_MS, this.deps.pool.query('SELECT 1'), () => PROBE_TIMED_OUT);
+      if (answer === PROBE_TIMED_OUT) throw new Error(`PostgreSQL did not answer the probe within ${this.deps.probeTimeoutMs ?? PROBE_TIMEOUT_MS} ms`);
     } catch (err) {
       ok = false;
       if (!this.degraded) this.deps.log.warn({ err }, 'PostgreSQL unreachable: queue switches to memory-degraded');

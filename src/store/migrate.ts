@@ -8,7 +8,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Pool } from './pool.js';
+import { checkout, unbounded, type Pool } from './pool.js';
 
 export const SQL_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../sql');
 const LOCK_KEY = 727_001; // arbitrary, constant: "mgw migrations"
@@ -33,10 +33,12 @@ export async function loadMigrations(dir = SQL_DIR): Promise<Migration[]> {
 /** Apply every migration not yet recorded. Returns the names applied by this call. */
 export async function migrate(pool: Pool, dir = SQL_DIR): Promise<string[]> {
   const migrations = await loadMigrations(dir);
-  const client = await pool.connect();
+  const { client, release } = await checkout(pool);
   const applied: string[] = [];
   try {
-    await client.query('SELECT pg_advisory_lock($1)', [LOCK_KEY]);
+    // a migration, and the wait for another node's, may take as long as it takes: lift the store deadlines
+    await client.query('SET statement_timeout = 0');
+    await client.query({ text: 'SELECT pg_advisory_lock($1)', values: [LOCK_KEY], ...unbounded });
     try {
       await client.query(
         `CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -49,7 +51,7 @@ export async function migrate(pool: Pool, dir = SQL_DIR): Promise<string[]> {
         if (done.has(m.version)) continue;
         await client.query('BEGIN');
         try {
-          await client.query(m.sql);
+          await client.query({ text: m.sql, ...unbounded });
           await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
           await client.query('COMMIT');
           applied.push(m.name);
@@ -62,7 +64,8 @@ export async function migrate(pool: Pool, dir = SQL_DIR): Promise<string[]> {
       await client.query('SELECT pg_advisory_unlock($1)', [LOCK_KEY]).catch(() => undefined);
     }
   } finally {
-    client.release();
+    await client.query('RESET statement_timeout').catch(() => undefined);
+    release();
   }
   return applied;
 }

@@ -12,24 +12,106 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (v: string) => Number(v));
 
 export type PoolConfig = pg.PoolConfig;
 
+/**
+ * Every store call ends well inside the shortest caller wait (the v1 synchronous wait, 20 s by default), also
+ * when PostgreSQL is partitioned away (packets dropped, nothing closed), so that callers get an answer and the
+ * degraded mode starts promptly:
+ * - `connectMs`: a new connection, or a free slot of the pool;
+ * - `statementMs`: the server cancels a statement that runs longer (the connection stays usable);
+ * - `queryMs`: the client gives up on a query whose answer does not come (the server is unreachable); the
+ *   connection is then discarded. Longer than `statementMs`, so a slow server answers with its own error first.
+ * Code that legitimately runs longer (migrations) lifts them for its own session (see `unbounded`).
+ */
+export const STORE_DEADLINES = { connectMs: 3_000, statementMs: 4_000, queryMs: 5_000 } as const;
+
+/** Per-query settings of a statement that may run as long as it needs (a migration, its lock wait). */
+export const unbounded = { query_timeout: 24 * 3_600_000 } as const;
+
 export function createPool(config: PoolConfig): Pool {
-  const pool = new pg.Pool({ max: 10, idleTimeoutMillis: 10_000, connectionTimeoutMillis: 5_000, ...config });
-  // An idle client losing its server must not crash the process; the next query reports the fault.
+  const pool = new pg.Pool({
+    max: 10,
+    idleTimeoutMillis: 10_000,
+    connectionTimeoutMillis: STORE_DEADLINES.connectMs,
+    query_timeout: STORE_DEADLINES.queryMs,
+    statement_timeout: STORE_DEADLINES.statementMs,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+    ...config,
+  });
+  // An idle client losing its server must not crash the process; the next query reports the fault (and the
+  // store health, listening on the pool, probes at once).
   pool.on('error', () => undefined);
+  // Nor may a client that is checked out (a transaction, a migration) when its connection breaks: pg emits
+  // 'error' on the client, and an EventEmitter without a listener throws it. The query in progress, or the
+  // next one, rejects with the fault, so the holder still learns of it. The pool's 'error' event then means
+  // "a connection of this pool broke", checked out or idle (the store health probes on it).
+  pool.on('connect', (client) => {
+    // (an idle client's error reaches the pool's 'error' twice, through pg-pool too: harmless)
+    client.on('error', (err) => void pool.emit('error', err, client));
+  });
   return pool;
 }
 
-export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
+/**
+ * A client of the pool for a run of statements on one connection, with an 'error' listener for as long as it
+ * is held. `release(err)` with the fault that broke the connection discards it instead of pooling it.
+ */
+export async function checkout(pool: Pool): Promise<{ client: PoolClient; release: (err?: Error) => void }> {
   const client = await pool.connect();
+  let broken: Error | undefined;
+  const onError = (err: Error) => {
+    broken ??= err;
+  };
+  client.on('error', onError);
+  let released = false;
+  return {
+    client,
+    release(err?: Error) {
+      if (released) return;
+      released = true;
+      client.removeListener('error', onError);
+      client.release(err ?? broken);
+    },
+  };
+}
+
+export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
+  const { client, release } = await checkout(pool);
+  let fault: Error | undefined;
+  let committing = false;
   try {
     await client.query('BEGIN');
     const result = await fn(client);
+    committing = true;
     await client.query('COMMIT');
     return result;
   } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
+    if (committing && brokenConnection(err)) {
+      fault = err;
+      throw new CommitOutcomeUnknown(err);
+    }
+    // A connection that broke or stopped answering cannot roll back (the server does when the connection
+    // closes): discard it rather than wait for a ROLLBACK that will not come.
+    if (brokenConnection(err)) fault = err;
+    else await client.query('ROLLBACK').catch((e: unknown) => void (fault = e instanceof Error ? e : new Error(String(e))));
     throw err;
   } finally {
-    client.release();
+    release(fault);
   }
+}
+
+/**
+ * The connection broke while COMMIT was on its way: the change may or may not have been committed. Not a
+ * "nothing happened" connection error: whoever answers a caller must not say that nothing was accepted.
+ */
+export class CommitOutcomeUnknown extends Error {
+  constructor(readonly fault: Error) {
+    super(`the store connection broke during COMMIT; the change may have been committed (${fault.message})`);
+    this.name = 'CommitOutcomeUnknown';
+  }
+}
+
+/** The error says the connection itself is unusable (closed, reset, or no answer within `queryMs`). */
+function brokenConnection(err: unknown): err is Error {
+  return err instanceof Error && /Connection terminated|Query read timeout|not queryable|ECONNRESET|EPIPE/i.test(err.message);
 }
