@@ -228,9 +228,9 @@ class Waiting {
 }
 
 /**
- * Where a plan ended: cursor, window contents, quiet-hours cache, the last job in rule-1 order and the last
- * time the plan ran out of eligible jobs. Opaque; pass it to `planAppend`. Never mutated: `planAppend`
- * returns a new one.
+ * Where a plan ended: cursor, window contents, quiet-hours cache, the last job in rule-1 order and where the
+ * plan last ran out of eligible jobs. Opaque; pass it to `planAppend`. Never mutated: `planAppend` returns a
+ * new one.
  */
 export class PlanTail {
   /** @internal */
@@ -241,8 +241,13 @@ export class PlanTail {
     readonly cursor: number,
     /** Set once the attempt cap was hit: nothing after this point was placed; plan again then. */
     readonly exhaustedAt: number | null,
-    /** Gate of the last step with no eligible job; a job eligible by then would have been placed earlier. */
-    readonly lastIdleGate: number,
+    /**
+     * Where the cursor went the last time no job was eligible (the next notBefore). The plan has a gap before
+     * it: a new job allowed before this instant would have filled the gap, so it cannot simply be appended.
+     */
+    readonly idleUntil: number,
+    /** The latest `now` this plan was made or appended at. */
+    readonly plannedAt: number,
     /** The last job of the plan in rule-1 order (placed or not), or null for an empty plan. */
     readonly lastJob: PlanJob | null,
     /** @internal */ readonly windows: WindowCounter,
@@ -254,7 +259,7 @@ export class PlanTail {
 function run(jobs: readonly PlanJob[], from: PlanTail): PlanResult {
   const s = from.settings;
   const random = from.random;
-  const windows = from.windows.clone();
+  const windows = from.windows.clone(from.cursor);
   const quiet = from.quiet;
   const waiting = new Waiting(jobs);
   const placements: Placement[] = [];
@@ -262,7 +267,7 @@ function run(jobs: readonly PlanJob[], from: PlanTail): PlanResult {
   const unplaced: Unplaced[] = [];
   let cursor = from.cursor;
   let exhaustedAt = from.exhaustedAt;
-  let lastIdleGate = from.lastIdleGate;
+  let idleUntil = from.idleUntil;
   let g: Gate | null = null; // gate at `cursor`; valid until something is placed
 
   while (!waiting.empty) {
@@ -288,8 +293,8 @@ function run(jobs: readonly PlanJob[], from: PlanTail): PlanResult {
     const job = waiting.take();
     if (job === undefined) {
       // Nobody may go yet: idle until the next notBefore (rule 2's max(t, notBefore)).
-      lastIdleGate = at;
       cursor = Math.max(cursor, waiting.nextNotBefore() ?? cursor);
+      idleUntil = cursor;
       g = null;
       continue;
     }
@@ -306,7 +311,7 @@ function run(jobs: readonly PlanJob[], from: PlanTail): PlanResult {
 
   const last = waiting.last;
   const lastJob = last === null ? from.lastJob : from.lastJob === null || before(from.lastJob, last) ? last : from.lastJob;
-  const tail = new PlanTail(s, random, cursor, exhaustedAt, lastIdleGate, lastJob, windows, quiet);
+  const tail = new PlanTail(s, random, cursor, exhaustedAt, idleUntil, from.plannedAt, lastJob, windows, quiet);
   return { placements, unreachable, unplaced, tail };
 }
 
@@ -319,7 +324,7 @@ function startTail(input: Omit<PlanInput, 'jobs'>): PlanTail {
       ? input.now
       : Math.max(input.now, input.lastDispatchAt + random(s.minDelayMs, s.maxDelayMs, 'start'));
   const windows = new WindowCounter(input.history.filter((d) => d > input.now - DAY_MS));
-  return new PlanTail(s, random, cursor, null, Number.NEGATIVE_INFINITY, null, windows, new QuietCursor(s.quietHours));
+  return new PlanTail(s, random, cursor, null, Number.NEGATIVE_INFINITY, input.now, null, windows, new QuietCursor(s.quietHours));
 }
 
 /** A full (re-)plan of every waiting job. */
@@ -328,22 +333,26 @@ export function planAll(input: PlanInput): PlanResult {
 }
 
 /**
- * Plan newly accepted jobs after an existing plan without re-planning the others: the result equals
- * `planAll` over old and new jobs together (same input, same random sequence). That holds when every new job
- * goes after every planned one in rule-1 order and was not eligible when the plan last idled; otherwise this
- * returns null and the caller runs `planAll` (new priority 9 jobs overtake, so others move).
+ * Plan newly accepted jobs after an existing plan without re-planning the others: the result equals `planAll`
+ * over old and new jobs together (same input, a RandomDelay that is a function of its key), provided a full
+ * plan at `now` would leave the old jobs where they are. Otherwise this returns null and the caller runs
+ * `planAll`. The cases where appending cannot equal a full plan:
+ *
+ * - a new job does not go after every planned one in rule-1 order (a higher priority overtakes: others move);
+ * - a new job is allowed (max(now, notBefore)) before the plan's last gap ends (`idleUntil`): a full plan puts
+ *   it into the gap in front of the notBefore job instead of behind it (issue 13, finding 4);
+ * - the plan stopped at the attempt cap (nothing after `exhaustedAt` was placed: plan again);
+ * - `now` is earlier than the plan (the clock went back): the plan's start no longer holds.
  *
  * `now` lifts the cursor when time has passed since the plan was made.
  */
 export function planAppend(tail: PlanTail, jobs: readonly PlanJob[], now: number): PlanResult | null {
+  if (tail.exhaustedAt !== null || now < tail.plannedAt) return null;
   for (const job of jobs) {
     if (tail.lastJob !== null && !before(tail.lastJob, job)) return null;
-    if (Math.max(job.notBefore ?? Number.NEGATIVE_INFINITY, now) <= tail.lastIdleGate) return null;
+    if (Math.max(job.notBefore ?? Number.NEGATIVE_INFINITY, now) < tail.idleUntil) return null;
   }
-  const lifted =
-    now > tail.cursor
-      ? new PlanTail(tail.settings, tail.random, now, tail.exhaustedAt, tail.lastIdleGate, tail.lastJob, tail.windows, tail.quiet)
-      : tail;
+  const lifted = new PlanTail(tail.settings, tail.random, Math.max(tail.cursor, now), null, tail.idleUntil, now, tail.lastJob, tail.windows, tail.quiet);
   return run(jobs, lifted);
 }
 

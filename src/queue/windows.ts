@@ -113,14 +113,23 @@ export class WindowCounter {
     return this.times.length > 0 ? this.times[this.times.length - 1]! : null;
   }
 
-  /** An independent copy without the instants that can no longer count (older than the daily window). */
-  clone(): WindowCounter {
+  /**
+   * An independent copy for queries at `from` or later, without the instants that can no longer count then
+   * (at or before `from` - 24 h). `from`, not the sought time: a plan may have looked ahead (a gate past a job
+   * that then proved unreachable) while its cursor stayed behind, and the next plan starts from that cursor.
+   */
+  clone(from: number = this.at): WindowCounter {
+    const cut = upperBound(this.times, from - DAY_MS);
     const c = new WindowCounter();
-    c.times = this.times.slice(this.loDay);
-    c.at = this.at;
-    c.hi = this.hi - this.loDay;
-    c.loHour = this.loHour - this.loDay;
-    c.loDay = 0;
+    c.times = this.times.slice(cut);
+    if (this.at >= from) {
+      // every edge is at or after the cut (loDay is the first instant after at - 24 h ≥ from - 24 h)
+      c.at = this.at;
+      c.hi = this.hi - cut;
+      c.loHour = this.loHour - cut;
+      c.loDay = this.loDay - cut;
+    }
+    // otherwise the copy starts unsought (at = -∞, edges 0) and the first seek places its edges
     return c;
   }
 }
