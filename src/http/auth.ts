@@ -8,7 +8,8 @@ import type { Context, Next } from 'koa';
 import { ApiError } from './errors.js';
 import { findInstanceIdByKey, hashKey } from '../store/instances.js';
 import type { Queryable } from '../store/pool.js';
-import type { Clock } from '../clock.js';
+import { raceClock, type Clock } from '../clock.js';
+import { isConnectionError } from '../store/health.js';
 
 const BEARER = /^Bearer ([A-Za-z0-9._~+/=-]{8,512})$/;
 const API_KEY = /^wapi_[A-Za-z0-9-]{1,40}_[A-Za-z0-9_-]{16,}$/;
@@ -22,24 +23,83 @@ export function bearerToken(ctx: Context): string {
 
 /**
  * Resolves API keys to instance ids with a short-lived cache keyed by the key's hash (never the key), so the
- * hot path does not hit PostgreSQL on every request. Rotation and deletion clear it.
+ * hot path does not hit PostgreSQL on every request. Rotation and deletion clear it, at once.
+ *
+ * While the store is unreachable a key cannot be verified again; one verified before the outage stays usable
+ * (its cached instance is answered until a lookup succeeds again), so every route keeps working in
+ * `memory-degraded` (SPEC.md: v1 works in every mode). A key this process never verified cannot be told
+ * valid or not then: 503 QUEUE_STORE_UNAVAILABLE, never a 401 for a key that may be valid. After a failed
+ * lookup the store is not asked again for `retryMs`, so requests do not each wait out the store's deadline.
  */
 export class KeyResolver {
   private cache = new Map<string, { instanceId: string; at: number }>();
-  constructor(private readonly db: Queryable, private readonly clock: Clock, private readonly ttlMs = 30_000) {}
+  /** bumped by clear(): a lookup that began before a rotation must not put the old answer back */
+  private generation = 0;
+  /** when a lookup last failed because the store was unreachable (null once one succeeds again) */
+  private unreachableAt: number | null = null;
+  private readonly lookups = new Map<string, Promise<string | null>>();
+  constructor(
+    private readonly db: Queryable,
+    private readonly clock: Clock,
+    private readonly ttlMs = 30_000,
+    private readonly opts: { lookupTimeoutMs?: number; retryMs?: number } = {},
+  ) {}
 
   async resolve(key: string): Promise<string | null> {
     const h = hashKey(key).toString('hex');
     const hit = this.cache.get(h);
-    if (hit && this.clock.now() - hit.at < this.ttlMs) return hit.instanceId;
-    const id = await findInstanceIdByKey(this.db, key);
-    if (id) this.cache.set(h, { instanceId: id, at: this.clock.now() });
-    else this.cache.delete(h);
-    return id;
+    const now = this.clock.now();
+    if (hit && now - hit.at < this.ttlMs) return hit.instanceId;
+    if (hit && this.unreachableAt !== null && now - this.unreachableAt < (this.opts.retryMs ?? 1_000)) return hit.instanceId;
+    try {
+      return await this.lookup(h, key);
+    } catch (err) {
+      if (!isConnectionError(err) && !(err instanceof LookupTimeout)) throw err;
+      this.unreachableAt = this.clock.now();
+      const stale = this.cache.get(h);
+      if (stale) return stale.instanceId;
+      throw new ApiError(503, 'QUEUE_STORE_UNAVAILABLE', 'the store is unreachable, so the API key cannot be verified now; nothing was done: retry shortly', {
+        queueMode: 'memory-degraded',
+      });
+    }
+  }
+
+  /** One lookup per key at a time, bounded on the runtime clock. */
+  private lookup(h: string, key: string): Promise<string | null> {
+    const running = this.lookups.get(h);
+    if (running) return running;
+    const generation = this.generation;
+    const timeoutMs = this.opts.lookupTimeoutMs ?? 2_000;
+    const found = raceClock(this.clock, timeoutMs, findInstanceIdByKey(this.db, key), () => {
+      throw new LookupTimeout(timeoutMs);
+    });
+    const pending: Promise<string | null> = found
+      .then((id) => {
+        this.unreachableAt = null;
+        if (generation === this.generation) {
+          if (id) this.cache.set(h, { instanceId: id, at: this.clock.now() });
+          else this.cache.delete(h);
+        }
+        return id;
+      })
+      .finally(() => {
+        if (this.lookups.get(h) === pending) this.lookups.delete(h);
+      });
+    this.lookups.set(h, pending);
+    return pending;
   }
 
   clear(): void {
+    this.generation++;
     this.cache.clear();
+    this.lookups.clear();
+  }
+}
+
+class LookupTimeout extends Error {
+  constructor(ms: number) {
+    super(`the API key lookup got no answer within ${ms} ms`);
+    this.name = 'LookupTimeout';
   }
 }
 
