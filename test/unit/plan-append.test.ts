@@ -138,6 +138,29 @@ describe('planAppend refuses (null) where only a full plan is right', () => {
     assert.equal(r.placements[0]!.scheduledAt, now + 2 * HOUR_MS);
   });
 
+  test('the clock went back since the plan, or the plan stopped at the attempt cap: a full plan', () => {
+    const tail = planAll({ ...base, jobs: [j('a', 5, 1)] }).tail;
+    assert.equal(planAppend(tail, [j('b', 5, 2)], now - 1), null);
+    const dense = Array.from({ length: 250 }, (_, i) => now - HOUR_MS + 1 + i * 10_000);
+    const capped = planAll({ ...base, history: dense, settings: { ...settings, maxPerHour: 1 }, jobs: [j('c', 5, 1)] });
+    assert.deepEqual(capped.unplaced.map((u) => u.jobId), ['c']);
+    assert.equal(planAppend(capped.tail, [j('d', 5, 2)], now), null);
+  });
+
+  test('a gate that looked past an unreachable job: the next append still counts the whole window', () => {
+    // 2 per 24 h, both used: the next slot is the older one + 24 h + 1 ms, past the first job's TTL
+    const history = [now - 20 * HOUR_MS, now - HOUR_MS];
+    const s2 = { ...base, history, lastDispatchAt: now - HOUR_MS, settings: { ...settings, maxPer24h: 2 } };
+    const short = { ...j('short', 5, 1), expiresAt: now + HOUR_MS };
+    const first = planAll({ ...s2, jobs: [short] });
+    assert.deepEqual(first.unreachable, ['short']);
+    const long = j('long', 5, 2);
+    const r = planAppend(first.tail, [long], now);
+    assert.ok(r);
+    assert.deepEqual(r.placements, [{ jobId: 'long', scheduledAt: now + 4 * HOUR_MS + 1 }]);
+    assert.deepEqual(r.placements, planAll({ ...s2, jobs: [short, long] }).placements);
+  });
+
   test('time passed since the plan: the cursor is lifted to now', () => {
     const tail = planAll({ ...base, jobs: [j('a', 5, 1)] }).tail;
     const r = planAppend(tail, [j('b', 5, 2)], now + HOUR_MS);
