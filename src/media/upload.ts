@@ -7,11 +7,14 @@
  * store's per-file ceiling (16 MiB) → 507 reason `too_large`; too little disk → 507 reason `low_disk` before
  * a byte of the file is read.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import { ApiError, payloadTooLarge, validationFailed } from '../http/errors.js';
 import { boundaryOf, readMultipart } from './multipart.js';
 import type { MediaRecord } from './record.js';
 import type { MediaStore, StagedMedia } from './store.js';
+
+/** answering before the body is read to its end: see linger.ts */
+export { closeUnreadRequest } from './linger.js';
 
 /** Room for part headers and the small fields beside the file before a Content-Length alone means 413. */
 const MULTIPART_ALLOWANCE = 1024 * 1024;
@@ -94,14 +97,4 @@ export async function receiveUpload(
   } finally {
     await staged?.discard();
   }
-}
-
-/**
- * An answer given before the request body was read to its end (a refusal mid-upload) must not leave the rest
- * of a 64 MiB body to be read or the connection stuck: ask the client to close, and close after the answer.
- */
-export function closeUnreadRequest(req: IncomingMessage, res: ServerResponse): void {
-  if (req.readableEnded) return;
-  if (!res.headersSent) res.setHeader('Connection', 'close');
-  res.once('finish', () => req.socket.destroySoon?.());
 }
