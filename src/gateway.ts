@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { Context, Next } from 'koa';
+import type { Context } from 'koa';
 import Router from '@koa/router';
 import type { Config } from './config.js';
 import { systemClock, type Clock } from './clock.js';
@@ -17,6 +17,7 @@ import { startEmbeddedPostgres, type EmbeddedPostgres } from './store/embedded.j
 import { migrate } from './store/migrate.js';
 import { ensureDataDir, resolveAdminToken } from './bootstrap.js';
 import { createApp } from './http/app.js';
+import { routeTable, type RouteFamily, type RouteInfo } from './http/router.js';
 import { StoreHealth } from './store/health.js';
 import { startHousekeeping } from './store/housekeeping.js';
 import { KeyResolver, requireAdmin, requireApiKey } from './http/auth.js';
@@ -74,6 +75,8 @@ export interface Gateway {
   adminTokenGenerated: boolean;
   /** set on the start that created the demo instance */
   demo: { instance: Instance; apiKey: string; phoneNumber: string } | null;
+  /** every mounted route with its authentication (the route × credential matrix and the fuzzer use it) */
+  routes: RouteInfo[];
   log: Logger;
   stop(): Promise<void>;
 }
@@ -168,28 +171,39 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   const presence = new PresenceManager(clock, { onError: (err, where) => log.warn({ err, ...where }, 'presence keep-alive failed') });
   const networkDeps = { handleOf, clock, limiter, presence, fetchMessagesMax: config.FETCH_MESSAGES_MAX };
 
-  const guard = async (ctx: Context, next: Next) => {
-    if (ctx.path.startsWith('/api/')) return apiKey(ctx, next);
-    if (ctx.path.startsWith('/admin/') || ctx.path.startsWith('/debug/') || ctx.path.startsWith('/sandbox/')) return adminAuth(ctx, next);
-    return next();
-  };
-  const routers: Router[] = [
-    healthRouter({ version: VERSION, now: () => clock.now(), counts: () => ({ instances: rt.health(), queue: { degraded: rt.degradedCount() } }) }),
-    adminInstancesRouter(instances),
-    createWebhookAdminRouter({ db: pool, clock, wake, allowPrivate: config.WEBHOOK_ALLOW_PRIVATE }),
-    debugRouter(rt),
-    statusRouter({ pool, clock, handleOf, workerOf, modeOf }),
-    queueRouter({ pool, clock, handleOf, workerOf, modeOf, degradedSince: () => store.since }),
-    sendRouter({ handleOf, workerOf, modeOf, clock, validateMedia: media.validateAtAcceptance }),
-    legacyRouter({ handleOf, workerOf, modeOf, clock, config, log, validateMedia: media.validateAtAcceptance, directSend: (h, job) => rt.directSend(h.id, job) }),
-    messageMediaRouter({ handleOf, store: media.store }),
-    groupsRouter(networkDeps),
-    interactionsRouter(networkDeps),
-    readsRouter(networkDeps),
-    createMediaRouter({ store: media.store, uploadMaxBytes: config.MEDIA_UPLOAD_MAX_BYTES, getInstanceId: (ctx) => (ctx.state.instance as Instance).id }),
-    ...(sandbox?.controlRouter ? [sandbox.controlRouter] : []),
+  // Every route family with its authentication: the guard is part of each route's chain (src/http/router.ts).
+  const instanceFamily = (name: string, router: Router, body?: 'stream'): RouteFamily => ({ name, auth: 'instance', guard: apiKey, router, ...(body ? { body } : {}) });
+  const adminFamily = (name: string, router: Router): RouteFamily => ({ name, auth: 'admin', guard: adminAuth, router });
+  const families: RouteFamily[] = [
+    {
+      name: 'health',
+      auth: 'none',
+      guard: null,
+      router: healthRouter({ version: VERSION, now: () => clock.now(), counts: () => ({ instances: rt.health(), queue: { degraded: rt.degradedCount() } }) }),
+    },
+    adminFamily('admin-instances', adminInstancesRouter(instances)),
+    adminFamily('admin-webhooks', createWebhookAdminRouter({ db: pool, clock, wake, allowPrivate: config.WEBHOOK_ALLOW_PRIVATE })),
+    adminFamily('debug', debugRouter(rt)),
+    instanceFamily('status', statusRouter({ pool, clock, handleOf, workerOf, modeOf })),
+    instanceFamily('v2-queue', queueRouter({ pool, clock, handleOf, workerOf, modeOf, degradedSince: () => store.since })),
+    instanceFamily('v2-send', sendRouter({ handleOf, workerOf, modeOf, clock, validateMedia: media.validateAtAcceptance })),
+    instanceFamily(
+      'v1',
+      legacyRouter({ handleOf, workerOf, modeOf, clock, config, log, validateMedia: media.validateAtAcceptance, directSend: (h, job) => rt.directSend(h.id, job) }),
+    ),
+    instanceFamily('v2-message-media', messageMediaRouter({ handleOf, store: media.store })),
+    instanceFamily('v2-groups', groupsRouter(networkDeps)),
+    instanceFamily('v2-interactions', interactionsRouter(networkDeps)),
+    instanceFamily('v2-reads', readsRouter(networkDeps)),
+    instanceFamily(
+      'v2-media',
+      createMediaRouter({ store: media.store, uploadMaxBytes: config.MEDIA_UPLOAD_MAX_BYTES, getInstanceId: (ctx) => (ctx.state.instance as Instance).id }),
+      'stream',
+    ),
+    ...(sandbox?.controlRouter ? [adminFamily('sandbox-control', sandbox.controlRouter)] : []),
   ];
-  const app = createApp({ log, middleware: [guard], routers, onStoreError: () => void store.suspect() });
+  const app = createApp({ log, families, onStoreError: () => void store.suspect() });
+  const routes = routeTable(families);
 
   let server: http.Server | null = null;
   let url = '';
@@ -215,6 +229,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     adminToken: admin.token,
     adminTokenGenerated: admin.generated,
     demo,
+    routes,
     log,
     async stop() {
       if (stopped) return;

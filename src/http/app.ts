@@ -1,35 +1,36 @@
 /**
- * The Koa application: error boundary → body parsing (JSON ≤ 10 MB) → routers. Route families are built by
- * the composition root (src/gateway.ts) and handed in, each already guarded by its auth.
+ * The Koa application: error boundary → URL checks → route families (each: guard → JSON body ≤ 10 MB → route)
+ * → 404/405 for what no route answered. Families are built by the composition root (src/gateway.ts).
  */
-import Koa, { type Middleware } from 'koa';
+import Koa from 'koa';
 import type Router from '@koa/router';
-import { koaBody, HttpMethodEnum } from 'koa-body';
 import { errorBoundary } from './envelope.js';
+import { jsonBody, refuseNulInUrl } from './body.js';
+import { guarded, notMatched, type RouteFamily } from './router.js';
 import type { Logger } from '../log.js';
 
 export const JSON_LIMIT_BYTES = 10 * 1024 * 1024;
 
-export function createApp(opts: { log: Logger; routers: Router[]; middleware?: Middleware[]; onStoreError?: () => void }): Koa {
+export interface AppOptions {
+  log: Logger;
+  families?: RouteFamily[];
+  /** routers open to everyone (tests and the standalone sandbox); each must come from createRouter() */
+  routers?: Router[];
+  onStoreError?: () => void;
+}
+
+export function createApp(opts: AppOptions): Koa {
   const app = new Koa();
   app.proxy = false;
   app.silent = true; // errors are logged by the boundary, never printed by Koa's default handler
-  app.use(errorBoundary(opts.log, { jsonLimitBytes: JSON_LIMIT_BYTES, ...(opts.onStoreError ? { onStoreError: opts.onStoreError } : {}) }));
-  const json = koaBody({
-    json: true,
-    multipart: false,
-    urlencoded: false,
-    text: false,
-    jsonLimit: JSON_LIMIT_BYTES,
-    jsonStrict: true,
-    parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH, HttpMethodEnum.DELETE],
-  });
-  app.use(async (ctx, next) => {
-    // multipart bodies (media upload) are streamed by their own route, never buffered here
-    if (ctx.is('multipart/*')) return next();
-    return json(ctx, next);
-  });
-  for (const m of opts.middleware ?? []) app.use(m);
-  for (const r of opts.routers) app.use(r.routes()).use(r.allowedMethods());
+  const families: RouteFamily[] = [
+    ...(opts.families ?? []),
+    ...(opts.routers ?? []).map((router, i): RouteFamily => ({ name: `open-${i}`, auth: 'none', guard: null, router })),
+  ];
+  app.use(errorBoundary(opts.log, opts.onStoreError ? { onStoreError: opts.onStoreError } : {}));
+  app.use(refuseNulInUrl);
+  const json = jsonBody({ limitBytes: JSON_LIMIT_BYTES });
+  for (const f of families) app.use(guarded(f, json));
+  app.use(notMatched(families));
   return app;
 }

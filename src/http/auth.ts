@@ -11,13 +11,15 @@ import type { Queryable } from '../store/pool.js';
 import { raceClock, type Clock } from '../clock.js';
 import { isConnectionError } from '../store/health.js';
 
-const BEARER = /^Bearer ([A-Za-z0-9._~+/=-]{8,512})$/;
+// The scheme is case-insensitive (RFC 9110 §11.1); the token is not.
+const BEARER = /^bearer +([A-Za-z0-9._~+/=-]{8,512})$/i;
 const API_KEY = /^wapi_[A-Za-z0-9-]{1,40}_[A-Za-z0-9_-]{16,}$/;
 
-export function bearerToken(ctx: Context): string {
+/** The bearer token of the request; `expected` names the credential in the 401 (never the value sent). */
+export function bearerToken(ctx: Context, expected = 'API_KEY'): string {
   const header = ctx.get('authorization');
   const m = BEARER.exec(header.trim());
-  if (!m?.[1]) throw new ApiError(401, 'UNAUTHORIZED', 'Authorization: Bearer <API_KEY> header missing or malformed');
+  if (!m?.[1]) throw new ApiError(401, 'UNAUTHORIZED', `Authorization: Bearer <${expected}> header missing or malformed`);
   return m[1];
 }
 
@@ -105,12 +107,15 @@ class LookupTimeout extends Error {
 
 export function requireApiKey<I>(keys: KeyResolver, loadInstance: (id: string) => I | null | Promise<I | null>) {
   return async function apiKeyAuth(ctx: Context, next: Next): Promise<void> {
+    // a request that falls through one family to the next (e.g. /api/v2/messages/:id) is checked once
+    if (ctx.state.authenticated === 'instance') return next();
     const token = bearerToken(ctx);
     if (!API_KEY.test(token)) throw new ApiError(401, 'INVALID_API_KEY', 'API key is not valid');
     const id = await keys.resolve(token);
     const instance = id ? await loadInstance(id) : null;
     if (!instance) throw new ApiError(401, 'INVALID_API_KEY', 'API key is not valid');
     ctx.state.instance = instance;
+    ctx.state.authenticated = 'instance';
     await next();
   };
 }
@@ -120,11 +125,13 @@ const digest = (s: string) => createHash('sha256').update(s).digest();
 export function requireAdmin(adminToken: string) {
   const expected = digest(adminToken);
   return async function adminAuth(ctx: Context, next: Next): Promise<void> {
-    const token = bearerToken(ctx);
+    if (ctx.state.authenticated === 'admin') return next();
+    const token = bearerToken(ctx, 'ADMIN_TOKEN');
     if (!timingSafeEqual(digest(token), expected)) {
-      if (API_KEY.test(token)) throw new ApiError(403, 'FORBIDDEN', 'an instance API key cannot use the operator interface');
-      throw new ApiError(401, 'UNAUTHORIZED', 'admin token is not valid');
+      if (API_KEY.test(token)) throw new ApiError(403, 'FORBIDDEN', 'an instance API key cannot use the operator interface; use the admin token');
+      throw new ApiError(401, 'UNAUTHORIZED', 'the admin token is not valid');
     }
+    ctx.state.authenticated = 'admin';
     await next();
   };
 }

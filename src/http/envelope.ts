@@ -5,7 +5,7 @@
  */
 import type { Context, Next } from 'koa';
 import { StructError } from 'superstruct';
-import { ApiError, V1Error } from './errors.js';
+import { ApiError, V1Error, type ErrorCode } from './errors.js';
 import type { Logger } from '../log.js';
 import { isConnectionError } from '../store/health.js';
 
@@ -36,7 +36,7 @@ interface HttpLikeError {
   message?: string;
 }
 
-export function errorBoundary(log: Logger, opts: { jsonLimitBytes: number; onStoreError?: () => void }) {
+export function errorBoundary(log: Logger, opts: { onStoreError?: () => void } = {}) {
   return async function errors(ctx: Context, next: Next): Promise<void> {
     try {
       await next();
@@ -59,7 +59,18 @@ export function errorBoundary(log: Logger, opts: { jsonLimitBytes: number; onSto
   };
 }
 
-function translate(raw: unknown, opts: { jsonLimitBytes: number; onStoreError?: () => void }): ApiError | V1Error {
+/** Codes for the 4xx a library may throw with `ctx.throw`/http-errors (our own code throws ApiError). */
+const CLIENT_CODES: Record<number, ErrorCode> = {
+  400: 'VALIDATION_FAILED',
+  401: 'UNAUTHORIZED',
+  403: 'FORBIDDEN',
+  404: 'NOT_FOUND',
+  405: 'METHOD_NOT_ALLOWED',
+  413: 'PAYLOAD_TOO_LARGE',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
+};
+
+function translate(raw: unknown, opts: { onStoreError?: () => void }): ApiError | V1Error {
   if (raw instanceof ApiError || raw instanceof V1Error) return raw;
   if (isConnectionError(raw)) {
     // PostgreSQL went away under this request: nothing was accepted; the probe switches the mode.
@@ -71,14 +82,7 @@ function translate(raw: unknown, opts: { jsonLimitBytes: number; onStoreError?: 
   }
   const e = (raw ?? {}) as HttpLikeError;
   const status = e.status ?? e.statusCode;
-  if (status === 413 || e.type === 'entity.too.large') {
-    return new ApiError(413, 'PAYLOAD_TOO_LARGE', `body exceeds ${opts.jsonLimitBytes} bytes`, { maxBytes: opts.jsonLimitBytes });
-  }
-  if (status === 400 && (e.type === 'entity.parse.failed' || /JSON|parse/i.test(e.message ?? ''))) {
-    return new ApiError(400, 'VALIDATION_FAILED', 'body is not valid JSON', { field: 'body' });
-  }
-  if (status === 415 || e.type === 'encoding.unsupported' || e.type === 'charset.unsupported') {
-    return new ApiError(400, 'VALIDATION_FAILED', 'unsupported body encoding', { field: 'body' });
-  }
+  const code = status !== undefined && e.expose === true ? CLIENT_CODES[status] : undefined;
+  if (status !== undefined && code) return new ApiError(status, code, e.message ?? code);
   return new ApiError(500, 'INTERNAL_ERROR', 'internal error');
 }

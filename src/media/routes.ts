@@ -3,6 +3,7 @@
  * behind API-key auth, which decides the instance; media ids are only ever looked up within that instance.
  */
 import Router from '@koa/router';
+import { createRouter } from '../http/router.js';
 import type { ParameterizedContext } from 'koa';
 import { closeUnreadRequest, normaliseMimetype, receiveUpload } from './upload.js';
 import { toMediaMetadata, toStoredMedia } from './record.js';
@@ -30,7 +31,7 @@ export function contentDisposition(filename: string | null, fallback: string): s
 }
 
 export function createMediaRouter(deps: MediaRouterDeps): Router {
-  const router = new Router();
+  const router = createRouter();
 
   router.post('/api/v2/media', async (ctx) => {
     const instanceId = deps.getInstanceId(ctx);

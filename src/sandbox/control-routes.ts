@@ -5,6 +5,7 @@
  * (admin token). Documented endpoint by endpoint in docs/sandbox.md.
  */
 import Router, { type RouterContext } from '@koa/router';
+import { createRouter } from '../http/router.js';
 import { ok } from '../http/envelope.js';
 import { ApiError } from '../http/errors.js';
 import { parse } from '../http/validate.js';
@@ -48,7 +49,7 @@ const limitOf = (raw: unknown, dflt: number) => {
 };
 
 export function createSandboxControlRouter(network: SandboxNetwork): Router {
-  const r = new Router({ prefix: '/sandbox/v1' });
+  const r = createRouter('/sandbox/v1');
   const net = network;
 
   // ---- instances: state, linking

@@ -12,6 +12,7 @@
  * at every connection.
  */
 import Router from '@koa/router';
+import { createRouter } from '../http/router.js';
 import { enums, integer, max, min, object, optional, size, string, coerce, defaulted } from 'superstruct';
 import { ok } from '../http/envelope.js';
 import { ApiError } from '../http/errors.js';
@@ -43,7 +44,7 @@ const DeliveriesQuery = object({
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function createWebhookAdminRouter(deps: WebhookAdminDeps): Router {
-  const router = new Router({ prefix: '/admin/v1/instances/:id/webhook' });
+  const router = createRouter();
 
   const instanceId = async (raw: string | undefined): Promise<string> => {
     const id = raw ?? '';
@@ -53,7 +54,7 @@ export function createWebhookAdminRouter(deps: WebhookAdminDeps): Router {
   };
   const noWebhook = (id: string) => new ApiError(404, 'NOT_FOUND', 'no webhook configured for this instance', { instanceId: id });
 
-  router.put('/', async (ctx) => {
+  router.put('/admin/v1/instances/:id/webhook', async (ctx) => {
     const id = await instanceId(ctx.params.id);
     const input = parse(ctx.request.body, WebhookInput);
     if (!input.allowPrivate && !deps.allowPrivate) {
@@ -65,14 +66,14 @@ export function createWebhookAdminRouter(deps: WebhookAdminDeps): Router {
     ok(ctx, toView(saved));
   });
 
-  router.get('/', async (ctx) => {
+  router.get('/admin/v1/instances/:id/webhook', async (ctx) => {
     const id = await instanceId(ctx.params.id);
     const cfg = await getWebhook(deps.db, id);
     if (!cfg) throw noWebhook(id);
     ok(ctx, toView(cfg));
   });
 
-  router.delete('/', async (ctx) => {
+  router.delete('/admin/v1/instances/:id/webhook', async (ctx) => {
     const id = await instanceId(ctx.params.id);
     const deleted = await deleteWebhook(deps.db, id);
     // The sender fails what was pending ("webhook removed").
@@ -80,7 +81,7 @@ export function createWebhookAdminRouter(deps: WebhookAdminDeps): Router {
     ok(ctx, { deleted });
   });
 
-  router.post('/test', async (ctx) => {
+  router.post('/admin/v1/instances/:id/webhook/test', async (ctx) => {
     const id = await instanceId(ctx.params.id);
     const { message } = parse(ctx.request.body, TestInput);
     const cfg = await getWebhook(deps.db, id);
@@ -98,7 +99,7 @@ export function createWebhookAdminRouter(deps: WebhookAdminDeps): Router {
     ok(ctx, { eventId: written.eventId }, 202);
   });
 
-  router.get('/deliveries', async (ctx) => {
+  router.get('/admin/v1/instances/:id/webhook/deliveries', async (ctx) => {
     const id = await instanceId(ctx.params.id);
     const query = parse({ ...ctx.query }, DeliveriesQuery);
     if (query.cursor !== undefined && decodeCursor(query.cursor) === null) {

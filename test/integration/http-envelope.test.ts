@@ -8,6 +8,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import Router from '@koa/router';
+import { createRouter } from '../../src/http/router.js';
 import { object, string, integer } from 'superstruct';
 import { createApp } from '../../src/http/app.js';
 import { createLogger } from '../../src/log.js';
@@ -21,7 +22,7 @@ let url = '';
 
 before(async () => {
   const log = createLogger({ level: 'info', stream: new Writable({ write(c: Buffer, _e, cb) { logged.push(c.toString()); cb(); } }) });
-  const r = new Router();
+  const r = createRouter();
   r.post('/echo', (ctx) => ok(ctx, parse(ctx.request.body, object({ name: string(), count: integer() }))));
   r.get('/boom', () => {
     throw new Error('database password=hunter2 exploded at /srv/app/x.ts:12');

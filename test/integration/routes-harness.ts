@@ -7,7 +7,8 @@
  */
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import Router, { type RouterContext } from '@koa/router';
+import type Router from '@koa/router';
+import { createRouter } from '../../src/http/router.js';
 import { createApp } from '../../src/http/app.js';
 import { silentLogger } from '../../src/log.js';
 import { ApiError, instanceOffline, waCallFailed } from '../../src/http/errors.js';
@@ -114,8 +115,8 @@ export async function request(base: string, method: string, path: string, body?:
 
 /** A stand-in for the queue router: answers GET/DELETE/PATCH of wq_ ids so the routing rule can be observed. */
 export function queueStub(): Router {
-  const r = new Router();
-  const answer = (ctx: RouterContext) => {
+  const r = createRouter();
+  const answer = (ctx: { params: Record<string, string>; body: unknown }) => {
     ctx.body = { success: true, data: { jobId: ctx.params.id, handledBy: 'queue' } };
   };
   r.get('/api/v2/messages/:id', answer);

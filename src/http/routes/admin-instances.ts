@@ -3,6 +3,7 @@
  * rotate key, restart, logout. The API key appears only in the answers of create and rotate.
  */
 import Router from '@koa/router';
+import { createRouter } from '../router.js';
 import { defaulted, enums, object, optional, pattern, record, size, string, unknown, StructError } from 'superstruct';
 import { ok, structField, structMessage } from '../envelope.js';
 import { ApiError, validationFailed } from '../errors.js';
@@ -47,14 +48,14 @@ async function inSettings<T>(f: () => T | Promise<T>): Promise<T> {
 }
 
 export function adminInstancesRouter(admin: InstanceAdmin): Router {
-  const router = new Router({ prefix: '/admin/v1/instances' });
+  const router = createRouter();
   const load = async (id: string): Promise<Instance> => {
     const inst = await admin.get(id);
     if (!inst) throw new ApiError(404, 'INSTANCE_NOT_FOUND', 'no such instance', { instanceId: id });
     return inst;
   };
 
-  router.post('/', async (ctx) => {
+  router.post('/admin/v1/instances', async (ctx) => {
     const input = parse(ctx.request.body, CreateSchema);
     const settings = input.settings === undefined ? undefined : await inSettings(() => parse(input.settings, SettingsPatchStruct));
     const existing = (await admin.list()).find((i) => i.name === input.name);
@@ -62,35 +63,35 @@ export function adminInstancesRouter(admin: InstanceAdmin): Router {
     const { instance, apiKey } = await inSettings(() => admin.create({ name: input.name, driver: input.driver, ...(settings ? { settings } : {}) }));
     ok(ctx, { instance: admin.describe(instance), apiKey }, 201);
   });
-  router.get('/', async (ctx) => ok(ctx, { items: (await admin.list()).map((i) => admin.describe(i)) }));
-  router.get('/:id', async (ctx) => ok(ctx, admin.describe(await load(ctx.params.id ?? ''))));
-  router.patch('/:id', async (ctx) => {
+  router.get('/admin/v1/instances', async (ctx) => ok(ctx, { items: (await admin.list()).map((i) => admin.describe(i)) }));
+  router.get('/admin/v1/instances/:id', async (ctx) => ok(ctx, admin.describe(await load(ctx.params.id ?? ''))));
+  router.patch('/admin/v1/instances/:id', async (ctx) => {
     const inst = await load(ctx.params.id ?? '');
     const body = parse(ctx.request.body, PatchSchema);
     const settings = await inSettings(() => parse(body.settings, SettingsPatchStruct));
     const updated = await inSettings(() => admin.updateSettings(inst.id, settings));
     ok(ctx, admin.describe(updated ?? inst));
   });
-  router.delete('/:id', async (ctx) => {
+  router.delete('/admin/v1/instances/:id', async (ctx) => {
     const inst = await load(ctx.params.id ?? '');
     await admin.remove(inst.id);
     ok(ctx, { id: inst.id, deleted: true });
   });
-  router.post('/:id/keys', async (ctx) => {
+  router.post('/admin/v1/instances/:id/keys', async (ctx) => {
     const inst = await load(ctx.params.id ?? '');
     ok(ctx, { instanceId: inst.id, apiKey: await admin.rotateKey(inst.id) }, 201);
   });
-  router.post('/:id/restart', async (ctx) => {
+  router.post('/admin/v1/instances/:id/restart', async (ctx) => {
     const inst = await load(ctx.params.id ?? '');
     await admin.restart(inst.id, 'operator');
     ok(ctx, { instanceId: inst.id, restarting: true }, 202);
   });
-  router.post('/:id/logout', async (ctx) => {
+  router.post('/admin/v1/instances/:id/logout', async (ctx) => {
     const inst = await load(ctx.params.id ?? '');
     await admin.logout(inst.id);
     ok(ctx, { instanceId: inst.id, loggedOut: true }, 202);
   });
-  router.post('/:id/pairing-code', async (ctx) => {
+  router.post('/admin/v1/instances/:id/pairing-code', async (ctx) => {
     const inst = await load(ctx.params.id ?? '');
     const { phoneNumber } = parse(ctx.request.body, object({ phoneNumber: pattern(string(), /^\d{7,15}$/) }));
     await admin.requestPairingCode(inst.id, phoneNumber);

@@ -3,13 +3,14 @@
  * (`GET /debug/actors`) or live as server-sent events (`GET /debug/actors/stream`, from XState inspection).
  */
 import Router from '@koa/router';
+import { createRouter } from '../router.js';
 import { PassThrough } from 'node:stream';
 import type { InspectionEvent } from 'xstate';
 import { ok } from '../envelope.js';
 import type { Runtime } from '../../actors/runtime.js';
 
 export function debugRouter(runtime: Runtime): Router {
-  const router = new Router({ prefix: '/debug' });
+  const router = createRouter('/debug');
 
   router.get('/actors', (ctx) => ok(ctx, { actors: runtime.describeActors() }));
 

@@ -9,6 +9,7 @@
  * docs/api-groups.md.
  */
 import Router from '@koa/router';
+import { createRouter } from '../router.js';
 import type { Context } from 'koa';
 import { array, object, optional, pattern, record, refine, size, string, unknown, type Infer } from 'superstruct';
 import { ok } from '../envelope.js';
@@ -52,7 +53,7 @@ const ADDED = 200;
 export const inviteUrl = (code: string) => `https://chat.whatsapp.com/${code}`;
 
 export function groupsRouter(deps: GroupsRouteDeps): Router {
-  const router = new Router();
+  const router = createRouter();
   const G = '/api/v2/groups/:groupId';
 
   /** Count the call, check the id's form and hand back what the route needs. */

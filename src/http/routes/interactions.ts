@@ -9,6 +9,7 @@
  * PATCH/DELETE /api/v2/messages/:id is a queue job and is passed on untouched and uncounted.
  */
 import Router from '@koa/router';
+import { createRouter } from '../router.js';
 import type { Context, Next } from 'koa';
 import { array, boolean, defaulted, integer, min, object, optional, pattern, size, string, type } from 'superstruct';
 import { ok } from '../envelope.js';
@@ -43,7 +44,7 @@ const EditSchema = object({ message: size(string(), 1, 65_536), options: optiona
 const DeleteSchema = object({ everyone: defaulted(boolean(), false) });
 
 export function interactionsRouter(deps: InteractionsRouteDeps): Router {
-  const router = new Router();
+  const router = createRouter();
   /** Count the call and return the instance's handle. */
   const limited = (ctx: Context): InstanceHandle => {
     const handle = deps.handleOf(ctx);

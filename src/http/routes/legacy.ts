@@ -10,7 +10,8 @@
  * The decisions SPEC.md leaves open are written down in docs/api-v1.md.
  */
 import Router from '@koa/router';
-import type { Context } from 'koa';
+import { createRouter } from '../router.js';
+import type { Context, Middleware } from 'koa';
 import { StructError } from 'superstruct';
 import { ApiError, V1Error } from '../errors.js';
 import { structMessage } from '../envelope.js';
@@ -40,7 +41,7 @@ export interface LegacyRouteDeps {
 }
 
 export function legacyRouter(deps: LegacyRouteDeps): Router {
-  const router = new Router({ prefix: '/api' });
+  const router = createRouter('/api');
   router.post('/send-message', v1Route(deps, (ctx) => send(ctx, deps, 'text', '/api/send-message')));
   router.post('/send-media', v1Route(deps, (ctx) => send(ctx, deps, 'media', '/api/send-media')));
   router.post('/send-bulk', v1Route(deps, async (ctx) => {

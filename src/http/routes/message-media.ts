@@ -5,6 +5,7 @@
  * `?download=1` streams the bytes.
  */
 import Router from '@koa/router';
+import { createRouter } from '../router.js';
 import type { Context, Next } from 'koa';
 import { ok } from '../envelope.js';
 import { ApiError } from '../errors.js';
@@ -15,7 +16,7 @@ import { contentDisposition } from '../../media/routes.js';
 import type { MessageMedia } from '../../drivers/contract.js';
 
 export function messageMediaRouter(deps: { handleOf(ctx: Context): InstanceHandle; store: MediaStore }): Router {
-  const router = new Router({ prefix: '/api/v2/messages' });
+  const router = createRouter('/api/v2/messages');
 
   router.get('/:msgId/media', async (ctx: Context, next: Next) => {
     const msgId = String(ctx.params.msgId ?? '');

@@ -4,6 +4,7 @@
  * passed on to the network-message routes.
  */
 import Router from '@koa/router';
+import { createRouter } from '../router.js';
 import type { Context, Next } from 'koa';
 import { enums, integer, object, optional, pattern, size, string, coerce } from 'superstruct';
 import { ok } from '../envelope.js';
@@ -37,14 +38,15 @@ const intString = (lo: number, hi: number) => coerce(size(integer(), lo, hi), st
 const ItemsQuery = object({
   state: optional(enums(JOB_STATES)),
   limit: optional(intString(1, 1_000_000)),
-  cursor: optional(pattern(string(), /^\d+$/)),
+  // a nextCursor of an earlier page: a job's sequence number, which fits in a safe integer
+  cursor: optional(pattern(string(), /^\d{1,15}$/)),
 });
 const KeyQuery = object({ idempotencyKey: pattern(string(), IDEMPOTENCY_KEY) });
 
 const isJobId = (id: string) => id.startsWith('wq_');
 
 export function queueRouter(deps: QueueRouteDeps): Router {
-  const router = new Router({ prefix: '/api/v2' });
+  const router = createRouter('/api/v2');
   const workerOrFail = (handle: InstanceHandle): QueueWorker => {
     const w = deps.workerOf(handle.id);
     if (!w) throw new ApiError(502, 'INSTANCE_UNREACHABLE', 'the instance is not running on this gateway');

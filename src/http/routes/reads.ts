@@ -10,6 +10,7 @@
  * - an unknown contact is `404 CONTACT_NOT_FOUND`; a contact without a picture has `pictureUrl: null`.
  */
 import Router from '@koa/router';
+import { createRouter } from '../router.js';
 import type { Context, Next } from 'koa';
 import { ok } from '../envelope.js';
 import { ApiError, V1Error, validationFailed } from '../errors.js';
@@ -33,7 +34,7 @@ export type ReadsRouteDeps = RouteDeps<'handleOf' | 'fetchMessagesMax'>;
 export const DEFAULT_LIST_LIMIT = 50;
 
 export function readsRouter(deps: ReadsRouteDeps): Router {
-  const router = new Router();
+  const router = createRouter();
 
   router.get('/api/v2/chats', async (ctx) => {
     const { limit } = listLimit(ctx, deps.fetchMessagesMax);

@@ -3,6 +3,7 @@
  * decides idempotency, QUEUE_FULL and TTL_UNREACHABLE and answers once the job is in PostgreSQL.
  */
 import Router from '@koa/router';
+import { createRouter } from '../router.js';
 import type { Context } from 'koa';
 import { createHash } from 'node:crypto';
 import { ok } from '../envelope.js';
@@ -91,7 +92,7 @@ export function answerAccepted(ctx: Context, deps: Pick<SendRouteDeps, 'clock' |
 }
 
 export function sendRouter(deps: SendRouteDeps): Router {
-  const router = new Router({ prefix: '/api/v2' });
+  const router = createRouter('/api/v2');
 
   const accept = async (ctx: Context, kind: Exclude<SendKind, 'group_create'>, route: string, extra: { msgId?: string } = {}) => {
     const handle = deps.handleOf(ctx);

@@ -1,5 +1,6 @@
 /** GET /api/status and GET /api/qr (SPEC.md "Status object", "Status and link endpoints"). */
 import Router from '@koa/router';
+import { createRouter } from '../router.js';
 import type { Context } from 'koa';
 import { ok } from '../envelope.js';
 import type { InstanceHandle } from '../../actors/handle.js';
@@ -26,7 +27,7 @@ const QR_WAIT_MESSAGES: Record<string, string> = {
 };
 
 export function statusRouter(deps: StatusRouteDeps): Router {
-  const router = new Router({ prefix: '/api' });
+  const router = createRouter('/api');
 
   router.get('/status', async (ctx) => {
     const handle = deps.handleOf(ctx);

@@ -1,0 +1,164 @@
+/**
+ * Reading a JSON request body, after the route matched and its guard passed. Every way a client can get a body
+ * wrong is a 4xx in the envelope, never a 5xx: a body that is not JSON (415), an unsupported encoding or
+ * charset (415), bytes that do not inflate or decode (400), more than the limit after inflating (413), nesting
+ * deeper than any request needs, keys that reach object prototypes, NUL characters (PostgreSQL refuses them in
+ * text and JSON) and a body that is not an object (400 VALIDATION_FAILED naming the field).
+ */
+import { createGunzip, createInflate, createBrotliDecompress } from 'node:zlib';
+import type { Readable } from 'node:stream';
+import type { Context, Next } from 'koa';
+import { ApiError, payloadTooLarge } from './errors.js';
+import { closeUnreadRequest } from '../media/linger.js';
+
+/** Deeper than any request of the API (options.groupMentions.0.x is 4); far below any stack limit. */
+export const MAX_JSON_DEPTH = 32;
+const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+const BODYLESS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+const bad = (field: string, message: string) => new ApiError(400, 'VALIDATION_FAILED', message, { field });
+const unsupported = (message: string) => new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', message);
+
+function hasBody(ctx: Context): boolean {
+  const h = ctx.req.headers;
+  if (h['transfer-encoding'] !== undefined) return true;
+  const len = h['content-length'];
+  return len !== undefined && len !== '0';
+}
+
+function decoded(ctx: Context): Readable {
+  const encoding = (ctx.get('content-encoding') || 'identity').trim().toLowerCase();
+  switch (encoding) {
+    case 'identity':
+      return ctx.req;
+    case 'gzip':
+    case 'x-gzip':
+      return ctx.req.pipe(createGunzip());
+    case 'deflate':
+      return ctx.req.pipe(createInflate());
+    case 'br':
+      return ctx.req.pipe(createBrotliDecompress());
+    default:
+      throw unsupported('Content-Encoding must be one of identity, gzip, deflate, br');
+  }
+}
+
+/** The body's bytes after inflating, at most `limit` of them; the request stream is consumed or abandoned. */
+async function readAll(ctx: Context, limit: number): Promise<Buffer> {
+  const declared = Number(ctx.get('content-length') || NaN);
+  if (Number.isFinite(declared) && declared > limit) {
+    closeUnreadRequest(ctx.req, ctx.res);
+    throw payloadTooLarge(limit);
+  }
+  const source = decoded(ctx);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    // leaving the loop early must not destroy the request (and with it the socket) before the answer is out
+    for await (const chunk of source.iterator({ destroyOnReturn: false })) {
+      const buf = chunk as Buffer;
+      size += buf.length;
+      if (size > limit) throw payloadTooLarge(limit);
+      chunks.push(buf);
+    }
+  } catch (err) {
+    // answered before the body was read to its end: Connection: close, then a bounded drain (src/media/linger.ts)
+    closeUnreadRequest(ctx.req, ctx.res);
+    if (err instanceof ApiError) throw err;
+    if (ctx.req.destroyed || (err as { code?: string }).code === 'ECONNRESET') throw bad('body', 'the request was aborted before its body arrived');
+    throw bad('body', `the body could not be decoded with Content-Encoding ${ctx.get('content-encoding') || 'identity'}`);
+  } finally {
+    if (source !== ctx.req) source.destroy();
+  }
+  if (!ctx.req.complete) throw bad('body', 'the request was aborted before its body arrived');
+  return Buffer.concat(chunks, size);
+}
+
+/** Refuses nesting deeper than MAX_JSON_DEPTH before JSON.parse builds it (strings are skipped). */
+function checkDepth(text: string): void {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) {
+      if (++depth > MAX_JSON_DEPTH) throw bad('body', `the body is nested deeper than ${MAX_JSON_DEPTH} levels`);
+    } else if (c === 0x7d || c === 0x5d) depth--;
+  }
+}
+
+/** Walks the parsed value without recursion: no key that reaches a prototype, no NUL in keys or strings. */
+function checkValues(root: unknown): void {
+  const stack: Array<{ value: unknown; path: string }> = [{ value: root, path: '' }];
+  const at = (path: string, key: string) => (path ? `${path}.${key}` : key);
+  while (stack.length > 0) {
+    const { value, path } = stack.pop() as { value: unknown; path: string };
+    if (typeof value === 'string') {
+      if (value.includes('\u0000')) throw bad(path || 'body', `${path || 'body'} must not contain NUL characters`);
+    } else if (Array.isArray(value)) {
+      value.forEach((v, i) => stack.push({ value: v, path: at(path, String(i)) }));
+    } else if (value !== null && typeof value === 'object') {
+      for (const [k, v] of Object.entries(value)) {
+        const p = at(path, k);
+        if (FORBIDDEN_KEYS.has(k)) throw bad(p, `${p} is not an allowed field name`);
+        if (k.includes('\u0000')) throw bad(path || 'body', `field names must not contain NUL characters`);
+        stack.push({ value: v, path: p });
+      }
+    }
+  }
+}
+
+/** An object or an array (as before: schemas refuse an array where they want an object, v1 in its frozen words). */
+export function parseJsonText(text: string): object {
+  checkDepth(text);
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw bad('body', 'the body is not valid JSON');
+  }
+  if (value === null || typeof value !== 'object') throw bad('body', 'the body must be a JSON object');
+  checkValues(value);
+  return value;
+}
+
+/** Parses a JSON body into `ctx.request.body` (`{}` when there is none). */
+export function jsonBody(opts: { limitBytes: number }) {
+  return async function readJsonBody(ctx: Context, next: Next): Promise<void> {
+    if (BODYLESS.has(ctx.method) || !hasBody(ctx)) {
+      ctx.request.body = {};
+      return next();
+    }
+    if (!ctx.is('application/json', '+json')) {
+      throw unsupported('send the body as JSON with Content-Type: application/json');
+    }
+    const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(ctx.get('content-type'))?.[1]?.toLowerCase();
+    if (charset && charset !== 'utf-8' && charset !== 'utf8') throw unsupported('the JSON body must be UTF-8');
+    const bytes = await readAll(ctx, opts.limitBytes);
+    let text: string;
+    try {
+      text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+    } catch {
+      throw bad('body', 'the body is not valid UTF-8');
+    }
+    ctx.request.body = text.trim() === '' ? {} : parseJsonText(text);
+    return next();
+  };
+}
+
+/** A path or query carrying an encoded NUL can reach no store or driver: 400 before routing. */
+export function refuseNulInUrl(ctx: Context, next: Next): Promise<void> {
+  if (/%00/i.test(ctx.path)) throw bad('path', 'the path must not contain NUL characters');
+  if (/%00/i.test(ctx.querystring)) throw bad('query', 'the query must not contain NUL characters');
+  return next();
+}
+
+declare module 'koa' {
+  interface Request {
+    /** the parsed JSON body (`{}` when none); set by jsonBody for every family that reads JSON */
+    body?: unknown;
+  }
+}

@@ -1,0 +1,105 @@
+/**
+ * How routes are declared and mounted. Every router is case-sensitive and strict (no trailing-slash or
+ * case variants of a path), and belongs to a *family* that carries its authentication: the family's guard is
+ * the first link of each of its routes' chains (auth → validate → handler) and runs only for a request that
+ * matched one of its routes. A request that matches no route is answered 404 (or 405 with the allowed methods
+ * when the path exists with other methods) before any handler or guard runs. No path switch decides who may
+ * enter, so no spelling of a path can reach a handler without its family's guard.
+ */
+import Router from '@koa/router';
+import type { Context, Middleware } from 'koa';
+import { ApiError } from './errors.js';
+
+/** Who may call a family's routes: nobody needs a credential, an instance API key, or the admin token. */
+export type AuthKind = 'none' | 'instance' | 'admin';
+
+export interface RouteFamily {
+  /** a short name for the route table (e.g. `v2-send`) */
+  name: string;
+  auth: AuthKind;
+  /** the middleware that enforces `auth` (null only for `none`) */
+  guard: Middleware | null;
+  router: Router;
+  /** `json` (default): the body is parsed as JSON after the guard; `stream`: the routes read it themselves */
+  body?: 'json' | 'stream';
+}
+
+/** One mounted route, as the route table lists it: the matrix and the fuzzer are generated from it. */
+export interface RouteInfo {
+  family: string;
+  auth: AuthKind;
+  method: string;
+  /** the path pattern, e.g. `/api/v2/messages/:jobId` */
+  path: string;
+}
+
+/** A router with the project's matching rules: case-sensitive, no trailing-slash variants. */
+export function createRouter(prefix?: string): Router {
+  return new Router({ ...(prefix ? { prefix } : {}), sensitive: true, strict: true });
+}
+
+interface LayerLike {
+  path: string | RegExp;
+  methods: string[];
+  match(path: string): boolean;
+}
+const layersOf = (router: Router): LayerLike[] => router.stack as unknown as LayerLike[];
+
+/** The rule every mounted router must keep; checked when the app is built so a lax router cannot slip in. */
+function assertStrict(family: string, router: Router): void {
+  const opts = router.opts as { sensitive?: boolean; strict?: boolean };
+  if (opts.sensitive !== true || opts.strict !== true) {
+    throw new Error(`router of family ${family} must be created with createRouter() (case-sensitive and strict)`);
+  }
+  // a strict router with a prefix turns a route '/' into '<prefix>/', which no client spells
+  const slashed = layersOf(router).find((l) => l.methods.length > 0 && typeof l.path === 'string' && l.path.length > 1 && l.path.endsWith('/'));
+  if (slashed) throw new Error(`route ${String(slashed.path)} of family ${family} ends with '/'`);
+}
+
+/** The routes of the families, one row per method (HEAD, implied by GET, left out). */
+export function routeTable(families: readonly RouteFamily[]): RouteInfo[] {
+  const rows: RouteInfo[] = [];
+  for (const f of families) {
+    for (const layer of layersOf(f.router)) {
+      for (const method of layer.methods) {
+        if (method === 'HEAD') continue;
+        rows.push({ family: f.name, auth: f.auth, method, path: String(layer.path) });
+      }
+    }
+  }
+  return rows;
+}
+
+/**
+ * The family's routes behind its guard: guard → body → route (validate → handler). The guard and the body
+ * reader run only when one of the family's routes matched, so nothing is read for an unknown path.
+ */
+export function guarded(family: RouteFamily, jsonBody: Middleware): Middleware {
+  assertStrict(family.name, family.router);
+  if (family.auth !== 'none' && !family.guard) throw new Error(`family ${family.name} needs a guard for auth ${family.auth}`);
+  const outer = createRouter();
+  if (family.guard) outer.use(family.guard);
+  if (family.body !== 'stream') outer.use(jsonBody);
+  outer.use(family.router.routes());
+  return outer.routes() as unknown as Middleware;
+}
+
+/**
+ * The last link of the chain, reached only when no route answered. 405 with the methods the path has (OPTIONS answers them with 204),
+ * else 404. Runs without a guard: it reveals only which routes exist, which the API reference shows anyway.
+ */
+export function notMatched(families: readonly RouteFamily[]): Middleware {
+  const layers = families.flatMap((f) => layersOf(f.router));
+  return async function fallthrough(ctx: Context): Promise<void> {
+    const allowed = new Set<string>();
+    for (const layer of layers) if (layer.methods.length > 0 && layer.match(ctx.path)) for (const m of layer.methods) allowed.add(m);
+    if (allowed.size === 0) throw new ApiError(404, 'NOT_FOUND', `no route for ${ctx.method} ${ctx.path}`);
+    const list = [...allowed].sort();
+    ctx.set('Allow', [...list, 'OPTIONS'].join(', '));
+    if (ctx.method === 'OPTIONS') {
+      ctx.status = 204;
+      return;
+    }
+    throw new ApiError(405, 'METHOD_NOT_ALLOWED', `${ctx.method} is not allowed on ${ctx.path}; allowed: ${list.join(', ')}`, { allowed: list });
+  };
+}
