@@ -25,6 +25,8 @@ import { toAcceptRequest, withGatewayDeadline } from './send.js';
 import { parseBulkEntry, type BulkEntry } from './legacy-parse.js';
 import { bulkQueued, bulkRejected } from './legacy-answer.js';
 import { requireConnectedOrRestarting } from './legacy-queued.js';
+import { isConnectionError } from '../../store/health.js';
+import { CommitOutcomeUnknown } from '../../store/pool.js';
 
 export const BULK_PRIORITY = 5;
 
@@ -79,14 +81,17 @@ async function queueEntries(deps: BulkDeps, worker: QueueWorker, entries: BulkEn
       return bulkQueued(e.send.phone, job, clock.now());
     } catch (err) {
       if (err instanceof ApiError) return bulkRejected(e.send.phone, err.message);
+      // the store went away before this entry's batch was committed: this entry was not queued
+      if (isConnectionError(err)) return bulkRejected(e.send.phone, 'the persistent queue became unreachable: not queued');
       throw err;
     }
   });
   try {
     return await withGatewayDeadline(clock, legacyWaitMs(deps.config), Promise.all(answers));
   } catch (err) {
-    if (err instanceof ApiError && err.code === 'INSTANCE_TIMEOUT') {
-      throw new V1Error(500, 'the queue did not confirm the entries in time; some may have been queued: do not resend, see /api/v2/queue/items');
+    // INSTANCE_TIMEOUT, or a commit whose outcome the broken connection hid (CommitOutcomeUnknown)
+    if ((err instanceof ApiError && err.code === 'INSTANCE_TIMEOUT') || err instanceof CommitOutcomeUnknown) {
+      throw new V1Error(500, 'the queue did not confirm the entries (no answer in time, or the store connection broke during a commit); some may have been queued: do not resend, see /api/v2/queue/items');
     }
     throw err;
   }

@@ -25,7 +25,8 @@ import type { InstanceSettings } from '../../queue/settings.js';
 import { isQuiet, quietEnd } from '../../queue/quiet-hours.js';
 import { toAcceptRequest, withGatewayDeadline } from './send.js';
 import type { V1Send } from './legacy-parse.js';
-import { NOT_CONNECTED, RESTARTING, answerOutcome, outcomeOfJob, queuedData, waitTimeout, type V1Outcome } from './legacy-answer.js';
+import { isConnectionError } from '../../store/health.js';
+import { NOT_CONNECTED, RESTARTING, STORE_LOST_QUEUED, answerOutcome, outcomeOfJob, queuedData, waitTimeout, type V1Outcome } from './legacy-answer.js';
 
 /** SPEC.md rule 1: v1 send-message and send-media are dispatched before everything else. */
 export const V1_PRIORITY = 9;
@@ -103,6 +104,9 @@ async function closeWait(deps: QueuedDeps, worker: QueueWorker, job: Job, whyExp
     await withGatewayDeadline(deps.clock, CANCEL_GRACE_MS, worker.cancel(job.id));
     return whyExpired();
   } catch (err) {
+    // The store went away: the cancellation ran (so no dispatch was in progress) but could not be written.
+    // Nothing was sent, and nothing will be: the job's validity ended before the wait did.
+    if (isConnectionError(err)) return { kind: 'not_sent', offline: true, error: STORE_LOST_QUEUED };
     if (!(err instanceof ApiError) || err.code !== 'JOB_NOT_CANCELLABLE') throw err;
     if (err.data.state === 'sending') return inFlight;
     // it ended between the wait and the cancellation: read the outcome

@@ -22,7 +22,9 @@ import type { InstanceHandle } from '../../actors/handle.js';
 import type { QueueWorker } from '../../queue/worker.js';
 import type { QueueModeOf } from './queue.js';
 import { parseV1Send, type V1Kind } from './legacy-parse.js';
-import { NOT_CONNECTED } from './legacy-answer.js';
+import { COMMIT_UNKNOWN, NOT_CONNECTED, STORE_LOST } from './legacy-answer.js';
+import { isConnectionError } from '../../store/health.js';
+import { CommitOutcomeUnknown } from '../../store/pool.js';
 import { requireConnectedOrRestarting, sendThroughQueue } from './legacy-queued.js';
 import { sendDirect, type DirectSend } from './legacy-direct.js';
 import { sendBulk } from './legacy-bulk.js';
@@ -38,6 +40,8 @@ export interface LegacyRouteDeps {
   directSend: DirectSend;
   /** where an unexpected error of a v1 route is logged (its answer is the v1 500 `{success:false, error}`) */
   log?: Logger;
+  /** a v1 route met a store connection error (the error boundary never sees it): probe the store now */
+  onStoreError?: () => void;
 }
 
 export function legacyRouter(deps: LegacyRouteDeps): Router {
@@ -70,7 +74,24 @@ function v1Route(deps: LegacyRouteDeps, handler: (ctx: Context) => Promise<void>
     try {
       await handler(ctx);
     } catch (err) {
+      if (isConnectionError(err) || err instanceof CommitOutcomeUnknown) deps.onStoreError?.();
       throw toV1Error(err, deps.log, ctx);
+    }
+  };
+}
+
+/**
+ * The guard of the v1 routes: a key that cannot be verified while the store is unreachable (503
+ * QUEUE_STORE_UNAVAILABLE from the key resolver) is answered in v1's frozen shape, 503 `{success:false, error}`
+ * (SPEC.md "v1 send outcomes": 503 means nothing was sent). Every other answer of the guard is unchanged.
+ */
+export function v1Guard(guard: Middleware): Middleware {
+  return async function v1Auth(ctx, next) {
+    try {
+      await guard(ctx, next);
+    } catch (err) {
+      if (err instanceof ApiError && err.code === 'QUEUE_STORE_UNAVAILABLE') throw new V1Error(503, err.message);
+      throw err;
     }
   };
 }
@@ -84,11 +105,17 @@ export function toV1Error(err: unknown, log: Logger | undefined, ctx: Context): 
         return new V1Error(503, NOT_CONNECTED);
       case 'INSTANCE_TIMEOUT':
         return new V1Error(500, 'no answer in time; the message may have been accepted: do not resend');
+      case 'QUEUE_STORE_UNAVAILABLE':
+        return new V1Error(503, STORE_LOST);
       default:
         return new V1Error(500, err.message);
     }
   }
   if (err instanceof StructError) return new V1Error(500, structMessage(err));
+  // PostgreSQL went away under the request. Before the COMMIT nothing was accepted (503: the caller may
+  // resend); during it the message may be queued (500: do not resend).
+  if (err instanceof CommitOutcomeUnknown) return new V1Error(500, COMMIT_UNKNOWN);
+  if (isConnectionError(err)) return new V1Error(503, STORE_LOST);
   log?.error({ err, method: ctx.method, path: ctx.path }, 'unhandled error in a v1 route');
   return new V1Error(500, 'internal error');
 }
