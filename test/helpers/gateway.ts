@@ -5,6 +5,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { Writable } from 'node:stream';
 import { loadConfig } from '../../src/config.js';
 import { startGateway, type Gateway } from '../../src/gateway.js';
 import { silentLogger, createLogger } from '../../src/log.js';
@@ -83,6 +84,8 @@ export async function startTestGateway(
     simulated?: boolean;
     env?: Record<string, string>;
     log?: boolean;
+    /** collect the gateway's log lines (JSON, level info and above) here */
+    logLines?: string[];
     /** connect the gateway through another address (a TCP proxy in front of PostgreSQL) */
     viaPort?: number;
   } = { label: 'gw' },
@@ -97,7 +100,11 @@ export async function startTestGateway(
     config,
     database: gwDb,
     ...(clock ? { clock } : {}),
-    log: opts.log ? createLogger({ level: 'debug' }) : silentLogger(),
+    log: opts.logLines
+      ? createLogger({ level: 'info', stream: new Writable({ write: (c: Buffer, _e, cb) => (opts.logLines?.push(c.toString()), cb()) }) })
+      : opts.log
+        ? createLogger({ level: 'debug' })
+        : silentLogger(),
   });
   const request = async (auth: string | null, method: string, route: string, body?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse> => {
     const res = await fetch(`${gw.url}${route}`, {

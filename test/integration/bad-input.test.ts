@@ -1,0 +1,120 @@
+/**
+ * A client's bad bytes are a 4xx in the envelope, never a 5xx, and nothing is logged as an error for them
+ * (issue 13, finding 2): broken gzip/deflate, a body that inflates past the limit, keys that reach prototypes,
+ * NUL characters (PostgreSQL refuses them in text and JSON), deep nesting, bodies that are not JSON, charsets
+ * other than UTF-8, a cursor past bigint, an aborted request, and a lower-case `bearer`.
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { gzipSync, deflateSync } from 'node:zlib';
+import { settle, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+
+let t: TestGateway;
+let key = '';
+const logLines: string[] = [];
+const RECIPIENT = '4915112340001';
+
+before(async () => {
+  t = await startTestGateway({ label: 'bad_input', simulated: true, logLines });
+  key = (await t.createInstance('badinput', { settings: { quietHours: null } })).apiKey;
+});
+after(async () => {
+  await t?.stop();
+});
+
+async function raw(method: string, path: string, body: Buffer | string | undefined, headers: Record<string, string>) {
+  const res = await fetch(`${t.url}${path}`, { method, headers: { authorization: `Bearer ${key}`, ...headers }, ...(body !== undefined ? { body } : {}) });
+  const text = await res.text();
+  return { status: res.status, text, body: JSON.parse(text) as { success: boolean; code?: string; error?: string; data?: Record<string, unknown> } };
+}
+const JSON_CT = { 'content-type': 'application/json' };
+const send = (body: Buffer | string, headers: Record<string, string> = JSON_CT) => raw('POST', '/api/v2/send-message', body, headers);
+
+function refused(r: { status: number; text: string; body: { success: boolean; code?: string; data?: Record<string, unknown> } }, status: number, code: string, field?: string) {
+  assert.equal(r.status, status, r.text);
+  assert.equal(r.body.success, false);
+  assert.equal(r.body.code, code, r.text);
+  if (field !== undefined) assert.equal(r.body.data?.field, field, r.text);
+}
+
+test('Content-Encoding: gzip and deflate are read; broken bytes are 400, an unknown encoding 415', async () => {
+  const body = JSON.stringify({ phone: RECIPIENT, message: 'compressed' });
+  assert.equal((await send(gzipSync(body), { ...JSON_CT, 'content-encoding': 'gzip' })).status, 202);
+  assert.equal((await send(deflateSync(body), { ...JSON_CT, 'content-encoding': 'deflate' })).status, 202);
+  refused(await send('definitely not gzip', { ...JSON_CT, 'content-encoding': 'gzip' }), 400, 'VALIDATION_FAILED', 'body');
+  refused(await send('definitely not deflate', { ...JSON_CT, 'content-encoding': 'deflate' }), 400, 'VALIDATION_FAILED', 'body');
+  refused(await send(body, { ...JSON_CT, 'content-encoding': 'compress' }), 415, 'UNSUPPORTED_MEDIA_TYPE');
+});
+
+test('a body that inflates past 10 MB is 413 with data.maxBytes', async () => {
+  const bomb = gzipSync(Buffer.concat([Buffer.from('{"message":"'), Buffer.alloc(11 * 1024 * 1024, 0x61), Buffer.from('"}')]));
+  const r = await send(bomb, { ...JSON_CT, 'content-encoding': 'gzip' });
+  refused(r, 413, 'PAYLOAD_TOO_LARGE');
+  assert.equal(r.body.data?.maxBytes, 10 * 1024 * 1024);
+});
+
+test('keys that reach prototypes are refused, naming the field', async () => {
+  refused(await send(`{"phone":"${RECIPIENT}","message":"x","__proto__":{"admin":true}}`), 400, 'VALIDATION_FAILED', '__proto__');
+  refused(await send(`{"phone":"${RECIPIENT}","message":"x","options":{"constructor":{"prototype":{}}}}`), 400, 'VALIDATION_FAILED', 'options.constructor');
+  refused(await send(`{"phone":"${RECIPIENT}","message":"x","options":{"mentions":[{"prototype":1}]}}`), 400, 'VALIDATION_FAILED', 'options.mentions.0.prototype');
+});
+
+test('a NUL character in any text field is 400 naming it, on v2 and v1; nothing is queued', async () => {
+  const before = await t.db.pool.query('SELECT count(*)::int AS n FROM jobs');
+  refused(await send(JSON.stringify({ phone: RECIPIENT, message: 'a\u0000b' })), 400, 'VALIDATION_FAILED', 'message');
+  refused(await raw('POST', '/api/send-message', JSON.stringify({ phone: RECIPIENT, message: 'a\u0000b' }), JSON_CT), 400, 'VALIDATION_FAILED', 'message');
+  refused(await send(JSON.stringify({ phone: RECIPIENT, message: 'x', options: { mentions: ['a\u0000@c.us'] } })), 400, 'VALIDATION_FAILED', 'options.mentions.0');
+  refused(await raw('GET', '/api/v2/chats/abc%00def/messages', undefined, {}), 400, 'VALIDATION_FAILED', 'path');
+  refused(await raw('GET', '/api/v2/queue/items?state=queued%00', undefined, {}), 400, 'VALIDATION_FAILED', 'query');
+  const after = await t.db.pool.query('SELECT count(*)::int AS n FROM jobs');
+  assert.deepEqual(after.rows, before.rows);
+});
+
+test('JSON nested 200,000 levels deep is 400, and the gateway goes on', async () => {
+  refused(await send(`{"message":${'['.repeat(200_000)}${']'.repeat(200_000)}}`), 400, 'VALIDATION_FAILED', 'body');
+  refused(await send(`${'{"a":'.repeat(100_000)}1${'}'.repeat(100_000)}`), 400, 'VALIDATION_FAILED', 'body');
+  assert.equal((await send(JSON.stringify({ phone: RECIPIENT, message: 'still here' }))).status, 202);
+});
+
+test('a body that is not JSON is 415 (not silently read as empty); a charset other than UTF-8 is 415', async () => {
+  const body = JSON.stringify({ phone: RECIPIENT, message: 'x' });
+  refused(await send(body, { 'content-type': 'text/plain' }), 415, 'UNSUPPORTED_MEDIA_TYPE');
+  refused(await send(`phone=${RECIPIENT}&message=x`, { 'content-type': 'application/x-www-form-urlencoded' }), 415, 'UNSUPPORTED_MEDIA_TYPE');
+  refused(await send(Buffer.from(body), {}), 415, 'UNSUPPORTED_MEDIA_TYPE');
+  refused(await send(body, { 'content-type': 'application/json; charset=latin1' }), 415, 'UNSUPPORTED_MEDIA_TYPE');
+  assert.equal((await send(body, { 'content-type': 'application/json; charset=UTF-8' })).status, 202);
+  refused(await send('{"message": "unterminated', JSON_CT), 400, 'VALIDATION_FAILED', 'body');
+  refused(await send(Buffer.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x7d]), JSON_CT), 400, 'VALIDATION_FAILED', 'body');
+  refused(await send('"just a string"', JSON_CT), 400, 'VALIDATION_FAILED', 'body');
+});
+
+test('a cursor past bigint is 400, not 500', async () => {
+  refused(await raw('GET', '/api/v2/queue/items?cursor=99999999999999999999', undefined, {}), 400, 'VALIDATION_FAILED', 'cursor');
+});
+
+test('the Bearer scheme is case-insensitive', async () => {
+  for (const scheme of ['bearer', 'BEARER', 'Bearer']) {
+    const r = await fetch(`${t.url}/api/status`, { headers: { authorization: `${scheme} ${key}` } });
+    assert.equal(r.status, 200, scheme);
+  }
+});
+
+test('an aborted request is not logged as an error, and no line of the log is at error level for client input', async () => {
+  await new Promise<void>((resolve, reject) => {
+    const u = new URL(t.url);
+    const s = net.connect(Number(u.port), u.hostname, () => {
+      s.write(`POST /api/v2/send-message HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"phone":"`);
+      setImmediate(() => {
+        s.destroy();
+        resolve();
+      });
+    });
+    s.on('error', reject);
+  });
+  await settle(50); // the gateway runs in this process: let it see the abort
+  // the gateway still answers, and has logged nothing at error level (bunyan: 50) for any request of this file
+  assert.equal((await fetch(`${t.url}/health`)).status, 200);
+  const errors = logLines.map((l) => JSON.parse(l) as { level: number; msg: string }).filter((l) => l.level >= 50);
+  assert.deepEqual(errors, []);
+});
