@@ -43,7 +43,7 @@ import { readsRouter } from './http/routes/reads.js';
 import { groupsRouter } from './http/routes/groups.js';
 import { InteractionLimiter } from './http/rate-limit.js';
 import { PresenceManager } from './actors/presence.js';
-import { legacyRouter } from './http/routes/legacy.js';
+import { legacyRouter, v1Guard } from './http/routes/legacy.js';
 import { messageMediaRouter } from './http/routes/message-media.js';
 import { DEADLINES } from './actors/handle.js';
 import { driverFactoryFor } from './drivers/factory.js';
@@ -187,10 +187,14 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     instanceFamily('status', statusRouter({ pool, clock, handleOf, workerOf, modeOf })),
     instanceFamily('v2-queue', queueRouter({ pool, clock, handleOf, workerOf, modeOf, degradedSince: () => store.since })),
     instanceFamily('v2-send', sendRouter({ handleOf, workerOf, modeOf, clock, validateMedia: media.validateAtAcceptance })),
-    instanceFamily(
-      'v1',
-      legacyRouter({ handleOf, workerOf, modeOf, clock, config, log, validateMedia: media.validateAtAcceptance, directSend: (h, job) => rt.directSend(h.id, job) }),
-    ),
+    {
+      ...instanceFamily(
+        'v1',
+        legacyRouter({ handleOf, workerOf, modeOf, clock, config, log, validateMedia: media.validateAtAcceptance, directSend: (h, job) => rt.directSend(h.id, job), onStoreError: () => void store.suspect() }),
+      ),
+      // an API key that cannot be verified while the store is unreachable: 503 in v1's shape
+      guard: v1Guard(apiKey),
+    },
     instanceFamily('v2-message-media', messageMediaRouter({ handleOf, store: media.store })),
     instanceFamily('v2-groups', groupsRouter(networkDeps)),
     instanceFamily('v2-interactions', interactionsRouter(networkDeps)),
