@@ -59,6 +59,8 @@ export type JobEvent =
   | { type: 'RESULT_FAILED' }
   /** Outcome unverifiable (for example the call timed out). */
   | { type: 'RESULT_UNKNOWN' }
+  /** The call never reached the network (the session went away between the claim and the call): waits again. */
+  | { type: 'RETURNED' }
   /** Found in `sending` at start-up or after its owner node died: never resent. */
   | { type: 'RECOVERED_SENDING' }
   /** `DELETE /api/v2/messages/<jobId>` before sending started. */
@@ -118,6 +120,7 @@ export const jobMachine = setup({
         RESULT_FAILED: { target: 'failed', actions: emit('message.failed') },
         RESULT_UNKNOWN: { target: 'unknown', actions: [confidence('unknown'), emit('message.unknown')] },
         RECOVERED_SENDING: { target: 'unknown', actions: [confidence('unknown'), emit('message.unknown')] },
+        RETURNED: { target: 'scheduled' },
       },
     },
     sent: { type: 'final', description: 'Delivered; see deliveryConfidence.' },

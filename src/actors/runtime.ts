@@ -63,6 +63,12 @@ interface Entry {
   instance: Instance;
   worker: QueueWorker;
   driver: Driver | null;
+  /**
+   * The driver of a session that reported `ready` and has not since reported `disconnected`/`fatal` nor been
+   * stopped: the only one the dispatcher calls. Set and cleared synchronously with the driver's own events, so
+   * it is never ahead of the session (the instance machine learns of a teardown a few turns later).
+   */
+  sendable: Driver | null;
 }
 
 /** The active leaf states of a (nested, parallel) state value, as dotted paths without the `active` root. */
@@ -95,7 +101,14 @@ export class Runtime {
       driverOptions: { dataDir: deps.dataDir, callTimeoutMs: deps.callTimeoutMs },
       onNetworkEvent: (instanceId, name, args) => {
         const entry = entries.get(instanceId);
-        if (entry) deps.onNetworkEvent(entry.instance, name, args);
+        if (!entry) return;
+        if (name === 'ready') entry.sendable = entry.driver;
+        else if (name === 'disconnected' || name === 'fatal') entry.sendable = null;
+        deps.onNetworkEvent(entry.instance, name, args);
+      },
+      onSessionStopped: (instanceId, driver) => {
+        const entry = entries.get(instanceId);
+        if (entry?.sendable === driver) entry.sendable = null;
       },
       onError: (err, where) => deps.log.warn({ err, where }, 'session fault'),
       // whatsapp-web.js emits the raw QR string; the sandbox emits it already rendered as a PNG data URL,
@@ -162,7 +175,7 @@ export class Runtime {
   /** Register and spawn the actors of an instance. */
   add(instance: Instance): void {
     if (this.entries.has(instance.id)) return;
-    const entry: Entry = { instance, driver: null, worker: null as unknown as QueueWorker };
+    const entry: Entry = { instance, driver: null, sendable: null, worker: null as unknown as QueueWorker };
     const sink: QueueEventSink = {
       emit: (q, event, data) => this.deps.events.emit(q, instance.id, event, data),
       emitMany: (q, items) => this.deps.events.emitMany(q, instance.id, items),
@@ -177,11 +190,12 @@ export class Runtime {
       maxPending: this.deps.maxPending,
       events: sink,
       dispatcher: {
-        connected: () => this.isConnected(instance.id),
+        // claims only while the session can take the call: connected, and its driver not torn down
+        connected: () => entry.sendable !== null && this.isConnected(instance.id),
         send: (job) =>
           dispatchJob(job, {
             clock: this.deps.clock,
-            driver: () => entry.driver,
+            driver: () => entry.sendable,
             callTimeoutMs: this.deps.callTimeoutMs,
             resolveMedia: this.deps.resolveMedia,
           }),

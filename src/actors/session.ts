@@ -178,6 +178,8 @@ export interface SessionDeps extends Omit<SessionOptions, 'onNetworkEvent'> {
   driverFactory: DriverFactory;
   driverOptions: Omit<DriverOptions, 'instanceId'>;
   onNetworkEvent?: (instanceId: string, name: DriverEventName, args: unknown[]) => void;
+  /** The session on `driver` is stopping (called before its destroy starts): no call may reach it now. */
+  onSessionStopped?: (instanceId: string, driver: Driver) => void;
 }
 
 export interface SessionRuntime {
@@ -209,6 +211,7 @@ export function createSessionLogic(deps: SessionDeps): SessionRuntime {
       destroying.get(instanceId) ?? Promise.resolve(),
     );
     return () => {
+      deps.onSessionStopped?.(instanceId, driver);
       const done = session.stop();
       destroying.set(instanceId, done);
       void done.then(() => {

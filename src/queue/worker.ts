@@ -21,7 +21,9 @@ import { Serial } from './serial.js';
 import { TerminalWaiters } from './waiters.js';
 import { queueEventData } from './queue-events.js';
 import { limitsObject, type LimitsObject } from './windows.js';
-import type { AcceptRequest, AcceptResult, DirectOutcome, DirectSend, WorkerDeps } from './types.js';
+import { neverReachedNetwork, outcomeStep } from './outcome.js';
+import { WRITE_BACK_RETRY_MS, WriteBack, insertKeptDispatches } from './write-back.js';
+import type { AcceptRequest, AcceptResult, DirectOutcome, DirectSend, DispatchOutcome, WorkerDeps } from './types.js';
 
 export type { AcceptRequest, AcceptResult, Dispatcher, DirectOutcome, DirectSend, DispatchOutcome, QueueEventSink, WorkerDeps } from './types.js';
 
@@ -48,8 +50,9 @@ export class QueueWorker {
   private readonly waiters: TerminalWaiters;
   /** PostgreSQL is unreachable: no dispatch from the queue; v1 sends pass the in-memory gate */
   private degraded = false;
-  /** sends made while degraded: written back to `dispatches` on recovery so the windows stay true */
-  private memoryDispatches: number[] = [];
+  /** sends made while degraded and outcomes whose write failed: written back when the store answers */
+  private readonly writeBack = new WriteBack();
+  private recoveryTimer: TimerHandle | null = null;
   epoch = 0;
 
   constructor(private readonly deps: WorkerDeps) {
@@ -76,26 +79,34 @@ export class QueueWorker {
         this.deps.events.flushed();
         this.deps.log.warn({ instanceId: this.deps.instanceId, jobs: recovered.map((j) => j.id) }, 'jobs found in sending at start are unknown');
       }
-      const { rows } = await this.deps.pool.query<{ last: Date | null; epoch: number }>(
-        'SELECT last_dispatch_at AS last, plan_epoch AS epoch FROM instances WHERE id = $1',
-        [this.deps.instanceId],
-      );
-      this.epoch = rows[0]?.epoch ?? 0;
-      const history = await loadHistory(this.deps.pool, this.deps.instanceId, now);
-      const waiting = await listWaiting(this.deps.pool, this.deps.instanceId);
-      this.pending = await countPending(this.deps.pool, this.deps.instanceId);
-      this.planner.load({ history, lastDispatchAt: rows[0]?.last ? rows[0].last.getTime() : null, waiting: waiting.map(toPlanJob) });
+      await this.reload(now);
       this.started = true;
       await this.replanLocked('start', now, false);
     });
     return this.starting;
   }
 
+  /** Load the mirror (waiting jobs, dispatch history, epoch, pending count) from PostgreSQL. */
+  private async reload(now: number): Promise<void> {
+    const { rows } = await this.deps.pool.query<{ last: Date | null; epoch: number }>(
+      'SELECT last_dispatch_at AS last, plan_epoch AS epoch FROM instances WHERE id = $1',
+      [this.deps.instanceId],
+    );
+    this.epoch = rows[0]?.epoch ?? 0;
+    const history = await loadHistory(this.deps.pool, this.deps.instanceId, now);
+    const waiting = await listWaiting(this.deps.pool, this.deps.instanceId);
+    this.pending = await countPending(this.deps.pool, this.deps.instanceId);
+    this.planner.load({ history, lastDispatchAt: rows[0]?.last ? rows[0].last.getTime() : null, waiting: waiting.map(toPlanJob) });
+  }
+
   /** Stop timers; wait for an in-flight dispatch to finish and persist its outcome. */
   async stop(): Promise<void> {
     this.stopped = true;
     this.disarm();
+    this.clearRecoveryTimer();
     await this.dispatching;
+    // a last try for outcomes the store did not take; what is left is `sending` and becomes `unknown` at start
+    if (this.writeBack.hasOutcomes) await this.serial.runFirst(() => this.writeBackOutcomes()).catch(() => undefined);
     await this.serial.idle();
     for (const p of this.inbox.splice(0)) p.reject(new ApiError(503, 'INSTANCE_UNREACHABLE', 'the instance is stopping'));
   }
@@ -359,7 +370,9 @@ export class QueueWorker {
     if (this.stopped || !this.started) return;
     // While the session cannot send, due slots are no reason to wake (resume() re-arms on `ready`);
     // expiries still are.
-    const next = this.planner.nextWake(this.deps.dispatcher.connected());
+    let next = this.planner.nextWake(this.deps.dispatcher.connected());
+    // outcomes the store did not take are tried again soon (in degraded mode the recovery writes them)
+    if (this.writeBack.hasOutcomes && !this.degraded) next = Math.min(next ?? Number.POSITIVE_INFINITY, this.deps.clock.now() + WRITE_BACK_RETRY_MS);
     if (next === null) return this.disarm();
     if (this.timer !== null && this.timerAt <= next) return;
     this.disarm();
@@ -387,12 +400,14 @@ export class QueueWorker {
 
   /** Expire what is due; claim the next due job if every constraint holds (commit `sending`). */
   private async step(): Promise<Job | null> {
+    // nothing is claimed while an earlier outcome is still unwritten (a failure here ends the step; arm retries)
+    if (this.writeBack.hasOutcomes) await this.writeBackOutcomes();
     const now = this.deps.clock.now();
     for (const id of this.planner.expiredAt(now)) {
       const job = await getJob(this.deps.pool, this.deps.instanceId, id);
+      const moved = job ? await this.move(job, { type: 'EXPIRE' }, { terminalAt: now }, { reason: 'ttl elapsed before a slot came free' }) : null;
+      // out of the mirror only once the store has the outcome: a failed write leaves it to expire on the next step
       this.planner.remove(id);
-      if (!job) continue;
-      const moved = await this.move(job, { type: 'EXPIRE' }, { terminalAt: now }, { reason: 'ttl elapsed before a slot came free' });
       if (moved) this.pending = Math.max(0, this.pending - 1);
     }
     const due = this.planner.due(now);
@@ -404,7 +419,9 @@ export class QueueWorker {
       await this.replanLocked('recheck', now, false);
       return null;
     }
-    const job = await getJob(this.deps.pool, this.deps.instanceId, due);
+    let job = await getJob(this.deps.pool, this.deps.instanceId, due);
+    // `sending` here: an earlier claim of ours committed but its answer was lost, so the call was never made
+    if (job?.state === 'sending') job = await this.putBack(job, now);
     if (!job) {
       this.planner.remove(due);
       return null;
@@ -420,33 +437,53 @@ export class QueueWorker {
     return claimed;
   }
 
-  /** Call the network (outside the serial section) and persist the outcome. */
+  /**
+   * Call the network (outside the serial section) and persist the outcome. A session that went away since the
+   * claim is not called at all: the job goes back. An outcome the store does not take is kept for write-back.
+   */
   private async finish(job: Job): Promise<void> {
-    const outcome = await this.deps.dispatcher.send(job);
-    const now = this.deps.clock.now();
+    const outcome: DispatchOutcome = this.deps.dispatcher.connected()
+      ? await this.deps.dispatcher.send(job)
+      : { kind: 'failed', resultCode: 'INSTANCE_OFFLINE', errorMessage: 'the session went away before the call' };
+    const at = this.deps.clock.now();
+    if (!neverReachedNetwork(outcome)) this.pending = Math.max(0, this.pending - 1);
     await this.serial.runFirst(async () => {
-      let moved: Job | null = null;
-      switch (outcome.kind) {
-        case 'confirmed':
-          moved = await this.move(job, { type: 'RESULT_CONFIRMED' }, { terminalAt: now, messageId: outcome.messageId, resultCode: 'SENT' }, {});
-          break;
-        case 'assumed':
-          moved = await this.move(job, { type: 'RESULT_ASSUMED' }, { terminalAt: now, messageId: outcome.messageId, resultCode: 'ASSUMED_SENT' }, {});
-          break;
-        case 'failed':
-          moved = await this.move(job, { type: 'RESULT_FAILED' }, { terminalAt: now, resultCode: outcome.resultCode, errorMessage: outcome.errorMessage }, {}, async (c) => {
-            // provably not sent: it stops counting against the windows
-            await forgetDispatch(c, job.id);
-          });
-          if (moved) this.planner.forgetDispatch(job.dispatchedAt ?? now);
-          break;
-        case 'unknown':
-          moved = await this.move(job, { type: 'RESULT_UNKNOWN' }, { terminalAt: now, unknownReason: outcome.unknownReason, resultCode: 'UNKNOWN' }, {});
-          break;
+      try {
+        await this.persistOutcome(job, outcome, at);
+      } catch (err) {
+        this.writeBack.keepOutcome({ job, outcome, at });
+        this.deps.log.warn({ err, jobId: job.id, outcome: outcome.kind }, 'dispatch outcome not written; kept for write-back');
       }
-      this.pending = Math.max(0, this.pending - 1);
-      if (moved) this.waiters.settle(moved);
     });
+  }
+
+  /** Write one outcome with its event (once: the move is conditional on `sending`). */
+  private async persistOutcome(job: Job, outcome: DispatchOutcome, at: number): Promise<void> {
+    const step = outcomeStep(outcome, at);
+    if (step.event.type === 'RETURNED') {
+      if (await this.putBack(job, at)) await this.reload(this.deps.clock.now());
+      return;
+    }
+    const moved = await this.move(job, step.event, step.fields, {}, step.forgetDispatch ? (c) => forgetDispatch(c, job.id) : undefined);
+    if (moved && step.forgetDispatch) this.planner.forgetDispatch(job.dispatchedAt ?? at);
+  }
+
+  /** A claimed job whose call never reached the network: `scheduled` again, its dispatch no longer counted. */
+  private async putBack(job: Job, now: number): Promise<Job | null> {
+    const back = await this.move(job, { type: 'RETURNED' }, {}, {}, async (c) => {
+      await forgetDispatch(c, job.id);
+      await c.query('UPDATE jobs SET dispatched_at = NULL WHERE id = $1', [job.id]);
+    });
+    if (back) this.deps.log.warn({ jobId: job.id, at: now }, 'the session went away before the call: job back in the queue');
+    return back ? { ...back, dispatchedAt: null } : null;
+  }
+
+  /** Write back the kept outcomes, oldest first; throws (keeping the rest) when the store still fails. */
+  private async writeBackOutcomes(): Promise<void> {
+    for (const kept of this.writeBack.keptOutcomes()) {
+      await this.persistOutcome(kept.job, kept.outcome, kept.at);
+      this.writeBack.outcomeWritten(kept.job.id);
+    }
   }
 
   // ---------------------------------------------------------------- outside the persistent queue
@@ -463,7 +500,7 @@ export class QueueWorker {
         const check = this.planner.recheck(at, this.deps.settings());
         if (!check.ok) return check;
         this.planner.recordDispatch(at);
-        if (this.degraded) this.memoryDispatches.push(at);
+        if (this.degraded) this.writeBack.keepDispatch(at);
         return check;
       });
       // no instant within the planner's 200 attempts (e.g. a limit of 0): not before a day has passed
@@ -479,15 +516,19 @@ export class QueueWorker {
     if (outcome.kind === 'failed' && enforceLimits) {
       await this.serial.run(async () => {
         this.planner.forgetDispatch(at);
-        const i = this.memoryDispatches.indexOf(at);
-        if (i >= 0) this.memoryDispatches.splice(i, 1);
+        this.writeBack.dropDispatch(at);
       });
     }
     return outcome;
   }
 
-  /** The store became unreachable (true) or reachable again (false). */
+  /**
+   * The store became unreachable (true) or reachable again (false). On recovery the kept sends and the
+   * window's two queue events are written, then the kept outcomes; a recovery that fails is tried again
+   * (else the queue would stay degraded, dispatching nothing, while the store answers).
+   */
   setDegraded(on: boolean, since: number): Promise<void> {
+    this.clearRecoveryTimer();
     if (on) {
       this.degraded = true;
       this.disarm();
@@ -495,25 +536,39 @@ export class QueueWorker {
     }
     if (!this.degraded) return Promise.resolve();
     return this.serial.run(async () => {
-      const sends = [...this.memoryDispatches];
+      if (!this.degraded) return;
+      const sends = this.writeBack.keptDispatches();
       await withTransaction(this.deps.pool, async (c) => {
-        if (sends.length > 0) {
-          await c.query(
-            `INSERT INTO dispatches (instance_id, job_id, dispatched_at) SELECT $1, NULL, at FROM unnest($2::timestamptz[]) AS t(at)`,
-            [this.deps.instanceId, sends.map((ms) => new Date(ms))],
-          );
-          await c.query('UPDATE instances SET last_dispatch_at = GREATEST(COALESCE(last_dispatch_at, $2), $2) WHERE id = $1', [
-            this.deps.instanceId, new Date(Math.max(...sends)),
-          ]);
-        }
+        await insertKeptDispatches(c, this.deps.instanceId, sends);
         // The outbox lives in PostgreSQL: the window's two events are written when it is reachable again.
         await this.deps.events.emit(c, 'queue.degraded', { queueMode: 'memory-degraded', limitsEnforced: true, since: new Date(since).toISOString() });
         await this.deps.events.emit(c, 'queue.recovered', { queueMode: 'pg', sentWhileDegraded: sends.length });
       });
-      this.memoryDispatches = [];
+      this.writeBack.dispatchesWritten(sends.length);
       this.degraded = false;
       this.deps.events.flushed();
-    }).then(() => this.resume());
+      // outcomes of sends that went out during the outage, each with its message.* event; arm() retries a failure
+      await this.writeBackOutcomes().catch((err: unknown) => this.deps.log.warn({ err }, 'kept outcomes not written yet'));
+    }).then(
+      () => this.resume(),
+      (err: unknown) => {
+        this.retryRecovery(since);
+        throw err;
+      },
+    );
+  }
+
+  private retryRecovery(since: number): void {
+    if (this.stopped) return;
+    this.recoveryTimer = this.deps.clock.setTimeout(() => {
+      this.recoveryTimer = null;
+      void this.setDegraded(false, since).catch((err: unknown) => this.deps.log.warn({ err }, 'queue recovery failed again; retrying'));
+    }, WRITE_BACK_RETRY_MS);
+  }
+
+  private clearRecoveryTimer(): void {
+    if (this.recoveryTimer !== null) this.deps.clock.clearTimeout(this.recoveryTimer);
+    this.recoveryTimer = null;
   }
 
   get isDegraded(): boolean {

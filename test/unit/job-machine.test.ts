@@ -27,6 +27,7 @@ const EVENTS: JobEventType[] = [
   'RESULT_FAILED',
   'RESULT_UNKNOWN',
   'RECOVERED_SENDING',
+  'RETURNED',
   'CANCEL',
   'EXPIRE',
 ];
@@ -59,6 +60,8 @@ const ALLOWED: Partial<Record<JobState, Partial<Record<JobEventType, JobStep>>>>
     RESULT_FAILED: step('failed', 'message.failed'),
     RESULT_UNKNOWN: step('unknown', 'message.unknown', 'unknown'),
     RECOVERED_SENDING: step('unknown', 'message.unknown', 'unknown'),
+    // the call never reached the network (no session to take it): the job waits again, no event
+    RETURNED: step('scheduled'),
   },
 };
 

@@ -1,0 +1,41 @@
+/**
+ * What a dispatch outcome does to its job: the job-machine event and the columns written with it.
+ *
+ * One outcome is not an outcome of the network at all: the call never reached it, because the session went
+ * away between the claim and the call (no driver, or the driver refused before sending: NOT_CONNECTED /
+ * SESSION_CLOSED with `provablyNotSent`). Such a job was provably not sent and is not `failed` either: it goes
+ * back to `scheduled` (event RETURNED), stops counting against the windows and waits for the reconnect.
+ */
+import type { JobEvent } from '../../machines/job.machine.js';
+import type { TransitionFields } from './jobs.js';
+import type { DispatchOutcome } from './types.js';
+
+/** Result codes of a provably unsent call that no session took (src/queue/dispatch.ts, the drivers). */
+const NO_SESSION_CODES: ReadonlySet<string> = new Set(['INSTANCE_OFFLINE', 'NOT_CONNECTED', 'SESSION_CLOSED']);
+
+/** The call never reached the network because there was no session to take it. */
+export function neverReachedNetwork(outcome: DispatchOutcome): boolean {
+  return outcome.kind === 'failed' && NO_SESSION_CODES.has(outcome.resultCode);
+}
+
+export interface OutcomeStep {
+  event: JobEvent;
+  fields: TransitionFields;
+  /** provably not sent: its dispatch stops counting against the windows */
+  forgetDispatch: boolean;
+}
+
+/** The transition an outcome, known at `at`, asks for. */
+export function outcomeStep(outcome: DispatchOutcome, at: number): OutcomeStep {
+  if (neverReachedNetwork(outcome)) return { event: { type: 'RETURNED' }, fields: {}, forgetDispatch: true };
+  switch (outcome.kind) {
+    case 'confirmed':
+      return { event: { type: 'RESULT_CONFIRMED' }, fields: { terminalAt: at, messageId: outcome.messageId, resultCode: 'SENT' }, forgetDispatch: false };
+    case 'assumed':
+      return { event: { type: 'RESULT_ASSUMED' }, fields: { terminalAt: at, messageId: outcome.messageId, resultCode: 'ASSUMED_SENT' }, forgetDispatch: false };
+    case 'failed':
+      return { event: { type: 'RESULT_FAILED' }, fields: { terminalAt: at, resultCode: outcome.resultCode, errorMessage: outcome.errorMessage }, forgetDispatch: true };
+    case 'unknown':
+      return { event: { type: 'RESULT_UNKNOWN' }, fields: { terminalAt: at, unknownReason: outcome.unknownReason, resultCode: 'UNKNOWN' }, forgetDispatch: false };
+  }
+}

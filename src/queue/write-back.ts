@@ -1,0 +1,79 @@
+/**
+ * What the queue knows but PostgreSQL does not yet: kept in memory while the store is unreachable and written
+ * back when it answers again.
+ *
+ * - Sends made outside the queue in `memory-degraded` mode (v1): their instants go to `dispatches` on
+ *   recovery, so the sliding windows stay true.
+ * - Outcomes of dispatches whose write failed (the send went out during the outage, or the connection broke
+ *   at the write): without them the job would stay `sending` for good. Each is written back, with its
+ *   `message.*` event, once the store answers; the write is conditional on `sending`, so a write that did
+ *   commit but whose answer was lost is not repeated. If the process stops first, the job is still `sending`
+ *   in PostgreSQL and the next start makes it `unknown` (never resent).
+ */
+import type { Queryable } from '../store/pool.js';
+import type { Job } from './jobs.js';
+import type { DispatchOutcome } from './types.js';
+
+export interface KeptOutcome {
+  job: Job;
+  outcome: DispatchOutcome;
+  /** when the outcome was known (terminalAt) */
+  at: number;
+}
+
+/** How soon an unwritten outcome or a failed recovery is tried again while the store looks reachable. */
+export const WRITE_BACK_RETRY_MS = 2_000;
+
+export class WriteBack {
+  private readonly outcomes = new Map<string, KeptOutcome>();
+  private dispatches: number[] = [];
+
+  keepOutcome(kept: KeptOutcome): void {
+    this.outcomes.set(kept.job.id, kept);
+  }
+
+  /** Outcomes still to write, oldest first. */
+  keptOutcomes(): KeptOutcome[] {
+    return [...this.outcomes.values()];
+  }
+
+  outcomeWritten(jobId: string): void {
+    this.outcomes.delete(jobId);
+  }
+
+  get hasOutcomes(): boolean {
+    return this.outcomes.size > 0;
+  }
+
+  /** A send outside the queue while degraded. */
+  keepDispatch(at: number): void {
+    this.dispatches.push(at);
+  }
+
+  /** That send provably did not go out. */
+  dropDispatch(at: number): void {
+    const i = this.dispatches.indexOf(at);
+    if (i >= 0) this.dispatches.splice(i, 1);
+  }
+
+  keptDispatches(): number[] {
+    return [...this.dispatches];
+  }
+
+  /** The kept sends are in PostgreSQL now. */
+  dispatchesWritten(count: number): void {
+    this.dispatches = this.dispatches.slice(count);
+  }
+}
+
+/** The sends kept while degraded, into the dispatch history (they belong to no job). */
+export async function insertKeptDispatches(q: Queryable, instanceId: string, sends: number[]): Promise<void> {
+  if (sends.length === 0) return;
+  await q.query(
+    `INSERT INTO dispatches (instance_id, job_id, dispatched_at) SELECT $1, NULL, at FROM unnest($2::timestamptz[]) AS t(at)`,
+    [instanceId, sends.map((ms) => new Date(ms))],
+  );
+  await q.query('UPDATE instances SET last_dispatch_at = GREATEST(COALESCE(last_dispatch_at, $2), $2) WHERE id = $1', [
+    instanceId, new Date(Math.max(...sends)),
+  ]);
+}
