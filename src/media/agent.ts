@@ -25,6 +25,29 @@ export const systemResolver: Resolver = async (host) => {
   return answers.map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
 };
 
+/**
+ * What the process uses where a caller injects nothing: the system resolver and no exemptions. Only tests
+ * change it (`setNetworkDefaults`), to stand loopback servers in for public hosts and to give names chosen
+ * answers without DNS; every path that reaches out on someone's behalf (mediaUrl at acceptance and at
+ * dispatch, webhook URLs at PUT and at delivery) reads it, so a whole gateway can be tested as it runs.
+ */
+interface NetworkDefaults {
+  resolver: Resolver;
+  allowAddress: ((address: string) => boolean) | null;
+}
+const defaults: NetworkDefaults = { resolver: systemResolver, allowAddress: null };
+
+/** Replace the process-wide resolver and/or address exemption; returns a function that restores the previous ones. */
+export function setNetworkDefaults(next: { resolver?: Resolver; allowAddress?: ((address: string) => boolean) | null }): () => void {
+  const previous = { ...defaults };
+  if (next.resolver) defaults.resolver = next.resolver;
+  if (next.allowAddress !== undefined) defaults.allowAddress = next.allowAddress;
+  return () => Object.assign(defaults, previous);
+}
+
+/** The resolver a caller injected, else the process default. */
+export const resolverOf = (injected: Resolver | undefined): Resolver => injected ?? defaults.resolver;
+
 export interface AddressPolicy {
   /** operator setting (e.g. WEBHOOK_ALLOW_PRIVATE): skip the address checks, keep the scheme check */
   allowPrivate?: boolean;
@@ -34,7 +57,7 @@ export interface AddressPolicy {
 
 /** The verdict on one address under a policy: null when it may be reached, else its class. */
 export function refusalOf(address: string, policy: AddressPolicy): AddressClass | null {
-  if (policy.allowPrivate || policy.allowAddress?.(address)) return null;
+  if (policy.allowPrivate || (policy.allowAddress ?? defaults.allowAddress)?.(address)) return null;
   const c = classifyAddress(address);
   return c.public ? null : c;
 }
@@ -70,10 +93,9 @@ function wantedFamily(family: LookupOptions['family']): 0 | 4 | 6 {
  * without).
  */
 export function createCheckedLookup(opts: CheckedLookupOptions = {}): LookupFunction {
-  const resolver = opts.resolver ?? systemResolver;
   return (hostname, options, callback) => {
     const wanted = wantedFamily(options.family);
-    resolver(hostname).then(
+    resolverOf(opts.resolver)(hostname).then(
       (answers) => {
         for (const a of answers) {
           const refused = refusalOf(a.address, opts);

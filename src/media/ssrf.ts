@@ -20,8 +20,8 @@ import {
   createSafeAgent,
   describeClass,
   refusalOf,
+  resolverOf,
   SSRF_REFUSED_CODE,
-  systemResolver,
   type AddressPolicy,
   type ResolvedAddress,
   type Resolver,
@@ -29,7 +29,7 @@ import {
 } from './agent.js';
 import { readCapped, type ByteSource } from './capped.js';
 
-export { createSafeAgent, createCheckedLookup, systemResolver } from './agent.js';
+export { createSafeAgent, createCheckedLookup, setNetworkDefaults, systemResolver } from './agent.js';
 export type { AddressPolicy, Resolver, ResolvedAddress, SafeAgent, SafeAgentOptions } from './agent.js';
 
 export interface UrlCheckOptions extends AddressPolicy {
@@ -64,8 +64,10 @@ export function checkUrlSyntax(raw: string, opts: UrlCheckOptions = {}): URL {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     throw urlRefused(field, 'must use http or https', { reason: 'scheme' });
   }
-  const host = url.hostname.toLowerCase().replace(/\.$/, '');
+  // `localhost..` is `localhost` to many resolvers: every trailing dot goes, an empty label inside is refused
+  const host = url.hostname.toLowerCase().replace(/\.+$/, '');
   if (host === '') throw urlRefused(field, 'has no host', { reason: 'invalid_url' });
+  if (host.includes('..')) throw urlRefused(field, 'has an empty label in its host name', { reason: 'invalid_url' });
   const literal = ipLiteralOf(host);
   if (literal !== null) {
     const refused = refusalOf(literal, opts);
@@ -86,7 +88,7 @@ export async function assertPublicUrl(raw: string, opts: UrlCheckOptions = {}): 
   if (opts.allowPrivate || ipLiteralOf(url.hostname) !== null) return url;
   let answers: ResolvedAddress[];
   try {
-    answers = await (opts.resolver ?? systemResolver)(url.hostname);
+    answers = await resolverOf(opts.resolver)(url.hostname);
   } catch {
     answers = [];
   }

@@ -143,6 +143,8 @@ describe('assertPublicUrl: the SSRF matrix at acceptance', () => {
     ['ftp:', 'ftp://example.com/a.png', 'scheme'],
     ['data:', 'data:image/png;base64,AAAA', 'scheme'],
     ['not a URL', 'not a url', 'invalid_url'],
+    ['localhost with two trailing dots', 'http://localhost../x', 'loopback'],
+    ['an empty label inside the host', 'http://loopback..example/x', 'invalid_url'],
   ];
   for (const [label, url, reason] of matrix) {
     test(`refuses ${label}`, async () => {
