@@ -53,7 +53,9 @@ async function resolver(host: string): Promise<ResolvedAddress[]> {
 /** A raw HTTP/1.1 stand-in for a public host: every answer is written by hand (redirects, lengths, framing). */
 function standinAnswer(socket: net.Socket, path: string): void {
   const u = new URL(path, 'http://x');
-  const send = (head: string, body: Buffer | string = '') => socket.end(Buffer.concat([Buffer.from(`${head}\r\nConnection: close\r\n\r\n`), Buffer.from(body)]));
+  const send = (head: string, body: Buffer | string = ''): void => {
+    socket.end(Buffer.concat([Buffer.from(`${head}\r\nConnection: close\r\n\r\n`), Buffer.from(body)]));
+  };
   if (u.pathname === '/ok.png') return send('HTTP/1.1 200 OK\r\nContent-Type: image/png\r\nContent-Length: 4', 'PNG!');
   if (u.pathname === '/r') return send(`HTTP/1.1 302 Found\r\nLocation: ${u.searchParams.get('to') ?? '/'}\r\nContent-Length: 0`);
   const hop = /^\/hop\/(\d+)$/.exec(u.pathname);
