@@ -1,11 +1,8 @@
 #!/usr/bin/env node
-// The `mgw` command: runs src/cli/main.ts through tsx (no build step needed).
-import { spawnSync } from 'node:child_process';
+// The `mgw` command: src/cli/main.ts in this very process, through tsx's loader (no build step, and no child
+// process: a signal to `mgw` reaches the gateway or the sandbox it runs, and nothing is left orphaned).
 import { fileURLToPath } from 'node:url';
-import path from 'node:path';
+import { register } from 'tsx/esm/api';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const r = spawnSync(process.execPath, ['--import', import.meta.resolve('tsx'), path.join(root, 'src/cli/main.ts'), ...process.argv.slice(2)], {
-  stdio: 'inherit',
-});
-process.exit(r.status ?? 1);
+register({ tsconfig: fileURLToPath(new URL('../tsconfig.json', import.meta.url)) });
+await import('../src/cli/main.ts');

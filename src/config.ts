@@ -1,22 +1,80 @@
 /**
  * Configuration: the environment, read once through one superstruct schema. A bad value stops the start
- * with an error that names the variable (never its value: it may be a secret).
+ * with an error that names the variable and says what is allowed (never its value: it may be a secret).
+ * Paths are made absolute here, against the working directory of the start: nothing downstream ever sees
+ * a relative path (a relative socket directory is taken for a host name by `pg`).
  */
-import { coerce, create, defaulted, enums, integer, min, max, object, optional, string, boolean, StructError, type Infer } from 'superstruct';
+import path from 'node:path';
+import { coerce, create, define, defaulted, object, optional, string, StructError, type Infer, type Struct } from 'superstruct';
 
-const int = (lo: number, hi = Number.MAX_SAFE_INTEGER) => coerce(max(min(integer(), lo), hi), string(), (v) => (/^-?\d+$/.test(v.trim()) ? Number(v) : NaN));
-const bool = coerce(boolean(), string(), (v) => ['1', 'true', 'yes', 'on'].includes(v.trim().toLowerCase()) ? true : ['0', 'false', 'no', 'off', ''].includes(v.trim().toLowerCase()) ? false : (v as unknown as boolean));
+const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] as const;
+type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** An integer variable in [lo, hi]; the message states the range. */
+const int = (lo: number, hi = Number.MAX_SAFE_INTEGER): Struct<number, null> => {
+  const range = hi === Number.MAX_SAFE_INTEGER ? `an integer of at least ${lo}` : `an integer from ${lo} to ${hi}`;
+  const checked = define<number>('integer', (v) => (typeof v === 'number' && Number.isInteger(v) && v >= lo && v <= hi) || `must be ${range}`);
+  return coerce(checked, string(), (v) => (/^\s*-?\d+\s*$/.test(v) ? Number(v) : NaN));
+};
+
+const TRUE = ['1', 'true', 'yes', 'on'];
+const FALSE = ['0', 'false', 'no', 'off'];
+const bool: Struct<boolean, null> = coerce(
+  define<boolean>('boolean', (v) => typeof v === 'boolean' || 'must be true or false (also 1/0, yes/no, on/off)'),
+  string(),
+  (v) => {
+    const s = v.trim().toLowerCase();
+    return TRUE.includes(s) ? true : FALSE.includes(s) ? false : v;
+  },
+);
+
+const text = (what: string) => define<string>('string', (v) => (typeof v === 'string' && v.trim().length > 0) || `must be ${what}`);
+
+/** A filesystem path, made absolute against the working directory. */
+const fsPath = (what: string): Struct<string, null> =>
+  coerce(text(what), string(), (v) => (v.trim().length > 0 ? path.resolve(v) : v));
+
+const logLevel = define<LogLevel>('enums', (v) => (LOG_LEVELS as readonly unknown[]).includes(v) || `must be one of ${LOG_LEVELS.join(', ')}`);
+
+const sandbox = define<string>('sandbox', (v) => {
+  if (v === 'embedded' || v === 'off') return true;
+  return (typeof v === 'string' && isHttpUrl(v)) || 'must be embedded, off, or the http(s) URL of a `mgw sandbox` process';
+});
+
+const databaseUrl = define<string>('postgres URL', (v) => {
+  if (typeof v !== 'string') return 'must be a postgres:// or postgresql:// URL';
+  try {
+    const u = new URL(v);
+    if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:') return 'must be a postgres:// or postgresql:// URL';
+    return u.hostname !== '' || new URLSearchParams(u.search).has('host') || 'must name a host (postgres://user:password@host:5432/database)';
+  } catch {
+    return 'must be a postgres:// or postgresql:// URL (postgres://user:password@host:5432/database)';
+  }
+});
+
+/** The admin token from the environment: long enough not to be guessed. */
+export const ADMIN_TOKEN_MIN_LENGTH = 16;
+const adminToken = define<string>('token', (v) => (typeof v === 'string' && v.trim().length >= ADMIN_TOKEN_MIN_LENGTH && !/\s/.test(v)) || `must be at least ${ADMIN_TOKEN_MIN_LENGTH} characters without spaces`);
+
+function isHttpUrl(v: string): boolean {
+  try {
+    const u = new URL(v);
+    return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '';
+  } catch {
+    return false;
+  }
+}
 
 export const ConfigSchema = object({
   PORT: defaulted(int(0, 65535), 3000),
-  HOST: defaulted(string(), '127.0.0.1'),
-  DATABASE_URL: optional(string()),
-  DATA_DIR: defaulted(string(), './data'),
-  ADMIN_TOKEN: optional(string()),
-  LOG_LEVEL: defaulted(enums(['trace', 'debug', 'info', 'warn', 'error', 'fatal']), 'info'),
-  CHROME_PATH: defaulted(string(), '/usr/bin/chromium'),
+  HOST: defaulted(text('a host name or address (e.g. 127.0.0.1, 0.0.0.0)'), '127.0.0.1'),
+  DATABASE_URL: optional(databaseUrl),
+  DATA_DIR: defaulted(fsPath('a directory path'), path.resolve('data')),
+  ADMIN_TOKEN: optional(adminToken),
+  LOG_LEVEL: defaulted(logLevel, 'info'),
+  CHROME_PATH: defaulted(fsPath('the path of the Chromium executable'), '/usr/bin/chromium'),
   /** sandbox network: 'embedded' (in-process), 'off', or the URL of a separate `mgw sandbox` process */
-  SANDBOX: defaulted(string(), 'embedded'),
+  SANDBOX: defaulted(sandbox, 'embedded'),
   /** create a demo instance on an empty data directory */
   DEMO_INSTANCE: defaulted(bool, true),
   MEDIA_MAX_BYTES: defaulted(int(1), 16 * 1024 * 1024),
@@ -43,7 +101,10 @@ export class ConfigError extends Error {
   }
 }
 
-/** Read the configuration from `env` (only the keys the schema knows; empty strings count as unset). */
+/**
+ * Read the configuration from `env` (only the keys the schema knows; empty strings count as unset).
+ * Relative paths are resolved against the current working directory, once, here.
+ */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const input: Record<string, string> = {};
   for (const key of Object.keys(ConfigSchema.schema)) {
@@ -51,11 +112,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if (v !== undefined && v !== '') input[key] = v;
   }
   try {
-    return create(input, ConfigSchema);
+    const config = create(input, ConfigSchema);
+    // the default is resolved at load, not at import: a process may chdir between the two
+    return input.DATA_DIR === undefined ? { ...config, DATA_DIR: path.resolve('data') } : config;
   } catch (err) {
     if (err instanceof StructError) {
-      const variable = String(err.path[0] ?? err.key ?? 'configuration');
-      throw new ConfigError(variable, `is not valid (expected ${err.type})`);
+      const failure = err.failures()[0] ?? err;
+      const variable = String(failure.path[0] ?? failure.key ?? 'configuration');
+      // every struct above answers with its own "must …" sentence; superstruct's own messages echo values
+      const reason = failure.message.startsWith('must ') ? failure.message : 'is not valid';
+      throw new ConfigError(variable, reason);
     }
     throw err;
   }
@@ -65,5 +131,3 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 export function legacyWaitMs(config: Pick<Config, 'LEGACY_SYNC_TIMEOUT_MS' | 'LEGACY_CALLER_TIMEOUT_MS'>): number {
   return Math.min(config.LEGACY_SYNC_TIMEOUT_MS, config.LEGACY_CALLER_TIMEOUT_MS - 5_000);
 }
-
-

@@ -1,14 +1,21 @@
 /**
  * `npm start`: the gateway with the environment's configuration (embedded PostgreSQL and the sandbox network
  * unless told otherwise). Prints the admin token and the demo instance's key on the start that creates them.
+ * SIGTERM/SIGINT (or, under npm, the end of its parent) stop it gracefully: stop accepting, finish in-flight
+ * dispatches, exit 0.
  */
 import { pathToFileURL } from 'node:url';
-import { loadConfig, ConfigError } from './config.js';
+import { loadConfig, ConfigError, type Config } from './config.js';
 import { createLogger } from './log.js';
 import { startGateway } from './gateway.js';
+import { isConnectionError } from './store/health.js';
+import { onStopRequest } from './stop-signals.js';
+
+/** Longest a graceful stop may take before the process exits anyway. */
+const HARD_STOP_MS = 30_000;
 
 export async function runMain(env: NodeJS.ProcessEnv = process.env): Promise<void> {
-  let config;
+  let config: Config;
   try {
     config = loadConfig(env);
   } catch (err) {
@@ -19,7 +26,30 @@ export async function runMain(env: NodeJS.ProcessEnv = process.env): Promise<voi
     throw err;
   }
   const log = createLogger({ level: config.LOG_LEVEL });
-  const gw = await startGateway({ config, log });
+  // a signal during the start (embedded PostgreSQL, migrations) ends the process; after it, a graceful stop
+  let stopGateway: (() => Promise<void>) | null = null;
+  const removeHandlers = onStopRequest((reason) => {
+    if (!stopGateway) process.exit(reason === 'SIGINT' ? 130 : 143);
+    log.info({ reason }, 'stopping: finishing in-flight dispatches');
+    const hard = setTimeout(() => process.exit(1), HARD_STOP_MS);
+    hard.unref();
+    stopGateway().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        log.error({ err }, 'stop failed');
+        process.exit(1);
+      },
+    );
+  }, { env });
+
+  let gw;
+  try {
+    gw = await startGateway({ config, log });
+  } catch (err) {
+    removeHandlers();
+    throw new Error(startFailure(err, config));
+  }
+  stopGateway = () => gw.stop();
 
   // The one place secrets are shown: on the terminal of the start that created them, never in a log line.
   const lines = [`messaging gateway listening on ${gw.url}`, `  health:   curl ${gw.url}/health`];
@@ -32,26 +62,33 @@ export async function runMain(env: NodeJS.ProcessEnv = process.env): Promise<voi
     );
   }
   process.stdout.write(`${lines.join('\n')}\n`);
-
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    log.info({ signal }, 'stopping: finishing in-flight dispatches');
-    const hard = setTimeout(() => process.exit(1), 30_000);
-    hard.unref();
-    gw.stop().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        log.error({ err }, 'stop failed');
-        process.exit(1);
-      },
-    );
-  };
   // whatsapp-web.js has internal promises nobody awaits (page re-injection, its own destroy): log, do not die.
   process.on('unhandledRejection', (reason) => log.error({ err: reason }, 'unhandled rejection'));
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+/** A start failure a person can act on: which variable to look at. Never echoes DATABASE_URL's password. */
+export function startFailure(err: unknown, config: Pick<Config, 'DATABASE_URL' | 'PORT' | 'HOST'>): string {
+  const e = err instanceof Error ? (err as Error & { code?: unknown; syscall?: unknown }) : null;
+  let message = e ? e.message : String(err);
+  for (const secret of config.DATABASE_URL ? passwordOf(config.DATABASE_URL) : []) message = message.split(secret).join('***');
+  if (e?.syscall === 'listen') {
+    const why = e.code === 'EADDRINUSE' ? 'is in use' : e.code === 'EACCES' ? 'needs privileges' : `cannot be used (${message})`;
+    return `PORT ${config.PORT} on HOST ${config.HOST} ${why}: set PORT to a free port (0: any free port)`;
+  }
+  const sqlState = typeof e?.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code);
+  const network = e?.syscall === 'connect' || e?.syscall === 'getaddrinfo' || isConnectionError(err);
+  if (config.DATABASE_URL && (sqlState || network)) return `cannot use the PostgreSQL server of DATABASE_URL: ${message}`;
+  return message;
+}
+
+/** The password of a URL as written and decoded (either may appear in a driver's message). */
+function passwordOf(url: string): string[] {
+  try {
+    const raw = new URL(url).password;
+    return raw ? [raw, decodeURIComponent(raw)] : [];
+  } catch {
+    return [];
+  }
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {

@@ -35,7 +35,7 @@ function flag(args: string[], name: string): string | undefined {
 
 async function adminToken(): Promise<string> {
   if (process.env.ADMIN_TOKEN) return process.env.ADMIN_TOKEN;
-  const file = path.join(process.env.DATA_DIR ?? './data', 'admin-token');
+  const file = path.resolve(process.env.DATA_DIR || 'data', 'admin-token');
   try {
     return (await readFile(file, 'utf8')).trim();
   } catch {
@@ -78,8 +78,8 @@ async function main(argv: string[]): Promise<void> {
       return;
     }
     case 'sandbox': {
-      const { runSandboxProcess } = await import('./sandbox.js');
-      await runSandboxProcess({ port: Number(flag(args, 'port') ?? 3100), host: flag(args, 'host') ?? '127.0.0.1', statePath: flag(args, 'state') });
+      const { runSandboxProcess, sandboxOptions } = await import('./sandbox.js');
+      await runSandboxProcess(sandboxOptions((name) => flag(args, name)));
       return;
     }
     case 'instances':
