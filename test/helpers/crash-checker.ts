@@ -23,8 +23,10 @@ export interface CrashCheckOptions {
   /** the gateway lives a random time in [minUpMs, maxUpMs] after it listens, then is killed */
   minUpMs?: number;
   maxUpMs?: number;
-  /** how long the jobs get to reach terminal states after the last restart */
+  /** after the last restart, how long the jobs may make no progress towards terminal states */
   settleMs?: number;
+  /** pause between two requests of one client (the load's rate) */
+  thinkMs?: number;
   progress?: (line: string) => void;
 }
 
@@ -116,7 +118,7 @@ export async function runCrashCheck(opts: CrashCheckOptions): Promise<CrashCheck
     await until(connected, 'the instance to connect', 30_000);
 
     const load = startLoad({
-      url: gw.url, apiKey, runId: opts.seed.toString(36), random, thinkMs: 100,
+      url: gw.url, apiKey, runId: opts.seed.toString(36), random, thinkMs: opts.thinkMs ?? 200,
       v2Clients: opts.v2Clients ?? 4, v1Clients: opts.v1Clients ?? 2,
     });
     for (let k = 1; k <= opts.kills; k++) {
@@ -135,18 +137,7 @@ export async function runCrashCheck(opts: CrashCheckOptions): Promise<CrashCheck
     say(`connected after the last restart at ${((Date.now() - started) / 1000).toFixed(1)} s`);
     await load.stop(60_000);
     say(`clients answered at ${((Date.now() - started) / 1000).toFixed(1)} s`);
-    const pendingSql = `SELECT state FROM jobs WHERE state IN ('queued','scheduled','sending')`;
-    let shown = 0;
-    await until(async () => {
-      const { rows } = await db.pool.query<{ state: string }>(pendingSql);
-      if (rows.length > 0 && Date.now() - shown > 3_000) {
-        shown = Date.now();
-        const byState = new Map<string, number>();
-        for (const r of rows) byState.set(r.state, (byState.get(r.state) ?? 0) + 1);
-        say(`waiting for ${[...byState].map(([st, n]) => `${n} ${st}`).join(', ')} jobs`);
-      }
-      return rows.length === 0;
-    }, 'the jobs to settle', opts.settleMs ?? 30_000).catch((err: unknown) => say(String(err)));
+    await settle(db.pool, say, opts.settleMs ?? 15_000);
     say(`jobs settled at ${((Date.now() - started) / 1000).toFixed(1)} s`);
     if (gw.crashed()) crashes.push(`the last gateway exited on its own:\n${gw.output().slice(-2_000)}`);
     const stopped = await gw.kill('SIGTERM');
@@ -166,6 +157,37 @@ export async function runCrashCheck(opts: CrashCheckOptions): Promise<CrashCheck
     await sandbox.close();
     await db.close();
     await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Wait until no job is queued, scheduled or sending. Gives up when the count has not gone down for
+ * `stallMs`, or after `capMs`: the verdict then shows what still waits.
+ */
+async function settle(pool: Pool, say: (line: string) => void, stallMs: number, capMs = 15 * 60_000): Promise<void> {
+  const started = Date.now();
+  let best = Number.POSITIVE_INFINITY;
+  let bestAt = Date.now();
+  let shown = 0;
+  for (;;) {
+    const { rows } = await pool.query<{ state: string; n: number }>(
+      `SELECT state, count(*)::int AS n FROM jobs WHERE state IN ('queued','scheduled','sending') GROUP BY state`,
+    );
+    const pending = rows.reduce((sum, r) => sum + r.n, 0);
+    if (pending === 0) return;
+    if (pending < best) {
+      best = pending;
+      bestAt = Date.now();
+    }
+    if (Date.now() - bestAt > stallMs || Date.now() - started > capMs) {
+      say(`gave up waiting: ${rows.map((r) => `${r.n} ${r.state}`).join(', ')} jobs`);
+      return;
+    }
+    if (Date.now() - shown > 5_000) {
+      shown = Date.now();
+      say(`waiting for ${rows.map((r) => `${r.n} ${r.state}`).join(', ')} jobs`);
+    }
+    await sleep(100);
   }
 }
 

@@ -94,9 +94,9 @@ export function verify(records: RequestRecord[], attempts: number, jobs: JobRow[
     if (entries.length < 2) continue;
     const owners = jobsByBody.get(body) ?? [];
     // A v1 caller whose gateway died while its message was going out got no answer and resends: without an
-    // idempotency key that second copy is the v1 contract's, not the gateway's (each job went out once, from
-    // the gateway that held its caller's connection).
-    const inherent = owners.length === entries.length && owners.every((j) => V1_ROUTES.has(j.originRoute) && !orphaned(j));
+    // idempotency key that second copy is the v1 contract's, not the gateway's (each job went out at most
+    // once, from the gateway that held its caller's connection; an `unknown` one may not have gone out).
+    const inherent = entries.length <= owners.length && owners.every((j) => V1_ROUTES.has(j.originRoute) && !orphaned(j));
     if (inherent) {
       v1InFlightResends += entries.length - 1;
       continue;
