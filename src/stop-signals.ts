@@ -3,11 +3,13 @@
  * when it was launched through npm — its parent going away. (SIGHUP keeps its default: a handler would undo
  * `nohup`.)
  *
- * Why the parent: `npm start` runs the script through `sh -c`, and npm forwards SIGTERM/SIGINT only to that
- * shell, which dies without passing the signal on; the gateway would be left serving, orphaned. So a process
- * started by npm (npm sets `npm_command` for `npm start`, `npm run`, `npx`) watches its parent pid and stops
- * gracefully once it has been re-parented. A process started directly (`node …`, a service manager, a
- * container's init) is not watched: there the signals reach it, and `nohup node … &` must survive its shell.
+ * Why the parent: npm runs a script through `sh -c` and forwards SIGTERM/SIGINT only to that shell; dash
+ * neither execs the command nor passes the signal on (on SIGTERM it dies, on SIGINT it waits), so the gateway
+ * would be left serving. The start script therefore `exec`s node (npm → node: npm's forwarded signal reaches
+ * it), and as a safety net for every other launch through npm (`npx mgw …`, a SIGKILLed npm) a process started
+ * by npm (it sets `npm_command`) watches its parent pid and stops gracefully once it has been re-parented.
+ * A process started directly (`node …`, a service manager, a container's init) is not watched: the signals
+ * reach it there, and `nohup node … &` must survive its shell.
  */
 
 export interface StopOptions {
