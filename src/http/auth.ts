@@ -8,7 +8,7 @@ import type { Context, Next } from 'koa';
 import { ApiError } from './errors.js';
 import { findInstanceIdByKey, hashKey } from '../store/instances.js';
 import type { Queryable } from '../store/pool.js';
-import { raceClock, type Clock } from '../clock.js';
+import type { Clock } from '../clock.js';
 import { isConnectionError } from '../store/health.js';
 
 // The scheme is case-insensitive (RFC 9110 §11.1); the token is not.
@@ -30,8 +30,9 @@ export function bearerToken(ctx: Context, expected = 'API_KEY'): string {
  * While the store is unreachable a key cannot be verified again; one verified before the outage stays usable
  * (its cached instance is answered until a lookup succeeds again), so every route keeps working in
  * `memory-degraded` (SPEC.md: v1 works in every mode). A key this process never verified cannot be told
- * valid or not then: 503 QUEUE_STORE_UNAVAILABLE, never a 401 for a key that may be valid. After a failed
- * lookup the store is not asked again for `retryMs`, so requests do not each wait out the store's deadline.
+ * valid or not then: 503 QUEUE_STORE_UNAVAILABLE, never a 401 for a key that may be valid. Once a lookup
+ * failed, a cached key is answered at once and re-verified in the background, so that requests do not each
+ * wait out the store's deadline in a partition.
  */
 export class KeyResolver {
   private cache = new Map<string, { instanceId: string; at: number }>();
@@ -44,20 +45,23 @@ export class KeyResolver {
     private readonly db: Queryable,
     private readonly clock: Clock,
     private readonly ttlMs = 30_000,
-    private readonly opts: { lookupTimeoutMs?: number; retryMs?: number } = {},
   ) {}
 
   async resolve(key: string): Promise<string | null> {
     const h = hashKey(key).toString('hex');
     const hit = this.cache.get(h);
-    const now = this.clock.now();
-    if (hit && now - hit.at < this.ttlMs) return hit.instanceId;
-    if (hit && this.unreachableAt !== null && now - this.unreachableAt < (this.opts.retryMs ?? 1_000)) return hit.instanceId;
+    if (hit && this.clock.now() - hit.at < this.ttlMs) return hit.instanceId;
+    if (hit && this.unreachableAt !== null) {
+      // the store was failing at the last lookup: answer from the cache now, re-verify in the background
+      void this.lookup(h, key).catch((err: unknown) => {
+        if (isConnectionError(err)) this.unreachableAt = this.clock.now();
+      });
+      return hit.instanceId;
+    }
     try {
       return await this.lookup(h, key);
     } catch (err) {
-      if (!isConnectionError(err) && !(err instanceof LookupTimeout)) throw err;
-      this.unreachableAt = this.clock.now();
+      this.failed(err);
       const stale = this.cache.get(h);
       if (stale) return stale.instanceId;
       throw new ApiError(503, 'QUEUE_STORE_UNAVAILABLE', 'the store is unreachable, so the API key cannot be verified now; nothing was done: retry shortly', {
@@ -66,16 +70,18 @@ export class KeyResolver {
     }
   }
 
-  /** One lookup per key at a time, bounded on the runtime clock. */
+  /** A lookup failed: remember it when the store was unreachable; anything else is rethrown. */
+  private failed(err: unknown): void {
+    if (!isConnectionError(err)) throw err;
+    this.unreachableAt = this.clock.now();
+  }
+
+  /** One lookup per key at a time (bounded by the store's own deadlines, see STORE_DEADLINES). */
   private lookup(h: string, key: string): Promise<string | null> {
     const running = this.lookups.get(h);
     if (running) return running;
     const generation = this.generation;
-    const timeoutMs = this.opts.lookupTimeoutMs ?? 2_000;
-    const found = raceClock(this.clock, timeoutMs, findInstanceIdByKey(this.db, key), () => {
-      throw new LookupTimeout(timeoutMs);
-    });
-    const pending: Promise<string | null> = found
+    const pending: Promise<string | null> = findInstanceIdByKey(this.db, key)
       .then((id) => {
         this.unreachableAt = null;
         if (generation === this.generation) {
@@ -98,12 +104,6 @@ export class KeyResolver {
   }
 }
 
-class LookupTimeout extends Error {
-  constructor(ms: number) {
-    super(`the API key lookup got no answer within ${ms} ms`);
-    this.name = 'LookupTimeout';
-  }
-}
 
 export function requireApiKey<I>(keys: KeyResolver, loadInstance: (id: string) => I | null | Promise<I | null>) {
   return async function apiKeyAuth(ctx: Context, next: Next): Promise<void> {

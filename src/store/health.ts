@@ -4,11 +4,13 @@
  * code that sees a connection-class error (`suspect()`) trigger an immediate probe. Only a failed probe
  * enters the degraded mode, and only a successful one leaves it, so one slow query cannot flap the mode.
  *
- * The probe has its own deadline on the runtime clock (`probeTimeoutMs`), far below the callers' waits: in a
- * partition (packets dropped, nothing closed) no error ever arrives, and an unanswered probe is a failed one.
+ * The probe has its own deadline (`probeTimeoutMs`), far below the callers' waits: in a partition (packets
+ * dropped, nothing closed) no error ever arrives, and an unanswered probe is a failed one. The deadline is in
+ * real time, like pg's own: it measures a socket, and a simulated clock jumping ahead must not fail a probe
+ * whose answer is on its way. When the probe runs is the runtime clock's business.
  */
 import { CommitOutcomeUnknown, type Pool } from './pool.js';
-import { raceClock, type Clock, type TimerHandle } from '../clock.js';
+import type { Clock, TimerHandle } from '../clock.js';
 import type { Logger } from '../log.js';
 
 const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006']);
@@ -27,6 +29,16 @@ export function isConnectionError(err: unknown): boolean {
 export const PROBE_TIMEOUT_MS = 2_000;
 
 const PROBE_TIMED_OUT = Symbol('probe timed out');
+
+/** `p`, or PROBE_TIMED_OUT after `ms` of real time. */
+function withinRealTime<T>(ms: number, p: Promise<T>): Promise<T | typeof PROBE_TIMED_OUT> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<typeof PROBE_TIMED_OUT>((resolve) => {
+    timer = setTimeout(() => resolve(PROBE_TIMED_OUT), ms);
+    timer.unref();
+  });
+  return Promise.race([p, deadline]).finally(() => clearTimeout(timer));
+}
 
 export type StoreListener = (degraded: boolean, since: number) => void;
 
@@ -87,8 +99,8 @@ export class StoreHealth {
   private async run(): Promise<void> {
     let ok = true;
     try {
-      const answer = await raceClock(this.deps.clock, this.deps.probeTimeoutMs ?? PROBE_TIMEOUT_MS, this.deps.pool.query('SELECT 1'), () => PROBE_TIMED_OUT);
-      if (answer === PROBE_TIMED_OUT) throw new Error(`PostgreSQL did not answer the probe within ${this.deps.probeTimeoutMs ?? PROBE_TIMEOUT_MS} ms`);
+      const ms = this.deps.probeTimeoutMs ?? PROBE_TIMEOUT_MS;
+      if ((await withinRealTime(ms, this.deps.pool.query('SELECT 1'))) === PROBE_TIMED_OUT) throw new Error(`PostgreSQL did not answer the probe within ${ms} ms`);
     } catch (err) {
       ok = false;
       if (!this.degraded) this.deps.log.warn({ err }, 'PostgreSQL unreachable: queue switches to memory-degraded');
