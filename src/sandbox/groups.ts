@@ -7,7 +7,7 @@ import { DriverError, type CreateGroupResult, type DriverEventName, type WireGro
 import type { ParticipantResults } from '../drivers/sandbox/api.js';
 import { newGroupId, newInviteCode, newPhoneKey, serializeId, userId } from './ids.js';
 import type { SandboxNetwork } from './network.js';
-import type { GroupRecord } from './types.js';
+import { dict, type GroupRecord } from './types.js';
 
 type GroupEvent = Extract<DriverEventName, 'group_join' | 'group_leave' | 'group_admin_changed' | 'group_update'>;
 
@@ -59,7 +59,7 @@ export class GroupBook {
       former: [],
     };
     this.net.state.groups[g.gid] = g;
-    const missing: CreateGroupResult['missingParticipants'] = {};
+    const missing: CreateGroupResult['missingParticipants'] = dict();
     const added: string[] = [];
     for (const id of ids) {
       const phone = this.net.resolveUser(id);
@@ -76,7 +76,7 @@ export class GroupBook {
 
   add(actor: string, g: GroupRecord, ids: string[]): ParticipantResults {
     this.requireAdmin(g, actor);
-    const results: ParticipantResults = {};
+    const results: ParticipantResults = dict();
     const added: string[] = [];
     for (const id of ids) {
       const phone = this.net.resolveUser(id);

@@ -7,7 +7,7 @@ import { DriverError, type MessageAck, type WireChat, type WireMessage } from '.
 import type { Draft } from './content.js';
 import { newPhoneKey, newWebKey, parseChatId, parseMessageId, userId } from './ids.js';
 import type { SandboxNetwork } from './network.js';
-import type { ChatRef, ChatStateRecord, NetMessage } from './types.js';
+import { dict, type ChatRef, type ChatStateRecord, type NetMessage } from './types.js';
 import { chatIdFor, wireChat, wireMessage } from './wire.js';
 
 export interface PostInput {
@@ -82,8 +82,8 @@ export class MessageBook {
       location: draft.location,
       vCards: draft.vCards,
       poll: draft.poll,
-      votes: {},
-      reactions: {},
+      votes: dict(),
+      reactions: dict(),
       quotedKey: input.quotedKey ?? null,
       mentions: input.mentions ?? [],
       isForwarded: input.isForwarded ?? false,

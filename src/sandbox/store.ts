@@ -10,7 +10,7 @@
  */
 import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { emptyState, type LedgerEntry, type NetMessage, type NetworkState } from './types.js';
+import { dict, emptyState, type LedgerEntry, type NetMessage, type NetworkState } from './types.js';
 
 export class SandboxStore {
   private readonly media = new Map<string, Buffer>();
@@ -31,9 +31,14 @@ export class SandboxStore {
     if (existsSync(this.files.meta)) {
       const parsed: unknown = JSON.parse(readFileSync(this.files.meta, 'utf8'));
       if (!isState(parsed)) throw new Error(`sandbox state file ${this.files.meta} has an unknown format`);
-      Object.assign(state, parsed);
+      // every record keyed by outside input stays prototype-free (types.ts dict)
+      state.accounts = dict(parsed.accounts);
+      state.sessions = dict(parsed.sessions);
+      state.groups = dict(parsed.groups);
+      state.chatStates = dict(parsed.chatStates);
+      state.accountFaults = dict(parsed.accountFaults);
     }
-    for (const m of readJournal<NetMessage>(this.files.messages)) state.messages[m.key] = m;
+    for (const m of readJournal<NetMessage>(this.files.messages)) state.messages[m.key] = { ...m, votes: dict(m.votes), reactions: dict(m.reactions) };
     const ledger = readJournal<LedgerEntry>(this.files.ledger);
     for (const e of ledger) (state.ledger[e.instanceId] ??= []).push(e);
     this.rewriteJournals(state, ledger);

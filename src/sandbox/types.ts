@@ -159,13 +159,23 @@ export interface NetworkState {
   accountFaults: Record<string, Fault>;
 }
 
+/**
+ * A record keyed by what arrives from outside (instance ids, message ids, phones, chat ids): it has no
+ * prototype, so `constructor`, `__proto__` or `valueOf` is an ordinary key that is simply not there.
+ */
+export function dict<T>(from?: Readonly<Record<string, T>> | null): Record<string, T> {
+  const d: Record<string, T> = Object.create(null) as Record<string, T>;
+  if (from) for (const [k, v] of Object.entries(from)) d[k] = v;
+  return d;
+}
+
 export const emptyState = (): NetworkState => ({
   version: 1,
-  accounts: {},
-  sessions: {},
-  messages: {},
-  groups: {},
-  chatStates: {},
-  ledger: {},
-  accountFaults: {},
+  accounts: dict(),
+  sessions: dict(),
+  messages: dict(),
+  groups: dict(),
+  chatStates: dict(),
+  ledger: dict(),
+  accountFaults: dict(),
 });

@@ -183,8 +183,8 @@ describe('interaction routes over HTTP', () => {
     assert.equal(net.messages.get(mine)?.body, 'hello, edited');
 
     r = await request(srv.url, 'PATCH', `/api/v2/messages/${enc(incoming)}`, { message: 'not mine' });
-    assert.equal(r.status, 500);
-    assert.equal(r.body.code, 'WA_CALL_FAILED');
+    assert.equal(r.status, 409);
+    assert.equal(r.body.code, 'CONFLICT');
     assert.equal(r.body.data?.reason, 'not_editable');
 
     r = await request(srv.url, 'PATCH', `/api/v2/messages/${enc(mine)}`, { message: '' });

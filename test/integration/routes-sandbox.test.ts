@@ -140,7 +140,7 @@ describe('network routes over the sandbox network', () => {
     assert.equal(seenByAlice?.body, 'hi Alice (edited)');
 
     r = await request(srv.url, 'PATCH', `/api/v2/messages/${enc(fromAlice)}`, { message: 'not mine' });
-    assert.equal(r.status, 500);
+    assert.equal(r.status, 409);
     assert.equal(r.body.data?.reason, 'not_editable');
 
     r = await request(srv.url, 'DELETE', `/api/v2/messages/${enc(fromMe)}`, { everyone: true });

@@ -24,9 +24,9 @@ export type GroupsRouteDeps = RouteDeps<'handleOf' | 'limiter'>;
 
 /** WhatsApp's own ceilings: group size 1024 members, subject 100 characters, description 2048. */
 const MAX_GROUP_SIZE = 1024;
-const nonBlank = (max: number) => refine(size(string(), 1, max), 'nonBlank', (v) => v.trim().length > 0);
+const nonBlank = (max: number) => refine(size(string(), 1, max), 'nonBlank', (v) => v.trim().length > 0 || 'must not be blank');
 
-export const ParticipantIdSchema = pattern(string(), PARTICIPANT_ID_PATTERN);
+export const ParticipantIdSchema = refine(string(), 'pattern', (v) => PARTICIPANT_ID_PATTERN.test(v) || 'must be a contact id: digits@c.us or digits@lid');
 export const ParticipantsSchema = size(array(ParticipantIdSchema), 1, MAX_GROUP_SIZE);
 const OptionsSchema = record(string(), unknown());
 
@@ -81,7 +81,8 @@ export function groupsRouter(deps: GroupsRouteDeps): Router {
     const ids = unique(parse(ctx.request.body, AddSchema).participants);
     const results = await onGroup(handle, groupId, 'group.participants.add', (d) => d.addParticipants(groupId, ids));
     const added: string[] = [];
-    const failed: Record<string, { code: number; message: string }> = {};
+    // keyed by the caller's ids: no prototype, so no id can reach one
+    const failed: Record<string, { code: number; message: string }> = Object.create(null) as Record<string, { code: number; message: string }>;
     for (const id of ids) {
       // a driver may report only the ids that failed; an id without an entry went in
       const r = results[id];

@@ -109,8 +109,9 @@ export function interactionsRouter(deps: InteractionsRouteDeps): Router {
       orNotFound(d.editMessage(msgId, message, editOptions(options)), () => messageNotFound(msgId)),
     );
     if (!edited) {
-      // whatsapp-web.js answers null when the message cannot be edited (not ours, not text, too old)
-      throw new ApiError(500, 'WA_CALL_FAILED', 'the network refused the edit: only own text messages can be edited, within 15 minutes', {
+      // whatsapp-web.js answers null when the message cannot be edited (not ours, not text, too old): the
+      // request asks for what the network never allows, a client error (409), not a failed call (500)
+      throw new ApiError(409, 'CONFLICT', 'this message cannot be edited: only own text messages can be edited, within 15 minutes', {
         reason: 'not_editable',
         msgId,
       });
