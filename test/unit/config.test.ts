@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import path from 'node:path';
 import { loadConfig, ConfigError, legacyWaitMs } from '../../src/config.js';
 
 test('defaults: embedded store, sandbox, SPEC.md limits', () => {
@@ -24,16 +25,70 @@ test('numbers and booleans are read from strings', () => {
   assert.equal(c.WEBHOOK_ALLOW_PRIVATE, true);
 });
 
-test('a bad value names the variable and never echoes the value', () => {
-  for (const [k, v] of [['PORT', 'eighty'], ['QUEUE_MAX_PENDING', '-3'], ['LOG_LEVEL', 'chatty'], ['DEMO_INSTANCE', 'maybe']] as const) {
-    assert.throws(() => loadConfig({ [k]: v }), (err: unknown) => {
-      assert.ok(err instanceof ConfigError);
-      assert.equal(err.variable, k);
-      assert.match(err.message, new RegExp(k));
-      assert.ok(!err.message.includes(v), 'value must not be echoed');
+test('paths are absolute after load: DATA_DIR (default ./data) and CHROME_PATH against the working directory', () => {
+  const cwd = process.cwd();
+  assert.equal(loadConfig({}).DATA_DIR, path.join(cwd, 'data'));
+  assert.equal(loadConfig({ DATA_DIR: './var/mgw' }).DATA_DIR, path.join(cwd, 'var/mgw'));
+  assert.equal(loadConfig({ DATA_DIR: '/srv/mgw/' }).DATA_DIR, '/srv/mgw');
+  assert.equal(loadConfig({ CHROME_PATH: 'bin/chromium' }).CHROME_PATH, path.join(cwd, 'bin/chromium'));
+  assert.equal(loadConfig({}).CHROME_PATH, '/usr/bin/chromium');
+  for (const v of ['embedded', 'off', 'http://127.0.0.1:3100', 'https://sandbox.example']) assert.equal(loadConfig({ SANDBOX: v }).SANDBOX, v);
+  assert.equal(loadConfig({ DATABASE_URL: 'postgres://u:p@db:5432/mgw' }).DATABASE_URL, 'postgres://u:p@db:5432/mgw');
+  assert.equal(loadConfig({ DATABASE_URL: 'postgresql:///mgw?host=/var/run/postgresql' }).DATABASE_URL, 'postgresql:///mgw?host=/var/run/postgresql');
+});
+
+/** Every variable with a bad value → the exact message: the variable, then what it accepts. */
+const BAD: [variable: string, value: string, message: string][] = [
+  ['PORT', 'eighty', 'PORT must be an integer from 0 to 65535'],
+  ['PORT', '70000', 'PORT must be an integer from 0 to 65535'],
+  ['PORT', '-1', 'PORT must be an integer from 0 to 65535'],
+  ['PORT', '80.5', 'PORT must be an integer from 0 to 65535'],
+  ['HOST', '   ', 'HOST must be a host name or address (e.g. 127.0.0.1, 0.0.0.0)'],
+  ['DATABASE_URL', 'mysql://root:hunter2secret@db/mgw', 'DATABASE_URL must be a postgres:// or postgresql:// URL'],
+  ['DATABASE_URL', 'db.internal:5432', 'DATABASE_URL must be a postgres:// or postgresql:// URL'],
+  ['DATABASE_URL', 'not a url hunter2secret', 'DATABASE_URL must be a postgres:// or postgresql:// URL (postgres://user:password@host:5432/database)'],
+  ['DATABASE_URL', 'postgres:///mgw', 'DATABASE_URL must name a host (postgres://user:password@host:5432/database)'],
+  ['DATA_DIR', '  ', 'DATA_DIR must be a directory path'],
+  ['ADMIN_TOKEN', 'hunter2', 'ADMIN_TOKEN must be at least 16 characters without spaces'],
+  ['ADMIN_TOKEN', 'hunter2 hunter2 hunter2', 'ADMIN_TOKEN must be at least 16 characters without spaces'],
+  ['LOG_LEVEL', 'chatty', 'LOG_LEVEL must be one of trace, debug, info, warn, error, fatal'],
+  ['LOG_LEVEL', 'INFO', 'LOG_LEVEL must be one of trace, debug, info, warn, error, fatal'],
+  ['CHROME_PATH', ' ', 'CHROME_PATH must be the path of the Chromium executable'],
+  ['SANDBOX', 'maybe', 'SANDBOX must be embedded, off, or the http(s) URL of a `mgw sandbox` process'],
+  ['SANDBOX', 'ftp://sandbox', 'SANDBOX must be embedded, off, or the http(s) URL of a `mgw sandbox` process'],
+  ['DEMO_INSTANCE', 'maybe', 'DEMO_INSTANCE must be true or false (also 1/0, yes/no, on/off)'],
+  ['WEBHOOK_ALLOW_PRIVATE', '2', 'WEBHOOK_ALLOW_PRIVATE must be true or false (also 1/0, yes/no, on/off)'],
+  ['MEDIA_MAX_BYTES', '0', 'MEDIA_MAX_BYTES must be an integer of at least 1'],
+  ['MEDIA_BASE64_MAX_BYTES', '7MB', 'MEDIA_BASE64_MAX_BYTES must be an integer of at least 1'],
+  ['MEDIA_UPLOAD_MAX_BYTES', '-5', 'MEDIA_UPLOAD_MAX_BYTES must be an integer of at least 1'],
+  ['MEDIA_RETENTION_HOURS', '0', 'MEDIA_RETENTION_HOURS must be an integer of at least 1'],
+  ['MEDIA_STORE_MAX_MB', 'lots', 'MEDIA_STORE_MAX_MB must be an integer of at least 1'],
+  ['QUEUE_MAX_PENDING', '-3', 'QUEUE_MAX_PENDING must be an integer of at least 1'],
+  ['FETCH_MESSAGES_MAX', '10001', 'FETCH_MESSAGES_MAX must be an integer from 1 to 10000'],
+  ['INTERACTION_RATE_POINTS', '0', 'INTERACTION_RATE_POINTS must be an integer of at least 1'],
+  ['LEGACY_SYNC_TIMEOUT_MS', '-1', 'LEGACY_SYNC_TIMEOUT_MS must be an integer of at least 0'],
+  ['LEGACY_CALLER_TIMEOUT_MS', '5000', 'LEGACY_CALLER_TIMEOUT_MS must be an integer of at least 5001'],
+  ['ORDERED_RESTART_HARD_MS', '999', 'ORDERED_RESTART_HARD_MS must be an integer of at least 1000'],
+  ['DRIVER_CALL_TIMEOUT_MS', '1e4', 'DRIVER_CALL_TIMEOUT_MS must be an integer of at least 100'],
+];
+
+test('a bad value of any variable: the variable, what it accepts, never the value', () => {
+  for (const [variable, value, message] of BAD) {
+    assert.throws(() => loadConfig({ [variable]: value }), (err: unknown) => {
+      assert.ok(err instanceof ConfigError, `${variable}=${value}`);
+      assert.equal(err.variable, variable);
+      assert.equal(err.message, `invalid configuration: ${message}`);
+      if (value.trim().length >= 3) assert.ok(!err.message.includes(value), `${variable}: the value is not echoed`);
+      assert.ok(!err.message.includes('hunter2'), 'no secret in the message');
       return true;
     });
   }
+});
+
+test('every variable of the schema has a bad-value case above', async () => {
+  const { ConfigSchema } = await import('../../src/config.js');
+  const covered = new Set(BAD.map(([v]) => v));
+  assert.deepEqual(Object.keys(ConfigSchema.schema).filter((k) => !covered.has(k)), []);
 });
 
 test('the v1 wait is capped at LEGACY_CALLER_TIMEOUT_MS minus 5 s', () => {

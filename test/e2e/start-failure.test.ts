@@ -1,0 +1,78 @@
+/**
+ * A start that fails says which setting to look at: DATABASE_URL (never its password) or PORT. The errors
+ * are real ones (a refused PostgreSQL connection, a port in use), and the first two cases run the gateway as
+ * a process, as a user starts it.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { startFailure } from '../../src/main.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const SECRET = 'hunter2-Secret-pw';
+
+/** A port nobody listens on (bound, then released). */
+async function closedPort(): Promise<number> {
+  const s = net.createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+  const { port } = s.address() as net.AddressInfo;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}
+
+function runGateway(env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
+  const clean: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!/^(DATABASE_URL|TEST_DATABASE_URL|ADMIN_TOKEN|DATA_DIR|PORT|npm_.*)$/i.test(k)) clean[k] = v;
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env: { ...clean, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  child.stdout.resume();
+  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, stderr })));
+}
+
+test('a bad variable: exit 2 and the variable named with what it accepts', async () => {
+  const r = await runGateway({ PORT: '70000' });
+  assert.equal(r.code, 2);
+  assert.equal(r.stderr.trim(), 'invalid configuration: PORT must be an integer from 0 to 65535');
+});
+
+test('an unreachable DATABASE_URL: named, its password never shown', async () => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'mgw-startfail-'));
+  try {
+    const r = await runGateway({ DATABASE_URL: `postgres://mgw:${SECRET}@127.0.0.1:${await closedPort()}/mgw`, DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'fatal' });
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /^gateway failed to start: cannot use the PostgreSQL server of DATABASE_URL: .*ECONNREFUSED/m);
+    assert.ok(!r.stderr.includes(SECRET));
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('startFailure: a pg error is attributed to DATABASE_URL with the password masked; a bound port to PORT', async () => {
+  const port = await closedPort();
+  const url = `postgres://mgw:${encodeURIComponent(SECRET)}@127.0.0.1:${port}/mgw`;
+  const client = new pg.Client({ connectionString: url });
+  const err = await client.connect().then(() => null, (e: unknown) => e);
+  assert.ok(err instanceof Error);
+  // a driver message that carries the password (as some do for a bad URL) is masked
+  err.message = `${err.message} (${SECRET})`;
+  const msg = startFailure(err, { DATABASE_URL: url, PORT: 3000, HOST: '127.0.0.1' });
+  assert.match(msg, /^cannot use the PostgreSQL server of DATABASE_URL: /);
+  assert.ok(!msg.includes(SECRET), msg);
+
+  const busy = net.createServer();
+  await new Promise<void>((r) => busy.listen(0, '127.0.0.1', () => r()));
+  const taken = (busy.address() as net.AddressInfo).port;
+  const second = net.createServer();
+  const inUse = await new Promise<unknown>((r) => second.once('error', r).listen(taken, '127.0.0.1'));
+  await new Promise<void>((r) => busy.close(() => r()));
+  assert.equal(startFailure(inUse, { DATABASE_URL: undefined, PORT: taken, HOST: '127.0.0.1' }), `PORT ${taken} on HOST 127.0.0.1 is in use: set PORT to a free port (0: any free port)`);
+  // without DATABASE_URL a connection error is told as it is (the embedded store is ours)
+  assert.equal(startFailure(new Error('boom'), { DATABASE_URL: undefined, PORT: 1, HOST: 'h' }), 'boom');
+});
