@@ -8,25 +8,16 @@ import { StructError } from 'superstruct';
 import { ApiError, V1Error, type ErrorCode } from './errors.js';
 import type { Logger } from '../log.js';
 import { isConnectionError } from '../store/health.js';
+import { CommitOutcomeUnknown } from '../store/pool.js';
 
 export function ok(ctx: Context, data: unknown, status = 200): void {
   ctx.status = status;
   ctx.body = { success: true, data };
 }
 
-/** The path of the first failure of a superstruct error, as `data.field` ("options.mentions.0"). */
-export function structField(err: StructError): string {
-  const failure = err.failures()[0] ?? err;
-  return failure.path.length > 0 ? failure.path.join('.') : String(failure.key ?? 'body');
-}
-
-export function structMessage(err: StructError): string {
-  const failure = err.failures()[0] ?? err;
-  const field = structField(err);
-  if (failure.value === undefined && failure.type !== 'never') return `${field} is required`;
-  if (failure.type === 'never') return `${field} is not allowed here`;
-  return `${field} is invalid: ${failure.refinement ? `fails ${failure.refinement}` : `expected ${failure.type}`}`;
-}
+/** `data.field` and the "<field> must be …" message of a superstruct failure (src/http/validate.ts). */
+import { structField, structMessage } from './validate.js';
+export { structField, structMessage };
 
 interface HttpLikeError {
   status?: number;
@@ -76,6 +67,11 @@ function translate(raw: unknown, opts: { onStoreError?: () => void }): ApiError 
     // PostgreSQL went away under this request: nothing was accepted; the probe switches the mode.
     opts.onStoreError?.();
     return new ApiError(503, 'QUEUE_STORE_UNAVAILABLE', 'the persistent queue is unreachable; nothing was accepted', { queueMode: 'memory-degraded' });
+  }
+  if (raw instanceof CommitOutcomeUnknown) {
+    // the connection broke during COMMIT: the request may have been accepted (SPEC.md: retry only with a key)
+    opts.onStoreError?.();
+    return new ApiError(504, 'INSTANCE_TIMEOUT', 'the store connection broke while committing; the request may have been accepted: retry only with the same idempotency key');
   }
   if (raw instanceof StructError) {
     return new ApiError(400, 'VALIDATION_FAILED', structMessage(raw), { field: structField(raw) });

@@ -36,7 +36,7 @@ export interface Job {
   previousJobId: string | null;
 }
 
-interface JobRow {
+export interface JobRow {
   id: string;
   seq: number;
   instance_id: string;
@@ -66,7 +66,7 @@ interface JobRow {
 
 const ms = (d: Date | null) => (d ? d.getTime() : null);
 
-function rowToJob(r: JobRow): Job {
+export function rowToJob(r: JobRow): Job {
   return {
     id: r.id,
     seq: r.seq,
@@ -101,7 +101,10 @@ export type NewJob = Pick<
   Job,
   'id' | 'instanceId' | 'kind' | 'originRoute' | 'chatId' | 'phone' | 'payload' | 'payloadHash' | 'idempotencyKey' |
   'priority' | 'notBefore' | 'queuedAt' | 'scheduledAt' | 'expiresAt' | 'previousJobId'
->;
+> & {
+  /** the boot id of the process whose synchronous v1 caller waits for this job (src/queue/sync-callers.ts) */
+  callerBoot?: string | null;
+};
 
 const toDate = (v: number | null) => (v === null ? null : new Date(v));
 
@@ -125,20 +128,21 @@ export async function insertJobs(q: Queryable, jobs: NewJob[]): Promise<Job[]> {
     sa: jobs.map((j) => toDate(j.scheduledAt)),
     ea: jobs.map((j) => new Date(j.expiresAt)),
     prev: jobs.map((j) => j.previousJobId),
+    boot: jobs.map((j) => j.callerBoot ?? null),
   };
   // unnest keeps a batch to one round trip; WITH ORDINALITY keeps the batch's arrival order in seq.
   const { rows } = await q.query<JobRow>(
     `INSERT INTO jobs (id, instance_id, state, kind, origin_route, chat_id, phone, payload, payload_hash,
-        idempotency_key, priority, not_before, queued_at, scheduled_at, expires_at, previous_job_id)
-     SELECT id, inst, state, kind, route, chat, phone, payload::jsonb, hash, key, prio, nb, qa, sa, ea, prev
+        idempotency_key, priority, not_before, queued_at, scheduled_at, expires_at, previous_job_id, caller_boot)
+     SELECT id, inst, state, kind, route, chat, phone, payload::jsonb, hash, key, prio, nb, qa, sa, ea, prev, boot
        FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
                    $9::text[], $10::text[], $11::smallint[], $12::timestamptz[], $13::timestamptz[],
-                   $14::timestamptz[], $15::timestamptz[], $16::text[])
-            WITH ORDINALITY AS t(id, inst, state, kind, route, chat, phone, payload, hash, key, prio, nb, qa, sa, ea, prev, ord)
+                   $14::timestamptz[], $15::timestamptz[], $16::text[], $17::text[])
+            WITH ORDINALITY AS t(id, inst, state, kind, route, chat, phone, payload, hash, key, prio, nb, qa, sa, ea, prev, boot, ord)
       ORDER BY ord
      RETURNING *`,
     [cols.id, cols.inst, cols.state, cols.kind, cols.route, cols.chat, cols.phone, cols.payload, cols.hash, cols.key,
-      cols.prio, cols.nb, cols.qa, cols.sa, cols.ea, cols.prev],
+      cols.prio, cols.nb, cols.qa, cols.sa, cols.ea, cols.prev, cols.boot],
   );
   const keyed = jobs.filter((j) => j.idempotencyKey !== null);
   if (keyed.length > 0) {

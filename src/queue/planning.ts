@@ -190,6 +190,11 @@ export class Planner {
    * When the worker must look again: the next slot, the next expiry, or a re-plan after the attempt cap.
    * Without `includeSlots` (the session cannot send) only expiries and re-plans matter.
    */
+  /** The last plan stopped at the attempt cap and the instant it reached has come: plan again. */
+  retryDue(now: number): boolean {
+    return this.retryAt !== null && this.retryAt <= now;
+  }
+
   nextWake(includeSlots = true): number | null {
     let t = (includeSlots ? this.nextAt() : null) ?? Number.POSITIVE_INFINITY;
     // a job may still go out at exactly its expiresAt (the planner allows that slot): it expires after it

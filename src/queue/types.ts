@@ -49,6 +49,8 @@ export type AcceptRequest = Pick<
   /** null: the instance's defaultTtlSeconds */
   ttlSeconds: number | null;
   previousJobId?: string | null;
+  /** a synchronous v1 caller waits for the outcome in this process (src/queue/sync-callers.ts) */
+  awaitsCaller?: boolean;
 };
 
 export interface AcceptResult {

@@ -7,7 +7,8 @@
  * committed in one transaction (group commit): the 202 is only sent once the job is in PostgreSQL.
  */
 import type { PoolClient, Queryable } from '../store/pool.js';
-import { withTransaction } from '../store/pool.js';
+import { CommitOutcomeUnknown, withTransaction } from '../store/pool.js';
+import { isConnectionError } from '../store/health.js';
 import type { TimerHandle } from '../clock.js';
 import { ApiError } from '../http/errors.js';
 import { newJobId } from '../ids.js';
@@ -22,6 +23,7 @@ import { TerminalWaiters } from './waiters.js';
 import { queueEventData } from './queue-events.js';
 import { limitsObject, type LimitsObject } from './windows.js';
 import { neverReachedNetwork, outcomeStep } from './outcome.js';
+import { BOOT_ID, ORPHAN_REASON, orphanedSyncJobs, releaseSyncCaller } from './sync-callers.js';
 import { WRITE_BACK_RETRY_MS, WriteBack, insertKeptDispatches } from './write-back.js';
 import type { AcceptRequest, AcceptResult, DirectOutcome, DirectSend, DispatchOutcome, WorkerDeps } from './types.js';
 
@@ -73,6 +75,10 @@ export class QueueWorker {
       const recovered = await withTransaction(this.deps.pool, async (c) => {
         const jobs = await recoverSending(c, this.deps.instanceId, now);
         for (const j of jobs) await this.emitFor(c, j, 'message.unknown');
+        // waiting jobs whose synchronous v1 caller died with an earlier process: its resend must be the only one
+        for (const j of await orphanedSyncJobs(c, this.deps.instanceId)) {
+          await this.moveIn(c, j, { type: 'EXPIRE' }, { terminalAt: now }, { reason: ORPHAN_REASON });
+        }
         return jobs;
       });
       if (recovered.length > 0) {
@@ -141,10 +147,15 @@ export class QueueWorker {
       try {
         await this.acceptBatch(batch);
       } catch (err) {
-        // A batch failed as a whole (e.g. a concurrent node took a key): retry its members one by one so
-        // that one bad request cannot fail the others.
-        if (batch.length === 1) batch[0]?.reject(err);
-        else for (const p of batch) await this.acceptBatch([p]).catch((e: unknown) => p.reject(e));
+        // The store went away: before the COMMIT nothing was accepted (503), during it the batch may have been
+        // (CommitOutcomeUnknown); retrying members one by one could accept a job without a key twice.
+        if (batch.length === 1 || isConnectionError(err) || err instanceof CommitOutcomeUnknown) {
+          for (const p of batch) p.reject(err);
+          return;
+        }
+        // A batch failed as a whole for one member (e.g. a concurrent node took a key): retry its members one
+        // by one so that one bad request cannot fail the others.
+        for (const p of batch) await this.acceptBatch([p]).catch((e: unknown) => p.reject(e));
       }
     }
   }
@@ -198,6 +209,7 @@ export class QueueWorker {
           scheduledAt: null,
           expiresAt: now + ttl * 1000,
           previousJobId: req.previousJobId ?? null,
+          callerBoot: req.awaitsCaller ? BOOT_ID : null,
         };
         fresh.push({ p, job });
         if (req.idempotencyKey !== null) keysInBatch.set(req.idempotencyKey, { p, job });
@@ -348,6 +360,11 @@ export class QueueWorker {
     return waiting;
   }
 
+  /** The synchronous caller of `jobId` was answered with its id: the job no longer ends with this process. */
+  releaseCaller(jobId: string): Promise<void> {
+    return releaseSyncCaller(this.deps.pool, this.deps.instanceId, jobId);
+  }
+
   // ---------------------------------------------------------------- timing and dispatch
 
   /** Something changed that may allow sending (connected again): re-plan the backlog from now and arm. */
@@ -410,6 +427,8 @@ export class QueueWorker {
       this.planner.remove(id);
       if (moved) this.pending = Math.max(0, this.pending - 1);
     }
+    // the plan stopped at the attempt cap: plan again once the instant it reached has come
+    if (this.planner.retryDue(now)) await this.replanLocked('backlog', now, true);
     const due = this.planner.due(now);
     if (!due) return null;
     if (!this.deps.dispatcher.connected()) return null; // resume() re-arms when connected again

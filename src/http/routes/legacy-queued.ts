@@ -18,6 +18,7 @@ import { ApiError, V1Error } from '../errors.js';
 import { ok } from '../envelope.js';
 import { legacyWaitMs, type Config } from '../../config.js';
 import type { Clock } from '../../clock.js';
+import type { Logger } from '../../log.js';
 import type { InstanceHandle } from '../../actors/handle.js';
 import type { Job } from '../../queue/jobs.js';
 import type { QueueWorker } from '../../queue/worker.js';
@@ -35,6 +36,7 @@ const CANCEL_GRACE_MS = 2_000;
 
 export interface QueuedDeps {
   clock: Clock;
+  log?: Logger;
   config: Pick<Config, 'LEGACY_SYNC_TIMEOUT_MS' | 'LEGACY_CALLER_TIMEOUT_MS'>;
 }
 
@@ -73,6 +75,8 @@ export async function sendThroughQueue(ctx: Context, deps: QueuedDeps, handle: I
     { ...send.parsed, priority: V1_PRIORITY, idempotencyKey: null, notBefore: null, ttlSeconds: shortLived ? syncTtlSeconds(waitMs) : null },
     route,
   );
+  // the caller waits here for the outcome: should this process die, the job must not outlive its caller
+  if (!asyncMode) req.awaitsCaller = true;
 
   let job: Job;
   try {
@@ -90,7 +94,12 @@ export async function sendThroughQueue(ctx: Context, deps: QueuedDeps, handle: I
   const whyExpired = () => notSentInTime(handle, settings, clock.now(), waitMs);
   const done = await worker.waitForTerminal(job.id, Math.max(0, start + waitMs - clock.now()));
   if (done) return answerOutcome(ctx, send, outcomeOfJob(done, whyExpired));
-  if (ceilings) throw waitTimeout(job, clock.now());
+  if (ceilings) {
+    // the caller gets the job's id and polls it: from now on the job goes out at its slot whatever happens here;
+    // if the store cannot take that now, a later start expires the job and the caller's poll says so
+    await worker.releaseCaller(job.id).catch((err: unknown) => deps.log?.warn({ err, jobId: job.id }, 'could not release the synchronous caller of a job'));
+    throw waitTimeout(job, clock.now());
+  }
   return answerOutcome(ctx, send, await closeWait(deps, worker, job, whyExpired));
 }
 
