@@ -18,6 +18,7 @@ import {
   optional,
   pattern,
   refine,
+  size,
   string,
   type Infer,
   type Struct,
@@ -86,20 +87,21 @@ export const DELAY_MAX_MS = 86_400_000;
 export const LIMIT_MAX = 1_000_000;
 
 const HHMM = /^([01]\d|2[0-3]):[0-5]\d$/;
+const hhmm = refine(string(), 'pattern', (v) => HHMM.test(v) || 'must be a time of day HH:MM from 00:00 to 23:59');
 
 const TimeZone = define<string>('TimeZone', (v) =>
   typeof v === 'string' && IANAZone.isValidZone(v) ? true : 'must be an IANA time zone such as Europe/Berlin',
 );
 
 export const QuietHoursStruct: Struct<QuietHours, unknown> = refine(
-  object({ start: pattern(string(), HHMM), end: pattern(string(), HHMM), tz: TimeZone }),
+  object({ start: hhmm, end: hhmm, tz: TimeZone }),
   'QuietHoursNotEmpty',
   // Equal ends are ambiguous (an empty window or a whole day); null already says "always allowed".
   (q, ctx) => q.start !== q.end || { path: [...ctx.path, 'end'], key: 'end', message: 'end must differ from start' },
 );
 
-const limit = () => nullable(max(min(integer(), 0), LIMIT_MAX));
-const delay = () => max(min(integer(), 0), DELAY_MAX_MS);
+const limit = () => nullable(size(integer(), 0, LIMIT_MAX));
+const delay = () => size(integer(), 0, DELAY_MAX_MS);
 
 const fields = {
   maxPerHour: limit(),
@@ -107,7 +109,7 @@ const fields = {
   minDelayMs: delay(),
   maxDelayMs: delay(),
   quietHours: nullable(QuietHoursStruct),
-  defaultTtlSeconds: max(min(integer(), TTL_MIN_SECONDS), TTL_MAX_SECONDS),
+  defaultTtlSeconds: size(integer(), TTL_MIN_SECONDS, TTL_MAX_SECONDS),
   legacyQueueMode: enums(['sync', 'async'] as const),
   enabled: boolean(),
   storeIncomingMedia: boolean(),

@@ -51,7 +51,7 @@ export const VoteBody = object({ from: str, selectedOptions: array(string()) });
 export const ReactionBody = object({ from: str, emoji: string() });
 export const EditBody = object({ body: str });
 export const RevokeBody = object({ everyone: optional(boolean()) });
-export const AckBody = object({ ack: union([literal(2), literal(3), literal(4)]) });
+export const AckBody = object({ ack: enums([2, 3, 4]) });
 export const GroupBody = object({ from: str, title: str, participants: optional(array(str)), instanceAdmin: optional(boolean()) });
 export const GroupMembersBody = object({
   by: str,
@@ -64,7 +64,7 @@ export const GroupInfoBody = object({ by: str, subject: optional(str), descripti
 export const LeaveBody = object({ phone: str });
 export const CallBody = object({ from: str, isVideo: optional(boolean()) });
 export const ContactChangeBody = object({ oldPhone: str, newPhone: str });
-export const BatteryBody = object({ battery: max(min(integer(), 0), 100), plugged: boolean() });
+export const BatteryBody = object({ battery: size(integer(), 0, 100), plugged: boolean() });
 export const ArchiveBody = object({ archived: boolean() });
 export const FaultBody = object({ kind: enums(FAULT_KINDS), deliver: optional(boolean()), reason: optional(str) });
 export const NextFaultBody = object({
@@ -72,7 +72,7 @@ export const NextFaultBody = object({
   deliver: optional(boolean()),
   reason: optional(str),
   on: optional(enums(['send', 'any'])),
-  count: optional(max(min(integer(), 1), 100)),
+  count: optional(size(integer(), 1, 100)),
 });
 export const FailBody = object({ kind: enums(['session_crash', 'browser_death', 'disconnect']), reason: optional(str) });
 export const AccountBody = object({ registered: optional(boolean()), pushname: optional(nullable(string())), isBusiness: optional(boolean()) });

@@ -16,7 +16,8 @@ import { DEFAULT_SUBSCRIPTION, isEventName, type Subscription } from './events.j
 
 export const SECRET_MIN_LENGTH = 16;
 
-const subscriptionName = define<Subscription>('event name', (v) => typeof v === 'string' && (v === '*' || isEventName(v)));
+const subscriptionName = define<Subscription>('event name', (v) =>
+  (typeof v === 'string' && (v === '*' || isEventName(v))) || 'must be * or an event name of docs/webhooks.md (e.g. message, ready, message.sent)');
 
 const httpUrl = refine(size(string(), 1, 2048), 'http(s) URL', (v) => {
   try {

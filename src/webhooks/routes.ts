@@ -36,7 +36,7 @@ export interface WebhookAdminDeps {
 
 const TestInput = object({ message: optional(size(string(), 1, 1000)) });
 const DeliveriesQuery = object({
-  limit: defaulted(coerce(max(min(integer(), 1), 200), string(), (v) => (/^\d+$/.test(v) ? Number(v) : NaN)), 50),
+  limit: defaulted(coerce(size(integer(), 1, 200), string(), (v) => (/^\d+$/.test(v) ? Number(v) : NaN)), 50),
   cursor: optional(size(string(), 1, 100)),
   state: optional(enums(DELIVERY_STATES)),
 });

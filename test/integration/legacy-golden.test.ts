@@ -92,7 +92,7 @@ describe('v1 answers, byte for byte', () => {
       ['/api/send-message', { phone: 'abc', message: 'x' }, 'invalid phone number: use the international format with or without +, or a German national number starting with 0'],
       ['/api/send-message', { chatId: '120363000000000001@g.us', message: 'x' }, 'chatId must end in @c.us or @lid'],
       ['/api/send-message', { phone: OWN_NUMBER, message: 'x' }, 'cannot send to the instance\'s own number'],
-      ['/api/send-message', { phone: '4915112345678', message: 42 }, 'message is invalid: expected string'],
+      ['/api/send-message', { phone: '4915112345678', message: 42 }, 'message must be a string'],
       ['/api/send-media', { phone: '4915112345678', mediaUrl: 'https://example.org/a.png', mediaBase64: PNG, mimetype: 'image/png' }, 'give either mediaUrl or mediaBase64, not both'],
       ['/api/send-media', { phone: '4915112345678', mediaUrl: 'ftp://example.org/a.png' }, 'mediaUrl must be an http or https URL'],
     ];

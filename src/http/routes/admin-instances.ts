@@ -7,7 +7,7 @@ import { createRouter } from '../router.js';
 import { defaulted, enums, object, optional, pattern, record, size, string, unknown, StructError } from 'superstruct';
 import { ok, structField, structMessage } from '../envelope.js';
 import { ApiError, validationFailed } from '../errors.js';
-import { parse } from '../validate.js';
+import { matching, parse } from '../validate.js';
 import { SettingsPatchStruct, type InstanceSettings, type SettingsPatch } from '../../queue/settings.js';
 import type { Instance } from '../../store/instances.js';
 
@@ -28,7 +28,7 @@ export interface InstanceAdmin {
 }
 
 const CreateSchema = object({
-  name: size(pattern(string(), /^[A-Za-z0-9-]+$/), 1, 40),
+  name: matching(/^[A-Za-z0-9-]{1,40}$/, '1 to 40 letters, digits or dashes'),
   driver: defaulted(enums(['sandbox', 'webjs']), 'sandbox'),
   settings: optional(record(string(), unknown())),
 });
@@ -93,7 +93,7 @@ export function adminInstancesRouter(admin: InstanceAdmin): Router {
   });
   router.post('/admin/v1/instances/:id/pairing-code', async (ctx) => {
     const inst = await load(ctx.params.id ?? '');
-    const { phoneNumber } = parse(ctx.request.body, object({ phoneNumber: pattern(string(), /^\d{7,15}$/) }));
+    const { phoneNumber } = parse(ctx.request.body, object({ phoneNumber: matching(/^\d{7,15}$/, '7 to 15 digits, the international number without +') }));
     await admin.requestPairingCode(inst.id, phoneNumber);
     // The code itself is a login secret: it goes to the webhook (event `code`), never into this answer or a log.
     ok(ctx, { instanceId: inst.id, requested: true, deliveredAs: 'webhook event code' }, 202);

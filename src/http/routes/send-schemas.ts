@@ -8,7 +8,7 @@ import {
   type Infer,
 } from 'superstruct';
 import { ApiError, validationFailed } from '../errors.js';
-import { parse } from '../validate.js';
+import { integerIn, matching, nonBlank, parse } from '../validate.js';
 import { CHAT_ID, CONTACT_ID, normalizePhone, phoneToChatId, chatIdToPhone } from '../../phone.js';
 
 export type SendKind =
@@ -17,22 +17,24 @@ export type SendKind =
 export const IDEMPOTENCY_KEY = /^[A-Za-z0-9_.:-]{8,128}$/;
 
 const isoTimestamp = refine(string(), 'iso8601', (v) =>
-  /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/.test(v) && !Number.isNaN(Date.parse(v)));
+  (/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/.test(v) && !Number.isNaN(Date.parse(v))) ||
+  'must be an ISO 8601 timestamp with a time zone, e.g. 2030-01-31T09:00:00Z');
+const contactId = matching(CONTACT_ID, 'a contact id: digits@c.us or digits@lid');
 
 const Common = {
   phone: optional(string()),
   chatId: optional(string()),
-  idempotencyKey: optional(pattern(string(), IDEMPOTENCY_KEY)),
-  priority: optional(size(integer(), 1, 9)),
+  idempotencyKey: optional(matching(IDEMPOTENCY_KEY, '8 to 128 characters of A-Z a-z 0-9 _ . : -')),
+  priority: optional(integerIn(1, 9)),
   notBefore: optional(isoTimestamp),
-  ttlSeconds: optional(size(integer(), 60, 2_592_000)),
+  ttlSeconds: optional(integerIn(60, 2_592_000)),
   options: optional(type({})),
 };
 
 const OptionsSchema = type({
   quotedMessageId: optional(nonempty(string())),
-  mentions: optional(array(pattern(string(), CONTACT_ID))),
-  groupMentions: optional(array(type({ subject: string(), id: pattern(string(), /@g\.us$/) }))),
+  mentions: optional(array(contactId)),
+  groupMentions: optional(array(type({ subject: string(), id: matching(/@g\.us$/, 'a group id ending in @g.us') }))),
   linkPreview: optional(boolean()),
   isViewOnce: optional(boolean()),
   sendMediaAsHd: optional(boolean()),
@@ -44,12 +46,12 @@ const OPTION_KEYS: readonly (keyof Options)[] = ['quotedMessageId', 'mentions', 
 const MediaSource = {
   mediaUrl: optional(nonempty(string())),
   mediaBase64: optional(nonempty(string())),
-  mediaId: optional(pattern(string(), /^md_[A-Za-z0-9]+$/)),
-  mimetype: optional(pattern(string(), /^[a-z0-9.+-]+\/[a-z0-9.+-]+(\s*;\s*[a-z0-9-]+=[^;\s]+)*$/i)),
+  mediaId: optional(matching(/^md_[A-Za-z0-9]+$/, 'a media id from POST /api/v2/media (md_…)')),
+  mimetype: optional(matching(/^[a-z0-9.+-]+\/[a-z0-9.+-]+(\s*;\s*[a-z0-9-]+=[^;\s]+)*$/i, 'a MIME type such as image/png or audio/ogg; codecs=opus')),
   filename: optional(size(string(), 1, 255)),
 };
 
-const finite = (lo: number, hi: number) => refine(number(), 'finite', (v) => Number.isFinite(v) && v >= lo && v <= hi);
+const finite = (lo: number, hi: number) => refine(number(), 'finite', (v) => (Number.isFinite(v) && v >= lo && v <= hi) || `must be a number from ${lo} to ${hi}`);
 
 const SCHEMAS = {
   text: type({ ...Common, message: nonempty(string()) }),
@@ -67,14 +69,14 @@ const SCHEMAS = {
     url: optional(string()),
     description: optional(string()),
   }),
-  contact: type({ ...Common, contactIds: size(array(pattern(string(), CONTACT_ID)), 1, 256) }),
+  contact: type({ ...Common, contactIds: size(array(contactId), 1, 256) }),
   poll: type({
     ...Common,
     name: size(string(), 1, 255),
     options: size(array(size(string(), 1, 100)), 2, 12),
     allowMultipleAnswers: optional(boolean()),
   }),
-  forward: type({ ...Common, toChatId: pattern(string(), CHAT_ID) }),
+  forward: type({ ...Common, toChatId: matching(CHAT_ID, 'a chat id: digits@c.us, digits@lid or a group id ending in @g.us') }),
 };
 
 export const VOICE_MIMETYPES = [
@@ -165,8 +167,8 @@ const GroupCreateBody = type({
   priority: Common.priority,
   notBefore: Common.notBefore,
   ttlSeconds: Common.ttlSeconds,
-  title: refine(size(string(), 1, 100), 'nonBlank', (v) => v.trim().length > 0),
-  participants: size(array(pattern(string(), CONTACT_ID)), 1, 1024),
+  title: nonBlank(100),
+  participants: size(array(contactId), 1, 1024),
   options: optional(type({})),
 });
 
