@@ -93,7 +93,8 @@ export function notMatched(families: readonly RouteFamily[]): Middleware {
   return async function fallthrough(ctx: Context): Promise<void> {
     const allowed = new Set<string>();
     for (const layer of layers) if (layer.methods.length > 0 && layer.match(ctx.path)) for (const m of layer.methods) allowed.add(m);
-    if (allowed.size === 0) throw new ApiError(404, 'NOT_FOUND', `no route for ${ctx.method} ${ctx.path}`);
+    // a route of this very method matched and passed the request on (e.g. a wq_ id on a message route): no such resource
+    if (allowed.size === 0 || allowed.has(ctx.method)) throw new ApiError(404, 'NOT_FOUND', `no route for ${ctx.method} ${ctx.path}`);
     const list = [...allowed].sort();
     ctx.set('Allow', [...list, 'OPTIONS'].join(', '));
     if (ctx.method === 'OPTIONS') {

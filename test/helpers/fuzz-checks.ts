@@ -34,7 +34,7 @@ export interface Violation {
 
 function isBinaryDownload(req: FuzzRequest, a: FuzzAnswer): boolean {
   const ct = String(a.headers['content-type'] ?? '');
-  return a.status === 200 && /\/media(\/|$)/.test(req.route.path) && req.method === 'GET' && !ct.startsWith('application/json');
+  return a.status === 200 && /\/media(\/|$)/.test(req.route.path) && req.route.method === 'GET' && !ct.startsWith('application/json');
 }
 
 function isEventStream(req: FuzzRequest, a: FuzzAnswer): boolean {
@@ -48,6 +48,10 @@ export function checkAnswer(req: FuzzRequest, a: FuzzAnswer, secrets: readonly s
   const v1 = V1_PATHS.has(req.route.path);
   for (const s of secrets) if (s && a.text.includes(s)) out.push({ kind: 'secret echoed', detail: `${s.slice(0, 6)}… in the answer` });
   for (const [re, what] of INTERNALS) if (re.test(a.text)) out.push({ kind: 'internals', detail: `${what}: ${excerpt(a.text, re)}` });
+  if (req.method === 'HEAD') {
+    if (a.status >= 500) out.push({ kind: `${a.status}`, detail: 'HEAD answered with a 5xx' });
+    return out;
+  }
   if (a.status === 204 || isBinaryDownload(req, a) || isEventStream(req, a)) return out;
 
   let body: unknown;

@@ -16,6 +16,8 @@ export interface FuzzRequest {
   url: string;
   headers: Record<string, string>;
   body: Buffer | null;
+  /** sent this many times at once (races of identical requests) */
+  repeat: number;
   /** what was done to the request, for the summary and the replay */
   notes: string[];
 }
@@ -168,12 +170,18 @@ export function buildRequest(rng: Rng, index: number, w: FuzzWorld, draw: (rng: 
     const ct = clean ? (route.family === 'v2-media' ? 'multipart/form-data; boundary=fuzzboundary' : 'application/json') : contentType(rng, route, notes);
     if (ct !== null) headers['content-type'] = ct;
     if (!clean) body = encode(rng, body, headers, notes);
+    if (!clean && rng.chance(0.05)) notes.push('chunked');
   }
   if (!clean && rng.chance(0.08)) {
     headers['x-idempotency-key'] = rng.pick(['fuzz-key-00000001', 'short', 'x'.repeat(129), 'a b c d e f g h', 'fuzz/key/0000001', `\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9`, '', 'fuzz-key-00000002']);
     notes.push('idempotency header');
   }
-  return { index, route, method: route.method, url, headers, body, notes };
+  // another method on the route's path (405 in the envelope, or another route of the same path)
+  const method = !clean && rng.chance(0.03) ? rng.pick(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'PROPFIND', 'TRACE']) : route.method;
+  if (method !== route.method) notes.push(`method ${method}`);
+  const repeat = rng.chance(0.02) ? rng.int(2, 5) : 1;
+  if (repeat > 1) notes.push(`sent ${repeat} times at once`);
+  return { index, route, method, url, headers, body: method === 'HEAD' || method === 'TRACE' ? null : body, repeat, notes };
 }
 
 const agentCache = new Map<number, http.Agent>();
@@ -184,7 +192,11 @@ export function send(base: string, req: FuzzRequest, timeoutMs: number, concurre
   const u = new URL(base);
   return new Promise((resolve) => {
     const headers: Record<string, string | number> = { ...req.headers };
-    if (req.body) headers['content-length'] = req.body.length;
+    // a few bodies go out chunked (no Content-Length), as streaming clients send them
+    if (req.body) {
+      if (req.notes.includes('chunked')) headers['transfer-encoding'] = 'chunked';
+      else headers['content-length'] = req.body.length;
+    }
     const r = http.request({ host: u.hostname, port: u.port, method: req.method, path: req.url, headers, agent }, (res) => {
       const chunks: Buffer[] = [];
       let size = 0;

@@ -100,6 +100,7 @@ const COMMON = (rng: Rng, w: FuzzWorld) => ({
   ...(rng.chance(0.2) ? { idempotencyKey: `fuzz-key-${rng.int(0, 30).toString().padStart(8, '0')}` } : {}),
   ...(rng.chance(0.2) ? { priority: rng.int(1, 9) } : {}),
   ...(rng.chance(0.1) ? { ttlSeconds: rng.int(60, 90_000) } : {}),
+  ...(rng.chance(0.1) ? { notBefore: rng.pick([new Date(Date.now() + rng.int(-86_400, 86_400) * 1000).toISOString(), '9999-12-31T23:59:59Z', '1970-01-01T00:00:00Z', '2026-02-30T10:00:00+02:00']) } : {}),
   ...(rng.chance(0.1) ? { options: { linkPreview: false, mentions: [`${w.b.phone}@c.us`] } } : {}),
 });
 const PNG_B64 = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==';
@@ -142,6 +143,7 @@ export function template(rng: Rng, w: FuzzWorld, route: RouteInfo): unknown {
     case 'POST /api/v2/groups':
       return { title: 'fuzz group', participants: [chat] };
     case 'POST /api/send-bulk':
+      if (rng.chance(0.01)) return { messages: Array.from({ length: rng.int(1_000, 6_000) }, (_v, i) => ({ phone: w.recipient, message: `bulk ${i}` })) };
       return { messages: [{ phone: w.recipient, message: 'bulk 1' }, { chatId: `${w.b.phone}@c.us`, message: 'bulk 2' }] };
     case 'POST /api/v2/groups/:groupId/participants':
     case 'DELETE /api/v2/groups/:groupId/participants':
@@ -162,7 +164,19 @@ export function template(rng: Rng, w: FuzzWorld, route: RouteInfo): unknown {
     case 'POST /admin/v1/instances':
       return { name: `fz-${rng.int(0, 40)}`, driver: 'sandbox', settings: { quietHours: null } };
     case 'PATCH /admin/v1/instances/:id':
-      return { settings: rng.pick([{ maxPerHour: 100 }, { minDelayMs: 0, maxDelayMs: 10 }, { enabled: true }, { legacyQueueMode: 'async' }, { quietHours: { start: '22:00', end: '06:00', tz: 'Europe/Berlin' } }]) };
+      return {
+        settings: rng.pick([
+          { maxPerHour: rng.pick([0, 1, 100, null]) },
+          { maxPer24h: rng.pick([0, 1, 10_000, null]) },
+          { minDelayMs: rng.pick([0, 5, 10]), maxDelayMs: rng.pick([0, 10, 86_400_000]) },
+          { enabled: rng.chance(0.5) },
+          { legacyQueueMode: rng.pick(['async', 'sync', 'queued']) },
+          { storeIncomingMedia: rng.chance(0.5) },
+          { defaultTtlSeconds: rng.pick([60, 59, 2_592_000, 2_592_001]) },
+          { quietHours: null },
+          { quietHours: { start: rng.pick(['22:00', '00:00', '23:59', '24:00', '7:00', '']), end: rng.pick(['06:00', '22:00', '25:61']), tz: rng.pick(['Europe/Berlin', 'UTC', 'Mars/Phobos', '', '+05:00', 'Etc/GMT+14']) } },
+        ]),
+      };
     case 'POST /admin/v1/instances/:id/pairing-code':
       return { phoneNumber: w.victimPhone };
     case 'PUT /admin/v1/instances/:id/webhook':

@@ -9,7 +9,7 @@
  */
 import { startTestGateway, waitFor, type TestGateway } from './gateway.js';
 import { rngFor } from './fuzz-values.js';
-import { buildRequest, routeDeck, send, type FuzzRequest } from './fuzz-request.js';
+import { buildRequest, routeDeck, send, type FuzzAnswer, type FuzzRequest } from './fuzz-request.js';
 import { checkAnswer, replayLine } from './fuzz-checks.js';
 import type { FuzzWorld } from './fuzz-routes.js';
 
@@ -36,6 +36,8 @@ export interface FuzzViolation {
 
 export interface FuzzSummary {
   seed: number;
+  /** requests generated (indices), and HTTP requests sent (a request sent several times at once counts each) */
+  generated: number;
   requests: number;
   seconds: number;
   byStatus: Record<string, number>;
@@ -162,7 +164,7 @@ export async function runFuzz(rig: FuzzRig, opts: FuzzOptions): Promise<FuzzSumm
   const { t, world } = rig;
   const draw = routeDeck(t.gw.routes);
   const started = Date.now();
-  const summary: FuzzSummary = { seed: opts.seed, requests: 0, seconds: 0, byStatus: {}, byFamily: {}, byRoute: {}, allowed5xx: {}, violations: [], errorLogs: [] };
+  const summary: FuzzSummary = { seed: opts.seed, generated: 0, requests: 0, seconds: 0, byStatus: {}, byFamily: {}, byRoute: {}, allowed5xx: {}, violations: [], errorLogs: [] };
   const recent: FuzzRequest[] = [];
   const indices = opts.only !== undefined ? [opts.only] : Array.from({ length: opts.requests }, (_v, i) => i);
   let next = 0;
@@ -181,7 +183,16 @@ export async function runFuzz(rig: FuzzRig, opts: FuzzOptions): Promise<FuzzSumm
       const req = buildRequest(rngFor(opts.seed, index), index, world, draw);
       recent.push(req);
       if (recent.length > 4 * opts.concurrency + 50) recent.shift();
-      const answer = await send(t.url, req, opts.timeoutMs ?? 30_000, opts.concurrency);
+      const answers = await Promise.all(Array.from({ length: req.repeat }, () => send(t.url, req, opts.timeoutMs ?? 30_000, opts.concurrency)));
+      for (const answer of answers) record(req, answer);
+      summary.generated += 1;
+      if (opts.onProgress && summary.generated % (opts.progressEvery ?? 10_000) === 0) opts.onProgress(summary.generated);
+      if (summary.generated % 100 === 0) scanLog();
+    }
+  };
+  const record = (req: FuzzRequest, answer: FuzzAnswer) => {
+    const index = req.index;
+    {
       summary.requests += 1;
       const status = answer.error !== undefined ? 'no answer' : String(answer.status);
       summary.byStatus[status] = (summary.byStatus[status] ?? 0) + 1;
@@ -199,8 +210,6 @@ export async function runFuzz(rig: FuzzRig, opts: FuzzOptions): Promise<FuzzSumm
       for (const v of found) {
         summary.violations.push({ index, route: `${req.route.method} ${req.route.path}`, status: answer.status, kind: v.kind, detail: v.detail, replay: replayLine(t.url, req) });
       }
-      if (opts.onProgress && summary.requests % (opts.progressEvery ?? 10_000) === 0) opts.onProgress(summary.requests);
-      if (summary.requests % 100 === 0) scanLog();
     }
   };
   await Promise.all(Array.from({ length: Math.min(opts.concurrency, indices.length) }, worker));
@@ -222,7 +231,7 @@ function firstWords(text: string): string {
 export function formatSummary(s: FuzzSummary, maxViolations = 20): string {
   const lines = [
     `fuzz seed ${s.seed} (replay: FUZZ_SEED=${s.seed}; one request: FUZZ_SEED=${s.seed} FUZZ_ONLY=<index>)`,
-    `requests ${s.requests} in ${s.seconds.toFixed(1)} s (${Math.round(s.requests / Math.max(s.seconds, 0.001))}/s)`,
+    `requests ${s.requests} (${s.generated} generated, some sent several times at once) in ${s.seconds.toFixed(1)} s (${Math.round(s.requests / Math.max(s.seconds, 0.001))}/s)`,
     `by status: ${Object.entries(s.byStatus).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => `${k}=${v}`).join(' ')}`,
     'by route family:',
     ...Object.entries(s.byFamily).sort(([a], [b]) => a.localeCompare(b)).map(([f, c]) => `  ${f.padEnd(18)} ${Object.entries(c).sort().map(([k, v]) => `${k}=${v}`).join(' ')}`),

@@ -28,7 +28,7 @@ test(`seeded fuzz: ${REQUESTS} requests over every route of the route table keep
   const s = await runFuzz(rig, { seed: SEED, requests: REQUESTS, concurrency: 6 });
   const text = formatSummary(s);
   console.log(text);
-  assert.equal(s.requests, REQUESTS);
+  assert.equal(s.generated, REQUESTS);
   assert.deepEqual(s.violations.map((v) => `#${v.index} ${v.kind} on ${v.route}: ${v.detail}\n  ${v.replay}`), [], text);
   assert.deepEqual(s.errorLogs, [], text);
   const seen = new Set(Object.keys(s.byRoute));
@@ -61,7 +61,7 @@ test('found by the fuzzer: editing a message that is not ours is 409 CONFLICT, n
 
 test('the checks catch what they are for', () => {
   const route = { family: 'v2-send', auth: 'instance' as const, method: 'POST', path: '/api/v2/send-message' };
-  const req: FuzzRequest = { index: 0, route, method: 'POST', url: route.path, headers: {}, body: null, notes: [] };
+  const req: FuzzRequest = { index: 0, route, method: 'POST', url: route.path, headers: {}, body: null, repeat: 1, notes: [] };
   const json = { 'content-type': 'application/json; charset=utf-8' };
   const answer = (status: number, text: string, headers: FuzzAnswer['headers'] = json): FuzzAnswer => ({ status, headers, text });
   const kinds = (a: FuzzAnswer) => checkAnswer(req, a, ['wapi_secret_key_0123456789']).map((v) => v.kind);
