@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { Context } from 'koa';
+import type { Context, Middleware } from 'koa';
 import Router from '@koa/router';
 import type { Config } from './config.js';
 import { systemClock, type Clock } from './clock.js';
@@ -21,7 +21,7 @@ import { routeTable, type RouteFamily, type RouteInfo } from './http/router.js';
 import { StoreHealth } from './store/health.js';
 import { startHousekeeping } from './store/housekeeping.js';
 import { KeyResolver, requireAdmin, requireApiKey } from './http/auth.js';
-import { ApiError } from './http/errors.js';
+import { ApiError, queuePaused } from './http/errors.js';
 import { healthRouter } from './http/routes/health.js';
 import { adminInstancesRouter } from './http/routes/admin-instances.js';
 import { sendRouter } from './http/routes/send.js';
@@ -172,7 +172,19 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   const networkDeps = { handleOf, clock, limiter, presence, fetchMessagesMax: config.FETCH_MESSAGES_MAX };
 
   // Every route family with its authentication: the guard is part of each route's chain (src/http/router.ts).
-  const instanceFamily = (name: string, router: Router, body?: 'stream'): RouteFamily => ({ name, auth: 'instance', guard: apiKey, router, ...(body ? { body } : {}) });
+  // SPEC.md: during an ordered restart every /api/v2/* route answers 503 QUEUE_PAUSED (v1 routes wait)
+  const v2Key: Middleware = (ctx, next) =>
+    apiKey(ctx, () => {
+      if (rt.handle((ctx.state.instance as Instance).id)?.view().paused) throw queuePaused();
+      return next();
+    });
+  const instanceFamily = (name: string, router: Router, body?: 'stream'): RouteFamily => ({
+    name,
+    auth: 'instance',
+    guard: name.startsWith('v2-') ? v2Key : apiKey,
+    router,
+    ...(body ? { body } : {}),
+  });
   const adminFamily = (name: string, router: Router): RouteFamily => ({ name, auth: 'admin', guard: adminAuth, router });
   const families: RouteFamily[] = [
     {

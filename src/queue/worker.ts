@@ -114,7 +114,7 @@ export class QueueWorker {
     // a last try for outcomes the store did not take; what is left is `sending` and becomes `unknown` at start
     if (this.writeBack.hasOutcomes) await this.serial.runFirst(() => this.writeBackOutcomes()).catch(() => undefined);
     await this.serial.idle();
-    for (const p of this.inbox.splice(0)) p.reject(new ApiError(503, 'INSTANCE_UNREACHABLE', 'the instance is stopping'));
+    for (const p of this.inbox.splice(0)) p.reject(new ApiError(502, 'INSTANCE_UNREACHABLE', 'the instance is stopping; nothing was accepted'));
   }
 
   // ---------------------------------------------------------------- acceptance

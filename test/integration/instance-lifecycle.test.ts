@@ -198,6 +198,12 @@ test('ordered restart: 503 QUEUE_PAUSED on v2 sends while in progress, instance_
   assert.equal(paused.status, 503, paused.text);
   assert.equal(paused.body.code, 'QUEUE_PAUSED');
   assert.equal(paused.body.success, false);
+  // every /api/v2/* route, not only sends; v1 routes are not paused (they wait)
+  for (const route of ['/api/v2/queue', '/api/v2/chats', '/api/v2/queue/items']) {
+    const other = await t.api(apiKey, 'GET', route);
+    assert.equal(other.status, 503, `${route}: ${other.text}`);
+    assert.equal(other.body.code, 'QUEUE_PAUSED', route);
+  }
   assert.equal((await status(apiKey)).status, 'initializing');
   assert.equal((await t.admin('GET', `/admin/v1/instances/${instance.id}`)).body.data?.paused, true);
 
