@@ -3,13 +3,16 @@
  * `mediaBase64` + `mimetype`, or `mediaId`.
  *
  * Checked twice on purpose. At acceptance (`validateMediaSourceAtAcceptance`) the caller gets an early 400,
- * 404 or 413. At dispatch (`resolveMediaSource`) the bytes are fetched for real: a URL's target is checked
- * again at connect time (DNS may have changed since acceptance), a stored media may have expired meanwhile.
+ * 404 or 413: a URL's syntax and DNS answers are checked and the URL is probed (probe.ts: HEAD, or a GET
+ * dropped after its headers; redirects, hop count, declared size and status judged, no bytes kept). At
+ * dispatch (`resolveMediaSource`) the bytes are fetched for real with every check again: DNS, redirects and
+ * the answer may have changed since acceptance, a stored media may have expired meanwhile.
  */
 import type { MessageMedia } from '../drivers/contract.js';
 import { payloadTooLarge, validationFailed } from '../http/errors.js';
 import type { Clock } from '../clock.js';
 import { dispositionParams } from './multipart.js';
+import { probeMediaUrl } from './probe.js';
 import type { MediaRecord } from './record.js';
 import { assertPublicUrl, safeFetch, urlRefused, type AddressPolicy, type Resolver } from './ssrf.js';
 import type { MediaStore } from './store.js';
@@ -35,7 +38,12 @@ export interface MediaSourceDeps extends AddressPolicy {
   fetchTimeoutMs?: number;
   resolver?: Resolver;
   signal?: AbortSignal;
+  /** the runtime clock: the dispatch fetch's deadline */
   clock?: Clock;
+  /** the acceptance probe's deadline, default 10 s (probe.ts) */
+  probeTimeoutMs?: number;
+  /** the acceptance probe's clock, default real time: it measures sockets (tests inject a simulated one) */
+  probeClock?: Clock;
 }
 
 export type ValidatedMediaSource =
@@ -84,7 +92,7 @@ const urlOptions = (deps: MediaSourceDeps) => ({
   field: 'mediaUrl',
 });
 
-/** Acceptance-time checks; nothing is fetched and nothing is kept. */
+/** Acceptance-time checks; a URL is probed (no body read), nothing is kept. */
 export async function validateMediaSourceAtAcceptance(
   instanceId: string,
   src: MediaSourceInput,
@@ -95,6 +103,13 @@ export async function validateMediaSourceAtAcceptance(
   switch (field) {
     case 'mediaUrl':
       await assertPublicUrl(value, urlOptions(deps));
+      await probeMediaUrl(value, {
+        ...urlOptions(deps),
+        maxBytes: deps.urlMaxBytes ?? 16 * MiB,
+        maxRedirects: 3,
+        timeoutMs: deps.probeTimeoutMs,
+        clock: deps.probeClock,
+      });
       return { kind: 'url', url: value };
     case 'mediaBase64': {
       if (!mimetype) throw validationFailed('mimetype', 'mimetype is required with mediaBase64');

@@ -4,9 +4,10 @@
  * Two checks, because one is not enough:
  * - `assertPublicUrl`, at acceptance: scheme, IP literals and the host's current DNS answers. It gives the
  *   caller an early 400 but proves nothing about later: DNS may answer differently a second later (rebinding).
- * - `safeFetch`, at dispatch: every hop's URL passes `checkUrlSyntax` (scheme, IP literals), and names are
- *   resolved by the agent's checked lookup at connect time (agent.ts), so the address connected to is the one
- *   checked. Redirects are followed by hand, each hop re-checked, at most `maxRedirects`.
+ * - `safeFetch`, at dispatch (and, `headersOnly`, for the acceptance probe of probe.ts): every hop's URL passes
+ *   `checkUrlSyntax` (scheme, IP literals), and names are resolved by the agent's checked lookup at connect
+ *   time (agent.ts), so the address connected to is the one checked. Redirects are followed by hand, each hop
+ *   re-checked, at most `maxRedirects`; a refused redirect target says so ("redirects to …", `redirected`).
  *
  * Refusals are `400 VALIDATION_FAILED` naming the field (`mediaUrl` or `url`). Error texts never contain the
  * URL: it may carry credentials or a signed query string.
@@ -42,10 +43,13 @@ export function urlRefused(field: string, reason: string, data: Record<string, u
   return new ApiError(400, 'VALIDATION_FAILED', `${field} ${reason}`, { field, ...data });
 }
 
-const nonPublic = (field: string, c: AddressClass | null) =>
-  urlRefused(field, `must point to a public address${c ? ` (target is ${describeClass(c)})` : ''}`, {
-    reason: c?.kind ?? 'non_public',
-  });
+/** `redirected`: the refused target is a redirect's, not the URL the caller gave. */
+const nonPublic = (field: string, c: AddressClass | null, redirected = false) =>
+  urlRefused(
+    field,
+    `${redirected ? 'redirects to a non-public address' : 'must point to a public address'}${c ? ` (target is ${describeClass(c)})` : ''}`,
+    { reason: c?.kind ?? 'non_public', ...(redirected ? { redirected: true } : {}) },
+  );
 
 const LOCAL_NAMES = /^(localhost|localhost\.localdomain|ip6-localhost|ip6-loopback)$|\.localhost$/;
 
@@ -100,6 +104,26 @@ export async function assertPublicUrl(raw: string, opts: UrlCheckOptions = {}): 
   return url;
 }
 
+/** A redirect's target, judged like a given URL but named as a redirect's in the refusal. */
+function checkRedirectTarget(next: URL, opts: UrlCheckOptions): URL {
+  try {
+    return checkUrlSyntax(next.href, opts);
+  } catch (err) {
+    if (!(err instanceof ApiError)) throw err;
+    const field = opts.field ?? 'mediaUrl';
+    const reason = typeof err.data.reason === 'string' ? err.data.reason : 'invalid_redirect';
+    const said = err.message.startsWith(`${field} `) ? err.message.slice(field.length + 1) : err.message;
+    const PUBLIC = 'must point to a public address';
+    const text =
+      reason === 'scheme'
+        ? 'redirects to a URL that is not http or https'
+        : said.startsWith(PUBLIC)
+          ? `redirects to a non-public address${said.slice(PUBLIC.length)}`
+          : `redirects to a URL that ${said}`;
+    throw urlRefused(field, text, { ...err.data, redirected: true });
+  }
+}
+
 export interface SafeFetchOptions extends UrlCheckOptions {
   /** body ceiling: a larger Content-Length is refused unread, a body that grows past it is cut */
   maxBytes: number;
@@ -113,6 +137,8 @@ export interface SafeFetchOptions extends UrlCheckOptions {
   /** a shared agent (webhook delivery, keep-alive); it must carry the same policy. Default: one per call */
   agent?: SafeAgent;
   clock?: Clock;
+  /** stop after the final answer's headers: its body is dropped unread (a probe); `body` is then empty */
+  headersOnly?: boolean;
 }
 
 export interface SafeFetchResult {
@@ -155,6 +181,7 @@ export async function safeFetch(raw: string, opts: SafeFetchOptions): Promise<Sa
   const maxRedirects = opts.maxRedirects ?? 3;
   const clock = opts.clock ?? systemClock;
   let refused: AddressClass | null = null;
+  let redirected = false;
   const agent =
     opts.agent ??
     createSafeAgent({
@@ -179,8 +206,8 @@ export async function safeFetch(raw: string, opts: SafeFetchOptions): Promise<Sa
     if (opts.signal?.aborted) return opts.signal.reason ?? err;
     if (timedOut) return urlRefused(field, `did not answer within ${opts.timeoutMs} ms`, { reason: 'timeout' });
     const code = err instanceof Error && 'code' in err && typeof err.code === 'string' ? err.code : null;
-    if (code === SSRF_REFUSED_CODE) return nonPublic(field, refused);
-    return urlRefused(field, `could not be fetched${code ? ` (${code})` : ''}`, { reason: 'unreachable' });
+    if (code === SSRF_REFUSED_CODE) return nonPublic(field, refused, redirected);
+    return urlRefused(field, `could not be fetched${code ? ` (${code})` : ''}`, { reason: 'unreachable', ...(code ? { errorCode: code } : {}) });
   };
 
   try {
@@ -214,7 +241,8 @@ export async function safeFetch(raw: string, opts: SafeFetchOptions): Promise<Sa
         } catch {
           throw urlRefused(field, 'redirects to an invalid URL', { reason: 'invalid_redirect' });
         }
-        next = checkUrlSyntax(next.href, opts);
+        next = checkRedirectTarget(next, opts);
+        redirected = true;
         if (next.origin !== target.origin) {
           headers = Object.fromEntries(Object.entries(headers).filter(([k]) => !SENSITIVE.includes(k.toLowerCase())));
         }
@@ -227,14 +255,15 @@ export async function safeFetch(raw: string, opts: SafeFetchOptions): Promise<Sa
         continue;
       }
 
-      const tooLarge = () =>
-        urlRefused(field, `response exceeds ${opts.maxBytes} bytes`, { reason: 'too_large', maxBytes: opts.maxBytes });
+      const tooLarge = (declared = '') =>
+        urlRefused(field, `response exceeds ${opts.maxBytes} bytes${declared}`, { reason: 'too_large', maxBytes: opts.maxBytes });
       const declared = res.headers.get('content-length');
       if (declared !== null && Number(declared) > opts.maxBytes) {
         discard(res);
-        throw tooLarge();
+        throw tooLarge(` (Content-Length: ${Number(declared)})`);
       }
-      const bytes = res.body ? await readCapped(res.body as ByteSource, opts.maxBytes, tooLarge) : Buffer.alloc(0);
+      if (opts.headersOnly) discard(res);
+      const bytes = res.body && !opts.headersOnly ? await readCapped(res.body as ByteSource, opts.maxBytes, () => tooLarge()) : Buffer.alloc(0);
       return {
         status: res.status,
         headers: Object.fromEntries(res.headers.entries()),

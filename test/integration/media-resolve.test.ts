@@ -31,12 +31,14 @@ let instA: string;
 let instB: string;
 const image = Buffer.from(Array.from({ length: 50_000 }, (_, i) => (i * 13) & 0xff));
 
-let resolveCalls = 0;
+/** `flip.example` answers the stand-in until `flipped`, then loopback (DNS rebinding between acceptance and dispatch) */
+let flipped = false;
 const resolver: Resolver = async (host) => {
   if (host === 'cdn.example') return [{ address: '127.0.0.2', family: 4 }];
-  if (host === 'flip.example') return [{ address: ++resolveCalls === 1 ? '127.0.0.2' : '127.0.0.1', family: 4 }];
+  if (host === 'flip.example') return [{ address: flipped ? '127.0.0.1' : '127.0.0.2', family: 4 }];
   return [{ address: '93.184.216.34', family: 4 }];
 };
+const requests: string[] = [];
 
 async function rejectsWith(p: Promise<unknown>, status: number, code: string, field?: string): Promise<ApiError> {
   try {
@@ -62,6 +64,7 @@ before(async () => {
   clock = simulatedClock(Date.now());
   store = createMediaStore({ pool: db.pool, dataDir, clock, freeDiskBytes: async () => 1e12 });
   server = http.createServer((req, res) => {
+    requests.push(`${req.method} ${req.url}`);
     if (req.url === '/pics/photo%20one.jpg') res.writeHead(200, { 'Content-Type': 'image/jpeg; charset=binary' }).end(image);
     else if (req.url === '/download') res.writeHead(200, { 'Content-Disposition': 'attachment; filename="report.pdf"' }).end(image);
     else res.writeHead(404).end('nope');
@@ -86,11 +89,36 @@ describe('validateMediaSourceAtAcceptance', () => {
     await rejectsWith(validateMediaSourceAtAcceptance(instA, { mediaUrl: '  ' }, deps()), 400, 'VALIDATION_FAILED', 'mediaUrl');
   });
 
-  test('mediaUrl must be public http(s)', async () => {
-    assert.deepEqual(await validateMediaSourceAtAcceptance(instA, { mediaUrl: 'https://public.example/a.png' }, deps()), { kind: 'url', url: 'https://public.example/a.png' });
+  test('mediaUrl must be public http(s), and is probed with one HEAD', async () => {
+    const ok = `http://cdn.example:${port}/pics/photo%20one.jpg`;
+    const from = requests.length;
+    assert.deepEqual(await validateMediaSourceAtAcceptance(instA, { mediaUrl: ok }, deps()), { kind: 'url', url: ok });
+    assert.deepEqual(requests.slice(from), ['HEAD /pics/photo%20one.jpg'], 'one HEAD, the body is not fetched');
     for (const url of ['http://127.0.0.1/a', 'http://localhost/a', 'file:///etc/passwd', 'http://[::ffff:127.0.0.1]/', 'http://169.254.169.254/']) {
       await rejectsWith(validateMediaSourceAtAcceptance(instA, { mediaUrl: url }, deps()), 400, 'VALIDATION_FAILED', 'mediaUrl');
     }
+    assert.deepEqual(requests.slice(from), ['HEAD /pics/photo%20one.jpg'], 'nothing was asked of a refused URL');
+  });
+
+  test('mediaUrl: an error answer of the target is refused at acceptance, naming the status', async () => {
+    const err = await rejectsWith(validateMediaSourceAtAcceptance(instA, { mediaUrl: `http://cdn.example:${port}/missing` }, deps()), 400, 'VALIDATION_FAILED', 'mediaUrl');
+    assert.equal(err.message, 'mediaUrl answered HTTP 404');
+  });
+
+  test('mediaUrl: the probe has its own deadline on its own clock (probeClock, probeTimeoutMs)', async () => {
+    const silent = http.createServer(() => undefined);
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.2', r));
+    let arrived = (): void => undefined;
+    const request = new Promise<void>((r) => (arrived = r));
+    silent.on('request', () => arrived());
+    const probeClock = simulatedClock(Date.now());
+    const pending = validateMediaSourceAtAcceptance(instA, { mediaUrl: `http://cdn.example:${(silent.address() as AddressInfo).port}/a.png` }, { ...deps(), probeClock, probeTimeoutMs: 2_000 });
+    await request;
+    probeClock.increment(2_000);
+    const err = await rejectsWith(pending, 400, 'VALIDATION_FAILED', 'mediaUrl');
+    assert.equal(err.message, 'mediaUrl could not be reached: no answer within 2000 ms');
+    silent.closeAllConnections();
+    await new Promise((r) => silent.close(r));
   });
 
   test('mediaBase64 needs a mimetype, no data: prefix, real base64, at most 7 MiB', async () => {
@@ -143,6 +171,7 @@ describe('resolveMediaSource', () => {
   test('mediaUrl accepted while public, refused at dispatch once its name points to loopback', async () => {
     const src = { mediaUrl: `http://flip.example:${port}/pics/photo%20one.jpg` };
     await validateMediaSourceAtAcceptance(instA, src, deps());
+    flipped = true;
     const err = await rejectsWith(resolveMediaSource(instA, src, deps()), 400, 'VALIDATION_FAILED', 'mediaUrl');
     assert.equal(err.data.reason, 'loopback');
   });
