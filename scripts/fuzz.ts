@@ -22,6 +22,9 @@ const only = process.env.FUZZ_ONLY ? intEnv('FUZZ_ONLY', 0) : undefined;
 console.log(`fuzz: seed ${seed}, ${only !== undefined ? `request #${only} only` : `${requests} requests`}, concurrency ${concurrency}`);
 
 const rig = await startFuzzRig('fuzz_script');
+// Ctrl-C or SIGTERM ends the run early: the summary is printed and the database dropped
+let stopRequested = false;
+for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => (stopRequested = true));
 let failed = true;
 try {
   const summary = await runFuzz(rig, {
@@ -30,6 +33,7 @@ try {
     concurrency,
     ...(only !== undefined ? { only } : {}),
     progressEvery: 10_000,
+    stopRequested: () => stopRequested,
     onProgress: (n) => console.log(`  ${n} requests`),
   });
   const health = await fetch(`${rig.t.url}/health`);

@@ -143,7 +143,7 @@ export function template(rng: Rng, w: FuzzWorld, route: RouteInfo): unknown {
     case 'POST /api/v2/groups':
       return { title: 'fuzz group', participants: [chat] };
     case 'POST /api/send-bulk':
-      if (rng.chance(0.01)) return { messages: Array.from({ length: rng.int(1_000, 6_000) }, (_v, i) => ({ phone: w.recipient, message: `bulk ${i}` })) };
+      if (rng.chance(0.005)) return { messages: Array.from({ length: rng.int(500, 2_000) }, (_v, i) => ({ phone: w.recipient, message: `bulk ${i}` })) };
       return { messages: [{ phone: w.recipient, message: 'bulk 1' }, { chatId: `${w.b.phone}@c.us`, message: 'bulk 2' }] };
     case 'POST /api/v2/groups/:groupId/participants':
     case 'DELETE /api/v2/groups/:groupId/participants':

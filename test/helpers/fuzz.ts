@@ -23,6 +23,8 @@ export interface FuzzOptions {
   /** called every `progressEvery` requests */
   onProgress?: (done: number) => void;
   progressEvery?: number;
+  /** checked before each request: true ends the run early (the summary covers what was sent) */
+  stopRequested?: () => boolean;
 }
 
 export interface FuzzViolation {
@@ -166,6 +168,7 @@ export async function runFuzz(rig: FuzzRig, opts: FuzzOptions): Promise<FuzzSumm
   const started = Date.now();
   const summary: FuzzSummary = { seed: opts.seed, generated: 0, requests: 0, seconds: 0, byStatus: {}, byFamily: {}, byRoute: {}, allowed5xx: {}, violations: [], errorLogs: [] };
   const recent: FuzzRequest[] = [];
+  const secrets = [...world.secrets];
   const indices = opts.only !== undefined ? [opts.only] : Array.from({ length: opts.requests }, (_v, i) => i);
   let next = 0;
   const scanLog = () => {
@@ -178,7 +181,7 @@ export async function runFuzz(rig: FuzzRig, opts: FuzzOptions): Promise<FuzzSumm
     }
   };
   const worker = async () => {
-    while (next < indices.length) {
+    while (next < indices.length && !opts.stopRequested?.()) {
       const index = indices[next++] as number;
       const req = buildRequest(rngFor(opts.seed, index), index, world, draw);
       recent.push(req);
@@ -202,7 +205,9 @@ export async function runFuzz(rig: FuzzRig, opts: FuzzOptions): Promise<FuzzSumm
       const code = answer.error === undefined ? codeOf(answer.text) : '';
       const per = (summary.byRoute[`${req.route.method} ${req.route.path}`] ??= {});
       per[`${status}${code ? ` ${code}` : ''}`] = (per[`${status}${code ? ` ${code}` : ''}`] ?? 0) + 1;
-      const found = checkAnswer(req, answer, world.secrets);
+      const found = checkAnswer(req, answer, secrets);
+      // a key handed out by create or rotate is a secret from then on: no later answer may carry it
+      if (answer.status === 201 && req.route.auth === 'admin') for (const k of answer.text.match(/wapi_[A-Za-z0-9-]+_[A-Za-z0-9_-]+/g) ?? []) secrets.push(k);
       if (answer.status >= 500 && found.length === 0) {
         const k = `${answer.status} ${code || firstWords(answer.text)} on ${req.route.path}`;
         summary.allowed5xx[k] = (summary.allowed5xx[k] ?? 0) + 1;
