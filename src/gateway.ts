@@ -21,7 +21,7 @@ import { routeTable, type RouteFamily, type RouteInfo } from './http/router.js';
 import { StoreHealth } from './store/health.js';
 import { startHousekeeping } from './store/housekeeping.js';
 import { KeyResolver, requireAdmin, requireApiKey } from './http/auth.js';
-import { ApiError, queuePaused } from './http/errors.js';
+import { DomainError, queuePaused } from './errors.js';
 import { healthRouter } from './http/routes/health.js';
 import { adminInstancesRouter } from './http/routes/admin-instances.js';
 import { sendRouter } from './http/routes/send.js';
@@ -161,7 +161,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   const handleOf = (ctx: Context): InstanceHandle => {
     const inst = ctx.state.instance as Instance;
     const h = rt.handle(inst.id);
-    if (!h) throw new ApiError(502, 'INSTANCE_UNREACHABLE', 'the instance is not running on this gateway');
+    if (!h) throw new DomainError('INSTANCE_UNREACHABLE', 'the instance is not running on this gateway');
     return h;
   };
   const workerOf = (id: string) => rt.worker(id);

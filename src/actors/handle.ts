@@ -29,9 +29,9 @@ export interface InstanceHandle {
   readonly instance: Instance;
   view(): InstanceView;
   /**
-   * Run `fn` against the driver through the instance actor. Throws ApiError 503 INSTANCE_OFFLINE (with
-   * data.instance) when not connected, 504 INSTANCE_TIMEOUT when `timeoutMs` passes, 500 WA_CALL_FAILED when
-   * the network call fails (DriverError), other ApiErrors as thrown by fn.
+   * Run `fn` against the driver through the instance actor. Throws DomainError 503 INSTANCE_OFFLINE (with
+   * data.instance) when not connected, 504 INSTANCE_TIMEOUT when `timeoutMs` passes, a DriverError as
+   * driverErrorToDomain (src/drivers/domain-errors.ts) maps it, other DomainErrors as thrown by fn.
    */
   call<T>(op: string, fn: (driver: Driver) => Promise<T>, timeoutMs: number): Promise<T>;
 }

@@ -18,7 +18,8 @@ import type { Pool } from '../store/pool.js';
 import type { Instance } from '../store/instances.js';
 import { setPhoneNumber } from '../store/instances.js';
 import { DriverError, type Driver, type DriverEventName, type DriverFactory } from '../drivers/contract.js';
-import { ApiError, instanceOffline, instanceTimeout, waCallFailed } from '../http/errors.js';
+import { DomainError, instanceOffline, instanceTimeout, waCallFailed } from '../errors.js';
+import { driverErrorToDomain } from '../drivers/domain-errors.js';
 import type { InstanceHandle, InstanceStatusValue, InstanceView } from './handle.js';
 import { QueueWorker, type QueueEventSink } from '../queue/worker.js';
 import { dispatchJob, type MediaResolver } from '../queue/dispatch.js';
@@ -160,7 +161,7 @@ export class Runtime {
   /** Send outside the persistent queue (v1 while the queue is `disabled` or `memory-degraded`). */
   async directSend(instanceId: string, req: DirectSend): Promise<DirectOutcome> {
     const entry = this.entries.get(instanceId);
-    if (!entry) throw new ApiError(502, 'INSTANCE_UNREACHABLE', 'the instance is not running on this gateway');
+    if (!entry) throw new DomainError('INSTANCE_UNREACHABLE', 'the instance is not running on this gateway');
     return entry.worker.directSend(req, entry.instance.settings.enabled);
   }
 
@@ -323,14 +324,8 @@ export class Runtime {
         throw instanceTimeout();
       });
     } catch (err) {
-      if (err instanceof ApiError) throw err;
-      if (err instanceof DriverError) {
-        if (err.code === 'NOT_CONNECTED' || err.code === 'SESSION_CLOSED') throw instanceOffline({ status: view.status, detail: err.message });
-        if (err.code === 'NOT_A_GROUP') throw new ApiError(400, 'NOT_A_GROUP', err.message);
-        if (err.code === 'INVALID_INPUT') throw new ApiError(400, 'VALIDATION_FAILED', err.message, { field: 'body' });
-        if (err.code === 'TIMEOUT') throw instanceTimeout();
-        throw waCallFailed(`${op}: ${err.message}`);
-      }
+      if (err instanceof DomainError) throw err;
+      if (err instanceof DriverError) throw driverErrorToDomain(err, op, { status: view.status });
       this.deps.log.warn({ err, op, instanceId: entry.instance.id }, 'network call failed');
       throw waCallFailed(`${op} failed`);
     }

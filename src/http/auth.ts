@@ -5,7 +5,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context, Next } from 'koa';
-import { ApiError } from './errors.js';
+import { DomainError } from '../errors.js';
 import { findInstanceIdByKey, hashKey } from '../store/instances.js';
 import type { Queryable } from '../store/pool.js';
 import type { Clock } from '../clock.js';
@@ -19,7 +19,7 @@ const API_KEY = /^wapi_[A-Za-z0-9-]{1,40}_[A-Za-z0-9_-]{16,}$/;
 export function bearerToken(ctx: Context, expected = 'API_KEY'): string {
   const header = ctx.get('authorization');
   const m = BEARER.exec(header.trim());
-  if (!m?.[1]) throw new ApiError(401, 'UNAUTHORIZED', `Authorization: Bearer <${expected}> header missing or malformed`);
+  if (!m?.[1]) throw new DomainError('UNAUTHORIZED', `Authorization: Bearer <${expected}> header missing or malformed`);
   return m[1];
 }
 
@@ -64,7 +64,7 @@ export class KeyResolver {
       this.failed(err);
       const stale = this.cache.get(h);
       if (stale) return stale.instanceId;
-      throw new ApiError(503, 'QUEUE_STORE_UNAVAILABLE', 'the store is unreachable, so the API key cannot be verified now; nothing was done: retry shortly', {
+      throw new DomainError('QUEUE_STORE_UNAVAILABLE', 'the store is unreachable, so the API key cannot be verified now; nothing was done: retry shortly', {
         queueMode: 'memory-degraded',
       });
     }
@@ -110,10 +110,10 @@ export function requireApiKey<I>(keys: KeyResolver, loadInstance: (id: string) =
     // a request that falls through one family to the next (e.g. /api/v2/messages/:id) is checked once
     if (ctx.state.authenticated === 'instance') return next();
     const token = bearerToken(ctx);
-    if (!API_KEY.test(token)) throw new ApiError(401, 'INVALID_API_KEY', 'API key is not valid');
+    if (!API_KEY.test(token)) throw new DomainError('INVALID_API_KEY', 'API key is not valid');
     const id = await keys.resolve(token);
     const instance = id ? await loadInstance(id) : null;
-    if (!instance) throw new ApiError(401, 'INVALID_API_KEY', 'API key is not valid');
+    if (!instance) throw new DomainError('INVALID_API_KEY', 'API key is not valid');
     ctx.state.instance = instance;
     ctx.state.authenticated = 'instance';
     await next();
@@ -128,8 +128,8 @@ export function requireAdmin(adminToken: string) {
     if (ctx.state.authenticated === 'admin') return next();
     const token = bearerToken(ctx, 'ADMIN_TOKEN');
     if (!timingSafeEqual(digest(token), expected)) {
-      if (API_KEY.test(token)) throw new ApiError(403, 'FORBIDDEN', 'an instance API key cannot use the operator interface; use the admin token');
-      throw new ApiError(401, 'UNAUTHORIZED', 'the admin token is not valid');
+      if (API_KEY.test(token)) throw new DomainError('FORBIDDEN', 'an instance API key cannot use the operator interface; use the admin token');
+      throw new DomainError('UNAUTHORIZED', 'the admin token is not valid');
     }
     ctx.state.authenticated = 'admin';
     await next();

@@ -8,7 +8,7 @@
 import { createGunzip, createInflate, createBrotliDecompress } from 'node:zlib';
 import type { Readable } from 'node:stream';
 import type { Context, Next } from 'koa';
-import { ApiError, payloadTooLarge } from './errors.js';
+import { DomainError, payloadTooLarge } from '../errors.js';
 import { closeUnreadRequest } from '../media/linger.js';
 
 /** Deeper than any request of the API (options.groupMentions.0.x is 4); far below any stack limit. */
@@ -16,8 +16,8 @@ export const MAX_JSON_DEPTH = 32;
 const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
 const BODYLESS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
-const bad = (field: string, message: string) => new ApiError(400, 'VALIDATION_FAILED', message, { field });
-const unsupported = (message: string) => new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', message);
+const bad = (field: string, message: string) => new DomainError('VALIDATION_FAILED', message, { field });
+const unsupported = (message: string) => new DomainError('UNSUPPORTED_MEDIA_TYPE', message);
 
 function hasBody(ctx: Context): boolean {
   const h = ctx.req.headers;
@@ -64,7 +64,7 @@ async function readAll(ctx: Context, limit: number): Promise<Buffer> {
   } catch (err) {
     // answered before the body was read to its end: Connection: close, then a bounded drain (src/media/linger.ts)
     closeUnreadRequest(ctx.req, ctx.res);
-    if (err instanceof ApiError) throw err;
+    if (err instanceof DomainError) throw err;
     if (ctx.req.destroyed || (err as { code?: string }).code === 'ECONNRESET') throw bad('body', 'the request was aborted before its body arrived');
     throw bad('body', `the body could not be decoded with Content-Encoding ${ctx.get('content-encoding') || 'identity'}`);
   } finally {

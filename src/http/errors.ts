@@ -1,74 +1,40 @@
 /**
- * Typed API errors with the stable codes of SPEC.md "Errors". Thrown anywhere below a route; the one error
- * boundary (http/envelope.ts) writes them as `{success:false, error, code, data}`.
+ * The HTTP-only error: V1Error, a v1 route's frozen body. Domain errors (codes, statuses, factories) live in
+ * src/errors.ts; they are re-exported here only while src/queue/** still imports them from this path.
  */
-export type ErrorCode =
-  | 'VALIDATION_FAILED'
-  | 'IDEMPOTENCY_KEY_CONFLICT'
-  | 'VOICE_MIMETYPE_UNSUPPORTED'
-  | 'STICKER_VIDEO_UNSUPPORTED'
-  | 'NOT_A_GROUP'
-  | 'UNAUTHORIZED'
-  | 'INVALID_API_KEY'
-  | 'FORBIDDEN'
-  | 'METHOD_NOT_ALLOWED'
-  | 'UNSUPPORTED_MEDIA_TYPE'
-  | 'NOT_FOUND'
-  | 'JOB_NOT_FOUND'
-  | 'MESSAGE_NOT_FOUND'
-  | 'CHAT_NOT_FOUND'
-  | 'CONTACT_NOT_FOUND'
-  | 'INSTANCE_NOT_FOUND'
-  | 'MEDIA_NOT_FOUND'
-  | 'NO_MEDIA'
-  | 'JOB_NOT_CANCELLABLE'
-  | 'JOB_NOT_REQUEUEABLE'
-  | 'IDEMPOTENCY_PAYLOAD_MISMATCH'
-  | 'CONFLICT'
-  | 'MEDIA_GONE'
-  | 'PAYLOAD_TOO_LARGE'
-  | 'QUEUE_FULL'
-  | 'TTL_UNREACHABLE'
-  | 'RATE_LIMITED'
-  | 'INTERNAL_ERROR'
-  | 'WA_CALL_FAILED'
-  | 'INSTANCE_UNREACHABLE'
-  | 'INSTANCE_OFFLINE'
-  | 'QUEUE_STORE_UNAVAILABLE'
-  | 'QUEUE_PAUSED'
-  | 'QUEUE_WAIT_TIMEOUT'
-  | 'INSTANCE_TIMEOUT'
-  | 'MEDIA_STORE_UNAVAILABLE';
+import { DomainError, type ErrorCode } from '../errors.js';
 
-export class ApiError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: ErrorCode,
-    message: string,
-    readonly data: Record<string, unknown> = {},
-    /** extra top-level envelope fields (SPEC.md puts `reason` of 507 beside `code`) */
-    readonly extra: Record<string, unknown> = {},
-  ) {
-    super(message);
-    this.name = 'ApiError';
+export {
+  DomainError,
+  type ErrorCode,
+  validationFailed,
+  notFound,
+  instanceOffline,
+  instanceTimeout,
+  queuePaused,
+  queueStoreUnavailable,
+  payloadTooLarge,
+  waCallFailed,
+} from '../errors.js';
+
+/**
+ * TEMPORARY, for src/queue/** only (being restructured; it switches to `new DomainError(code, …)` of
+ * src/errors.ts): the old `(status, code, message, data, extra)` constructor over DomainError. `instanceof
+ * ApiError` holds for every DomainError, so the queue's checks see errors thrown elsewhere as before. The
+ * explicit status is kept as given (the queue's internal refusal sentinel uses 0).
+ */
+export class ApiError extends DomainError {
+  override readonly status: number;
+
+  constructor(status: number, code: ErrorCode, message: string, data: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) {
+    super(code, message, data, extra);
+    this.status = status;
+  }
+
+  static override [Symbol.hasInstance](value: unknown): value is DomainError {
+    return value instanceof DomainError;
   }
 }
-
-export const validationFailed = (field: string, message: string) =>
-  new ApiError(400, 'VALIDATION_FAILED', message, { field });
-export const notFound = (code: ErrorCode, message: string, data: Record<string, unknown> = {}) =>
-  new ApiError(404, code, message, data);
-export const instanceOffline = (instance: Record<string, unknown>) =>
-  new ApiError(503, 'INSTANCE_OFFLINE', 'instance is not connected', { instance });
-export const instanceTimeout = () =>
-  new ApiError(504, 'INSTANCE_TIMEOUT', 'the instance did not answer in time; the request may have been accepted');
-export const queuePaused = () =>
-  new ApiError(503, 'QUEUE_PAUSED', 'ordered restart in progress; retry in about 60 s', { retryAfterSeconds: 60 });
-export const queueStoreUnavailable = (queueMode: string) =>
-  new ApiError(503, 'QUEUE_STORE_UNAVAILABLE', `persistent queue unavailable (mode ${queueMode})`, { queueMode });
-export const payloadTooLarge = (maxBytes: number) =>
-  new ApiError(413, 'PAYLOAD_TOO_LARGE', `payload exceeds ${maxBytes} bytes`, { maxBytes });
-export const waCallFailed = (message = 'the network call failed') => new ApiError(500, 'WA_CALL_FAILED', message);
 
 /**
  * A v1 error: SPEC.md freezes v1 error bodies as `{success:false, error}` (no code, no data) except 504

@@ -10,7 +10,7 @@
  * Time comes from the injectable clock so tests can walk the window without sleeping.
  */
 import type { Context } from 'koa';
-import { ApiError } from './errors.js';
+import { DomainError } from '../errors.js';
 import type { Clock } from '../clock.js';
 
 export interface InteractionLimiterOptions {
@@ -91,8 +91,8 @@ export function consumeInteraction(ctx: Context, limiter: InteractionLimiter, in
   throw rateLimited(limiter, d.retryAfterMs);
 }
 
-function rateLimited(limiter: InteractionLimiter, retryAfterMs: number): ApiError {
-  return new ApiError(429, 'RATE_LIMITED', `more than ${limiter.points} interaction calls in ${limiter.windowMs / 1000} s`, {
+function rateLimited(limiter: InteractionLimiter, retryAfterMs: number): DomainError {
+  return new DomainError('RATE_LIMITED', `more than ${limiter.points} interaction calls in ${limiter.windowMs / 1000} s`, {
     retryAfterMs,
     limit: limiter.points,
     windowMs: limiter.windowMs,

@@ -8,7 +8,7 @@
  */
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
-import { ApiError } from './errors.js';
+import { DomainError } from '../errors.js';
 
 /** Who may call a family's routes: nobody needs a credential, an instance API key, or the admin token. */
 export type AuthKind = 'none' | 'instance' | 'admin';
@@ -94,13 +94,13 @@ export function notMatched(families: readonly RouteFamily[]): Middleware {
     const allowed = new Set<string>();
     for (const layer of layers) if (layer.methods.length > 0 && layer.match(ctx.path)) for (const m of layer.methods) allowed.add(m);
     // a route of this very method matched and passed the request on (e.g. a wq_ id on a message route): no such resource
-    if (allowed.size === 0 || allowed.has(ctx.method)) throw new ApiError(404, 'NOT_FOUND', `no route for ${ctx.method} ${ctx.path}`);
+    if (allowed.size === 0 || allowed.has(ctx.method)) throw new DomainError('NOT_FOUND', `no route for ${ctx.method} ${ctx.path}`);
     const list = [...allowed].sort();
     ctx.set('Allow', [...list, 'OPTIONS'].join(', '));
     if (ctx.method === 'OPTIONS') {
       ctx.status = 204;
       return;
     }
-    throw new ApiError(405, 'METHOD_NOT_ALLOWED', `${ctx.method} is not allowed on ${ctx.path}; allowed: ${list.join(', ')}`, { allowed: list });
+    throw new DomainError('METHOD_NOT_ALLOWED', `${ctx.method} is not allowed on ${ctx.path}; allowed: ${list.join(', ')}`, { allowed: list });
   };
 }

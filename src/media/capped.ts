@@ -3,7 +3,7 @@
  * body is never held whole (neither in memory nor on disk) before it is refused.
  */
 import { Transform, type TransformCallback } from 'node:stream';
-import { payloadTooLarge } from '../http/errors.js';
+import { payloadTooLarge } from '../errors.js';
 
 export type ByteSource = AsyncIterable<Buffer | Uint8Array | string>;
 

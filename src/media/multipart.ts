@@ -8,7 +8,7 @@
  * iterator does not skip ahead); the next part, or `drain()`, skips the rest while still counting it against
  * the cap.
  */
-import { ApiError, payloadTooLarge } from '../http/errors.js';
+import { DomainError, payloadTooLarge } from '../errors.js';
 import { toBuffer, type ByteSource } from './capped.js';
 
 export interface MultipartLimits {
@@ -44,7 +44,7 @@ const CRLF = Buffer.from('\r\n');
 const HEADER_END = Buffer.from('\r\n\r\n');
 
 export const malformed = (why: string) =>
-  new ApiError(400, 'VALIDATION_FAILED', `malformed multipart body: ${why}`, { field: 'file' });
+  new DomainError('VALIDATION_FAILED', `malformed multipart body: ${why}`, { field: 'file' });
 
 /** The boundary of a `multipart/form-data` Content-Type, or null. */
 export function boundaryOf(contentType: string | undefined): string | null {
@@ -144,7 +144,7 @@ class Part implements MultipartPart {
     if (this.bytes > this.cap) {
       throw this.isFile
         ? payloadTooLarge(this.cap)
-        : new ApiError(400, 'VALIDATION_FAILED', `${this.name} is too long`, { field: this.name });
+        : new DomainError('VALIDATION_FAILED', `${this.name} is too long`, { field: this.name });
     }
     return chunk;
   }

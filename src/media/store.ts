@@ -16,7 +16,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, open, rename, stat, statfs, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { ApiError, notFound } from '../http/errors.js';
+import { DomainError, notFound } from '../errors.js';
 import { systemClock, type Clock } from '../clock.js';
 import { newMediaId } from '../ids.js';
 import { withTransaction, type Pool, type Queryable } from '../store/pool.js';
@@ -88,12 +88,12 @@ export interface MediaStore {
   sweep(now?: number): Promise<SweepReport>;
 }
 
-export function storeUnavailable(reason: 'low_disk' | 'too_large', message: string, data: Record<string, unknown> = {}): ApiError {
-  return new ApiError(507, 'MEDIA_STORE_UNAVAILABLE', message, { reason, ...data }, { reason });
+export function storeUnavailable(reason: 'low_disk' | 'too_large', message: string, data: Record<string, unknown> = {}): DomainError {
+  return new DomainError('MEDIA_STORE_UNAVAILABLE', message, { reason, ...data }, { reason });
 }
 
 const mediaNotFound = () => notFound('MEDIA_NOT_FOUND', 'media not found');
-const mediaGone = () => new ApiError(410, 'MEDIA_GONE', 'the media file is gone; upload it again');
+const mediaGone = () => new DomainError('MEDIA_GONE', 'the media file is gone; upload it again');
 
 async function statfsFree(dir: string): Promise<number> {
   const s = await statfs(dir);

@@ -8,7 +8,7 @@
  * a byte of the file is read.
  */
 import type { IncomingMessage } from 'node:http';
-import { ApiError, payloadTooLarge, validationFailed } from '../http/errors.js';
+import { DomainError, payloadTooLarge, validationFailed } from '../errors.js';
 import { boundaryOf, readMultipart } from './multipart.js';
 import type { MediaRecord } from './record.js';
 import type { MediaStore, StagedMedia } from './store.js';
@@ -39,7 +39,7 @@ export function cleanFilename(value: string | null | undefined): string | null {
 }
 
 const isStoreTooLarge = (err: unknown) =>
-  err instanceof ApiError && err.code === 'MEDIA_STORE_UNAVAILABLE' && err.extra.reason === 'too_large';
+  err instanceof DomainError && err.code === 'MEDIA_STORE_UNAVAILABLE' && err.extra.reason === 'too_large';
 
 export async function receiveUpload(
   req: IncomingMessage,

@@ -7,7 +7,7 @@
 import Router, { type RouterContext } from '@koa/router';
 import { createRouter } from '../http/router.js';
 import { ok } from '../http/envelope.js';
-import { ApiError } from '../http/errors.js';
+import { DomainError } from '../errors.js';
 import { parse } from '../http/validate.js';
 import type { SandboxNetwork } from './network.js';
 import * as people from './people.js';
@@ -39,7 +39,7 @@ import {
 type Ctx = RouterContext;
 const param = (ctx: Ctx, name: string): string => {
   const v = ctx.params[name];
-  if (!v) throw new ApiError(400, 'VALIDATION_FAILED', `${name} is missing`, { field: name });
+  if (!v) throw new DomainError('VALIDATION_FAILED', `${name} is missing`, { field: name });
   return v;
 };
 const body = (ctx: Ctx): unknown => ctx.request.body;
@@ -71,7 +71,7 @@ export function createSandboxControlRouter(network: SandboxNetwork): Router {
   r.get('/instances/:instanceId/qr', (ctx) => {
     const id = param(ctx, 'instanceId');
     const qr = net.session(id).currentQr();
-    if (!qr) throw new ApiError(404, 'NOT_FOUND', 'the session is not showing a QR code', { phase: net.session(id).phase });
+    if (!qr) throw new DomainError('NOT_FOUND', 'the session is not showing a QR code', { phase: net.session(id).phase });
     ok(ctx, { instanceId: id, token: qr.token, dataUrl: qr.dataUrl, expiresAt: new Date(qr.expiresAt).toISOString() });
   });
 
@@ -163,7 +163,7 @@ export function createSandboxControlRouter(network: SandboxNetwork): Router {
     const b = parse(body(ctx), GroupBody);
     const me = people.linkedPhone(net, id);
     const creator = people.phoneOf(b.from, 'from');
-    if (creator === me) throw new ApiError(400, 'VALIDATION_FAILED', 'from is the instance itself', { field: 'from' });
+    if (creator === me) throw new DomainError('VALIDATION_FAILED', 'from is the instance itself', { field: 'from' });
     const others = (b.participants ?? []).map((p) => `${people.phoneOf(p, 'participants')}@c.us`);
     const created = net.groups.create(creator, b.title, [`${me}@c.us`, ...others]);
     const g = net.groups.require(created.gid);
@@ -238,7 +238,7 @@ export function createSandboxControlRouter(network: SandboxNetwork): Router {
     const id = param(ctx, 'instanceId');
     const b = parse(body(ctx), FailBody);
     const s = net.session(id);
-    if (s.phase === 'stopped') throw new ApiError(409, 'CONFLICT', 'the session is not running');
+    if (s.phase === 'stopped') throw new DomainError('CONFLICT', 'the session is not running');
     if (b.kind === 'session_crash') s.crash(b.reason ?? 'session crashed');
     else if (b.kind === 'browser_death') s.browserDeath(b.reason ?? 'browser disconnected');
     else s.disconnect(b.reason ?? 'NAVIGATION');
@@ -312,6 +312,6 @@ function groupView(g: GroupRecord) {
 
 function groupOrThrow(net: SandboxNetwork, groupId: string): GroupRecord {
   const g = net.groups.get(groupId);
-  if (!g) throw new ApiError(404, 'CHAT_NOT_FOUND', 'no such group');
+  if (!g) throw new DomainError('CHAT_NOT_FOUND', 'no such group');
   return g;
 }

@@ -6,7 +6,7 @@
  */
 import { randomInt } from 'node:crypto';
 import { systemClock, type Clock, type TimerHandle } from '../clock.js';
-import { ApiError } from '../http/errors.js';
+import { DomainError } from '../errors.js';
 import type { SandboxEvent, SandboxMethod } from '../drivers/sandbox/api.js';
 import { SEND_METHODS } from '../drivers/sandbox/api.js';
 import { lidFor, normalizePhone, parseChatId } from './ids.js';
@@ -148,22 +148,22 @@ export class SandboxNetwork {
     let phone: string | null = null;
     if (req.phoneNumber !== undefined) {
       phone = normalizePhone(req.phoneNumber);
-      if (!phone) throw new ApiError(400, 'VALIDATION_FAILED', 'phoneNumber is not a phone number', { field: 'phoneNumber' });
+      if (!phone) throw new DomainError('VALIDATION_FAILED', 'phoneNumber is not a phone number', { field: 'phoneNumber' });
     }
     if (req.qr !== undefined) {
       if (!session.qrMatches(req.qr)) {
-        throw new ApiError(409, 'CONFLICT', 'the QR code is not the one the session shows now (expired or not waiting)');
+        throw new DomainError('CONFLICT', 'the QR code is not the one the session shows now (expired or not waiting)');
       }
       phone ??= randomSandboxPhone();
     }
-    if (!phone) throw new ApiError(400, 'VALIDATION_FAILED', 'give qr or phoneNumber', { field: 'qr' });
+    if (!phone) throw new DomainError('VALIDATION_FAILED', 'give qr or phoneNumber', { field: 'qr' });
     session.acceptLink(phone, req.pushname ?? null);
     return { phoneNumber: phone };
   }
 
   confirmPairing(instanceId: string, code: string): { phoneNumber: string } {
     const phone = this.session(instanceId).pairingPhone(code);
-    if (!phone) throw new ApiError(409, 'CONFLICT', 'no pending pairing with this code');
+    if (!phone) throw new DomainError('CONFLICT', 'no pending pairing with this code');
     this.session(instanceId).acceptLink(phone, null);
     return { phoneNumber: phone };
   }

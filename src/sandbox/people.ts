@@ -5,7 +5,7 @@
  * (battery, archiving a chat). Refusals are ApiErrors because only the control API calls these.
  */
 import { DriverError, type Location, type MessageMedia, type SendOptions, type WireMessage } from '../drivers/contract.js';
-import { ApiError } from '../http/errors.js';
+import { DomainError } from '../errors.js';
 import { draftFromContent, type Draft } from './content.js';
 import { newCallId, normalizePhone, parseChatId, userId } from './ids.js';
 import type { SandboxNetwork } from './network.js';
@@ -36,35 +36,35 @@ export interface InboundMessage {
 /** Translate a network refusal into the control API's vocabulary. */
 export function controlError(err: unknown): unknown {
   if (!(err instanceof DriverError)) return err;
-  if (err.code === 'NOT_FOUND') return new ApiError(404, 'NOT_FOUND', err.message);
-  if (err.code === 'NOT_A_GROUP') return new ApiError(400, 'NOT_A_GROUP', err.message);
-  return new ApiError(400, 'VALIDATION_FAILED', err.message, { field: 'body' });
+  if (err.code === 'NOT_FOUND') return new DomainError('NOT_FOUND', err.message);
+  if (err.code === 'NOT_A_GROUP') return new DomainError('NOT_A_GROUP', err.message);
+  return new DomainError('VALIDATION_FAILED', err.message, { field: 'body' });
 }
 
 export function phoneOf(input: string, field: string): string {
   const phone = normalizePhone(input);
-  if (!phone) throw new ApiError(400, 'VALIDATION_FAILED', `${field} is not a phone number`, { field });
+  if (!phone) throw new DomainError('VALIDATION_FAILED', `${field} is not a phone number`, { field });
   return phone;
 }
 
 /** The phone an instance is linked to; acting on an unlinked instance makes no sense. */
 export function linkedPhone(net: SandboxNetwork, instanceId: string): string {
   const phone = net.session(instanceId).phone;
-  if (!phone) throw new ApiError(409, 'CONFLICT', 'the instance is not linked to a phone number');
+  if (!phone) throw new DomainError('CONFLICT', 'the instance is not linked to a phone number');
   return phone;
 }
 
 function person(net: SandboxNetwork, input: string, field: string, instancePhone: string): string {
   const phone = phoneOf(input, field);
-  if (phone === instancePhone) throw new ApiError(400, 'VALIDATION_FAILED', `${field} is the instance's own number`, { field });
-  if (!net.isRegistered(phone)) throw new ApiError(400, 'VALIDATION_FAILED', `${field} has no account on the network`, { field });
+  if (phone === instancePhone) throw new DomainError('VALIDATION_FAILED', `${field} is the instance's own number`, { field });
+  if (!net.isRegistered(phone)) throw new DomainError('VALIDATION_FAILED', `${field} has no account on the network`, { field });
   return phone;
 }
 
 /** A message of the instance's chats, by the id the instance knows it under. */
 export function messageOf(net: SandboxNetwork, instanceId: string, messageId: string): NetMessage {
   const m = net.messages.find(linkedPhone(net, instanceId), messageId);
-  if (!m) throw new ApiError(404, 'MESSAGE_NOT_FOUND', 'no such message in the instance’s chats');
+  if (!m) throw new DomainError('MESSAGE_NOT_FOUND', 'no such message in the instance’s chats');
   return m;
 }
 
@@ -80,15 +80,15 @@ function inboundDraft(net: SandboxNetwork, msg: InboundMessage): Draft {
     case 'text':
       return draftFromContent({ kind: 'text', body: msg.body ?? '' }, options, ctx);
     case 'media':
-      if (!msg.media) throw new ApiError(400, 'VALIDATION_FAILED', 'media is required', { field: 'media' });
+      if (!msg.media) throw new DomainError('VALIDATION_FAILED', 'media is required', { field: 'media' });
       return draftFromContent({ kind: 'media', media: msg.media, caption: msg.caption ?? msg.body }, options, ctx);
     case 'location':
-      if (!msg.location) throw new ApiError(400, 'VALIDATION_FAILED', 'location is required', { field: 'location' });
+      if (!msg.location) throw new DomainError('VALIDATION_FAILED', 'location is required', { field: 'location' });
       return draftFromContent({ kind: 'location', location: msg.location }, options, ctx);
     case 'vcard':
       return draftFromContent({ kind: 'contacts', contactIds: (msg.contacts ?? []).map((p) => userId(phoneOf(p, 'contacts'))) }, options, ctx);
     case 'poll': {
-      if (!msg.poll) throw new ApiError(400, 'VALIDATION_FAILED', 'poll is required', { field: 'poll' });
+      if (!msg.poll) throw new DomainError('VALIDATION_FAILED', 'poll is required', { field: 'poll' });
       const poll = { pollName: msg.poll.name, pollOptions: msg.poll.options, options: { allowMultipleAnswers: msg.poll.allowMultipleAnswers === true } };
       return draftFromContent({ kind: 'poll', poll }, options, ctx);
     }
@@ -101,9 +101,9 @@ export function receiveMessage(net: SandboxNetwork, instanceId: string, msg: Inb
   let chat: ChatRef = { kind: 'direct', to: me };
   if (msg.groupId !== undefined) {
     const g = net.groups.get(msg.groupId);
-    if (!g) throw new ApiError(404, 'CHAT_NOT_FOUND', 'no such group');
+    if (!g) throw new DomainError('CHAT_NOT_FOUND', 'no such group');
     if (!net.groups.isMember(g, from) || !net.groups.isMember(g, me)) {
-      throw new ApiError(400, 'VALIDATION_FAILED', 'sender and instance must both be members of the group', { field: 'groupId' });
+      throw new DomainError('VALIDATION_FAILED', 'sender and instance must both be members of the group', { field: 'groupId' });
     }
     chat = { kind: 'group', gid: g.gid };
   }
@@ -119,8 +119,8 @@ export function receiveMessage(net: SandboxNetwork, instanceId: string, msg: Inb
 
 function actingPerson(net: SandboxNetwork, instanceId: string, input: string, m: NetMessage): string {
   const who = phoneOf(input, 'from');
-  if (who === linkedPhone(net, instanceId)) throw new ApiError(400, 'VALIDATION_FAILED', 'from is the instance itself', { field: 'from' });
-  if (!m.audience.includes(who)) throw new ApiError(400, 'VALIDATION_FAILED', 'from is not in this chat', { field: 'from' });
+  if (who === linkedPhone(net, instanceId)) throw new DomainError('VALIDATION_FAILED', 'from is the instance itself', { field: 'from' });
+  if (!m.audience.includes(who)) throw new DomainError('VALIDATION_FAILED', 'from is not in this chat', { field: 'from' });
   return who;
 }
 
@@ -141,15 +141,15 @@ export function react(net: SandboxNetwork, instanceId: string, messageId: string
 /** The sender of a message (one of the people) edits it. */
 export function edit(net: SandboxNetwork, instanceId: string, messageId: string, body: string): WireMessage {
   const m = messageOf(net, instanceId, messageId);
-  if (m.sender === linkedPhone(net, instanceId)) throw new ApiError(400, 'VALIDATION_FAILED', 'the instance edits its own messages through the API', { field: 'messageId' });
-  if (!net.messages.edit(m.sender, m, body)) throw new ApiError(409, 'CONFLICT', 'this message can no longer be edited');
+  if (m.sender === linkedPhone(net, instanceId)) throw new DomainError('VALIDATION_FAILED', 'the instance edits its own messages through the API', { field: 'messageId' });
+  if (!net.messages.edit(m.sender, m, body)) throw new DomainError('CONFLICT', 'this message can no longer be edited');
   return wireMessage(m, linkedPhone(net, instanceId));
 }
 
 /** The sender of a message revokes it, for everyone or only on their own phone. */
 export function revoke(net: SandboxNetwork, instanceId: string, messageId: string, everyone: boolean): void {
   const m = messageOf(net, instanceId, messageId);
-  if (m.sender === linkedPhone(net, instanceId)) throw new ApiError(400, 'VALIDATION_FAILED', 'the instance deletes its own messages through the API', { field: 'messageId' });
+  if (m.sender === linkedPhone(net, instanceId)) throw new DomainError('VALIDATION_FAILED', 'the instance deletes its own messages through the API', { field: 'messageId' });
   if (everyone) net.messages.revokeForEveryone(m.sender, m);
   else net.messages.deleteForMe(m.sender, m);
 }
@@ -157,7 +157,7 @@ export function revoke(net: SandboxNetwork, instanceId: string, messageId: strin
 /** The recipient's phone confirms a message the instance sent: delivered (2) or read (3). */
 export function acknowledge(net: SandboxNetwork, instanceId: string, messageId: string, ack: 2 | 3 | 4): void {
   const m = messageOf(net, instanceId, messageId);
-  if (m.sender !== linkedPhone(net, instanceId)) throw new ApiError(400, 'VALIDATION_FAILED', 'only messages the instance sent are acknowledged', { field: 'messageId' });
+  if (m.sender !== linkedPhone(net, instanceId)) throw new DomainError('VALIDATION_FAILED', 'only messages the instance sent are acknowledged', { field: 'messageId' });
   net.messages.setAck(m.key, ack);
 }
 
@@ -191,9 +191,9 @@ export function battery(net: SandboxNetwork, instanceId: string, level: number, 
 /** The instance's phone archives or unarchives a chat. */
 export function archive(net: SandboxNetwork, instanceId: string, chatId: string, archived: boolean): void {
   const me = linkedPhone(net, instanceId);
-  if (!parseChatId(chatId)) throw new ApiError(400, 'VALIDATION_FAILED', 'chatId is malformed', { field: 'chatId' });
+  if (!parseChatId(chatId)) throw new DomainError('VALIDATION_FAILED', 'chatId is malformed', { field: 'chatId' });
   const chat = net.messages.chat(me, chatId);
-  if (!chat) throw new ApiError(404, 'CHAT_NOT_FOUND', 'no such chat');
+  if (!chat) throw new DomainError('CHAT_NOT_FOUND', 'no such chat');
   const state = net.messages.chatState(me, chat.id);
   const prev = state.archived;
   state.archived = archived;

@@ -15,7 +15,7 @@ import Router from '@koa/router';
 import { createRouter } from '../http/router.js';
 import { enums, integer, max, min, object, optional, size, string, coerce, defaulted } from 'superstruct';
 import { ok } from '../http/envelope.js';
-import { ApiError } from '../http/errors.js';
+import { DomainError } from '../errors.js';
 import { parse } from '../http/validate.js';
 import { assertPublicUrl, type Resolver } from '../media/ssrf.js';
 import type { Clock } from '../clock.js';
@@ -49,10 +49,10 @@ export function createWebhookAdminRouter(deps: WebhookAdminDeps): Router {
   const instanceId = async (raw: string | undefined): Promise<string> => {
     const id = raw ?? '';
     const found = UUID.test(id) && (await deps.db.query('SELECT 1 FROM instances WHERE id = $1', [id])).rowCount;
-    if (!found) throw new ApiError(404, 'INSTANCE_NOT_FOUND', 'no such instance', { instanceId: id });
+    if (!found) throw new DomainError('INSTANCE_NOT_FOUND', 'no such instance', { instanceId: id });
     return id;
   };
-  const noWebhook = (id: string) => new ApiError(404, 'NOT_FOUND', 'no webhook configured for this instance', { instanceId: id });
+  const noWebhook = (id: string) => new DomainError('NOT_FOUND', 'no webhook configured for this instance', { instanceId: id });
 
   router.put('/admin/v1/instances/:id/webhook', async (ctx) => {
     const id = await instanceId(ctx.params.id);
@@ -93,7 +93,7 @@ export function createWebhookAdminRouter(deps: WebhookAdminDeps): Router {
       now: deps.clock.now(),
     });
     if (!written) {
-      throw new ApiError(409, 'CONFLICT', 'the webhook is disabled or not subscribed to event test', { instanceId: id });
+      throw new DomainError('CONFLICT', 'the webhook is disabled or not subscribed to event test', { instanceId: id });
     }
     deps.wake(id);
     ok(ctx, { eventId: written.eventId }, 202);
@@ -103,7 +103,7 @@ export function createWebhookAdminRouter(deps: WebhookAdminDeps): Router {
     const id = await instanceId(ctx.params.id);
     const query = parse({ ...ctx.query }, DeliveriesQuery);
     if (query.cursor !== undefined && decodeCursor(query.cursor) === null) {
-      throw new ApiError(400, 'VALIDATION_FAILED', 'cursor is invalid', { field: 'cursor' });
+      throw new DomainError('VALIDATION_FAILED', 'cursor is invalid', { field: 'cursor' });
     }
     ok(ctx, await listDeliveries(deps.db, id, { limit: query.limit, cursor: query.cursor, state: query.state }));
   });

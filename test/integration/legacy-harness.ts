@@ -20,7 +20,7 @@ import path from 'node:path';
 import type { Context } from 'koa';
 import { createApp } from '../../src/http/app.js';
 import { silentLogger } from '../../src/log.js';
-import { ApiError } from '../../src/http/errors.js';
+import { DomainError } from '../../src/errors.js';
 import type { InstanceHandle } from '../../src/actors/handle.js';
 import { createInstance, type Instance } from '../../src/store/instances.js';
 import { EXISTING_INSTANCE_DEFAULTS, type InstanceSettings } from '../../src/queue/settings.js';
@@ -91,7 +91,7 @@ export async function startV1Harness(label: string, env: Record<string, string> 
 
   const directSend = async (handle: InstanceHandle, job: { kind: 'text' | 'media'; chatId: string; payload: Record<string, unknown> }): Promise<DirectSendResult> => {
     const inst = byId.get(handle.id);
-    if (!inst) throw new ApiError(502, 'INSTANCE_UNREACHABLE', 'no such instance');
+    if (!inst) throw new DomainError('INSTANCE_UNREACHABLE', 'no such instance');
     const now = clock.now();
     if (inst.mode === 'memory-degraded') {
       const retryAt = gateRetryAt(inst, now);
@@ -109,7 +109,7 @@ export async function startV1Harness(label: string, env: Record<string, string> 
   const router = legacyRouter({
     handleOf: (ctx: Context) => {
       const inst = byName.get(ctx.get('x-instance'));
-      if (!inst) throw new ApiError(502, 'INSTANCE_UNREACHABLE', 'the instance is not running on this gateway');
+      if (!inst) throw new DomainError('INSTANCE_UNREACHABLE', 'the instance is not running on this gateway');
       return inst.handle;
     },
     workerOf: (id) => byId.get(id)?.worker,

@@ -6,7 +6,8 @@
 import { DriverError, type Driver, type SendContent, type SendOptions, type SendResult } from '../../src/drivers/contract.js';
 import type { InstanceHandle, InstanceView } from '../../src/actors/handle.js';
 import type { Instance } from '../../src/store/instances.js';
-import { instanceOffline } from '../../src/http/errors.js';
+import { instanceOffline } from '../../src/errors.js';
+import { driverErrorToDomain } from '../../src/drivers/domain-errors.js';
 import { simulatedClock, type Clock, type TimerHandle } from '../../src/clock.js';
 import { MiniNetwork } from './routes-harness.js';
 
@@ -134,8 +135,14 @@ export class V1Handle implements InstanceHandle {
     };
   }
 
-  async call<T>(_op: string, fn: (driver: Driver) => Promise<T>): Promise<T> {
+  async call<T>(op: string, fn: (driver: Driver) => Promise<T>): Promise<T> {
     if (!this.connected) throw instanceOffline({ status: this.view().status });
-    return fn(this.driver);
+    try {
+      return await fn(this.driver);
+    } catch (err) {
+      // the runtime's own mapping (src/actors/runtime.ts call())
+      if (err instanceof DriverError) throw driverErrorToDomain(err, op, { status: this.view().status });
+      throw err;
+    }
   }
 }

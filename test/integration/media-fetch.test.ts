@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { assertPublicUrl, safeFetch, type Resolver } from '../../src/media/ssrf.js';
-import { ApiError } from '../../src/http/errors.js';
+import { DomainError } from '../../src/errors.js';
 import { simulatedClock } from '../../src/clock.js';
 
 const MiB = 1024 * 1024;
@@ -44,11 +44,11 @@ async function serve(host: string, handler: http.RequestListener): Promise<TestS
 const resolverFrom = (table: Record<string, string[]>): Resolver => async (host) =>
   (table[host] ?? [PUBLIC_V4]).map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
 
-async function refusal(p: Promise<unknown>): Promise<ApiError> {
+async function refusal(p: Promise<unknown>): Promise<DomainError> {
   try {
     await p;
   } catch (err) {
-    assert.ok(err instanceof ApiError, `expected ApiError, got ${String(err)}`);
+    assert.ok(err instanceof DomainError, `expected DomainError, got ${String(err)}`);
     assert.equal(err.status, 400);
     assert.equal(err.code, 'VALIDATION_FAILED');
     return err;

@@ -5,7 +5,7 @@
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ApiError } from '../../src/http/errors.js';
+import { DomainError } from '../../src/errors.js';
 import { boundaryOf, dispositionParams, readMultipart, type MultipartLimits } from '../../src/media/multipart.js';
 
 const B = 'XyZzy-bound4ry';
@@ -43,11 +43,11 @@ async function parseAll(source: AsyncIterable<Buffer>, limits: MultipartLimits =
   return out;
 }
 
-async function rejectsWith(p: Promise<unknown>, status: number, code: string): Promise<ApiError> {
+async function rejectsWith(p: Promise<unknown>, status: number, code: string): Promise<DomainError> {
   try {
     await p;
   } catch (err) {
-    assert.ok(err instanceof ApiError, String(err));
+    assert.ok(err instanceof DomainError, String(err));
     assert.equal(err.status, status, err.message);
     assert.equal(err.code, code);
     return err;

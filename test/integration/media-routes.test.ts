@@ -14,7 +14,7 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import Koa from 'koa';
 import { createTestDb, type TestDb } from '../helpers/db.js';
-import { ApiError } from '../../src/http/errors.js';
+import { DomainError } from '../../src/errors.js';
 import { createMediaStore, type MediaStore } from '../../src/media/store.js';
 import { contentDisposition, createMediaRouter } from '../../src/media/routes.js';
 import { cleanFilename, normaliseMimetype } from '../../src/media/upload.js';
@@ -152,7 +152,7 @@ before(async () => {
     try {
       await next();
     } catch (err) {
-      if (!(err instanceof ApiError)) throw err;
+      if (!(err instanceof DomainError)) throw err;
       ctx.status = err.status;
       ctx.body = { success: false, error: err.message, code: err.code, data: err.data, ...err.extra };
     }

@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createTestDb, type TestDb } from '../helpers/db.js';
 import { simulatedClock } from '../../src/clock.js';
-import { ApiError } from '../../src/http/errors.js';
+import { DomainError } from '../../src/errors.js';
 import { createMediaStore, type MediaStore, type MediaStoreOptions } from '../../src/media/store.js';
 
 const KiB = 1024;
@@ -29,11 +29,11 @@ async function addInstance(name: string): Promise<string> {
   return id;
 }
 
-async function expectApiError(p: Promise<unknown>, status: number, code: string): Promise<ApiError> {
+async function expectApiError(p: Promise<unknown>, status: number, code: string): Promise<DomainError> {
   try {
     await p;
   } catch (err) {
-    assert.ok(err instanceof ApiError, `expected ApiError ${code}, got ${String(err)}`);
+    assert.ok(err instanceof DomainError, `expected DomainError ${code}, got ${String(err)}`);
     assert.equal(err.status, status, err.message);
     assert.equal(err.code, code);
     return err;

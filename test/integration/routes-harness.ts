@@ -1,6 +1,6 @@
 /**
  * Harness for the network route tests (routes-*.test.ts): an InstanceHandle with the mapping documented in
- * src/actors/handle.ts (offline → 503, DriverError → 500 WA_CALL_FAILED, ApiErrors as thrown) over any
+ * src/actors/handle.ts (offline → 503, DriverError → driverErrorToDomain, DomainErrors as thrown) over any
  * driver, and the real Koa application (src/http/app.ts: the real error boundary and koa-body) on a loopback
  * port. The drivers: the in-memory network of routes-mini-network.ts (fine-grained cases, fault injection)
  * and the sandbox network's own driver (routes-sandbox.test.ts).
@@ -11,7 +11,8 @@ import type Router from '@koa/router';
 import { createRouter } from '../../src/http/router.js';
 import { createApp } from '../../src/http/app.js';
 import { silentLogger } from '../../src/log.js';
-import { ApiError, instanceOffline, waCallFailed } from '../../src/http/errors.js';
+import { DomainError, instanceOffline } from '../../src/errors.js';
+import { driverErrorToDomain } from '../../src/drivers/domain-errors.js';
 import { DriverError, type Driver } from '../../src/drivers/contract.js';
 import type { InstanceHandle, InstanceView } from '../../src/actors/handle.js';
 import type { Instance } from '../../src/store/instances.js';
@@ -61,8 +62,8 @@ export class TestHandle implements InstanceHandle {
     try {
       return await fn(this.driver);
     } catch (err) {
-      if (err instanceof ApiError) throw err;
-      if (err instanceof DriverError) throw waCallFailed();
+      if (err instanceof DomainError) throw err;
+      if (err instanceof DriverError) throw driverErrorToDomain(err, op, { status: this.view().status });
       throw err;
     }
   }

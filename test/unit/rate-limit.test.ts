@@ -2,7 +2,7 @@ import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { simulatedClock } from '../../src/clock.js';
 import { InteractionLimiter } from '../../src/http/rate-limit.js';
-import { ApiError } from '../../src/http/errors.js';
+import { DomainError } from '../../src/errors.js';
 
 describe('InteractionLimiter (60 calls per 60 s per instance, sliding)', () => {
   test('the 61st call inside the window is refused with the wait until the oldest call leaves', () => {
@@ -65,7 +65,7 @@ describe('InteractionLimiter (60 calls per 60 s per instance, sliding)', () => {
     assert.throws(
       () => limiter.consume('a'),
       (err: unknown) =>
-        err instanceof ApiError && err.status === 429 && err.code === 'RATE_LIMITED' && err.data.retryAfterMs === 50_000,
+        err instanceof DomainError && err.status === 429 && err.code === 'RATE_LIMITED' && err.data.retryAfterMs === 50_000,
     );
     assert.throws(() => new InteractionLimiter(clock, { points: 0 }), RangeError);
   });

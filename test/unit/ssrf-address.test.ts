@@ -7,7 +7,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { classifyAddress, parseIPv6 } from '../../src/media/address.js';
 import { assertPublicUrl, checkUrlSyntax, type Resolver } from '../../src/media/ssrf.js';
-import { ApiError } from '../../src/http/errors.js';
+import { DomainError } from '../../src/errors.js';
 
 const PUBLIC_V4 = '93.184.216.34';
 
@@ -21,11 +21,11 @@ function resolverFrom(table: Record<string, string[]>): Resolver & { calls: stri
   return Object.assign(fn, { calls });
 }
 
-async function refused(url: string, resolver: Resolver, field = 'mediaUrl'): Promise<ApiError> {
+async function refused(url: string, resolver: Resolver, field = 'mediaUrl'): Promise<DomainError> {
   try {
     await assertPublicUrl(url, { resolver, field });
   } catch (err) {
-    assert.ok(err instanceof ApiError, `expected ApiError for ${url}, got ${String(err)}`);
+    assert.ok(err instanceof DomainError, `expected DomainError for ${url}, got ${String(err)}`);
     assert.equal(err.status, 400);
     assert.equal(err.code, 'VALIDATION_FAILED');
     assert.equal(err.data.field, field);
@@ -174,7 +174,7 @@ describe('assertPublicUrl: the SSRF matrix at acceptance', () => {
   test('allowPrivate (operator setting) skips address checks but never the scheme check', async () => {
     await assertPublicUrl('http://127.0.0.1:9/hook', { resolver, allowPrivate: true, field: 'url' });
     await assertPublicUrl('http://localhost:9/hook', { resolver, allowPrivate: true, field: 'url' });
-    await assert.rejects(assertPublicUrl('file:///etc/passwd', { resolver, allowPrivate: true, field: 'url' }), ApiError);
+    await assert.rejects(assertPublicUrl('file:///etc/passwd', { resolver, allowPrivate: true, field: 'url' }), DomainError);
   });
 
   test('credentials in the URL never appear in the error', async () => {
@@ -184,7 +184,7 @@ describe('assertPublicUrl: the SSRF matrix at acceptance', () => {
   });
 
   test('checkUrlSyntax never resolves', () => {
-    assert.throws(() => checkUrlSyntax('http://[::1]/'), ApiError);
+    assert.throws(() => checkUrlSyntax('http://[::1]/'), DomainError);
     assert.equal(checkUrlSyntax('http://some.name/').hostname, 'some.name');
   });
 });

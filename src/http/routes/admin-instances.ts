@@ -5,9 +5,9 @@
 import Router from '@koa/router';
 import { createRouter } from '../router.js';
 import { defaulted, enums, object, optional, pattern, record, size, string, unknown, StructError } from 'superstruct';
-import { ok, structField, structMessage } from '../envelope.js';
-import { ApiError, validationFailed } from '../errors.js';
-import { matching, parse } from '../validate.js';
+import { ok } from '../envelope.js';
+import { DomainError, validationFailed } from '../../errors.js';
+import { matching, parse, structField, structMessage } from '../validate.js';
 import { SettingsPatchStruct, type InstanceSettings, type SettingsPatch } from '../../queue/settings.js';
 import type { Instance } from '../../store/instances.js';
 
@@ -51,7 +51,7 @@ export function adminInstancesRouter(admin: InstanceAdmin): Router {
   const router = createRouter();
   const load = async (id: string): Promise<Instance> => {
     const inst = await admin.get(id);
-    if (!inst) throw new ApiError(404, 'INSTANCE_NOT_FOUND', 'no such instance', { instanceId: id });
+    if (!inst) throw new DomainError('INSTANCE_NOT_FOUND', 'no such instance', { instanceId: id });
     return inst;
   };
 
@@ -59,7 +59,7 @@ export function adminInstancesRouter(admin: InstanceAdmin): Router {
     const input = parse(ctx.request.body, CreateSchema);
     const settings = input.settings === undefined ? undefined : await inSettings(() => parse(input.settings, SettingsPatchStruct));
     const existing = (await admin.list()).find((i) => i.name === input.name);
-    if (existing) throw new ApiError(409, 'CONFLICT', `an instance named ${input.name} exists`, { field: 'name' });
+    if (existing) throw new DomainError('CONFLICT', `an instance named ${input.name} exists`, { field: 'name' });
     const { instance, apiKey } = await inSettings(() => admin.create({ name: input.name, driver: input.driver, ...(settings ? { settings } : {}) }));
     ok(ctx, { instance: admin.describe(instance), apiKey }, 201);
   });

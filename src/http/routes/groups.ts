@@ -13,7 +13,7 @@ import { createRouter } from '../router.js';
 import type { Context } from 'koa';
 import { array, object, optional, pattern, record, refine, size, string, unknown, type Infer } from 'superstruct';
 import { ok } from '../envelope.js';
-import { ApiError, validationFailed } from '../errors.js';
+import { DomainError, validationFailed } from '../../errors.js';
 import { parse } from '../validate.js';
 import { consumeInteraction } from '../rate-limit.js';
 import { DEADLINES, type InstanceHandle } from '../../actors/handle.js';
@@ -150,7 +150,7 @@ export function groupsRouter(deps: GroupsRouteDeps): Router {
   return router;
 }
 
-export const notAGroup = (groupId: string) => new ApiError(400, 'NOT_A_GROUP', 'the target is not a group', { groupId });
+export const notAGroup = (groupId: string) => new DomainError('NOT_A_GROUP', 'the target is not a group', { groupId });
 
 /**
  * The driver saying the id is no group (or, on the group lookup, unknown) means the caller's id is wrong, not

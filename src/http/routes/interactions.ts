@@ -13,7 +13,7 @@ import { createRouter } from '../router.js';
 import type { Context, Next } from 'koa';
 import { array, boolean, defaulted, integer, min, object, optional, pattern, size, string, type } from 'superstruct';
 import { ok } from '../envelope.js';
-import { ApiError } from '../errors.js';
+import { DomainError } from '../../errors.js';
 import { parse } from '../validate.js';
 import { consumeInteraction } from '../rate-limit.js';
 import { DEADLINES, type InstanceHandle } from '../../actors/handle.js';
@@ -111,7 +111,7 @@ export function interactionsRouter(deps: InteractionsRouteDeps): Router {
     if (!edited) {
       // whatsapp-web.js answers null when the message cannot be edited (not ours, not text, too old): the
       // request asks for what the network never allows, a client error (409), not a failed call (500)
-      throw new ApiError(409, 'CONFLICT', 'this message cannot be edited: only own text messages can be edited, within 15 minutes', {
+      throw new DomainError('CONFLICT', 'this message cannot be edited: only own text messages can be edited, within 15 minutes', {
         reason: 'not_editable',
         msgId,
       });

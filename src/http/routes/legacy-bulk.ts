@@ -14,7 +14,8 @@
  *   ordered restart the entries are accepted and go out once connected.
  */
 import type { Context } from 'koa';
-import { ApiError, V1Error } from '../errors.js';
+import { DomainError } from '../../errors.js';
+import { V1Error } from '../errors.js';
 import { ok } from '../envelope.js';
 import { legacyWaitMs, type Config } from '../../config.js';
 import type { Clock } from '../../clock.js';
@@ -80,7 +81,7 @@ async function queueEntries(deps: BulkDeps, worker: QueueWorker, entries: BulkEn
       const { job } = await worker.accept(req);
       return bulkQueued(e.send.phone, job, clock.now());
     } catch (err) {
-      if (err instanceof ApiError) return bulkRejected(e.send.phone, err.message);
+      if (err instanceof DomainError) return bulkRejected(e.send.phone, err.message);
       // the store went away before this entry's batch was committed: this entry was not queued
       if (isConnectionError(err)) return bulkRejected(e.send.phone, 'the persistent queue became unreachable: not queued');
       throw err;
@@ -90,7 +91,7 @@ async function queueEntries(deps: BulkDeps, worker: QueueWorker, entries: BulkEn
     return await withGatewayDeadline(clock, legacyWaitMs(deps.config), Promise.all(answers));
   } catch (err) {
     // INSTANCE_TIMEOUT, or a commit whose outcome the broken connection hid (CommitOutcomeUnknown)
-    if ((err instanceof ApiError && err.code === 'INSTANCE_TIMEOUT') || err instanceof CommitOutcomeUnknown) {
+    if ((err instanceof DomainError && err.code === 'INSTANCE_TIMEOUT') || err instanceof CommitOutcomeUnknown) {
       throw new V1Error(500, 'the queue did not confirm the entries (no answer in time, or the store connection broke during a commit); some may have been queued: do not resend, see /api/v2/queue/items');
     }
     throw err;

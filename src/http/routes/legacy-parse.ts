@@ -7,8 +7,9 @@
  * failure", which v1 collapses into 500 (SPEC.md "Errors"). Both bodies are `{success:false, error}`.
  */
 import { StructError } from 'superstruct';
-import { ApiError, V1Error } from '../errors.js';
-import { structMessage } from '../envelope.js';
+import { DomainError } from '../../errors.js';
+import { V1Error } from '../errors.js';
+import { structMessage } from '../validate.js';
 import { parseSend, type ParsedSend } from './send-schemas.js';
 import { normalizePhone } from '../../phone.js';
 
@@ -92,7 +93,7 @@ export function asV1Failure<T>(f: () => T): T {
   try {
     return f();
   } catch (err) {
-    if (err instanceof ApiError) throw invalid(err.message);
+    if (err instanceof DomainError) throw invalid(err.message);
     if (err instanceof StructError) throw invalid(structMessage(err));
     throw err;
   }

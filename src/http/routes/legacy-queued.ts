@@ -14,7 +14,8 @@
  *   worker), the job is cancelled; a job already being sent is answered 500 "may have been delivered".
  */
 import type { Context } from 'koa';
-import { ApiError, V1Error } from '../errors.js';
+import { DomainError } from '../../errors.js';
+import { V1Error } from '../errors.js';
 import { ok } from '../envelope.js';
 import { legacyWaitMs, type Config } from '../../config.js';
 import type { Clock } from '../../clock.js';
@@ -82,7 +83,7 @@ export async function sendThroughQueue(ctx: Context, deps: QueuedDeps, handle: I
   try {
     ({ job } = await withGatewayDeadline(clock, waitMs, worker.accept(req)));
   } catch (err) {
-    if (err instanceof ApiError && err.code === 'TTL_UNREACHABLE') {
+    if (err instanceof DomainError && err.code === 'TTL_UNREACHABLE') {
       // the planner already knows the slot is outside the job's validity: answer now, nothing was created
       if (shortLived) return answerOutcome(ctx, send, notSentInTime(handle, settings, clock.now(), waitMs));
       throw new V1Error(500, 'not sent: the send limits leave no slot before the message would expire; nothing was sent');
@@ -116,7 +117,7 @@ async function closeWait(deps: QueuedDeps, worker: QueueWorker, job: Job, whyExp
     // The store went away: the cancellation ran (so no dispatch was in progress) but could not be written.
     // Nothing was sent, and nothing will be: the job's validity ended before the wait did.
     if (isConnectionError(err)) return { kind: 'not_sent', offline: true, error: STORE_LOST_QUEUED };
-    if (!(err instanceof ApiError) || err.code !== 'JOB_NOT_CANCELLABLE') throw err;
+    if (!(err instanceof DomainError) || err.code !== 'JOB_NOT_CANCELLABLE') throw err;
     if (err.data.state === 'sending') return inFlight;
     // it ended between the wait and the cancellation: read the outcome
     const ended = await worker.waitForTerminal(job.id, CANCEL_GRACE_MS);

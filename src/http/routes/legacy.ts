@@ -12,9 +12,7 @@
 import Router from '@koa/router';
 import { createRouter } from '../router.js';
 import type { Context, Middleware } from 'koa';
-import { StructError } from 'superstruct';
-import { ApiError, V1Error } from '../errors.js';
-import { structMessage } from '../envelope.js';
+import { V1Error } from '../errors.js';
 import type { Config } from '../../config.js';
 import type { Clock } from '../../clock.js';
 import type { Logger } from '../../log.js';
@@ -22,9 +20,8 @@ import type { InstanceHandle } from '../../actors/handle.js';
 import type { QueueWorker } from '../../queue/worker.js';
 import type { QueueModeOf } from './queue.js';
 import { parseV1Send, type V1Kind } from './legacy-parse.js';
-import { COMMIT_UNKNOWN, NOT_CONNECTED, STORE_LOST } from './legacy-answer.js';
-import { isConnectionError } from '../../store/health.js';
-import { CommitOutcomeUnknown } from '../../store/pool.js';
+import { NOT_CONNECTED } from './legacy-answer.js';
+import { toV1GuardError, toV1SendError } from '../translate.js';
 import { requireConnectedOrRestarting, sendThroughQueue } from './legacy-queued.js';
 import { sendDirect, type DirectSend } from './legacy-direct.js';
 import { sendBulk } from './legacy-bulk.js';
@@ -68,14 +65,13 @@ async function send(ctx: Context, deps: LegacyRouteDeps, kind: V1Kind, route: st
   await sendThroughQueue(ctx, deps, handle, worker, v1, route);
 }
 
-/** Every error of a v1 route leaves as a V1Error: v1 has no codes, and most failures collapse into 500. */
+/** Every error of a v1 route leaves as a V1Error (translate.ts): v1 has no codes, most failures collapse into 500. */
 function v1Route(deps: LegacyRouteDeps, handler: (ctx: Context) => Promise<void>) {
   return async (ctx: Context): Promise<void> => {
     try {
       await handler(ctx);
     } catch (err) {
-      if (isConnectionError(err) || err instanceof CommitOutcomeUnknown) deps.onStoreError?.();
-      throw toV1Error(err, deps.log, ctx);
+      throw toV1SendError(err, { log: deps.log, method: ctx.method, path: ctx.path, onStoreError: deps.onStoreError });
     }
   };
 }
@@ -90,32 +86,7 @@ export function v1Guard(guard: Middleware): Middleware {
     try {
       await guard(ctx, next);
     } catch (err) {
-      if (err instanceof ApiError && err.code === 'QUEUE_STORE_UNAVAILABLE') throw new V1Error(503, err.message);
-      throw err;
+      throw toV1GuardError(err);
     }
   };
-}
-
-export function toV1Error(err: unknown, log: Logger | undefined, ctx: Context): V1Error {
-  if (err instanceof V1Error) return err;
-  if (err instanceof ApiError) {
-    switch (err.code) {
-      case 'INSTANCE_OFFLINE':
-      case 'INSTANCE_UNREACHABLE':
-        return new V1Error(503, NOT_CONNECTED);
-      case 'INSTANCE_TIMEOUT':
-        return new V1Error(500, 'no answer in time; the message may have been accepted: do not resend');
-      case 'QUEUE_STORE_UNAVAILABLE':
-        return new V1Error(503, STORE_LOST);
-      default:
-        return new V1Error(500, err.message);
-    }
-  }
-  if (err instanceof StructError) return new V1Error(500, structMessage(err));
-  // PostgreSQL went away under the request. Before the COMMIT nothing was accepted (503: the caller may
-  // resend); during it the message may be queued (500: do not resend).
-  if (err instanceof CommitOutcomeUnknown) return new V1Error(500, COMMIT_UNKNOWN);
-  if (isConnectionError(err)) return new V1Error(503, STORE_LOST);
-  log?.error({ err, method: ctx.method, path: ctx.path }, 'unhandled error in a v1 route');
-  return new V1Error(500, 'internal error');
 }

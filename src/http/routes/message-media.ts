@@ -8,7 +8,7 @@ import Router from '@koa/router';
 import { createRouter } from '../router.js';
 import type { Context, Next } from 'koa';
 import { ok } from '../envelope.js';
-import { ApiError } from '../errors.js';
+import { DomainError } from '../../errors.js';
 import { DEADLINES, type InstanceHandle } from '../../actors/handle.js';
 import type { MediaStore } from '../../media/store.js';
 import { messageMediaView } from '../../media/record.js';
@@ -23,15 +23,15 @@ export function messageMediaRouter(deps: { handleOf(ctx: Context): InstanceHandl
     if (msgId.startsWith('wq_')) return next();
     const handle = deps.handleOf(ctx);
     const message = await handle.call('getMessageById', (d) => d.getMessageById(msgId), DEADLINES.read);
-    if (!message) throw new ApiError(404, 'MESSAGE_NOT_FOUND', 'no such message', { msgId });
-    if (!message.hasMedia) throw new ApiError(404, 'NO_MEDIA', 'the message has no attachment', { msgId });
+    if (!message) throw new DomainError('MESSAGE_NOT_FOUND', 'no such message', { msgId });
+    if (!message.hasMedia) throw new DomainError('NO_MEDIA', 'the message has no attachment', { msgId });
     const info = { mimetype: message.mediaInfo?.mimetype ?? 'application/octet-stream', filename: message.mediaInfo?.filename ?? null, size: message.mediaInfo?.size ?? 0 };
     const enabled = handle.instance.settings.storeIncomingMedia;
     let stored = await deps.store.findByMessage(handle.id, msgId);
     let fetched: MessageMedia | null = null;
     const download = async () => {
       fetched ??= await handle.call('downloadMedia', (d) => d.downloadMedia(msgId), DEADLINES.read);
-      if (!fetched) throw new ApiError(404, 'NO_MEDIA', 'the network no longer has this attachment', { msgId });
+      if (!fetched) throw new DomainError('NO_MEDIA', 'the network no longer has this attachment', { msgId });
       return fetched;
     };
     if (enabled && !stored) {

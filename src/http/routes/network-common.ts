@@ -6,7 +6,7 @@
  */
 import type { Context } from 'koa';
 import { DriverError } from '../../drivers/contract.js';
-import { ApiError, validationFailed } from '../errors.js';
+import { DomainError, validationFailed } from '../../errors.js';
 import type { InstanceHandle } from '../../actors/handle.js';
 import type { Clock } from '../../clock.js';
 import type { InteractionLimiter } from '../rate-limit.js';
@@ -67,8 +67,8 @@ export function messageIdParam(ctx: Context, name = 'msgId'): string {
   return raw;
 }
 
-/** Run a driver call, turning the driver's NOT_FOUND into the route's own 404 (or other) ApiError. */
-export async function orNotFound<T>(p: Promise<T>, make: () => ApiError): Promise<T> {
+/** Run a driver call, turning the driver's NOT_FOUND into the route's own 404 (or other) DomainError. */
+export async function orNotFound<T>(p: Promise<T>, make: () => DomainError): Promise<T> {
   try {
     return await p;
   } catch (err) {
@@ -77,7 +77,7 @@ export async function orNotFound<T>(p: Promise<T>, make: () => ApiError): Promis
   }
 }
 
-export const chatNotFound = (chatId: string) => new ApiError(404, 'CHAT_NOT_FOUND', 'no such chat', { chatId });
-export const messageNotFound = (msgId: string) => new ApiError(404, 'MESSAGE_NOT_FOUND', 'no such message', { msgId });
+export const chatNotFound = (chatId: string) => new DomainError('CHAT_NOT_FOUND', 'no such chat', { chatId });
+export const messageNotFound = (msgId: string) => new DomainError('MESSAGE_NOT_FOUND', 'no such message', { msgId });
 export const contactNotFound = (contactId: string) =>
-  new ApiError(404, 'CONTACT_NOT_FOUND', 'no such contact', { contactId });
+  new DomainError('CONTACT_NOT_FOUND', 'no such contact', { contactId });

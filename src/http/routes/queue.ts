@@ -8,7 +8,7 @@ import { createRouter } from '../router.js';
 import type { Context, Next } from 'koa';
 import { enums, integer, object, optional, pattern, size, string, coerce } from 'superstruct';
 import { ok } from '../envelope.js';
-import { ApiError, queueStoreUnavailable } from '../errors.js';
+import { DomainError, queueStoreUnavailable } from '../../errors.js';
 import { parse } from '../validate.js';
 import { jobStatus } from '../../queue/format.js';
 import { getJob, listJobs, queueCounts, findByIdempotencyKey } from '../../queue/jobs.js';
@@ -49,12 +49,12 @@ export function queueRouter(deps: QueueRouteDeps): Router {
   const router = createRouter('/api/v2');
   const workerOrFail = (handle: InstanceHandle): QueueWorker => {
     const w = deps.workerOf(handle.id);
-    if (!w) throw new ApiError(502, 'INSTANCE_UNREACHABLE', 'the instance is not running on this gateway');
+    if (!w) throw new DomainError('INSTANCE_UNREACHABLE', 'the instance is not running on this gateway');
     return w;
   };
   const loadJob = async (handle: InstanceHandle, jobId: string) => {
     const job = await getJob(deps.pool, handle.id, jobId);
-    if (!job) throw new ApiError(404, 'JOB_NOT_FOUND', 'no such job', { jobId });
+    if (!job) throw new DomainError('JOB_NOT_FOUND', 'no such job', { jobId });
     return job;
   };
 
@@ -104,7 +104,7 @@ export function queueRouter(deps: QueueRouteDeps): Router {
     const { idempotencyKey } = parse(ctx.query, KeyQuery);
     const now = deps.clock.now();
     const found = await findByIdempotencyKey(deps.pool, handle.id, idempotencyKey, now - IDEMPOTENCY_RETENTION_MS);
-    if (!found) throw new ApiError(404, 'JOB_NOT_FOUND', 'no job for this idempotency key', { idempotencyKey });
+    if (!found) throw new DomainError('JOB_NOT_FOUND', 'no job for this idempotency key', { idempotencyKey });
     ok(ctx, jobStatus(found.job, now));
   });
 
@@ -129,7 +129,7 @@ export function queueRouter(deps: QueueRouteDeps): Router {
     const handle = deps.handleOf(ctx);
     const old = await loadJob(handle, id);
     if (!canRequeue(old.state)) {
-      throw new ApiError(409, 'JOB_NOT_REQUEUEABLE', `a job in state ${old.state} cannot be requeued; only failed, expired or cancelled jobs`, { jobId: id, state: old.state });
+      throw new DomainError('JOB_NOT_REQUEUEABLE', `a job in state ${old.state} cannot be requeued; only failed, expired or cancelled jobs`, { jobId: id, state: old.state });
     }
     const worker = v2Gate(deps, handle);
     // The derived key makes a repeated requeue of the same job a replay, never a second message.

@@ -13,7 +13,8 @@ import Router from '@koa/router';
 import { createRouter } from '../router.js';
 import type { Context, Next } from 'koa';
 import { ok } from '../envelope.js';
-import { ApiError, V1Error, validationFailed } from '../errors.js';
+import { DomainError, validationFailed } from '../../errors.js';
+import { toV1ReadError } from '../translate.js';
 import { DEADLINES } from '../../actors/handle.js';
 import { toChat, toContact, toMessage } from './wire-format.js';
 import { normalizePhone } from '../../phone.js';
@@ -125,8 +126,7 @@ export function readsRouter(deps: ReadsRouteDeps): Router {
       const phone = phoneParam(ctx);
       ok(ctx, await lookUp(deps, ctx, phone));
     } catch (err) {
-      if (err instanceof ApiError) throw new V1Error(err.status, err.message);
-      throw err;
+      throw toV1ReadError(err);
     }
   });
 

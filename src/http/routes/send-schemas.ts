@@ -7,7 +7,7 @@ import {
   array, boolean, integer, nonempty, number, optional, pattern, refine, size, string, type,
   type Infer,
 } from 'superstruct';
-import { ApiError, validationFailed } from '../errors.js';
+import { DomainError, validationFailed } from '../../errors.js';
 import { integerIn, matching, nonBlank, parse } from '../validate.js';
 import { CHAT_ID, CONTACT_ID, normalizePhone, phoneToChatId, chatIdToPhone } from '../../phone.js';
 
@@ -107,7 +107,7 @@ export function idempotencyKeyOf(body: unknown, header: string | undefined): str
   }
   const b = typeof fromBody === 'string' ? fromBody : undefined;
   if (h !== undefined && b !== undefined && h !== b) {
-    throw new ApiError(400, 'IDEMPOTENCY_KEY_CONFLICT', 'X-Idempotency-Key header and body idempotencyKey differ');
+    throw new DomainError('IDEMPOTENCY_KEY_CONFLICT', 'X-Idempotency-Key header and body idempotencyKey differ');
   }
   return h ?? b ?? null;
 }
@@ -279,7 +279,7 @@ function buildPayload(kind: Exclude<SendKind, 'group_create' | 'forward'>, b: Re
       const src = mediaSource(b, true);
       const mt = src.mimetype as string;
       if (!VOICE_MIMETYPES.includes(mt)) {
-        throw new ApiError(400, 'VOICE_MIMETYPE_UNSUPPORTED', `mimetype ${mt} cannot be a voice note; use audio/ogg (Opus)`, { field: 'mimetype', accepted: VOICE_MIMETYPES });
+        throw new DomainError('VOICE_MIMETYPE_UNSUPPORTED', `mimetype ${mt} cannot be a voice note; use audio/ogg (Opus)`, { field: 'mimetype', accepted: VOICE_MIMETYPES });
       }
       if (!mt.startsWith('audio/ogg') && mt !== 'audio/opus') warnings.push('non-ogg audio may not render as PTT on all clients');
       return src;
@@ -287,7 +287,7 @@ function buildPayload(kind: Exclude<SendKind, 'group_create' | 'forward'>, b: Re
     case 'sticker': {
       const src = mediaSource(b, false);
       const mt = src.mimetype as string | undefined;
-      if (mt?.startsWith('video/')) throw new ApiError(400, 'STICKER_VIDEO_UNSUPPORTED', 'video or GIF to sticker is not supported; send an image', { field: 'mimetype' });
+      if (mt?.startsWith('video/')) throw new DomainError('STICKER_VIDEO_UNSUPPORTED', 'video or GIF to sticker is not supported; send an image', { field: 'mimetype' });
       if (mt !== undefined && !mt.startsWith('image/')) throw validationFailed('mimetype', 'a sticker needs an image/* mimetype');
       if (mt === undefined) warnings.push('mimetype not given: only image/* can be converted to a sticker');
       return {

@@ -7,7 +7,7 @@ import { createRouter } from '../router.js';
 import type { Context } from 'koa';
 import { createHash } from 'node:crypto';
 import { ok } from '../envelope.js';
-import { ApiError, instanceOffline, queuePaused, queueStoreUnavailable } from '../errors.js';
+import { DomainError, instanceOffline, queuePaused, queueStoreUnavailable } from '../../errors.js';
 import { parseGroupCreate, parseSend, type ParsedSend, type SendKind } from './send-schemas.js';
 import { acceptedResponse } from '../../queue/format.js';
 import type { AcceptRequest, AcceptResult, QueueWorker } from '../../queue/worker.js';
@@ -21,7 +21,7 @@ export interface SendRouteDeps {
   workerOf(instanceId: string): QueueWorker | undefined;
   modeOf: QueueModeOf;
   clock: Clock;
-  /** acceptance-time media check (SSRF, size, mediaId of this instance); throws ApiError */
+  /** acceptance-time media check (SSRF, size, mediaId of this instance); throws DomainError */
   validateMedia(instanceId: string, payload: Record<string, unknown>): Promise<void>;
 }
 
@@ -55,7 +55,7 @@ function sortKeys(v: unknown): unknown {
 /** Race a queue call against the route's gateway deadline (504 INSTANCE_TIMEOUT). */
 export function withGatewayDeadline<T>(clock: Clock, ms: number, p: Promise<T>): Promise<T> {
   return raceClock(clock, ms, p, () => {
-    throw new ApiError(504, 'INSTANCE_TIMEOUT', 'the instance did not answer in time; the request may have been accepted');
+    throw new DomainError('INSTANCE_TIMEOUT', 'the instance did not answer in time; the request may have been accepted');
   });
 }
 
@@ -67,7 +67,7 @@ export function v2Gate(deps: Pick<SendRouteDeps, 'workerOf' | 'modeOf'>, handle:
   if (view.paused) throw queuePaused();
   if (!view.connected) throw instanceOffline({ status: view.status, detail: view.detail, lastError: view.lastError });
   const worker = deps.workerOf(handle.id);
-  if (!worker) throw new ApiError(502, 'INSTANCE_UNREACHABLE', 'the instance is not running on this gateway');
+  if (!worker) throw new DomainError('INSTANCE_UNREACHABLE', 'the instance is not running on this gateway');
   return worker;
 }
 
@@ -107,7 +107,7 @@ export function sendRouter(deps: SendRouteDeps): Router {
   router.post('/messages/:msgId/forward', async (ctx, next) => {
     const msgId = ctx.params.msgId ?? '';
     if (msgId.startsWith('wq_')) {
-      throw new ApiError(400, 'VALIDATION_FAILED', 'forward takes a network message id, not a queue job id', { field: 'msgId' });
+      throw new DomainError('VALIDATION_FAILED', 'forward takes a network message id, not a queue job id', { field: 'msgId' });
     }
     if (msgId.length === 0) return next();
     await accept(ctx, 'forward', '/api/v2/messages/:msgId/forward', { msgId });

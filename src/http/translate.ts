@@ -1,0 +1,110 @@
+/**
+ * The one translation of errors to answers. `translate()` turns whatever a route threw (DomainError,
+ * superstruct's StructError, a pg connection error, CommitOutcomeUnknown, a DriverError that escaped the
+ * instance's call(), an http-errors client error of a library, anything else: 500 INTERNAL_ERROR) into a
+ * DomainError; the error boundary (envelope.ts) writes it as the v2 envelope, and writes a V1Error's body as is. The v1 routes' frozen shapes
+ * are derived from the same translation (`toV1SendError`, `toV1ReadError`). Route test harnesses use these
+ * functions, never a copy.
+ */
+import { StructError } from 'superstruct';
+import { DomainError, internalError, type ErrorCode } from '../errors.js';
+import { V1Error } from './errors.js';
+import { structField, structMessage } from './validate.js';
+import { DriverError } from '../drivers/contract.js';
+import { driverErrorToDomain } from '../drivers/domain-errors.js';
+import { isConnectionError } from '../store/health.js';
+import { CommitOutcomeUnknown } from '../store/pool.js';
+import type { Logger } from '../log.js';
+import { COMMIT_UNKNOWN, NOT_CONNECTED, STORE_LOST } from './routes/legacy-answer.js';
+
+export interface TranslateOptions {
+  /** the store connection failed under this request: probe the store now */
+  onStoreError?: (() => void) | undefined;
+}
+
+interface HttpLikeError {
+  status?: number;
+  statusCode?: number;
+  expose?: boolean;
+  message?: string;
+}
+
+/** Codes for the 4xx a library may throw with `ctx.throw`/http-errors (our own code throws DomainError). */
+const CLIENT_CODES: Record<number, ErrorCode> = {
+  400: 'VALIDATION_FAILED',
+  401: 'UNAUTHORIZED',
+  403: 'FORBIDDEN',
+  404: 'NOT_FOUND',
+  405: 'METHOD_NOT_ALLOWED',
+  413: 'PAYLOAD_TOO_LARGE',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
+};
+
+/** Anything thrown → the DomainError it answers as (a V1Error is the v1 routes' own answer: see below). */
+export function translate(raw: unknown, opts: TranslateOptions = {}): DomainError {
+  if (raw instanceof DomainError) return raw;
+  if (isConnectionError(raw)) {
+    // PostgreSQL went away under this request: nothing was accepted; the probe switches the mode.
+    opts.onStoreError?.();
+    return new DomainError('QUEUE_STORE_UNAVAILABLE', 'the persistent queue is unreachable; nothing was accepted', { queueMode: 'memory-degraded' });
+  }
+  if (raw instanceof CommitOutcomeUnknown) {
+    // the connection broke during COMMIT: the request may have been accepted (SPEC.md: retry only with a key)
+    opts.onStoreError?.();
+    return new DomainError('INSTANCE_TIMEOUT', 'the store connection broke while committing; the request may have been accepted: retry only with the same idempotency key');
+  }
+  if (raw instanceof StructError) return new DomainError('VALIDATION_FAILED', structMessage(raw), { field: structField(raw) });
+  if (raw instanceof DriverError) return driverErrorToDomain(raw, 'network call', {});
+  const e = (raw ?? {}) as HttpLikeError;
+  const status = e.status ?? e.statusCode;
+  const code = status !== undefined && e.expose === true ? CLIENT_CODES[status] : undefined;
+  // a library's client error keeps its status; CLIENT_CODES agrees with ERROR_STATUS for each of them
+  if (code) return new DomainError(code, e.message ?? code);
+  return internalError();
+}
+
+export interface V1Context {
+  log?: Logger | undefined;
+  method: string;
+  path: string;
+  onStoreError?: (() => void) | undefined;
+}
+
+/**
+ * A v1 send route's answer to a failure (SPEC.md "v1 send outcomes"): `{success:false, error}` with 503 when
+ * nothing was sent and the caller may resend, 500 otherwise (do not resend).
+ */
+export function toV1SendError(raw: unknown, at: V1Context): V1Error {
+  if (raw instanceof V1Error) return raw;
+  // the COMMIT's outcome is unknown: the message may be queued (the v2 translation says INSTANCE_TIMEOUT)
+  if (raw instanceof CommitOutcomeUnknown) {
+    at.onStoreError?.();
+    return new V1Error(500, COMMIT_UNKNOWN);
+  }
+  const err = translate(raw, { onStoreError: at.onStoreError });
+  switch (err.code) {
+    case 'INSTANCE_OFFLINE':
+    case 'INSTANCE_UNREACHABLE':
+      return new V1Error(503, NOT_CONNECTED);
+    case 'INSTANCE_TIMEOUT':
+      return new V1Error(500, 'no answer in time; the message may have been accepted: do not resend');
+    case 'QUEUE_STORE_UNAVAILABLE':
+      // before the COMMIT nothing was accepted: the caller may resend
+      return new V1Error(503, STORE_LOST);
+    case 'INTERNAL_ERROR':
+      if (!(raw instanceof DomainError)) at.log?.error({ err: raw, method: at.method, path: at.path }, 'unhandled error in a v1 route');
+      return new V1Error(500, err.message);
+    default:
+      return new V1Error(500, err.message);
+  }
+}
+
+/** A v1 read (GET /api/check-number/:phone): the v2 status and message, in v1's `{success:false, error}`. */
+export function toV1ReadError(raw: unknown): unknown {
+  return raw instanceof DomainError ? new V1Error(raw.status, raw.message) : raw;
+}
+
+/** The v1 guard: an unverifiable key (store unreachable) is v1's 503; every other answer of the guard is v2's. */
+export function toV1GuardError(raw: unknown): unknown {
+  return raw instanceof DomainError && raw.code === 'QUEUE_STORE_UNAVAILABLE' ? new V1Error(503, raw.message) : raw;
+}
