@@ -122,3 +122,54 @@ export const refusedSchemes: Case[] = [
   { label: 'ws:', url: 'ws://127.0.0.1:{port}/' },
   { label: 'no scheme', url: '//127.0.0.1:{port}/a.png' },
 ];
+
+/**
+ * Paths of the public stand-in (ssrf-matrix-standin.ts) that the acceptance probe refuses: the rule as the
+ * answer words it, what `data` must hold, and exactly the requests the stand-in sees (HEAD first; a GET only
+ * when the HEAD answered 4xx/5xx).
+ */
+export interface ProbeRefusal {
+  label: string;
+  path: string;
+  rule: RegExp;
+  data?: Record<string, unknown>;
+  requests: string[];
+}
+
+export const probeRefusals: ProbeRefusal[] = [
+  {
+    label: 'more than 3 redirect hops: the 5th URL is never requested',
+    path: '/hop/4',
+    rule: /^mediaUrl redirects more than 3 times$/,
+    data: { reason: 'too_many_redirects' },
+    requests: ['HEAD /hop/4', 'HEAD /hop/3', 'HEAD /hop/2', 'HEAD /hop/1'],
+  },
+  {
+    label: 'a declared Content-Length above 16 MiB: refused on the HEAD, nothing read',
+    path: '/declared-17mib',
+    rule: /^mediaUrl response exceeds 16777216 bytes \(Content-Length: 17825792\)$/,
+    data: { reason: 'too_large', maxBytes: 16 * 1024 * 1024 },
+    requests: ['HEAD /declared-17mib'],
+  },
+  {
+    label: 'an error answer names its status (HEAD, then the GET verdict)',
+    path: '/missing',
+    rule: /^mediaUrl answered HTTP 404$/,
+    data: { reason: 'http_status', status: 404 },
+    requests: ['HEAD /missing', 'GET /missing'],
+  },
+  {
+    label: 'a small Content-Length beside chunked framing (smuggling): not valid HTTP',
+    path: '/length-and-chunked',
+    rule: /^mediaUrl could not be reached: the answer is not valid HTTP \(HPE_[A-Z_]+\)$/,
+    data: { reason: 'unreachable' },
+    requests: ['HEAD /length-and-chunked'],
+  },
+  {
+    label: 'two different Content-Lengths: not valid HTTP',
+    path: '/two-lengths',
+    rule: /^mediaUrl could not be reached: the answer is not valid HTTP \(HPE_[A-Z_]+\)$/,
+    data: { reason: 'unreachable' },
+    requests: ['HEAD /two-lengths'],
+  },
+];
