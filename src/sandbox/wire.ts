@@ -1,6 +1,8 @@
 /**
  * How one account sees the network: a NetMessage, a chat, a contact or a group turned into the contract's
  * plain-data shapes from the viewer's side (fromMe, remote, serialized id, author), as whatsapp-web.js has them.
+ * This is the network's side of the Driver contract (what a driver receives), not the API's wire shapes: those
+ * are made from the contract's shapes in src/wire/.
  */
 import type { ChatStateRecord, GroupRecord, NetMessage } from './types.js';
 import type { WireChat, WireContact, WireGroup, WireMessage } from '../drivers/contract.js';

@@ -1,6 +1,6 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { toChat, toContact, toMessage } from '../../src/http/routes/wire-format.js';
+import { toChat, toContact, toMessage } from '../../src/wire/objects.js';
 import type { WireChat, WireContact, WireMessage } from '../../src/drivers/contract.js';
 
 // The field tables of SPEC.md "Chat object" / "Message object" and DESIGN.md's Contact object.

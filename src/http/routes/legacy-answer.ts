@@ -8,7 +8,7 @@
 import type { Context } from 'koa';
 import { ok } from '../envelope.js';
 import { V1Error } from '../errors.js';
-import { etaSeconds } from '../../queue/format.js';
+import { etaSeconds, iso } from '../../wire/job.js';
 import type { Job } from '../../queue/jobs.js';
 import type { DispatchOutcome } from '../../queue/worker.js';
 import type { V1Send } from './legacy-parse.js';
@@ -25,7 +25,6 @@ export const STORE_LOST_QUEUED = 'the persistent queue became unreachable before
 export const COMMIT_UNKNOWN = 'the persistent queue became unreachable while the message was being accepted; it may have been queued: do not resend';
 export const RESTARTING = 'instance not connected: restart in progress';
 
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 const mediaTag = (send: Pick<V1Send, 'kind'>) => (send.kind === 'media' ? { type: 'media' } : {});
 
 /** 200 `{success:true, data:{messageId, phone, status:'sent'}}`, plus `type:'media'` after `status`. */

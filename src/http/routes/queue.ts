@@ -10,7 +10,7 @@ import { enums, integer, object, optional, pattern, size, string, coerce } from 
 import { ok } from '../envelope.js';
 import { DomainError, queueStoreUnavailable } from '../../errors.js';
 import { parse } from '../validate.js';
-import { jobStatus } from '../../queue/format.js';
+import { jobStatus } from '../../wire/job.js';
 import { getJob, listJobs, queueCounts, findByIdempotencyKey } from '../../queue/jobs.js';
 import { IDEMPOTENCY_RETENTION_MS, type QueueWorker } from '../../queue/worker.js';
 import { JOB_STATES, canRequeue } from '../../../machines/job.machine.js';

@@ -16,7 +16,7 @@ import { ok } from '../envelope.js';
 import { DomainError, validationFailed } from '../../errors.js';
 import { toV1ReadError } from '../translate.js';
 import { DEADLINES } from '../../actors/handle.js';
-import { toChat, toContact, toMessage } from './wire-format.js';
+import { toChat, toContact, toMessage } from '../../wire/objects.js';
 import { normalizePhone } from '../../phone.js';
 import {
   chatIdParam,

@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { ok } from '../envelope.js';
 import { DomainError, instanceOffline, queuePaused, queueStoreUnavailable } from '../../errors.js';
 import { parseGroupCreate, parseSend, type ParsedSend, type SendKind } from './send-schemas.js';
-import { acceptedResponse } from '../../queue/format.js';
+import { acceptedResponse } from '../../wire/job.js';
 import type { AcceptRequest, AcceptResult, QueueWorker } from '../../queue/worker.js';
 import type { InstanceHandle } from '../../actors/handle.js';
 import { DEADLINES } from '../../actors/handle.js';
