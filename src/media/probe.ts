@@ -17,7 +17,7 @@
  * their own clock here). Passing the probe proves nothing about later: dispatch fetches with its own checks.
  */
 import { systemClock, type Clock } from '../clock.js';
-import { ApiError } from '../http/errors.js';
+import { DomainError } from '../errors.js';
 import { safeFetch, urlRefused, type UrlCheckOptions } from './ssrf.js';
 
 export const PROBE_TIMEOUT_MS = 10_000;
@@ -61,7 +61,7 @@ function describeUnreachable(code: string | null): string {
 
 /** safeFetch's "could not be fetched" and "did not answer" become "could not be reached: …" at acceptance. */
 function asReachability(err: unknown, field: string, timeoutMs: number): unknown {
-  if (!(err instanceof ApiError)) return err;
+  if (!(err instanceof DomainError)) return err;
   const reason = err.data.reason;
   if (reason === 'timeout') {
     return urlRefused(field, `could not be reached: no answer within ${timeoutMs} ms`, { reason: 'timeout' });

@@ -9,7 +9,7 @@
  * the answer may have changed since acceptance, a stored media may have expired meanwhile.
  */
 import type { MessageMedia } from '../drivers/contract.js';
-import { payloadTooLarge, validationFailed } from '../http/errors.js';
+import { payloadTooLarge, validationFailed } from '../errors.js';
 import type { Clock } from '../clock.js';
 import { dispositionParams } from './multipart.js';
 import { probeMediaUrl } from './probe.js';

@@ -14,7 +14,7 @@
  */
 import fetch, { type Response } from 'node-fetch';
 import { Readable } from 'node:stream';
-import { ApiError } from '../http/errors.js';
+import { DomainError } from '../errors.js';
 import { systemClock, type Clock } from '../clock.js';
 import { ipLiteralOf, type AddressClass } from './address.js';
 import {
@@ -39,8 +39,8 @@ export interface UrlCheckOptions extends AddressPolicy {
   field?: string;
 }
 
-export function urlRefused(field: string, reason: string, data: Record<string, unknown> = {}): ApiError {
-  return new ApiError(400, 'VALIDATION_FAILED', `${field} ${reason}`, { field, ...data });
+export function urlRefused(field: string, reason: string, data: Record<string, unknown> = {}): DomainError {
+  return new DomainError('VALIDATION_FAILED', `${field} ${reason}`, { field, ...data });
 }
 
 /** `redirected`: the refused target is a redirect's, not the URL the caller gave. */
@@ -109,7 +109,7 @@ function checkRedirectTarget(next: URL, opts: UrlCheckOptions): URL {
   try {
     return checkUrlSyntax(next.href, opts);
   } catch (err) {
-    if (!(err instanceof ApiError)) throw err;
+    if (!(err instanceof DomainError)) throw err;
     const field = opts.field ?? 'mediaUrl';
     const reason = typeof err.data.reason === 'string' ? err.data.reason : 'invalid_redirect';
     const said = err.message.startsWith(`${field} `) ? err.message.slice(field.length + 1) : err.message;
@@ -202,7 +202,7 @@ export async function safeFetch(raw: string, opts: SafeFetchOptions): Promise<Sa
   opts.signal?.addEventListener('abort', onCallerAbort, { once: true });
 
   const translate = (err: unknown): unknown => {
-    if (err instanceof ApiError) return err;
+    if (err instanceof DomainError) return err;
     if (opts.signal?.aborted) return opts.signal.reason ?? err;
     if (timedOut) return urlRefused(field, `did not answer within ${opts.timeoutMs} ms`, { reason: 'timeout' });
     const code = err instanceof Error && 'code' in err && typeof err.code === 'string' ? err.code : null;

@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ApiError } from '../../src/http/errors.js';
+import { DomainError } from '../../src/errors.js';
 import { simulatedClock } from '../../src/clock.js';
 import { probeMediaUrl, type ProbeOptions } from '../../src/media/probe.js';
 import type { Resolver } from '../../src/media/ssrf.js';
@@ -107,7 +107,7 @@ async function probe(path: string, extra: Partial<ProbeOptions> = {}) {
     const result = await probeMediaUrl(url(path), opts(extra));
     return { result, error: null, requests: seen.slice(from) };
   } catch (err) {
-    assert.ok(err instanceof ApiError, String(err));
+    assert.ok(err instanceof DomainError, String(err));
     assert.equal(err.status, 400);
     assert.equal(err.code, 'VALIDATION_FAILED');
     assert.equal(err.data.field, 'mediaUrl');
@@ -191,7 +191,7 @@ describe('probeMediaUrl: refused with 400 VALIDATION_FAILED naming the rule', ()
       await probeMediaUrl(`http://cdn.example:${port}/a.png`, opts());
       assert.fail('not refused');
     } catch (err) {
-      assert.ok(err instanceof ApiError);
+      assert.ok(err instanceof DomainError);
       assert.equal(err.message, 'mediaUrl could not be reached: the connection was refused (ECONNREFUSED)');
       assert.deepEqual([err.status, err.data.reason, err.data.field], [400, 'unreachable', 'mediaUrl']);
     }
@@ -204,7 +204,7 @@ describe('probeMediaUrl: refused with 400 VALIDATION_FAILED naming the rule', ()
     while (!seen.slice(from).includes('HEAD /silent')) await new Promise((r) => setTimeout(r, 5));
     clock.increment(10_000);
     await assert.rejects(pending, (err: unknown) => {
-      assert.ok(err instanceof ApiError);
+      assert.ok(err instanceof DomainError);
       assert.equal(err.message, 'mediaUrl could not be reached: no answer within 10000 ms');
       assert.equal(err.data.reason, 'timeout');
       return true;

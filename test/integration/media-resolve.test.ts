@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createTestDb, type TestDb } from '../helpers/db.js';
 import { simulatedClock } from '../../src/clock.js';
-import { ApiError } from '../../src/http/errors.js';
+import { DomainError } from '../../src/errors.js';
 import { createMediaStore, type MediaStore } from '../../src/media/store.js';
 import { decodeBase64Media, resolveMediaSource, validateMediaSourceAtAcceptance, type MediaSourceDeps } from '../../src/media/resolve.js';
 import type { Resolver } from '../../src/media/ssrf.js';
@@ -40,11 +40,11 @@ const resolver: Resolver = async (host) => {
 };
 const requests: string[] = [];
 
-async function rejectsWith(p: Promise<unknown>, status: number, code: string, field?: string): Promise<ApiError> {
+async function rejectsWith(p: Promise<unknown>, status: number, code: string, field?: string): Promise<DomainError> {
   try {
     await p;
   } catch (err) {
-    assert.ok(err instanceof ApiError, String(err));
+    assert.ok(err instanceof DomainError, String(err));
     assert.equal(err.status, status, err.message);
     assert.equal(err.code, code);
     if (field) assert.equal(err.data.field, field);
