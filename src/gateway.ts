@@ -34,10 +34,11 @@ import type { InstanceHandle } from './actors/handle.js';
 import { InstanceAdminService } from './instances.js';
 import { createInstance, listInstances, type Instance } from './store/instances.js';
 import { createSandbox, type Sandbox } from './sandbox/embed.js';
+import { createSandboxControlRouter } from './http/routes/sandbox-control.js';
 import { createNetworkEventHandler } from './actors/network-events.js';
 import { createMediaServices, type MediaServices } from './media/services.js';
-import { createWebhookAdminRouter } from './webhooks/routes.js';
-import { createMediaRouter } from './media/routes.js';
+import { createWebhookAdminRouter } from './http/routes/webhooks.js';
+import { createMediaRouter } from './http/routes/media.js';
 import { interactionsRouter } from './http/routes/interactions.js';
 import { readsRouter } from './http/routes/reads.js';
 import { groupsRouter } from './http/routes/groups.js';
@@ -216,7 +217,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       createMediaRouter({ store: media.store, uploadMaxBytes: config.MEDIA_UPLOAD_MAX_BYTES, getInstanceId: (ctx) => (ctx.state.instance as Instance).id }),
       'stream',
     ),
-    ...(sandbox?.controlRouter ? [adminFamily('sandbox-control', sandbox.controlRouter)] : []),
+    ...(sandbox?.network ? [adminFamily('sandbox-control', createSandboxControlRouter(sandbox.network))] : []),
   ];
   const app = createApp({ log, families, onStoreError: () => void store.suspect() });
   const routes = routeTable(families);

@@ -1,6 +1,6 @@
 /** `mgw sandbox`: the sandbox network as its own process, until SIGTERM/SIGINT (or, under npm, its parent ends). */
 import path from 'node:path';
-import { startSandboxServer } from '../sandbox/server.js';
+import { startSandboxServer } from '../http/sandbox-server.js';
 import { createLogger } from '../log.js';
 import { onStopRequest } from '../stop-signals.js';
 

@@ -1,17 +1,16 @@
 /**
  * The sandbox network as the gateway runs it: in-process (SANDBOX=embedded, the default; state in
  * DATA_DIR/sandbox.json so links survive restarts) or a separate `mgw sandbox` process (SANDBOX=<its URL>),
- * so that a killed gateway does not lose what the network received. The control API (/sandbox/v1) is mounted
- * behind the admin token only when the network runs in-process.
+ * so that a killed gateway does not lose what the network received. The control API (/sandbox/v1,
+ * src/http/routes/sandbox-control.ts) is mounted by the gateway behind the admin token, over `network`, only when
+ * the network runs in-process.
  */
 import path from 'node:path';
-import type Router from '@koa/router';
 import type { Config } from '../config.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { DriverFactory } from '../drivers/contract.js';
 import { SandboxNetwork } from './network.js';
-import { createSandboxControlRouter } from './control-routes.js';
 import { inProcessSandboxApi } from '../drivers/sandbox/in-process.js';
 import { remoteSandboxApi } from '../drivers/sandbox/remote.js';
 import { sandboxDriverFactory } from '../drivers/sandbox/driver.js';
@@ -22,8 +21,6 @@ export interface Sandbox {
   network: SandboxNetwork | null;
   api: SandboxNetworkApi;
   driverFactory: DriverFactory;
-  /** control API router, only for the in-process network */
-  controlRouter: Router | null;
   /** link this instance automatically to `phone` on its first start (demo instance) */
   setAutoLink(instanceId: string, phone: string): void;
   close(): Promise<void>;
@@ -45,7 +42,6 @@ export async function createSandbox(deps: { config: Config; clock: Clock; log: L
     network,
     api,
     driverFactory,
-    controlRouter: network ? createSandboxControlRouter(network) : null,
     setAutoLink: (instanceId, phone) => void autoLinks.set(instanceId, phone),
     async close() {
       network?.close();

@@ -1,4 +1,4 @@
-/** Webhooks: event catalogue, signatures, outbox, configuration, delivery log, sender, admin routes. */
+/** Webhooks: event catalogue, signatures, outbox, configuration, delivery log, sender (the admin routes: src/http/routes/webhooks.ts). */
 export * from './events.js';
 export * from './sign.js';
 export * from './config.js';
@@ -7,5 +7,4 @@ export * from './deliveries.js';
 export * from './pending.js';
 export * from './transport.js';
 export * from './deliver.js';
-export * from './routes.js';
 export * from './driver-events.js';

@@ -9,7 +9,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { startSandboxServer, type SandboxServer } from '../../src/sandbox/server.js';
+import { startSandboxServer, type SandboxServer } from '../../src/http/sandbox-server.js';
 import { createTestDb, type TestDb } from '../helpers/db.js';
 import { waitFor } from '../helpers/gateway.js';
 

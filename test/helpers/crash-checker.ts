@@ -8,7 +8,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { startSandboxServer } from '../../src/sandbox/server.js';
+import { startSandboxServer } from '../../src/http/sandbox-server.js';
 import { createTestDb } from './db.js';
 import type { Pool } from '../../src/store/pool.js';
 import { freePort, startGatewayProcess, type GatewayEnv, type GatewayProcess } from './crash-procs.js';

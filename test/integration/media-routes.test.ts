@@ -16,7 +16,7 @@ import Koa from 'koa';
 import { createTestDb, type TestDb } from '../helpers/db.js';
 import { DomainError } from '../../src/errors.js';
 import { createMediaStore, type MediaStore } from '../../src/media/store.js';
-import { contentDisposition, createMediaRouter } from '../../src/media/routes.js';
+import { contentDisposition, createMediaRouter } from '../../src/http/routes/media.js';
 import { cleanFilename, normaliseMimetype } from '../../src/media/upload.js';
 import { incomingMediaBlock, messageMediaView, type MediaRecord } from '../../src/media/record.js';
 

@@ -12,7 +12,7 @@ import { simulatedClock } from '../../src/clock.js';
 import type { Driver, DriverEventName, DriverEvents } from '../../src/drivers/contract.js';
 import { SandboxDriver } from '../../src/drivers/sandbox/driver.js';
 import { RemoteSandboxApi } from '../../src/drivers/sandbox/remote.js';
-import { startSandboxServer, type SandboxServer } from '../../src/sandbox/server.js';
+import { startSandboxServer, type SandboxServer } from '../../src/http/sandbox-server.js';
 
 const PHONE = '4915100000777';
 

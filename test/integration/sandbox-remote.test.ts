@@ -16,7 +16,7 @@ import { DriverError, type Driver, type DriverEventName, type DriverEvents } fro
 import { SandboxDriver } from '../../src/drivers/sandbox/driver.js';
 import { RemoteSandboxApi } from '../../src/drivers/sandbox/remote.js';
 import type { SandboxEvent } from '../../src/drivers/sandbox/api.js';
-import { startSandboxServer, type SandboxServer } from '../../src/sandbox/server.js';
+import { startSandboxServer, type SandboxServer } from '../../src/http/sandbox-server.js';
 import type { LedgerEntry } from '../../src/sandbox/types.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));

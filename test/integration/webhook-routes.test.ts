@@ -12,7 +12,7 @@ import { createApp } from '../../src/http/app.js';
 import { silentLogger } from '../../src/log.js';
 import { simulatedClock } from '../../src/clock.js';
 import type { Resolver } from '../../src/media/ssrf.js';
-import { createWebhookAdminRouter } from '../../src/webhooks/routes.js';
+import { createWebhookAdminRouter } from '../../src/http/routes/webhooks.js';
 import { enqueueEvent } from '../../src/webhooks/outbox.js';
 import { createWebhookSenders, type WebhookSenders } from '../../src/actors/webhook-sender.js';
 import { createActor, type AnyActorRef } from 'xstate';

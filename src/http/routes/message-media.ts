@@ -12,7 +12,7 @@ import { DomainError } from '../../errors.js';
 import { DEADLINES, type InstanceHandle } from '../../actors/handle.js';
 import type { MediaStore } from '../../media/store.js';
 import { messageMediaView } from '../../media/record.js';
-import { contentDisposition } from '../../media/routes.js';
+import { contentDisposition } from './media.js';
 import type { MessageMedia } from '../../drivers/contract.js';
 
 export function messageMediaRouter(deps: { handleOf(ctx: Context): InstanceHandle; store: MediaStore }): Router {

@@ -1,4 +1,4 @@
-/** The request bodies of the sandbox control API (control-routes.ts), validated with superstruct. */
+/** The request bodies of the sandbox control API (sandbox-control.ts), validated with superstruct. */
 import {
   array,
   boolean,
@@ -15,7 +15,7 @@ import {
   string,
   union,
 } from 'superstruct';
-import type { FaultKind } from './types.js';
+import type { FaultKind } from '../../sandbox/types.js';
 
 const FAULT_KINDS: FaultKind[] = ['not_registered', 'no_id', 'hang', 'call_error', 'invalid_input', 'session_crash', 'browser_death', 'disconnect'];
 const str = size(string(), 1, 4096);

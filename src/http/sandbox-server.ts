@@ -1,16 +1,17 @@
 /**
  * The sandbox network as its own process (`mgw sandbox`): one HTTP server for the remote drivers (`/rpc`,
- * `/rpc/events`) and for the control API (`/sandbox/v1`, through the gateway's own Koa app, so errors have
- * the same envelope). It has no authentication: bind it to loopback or a private network.
+ * `/rpc/events`, src/sandbox/rpc-server.ts) and for the control API (`/sandbox/v1`, through the gateway's own
+ * Koa app, so errors have the same envelope). The composition of that server, so it lives with http/ (the
+ * sandbox itself does not depend on http/). It has no authentication: bind it to loopback or a private network.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Clock } from '../clock.js';
-import { createApp } from '../http/app.js';
+import { createApp } from './app.js';
 import { silentLogger, type Logger } from '../log.js';
-import { createSandboxControlRouter } from './control-routes.js';
-import { SandboxNetwork } from './network.js';
-import { createRpcHandler } from './rpc-server.js';
+import { createSandboxControlRouter } from './routes/sandbox-control.js';
+import { SandboxNetwork } from '../sandbox/network.js';
+import { createRpcHandler } from '../sandbox/rpc-server.js';
 
 export interface SandboxServerOptions {
   port: number;

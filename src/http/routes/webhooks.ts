@@ -12,17 +12,17 @@
  * at every connection.
  */
 import Router from '@koa/router';
-import { createRouter } from '../http/router.js';
+import { createRouter } from '../router.js';
 import { enums, integer, max, min, object, optional, size, string, coerce, defaulted } from 'superstruct';
-import { ok } from '../http/envelope.js';
-import { DomainError } from '../errors.js';
-import { parse } from '../http/validate.js';
-import { assertPublicUrl, type Resolver } from '../media/ssrf.js';
-import type { Clock } from '../clock.js';
-import type { Queryable } from '../store/pool.js';
-import { deleteWebhook, getWebhook, putWebhook, toView, WebhookInput } from './config.js';
-import { decodeCursor, DELIVERY_STATES, listDeliveries } from './deliveries.js';
-import { enqueueEvent } from './outbox.js';
+import { ok } from '../envelope.js';
+import { DomainError } from '../../errors.js';
+import { parse } from '../validate.js';
+import { assertPublicUrl, type Resolver } from '../../media/ssrf.js';
+import type { Clock } from '../../clock.js';
+import type { Queryable } from '../../store/pool.js';
+import { deleteWebhook, getWebhook, putWebhook, toView, WebhookInput } from '../../webhooks/config.js';
+import { decodeCursor, DELIVERY_STATES, listDeliveries } from '../../webhooks/deliveries.js';
+import { enqueueEvent } from '../../webhooks/outbox.js';
 
 export interface WebhookAdminDeps {
   db: Queryable;

@@ -3,11 +3,11 @@
  * behind API-key auth, which decides the instance; media ids are only ever looked up within that instance.
  */
 import Router from '@koa/router';
-import { createRouter } from '../http/router.js';
+import { createRouter } from '../router.js';
 import type { ParameterizedContext } from 'koa';
-import { closeUnreadRequest, normaliseMimetype, receiveUpload } from './upload.js';
-import { toMediaMetadata, toStoredMedia } from './record.js';
-import type { MediaStore } from './store.js';
+import { closeUnreadRequest, normaliseMimetype, receiveUpload } from '../../media/upload.js';
+import { toMediaMetadata, toStoredMedia } from '../../media/record.js';
+import type { MediaStore } from '../../media/store.js';
 
 export interface MediaRouterDeps {
   store: MediaStore;

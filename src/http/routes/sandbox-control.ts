@@ -2,17 +2,17 @@
  * The sandbox control API (`/sandbox/v1`): tests and demos act as the other people on the network and as the
  * network itself — link an instance, write to it, vote, react, edit, revoke, create groups, call, flip faults,
  * register numbers, and read the ledger of what each instance sent. Authentication is the mounting app's job
- * (admin token). Documented endpoint by endpoint in docs/sandbox.md.
+ * (admin token). Documented endpoint by endpoint in docs/sandbox.md. The network (src/sandbox/) knows nothing
+ * of HTTP: these routes parse, call its plain functions, and answer.
  */
 import Router, { type RouterContext } from '@koa/router';
-import { createRouter } from '../http/router.js';
-import { ok } from '../http/envelope.js';
-import { DomainError } from '../errors.js';
-import { parse } from '../http/validate.js';
-import type { SandboxNetwork } from './network.js';
-import * as people from './people.js';
-import type { GroupRecord } from './types.js';
-import { wireMessage } from './wire.js';
+import { createRouter } from '../router.js';
+import { ok } from '../envelope.js';
+import { DomainError } from '../../errors.js';
+import { parse } from '../validate.js';
+import type { SandboxNetwork } from '../../sandbox/network.js';
+import * as people from '../../sandbox/people.js';
+import { chatAsSeenBy, groupView, requireGroup } from '../../sandbox/control.js';
 import {
   LinkBody,
   PairingBody,
@@ -34,7 +34,7 @@ import {
   NextFaultBody,
   FailBody,
   AccountBody,
-} from './control-schemas.js';
+} from './sandbox-control-schemas.js';
 
 type Ctx = RouterContext;
 const param = (ctx: Ctx, name: string): string => {
@@ -173,7 +173,7 @@ export function createSandboxControlRouter(network: SandboxNetwork): Router {
 
   r.post('/groups/:groupId/participants', (ctx) => {
     const b = parse(body(ctx), GroupMembersBody);
-    const g = groupOrThrow(net, param(ctx, 'groupId'));
+    const g = requireGroup(net, param(ctx, 'groupId'));
     const by = people.phoneOf(b.by, 'by');
     const ids = (list?: string[]) => (list ?? []).map((p) => `${people.phoneOf(p, 'participants')}@c.us`);
     try {
@@ -188,7 +188,7 @@ export function createSandboxControlRouter(network: SandboxNetwork): Router {
   });
 
   r.post('/groups/:groupId/leave', (ctx) => {
-    const g = groupOrThrow(net, param(ctx, 'groupId'));
+    const g = requireGroup(net, param(ctx, 'groupId'));
     try {
       net.groups.leave(people.phoneOf(parse(body(ctx), LeaveBody).phone, 'phone'), g);
     } catch (err) {
@@ -199,7 +199,7 @@ export function createSandboxControlRouter(network: SandboxNetwork): Router {
 
   r.patch('/groups/:groupId', (ctx) => {
     const b = parse(body(ctx), GroupInfoBody);
-    const g = groupOrThrow(net, param(ctx, 'groupId'));
+    const g = requireGroup(net, param(ctx, 'groupId'));
     const by = people.phoneOf(b.by, 'by');
     try {
       if (b.subject !== undefined) net.groups.setSubject(by, g, b.subject);
@@ -211,7 +211,7 @@ export function createSandboxControlRouter(network: SandboxNetwork): Router {
   });
 
   r.get('/groups/:groupId', (ctx) => {
-    ok(ctx, groupView(groupOrThrow(net, param(ctx, 'groupId'))));
+    ok(ctx, groupView(requireGroup(net, param(ctx, 'groupId'))));
   });
 
   // ---- faults
@@ -276,14 +276,7 @@ export function createSandboxControlRouter(network: SandboxNetwork): Router {
   /** A chat as one account sees it (the recipient's side of what an instance sent), with media hashes. */
   r.get('/accounts/:phone/chats/:chatId/messages', (ctx) => {
     const phone = people.phoneOf(param(ctx, 'phone'), 'phone');
-    const msgs = net.messages.inChat(phone, param(ctx, 'chatId'));
-    const limit = limitOf(ctx.query.limit, 50);
-    const items = msgs.slice(-limit).map((m) => ({
-      ...wireMessage(m, phone),
-      mediaSha256: m.media?.sha256 ?? null,
-      reactions: Object.fromEntries(Object.entries(m.reactions).map(([who, r]) => [`${who}@c.us`, r.emoji])),
-      edits: m.edits.map((e) => e.body),
-    }));
+    const items = chatAsSeenBy(net, phone, param(ctx, 'chatId'), limitOf(ctx.query.limit, 50));
     ok(ctx, { phone, chatId: param(ctx, 'chatId'), items });
   });
 
@@ -297,21 +290,4 @@ export function createSandboxControlRouter(network: SandboxNetwork): Router {
   });
 
   return r;
-}
-
-function groupView(g: GroupRecord) {
-  return {
-    groupId: g.gid,
-    subject: g.subject,
-    description: g.description,
-    owner: `${g.owner}@c.us`,
-    inviteCode: g.inviteCode,
-    participants: g.participants.map((p) => ({ id: `${p.phone}@c.us`, isAdmin: p.admin, isSuperAdmin: p.superAdmin })),
-  };
-}
-
-function groupOrThrow(net: SandboxNetwork, groupId: string): GroupRecord {
-  const g = net.groups.get(groupId);
-  if (!g) throw new DomainError('CHAT_NOT_FOUND', 'no such group');
-  return g;
 }
