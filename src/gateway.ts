@@ -35,7 +35,7 @@ import { InstanceAdminService } from './instances.js';
 import { createInstance, listInstances, type Instance } from './store/instances.js';
 import { createSandbox, type Sandbox } from './sandbox/embed.js';
 import { createSandboxControlRouter } from './http/routes/sandbox-control.js';
-import { createNetworkEventHandler } from './actors/network-events.js';
+import { createIncomingEvents } from './actors/network-events.js';
 import { createMediaServices, type MediaServices } from './media/services.js';
 import { createWebhookAdminRouter } from './http/routes/webhooks.js';
 import { createMediaRouter } from './http/routes/media.js';
@@ -129,16 +129,12 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     orderedRestartHardMs: config.ORDERED_RESTART_HARD_MS,
     events,
     resolveMedia: media.resolveForDispatch,
-    onNetworkEvent: createNetworkEventHandler({ pool, clock, log, events, media }),
+    incoming: createIncomingEvents({ pool, clock, log, events, media, downloadTimeoutMs: DEADLINES.read }),
     webhookAllowPrivate: config.WEBHOOK_ALLOW_PRIVATE,
     store,
     ...(opts.instancePolicy ? { instancePolicy: opts.instancePolicy } : {}),
   });
   const rt = runtime;
-  media.setDownloader(async (instanceId, msgId) => {
-    const h = rt.handle(instanceId);
-    return h ? h.call('downloadMedia', (d) => d.downloadMedia(msgId), DEADLINES.read) : null;
-  });
   rt.start();
   store.start();
   const stopHousekeeping = startHousekeeping({ pool, clock, log });

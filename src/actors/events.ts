@@ -13,8 +13,11 @@ export interface EventBus {
   emit(q: Queryable, instanceId: string, event: string, data: unknown): Promise<void>;
   /** Several events of one instance in one statement, in order. */
   emitMany(q: Queryable, instanceId: string, items: { event: string; data: unknown }[]): Promise<void>;
-  /** Write and wake the sender (events with no state change of their own: network and lifecycle events). */
-  publish(instanceId: string, event: string, data: unknown): Promise<void>;
+  /**
+   * Write and wake the sender: the one way out for events with no state change of their own (network and
+   * lifecycle events, mapped by src/webhooks/driver-events.ts and published by src/actors/network-events.ts).
+   */
+  publish(instanceId: string, event: EventOf): Promise<void>;
 }
 
 export function createEventBus(deps: { pool: Pool; clock: Clock; wake: (instanceId: string) => void }): EventBus {
@@ -30,8 +33,8 @@ export function createEventBus(deps: { pool: Pool; clock: Clock; wake: (instance
       for (const it of items) if (!isEventName(it.event)) throw new Error(`unknown event ${it.event}`);
       await enqueueEvents(q, instanceId, items as EventOf[], deps.clock.now());
     },
-    async publish(instanceId, event, data) {
-      await emit(deps.pool, instanceId, event, data);
+    async publish(instanceId, event) {
+      await enqueueEvent(deps.pool, { ...event, instanceId, now: deps.clock.now() });
       deps.wake(instanceId);
     },
   };

@@ -3,7 +3,7 @@
  * the instance actor (machines/instance.machine.ts + the session actor), the queue worker and the webhook
  * sender. Routes reach an instance through `handle(id)` (src/actors/handle.ts).
  */
-import { createActor, fromCallback, type Actor, type AnyActorRef, type InspectionEvent } from 'xstate';
+import { createActor, fromCallback, type Actor, type AnyActorRef, type CallbackActorLogic, type InspectionEvent } from 'xstate';
 import QRCode from 'qrcode';
 import { supervisorMachine, childIds } from '../../machines/supervisor.machine.js';
 import {
@@ -16,8 +16,8 @@ import { raceClock, type Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { Pool } from '../store/pool.js';
 import type { Instance } from '../store/instances.js';
-import { setPhoneNumber } from '../store/instances.js';
-import { DriverError, type Driver, type DriverEventName, type DriverFactory } from '../drivers/contract.js';
+import { DriverError, type Driver, type DriverFactory } from '../drivers/contract.js';
+import { lifecycleCommand, networkCommand, type IncomingCommand, type IncomingEvents } from './network-events.js';
 import { DomainError, instanceOffline, instanceTimeout, waCallFailed } from '../errors.js';
 import { driverErrorToDomain } from '../drivers/domain-errors.js';
 import type { InstanceHandle, InstanceStatusValue, InstanceView } from './handle.js';
@@ -39,8 +39,8 @@ export interface RuntimeDeps {
   orderedRestartHardMs: number;
   events: EventBus;
   resolveMedia: MediaResolver;
-  /** every driver event, for webhooks and statistics */
-  onNetworkEvent: (instance: Instance, name: DriverEventName, args: unknown[]) => void;
+  /** the one way out for every network and lifecycle event of an instance (webhooks, statistics) */
+  incoming: IncomingEvents;
   webhookAllowPrivate: boolean;
   /** machine policy overrides (tests shorten backoff) */
   instancePolicy?: Record<string, unknown>;
@@ -87,8 +87,12 @@ export class Runtime {
   readonly supervisor: Actor<typeof supervisorMachine>;
   private readonly inspectors = new Set<(ev: InspectionEvent) => void>();
 
+  /** writes every instance's network and lifecycle events (src/actors/network-events.ts) */
+  private readonly incoming: Actor<CallbackActorLogic<IncomingCommand>>;
+
   constructor(private readonly deps: RuntimeDeps) {
     const entries = this.entries;
+    const incoming = (this.incoming = createActor(deps.incoming.logic));
     this.sessions = createSessionLogic({
       clock: deps.clock,
       // Track the driver each session builds: the dispatcher and `call` use the live one.
@@ -100,12 +104,12 @@ export class Runtime {
         return driver;
       },
       driverOptions: { dataDir: deps.dataDir, callTimeoutMs: deps.callTimeoutMs },
-      onNetworkEvent: (instanceId, name, args) => {
+      onNetworkEvent: (instanceId, name, args, download) => {
         const entry = entries.get(instanceId);
         if (!entry) return;
         if (name === 'ready') entry.sendable = entry.driver;
         else if (name === 'disconnected' || name === 'fatal') entry.sendable = null;
-        deps.onNetworkEvent(entry.instance, name, args);
+        incoming.send(networkCommand(entry.instance, name, args, download));
       },
       onSessionStopped: (instanceId, driver) => {
         const entry = entries.get(instanceId);
@@ -150,6 +154,7 @@ export class Runtime {
   }
 
   start(): void {
+    this.incoming.start();
     this.supervisor.start();
     this.deps.store.onChange((degraded, since) => {
       for (const [id, e] of this.entries) {
@@ -336,16 +341,11 @@ export class Runtime {
     if (!entry) return;
     if (p.event === 'ready') {
       const phone = p.data.phoneNumber;
-      if (phone && phone !== entry.instance.phoneNumber) {
-        entry.instance = { ...entry.instance, phoneNumber: phone };
-        void setPhoneNumber(this.deps.pool, instanceId, phone).catch((err: unknown) => this.deps.log.warn({ err }, 'phone number not saved'));
-      }
+      if (phone && phone !== entry.instance.phoneNumber) entry.instance = { ...entry.instance, phoneNumber: phone };
       entry.worker.resume();
     }
-    // qr and code carry secrets: they go to the webhook only, never to the log.
-    void this.deps.events
-      .publish(instanceId, p.event, p.data)
-      .catch((err: unknown) => this.deps.log.warn({ err, instanceId, event: p.event }, 'lifecycle event not written'));
+    // Only a command: the events actor saves the number and writes the event (qr and code: webhook only, never a log).
+    this.incoming.send(lifecycleCommand(entry.instance, p));
   }
 
   /** Live snapshots for /debug/actors/stream. */
@@ -376,6 +376,8 @@ export class Runtime {
     this.supervisor.send({ type: 'SHUTDOWN' });
     this.supervisor.stop();
     await this.sessions.settledAll();
+    this.incoming.stop();
+    await this.deps.incoming.settled();
     await this.webhooks.close();
   }
 }

@@ -25,7 +25,11 @@ import type { Driver, DriverEventName, DriverEvents, DriverFactory, DriverOption
 import type { SessionCommand, SessionEvent, SessionInput } from '../../machines/instance.machine.js';
 import { systemClock, type Clock } from '../clock.js';
 
-export type NetworkEventListener = (name: DriverEventName, args: unknown[]) => void;
+/**
+ * Every driver event with its arguments, and the session's own media download (an incoming `message`'s
+ * attachment is fetched through it, never through a route).
+ */
+export type NetworkEventListener = <E extends DriverEventName>(name: E, args: DriverEvents[E], download: Driver['downloadMedia']) => void;
 
 export interface SessionOptions {
   /** Stamps `at` on machine events (default: the system clock). */
@@ -118,12 +122,13 @@ export function runSession(
     fatal: (at, reason) => ({ type: 'fatal', reason, at }),
   };
 
+  const download: Driver['downloadMedia'] = (msgId) => driver.downloadMedia(msgId);
   const unsubscribes: (() => void)[] = [];
   const subscribe = <E extends DriverEventName>(name: E) => {
     const translate = (translations as Partial<Record<DriverEventName, Translate<E>>>)[name];
     const listener = (...args: DriverEvents[E]) => {
       if (stopped) return;
-      opts.onNetworkEvent?.(name, args);
+      opts.onNetworkEvent?.(name, args, download);
       if (translate) {
         // Translated now (driver.info belongs to this moment), delivered in order.
         const event = translate(clock.now(), ...args);
@@ -177,7 +182,7 @@ export const sessionLogic = fromCallback<SessionCommand, DriverSessionInput>(({ 
 export interface SessionDeps extends Omit<SessionOptions, 'onNetworkEvent'> {
   driverFactory: DriverFactory;
   driverOptions: Omit<DriverOptions, 'instanceId'>;
-  onNetworkEvent?: (instanceId: string, name: DriverEventName, args: unknown[]) => void;
+  onNetworkEvent?: <E extends DriverEventName>(instanceId: string, name: E, args: DriverEvents[E], download: Driver['downloadMedia']) => void;
   /** The session on `driver` is stopping (called before its destroy starts): no call may reach it now. */
   onSessionStopped?: (instanceId: string, driver: Driver) => void;
 }
@@ -205,7 +210,7 @@ export function createSessionLogic(deps: SessionDeps): SessionRuntime {
     const onNetworkEvent = deps.onNetworkEvent;
     const session = runSession(
       driver,
-      { ...deps, onNetworkEvent: onNetworkEvent && ((name, args) => onNetworkEvent(instanceId, name, args)) },
+      { ...deps, onNetworkEvent: onNetworkEvent && ((name, args, download) => onNetworkEvent(instanceId, name, args, download)) },
       sendBack,
       receive,
       destroying.get(instanceId) ?? Promise.resolve(),

@@ -18,8 +18,6 @@ export interface MediaServices extends IncomingMedia {
   store: MediaStore;
   validateAtAcceptance(instanceId: string, payload: Record<string, unknown>): Promise<void>;
   resolveForDispatch(instanceId: string, payload: Record<string, unknown>, signal: AbortSignal): Promise<MessageMedia>;
-  /** how incoming attachments are downloaded (the runtime sets it: a driver call through the instance) */
-  setDownloader(f: (instanceId: string, msgId: string) => Promise<MessageMedia | null>): void;
   stop(): void;
 }
 
@@ -40,7 +38,6 @@ export function createMediaServices(deps: { pool: Pool; clock: Clock; config: Co
     instanceMaxMb: config.MEDIA_STORE_MAX_MB,
   });
   const sourceDeps = { store, urlMaxBytes: config.MEDIA_MAX_BYTES, base64MaxBytes: config.MEDIA_BASE64_MAX_BYTES, clock };
-  let download: ((instanceId: string, msgId: string) => Promise<MessageMedia | null>) | null = null;
   let timer: TimerHandle | null = null;
   let stopped = false;
   const sweep = () => {
@@ -62,15 +59,13 @@ export function createMediaServices(deps: { pool: Pool; clock: Clock; config: Co
     resolveForDispatch(instanceId, payload, signal) {
       return resolveMediaSource(instanceId, sourceOf(payload), { ...sourceDeps, signal });
     },
-    setDownloader(f) {
-      download = f;
-    },
-    async describe(instance: Instance, m: WireMessage) {
+    // `fetch` is the session's own download of this message's attachment (src/actors/network-events.ts).
+    async describe(instance: Instance, m: WireMessage, fetch) {
       const info = { mimetype: m.mediaInfo?.mimetype ?? 'application/octet-stream', filename: m.mediaInfo?.filename ?? null, size: m.mediaInfo?.size ?? 0 };
       const enabled = instance.settings.storeIncomingMedia;
-      if (!enabled || !download) return incomingMediaBlock(info, enabled, null);
+      if (!enabled) return incomingMediaBlock(info, enabled, null);
       try {
-        const media = await download(instance.id, m.id._serialized);
+        const media = await fetch();
         if (!media) return incomingMediaBlock(info, enabled, null);
         const record = await store.put(instance.id, {
           data: Buffer.from(media.data, 'base64'),

@@ -1,50 +1,66 @@
 /**
- * From a driver event (whatsapp-web.js names and arguments, src/drivers/contract.ts) to the webhook event
- * and payload of SPEC.md "Messaging-network events" and DESIGN.md "Decisions". Pure: the instance actor
- * calls it for every driver event and hands the result to `enqueueEvent`.
+ * The one table from what an instance reports to the webhook event and payload of SPEC.md "Events" and
+ * docs/api.md (one mapper per event name). Two sources feed it, and each event name has exactly one:
  *
- * Two events need what only the runtime has: `message` carries the full Message object with its media block
- * (built by whoever owns the Message object and the incoming-media store), and `ready` carries the
- * instance's own number. `browser_health` and `fatal` are the gateway's internal signals: no webhook event.
+ * - lifecycle events (`qr`, `code`, `ready`, `authenticated`, `auth_failure`, `disconnected`,
+ *   `loading_screen`, `change_state`, `instance_restarting`): what the instance machine decided and notified
+ *   (machines/instance.types.ts `NotifyParams`). The session hands the driver's lifecycle events to the
+ *   machine, which knows what they mean (a `disconnected` also follows a crash, `ready` carries the number);
+ *   the driver's own arguments for them go nowhere else.
+ * - network events: the driver's events with its arguments, as the session forwards them. The driver's
+ *   lifecycle events and its internal signals (`browser_health`, `fatal`) have no network mapper: `null`.
+ *
  * `message_create` becomes `message_sent` for the instance's own outgoing messages only (incoming messages
- * already arrive as `message`).
+ * already arrive as `message`). `message` carries the whole Message object with its media block, built by the
+ * caller (src/actors/network-events.ts), which stores the attachment first when the instance keeps them.
  *
  * Units: every `timestamp` of a payload is unix milliseconds, like the Message object of SPEC.md
  * (whatsapp-web.js has seconds for messages, reactions, calls and group notifications; one unit across all
  * payloads is what an integrator can rely on). Poll votes already come in milliseconds.
+ * `qr` and `code` carry login secrets: webhook only, never a log line.
  */
 import { ACK_NAMES, type DriverEventName, type DriverEvents, type WireGroupNotification, type WireMessage } from '../drivers/contract.js';
+import type { NotifyParams } from '../../machines/instance.types.js';
 import type { EventOf } from './events.js';
+
+/** Lifecycle events, as the instance machine notifies them. */
+export type LifecycleEventName = NotifyParams['event'];
+type LifecycleData<K extends LifecycleEventName> = Extract<NotifyParams, { event: K }>['data'];
+
+/** Driver events that reach webhooks as the driver gave them (all but lifecycle events and the driver's own signals). */
+export type NetworkEventName = Exclude<DriverEventName, LifecycleEventName | 'browser_health' | 'fatal'>;
+
+export interface NetworkEventContext {
+  /** SPEC.md "Message object" of an incoming `message`, with its `media` block (stored first when enabled) */
+  messageObject(message: WireMessage): Promise<Record<string, unknown>>;
+}
+
+type NetworkMapper<K extends DriverEventName> = (args: DriverEvents[K], ctx: NetworkEventContext) => EventOf | null | Promise<EventOf | null>;
+type LifecycleMapper<K extends LifecycleEventName> = (data: LifecycleData<K>) => EventOf;
 
 /** whatsapp-web.js seconds → the milliseconds of every payload */
 const ms = (seconds: number) => Math.round(seconds * 1000);
-
-export interface DriverEventContext {
-  /** SPEC.md "Message object" (with `media`) of an incoming message */
-  messageObject(message: WireMessage): Record<string, unknown>;
-  /** the instance's own number once linked, for `ready` */
-  phoneNumber(): string | null;
-}
-
-type Mapper<K extends DriverEventName> = (args: DriverEvents[K], ctx: DriverEventContext) => EventOf | null;
-
 const ref = (m: WireMessage) => ({ id: m.id._serialized, chatId: m.id.remote });
-
 const groupChange = (event: 'group_join' | 'group_leave' | 'group_admin_changed', n: WireGroupNotification): EventOf => ({
   event,
   data: { chatId: n.chatId, author: n.author, recipientIds: n.recipientIds, timestamp: ms(n.timestamp) },
 });
 
-const MAPPERS: { [K in DriverEventName]: Mapper<K> } = {
-  qr: ([qr]) => ({ event: 'qr', data: { qr } }),
-  code: ([code]) => ({ event: 'code', data: { code } }),
-  authenticated: () => ({ event: 'authenticated', data: {} }),
-  auth_failure: ([message]) => ({ event: 'auth_failure', data: { message } }),
-  ready: (_args, ctx) => ({ event: 'ready', data: { phoneNumber: ctx.phoneNumber() } }),
-  disconnected: ([reason]) => ({ event: 'disconnected', data: { reason } }),
-  change_state: ([state]) => ({ event: 'change_state', data: { state } }),
-  loading_screen: ([percent, message]) => ({ event: 'loading_screen', data: { percent, message } }),
-  message: ([m], ctx) => ({ event: 'message', data: ctx.messageObject(m) }),
+/** The instance machine's: the session hands these driver events to it (src/actors/session.ts LIFECYCLE_EVENTS). */
+const VIA_MACHINE = null;
+
+const NETWORK: { [K in NetworkEventName]: NetworkMapper<K> } & { [K in Exclude<DriverEventName, NetworkEventName>]: null } = {
+  qr: VIA_MACHINE,
+  code: VIA_MACHINE,
+  authenticated: VIA_MACHINE,
+  auth_failure: VIA_MACHINE,
+  ready: VIA_MACHINE,
+  disconnected: VIA_MACHINE,
+  change_state: VIA_MACHINE,
+  loading_screen: VIA_MACHINE,
+  browser_health: VIA_MACHINE,
+  fatal: VIA_MACHINE,
+  message: async ([m], ctx) => ({ event: 'message', data: await ctx.messageObject(m) }),
   message_create: ([m]) =>
     m.fromMe ? { event: 'message_sent', data: { id: m.id._serialized, to: m.to, body: m.body, timestamp: ms(m.timestamp) } } : null,
   message_ack: ([m, ack]) => ({ event: 'message_ack', data: { ...ref(m), ack, ackName: ACK_NAMES[ack] } }),
@@ -83,12 +99,34 @@ const MAPPERS: { [K in DriverEventName]: Mapper<K> } = {
     data: { callId: c.id, from: c.from, timestamp: ms(c.timestamp), isVideo: c.isVideo, isGroup: c.isGroup, fromMe: c.fromMe },
   }),
   change_battery: ([b]) => ({ event: 'change_battery', data: { battery: b.battery, plugged: b.plugged } }),
-  browser_health: () => null,
-  fatal: () => null,
 };
 
-/** The webhook event for a driver event, or null when it has none. */
-export function webhookEventOf<E extends DriverEventName>(name: E, args: DriverEvents[E], ctx: DriverEventContext): EventOf | null {
-  const map: Mapper<E> = MAPPERS[name];
-  return map(args, ctx);
+// The machine's payloads are already those of docs/api.md; the table names each event once, like the rest.
+const LIFECYCLE: { [K in LifecycleEventName]: LifecycleMapper<K> } = {
+  qr: (data) => ({ event: 'qr', data }),
+  code: (data) => ({ event: 'code', data }),
+  ready: (data) => ({ event: 'ready', data }),
+  authenticated: (data) => ({ event: 'authenticated', data }),
+  auth_failure: (data) => ({ event: 'auth_failure', data }),
+  disconnected: (data) => ({ event: 'disconnected', data }),
+  change_state: (data) => ({ event: 'change_state', data }),
+  loading_screen: (data) => ({ event: 'loading_screen', data }),
+  instance_restarting: (data) => ({ event: 'instance_restarting', data }),
+};
+
+/** The driver events that have a network mapper (the rest reach webhooks through the instance machine, or not at all). */
+export const NETWORK_EVENT_NAMES = (Object.keys(NETWORK) as DriverEventName[]).filter((n) => NETWORK[n] !== null);
+export const LIFECYCLE_EVENT_NAMES = Object.keys(LIFECYCLE) as LifecycleEventName[];
+
+/** The webhook event of a driver event, or null when it has none here (lifecycle, internal, someone else's message). */
+export async function networkEventOf<E extends DriverEventName>(name: E, args: DriverEvents[E], ctx: NetworkEventContext): Promise<EventOf | null> {
+  const table: { [K in DriverEventName]: NetworkMapper<K> | null } = NETWORK;
+  const map: NetworkMapper<E> | null = table[name];
+  return map ? map(args, ctx) : null;
+}
+
+/** The webhook event of a lifecycle event the instance machine notified. */
+export function lifecycleEventOf<K extends LifecycleEventName>(event: K, data: LifecycleData<K>): EventOf {
+  const map: LifecycleMapper<K> = LIFECYCLE[event];
+  return map(data);
 }
