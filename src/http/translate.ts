@@ -8,14 +8,13 @@
  */
 import { StructError } from 'superstruct';
 import { DomainError, internalError, type ErrorCode } from '../errors.js';
-import { V1Error } from './errors.js';
+import { COMMIT_UNKNOWN, NOT_CONNECTED, STORE_LOST, V1Error } from './errors.js';
 import { structField, structMessage } from './validate.js';
 import { DriverError } from '../drivers/contract.js';
 import { driverErrorToDomain } from '../drivers/domain-errors.js';
 import { isConnectionError } from '../store/health.js';
 import { CommitOutcomeUnknown } from '../store/pool.js';
 import type { Logger } from '../log.js';
-import { COMMIT_UNKNOWN, NOT_CONNECTED, STORE_LOST } from './routes/legacy-answer.js';
 
 export interface TranslateOptions {
   /** the store connection failed under this request: probe the store now */

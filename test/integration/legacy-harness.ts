@@ -29,7 +29,7 @@ import { dispatchJob } from '../../src/queue/dispatch.js';
 import type { Job } from '../../src/queue/jobs.js';
 import { createMediaServices, type MediaServices } from '../../src/media/services.js';
 import { loadConfig } from '../../src/config.js';
-import type { QueueMode } from '../../src/http/routes/queue.js';
+import type { QueueMode } from '../../src/http/routes/queue-gate.js';
 import { legacyRouter } from '../../src/http/routes/legacy.js';
 import type { DirectSendResult } from '../../src/http/routes/legacy-direct.js';
 import { createTestDb, type TestDb } from '../helpers/db.js';

@@ -7,7 +7,7 @@
  */
 import type { Context } from 'koa';
 import { ok } from '../envelope.js';
-import { V1Error } from '../errors.js';
+import { NOT_CONNECTED, V1Error } from '../errors.js';
 import { etaSeconds, iso } from '../../wire/job.js';
 import type { Job } from '../../queue/jobs.js';
 import type { DispatchOutcome } from '../../queue/worker.js';
@@ -16,14 +16,7 @@ import type { V1Send } from './legacy-parse.js';
 /** How a v1 send ended: a dispatch outcome, or not sent at all (`offline`: because of the connection). */
 export type V1Outcome = DispatchOutcome | { kind: 'not_sent'; offline: boolean; error: string };
 
-export const NOT_CONNECTED = 'instance not connected';
-/** The store went away before the message was accepted: nothing was queued or sent; the caller may resend. */
-export const STORE_LOST = 'the persistent queue became unreachable before the message was accepted; nothing was queued or sent: retry';
-/** The store went away while an accepted message waited for its slot: it expires unsent. */
-export const STORE_LOST_QUEUED = 'the persistent queue became unreachable before the message could be sent; it was not sent and will not be (it expires unsent): retry';
-/** The connection broke during the COMMIT of the acceptance: the message may be queued. */
-export const COMMIT_UNKNOWN = 'the persistent queue became unreachable while the message was being accepted; it may have been queued: do not resend';
-export const RESTARTING = 'instance not connected: restart in progress';
+export { COMMIT_UNKNOWN, NOT_CONNECTED, RESTARTING, STORE_LOST, STORE_LOST_QUEUED } from '../errors.js';
 
 const mediaTag = (send: Pick<V1Send, 'kind'>) => (send.kind === 'media' ? { type: 'media' } : {});
 

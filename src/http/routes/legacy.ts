@@ -18,7 +18,7 @@ import type { Clock } from '../../clock.js';
 import type { Logger } from '../../log.js';
 import type { InstanceHandle } from '../../actors/handle.js';
 import type { QueueWorker } from '../../queue/worker.js';
-import type { QueueModeOf } from './queue.js';
+import type { QueueModeOf } from './queue-gate.js';
 import { parseV1Send, type V1Kind } from './legacy-parse.js';
 import { NOT_CONNECTED } from './legacy-answer.js';
 import { toV1GuardError, toV1SendError } from '../translate.js';

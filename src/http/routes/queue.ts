@@ -16,14 +16,12 @@ import { IDEMPOTENCY_RETENTION_MS, type QueueWorker } from '../../queue/worker.j
 import { JOB_STATES, canRequeue } from '../../../machines/job.machine.js';
 import type { InstanceHandle } from '../../actors/handle.js';
 import { DEADLINES } from '../../actors/handle.js';
-import type { Instance } from '../../store/instances.js';
 import type { Pool } from '../../store/pool.js';
 import type { Clock } from '../../clock.js';
 import { IDEMPOTENCY_KEY } from './send-schemas.js';
-import { answerAccepted, v2Gate, withGatewayDeadline } from './send.js';
+import { answerAccepted, v2Gate, withGatewayDeadline, type QueueModeOf } from './queue-gate.js';
 
-export type QueueMode = 'pg' | 'memory-degraded' | 'disabled';
-export type QueueModeOf = (instance: Instance) => QueueMode;
+export type { QueueMode, QueueModeOf } from './queue-gate.js';
 
 export interface QueueRouteDeps {
   pool: Pool;

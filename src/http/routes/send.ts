@@ -6,21 +6,15 @@ import Router from '@koa/router';
 import { createRouter } from '../router.js';
 import type { Context } from 'koa';
 import { createHash } from 'node:crypto';
-import { ok } from '../envelope.js';
-import { DomainError, instanceOffline, queuePaused, queueStoreUnavailable } from '../../errors.js';
+import { DomainError } from '../../errors.js';
 import { parseGroupCreate, parseSend, type ParsedSend, type SendKind } from './send-schemas.js';
-import { acceptedResponse } from '../../wire/job.js';
-import type { AcceptRequest, AcceptResult, QueueWorker } from '../../queue/worker.js';
+import type { AcceptRequest } from '../../queue/worker.js';
 import type { InstanceHandle } from '../../actors/handle.js';
 import { DEADLINES } from '../../actors/handle.js';
-import { raceClock, type Clock } from '../../clock.js';
-import type { QueueModeOf } from './queue.js';
+import { answerAccepted, v2Gate, withGatewayDeadline, type QueueGateDeps } from './queue-gate.js';
 
-export interface SendRouteDeps {
+export interface SendRouteDeps extends QueueGateDeps {
   handleOf(ctx: Context): InstanceHandle;
-  workerOf(instanceId: string): QueueWorker | undefined;
-  modeOf: QueueModeOf;
-  clock: Clock;
   /** acceptance-time media check (SSRF, size, mediaId of this instance); throws DomainError */
   validateMedia(instanceId: string, payload: Record<string, unknown>): Promise<void>;
 }
@@ -52,25 +46,6 @@ function sortKeys(v: unknown): unknown {
   return v;
 }
 
-/** Race a queue call against the route's gateway deadline (504 INSTANCE_TIMEOUT). */
-export function withGatewayDeadline<T>(clock: Clock, ms: number, p: Promise<T>): Promise<T> {
-  return raceClock(clock, ms, p, () => {
-    throw new DomainError('INSTANCE_TIMEOUT', 'the instance did not answer in time; the request may have been accepted');
-  });
-}
-
-/** Checks every v2 send shares: queue mode, ordered restart, connection. Returns the instance's worker. */
-export function v2Gate(deps: Pick<SendRouteDeps, 'workerOf' | 'modeOf'>, handle: InstanceHandle): QueueWorker {
-  const mode = deps.modeOf(handle.instance);
-  if (mode !== 'pg') throw queueStoreUnavailable(mode);
-  const view = handle.view();
-  if (view.paused) throw queuePaused();
-  if (!view.connected) throw instanceOffline({ status: view.status, detail: view.detail, lastError: view.lastError });
-  const worker = deps.workerOf(handle.id);
-  if (!worker) throw new DomainError('INSTANCE_UNREACHABLE', 'the instance is not running on this gateway');
-  return worker;
-}
-
 export function toAcceptRequest(p: ParsedSend, originRoute: string): AcceptRequest {
   return {
     kind: p.kind,
@@ -84,11 +59,6 @@ export function toAcceptRequest(p: ParsedSend, originRoute: string): AcceptReque
     notBefore: p.notBefore,
     ttlSeconds: p.ttlSeconds,
   };
-}
-
-export function answerAccepted(ctx: Context, deps: Pick<SendRouteDeps, 'clock' | 'modeOf'>, handle: InstanceHandle, worker: QueueWorker, r: AcceptResult, warnings: string[], extra: Record<string, unknown> = {}): void {
-  const data = acceptedResponse({ ...r, limits: { ...worker.limits(deps.modeOf(handle.instance)) }, warnings }, deps.clock.now());
-  ok(ctx, { ...data, ...extra }, r.replay ? 200 : 202);
 }
 
 export function sendRouter(deps: SendRouteDeps): Router {

@@ -5,7 +5,7 @@ import type { Context } from 'koa';
 import { ok } from '../envelope.js';
 import type { InstanceHandle } from '../../actors/handle.js';
 import type { QueueWorker } from '../../queue/worker.js';
-import type { QueueModeOf } from './queue.js';
+import type { QueueModeOf } from './queue-gate.js';
 import { queueCounts } from '../../queue/jobs.js';
 import type { Pool } from '../../store/pool.js';
 import type { Clock } from '../../clock.js';
