@@ -3,10 +3,23 @@
  * health tag per state, the QR to show, and the secret-free summary for /debug/actors. Not a machine itself
  * (the diagrams script only reads `*.machine.ts`).
  */
-import type { SnapshotFrom } from 'xstate';
-import { HEALTH_TAGS, type HealthTag, type InstanceStatus, type instanceMachine } from './instance.machine.js';
+import type { StateValue } from 'xstate';
+import { HEALTH_TAGS, type HealthTag, type InstanceContext, type InstanceStatus, type InstanceTag } from './instance.types.js';
 
-export type InstanceSnapshot = SnapshotFrom<typeof instanceMachine>;
+/**
+ * What is read here of a snapshot of the instance machine (`SnapshotFrom<typeof instanceMachine>` has it).
+ * Written out rather than derived from the machine so that this module does not import the machine (which
+ * re-exports this one): no import circle.
+ */
+export interface InstanceSnapshot {
+  readonly status: 'active' | 'done' | 'error' | 'stopped';
+  readonly output: unknown;
+  readonly error: unknown;
+  readonly value: StateValue;
+  readonly context: InstanceContext;
+  getMeta(): Record<string, { status?: InstanceStatus } | undefined>;
+  hasTag(tag: InstanceTag): boolean;
+}
 
 /** The SPEC.md status value of the current state. */
 export function instanceStatus(snapshot: InstanceSnapshot): InstanceStatus {
