@@ -6,7 +6,6 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import type { Context, Middleware } from 'koa';
 import Router from '@koa/router';
 import type { Config } from './config.js';
@@ -48,9 +47,9 @@ import { legacyRouter, v1Guard } from './http/routes/legacy.js';
 import { messageMediaRouter } from './http/routes/message-media.js';
 import { DEADLINES } from './actors/handle.js';
 import { driverFactoryFor } from './drivers/factory.js';
+import { PACKAGE_ROOT } from './package-root.js';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-export const VERSION: string = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+export const VERSION: string = (JSON.parse(readFileSync(path.join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
 export interface GatewayOptions {
   config: Config;

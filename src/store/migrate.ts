@@ -7,10 +7,11 @@
  */
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { checkout, unbounded, type Pool } from './pool.js';
+import { PACKAGE_ROOT } from '../package-root.js';
 
-export const SQL_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../sql');
+/** sql/ beside package.json: the same folder whether this runs from src/ (tsx) or from dist/src/ (compiled). */
+export const SQL_DIR = path.join(PACKAGE_ROOT, 'sql');
 const LOCK_KEY = 727_001; // arbitrary, constant: "mgw migrations"
 
 export interface Migration {
