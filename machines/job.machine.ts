@@ -16,59 +16,55 @@ import { initialTransition, setup, transition } from 'xstate';
 export const JOB_STATES = ['queued', 'scheduled', 'sending', 'sent', 'failed', 'unknown', 'cancelled', 'expired'] as const;
 export type JobState = (typeof JOB_STATES)[number];
 
-export const TERMINAL_JOB_STATES = ['sent', 'failed', 'unknown', 'cancelled', 'expired'] as const satisfies readonly JobState[];
-export type TerminalJobState = (typeof TERMINAL_JOB_STATES)[number];
+export const QUEUE_EVENT_NAMES = ['message.queued', 'message.sent', 'message.failed', 'message.unknown', 'message.cancelled', 'message.expired'] as const;
+export type QueueEventName = (typeof QUEUE_EVENT_NAMES)[number];
 
-/** Waiting for a slot or for its slot: what the planner plans and what counts towards QUEUE_MAX_PENDING. */
-export const WAITING_JOB_STATES = ['queued', 'scheduled'] as const satisfies readonly JobState[];
-/** States that count against the hourly and daily windows (SPEC.md "Limits", rule 2). */
-export const COUNTING_JOB_STATES = ['sending', 'sent', 'unknown'] as const satisfies readonly JobState[];
-/** `POST /api/v2/messages/<jobId>/requeue` accepts these; the old job stays as it is, a new job is created. */
-export const REQUEUEABLE_JOB_STATES = ['failed', 'expired', 'cancelled'] as const satisfies readonly JobState[];
+export const DELIVERY_CONFIDENCES = ['confirmed', 'assumed', 'unknown'] as const;
+export type DeliveryConfidence = (typeof DELIVERY_CONFIDENCES)[number];
 
-export type QueueEventName =
-  | 'message.queued'
-  | 'message.sent'
-  | 'message.failed'
-  | 'message.unknown'
-  | 'message.cancelled'
-  | 'message.expired';
-
-export type DeliveryConfidence = 'confirmed' | 'assumed' | 'unknown';
+/**
+ * Policy the states declare (read back below as the state lists the runtime uses):
+ * - `counted`: counts against the hourly and daily windows (SPEC.md "Limits": sent, sending or unknown);
+ * - `requeueable`: `POST /api/v2/messages/<jobId>/requeue` accepts it (the old job stays, a new one is made).
+ */
+type JobTag = 'counted' | 'requeueable';
 
 /**
  * Events the runtime feeds in. They carry no data: the columns (scheduledAt, messageId, resultCode, ...) are
- * written by the runtime alongside the state, the machine only decides whether the move is allowed.
+ * written by the runtime alongside the state, the machine only decides whether the move is allowed. Every
+ * event here is sent by src/queue (test/unit/job-machine.test.ts names the sender of each).
  */
-export type JobEvent =
-  /** The planner assigned the first slot. */
-  | { type: 'PLANNED' }
-  /** A re-plan (limit change, `POST /queue/replan`, backlog) assigned a (new) slot. */
-  | { type: 'REPLANNED' }
+export const JOB_EVENT_TYPES = [
+  /** Acceptance gave the new job its first slot (the job is inserted in the state this leads to). */
+  'PLANNED',
+  /** A re-plan (limit change, `POST /queue/replan`, backlog, a failed dispatch re-check) assigned a (new) slot. */
+  'REPLANNED',
   /** A re-plan found no slot before `expiresAt`: wait unplanned until a limit change frees one or the TTL ends. */
-  | { type: 'UNSCHEDULED' }
-  /** The dispatcher's re-check at `scheduledAt` failed: back in the queue with a new `scheduledAt`. */
-  | { type: 'RESCHEDULED' }
+  'UNSCHEDULED',
   /** The dispatcher's re-check passed: committed as `sending` before the network is called. */
-  | { type: 'DISPATCH' }
+  'DISPATCH',
   /** The network returned a message id. */
-  | { type: 'RESULT_CONFIRMED' }
+  'RESULT_CONFIRMED',
   /** Sent, but no id came back (forward always ends here). */
-  | { type: 'RESULT_ASSUMED' }
+  'RESULT_ASSUMED',
   /** Provably not sent. */
-  | { type: 'RESULT_FAILED' }
+  'RESULT_FAILED',
   /** Outcome unverifiable (for example the call timed out). */
-  | { type: 'RESULT_UNKNOWN' }
+  'RESULT_UNKNOWN',
   /** The call never reached the network (the session went away between the claim and the call): waits again. */
-  | { type: 'RETURNED' }
+  'RETURNED',
   /** Found in `sending` at start-up or after its owner node died: never resent. */
-  | { type: 'RECOVERED_SENDING' }
+  'RECOVERED_SENDING',
   /** `DELETE /api/v2/messages/<jobId>` before sending started. */
-  | { type: 'CANCEL' }
-  /** TTL elapsed before a slot came free. */
-  | { type: 'EXPIRE' };
+  'CANCEL',
+  /** TTL elapsed before a slot came free, or its synchronous v1 caller died with an earlier process. */
+  'EXPIRE',
+] as const;
+export type JobEventType = (typeof JOB_EVENT_TYPES)[number];
+export interface JobEvent {
+  readonly type: JobEventType;
+}
 
-export type JobEventType = JobEvent['type'];
 
 const emit = (event: QueueEventName) => ({ type: 'emitQueueEvent', params: { event } }) as const;
 const confidence = (c: DeliveryConfidence) => ({ type: 'recordConfidence', params: { confidence: c } }) as const;
@@ -81,6 +77,7 @@ const cancelAndExpire = {
 export const jobMachine = setup({
   types: {
     events: {} as JobEvent,
+    tags: {} as JobTag,
   },
   actions: {
     // Declarations only: the runtime performs these effects after the conditional UPDATE succeeded.
@@ -106,7 +103,6 @@ export const jobMachine = setup({
       description: 'Slot assigned, waiting for scheduledAt.',
       on: {
         REPLANNED: { target: 'scheduled', reenter: true },
-        RESCHEDULED: { target: 'scheduled', reenter: true },
         UNSCHEDULED: { target: 'queued' },
         DISPATCH: { target: 'sending' },
         ...cancelAndExpire,
@@ -114,6 +110,7 @@ export const jobMachine = setup({
     },
     sending: {
       description: 'Committed before the network call. Cannot be cancelled; never sent twice.',
+      tags: ['counted'],
       on: {
         RESULT_CONFIRMED: { target: 'sent', actions: [confidence('confirmed'), emit('message.sent')] },
         RESULT_ASSUMED: { target: 'sent', actions: [confidence('assumed'), emit('message.sent')] },
@@ -123,11 +120,11 @@ export const jobMachine = setup({
         RETURNED: { target: 'scheduled' },
       },
     },
-    sent: { type: 'final', description: 'Delivered; see deliveryConfidence.' },
-    failed: { type: 'final', description: 'Provably not sent.' },
-    unknown: { type: 'final', description: 'Dispatched, outcome unverifiable. Needs a human; never retried.' },
-    cancelled: { type: 'final', description: 'Cancelled before dispatch.' },
-    expired: { type: 'final', description: 'TTL elapsed before a slot came free.' },
+    sent: { type: 'final', tags: ['counted'], description: 'Delivered; see deliveryConfidence.' },
+    failed: { type: 'final', tags: ['requeueable'], description: 'Provably not sent.' },
+    unknown: { type: 'final', tags: ['counted'], description: 'Dispatched, outcome unverifiable. Needs a human; never retried.' },
+    cancelled: { type: 'final', tags: ['requeueable'], description: 'Cancelled before dispatch.' },
+    expired: { type: 'final', tags: ['requeueable'], description: 'TTL elapsed before a slot came free.' },
   },
 });
 
@@ -143,13 +140,8 @@ export function isJobState(value: unknown): value is JobState {
   return typeof value === 'string' && (JOB_STATES as readonly string[]).includes(value);
 }
 
-export function isTerminal(state: JobState): state is TerminalJobState {
-  return (TERMINAL_JOB_STATES as readonly string[]).includes(state);
-}
-
-export function canRequeue(state: JobState): boolean {
-  return (REQUEUEABLE_JOB_STATES as readonly string[]).includes(state);
-}
+const isQueueEventName = (v: unknown): v is QueueEventName => typeof v === 'string' && (QUEUE_EVENT_NAMES as readonly string[]).includes(v);
+const isConfidence = (v: unknown): v is DeliveryConfidence => typeof v === 'string' && (DELIVERY_CONFIDENCES as readonly string[]).includes(v);
 
 type JobSnapshot = ReturnType<typeof jobMachine.resolveState>;
 
@@ -162,8 +154,8 @@ function readActions(actions: ReadonlyArray<{ type: string; params: unknown }>):
   for (const a of actions) {
     const p = a.params;
     if (typeof p !== 'object' || p === null) continue;
-    if (a.type === 'emitQueueEvent' && 'event' in p) emits = p.event as QueueEventName;
-    if (a.type === 'recordConfidence' && 'confidence' in p) deliveryConfidence = p.confidence as DeliveryConfidence;
+    if (a.type === 'emitQueueEvent' && 'event' in p && isQueueEventName(p.event)) emits = p.event;
+    if (a.type === 'recordConfidence' && 'confidence' in p && isConfidence(p.confidence)) deliveryConfidence = p.confidence;
   }
   return { emits, deliveryConfidence };
 }
@@ -204,5 +196,49 @@ export function acceptJob(): JobStep {
 
 /** The `from` states in which `type` is allowed: the `WHERE state IN (...)` of a conditional update. */
 export function statesAccepting(type: JobEventType): JobState[] {
-  return JOB_STATES.filter((s) => applyJobEvent(s, { type } as JobEvent) !== null);
+  return JOB_STATES.filter((s) => applyJobEvent(s, { type }) !== null);
+}
+
+/**
+ * One event applied to many jobs in one statement (a re-plan's slots, recovery at start): the states it is
+ * allowed in and the step, which must be the same from each of them, or the set-based UPDATE could not be
+ * written. Throws when the machine no longer allows that (a test runs every bulk event).
+ */
+export function bulkJobEvent(type: JobEventType): { from: JobState[]; step: JobStep } {
+  const from = statesAccepting(type);
+  const steps = from.map((s) => applyJobEvent(s, { type }));
+  const step = steps[0];
+  if (!step || steps.some((x) => x?.next !== step.next || x.emits !== step.emits || x.deliveryConfidence !== step.deliveryConfidence)) {
+    throw new Error(`job event ${type} does not lead to one step from every state that allows it`);
+  }
+  return { from, step };
+}
+
+// ---- state lists, read from the statechart (nothing below is written by hand)
+
+const tagged = (tag: JobTag) => JOB_STATES.filter((s) => snapshots.get(s)?.hasTag(tag) === true);
+
+/** Final states: nothing moves a job out of them. */
+export const TERMINAL_JOB_STATES: readonly JobState[] = JOB_STATES.filter((s) => snapshots.get(s)?.status === 'done');
+/** Not final: what counts towards QUEUE_MAX_PENDING (waiting or being sent). */
+export const PENDING_JOB_STATES: readonly JobState[] = JOB_STATES.filter((s) => !TERMINAL_JOB_STATES.includes(s));
+/** Waiting for a slot or for its slot: what a re-plan moves, so what the planner mirrors. */
+export const WAITING_JOB_STATES: readonly JobState[] = statesAccepting('REPLANNED');
+/** `DELETE /api/v2/messages/<jobId>` accepts these. */
+export const CANCELLABLE_JOB_STATES: readonly JobState[] = statesAccepting('CANCEL');
+/** States that count against the hourly and daily windows (SPEC.md "Limits", rule 2). */
+export const COUNTING_JOB_STATES: readonly JobState[] = tagged('counted');
+/** `POST /api/v2/messages/<jobId>/requeue` accepts these; the old job stays as it is, a new job is created. */
+export const REQUEUEABLE_JOB_STATES: readonly JobState[] = tagged('requeueable');
+
+export function isTerminal(state: JobState): boolean {
+  return TERMINAL_JOB_STATES.includes(state);
+}
+
+export function isWaiting(state: JobState): boolean {
+  return WAITING_JOB_STATES.includes(state);
+}
+
+export function canRequeue(state: JobState): boolean {
+  return REQUEUEABLE_JOB_STATES.includes(state);
 }

@@ -5,11 +5,12 @@
  * after the call started that does not prove the message stayed out, is `unknown`: never retried. Only a
  * provable refusal (recipient not registered, bad input, media that could not be fetched) is `failed`.
  */
-import { DriverError, type Driver, type Location, type MessageMedia, type SendContent, type SendOptions } from '../drivers/contract.js';
+import { DriverError, type Driver, type MessageMedia, type SendContent, type SendOptions } from '../drivers/contract.js';
 import { ApiError } from '../http/errors.js';
 import { raceClock, type Clock } from '../clock.js';
-import type { Job } from './jobs.js';
-import type { DispatchOutcome } from './worker.js';
+import type { Job } from './job.js';
+import type { MessageOptions } from './payload.js';
+import type { DispatchOutcome } from './types.js';
 
 export type MediaResolver = (instanceId: string, payload: Record<string, unknown>, signal: AbortSignal) => Promise<MessageMedia>;
 
@@ -19,8 +20,6 @@ export interface DispatchDeps {
   callTimeoutMs: number;
   resolveMedia: MediaResolver;
 }
-
-const MEDIA_KINDS = new Set(['media', 'voice', 'document', 'sticker', 'video']);
 
 class DeadlineExceeded extends Error {}
 
@@ -33,27 +32,45 @@ function withDeadline<T>(clock: Clock, ms: number, work: (signal: AbortSignal) =
   });
 }
 
-async function contentOf(job: Job, deps: DispatchDeps, signal: AbortSignal): Promise<{ content: SendContent; options: SendOptions }> {
-  const p = job.payload;
-  const options: SendOptions = { ...((p.options as SendOptions | undefined) ?? {}), waitUntilMsgSent: true };
-  if (job.kind === 'text') return { content: { kind: 'text', body: String(p.body) }, options };
-  if (MEDIA_KINDS.has(job.kind)) {
-    const media = await deps.resolveMedia(job.instanceId, p, signal);
-    const caption = typeof p.caption === 'string' ? p.caption : undefined;
-    return { content: { kind: 'media', media, ...(caption !== undefined ? { caption } : {}) }, options };
+type Prepared =
+  | { call: 'send'; content: SendContent; options: SendOptions }
+  | { call: 'forward'; msgId: string; toChatId: string }
+  | { call: 'group_create'; title: string; participants: string[]; options: Record<string, unknown> };
+
+/** What the network is asked for, by kind (media fetched first: a failure here is provably not sent). */
+async function prepare(job: Job, deps: DispatchDeps, signal: AbortSignal): Promise<Prepared> {
+  const send = (content: SendContent, options: MessageOptions = {}): Prepared => ({ call: 'send', content, options: { ...options, waitUntilMsgSent: true } });
+  switch (job.kind) {
+    case 'text':
+      return send({ kind: 'text', body: job.payload.body }, job.payload.options);
+    case 'media':
+    case 'voice':
+    case 'document':
+    case 'sticker':
+    case 'video': {
+      const media = await deps.resolveMedia(job.instanceId, job.payload, signal);
+      const caption = 'caption' in job.payload ? job.payload.caption : undefined;
+      return send({ kind: 'media', media, ...(caption !== undefined ? { caption } : {}) }, job.payload.options);
+    }
+    case 'location':
+      return send({ kind: 'location', location: job.payload.location }, job.payload.options);
+    case 'contact':
+      return send({ kind: 'contacts', contactIds: job.payload.contactIds }, job.payload.options);
+    case 'poll': {
+      const p = job.payload;
+      return send({ kind: 'poll', poll: { pollName: p.name, pollOptions: p.pollOptions, options: { allowMultipleAnswers: p.allowMultipleAnswers } } }, p.options);
+    }
+    case 'forward':
+      return { call: 'forward', msgId: job.payload.msgId, toChatId: job.payload.toChatId };
+    case 'group_create':
+      return { call: 'group_create', title: job.payload.title, participants: job.payload.participants, options: job.payload.options ?? {} };
+    default:
+      return unreachable(job);
   }
-  if (job.kind === 'location') return { content: { kind: 'location', location: p.location as Location }, options };
-  if (job.kind === 'contact') return { content: { kind: 'contacts', contactIds: p.contactIds as string[] }, options };
-  if (job.kind === 'poll') {
-    return {
-      content: {
-        kind: 'poll',
-        poll: { pollName: String(p.name), pollOptions: p.pollOptions as string[], options: { allowMultipleAnswers: p.allowMultipleAnswers === true } },
-      },
-      options,
-    };
-  }
-  throw new ApiError(400, 'VALIDATION_FAILED', `unknown job kind ${job.kind}`);
+}
+
+function unreachable(job: never): never {
+  throw new Error(`no dispatch for job ${JSON.stringify(job)}`);
 }
 
 /** Send one claimed job. Never throws: every way it can end is an outcome. */
@@ -62,22 +79,21 @@ export async function dispatchJob(job: Job, deps: DispatchDeps): Promise<Dispatc
   if (!driver) return { kind: 'failed', resultCode: 'INSTANCE_OFFLINE', errorMessage: 'the instance has no session' };
   let started = false;
   try {
-    return await withDeadline(deps.clock, deps.callTimeoutMs, async (signal) => {
-      if (job.kind === 'forward') {
-        started = true;
-        await driver.forwardMessage(String(job.payload.msgId), String(job.payload.toChatId));
-        // The network gives no id for a forward: always `assumed`, with a synthetic id (SPEC.md).
-        return { kind: 'assumed', messageId: `fwd_${deps.clock.now()}` } as const;
-      }
-      if (job.kind === 'group_create') {
-        started = true;
-        const r = await driver.createGroup(String(job.payload.title), job.payload.participants as string[], (job.payload.options as Record<string, unknown> | undefined) ?? {});
-        return { kind: 'confirmed', messageId: r.gid } as const;
-      }
-      const { content, options } = await contentOf(job, deps, signal);
+    return await withDeadline(deps.clock, deps.callTimeoutMs, async (signal): Promise<DispatchOutcome> => {
+      const prepared = await prepare(job, deps, signal);
       started = true;
-      const result = await driver.sendMessage(job.chatId ?? '', content, options);
-      return result.id ? ({ kind: 'confirmed', messageId: result.id } as const) : ({ kind: 'assumed', messageId: null } as const);
+      switch (prepared.call) {
+        case 'forward':
+          await driver.forwardMessage(prepared.msgId, prepared.toChatId);
+          // The network gives no id for a forward: always `assumed`, with a synthetic id (SPEC.md).
+          return { kind: 'assumed', messageId: `fwd_${deps.clock.now()}` };
+        case 'group_create':
+          return { kind: 'confirmed', messageId: (await driver.createGroup(prepared.title, prepared.participants, prepared.options)).gid };
+        case 'send': {
+          const result = await driver.sendMessage(job.chatId ?? '', prepared.content, prepared.options);
+          return result.id ? { kind: 'confirmed', messageId: result.id } : { kind: 'assumed', messageId: null };
+        }
+      }
     });
   } catch (err) {
     if (err instanceof DeadlineExceeded) {

@@ -1,12 +1,13 @@
 /** The queue's public shapes: SPEC.md "Job status object" and "Accepted-job response". */
-import type { Job } from './jobs.js';
+import { isWaiting } from '../../machines/job.machine.js';
+import type { Job } from './job.js';
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 export const etaSeconds = (scheduledAt: number | null, now: number) =>
   scheduledAt === null ? null : Math.max(0, Math.ceil((scheduledAt - now) / 1000));
 
 export function jobStatus(job: Job, now: number): Record<string, unknown> {
-  const waiting = job.state === 'queued' || job.state === 'scheduled';
+  const waiting = isWaiting(job.state);
   return {
     jobId: job.id,
     state: job.state,
@@ -47,7 +48,7 @@ export function acceptedResponse(v: AcceptedView, now: number): Record<string, u
   const status = !v.replay ? 'queued' : job.state === 'scheduled' ? 'queued' : job.state;
   return {
     status,
-    queueState: job.scheduledAt !== null && (job.state === 'scheduled' || job.state === 'queued') ? 'scheduled' : 'queued',
+    queueState: job.scheduledAt !== null && isWaiting(job.state) ? 'scheduled' : 'queued',
     jobId: job.id,
     messageId: job.messageId,
     idempotencyKey: job.idempotencyKey,

@@ -3,7 +3,8 @@ import type { Pool, Queryable } from '../store/pool.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { InstanceSettings } from './settings.js';
-import type { Job } from './jobs.js';
+import type { Job, JobRecord } from './job.js';
+import type { Send } from './payload.js';
 
 export interface QueueEventSink {
   /** Write an event to the outbox inside the caller's transaction. */
@@ -41,11 +42,8 @@ export interface WorkerDeps {
   batchSize?: number;
 }
 
-/** A validated send as a route hands it over: the job's own fields, its validity and, for a requeue, its origin. */
-export type AcceptRequest = Pick<
-  Job,
-  'kind' | 'originRoute' | 'chatId' | 'phone' | 'payload' | 'payloadHash' | 'idempotencyKey' | 'priority' | 'notBefore'
-> & {
+/** A validated send as a route hands it over: the send, its place in the queue and, for a requeue, its origin. */
+export type AcceptRequest = Send & Pick<JobRecord, 'originRoute' | 'chatId' | 'phone' | 'payloadHash' | 'idempotencyKey' | 'priority' | 'notBefore'> & {
   /** null: the instance's defaultTtlSeconds */
   ttlSeconds: number | null;
   previousJobId?: string | null;
@@ -59,10 +57,18 @@ export interface AcceptResult {
   queuePosition: number;
 }
 
+/** Why acceptance created no job (SPEC.md "Job transitions", the `(no job)` rows, and idempotency). */
+export type Refusal =
+  | { kind: 'refused'; code: 'QUEUE_FULL'; maxPending: number }
+  | { kind: 'refused'; code: 'TTL_UNREACHABLE'; expiresAt: number }
+  | { kind: 'refused'; code: 'IDEMPOTENCY_PAYLOAD_MISMATCH'; jobId: string };
+
+/** What acceptance answers: a new job, the job an idempotency key already names, or a refusal. */
+export type AcceptOutcome =
+  | { kind: 'accepted'; job: Job; queuePosition: number }
+  | { kind: 'replay'; job: Job; queuePosition: number }
+  | Refusal;
+
 /** A send outside the persistent queue (v1 in `disabled` and `memory-degraded` modes). */
-export interface DirectSend {
-  kind: string;
-  chatId: string;
-  payload: Record<string, unknown>;
-}
+export type DirectSend = Send & { chatId: string };
 export type DirectOutcome = DispatchOutcome | { kind: 'rate_limited'; retryAt: number };

@@ -10,8 +10,7 @@
  *   commit but whose answer was lost is not repeated. If the process stops first, the job is still `sending`
  *   in PostgreSQL and the next start makes it `unknown` (never resent).
  */
-import type { Queryable } from '../store/pool.js';
-import type { Job } from './jobs.js';
+import type { Job } from './job.js';
 import type { DispatchOutcome } from './types.js';
 
 export interface KeptOutcome {
@@ -64,16 +63,4 @@ export class WriteBack {
   dispatchesWritten(count: number): void {
     this.dispatches = this.dispatches.slice(count);
   }
-}
-
-/** The sends kept while degraded, into the dispatch history (they belong to no job). */
-export async function insertKeptDispatches(q: Queryable, instanceId: string, sends: number[]): Promise<void> {
-  if (sends.length === 0) return;
-  await q.query(
-    `INSERT INTO dispatches (instance_id, job_id, dispatched_at) SELECT $1, NULL, at FROM unnest($2::timestamptz[]) AS t(at)`,
-    [instanceId, sends.map((ms) => new Date(ms))],
-  );
-  await q.query('UPDATE instances SET last_dispatch_at = GREATEST(COALESCE(last_dispatch_at, $2), $2) WHERE id = $1', [
-    instanceId, new Date(Math.max(...sends)),
-  ]);
 }

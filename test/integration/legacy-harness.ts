@@ -27,6 +27,8 @@ import { EXISTING_INSTANCE_DEFAULTS, type InstanceSettings } from '../../src/que
 import { QueueWorker } from '../../src/queue/worker.js';
 import { dispatchJob } from '../../src/queue/dispatch.js';
 import type { Job } from '../../src/queue/jobs.js';
+import { sendPart } from '../../src/queue/payload.js';
+import type { DirectSend } from '../../src/queue/worker.js';
 import { createMediaServices, type MediaServices } from '../../src/media/services.js';
 import { loadConfig } from '../../src/config.js';
 import type { QueueMode } from '../../src/http/routes/queue-gate.js';
@@ -89,7 +91,7 @@ export async function startV1Harness(label: string, env: Record<string, string> 
   const byName = new Map<string, V1Instance>();
   const byId = new Map<string, V1Instance>();
 
-  const directSend = async (handle: InstanceHandle, job: { kind: 'text' | 'media'; chatId: string; payload: Record<string, unknown> }): Promise<DirectSendResult> => {
+  const directSend = async (handle: InstanceHandle, job: DirectSend): Promise<DirectSendResult> => {
     const inst = byId.get(handle.id);
     if (!inst) throw new DomainError('INSTANCE_UNREACHABLE', 'no such instance');
     const now = clock.now();
@@ -273,10 +275,10 @@ function gateRetryAt(inst: V1Instance, now: number): number | null {
   return at > now ? at : null;
 }
 
-function directJob(instanceId: string, j: { kind: string; chatId: string; payload: Record<string, unknown> }, now: number): Job {
+function directJob(instanceId: string, j: DirectSend, now: number): Job {
   return {
-    id: 'direct', seq: 0, instanceId, state: 'sending', kind: j.kind, originRoute: 'direct', chatId: j.chatId, phone: null,
-    payload: j.payload, payloadHash: '', idempotencyKey: null, priority: 9, notBefore: null, queuedAt: now, scheduledAt: now,
+    ...sendPart(j), id: 'direct', seq: 0, instanceId, state: 'sending', originRoute: 'direct', chatId: j.chatId, phone: null,
+    payloadHash: '', idempotencyKey: null, priority: 9, notBefore: null, queuedAt: now, scheduledAt: now,
     dispatchedAt: now, terminalAt: null, expiresAt: now, attempts: 1, deliveryConfidence: null, messageId: null,
     resultCode: null, errorMessage: null, unknownReason: null, previousJobId: null,
   };

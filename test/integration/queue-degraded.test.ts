@@ -79,13 +79,13 @@ test('degraded and recovered with nothing lost', { skip: !process.env.TEST_DATAB
 
   // sends outside the queue pass the same gate from memory: 2 more fit under maxPerHour 3, the third does not
   t.sim?.increment(1_500);
-  const one = await t.gw.runtime.directSend(instance.id, { kind: 'text', chatId: '4915112345678@c.us', payload: { body: 'during 1' } });
+  const one = await t.gw.runtime.directSend(instance.id, { kind: 'text', chatId: '4915112345678@c.us', payload: { body: 'during 1', chatId: '4915112345678@c.us' } });
   assert.equal(one.kind, 'confirmed');
   t.sim?.increment(1_500);
-  const two = await t.gw.runtime.directSend(instance.id, { kind: 'text', chatId: '4915112345678@c.us', payload: { body: 'during 2' } });
+  const two = await t.gw.runtime.directSend(instance.id, { kind: 'text', chatId: '4915112345678@c.us', payload: { body: 'during 2', chatId: '4915112345678@c.us' } });
   assert.equal(two.kind, 'confirmed');
   t.sim?.increment(1_500);
-  const three = await t.gw.runtime.directSend(instance.id, { kind: 'text', chatId: '4915112345678@c.us', payload: { body: 'during 3' } });
+  const three = await t.gw.runtime.directSend(instance.id, { kind: 'text', chatId: '4915112345678@c.us', payload: { body: 'during 3', chatId: '4915112345678@c.us' } });
   assert.equal(three.kind, 'rate_limited', 'the hourly limit holds in memory-degraded mode');
 
   // restore; the probe notices, what went out is written back, the two queue events are delivered

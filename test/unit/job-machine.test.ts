@@ -1,13 +1,24 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { getNextTransitions } from 'xstate';
 import {
+  CANCELLABLE_JOB_STATES,
+  COUNTING_JOB_STATES,
+  JOB_EVENT_TYPES,
   JOB_STATES,
+  PENDING_JOB_STATES,
+  REQUEUEABLE_JOB_STATES,
   TERMINAL_JOB_STATES,
+  WAITING_JOB_STATES,
   acceptJob,
   applyJobEvent,
+  bulkJobEvent,
   canRequeue,
   isTerminal,
+  isWaiting,
   jobMachine,
   statesAccepting,
   type JobEvent,
@@ -20,7 +31,6 @@ const EVENTS: JobEventType[] = [
   'PLANNED',
   'REPLANNED',
   'UNSCHEDULED',
-  'RESCHEDULED',
   'DISPATCH',
   'RESULT_CONFIRMED',
   'RESULT_ASSUMED',
@@ -48,7 +58,6 @@ const ALLOWED: Partial<Record<JobState, Partial<Record<JobEventType, JobStep>>>>
   },
   scheduled: {
     REPLANNED: step('scheduled'),
-    RESCHEDULED: step('scheduled'),
     UNSCHEDULED: step('queued'),
     DISPATCH: step('sending'),
     CANCEL: step('cancelled', 'message.cancelled'),
@@ -65,7 +74,7 @@ const ALLOWED: Partial<Record<JobState, Partial<Record<JobEventType, JobStep>>>>
   },
 };
 
-const ev = (type: JobEventType) => ({ type }) as JobEvent;
+const ev = (type: JobEventType): JobEvent => ({ type });
 
 describe('job machine: SPEC.md "Job transitions", row by row', () => {
   test('(no job) → queued on acceptance, emitting message.queued', () => {
@@ -80,9 +89,11 @@ describe('job machine: SPEC.md "Job transitions", row by row', () => {
     assert.deepEqual(applyJobEvent('scheduled', ev('DISPATCH')), step('sending'));
   });
 
-  test('scheduled → back in the queue with a new slot when a re-check item fails; not sent', () => {
-    assert.deepEqual(applyJobEvent('scheduled', ev('RESCHEDULED')), step('scheduled'));
-    assert.equal(applyJobEvent('queued', ev('RESCHEDULED')), null, 'only a scheduled job is re-checked');
+  test('scheduled → back in the queue with a new slot when a re-check item fails (a re-plan); not sent', () => {
+    assert.deepEqual(applyJobEvent('scheduled', ev('REPLANNED')), step('scheduled'));
+    // a re-plan that finds no slot before the expiry: waiting without one
+    assert.deepEqual(applyJobEvent('scheduled', ev('UNSCHEDULED')), step('queued'));
+    assert.equal(applyJobEvent('queued', ev('UNSCHEDULED')), null, 'a job without a slot has none to lose');
   });
 
   test('sending → sent/confirmed when the network returned an id', () => {
@@ -161,5 +172,58 @@ describe('job machine: nothing else is allowed', () => {
   test('returned steps are frozen, so the memo cannot be corrupted by a caller', () => {
     const s = applyJobEvent('queued', ev('CANCEL'));
     assert.ok(s && Object.isFrozen(s));
+  });
+});
+
+describe('job machine: the state lists the runtime uses are read from it', () => {
+  test('each list is what SPEC.md says', () => {
+    assert.deepEqual([...TERMINAL_JOB_STATES], ['sent', 'failed', 'unknown', 'cancelled', 'expired']);
+    assert.deepEqual([...PENDING_JOB_STATES], ['queued', 'scheduled', 'sending']);
+    assert.deepEqual([...WAITING_JOB_STATES], ['queued', 'scheduled']);
+    assert.deepEqual([...CANCELLABLE_JOB_STATES], ['queued', 'scheduled']);
+    // SPEC.md "Messages in sent, sending or unknown count against the hourly and daily limits."
+    assert.deepEqual([...COUNTING_JOB_STATES], ['sending', 'sent', 'unknown']);
+    assert.deepEqual([...REQUEUEABLE_JOB_STATES], ['failed', 'cancelled', 'expired']);
+    for (const s of JOB_STATES) assert.equal(isWaiting(s), s === 'queued' || s === 'scheduled', s);
+  });
+
+  test('a requeueable state is final and never counted (the old job provably did not go out)', () => {
+    for (const s of REQUEUEABLE_JOB_STATES) {
+      assert.ok(isTerminal(s), s);
+      assert.ok(!COUNTING_JOB_STATES.includes(s), s);
+    }
+  });
+});
+
+describe('job machine: every event is a conditional UPDATE the queue sends', () => {
+  test('the test names every event of the machine', () => {
+    assert.deepEqual([...EVENTS].sort(), [...JOB_EVENT_TYPES].sort());
+  });
+
+  test('each event leads to one step from every state it is allowed in (one UPDATE … WHERE state IN (…))', () => {
+    for (const e of JOB_EVENT_TYPES) {
+      const { from, step: s } = bulkJobEvent(e);
+      assert.deepEqual(from, statesAccepting(e), e);
+      assert.ok(from.length > 0, `${e} is allowed somewhere`);
+      for (const f of from) assert.deepEqual(applyJobEvent(f, ev(e)), s, `${f} + ${e}`);
+    }
+  });
+
+  test('every event is sent by src/queue (an event nobody sends is removed from the machine)', () => {
+    const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../src/queue');
+    const files = readdirSync(root, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'));
+    const source = files.map((f) => readFileSync(path.join(root, f), 'utf8')).join('\n');
+    for (const e of JOB_EVENT_TYPES) assert.match(source, new RegExp(`'${e}'`), `no code in src/queue sends ${e}`);
+  });
+
+  test('nothing in src/queue writes a state by hand: every SET state comes from the machine', () => {
+    const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../src/queue');
+    const files = readdirSync(root, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'));
+    for (const f of files) {
+      const text = readFileSync(path.join(root, f), 'utf8');
+      assert.doesNotMatch(text, /SET\s+state\s*=\s*'[a-z]+'/i, `${f} writes a state literal in SQL`);
+      assert.doesNotMatch(text, /state\s*===?\s*'[a-z]+'\s*\|\|/, `${f} lists states by hand in code`);
+      assert.doesNotMatch(text, /state IN \('/, `${f} lists states by hand in SQL`);
+    }
   });
 });

@@ -15,15 +15,13 @@ import { V1Error } from '../errors.js';
 import { legacyWaitMs, type Config } from '../../config.js';
 import { raceClock, sleep, type Clock } from '../../clock.js';
 import type { InstanceHandle } from '../../actors/handle.js';
-import type { DispatchOutcome } from '../../queue/worker.js';
+import type { DirectSend as QueueDirectSend, DispatchOutcome } from '../../queue/worker.js';
+import { sendPart } from '../../queue/payload.js';
 import type { V1Send } from './legacy-parse.js';
 import { NOT_CONNECTED, RESTARTING, answerOutcome } from './legacy-answer.js';
 
 export type DirectSendResult = DispatchOutcome | { kind: 'rate_limited'; retryAt: number };
-export type DirectSend = (
-  handle: InstanceHandle,
-  job: { kind: 'text' | 'media'; chatId: string; payload: Record<string, unknown> },
-) => Promise<DirectSendResult>;
+export type DirectSend = (handle: InstanceHandle, job: QueueDirectSend) => Promise<DirectSendResult>;
 
 export interface DirectDeps {
   clock: Clock;
@@ -56,7 +54,7 @@ export async function untilConnected(handle: InstanceHandle, clock: Clock, deadl
 export async function sendDirect(ctx: Context, deps: DirectDeps, handle: InstanceHandle, send: V1Send): Promise<void> {
   const { clock } = deps;
   const deadline = clock.now() + legacyWaitMs(deps.config);
-  const job = { kind: send.kind, chatId: send.parsed.chatId, payload: send.parsed.payload };
+  const job: QueueDirectSend = { ...sendPart(send.parsed), chatId: send.parsed.chatId };
   for (;;) {
     await untilConnected(handle, clock, deadline);
     const r = await until(clock, deadline, deps.directSend(handle, job));

@@ -13,6 +13,7 @@ import { parse } from '../validate.js';
 import { jobStatus } from '../../wire/job.js';
 import { getJob, listJobs, queueCounts, findByIdempotencyKey } from '../../queue/jobs.js';
 import { IDEMPOTENCY_RETENTION_MS, type QueueWorker } from '../../queue/worker.js';
+import { sendPart } from '../../queue/payload.js';
 import { JOB_STATES, canRequeue } from '../../../machines/job.machine.js';
 import type { InstanceHandle } from '../../actors/handle.js';
 import { DEADLINES } from '../../actors/handle.js';
@@ -132,11 +133,10 @@ export function queueRouter(deps: QueueRouteDeps): Router {
     const worker = v2Gate(deps, handle);
     // The derived key makes a repeated requeue of the same job a replay, never a second message.
     const result = await withGatewayDeadline(deps.clock, DEADLINES.send, worker.accept({
-      kind: old.kind,
+      ...sendPart(old),
       originRoute: '/api/v2/messages/:jobId/requeue',
       chatId: old.chatId,
       phone: old.phone,
-      payload: old.payload,
       payloadHash: old.payloadHash,
       idempotencyKey: `requeue:${old.id}`,
       priority: old.priority,

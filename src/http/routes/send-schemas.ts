@@ -10,9 +10,9 @@ import {
 import { DomainError, validationFailed } from '../../errors.js';
 import { integerIn, matching, nonBlank, parse } from '../validate.js';
 import { CHAT_ID, CONTACT_ID, normalizePhone, phoneToChatId, chatIdToPhone } from '../../phone.js';
+import { checkSend, sendOf, type Send, type SendKind } from '../../queue/payload.js';
 
-export type SendKind =
-  | 'text' | 'media' | 'voice' | 'document' | 'sticker' | 'video' | 'location' | 'contact' | 'poll' | 'forward' | 'group_create';
+export type { SendKind };
 
 export const IDEMPOTENCY_KEY = /^[A-Za-z0-9_.:-]{8,128}$/;
 
@@ -84,18 +84,16 @@ export const VOICE_MIMETYPES = [
   'audio/amr', 'audio/wav', 'audio/x-wav', 'audio/webm',
 ];
 
-export interface ParsedSend {
-  kind: SendKind;
+/** A validated send: the canonical job payload (src/queue/payload.ts) stored with the job and sent at dispatch. */
+export type ParsedSend = Send & {
   chatId: string;
   phone: string | null;
   priority: number;
   notBefore: number | null;
   ttlSeconds: number | null;
   idempotencyKey: string | null;
-  /** canonical payload stored with the job and sent at dispatch */
-  payload: Record<string, unknown>;
   warnings: string[];
-}
+};
 
 /** The idempotency key from header and/or body (SPEC.md rule 3: both present must be identical). */
 export function idempotencyKeyOf(body: unknown, header: string | undefined): string | null {
@@ -182,14 +180,13 @@ export function parseGroupCreate(body: unknown, header: string | undefined, ownN
   const own = ownNumber ? `${ownNumber}@c.us` : null;
   if (own && b.participants.includes(own)) throw validationFailed('participants', 'the instance itself is the group creator; do not list it');
   return {
-    kind: 'group_create',
+    ...sendOf('group_create', { title: b.title.trim(), participants: [...new Set(b.participants)], ...(b.options ? { options: b.options } : {}) }),
     chatId: '',
     phone: null,
     priority: b.priority ?? 5,
     notBefore: b.notBefore ? Date.parse(b.notBefore) : null,
     ttlSeconds: b.ttlSeconds ?? null,
     idempotencyKey,
-    payload: { title: b.title.trim(), participants: [...new Set(b.participants)], ...(b.options ? { options: b.options } : {}) },
     warnings: [],
   };
 }
@@ -222,14 +219,14 @@ export function parseSend(kind: Exclude<SendKind, 'group_create'>, body: unknown
   const routeOptions = ROUTE_OPTIONS[kind](payload);
   if (Object.keys(options).length + Object.keys(routeOptions).length > 0) payload.options = { ...options, ...routeOptions };
   return {
-    kind,
+    // the payload built above, checked against its kind's shape (a mismatch is a bug here, not bad input)
+    ...checkSend(kind, payload),
     chatId: target.chatId,
     phone: target.phone,
     priority: common.priority ?? 5,
     notBefore: common.notBefore ? Date.parse(common.notBefore) : null,
     ttlSeconds: common.ttlSeconds ?? null,
     idempotencyKey,
-    payload,
     warnings,
   };
 }

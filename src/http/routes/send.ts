@@ -9,6 +9,7 @@ import { createHash } from 'node:crypto';
 import { DomainError } from '../../errors.js';
 import { parseGroupCreate, parseSend, type ParsedSend, type SendKind } from './send-schemas.js';
 import type { AcceptRequest } from '../../queue/worker.js';
+import { sendPart } from '../../queue/payload.js';
 import type { InstanceHandle } from '../../actors/handle.js';
 import { DEADLINES } from '../../actors/handle.js';
 import { answerAccepted, v2Gate, withGatewayDeadline, type QueueGateDeps } from './queue-gate.js';
@@ -48,11 +49,10 @@ function sortKeys(v: unknown): unknown {
 
 export function toAcceptRequest(p: ParsedSend, originRoute: string): AcceptRequest {
   return {
-    kind: p.kind,
+    ...sendPart(p),
     originRoute,
     chatId: p.chatId === '' ? null : p.chatId,
     phone: p.phone,
-    payload: p.payload,
     payloadHash: payloadHash(p),
     idempotencyKey: p.idempotencyKey,
     priority: p.priority,

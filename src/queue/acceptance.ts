@@ -1,0 +1,192 @@
+/**
+ * Acceptance: idempotency, QUEUE_FULL and TTL_UNREACHABLE are decided here, on the queue's serial executor.
+ *
+ * Acceptances arriving together are planned and committed in one transaction (group commit): a job is only
+ * answered once it is in PostgreSQL. Every request of a batch ends in an `AcceptOutcome` (accepted, replay,
+ * or a refusal with its code); only a store failure is an error, and it fails the whole batch.
+ */
+import { CommitOutcomeUnknown, withTransaction } from '../store/pool.js';
+import { isConnectionError } from '../store/health.js';
+import { newJobId } from '../ids.js';
+import { acceptJob, type QueueEventName } from '../../machines/job.machine.js';
+import type { Job, NewJob } from './job.js';
+import { sendPart } from './payload.js';
+import type { QueueCore } from './core.js';
+import { queueEventData } from './queue-events.js';
+import { BOOT_ID } from './sync-callers.js';
+import { findByIdempotencyKeys } from './sql/findByIdempotencyKeys.js';
+import { insertJobs } from './sql/insertJobs.js';
+import { rememberIdempotencyKeys } from './sql/rememberIdempotencyKeys.js';
+import { saveSlots } from './sql/saveSlots.js';
+import type { AcceptOutcome, AcceptRequest, Refusal } from './types.js';
+
+export const IDEMPOTENCY_RETENTION_MS = 7 * 86_400_000;
+
+/** What acceptance emits, read once from the job machine's initial transition. */
+const QUEUED_EVENT: QueueEventName = acceptJob().emits ?? 'message.queued';
+
+interface Pending {
+  req: AcceptRequest;
+  resolve: (o: AcceptOutcome) => void;
+  reject: (e: unknown) => void;
+}
+
+/** A request's outcome decided inside the batch; `sibling` is a replay of a job inserted by the same batch. */
+type Decided = AcceptOutcome | { kind: 'sibling'; of: Pending };
+
+export class Acceptance {
+  private inbox: Pending[] = [];
+  private draining = false;
+
+  /** `accepted` is told after each committed batch (the dispatch timer may need an earlier wake). */
+  constructor(private readonly core: QueueCore, private readonly accepted: () => void) {}
+
+  /** Queue a request for the next batch. */
+  offer(req: AcceptRequest): Promise<AcceptOutcome> {
+    return new Promise((resolve, reject) => {
+      this.inbox.push({ req, resolve, reject });
+      this.kick();
+    });
+  }
+
+  /** Fail what is still waiting for a batch (the queue stops). */
+  rejectWaiting(err: unknown): void {
+    for (const p of this.inbox.splice(0)) p.reject(err);
+  }
+
+  /** Start draining the inbox unless a drain is already queued: arrivals meanwhile join its next batch. */
+  private kick(): void {
+    if (this.draining) return;
+    this.draining = true;
+    void this.core.serial.run(() => this.drain()).finally(() => {
+      this.draining = false;
+      if (this.inbox.length > 0) this.kick();
+    });
+  }
+
+  /** One batch per turn of the serial executor, so a due dispatch never waits behind a whole burst. */
+  private async drain(): Promise<void> {
+    if (this.inbox.length === 0) return;
+    const batch = this.inbox.splice(0, this.core.deps.batchSize ?? 200);
+    try {
+      await this.acceptBatch(batch);
+    } catch (err) {
+      // The store went away: before the COMMIT nothing was accepted (503), during it the batch may have been
+      // (CommitOutcomeUnknown); retrying members one by one could accept a job without a key twice.
+      if (batch.length === 1 || isConnectionError(err) || err instanceof CommitOutcomeUnknown) {
+        for (const p of batch) p.reject(err);
+        return;
+      }
+      // A batch failed as a whole for one member (e.g. a concurrent node took a key): retry its members one
+      // by one so that one bad request cannot fail the others.
+      for (const p of batch) await this.acceptBatch([p]).catch((e: unknown) => p.reject(e));
+    }
+  }
+
+  private async acceptBatch(batch: Pending[]): Promise<void> {
+    const { core } = this;
+    const { deps, planner } = core;
+    const now = core.now();
+    const settings = deps.settings();
+    const decided = new Map<Pending, Decided>();
+    const inserted = new Map<Pending, Job>();
+
+    await withTransaction(deps.pool, async (c) => {
+      const keys = [...new Set(batch.map((p) => p.req.idempotencyKey).filter((k): k is string => k !== null))];
+      const known = await findByIdempotencyKeys(c, deps.instanceId, keys, now - IDEMPOTENCY_RETENTION_MS);
+      const fresh: { p: Pending; job: NewJob }[] = [];
+      const keysInBatch = new Map<string, { p: Pending; job: NewJob }>();
+      for (const p of batch) {
+        const { req } = p;
+        if (req.idempotencyKey !== null) {
+          const sameBatch = keysInBatch.get(req.idempotencyKey);
+          if (sameBatch) {
+            decided.set(p, sameBatch.job.payloadHash === req.payloadHash ? { kind: 'sibling', of: sameBatch.p } : mismatch(sameBatch.job.id));
+            continue;
+          }
+          const found = known.get(req.idempotencyKey);
+          if (found) {
+            decided.set(p, found.payloadHash === req.payloadHash
+              ? { kind: 'replay', job: found.job, queuePosition: planner.position(found.job.id) }
+              : mismatch(found.job.id));
+            continue;
+          }
+        }
+        if (core.pending + fresh.length >= deps.maxPending) {
+          decided.set(p, { kind: 'refused', code: 'QUEUE_FULL', maxPending: deps.maxPending });
+          continue;
+        }
+        const job = newJob(req, deps.instanceId, now, req.ttlSeconds ?? settings.defaultTtlSeconds);
+        fresh.push({ p, job });
+        if (req.idempotencyKey !== null) keysInBatch.set(req.idempotencyKey, { p, job });
+      }
+
+      // Plan the fresh jobs; refuse the ones whose earliest slot is after their expiry.
+      const placed = planner.tryAdd(
+        fresh.map((f) => ({ id: f.job.id, priority: f.job.priority, notBefore: f.job.notBefore, expiresAt: f.job.expiresAt })),
+        now,
+        settings,
+      );
+      const accepted: { p: Pending; job: NewJob }[] = [];
+      for (const f of fresh) {
+        const slot = placed.slots.get(f.job.id);
+        if (slot === undefined) {
+          decided.set(f.p, { kind: 'refused', code: 'TTL_UNREACHABLE', expiresAt: f.job.expiresAt });
+          continue;
+        }
+        f.job.scheduledAt = slot;
+        accepted.push(f);
+      }
+      const jobs = await insertJobs(c, accepted.map((a) => a.job));
+      await rememberIdempotencyKeys(c, accepted.map((a) => a.job));
+      await deps.events.emitMany(c, jobs.map((job) => ({
+        event: QUEUED_EVENT,
+        data: queueEventData(QUEUED_EVENT, job, { now, position: placed.positions.get(job.id) ?? 0 }),
+      })));
+      // Jobs moved by this acceptance (a higher priority went in front of them) get their new slots.
+      if (placed.moved.length > 0) await saveSlots(c, placed.moved, core.epoch);
+      placed.commit?.();
+      core.pending += jobs.length;
+      jobs.forEach((job, i) => {
+        const a = accepted[i];
+        if (a) inserted.set(a.p, job);
+      });
+    });
+
+    deps.events.flushed();
+    for (const p of batch) {
+      const d = decided.get(p);
+      const job = d?.kind === 'sibling' ? inserted.get(d.of) : inserted.get(p);
+      if (d === undefined || d.kind === 'sibling') {
+        // a fresh job, or the same key twice in one batch: the second is a replay of the first, now committed
+        if (job) p.resolve({ kind: d ? 'replay' : 'accepted', job, queuePosition: planner.position(job.id) });
+        else p.reject(new Error('acceptance lost a request of its batch'));
+      } else p.resolve(d);
+    }
+    this.accepted();
+  }
+}
+
+function newJob(req: AcceptRequest, instanceId: string, now: number, ttlSeconds: number): NewJob {
+  return {
+    ...sendPart(req),
+    id: newJobId(),
+    instanceId,
+    originRoute: req.originRoute,
+    chatId: req.chatId,
+    phone: req.phone,
+    payloadHash: req.payloadHash,
+    idempotencyKey: req.idempotencyKey,
+    priority: req.priority,
+    notBefore: req.notBefore,
+    queuedAt: now,
+    scheduledAt: null,
+    expiresAt: now + ttlSeconds * 1000,
+    previousJobId: req.previousJobId ?? null,
+    callerBoot: req.awaitsCaller ? BOOT_ID : null,
+  };
+}
+
+function mismatch(jobId: string): Refusal {
+  return { kind: 'refused', code: 'IDEMPOTENCY_PAYLOAD_MISMATCH', jobId };
+}

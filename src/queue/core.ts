@@ -1,0 +1,102 @@
+/**
+ * What the parts of one instance's queue share (acceptance, dispatch timing, degraded mode): the planner's
+ * mirror of PostgreSQL, the serial executor every slot decision runs on, the callers waiting for outcomes,
+ * and the one way a job's state changes: a job-machine event applied by a conditional UPDATE
+ * (src/queue/sql/transitionJob.ts) with the `message.*` event the step names, in one transaction.
+ */
+import { withTransaction, type PoolClient, type Queryable } from '../store/pool.js';
+import { isTerminal, type JobEvent, type QueueEventName } from '../../machines/job.machine.js';
+import type { Job, TransitionFields } from './job.js';
+import { Planner } from './planning.js';
+import { Serial } from './serial.js';
+import { TerminalWaiters } from './waiters.js';
+import { WriteBack } from './write-back.js';
+import { queueEventData } from './queue-events.js';
+import { countPending } from './sql/countPending.js';
+import { listWaiting } from './sql/listWaiting.js';
+import { loadHistory } from './sql/loadHistory.js';
+import { loadPlanState } from './sql/loadPlanState.js';
+import { transitionJob } from './sql/transitionJob.js';
+import type { WorkerDeps } from './types.js';
+
+/** Extra data of a move's event (`reason` of message.cancelled / message.expired). */
+export interface MoveExtra {
+  reason?: string;
+}
+
+export class QueueCore {
+  readonly serial = new Serial();
+  readonly planner: Planner;
+  readonly waiters: TerminalWaiters;
+  /** sends made while degraded and outcomes whose write failed: written back when the store answers */
+  readonly writeBack = new WriteBack();
+  /** jobs not final yet (waiting or being sent): QUEUE_FULL compares it with maxPending */
+  pending = 0;
+  epoch = 0;
+  /** PostgreSQL is unreachable: no dispatch from the queue; v1 sends pass the in-memory gate */
+  degraded = false;
+  started = false;
+  stopped = false;
+
+  constructor(readonly deps: WorkerDeps) {
+    this.planner = new Planner({ random: deps.random, salt: deps.instanceId });
+    this.waiters = new TerminalWaiters(deps.clock);
+  }
+
+  get instanceId(): string {
+    return this.deps.instanceId;
+  }
+
+  now(): number {
+    return this.deps.clock.now();
+  }
+
+  /** Whether timers may act: started and not stopped. */
+  get running(): boolean {
+    return this.started && !this.stopped;
+  }
+
+  /** One job fewer not final (it ended, or it was never sent and counts again when re-claimed). */
+  settledOne(): void {
+    this.pending = Math.max(0, this.pending - 1);
+  }
+
+  /** Load the mirror (waiting jobs, dispatch history, epoch, pending count) from PostgreSQL. */
+  async reload(now: number): Promise<void> {
+    const { pool, instanceId } = this.deps;
+    const state = await loadPlanState(pool, instanceId);
+    this.epoch = state.epoch;
+    const history = await loadHistory(pool, instanceId, now);
+    const waiting = await listWaiting(pool, instanceId);
+    this.pending = await countPending(pool, instanceId);
+    this.planner.load({ history, lastDispatchAt: state.lastDispatchAt, waiting });
+  }
+
+  /** Apply a job-machine event and persist it conditionally, with its event, in one transaction. */
+  async move(job: Job, event: JobEvent, fields: TransitionFields, extra: MoveExtra = {}, also?: (c: PoolClient) => Promise<void>): Promise<Job | null> {
+    const moved = await withTransaction(this.deps.pool, async (c) => {
+      const m = await this.moveIn(c, job, event, fields, extra);
+      if (m && also) await also(c);
+      return m;
+    });
+    this.deps.events.flushed();
+    if (moved && isTerminal(moved.state)) this.waiters.settle(moved);
+    return moved;
+  }
+
+  /**
+   * The same inside the caller's transaction; null when the job was not in a state the event is allowed in.
+   * Waiters are not answered here (the caller's transaction may still roll back).
+   */
+  async moveIn(c: PoolClient, job: Pick<Job, 'id'>, event: JobEvent, fields: TransitionFields, extra: MoveExtra = {}): Promise<Job | null> {
+    const moved = await transitionJob(c, job.id, event, fields);
+    if (!moved) return null;
+    if (moved.step.emits) await this.emitFor(c, moved.job, moved.step.emits, extra);
+    return moved.job;
+  }
+
+  async emitFor(q: Queryable, job: Job, event: QueueEventName, extra: MoveExtra = {}): Promise<void> {
+    const data = queueEventData(event, job, { now: this.now(), position: this.planner.position(job.id), reason: extra.reason });
+    await this.deps.events.emit(q, event, data);
+  }
+}

@@ -1,0 +1,119 @@
+/**
+ * Degraded mode: PostgreSQL is unreachable. The queue dispatches nothing; v1 sends go out at once through
+ * `directSend`, past the same gate as the dispatcher's re-check, from memory. What memory knows and the store
+ * does not (those sends, outcomes whose write failed) is written back on recovery, with the window's
+ * `queue.degraded` and `queue.recovered` events; a recovery that fails is tried again.
+ * `directSend` without limits is the `disabled` mode: nothing counted, nothing written.
+ */
+import { withTransaction } from '../store/pool.js';
+import type { TimerHandle } from '../clock.js';
+import { bulkJobEvent } from '../../machines/job.machine.js';
+import type { Job } from './job.js';
+import { sendPart } from './payload.js';
+import type { QueueCore } from './core.js';
+import type { DispatchLoop } from './dispatch-loop.js';
+import { WRITE_BACK_RETRY_MS } from './write-back.js';
+import { insertDispatches } from './sql/insertDispatches.js';
+import type { DirectOutcome, DirectSend } from './types.js';
+
+/** No instant within the planner's attempts (e.g. a limit of 0): not before a day has passed. */
+const NO_INSTANT_RETRY_MS = 86_400_000;
+
+export class DegradedMode {
+  private recoveryTimer: TimerHandle | null = null;
+
+  constructor(private readonly core: QueueCore, private readonly loop: DispatchLoop) {}
+
+  /**
+   * Send now without a job: mode `disabled` (no limits, nothing counted) or `memory-degraded` (the same gate
+   * as the dispatcher's re-check, from memory; what goes out is counted and written back on recovery).
+   */
+  async directSend(req: DirectSend, enforceLimits: boolean): Promise<DirectOutcome> {
+    const { core } = this;
+    let at = core.now();
+    if (enforceLimits) {
+      const gate = await core.serial.run(async () => {
+        at = core.now();
+        const check = core.planner.recheck(at, core.deps.settings());
+        if (!check.ok) return check;
+        core.planner.recordDispatch(at);
+        if (core.degraded) core.writeBack.keepDispatch(at);
+        return check;
+      });
+      if (!gate.ok) return { kind: 'rate_limited', retryAt: 'nextAt' in gate && typeof gate.nextAt === 'number' ? gate.nextAt : at + NO_INSTANT_RETRY_MS };
+    }
+    const outcome = await core.deps.dispatcher.send(directJob(core.instanceId, req, at));
+    if (outcome.kind === 'failed' && enforceLimits) {
+      await core.serial.run(async () => {
+        core.planner.forgetDispatch(at);
+        core.writeBack.dropDispatch(at);
+      });
+    }
+    return outcome;
+  }
+
+  /**
+   * The store became unreachable (true) or reachable again (false). On recovery the kept sends and the
+   * window's two queue events are written, then the kept outcomes; a recovery that fails is tried again
+   * (else the queue would stay degraded, dispatching nothing, while the store answers).
+   */
+  setDegraded(on: boolean, since: number): Promise<void> {
+    const { core } = this;
+    this.clearRecoveryTimer();
+    if (on) {
+      core.degraded = true;
+      this.loop.disarm();
+      return Promise.resolve();
+    }
+    if (!core.degraded) return Promise.resolve();
+    return core.serial.run(async () => {
+      if (!core.degraded) return;
+      const sends = core.writeBack.keptDispatches();
+      await withTransaction(core.deps.pool, async (c) => {
+        // kept sends belong to no job
+        await insertDispatches(c, core.instanceId, sends.map((at) => ({ jobId: null, at })));
+        // The outbox lives in PostgreSQL: the window's two events are written when it is reachable again.
+        await core.deps.events.emit(c, 'queue.degraded', { queueMode: 'memory-degraded', limitsEnforced: true, since: new Date(since).toISOString() });
+        await core.deps.events.emit(c, 'queue.recovered', { queueMode: 'pg', sentWhileDegraded: sends.length });
+      });
+      core.writeBack.dispatchesWritten(sends.length);
+      core.degraded = false;
+      core.deps.events.flushed();
+      // outcomes of sends that went out during the outage, each with its message.* event; arm() retries a failure
+      await this.loop.writeBackOutcomes().catch((err: unknown) => core.deps.log.warn({ err }, 'kept outcomes not written yet'));
+    }).then(
+      () => this.loop.resume(),
+      (err: unknown) => {
+        this.retryRecovery(since);
+        throw err;
+      },
+    );
+  }
+
+  clearRecoveryTimer(): void {
+    if (this.recoveryTimer !== null) this.core.deps.clock.clearTimeout(this.recoveryTimer);
+    this.recoveryTimer = null;
+  }
+
+  private retryRecovery(since: number): void {
+    const { core } = this;
+    if (core.stopped) return;
+    this.recoveryTimer = core.deps.clock.setTimeout(() => {
+      this.recoveryTimer = null;
+      void this.setDegraded(false, since).catch((err: unknown) => core.deps.log.warn({ err }, 'queue recovery failed again; retrying'));
+    }, WRITE_BACK_RETRY_MS);
+  }
+}
+
+/** The job a direct send is dispatched as: never stored, sent at once, in the state a claim leads to. */
+const DISPATCHED = bulkJobEvent('DISPATCH').step.next;
+
+function directJob(instanceId: string, req: DirectSend, at: number): Job {
+  return {
+    ...sendPart(req),
+    id: 'direct', seq: 0, instanceId, state: DISPATCHED, originRoute: 'direct', chatId: req.chatId, phone: null,
+    payloadHash: '', idempotencyKey: null, priority: 9, notBefore: null, queuedAt: at, scheduledAt: at, dispatchedAt: at,
+    terminalAt: null, expiresAt: at, attempts: 1, deliveryConfidence: null, messageId: null, resultCode: null,
+    errorMessage: null, unknownReason: null, previousJobId: null,
+  };
+}

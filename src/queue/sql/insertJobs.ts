@@ -1,0 +1,51 @@
+/**
+ * Insert an acceptance batch's jobs in one statement. Returns them with their seq, in the batch's order.
+ *
+ * Strategy: `unnest` of one array per column keeps a batch of hundreds to one round trip (a multi-row VALUES
+ * would need a parameter per cell); WITH ORDINALITY keeps the batch's arrival order in `seq`. The state each
+ * job is inserted in is the job machine's: its initial state, then PLANNED when acceptance gave it a slot.
+ */
+import { acceptJob, applyJobEvent, type JobState } from '../../../machines/job.machine.js';
+import type { Queryable } from '../../store/pool.js';
+import type { Job, NewJob } from '../job.js';
+import { rowToJob, toDate, type JobRow } from './row.js';
+
+const INITIAL = acceptJob().next;
+const PLANNED = applyJobEvent(INITIAL, { type: 'PLANNED' })?.next;
+
+/** The state a new job is stored in. */
+export function insertedState(job: Pick<NewJob, 'scheduledAt'>): JobState {
+  if (job.scheduledAt === null) return INITIAL;
+  if (PLANNED === undefined) throw new Error('the job machine does not allow PLANNED from its initial state');
+  return PLANNED;
+}
+
+export async function insertJobs(q: Queryable, jobs: NewJob[]): Promise<Job[]> {
+  if (jobs.length === 0) return [];
+  const { rows } = await q.query<JobRow>(
+    `INSERT INTO jobs (id, instance_id, state, kind, origin_route, chat_id, phone, payload, payload_hash,
+        idempotency_key, priority, not_before, queued_at, scheduled_at, expires_at, previous_job_id, caller_boot)
+     SELECT id, inst, state, kind, route, chat, phone, payload::jsonb, hash, key, prio, nb, qa, sa, ea, prev, boot
+       FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+                   $9::text[], $10::text[], $11::smallint[], $12::timestamptz[], $13::timestamptz[],
+                   $14::timestamptz[], $15::timestamptz[], $16::text[], $17::text[])
+            WITH ORDINALITY AS t(id, inst, state, kind, route, chat, phone, payload, hash, key, prio, nb, qa, sa, ea, prev, boot, ord)
+      ORDER BY ord
+     RETURNING *`,
+    [
+      jobs.map((j) => j.id), jobs.map((j) => j.instanceId), jobs.map(insertedState), jobs.map((j) => j.kind),
+      jobs.map((j) => j.originRoute), jobs.map((j) => j.chatId), jobs.map((j) => j.phone),
+      jobs.map((j) => JSON.stringify(j.payload)), jobs.map((j) => j.payloadHash), jobs.map((j) => j.idempotencyKey),
+      jobs.map((j) => j.priority), jobs.map((j) => toDate(j.notBefore)), jobs.map((j) => new Date(j.queuedAt)),
+      jobs.map((j) => toDate(j.scheduledAt)), jobs.map((j) => new Date(j.expiresAt)), jobs.map((j) => j.previousJobId),
+      jobs.map((j) => j.callerBoot),
+    ],
+  );
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  return jobs.map((j) => {
+    const row = byId.get(j.id);
+    if (!row) throw new Error(`job ${j.id} was not inserted`);
+    // the send is the one just written: no need to check it again
+    return rowToJob(row, j);
+  });
+}

@@ -1,0 +1,36 @@
+/**
+ * An instance's waiting jobs in planning order (priority desc, arrival asc): the planner's mirror at start.
+ * The states are the ones a re-plan moves (the job machine's REPLANNED); the partial index `jobs_waiting`
+ * (sql/0001_init.sql) covers them.
+ *
+ * Strategy: only the columns planning reads, never the payloads: a start with 5,000 waiting jobs neither
+ * ships nor parses 5,000 payloads (each is read and checked when its job is claimed).
+ */
+import { WAITING_JOB_STATES } from '../../../machines/job.machine.js';
+import type { Queryable } from '../../store/pool.js';
+import type { MirrorJob } from '../planning.js';
+import { sqlStates } from './row.js';
+
+const SQL = `SELECT id, priority, seq, not_before, expires_at, scheduled_at FROM jobs
+              WHERE instance_id = $1 AND state IN (${sqlStates(WAITING_JOB_STATES)}) ORDER BY priority DESC, seq`;
+
+interface Row {
+  id: string;
+  priority: number;
+  seq: number;
+  not_before: Date | null;
+  expires_at: Date;
+  scheduled_at: Date | null;
+}
+
+export async function listWaiting(q: Queryable, instanceId: string): Promise<MirrorJob[]> {
+  const { rows } = await q.query<Row>(SQL, [instanceId]);
+  return rows.map((r) => ({
+    id: r.id,
+    priority: r.priority,
+    seq: r.seq,
+    notBefore: r.not_before ? r.not_before.getTime() : null,
+    expiresAt: r.expires_at.getTime(),
+    scheduledAt: r.scheduled_at ? r.scheduled_at.getTime() : null,
+  }));
+}

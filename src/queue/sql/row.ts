@@ -1,0 +1,78 @@
+/**
+ * A `jobs` row and its mapping to a Job. The payload comes back from jsonb checked against its kind
+ * (src/queue/payload.ts), never cast: a row the gateway cannot send is an error where it is read.
+ */
+import { isJobState } from '../../../machines/job.machine.js';
+import type { Job, JobRecord } from '../job.js';
+import { checkSend, type Send } from '../payload.js';
+
+export interface JobRow {
+  id: string;
+  seq: number;
+  instance_id: string;
+  state: string;
+  kind: string;
+  origin_route: string;
+  chat_id: string | null;
+  phone: string | null;
+  payload: unknown;
+  payload_hash: string;
+  idempotency_key: string | null;
+  priority: number;
+  not_before: Date | null;
+  queued_at: Date;
+  scheduled_at: Date | null;
+  dispatched_at: Date | null;
+  terminal_at: Date | null;
+  expires_at: Date;
+  attempts: number;
+  delivery_confidence: JobRecord['deliveryConfidence'];
+  message_id: string | null;
+  result_code: string | null;
+  error_message: string | null;
+  unknown_reason: string | null;
+  previous_job_id: string | null;
+}
+
+const ms = (d: Date | null) => (d ? d.getTime() : null);
+export const toDate = (v: number | null | undefined) => (v === null || v === undefined ? null : new Date(v));
+
+/** Map a row; `send` is given when the caller already holds the checked send (the batch it just inserted). */
+export function rowToJob(r: JobRow, send: Send = checkSend(r.kind, r.payload)): Job {
+  if (!isJobState(r.state)) throw new Error(`job ${r.id} has an unknown state`);
+  return {
+    ...send,
+    id: r.id,
+    seq: r.seq,
+    instanceId: r.instance_id,
+    state: r.state,
+    originRoute: r.origin_route,
+    chatId: r.chat_id,
+    phone: r.phone,
+    payloadHash: r.payload_hash,
+    idempotencyKey: r.idempotency_key,
+    priority: r.priority,
+    notBefore: ms(r.not_before),
+    queuedAt: r.queued_at.getTime(),
+    scheduledAt: ms(r.scheduled_at),
+    dispatchedAt: ms(r.dispatched_at),
+    terminalAt: ms(r.terminal_at),
+    expiresAt: r.expires_at.getTime(),
+    attempts: r.attempts,
+    deliveryConfidence: r.delivery_confidence,
+    messageId: r.message_id,
+    resultCode: r.result_code,
+    errorMessage: r.error_message,
+    unknownReason: r.unknown_reason,
+    previousJobId: r.previous_job_id,
+  };
+}
+
+/**
+ * A state list of the job machine as SQL literals (`'queued','scheduled'`), for a query text fixed at load:
+ * unlike a bound array, a literal list lets PostgreSQL match the partial indexes on state (sql/0001_init.sql).
+ */
+export function sqlStates(states: readonly string[]): string {
+  if (states.length === 0 || !states.every(isJobState)) throw new Error('not a list of job states');
+  return states.map((s) => `'${s}'`).join(',');
+}
