@@ -6,13 +6,13 @@
 import { DriverError, type CreateGroupResult, type DriverEventName, type WireGroupNotification } from '../drivers/contract.js';
 import type { ParticipantResults } from '../drivers/sandbox/api.js';
 import { newGroupId, newInviteCode, newPhoneKey, serializeId, userId } from './ids.js';
-import type { SandboxNetwork } from './network.js';
+import type { GroupNetwork } from './books.js';
 import { dict, type GroupRecord } from './types.js';
 
 type GroupEvent = Extract<DriverEventName, 'group_join' | 'group_leave' | 'group_admin_changed' | 'group_update'>;
 
 export class GroupBook {
-  constructor(private readonly net: SandboxNetwork) {}
+  constructor(private readonly net: GroupNetwork) {}
 
   get(gid: string): GroupRecord | null {
     return this.net.state.groups[gid] ?? null;

@@ -6,7 +6,7 @@
 import { DriverError, type MessageAck, type WireChat, type WireMessage } from '../drivers/contract.js';
 import type { Draft } from './content.js';
 import { newPhoneKey, newWebKey, parseChatId, parseMessageId, userId } from './ids.js';
-import type { SandboxNetwork } from './network.js';
+import type { MessageNetwork } from './books.js';
 import { dict, type ChatRef, type ChatStateRecord, type NetMessage } from './types.js';
 import { chatIdFor, wireChat, wireMessage } from './wire.js';
 
@@ -36,7 +36,7 @@ export class MessageBook {
   /** chat key → message keys in posting order */
   private readonly byChat = new Map<string, string[]>();
 
-  constructor(private readonly net: SandboxNetwork) {}
+  constructor(private readonly net: MessageNetwork) {}
 
   /** Rebuild the chat index and resume ack timers after loading a state file. */
   reindex(): void {

@@ -42,7 +42,7 @@ export class SandboxNetwork {
   readonly groups: GroupBook;
   readonly ackDelays: { deviceMs: number; readMs: number };
   readonly qrRotateMs: number;
-  private readonly sessions = new Map<string, SandboxSession>();
+  private readonly sessions = new Map<string, SandboxSession<SandboxNetwork>>();
   private readonly timers = new Set<TimerHandle>();
   private readonly nextFaults = new Map<string, NextCallFault[]>();
   private readonly lids = new Map<string, string>();
@@ -109,10 +109,10 @@ export class SandboxNetwork {
 
   // ---- sessions
 
-  session(instanceId: string): SandboxSession {
+  session(instanceId: string): SandboxSession<SandboxNetwork> {
     let s = this.sessions.get(instanceId);
     if (!s) {
-      s = new SandboxSession(this, instanceId);
+      s = new SandboxSession<SandboxNetwork>(this, instanceId);
       this.sessions.set(instanceId, s);
     }
     return s;

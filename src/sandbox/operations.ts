@@ -6,9 +6,13 @@ import { DriverError, type MessageMedia, type WireGroup } from '../drivers/contr
 import type { SandboxArgs, SandboxMethod, SandboxResult } from '../drivers/sandbox/api.js';
 import { normalizePhone, parseChatId, userId } from './ids.js';
 import { forwardMessage, sendMessage } from './sending.js';
-import type { SandboxSession } from './session.js';
+import type { SandboxSession as Session } from './session.js';
+import type { SandboxNetwork } from './network.js';
 import type { GroupRecord } from './types.js';
 import { wireGroup, wireGroupContact, wireMessage, wireUserContact } from './wire.js';
+
+/** a session with the whole network behind it (the driver operations reach every book) */
+type SandboxSession = Session<SandboxNetwork>;
 
 type Handler<M extends SandboxMethod> = (s: SandboxSession, ...args: SandboxArgs<M>) => Promise<SandboxResult<M>>;
 type Handlers = { [M in SandboxMethod]: Handler<M> };

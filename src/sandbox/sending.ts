@@ -7,9 +7,12 @@ import { DriverError, type SendContent, type SendOptions, type SendResult } from
 import { draftFromContent, vCardFor, type Draft } from './content.js';
 import { parseChatId } from './ids.js';
 import type { SandboxNetwork } from './network.js';
-import type { SandboxSession } from './session.js';
+import type { SandboxSession as Session } from './session.js';
 import type { ChatRef, FaultKind, LedgerAction, NetMessage } from './types.js';
 import { chatIdFor, wireMessage } from './wire.js';
+
+/** a session with the whole network behind it (the driver operations reach every book) */
+type SandboxSession = Session<SandboxNetwork>;
 
 /** Where a message to `chatId` goes, or why it cannot go there. */
 export function resolveTarget(net: SandboxNetwork, me: string, chatId: string): ChatRef {

@@ -8,12 +8,13 @@ import QRCode from 'qrcode';
 import { DriverError, type ClientInfo, type WAState } from '../drivers/contract.js';
 import { SEND_METHODS, type InitializeOptions, type SandboxEvent, type SandboxEventListener, type SandboxMethod } from '../drivers/sandbox/api.js';
 import { newPairingCode, newQrToken, normalizePhone, userId } from './ids.js';
-import type { SandboxNetwork } from './network.js';
+import type { SessionNetwork } from './books.js';
 import type { Fault, FaultKind, SessionRecord } from './types.js';
 
 export type SessionPhase = 'stopped' | 'starting' | 'waiting_qr' | 'ready' | 'disconnected' | 'crashed';
 
-export class SandboxSession {
+/** `N`: the network as the session's callers see it (SandboxNetwork for the driver operations). */
+export class SandboxSession<N extends SessionNetwork = SessionNetwork> {
   private phaseValue: SessionPhase = 'stopped';
   private readonly listeners = new Set<SandboxEventListener>();
   /** bumps on every start/stop so that timers and async QR renders of an earlier run do nothing */
@@ -27,7 +28,7 @@ export class SandboxSession {
   readonly presence = new Map<string, 'typing' | 'recording'>();
 
   constructor(
-    readonly net: SandboxNetwork,
+    readonly net: N,
     readonly instanceId: string,
   ) {}
 
