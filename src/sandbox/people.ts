@@ -2,7 +2,7 @@
  * What the other people on the network do to an instance, for the control API: write to it (text, media,
  * location, contact cards, polls, undecryptable messages), vote, react, edit and revoke their messages,
  * acknowledge what the instance sent, call, change their number, and what the instance's own phone does
- * (battery, archiving a chat). Refusals are ApiErrors because only the control API calls these.
+ * (battery, archiving a chat). Refusals are DomainErrors (src/errors.ts) because only the control API calls these.
  */
 import { DriverError, type Location, type MessageMedia, type SendOptions, type WireMessage } from '../drivers/contract.js';
 import { DomainError } from '../errors.js';
