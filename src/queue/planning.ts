@@ -49,7 +49,8 @@ export class Planner {
   private readonly random: RandomDelay;
 
   constructor(opts: { random?: ((min: number, max: number) => number) | undefined; salt?: string }) {
-    this.random = opts.random ? (min, max) => (opts.random as (a: number, b: number) => number)(min, max) : stableRandomDelay(opts.salt ?? '');
+    const random = opts.random;
+    this.random = random ? (min, max) => random(min, max) : stableRandomDelay(opts.salt ?? '');
   }
 
   load(input: { history: number[]; lastDispatchAt: number | null; waiting: MirrorJob[] }): void {

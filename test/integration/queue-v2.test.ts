@@ -271,3 +271,30 @@ test('group creation goes through the queue and counts against the limits', asyn
   assert.equal(limits.usedLastHour, 1, 'the creation counts like a message');
   assert.equal(limits.remainingHour, 1);
 });
+
+test('one key sent several times at once (one acceptance batch): one job, the others replays of it or, with another payload, 409', async () => {
+  const { apiKey } = await t.createInstance('q-batch-key', { settings: FAST });
+  const body = { phone: '4915112345678', message: 'at once', idempotencyKey: 'batch-key-0001' };
+  const other = { ...body, message: 'something else' };
+  // arrival order decides which payload takes the key: the answers are checked whichever it was
+  const payloads = [body, body, body, body, body, other, other];
+  const answers = await Promise.all(payloads.map((b) => t.api(apiKey, 'POST', '/api/v2/send-message', b)));
+  const fresh = answers.filter((a) => a.status === 202);
+  assert.equal(fresh.length, 1, `one fresh job: ${answers.map((a) => a.status).join(',')}`);
+  const winner = payloads[answers.findIndex((a) => a.status === 202)];
+  const jobId = String((fresh[0]?.body.data as { jobId: string }).jobId);
+  answers.forEach((a, i) => {
+    if (a.status === 202) return;
+    if (payloads[i] === winner) {
+      assert.equal(a.status, 200, `same payload: a replay (${a.text})`);
+      assert.equal(a.body.data?.jobId, jobId);
+      assert.equal(a.body.data?.idempotentReplay, true);
+    } else {
+      assert.equal(a.status, 409, `other payload: a mismatch (${a.text})`);
+      assert.equal(a.body.code, 'IDEMPOTENCY_PAYLOAD_MISMATCH');
+      assert.equal(a.body.data?.jobId, jobId);
+    }
+  });
+  const list = await t.api(apiKey, 'GET', '/api/v2/queue/items');
+  assert.equal((list.body.data as { items: unknown[] }).items.length, 1, 'one job in the queue');
+});
