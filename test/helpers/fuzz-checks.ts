@@ -57,6 +57,12 @@ export function checkAnswer(req: FuzzRequest, a: FuzzAnswer, secrets: readonly s
   let body: unknown;
   const ct = String(a.headers['content-type'] ?? '');
   if (!ct.startsWith('application/json')) out.push({ kind: 'not JSON', detail: `${a.status} content-type ${ct || '(none)'}: ${a.text.slice(0, 120)}` });
+  // an answer above the read cap (a long sandbox ledger) is checked by its start only
+  if (a.truncated) {
+    if (!a.text.startsWith('{"success":')) out.push({ kind: 'envelope', detail: `long answer not in the envelope: ${a.text.slice(0, 120)}` });
+    if (a.status >= 500) out.push({ kind: `${a.status}`, detail: a.text.slice(0, 160) });
+    return out;
+  }
   try {
     body = JSON.parse(a.text);
   } catch {

@@ -27,6 +27,8 @@ export interface FuzzAnswer {
   headers: http.IncomingHttpHeaders;
   /** the body as text, at most ANSWER_CAP bytes of it */
   text: string;
+  /** the body was longer than the cap: only its start is in `text` */
+  truncated?: boolean;
   /** set when no answer arrived (socket error or timeout) */
   error?: string;
 }
@@ -200,7 +202,7 @@ export function send(base: string, req: FuzzRequest, timeoutMs: number, concurre
     const r = http.request({ host: u.hostname, port: u.port, method: req.method, path: req.url, headers, agent }, (res) => {
       const chunks: Buffer[] = [];
       let size = 0;
-      const done = () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') });
+      const done = () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8'), ...(size > ANSWER_CAP ? { truncated: true } : {}) });
       res.on('data', (c: Buffer) => {
         size += c.length;
         if (size <= ANSWER_CAP) chunks.push(c);

@@ -61,6 +61,17 @@ test('found by the fuzzer: editing a message that is not ours is 409 CONFLICT, n
   assert.equal(r.body.data?.reason, 'not_editable');
 });
 
+test('found by the fuzzer: creating one instance name several times at once is one 201 and 409s, never a 500', async () => {
+  const create = () => fetch(`${rig.t.url}/admin/v1/instances`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${rig.t.adminToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'fuzz-race', driver: 'sandbox' }),
+  }).then(async (r) => ({ status: r.status, body: (await r.json()) as { code?: string } }));
+  const answers = await Promise.all(Array.from({ length: 6 }, create));
+  assert.deepEqual(answers.map((a) => a.status).sort(), [201, 409, 409, 409, 409, 409], JSON.stringify(answers));
+  for (const a of answers.filter((x) => x.status === 409)) assert.equal(a.body.code, 'CONFLICT');
+});
+
 test('the checks catch what they are for', () => {
   const route = { family: 'v2-send', auth: 'instance' as const, method: 'POST', path: '/api/v2/send-message' };
   const req: FuzzRequest = { index: 0, route, method: 'POST', url: route.path, headers: {}, body: null, repeat: 1, notes: [] };

@@ -47,6 +47,9 @@ async function inSettings<T>(f: () => T | Promise<T>): Promise<T> {
   }
 }
 
+/** PostgreSQL's unique_violation (SQLSTATE 23505). */
+const isUniqueViolation = (err: unknown): boolean => typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '23505';
+
 export function adminInstancesRouter(admin: InstanceAdmin): Router {
   const router = createRouter();
   const load = async (id: string): Promise<Instance> => {
@@ -60,7 +63,11 @@ export function adminInstancesRouter(admin: InstanceAdmin): Router {
     const settings = input.settings === undefined ? undefined : await inSettings(() => parse(input.settings, SettingsPatchStruct));
     const existing = (await admin.list()).find((i) => i.name === input.name);
     if (existing) throw new DomainError('CONFLICT', `an instance named ${input.name} exists`, { field: 'name' });
-    const { instance, apiKey } = await inSettings(() => admin.create({ name: input.name, driver: input.driver, ...(settings ? { settings } : {}) }));
+    const conflict = () => new DomainError('CONFLICT', `an instance named ${input.name} exists`, { field: 'name' });
+    const { instance, apiKey } = await inSettings(() => admin.create({ name: input.name, driver: input.driver, ...(settings ? { settings } : {}) })).catch((err: unknown) => {
+      // two creates of one name at once: both passed the check above, the store's unique name decides
+      throw isUniqueViolation(err) ? conflict() : err;
+    });
     ok(ctx, { instance: admin.describe(instance), apiKey }, 201);
   });
   router.get('/admin/v1/instances', async (ctx) => ok(ctx, { items: (await admin.list()).map((i) => admin.describe(i)) }));
