@@ -107,8 +107,12 @@ export class Runtime {
       onNetworkEvent: (instanceId, name, args, download) => {
         const entry = entries.get(instanceId);
         if (!entry) return;
-        if (name === 'ready') entry.sendable = entry.driver;
-        else if (name === 'disconnected' || name === 'fatal') entry.sendable = null;
+        if (name === 'ready') {
+          entry.sendable = entry.driver;
+          // the machine's `ready` may have resumed the queue before this driver could send: due slots were
+          // not armed then, so arm them now (resume is idempotent)
+          entry.worker.resume();
+        } else if (name === 'disconnected' || name === 'fatal') entry.sendable = null;
         incoming.send(networkCommand(entry.instance, name, args, download));
       },
       onSessionStopped: (instanceId, driver) => {
