@@ -12,7 +12,7 @@ import { acceptJob, type QueueEventName } from '../../machines/job.machine.js';
 import type { Job, NewJob } from './job.js';
 import { sendPart } from './payload.js';
 import type { QueueCore } from './core.js';
-import { queueEventData } from './queue-events.js';
+import { queueEventData } from '../wire/queue-events.js';
 import { BOOT_ID } from './sync-callers.js';
 import { findByIdempotencyKeys } from './sql/findByIdempotencyKeys.js';
 import { insertJobs } from './sql/insertJobs.js';

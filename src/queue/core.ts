@@ -11,7 +11,7 @@ import { Planner } from './planning.js';
 import { Serial } from './serial.js';
 import { TerminalWaiters } from './waiters.js';
 import { WriteBack } from './write-back.js';
-import { queueEventData } from './queue-events.js';
+import { queueEventData } from '../wire/queue-events.js';
 import { countPending } from './sql/countPending.js';
 import { listWaiting } from './sql/listWaiting.js';
 import { loadHistory } from './sql/loadHistory.js';
