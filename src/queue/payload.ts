@@ -6,6 +6,7 @@
  * A `Send` is the pair `{ kind, payload }`; `kind` narrows `payload`. The structs are loose (`type`): a stored
  * payload may carry fields an older gateway wrote; only what dispatch reads is checked and typed.
  */
+import { LOCATION_FIELDS } from '../wire/location.js';
 import { array, boolean, literal, number, optional, string, type as looseObject, type Infer } from 'superstruct';
 
 export const SEND_KINDS = [
@@ -60,14 +61,7 @@ const STRUCTS = {
   video: looseObject({ ...MediaSource, caption: optional(string()), asGif: optional(literal(true)) }),
   location: looseObject({
     ...Addressed,
-    location: looseObject({
-      latitude: number(),
-      longitude: number(),
-      name: optional(string()),
-      address: optional(string()),
-      url: optional(string()),
-      description: optional(string()),
-    }),
+    location: looseObject(LOCATION_FIELDS),
   }),
   contact: looseObject({ ...Addressed, contactIds: array(string()) }),
   poll: looseObject({ ...Addressed, name: string(), pollOptions: array(string()), allowMultipleAnswers: boolean() }),

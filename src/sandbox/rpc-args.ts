@@ -2,6 +2,7 @@
  * The argument shapes of every sandbox RPC method, checked when a call arrives over HTTP, so a malformed
  * call is refused as INVALID_INPUT instead of reaching the network half-understood.
  */
+import { LOCATION_FIELDS } from '../wire/location.js';
 import {
   array,
   boolean,
@@ -50,14 +51,7 @@ const media = object({
   filesize: optional(nullable(number())),
 });
 
-const location = object({
-  latitude: number(),
-  longitude: number(),
-  name: optional(string()),
-  address: optional(string()),
-  url: optional(string()),
-  description: optional(string()),
-});
+const location = object(LOCATION_FIELDS);
 
 const content = union([
   object({ kind: literal('text'), body: string() }),

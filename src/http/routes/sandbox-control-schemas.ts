@@ -1,4 +1,5 @@
 /** The request bodies of the sandbox control API (sandbox-control.ts), validated with superstruct. */
+import { LOCATION_FIELDS } from '../../wire/location.js';
 import {
   array,
   boolean,
@@ -23,14 +24,7 @@ const str = size(string(), 1, 4096);
 export const LinkBody = object({ qr: optional(str), phoneNumber: optional(str), pushname: optional(str) });
 export const PairingBody = object({ code: str });
 export const MediaBody = object({ mimetype: str, data: string(), filename: optional(nullable(string())) });
-export const LocationBody = object({
-  latitude: number(),
-  longitude: number(),
-  name: optional(string()),
-  address: optional(string()),
-  url: optional(string()),
-  description: optional(string()),
-});
+export const LocationBody = object(LOCATION_FIELDS);
 export const InboundBody = object({
   from: str,
   groupId: optional(str),
