@@ -1,0 +1,73 @@
+/**
+ * Requests that Node's HTTP parser refuses before any middleware runs (a header block over the size limit, a
+ * request line that is not HTTP, a broken chunked body, a client too slow to send its request) are answered
+ * by Node itself, as bare status lines outside the envelope. `answerClientErrors` answers them in the v2 error
+ * envelope of envelope.ts instead, with `Connection: close`, then drops the connection: the stream can no
+ * longer be parsed. Nothing of the refused bytes is echoed; the texts are fixed.
+ */
+import http from 'node:http';
+import type { Duplex } from 'node:stream';
+import { ERROR_STATUS } from '../errors.js';
+
+interface Refusal {
+  status: number;
+  /** VALIDATION_FAILED and PAYLOAD_TOO_LARGE as in src/errors.ts; the other two exist only before routing */
+  code: 'VALIDATION_FAILED' | 'PAYLOAD_TOO_LARGE' | 'HEADERS_TOO_LARGE' | 'REQUEST_TIMEOUT';
+  message: string;
+  data: Record<string, unknown>;
+}
+
+/** The header limit of `server`: its own `maxHeaderSize` option, else the process's (--max-http-header-size). */
+function headerLimit(server: http.Server): number {
+  return 'maxHeaderSize' in server && typeof server.maxHeaderSize === 'number' ? server.maxHeaderSize : http.maxHeaderSize;
+}
+
+function refusal(code: string | undefined, server: http.Server): Refusal {
+  switch (code) {
+    case 'HPE_HEADER_OVERFLOW': {
+      const maxBytes = headerLimit(server);
+      return { status: 431, code: 'HEADERS_TOO_LARGE', message: `request headers exceed ${maxBytes} bytes`, data: { maxBytes } };
+    }
+    case 'HPE_CHUNK_EXTENSIONS_OVERFLOW':
+      return { status: ERROR_STATUS.PAYLOAD_TOO_LARGE, code: 'PAYLOAD_TOO_LARGE', message: 'chunk extensions are too large', data: {} };
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return { status: 408, code: 'REQUEST_TIMEOUT', message: 'the request was not received in time', data: {} };
+    default:
+      return { status: ERROR_STATUS.VALIDATION_FAILED, code: 'VALIDATION_FAILED', message: 'malformed HTTP request', data: { field: 'request' } };
+  }
+}
+
+/** A complete HTTP/1.1 response carrying the envelope `{success:false, error, code, data}`. */
+function responseBytes(r: Refusal): string {
+  const body = JSON.stringify({ success: false, error: r.message, code: r.code, data: r.data });
+  return [
+    `HTTP/1.1 ${r.status} ${http.STATUS_CODES[r.status] ?? 'Error'}`,
+    'Content-Type: application/json; charset=utf-8',
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    'Connection: close',
+    '',
+    body,
+  ].join('\r\n');
+}
+
+/**
+ * Whether a response of an earlier request on this connection has begun to be written: another status line
+ * would then land inside its bytes, so the connection is only dropped (as Node's own default does; it keeps
+ * the response it is writing in `_httpMessage`).
+ */
+function responseUnderway(socket: Duplex): boolean {
+  const current = (socket as Duplex & { _httpMessage?: http.ServerResponse | null })._httpMessage;
+  return current?.headersSent === true;
+}
+
+export function answerClientErrors(server: http.Server): void {
+  server.on('clientError', (err: Error, socket: Duplex) => {
+    const code = 'code' in err && typeof err.code === 'string' ? err.code : undefined;
+    // ECONNRESET: the peer is gone; nobody would read an answer
+    if (socket.writable && code !== 'ECONNRESET' && !responseUnderway(socket)) {
+      // small enough to be taken by the kernel at once, so the destroy below does not cut it off
+      socket.write(responseBytes(refusal(code, server)));
+    }
+    socket.destroy();
+  });
+}

@@ -1,0 +1,173 @@
+/**
+ * What Node's HTTP parser refuses before any middleware runs is answered in the v2 error envelope, over raw
+ * sockets: an oversized header block (431), a request line that is not HTTP (400), a client too slow to send
+ * its headers (408). The refused bytes are never echoed, the connection is closed, and the server goes on
+ * answering. A refusal after a response has begun on the same connection only drops the connection.
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import net from 'node:net';
+import { answerClientErrors } from '../../src/http/client-error.js';
+
+const MARKER = 'do-not-echo-7f3a';
+/** responses of `/hold` that the test lets finish */
+const held: http.ServerResponse[] = [];
+
+let server: http.Server;
+let port = 0;
+
+function handler(req: http.IncomingMessage, res: http.ServerResponse): void {
+  if (req.url === '/hold') {
+    // a response that has begun (status line and headers sent) and is not finished yet
+    res.writeHead(200, { 'content-type': 'text/plain' });
+    res.write('partial');
+    held.push(res);
+    return;
+  }
+  res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' });
+  res.end(JSON.stringify({ success: true, data: { path: req.url } }));
+}
+
+async function listen(s: http.Server): Promise<number> {
+  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
+  return (s.address() as net.AddressInfo).port;
+}
+
+async function close(s: http.Server): Promise<void> {
+  s.closeAllConnections();
+  await new Promise<void>((resolve) => s.close(() => resolve()));
+}
+
+before(async () => {
+  server = http.createServer(handler);
+  answerClientErrors(server);
+  port = await listen(server);
+});
+after(async () => {
+  for (const res of held) res.end();
+  await close(server);
+});
+
+/**
+ * Write `bytes` on a fresh connection (optionally without ending our side, or with more bytes once the first
+ * answer's bytes arrive) and read everything until the
+ * server closes it. A reset after the server's answer is not an error here. Bounded: no close within
+ * `limitMs` fails.
+ */
+function exchange(to: number, bytes: string, opts: { end?: boolean; onFirstData?: string; limitMs?: number } = {}): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    const socket = net.connect(to, '127.0.0.1', () => {
+      if (opts.end === false || opts.onFirstData !== undefined) socket.write(bytes);
+      else socket.end(bytes);
+    });
+    // bytes sent once the server has begun to answer
+    if (opts.onFirstData !== undefined) socket.once('data', () => socket.write(opts.onFirstData ?? ''));
+    socket.setTimeout(opts.limitMs ?? 5_000, () => {
+      socket.destroy();
+      reject(new Error(`the server did not close the connection; received:\n${Buffer.concat(chunks).toString('latin1')}`));
+    });
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    socket.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ECONNRESET' && err.code !== 'EPIPE') reject(err);
+    });
+    socket.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')));
+  });
+}
+
+interface Parsed {
+  status: number;
+  headers: Record<string, string>;
+  body: { success: boolean; error: string; code: string; data: Record<string, unknown> };
+  raw: string;
+}
+
+function parseResponse(raw: string): Parsed {
+  const split = raw.indexOf('\r\n\r\n');
+  assert.ok(split > 0, `a complete response head:\n${raw}`);
+  const [statusLine = '', ...lines] = raw.slice(0, split).split('\r\n');
+  const m = /^HTTP\/1\.1 (\d{3}) \S/.exec(statusLine);
+  assert.ok(m, `an HTTP/1.1 status line: ${statusLine}`);
+  const headers: Record<string, string> = {};
+  for (const line of lines) {
+    const colon = line.indexOf(':');
+    headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+  }
+  const bodyText = raw.slice(split + 4);
+  assert.equal(Buffer.byteLength(bodyText, 'latin1'), Number(headers['content-length']), 'Content-Length is the body as sent');
+  return { status: Number(m[1]), headers, body: JSON.parse(bodyText) as Parsed['body'], raw };
+}
+
+function assertRefusal(r: Parsed, status: number, code: string): void {
+  assert.equal(r.status, status, r.raw);
+  assert.equal(r.headers.connection, 'close');
+  assert.equal(r.headers['content-type'], 'application/json; charset=utf-8');
+  assert.equal(r.body.success, false);
+  assert.equal(r.body.code, code);
+  assert.equal(typeof r.body.error, 'string');
+  assert.ok(!r.raw.includes(MARKER), 'no byte of the request is echoed');
+}
+
+/** The server still answers a well-formed request on a new connection. */
+async function assertStillServing(s: http.Server): Promise<void> {
+  const res = await fetch(`http://127.0.0.1:${(s.address() as net.AddressInfo).port}/after`);
+  assert.equal(res.status, 200);
+  assert.deepEqual(await res.json(), { success: true, data: { path: '/after' } });
+}
+
+test('an oversized header block: 431 HEADERS_TOO_LARGE in the envelope with the limit, Connection: close', async () => {
+  const big = `${MARKER}${'a'.repeat(17 * 1024)}`;
+  const r = parseResponse(await exchange(port, `GET /x HTTP/1.1\r\nHost: localhost\r\nX-Big: ${big}\r\n\r\n`));
+  assertRefusal(r, 431, 'HEADERS_TOO_LARGE');
+  assert.deepEqual(r.body.data, { maxBytes: http.maxHeaderSize });
+  assert.ok(!r.raw.includes('aaaaaaaa'));
+  await assertStillServing(server);
+});
+
+test("a server's own maxHeaderSize is the limit it reports", async () => {
+  const small = http.createServer({ maxHeaderSize: 1024 }, handler);
+  answerClientErrors(small);
+  try {
+    const r = parseResponse(await exchange(await listen(small), `GET / HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'b'.repeat(2048)}\r\n\r\n`));
+    assertRefusal(r, 431, 'HEADERS_TOO_LARGE');
+    assert.deepEqual(r.body.data, { maxBytes: 1024 });
+  } finally {
+    await close(small);
+  }
+});
+
+test('a garbage request line: 400 VALIDATION_FAILED (data.field request), nothing echoed', async () => {
+  const r = parseResponse(await exchange(port, `${MARKER} \x01\x02 not http at all\r\n\r\n`));
+  assertRefusal(r, 400, 'VALIDATION_FAILED');
+  assert.deepEqual(r.body.data, { field: 'request' });
+  await assertStillServing(server);
+});
+
+test('a bad header line after a good request line: 400 in the envelope as well', async () => {
+  const r = parseResponse(await exchange(port, `GET / HTTP/1.1\r\nHost: localhost\r\nBad Header${MARKER}\r\n\r\n`));
+  assertRefusal(r, 400, 'VALIDATION_FAILED');
+  await assertStillServing(server);
+});
+
+test('a refusal on a connection whose earlier response has begun: no second status line, the connection is dropped', async () => {
+  const raw = await exchange(port, 'GET /hold HTTP/1.1\r\nHost: localhost\r\n\r\n', { onFirstData: `${MARKER} garbage\r\n\r\n` });
+  assert.match(raw, /^HTTP\/1\.1 200 OK\r\n[\s\S]*\r\npartial\r\n$/);
+  assert.equal(raw.split('HTTP/1.1 ').length - 1, 1, `one status line only:\n${raw}`);
+  assert.ok(!raw.includes('VALIDATION_FAILED'));
+  assert.ok(!raw.includes(MARKER));
+  await assertStillServing(server);
+});
+
+test('headers not complete within headersTimeout: 408 REQUEST_TIMEOUT in the envelope', async () => {
+  const slow = http.createServer({ headersTimeout: 200, requestTimeout: 200, connectionsCheckingInterval: 20 }, handler);
+  answerClientErrors(slow);
+  try {
+    // the header block is never finished; the server's own timer ends the wait
+    const r = parseResponse(await exchange(await listen(slow), `GET /${MARKER} HTTP/1.1\r\nHost: localhost\r\n`, { end: false }));
+    assertRefusal(r, 408, 'REQUEST_TIMEOUT');
+    await assertStillServing(slow);
+  } finally {
+    await close(slow);
+  }
+});
