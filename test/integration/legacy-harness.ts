@@ -1,6 +1,6 @@
 /**
- * Harness for the v1 route tests (legacy-*.test.ts): the real Koa application (error boundary, koa-body) on a
- * loopback port with only the v1 router mounted, a real QueueWorker per instance on a real PostgreSQL
+ * Harness for the v1 route tests (legacy-*.test.ts): the real Koa application (error boundary, src/http/body.ts)
+ * on a loopback port with only the v1 router mounted, a real QueueWorker per instance on a real PostgreSQL
  * (test/helpers/db.ts), the real dispatch (src/queue/dispatch.ts) and the real media validation, all on one
  * simulated clock. Stand-ins exist only for the network side and the instance actor (legacy-stand-ins.ts):
  * - `SendNetwork`, a MiniNetwork (routes-harness.ts) that also sends: it keeps the Driver contract's

@@ -1,9 +1,9 @@
 /**
  * Harness for the network route tests (routes-*.test.ts): an InstanceHandle with the mapping documented in
  * src/actors/handle.ts (offline → 503, DriverError → driverErrorToDomain, DomainErrors as thrown) over any
- * driver, and the real Koa application (src/http/app.ts: the real error boundary and koa-body) on a loopback
- * port. The drivers: the in-memory network of routes-mini-network.ts (fine-grained cases, fault injection)
- * and the sandbox network's own driver (routes-sandbox.test.ts).
+ * driver, and the real Koa application (src/http/app.ts: the real error boundary and the body reader of
+ * src/http/body.ts) on a loopback port. The drivers: the in-memory network of routes-mini-network.ts
+ * (fine-grained cases, fault injection) and the sandbox network's own driver (routes-sandbox.test.ts).
  */
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
