@@ -5,19 +5,19 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { startSandboxServer, type SandboxServer } from '../../src/http/sandbox-server.js';
 import { createTestDb, type TestDb } from '../helpers/db.js';
 import { waitFor } from '../helpers/gateway.js';
+import { callGateway as call, startSandboxedGateway, type RunningProcess } from '../helpers/gateway-process.js';
 
 const ADMIN = 'crash-test-admin-token-0123456789';
 let sandbox: SandboxServer;
 let db: TestDb;
 let dataDir = '';
-let child: ChildProcess | null = null;
+let child: RunningProcess | null = null;
 
 before(async () => {
   sandbox = await startSandboxServer({ port: 0, host: '127.0.0.1', statePath: null });
@@ -25,46 +25,19 @@ before(async () => {
   dataDir = await mkdtemp(path.join(os.tmpdir(), 'mgw-crash-'));
 });
 after(async () => {
-  child?.kill('SIGKILL');
+  await child?.kill('SIGKILL');
   await sandbox.close();
   await db.close();
   await rm(dataDir, { recursive: true, force: true });
 });
 
-async function startGatewayProcess(): Promise<{ proc: ChildProcess; url: string }> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: {
-      ...process.env,
-      PORT: '0',
-      DATA_DIR: dataDir,
-      DATABASE_URL: db.url ?? '',
-      SANDBOX: sandbox.url,
-      ADMIN_TOKEN: ADMIN,
-      DEMO_INSTANCE: 'false',
-      LOG_LEVEL: 'warn',
-      DRIVER_CALL_TIMEOUT_MS: '600000',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  proc.stdout?.on('data', (d: Buffer) => (out += d.toString()));
-  proc.stderr?.on('data', (d: Buffer) => (out += d.toString()));
-  const url = await waitFor(() => /listening on (http:\/\/[^\s]+)/.exec(out)?.[1], 'gateway to listen');
-  return { proc, url };
-}
-
-async function call(url: string, key: string, method: string, route: string, body?: unknown) {
-  const res = await fetch(url + route, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    ...(body ? { body: JSON.stringify(body) } : {}),
-  });
-  return { status: res.status, body: (await res.json()) as { success: boolean; data: Record<string, unknown> } };
-}
+/** The gateway process; the network's call that hangs must keep it in `sending` until the kill. */
+const startGatewayProcess = () =>
+  startSandboxedGateway({ dataDir, databaseUrl: db.url ?? '', sandboxUrl: sandbox.url, adminToken: ADMIN, env: { DRIVER_CALL_TIMEOUT_MS: '600000' } });
 
 test('a gateway killed during `sending` leaves the job unknown, never resent', { skip: !process.env.TEST_DATABASE_URL && 'needs TEST_DATABASE_URL (two processes share the database)' }, async () => {
   let gw = await startGatewayProcess();
-  child = gw.proc;
+  child = gw;
   const created = await call(gw.url, ADMIN, 'POST', '/admin/v1/instances', {
     name: 'crashy', driver: 'sandbox', settings: { minDelayMs: 0, maxDelayMs: 0, quietHours: null, maxPerHour: null, maxPer24h: null },
   });
@@ -82,11 +55,10 @@ test('a gateway killed during `sending` leaves the job unknown, never resent', {
   await waitFor(async () => (await call(gw.url, apiKey, 'GET', `/api/v2/messages/${jobId}`)).body.data.state === 'sending', 'job in sending');
   await waitFor(() => sandbox.network.ledger(instanceId).some((e) => e.body === 'exactly once'), 'the network received it');
 
-  gw.proc.kill('SIGKILL');
-  await new Promise((r) => gw.proc.once('exit', r));
+  await gw.kill('SIGKILL');
 
   gw = await startGatewayProcess();
-  child = gw.proc;
+  child = gw;
   const job = await waitFor(async () => {
     const r = await call(gw.url, apiKey, 'GET', `/api/v2/messages/${jobId}`);
     return r.body.data.state === 'unknown' ? r.body.data : null;
@@ -103,8 +75,7 @@ test('a gateway killed during `sending` leaves the job unknown, never resent', {
   assert.equal(bodies.filter((b) => b === 'exactly once').length, 1);
   assert.equal(bodies.filter((b) => b === 'after restart').length, 1);
 
-  gw.proc.kill('SIGTERM');
-  const code = await new Promise((r) => gw.proc.once('exit', r));
+  const { code } = await gw.kill('SIGTERM');
   assert.equal(code, 0, 'SIGTERM stops the gateway cleanly');
   child = null;
 });

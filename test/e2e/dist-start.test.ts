@@ -9,7 +9,7 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, readFileSync, symlinkSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -17,6 +17,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createTestDb, type TestDb } from '../helpers/db.js';
 import { waitFor } from '../helpers/gateway.js';
+import { callGateway as call, cleanEnv, startProcess, type RunningProcess } from '../helpers/gateway-process.js';
 import { readDockerfile, copiesOf, envOf, execForm, last, type Stage } from '../helpers/dockerfile.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -28,7 +29,7 @@ const runtime = stages[stages.length - 1] as Stage;
 let app = '';
 let dataDir = '';
 let db: TestDb | null = null;
-let child: ChildProcess | null = null;
+let child: RunningProcess | null = null;
 
 before(async () => {
   app = await mkdtemp(path.join(os.tmpdir(), 'mgw-app-'));
@@ -38,19 +39,11 @@ before(async () => {
   if (process.env.TEST_DATABASE_URL) db = await createTestDb('dist_start', { migrate: false });
 });
 after(async () => {
-  child?.kill('SIGKILL');
+  await child?.kill('SIGKILL');
   await db?.close();
   await rm(app, { recursive: true, force: true });
   await rm(dataDir, { recursive: true, force: true });
 });
-
-/** The environment of a clean start: nothing of this test run or of the npm running it. */
-function cleanEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  const drop = new Set(['DATABASE_URL', 'TEST_DATABASE_URL', 'ADMIN_TOKEN', 'SANDBOX', 'DEMO_INSTANCE', 'HOST', 'PORT', 'DATA_DIR', 'NODE_TEST_CONTEXT', 'NODE_OPTIONS']);
-  for (const [k, v] of Object.entries(process.env)) if (!drop.has(k) && !k.toLowerCase().startsWith('npm_')) env[k] = v;
-  return env;
-}
 
 /** Lay out `app` as the runtime stage's COPY lines lay out its WORKDIR; the build output goes to its dist/. */
 function layOut(): void {
@@ -81,15 +74,6 @@ function buildInto(outDir: string): void {
   assert.equal(r.status, 0, `npm run build succeeds:\n${r.stdout}\n${r.stderr}`);
 }
 
-async function call(url: string, key: string, method: string, route: string, body?: unknown) {
-  const res = await fetch(url + route, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    ...(body ? { body: JSON.stringify(body) } : {}),
-  });
-  return { status: res.status, body: (await res.json()) as { success: boolean; data: Record<string, unknown> } };
-}
-
 /** The HEALTHCHECK's own command, run as Docker runs it inside the container (the image's ENV, PORT as given). */
 function healthcheck(port: number): number | null {
   const hc = last(runtime, 'HEALTHCHECK');
@@ -106,8 +90,8 @@ test('the image start without Docker: build, the CMD of docker/Dockerfile from d
   assert.ok(!cmd.some((a) => /tsx/.test(a)), 'the CMD needs no tsx');
   layOut();
 
-  let out = '';
-  const proc = spawn(process.execPath, cmd.slice(1), {
+  const gw = await startProcess({
+    args: cmd.slice(1),
     cwd: app,
     env: {
       ...cleanEnv(),
@@ -120,14 +104,10 @@ test('the image start without Docker: build, the CMD of docker/Dockerfile from d
       LOG_LEVEL: 'info',
       ...(db?.url ? { DATABASE_URL: db.url } : {}),
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    startTimeoutMs: 60_000,
   });
-  child = proc;
-  proc.stdout?.on('data', (d: Buffer) => (out += d.toString()));
-  proc.stderr?.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
-  void exited.then(() => (child = null));
-  const url = await waitFor(() => /listening on (http:\/\/\S+)/.exec(out)?.[1] ?? (proc.exitCode !== null ? assert.fail(`exited early:\n${out}`) : null), 'the gateway to listen', 12_000);
+  child = gw;
+  const url = gw.url;
   const port = Number(new URL(url).port);
 
   const health = await fetch(`${url}/health`);
@@ -154,8 +134,9 @@ test('the image start without Docker: build, the CMD of docker/Dockerfile from d
   const bodies = (ledger.body.data.items as Array<{ body?: unknown }>).map((e) => e.body);
   assert.deepEqual(bodies.filter((b) => b === 'from dist'), ['from dist'], 'the network received it once');
 
-  proc.kill('SIGTERM');
-  assert.equal(await exited, 0, `SIGTERM stops the gateway gracefully:\n${out.slice(-2000)}`);
+  const stopped = await gw.kill('SIGTERM');
+  const out = gw.output();
+  assert.equal(stopped.code, 0, `SIGTERM stops the gateway gracefully:\n${out.slice(-2000)}`);
   assert.match(out, /"msg":"stopping: finishing in-flight dispatches"/);
   assert.notEqual(healthcheck(port), 0, 'the HEALTHCHECK command fails once the gateway is gone');
   const logLines = out.split('\n').filter((l) => l.startsWith('{'));

@@ -13,23 +13,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { startFailure } from '../../src/main.js';
+import { cleanEnv, freePort } from '../helpers/gateway-process.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const SECRET = 'hunter2-Secret-pw';
 
-/** A port nobody listens on (bound, then released). */
-async function closedPort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
-  const { port } = s.address() as net.AddressInfo;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
-
 function runGateway(env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
-  const clean: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!/^(DATABASE_URL|TEST_DATABASE_URL|ADMIN_TOKEN|DATA_DIR|PORT|npm_.*)$/i.test(k)) clean[k] = v;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env: { ...clean, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env: { ...cleanEnv(), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
   child.stdout.resume();
@@ -45,7 +35,7 @@ test('a bad variable: exit 2 and the variable named with what it accepts', async
 test('an unreachable DATABASE_URL: named, its password never shown', async () => {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'mgw-startfail-'));
   try {
-    const r = await runGateway({ DATABASE_URL: `postgres://mgw:${SECRET}@127.0.0.1:${await closedPort()}/mgw`, DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'fatal' });
+    const r = await runGateway({ DATABASE_URL: `postgres://mgw:${SECRET}@127.0.0.1:${await freePort()}/mgw`, DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'fatal' });
     assert.equal(r.code, 1);
     assert.match(r.stderr, /^gateway failed to start: cannot use the PostgreSQL server of DATABASE_URL: .*ECONNREFUSED/m);
     assert.ok(!r.stderr.includes(SECRET));
@@ -55,7 +45,7 @@ test('an unreachable DATABASE_URL: named, its password never shown', async () =>
 });
 
 test('startFailure: a pg error is attributed to DATABASE_URL with the password masked; a bound port to PORT', async () => {
-  const port = await closedPort();
+  const port = await freePort();
   const url = `postgres://mgw:${encodeURIComponent(SECRET)}@127.0.0.1:${port}/mgw`;
   const client = new pg.Client({ connectionString: url });
   const err = await client.connect().then(() => null, (e: unknown) => e);

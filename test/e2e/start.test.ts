@@ -10,13 +10,14 @@
  */
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, readFileSync, existsSync } from 'node:fs';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { processTree, processesIn, untilGone, portFree } from '../helpers/process-tree.js';
+import { cleanEnv, startProcess, type RunningProcess } from '../helpers/gateway-process.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const START_LIMIT_MS = 120_000;
@@ -35,9 +36,9 @@ const SETUP = COMMANDS.slice(0, -1);
 const START = COMMANDS[COMMANDS.length - 1] ?? [];
 
 let fresh = '';
-const running = new Set<ChildProcess>();
+const running: RunningProcess[] = [];
 after(async () => {
-  for (const child of running) child.kill('SIGKILL');
+  for (const started of running) await started.kill('SIGKILL');
   if (fresh) {
     for (const pid of processesIn(fresh)) process.kill(pid, 'SIGKILL');
     await rm(fresh, { recursive: true, force: true });
@@ -57,46 +58,15 @@ function freshCopy(dir: string): void {
 
 /** The environment of a user's shell: nothing pointing the gateway elsewhere, nothing of the npm running us. */
 function userEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  const drop = new Set(['DATABASE_URL', 'TEST_DATABASE_URL', 'ADMIN_TOKEN', 'SANDBOX', 'DEMO_INSTANCE', 'HOST', 'DATA_DIR', 'NODE_TEST_CONTEXT', 'NODE_OPTIONS', 'INIT_CWD']);
-  for (const [k, v] of Object.entries(process.env)) if (!drop.has(k) && !k.toLowerCase().startsWith('npm_')) env[k] = v;
-  return { ...env, PORT: '0', LOG_LEVEL: 'info', npm_config_offline: 'true', npm_config_audit: 'false', npm_config_fund: 'false', PUPPETEER_SKIP_DOWNLOAD: 'true' };
-}
-
-interface Started {
-  child: ChildProcess;
-  url: string;
-  output: () => string;
-  exited: Promise<unknown>;
+  return { ...cleanEnv(), PORT: '0', LOG_LEVEL: 'info', npm_config_offline: 'true', npm_config_audit: 'false', npm_config_fund: 'false', PUPPETEER_SKIP_DOWNLOAD: 'true' };
 }
 
 /** Spawn `argv` in the fresh directory (its own process group, as from a terminal) and wait for `ready`. */
-function launch(argv: string[], ready: (out: string) => string | null): Promise<Started> {
-  const [cmd = '', ...args] = argv;
-  const child = spawn(cmd, args, { cwd: fresh, env: userEnv(), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-  running.add(child);
-  let out = '';
-  const exited = new Promise((resolve) => child.once('exit', (code, signal) => {
-    running.delete(child);
-    resolve(code ?? signal);
-  }));
-  return new Promise<Started>((resolve, reject) => {
-    const limit = setTimeout(() => reject(new Error(`${argv.join(' ')} did not get ready in time:\n${out.slice(-2000)}`)), START_LIMIT_MS);
-    const onData = (chunk: Buffer) => {
-      out += chunk.toString();
-      const url = ready(out);
-      if (url) {
-        clearTimeout(limit);
-        resolve({ child, url, output: () => out, exited });
-      }
-    };
-    child.stdout?.on('data', onData);
-    child.stderr?.on('data', onData);
-    void exited.then((how) => {
-      clearTimeout(limit);
-      reject(new Error(`${argv.join(' ')} ended (${String(how)}) before it was ready:\n${out.slice(-2000)}`));
-    });
-  });
+async function launch(argv: string[], ready: (out: string) => string | null): Promise<RunningProcess> {
+  const [command = '', ...args] = argv;
+  const started = await startProcess({ command, args, cwd: fresh, env: userEnv(), detached: true, ready, startTimeoutMs: START_LIMIT_MS });
+  running.push(started);
+  return started;
 }
 
 /** The gateway's banner is written in one go: wait for its last line when a demo key is announced. */
@@ -107,8 +77,8 @@ const gatewayReady = (out: string) => {
 const sandboxReady = (out: string) => /sandbox network listening on (http:\/\/\S+?)[\s(]/.exec(out)?.[1] ?? null;
 
 /** Send `signal` to the launched process only (not its group) and check that the whole tree ends. */
-async function stopWith(started: Started, signal: NodeJS.Signals): Promise<void> {
-  const pid = started.child.pid;
+async function stopWith(started: RunningProcess, signal: NodeJS.Signals): Promise<void> {
+  const pid = started.proc.pid;
   assert.ok(pid !== undefined);
   const tree = processTree(pid);
   const port = Number(new URL(started.url).port);
@@ -195,7 +165,7 @@ test('SIGINT to npm start stops everything; a restart prints no secret and the s
 test('npm killed outright (SIGKILL): the gateway it launched notices and stops by itself', async () => {
   assert.ok(demoKey, 'the first test ran');
   const third = await launch(START, gatewayReady);
-  const pid = third.child.pid;
+  const pid = third.proc.pid;
   assert.ok(pid !== undefined);
   const gateway = processTree(pid).filter((p) => p !== pid);
   assert.ok(gateway.length >= 1, 'npm runs the gateway as its child');

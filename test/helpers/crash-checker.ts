@@ -11,7 +11,7 @@ import path from 'node:path';
 import { startSandboxServer } from '../../src/http/sandbox-server.js';
 import { createTestDb } from './db.js';
 import type { Pool } from '../../src/store/pool.js';
-import { freePort, startGatewayProcess, type GatewayEnv, type GatewayProcess } from './crash-procs.js';
+import { freePort, startSandboxedGateway, type RunningProcess, type SandboxedGateway } from './gateway-process.js';
 import { startLoad } from './crash-load.js';
 import { verify, violated, type JobRow, type Verdict } from './crash-verify.js';
 
@@ -93,15 +93,17 @@ export async function runCrashCheck(opts: CrashCheckOptions): Promise<CrashCheck
   const sandbox = await startSandboxServer({ port: 0, host: '127.0.0.1', statePath: null });
   const db = await createTestDb('chaos');
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'mgw-chaos-'));
-  let gw: GatewayProcess | null = null;
+  let gw: RunningProcess | null = null;
   try {
     if (!db.url) throw new Error('the crash checker needs a PostgreSQL server (TEST_DATABASE_URL): two processes share the database');
-    const env: GatewayEnv = { port: await freePort(), dataDir, databaseUrl: db.url, sandboxUrl: sandbox.url, adminToken: ADMIN };
-    const start = async (): Promise<GatewayProcess> => {
+    // one fixed port, so that the clients find every restarted gateway where the killed one was
+    const env: SandboxedGateway = { port: await freePort(), dataDir, databaseUrl: db.url, sandboxUrl: sandbox.url, adminToken: ADMIN };
+    const start = async (): Promise<RunningProcess> => {
       for (let tries = 1; ; tries++) {
         try {
           starts.push(Date.now());
-          return await startGatewayProcess(env);
+          // its output is kept as a bounded tail, to explain a crash
+          return await startSandboxedGateway(env, { tailChars: 8_000 });
         } catch (err) {
           crashes.push(`start failed: ${err instanceof Error ? err.message.slice(-2_000) : String(err)}`);
           if (tries >= 3) throw err;
