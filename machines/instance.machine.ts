@@ -1,133 +1,48 @@
 /**
- * The connection lifecycle of one instance (one linked number): the single definition of its states.
+ * The instance actor: one instance (one linked number), the single definition of its connection lifecycle,
+ * the owner of its children and the router of what its port is asked.
  *
- * Pure statechart: no I/O, no wall clock. Effects come from what the runtime provides with
- * `instanceMachine.provide({ actors: { session }, actions: { notify, trace } })`; every timer is an XState
- * `after` (or delayed `raise`) so the actor's clock drives it (`createActor(machine, { clock })`).
+ * Pure statechart (setup, children and actions in instance.setup.ts): no I/O, no wall clock; every timer is an
+ * XState `after` (or delayed `raise`) so the actor's clock drives it. src/actors/system.ts provides the children.
  *
- * INPUT (`InstanceInput`): `instanceId` plus optional policy numbers (defaults in `DEFAULT_POLICY`):
- *   backoff `{baseMs, maxMs, factor, jitter}`, quarantine `{maxFailures, windowMs}`, `orderedRestartHardMs`
- *   (ORDERED_RESTART_HARD_MS), `expectedDowntimeMs`, `restartDelayMs`, `startTimeoutMs`, `stableMs`,
- *   `logoutTimeoutMs`, and `seed` for the jitter (default: derived from instanceId, so instances that fail
- *   together spread out; pass a random seed for a different spread per process).
+ * CHILDREN: `session` (invoked while a session runs; the only holder of the driver), and for the instance's whole
+ * life `planner` (the queue), `dispatcher` (one claimed job at a time, at most once) and `webhooks` (the sender).
+ * ASKS of the port (`ASK {askId, replyTo, ask}`, src/actors/port.ts) are routed by instance.asks.ts: `view` is
+ * answered here, `network` goes to the session while connected (else 503 INSTANCE_OFFLINE), queue asks go to the
+ * planner, operator asks become the events below. The planner's `DISPATCH` goes to the dispatcher, the
+ * dispatcher's `CALL` to the session (or is answered `not_sent`). Entering and leaving `connected` tells the
+ * planner whether it may arm due slots (`SENDABLE`).
  *
- * EVENTS the runtime sends (`OperatorEvent`): `ORDERED_RESTART {reason?}` (operator restart; the only way from
- * `quarantined` or `loggedOut` back to a session), `LOGOUT` (unlink the number; from any state but `stopped`),
- * `STOP` (final; the session is destroyed, the link kept), `REQUEST_PAIRING_CODE {phoneNumber}` (forwarded to
- * the session while initializing or waiting_qr; the code comes back as a `code` event).
- * EVENTS the session actor sends (`SessionEvent`, see src/actors/session.ts): the driver's lifecycle events
- * (`qr`, `code`, `authenticated`, `ready`, `auth_failure`, `disconnected`, `change_state`, `loading_screen`,
- * `browser_health`, `fatal`) each stamped `at` (unix ms), plus `SESSION_FAILED`, `LOGGED_OUT`, `LOGOUT_FAILED`,
- * `PAIRING_CODE_FAILED`. COMMANDS the machine sends to the session (child id `session`): `SessionCommand`.
+ * INPUT (`InstanceInput`): `instanceId` plus optional policy numbers (defaults in `DEFAULT_POLICY`): backoff,
+ * quarantine, `orderedRestartHardMs`, `expectedDowntimeMs`, `restartDelayMs`, `startTimeoutMs`, `stableMs`,
+ * `logoutTimeoutMs`, and `seed` for the jitter (default: derived from instanceId).
  *
- * OBSERVE a snapshot with:
- *   - `instanceStatus(snapshot)`: the SPEC.md status value (from each state's `meta.status`).
- *   - tags: exactly one health tag per state, `online | offline | starting | degraded | quarantined`
- *     (`healthCounts(snapshots)` builds the /health counts), plus `paused` while an ordered restart holds
- *     `/api/v2/*` (answer `503 QUEUE_PAUSED`; v1 waits for `connected`).
- *   - `currentQr(snapshot)` for `/api/qr`; `summarize(snapshot)` for `/debug/actors` (no QR, no pairing code).
- *   - context: `phoneNumber`, `browser {alive, failStreak, lastOkAt}` for `/api/status`.
- * ACTIONS to provide: `notify(NotifyParams)`: webhook-worthy lifecycle events with DESIGN.md payloads (`qr` and
- * `code` carry secrets: webhook only, never a log line); a session failure is notified as `disconnected` with a
- * reason code (`FailureReason`). `trace(TraceParams)`: operational facts for the log (failure details, backoff,
- * quarantine, pause end). Both default to no-ops.
+ * OPERATOR EVENTS: `ORDERED_RESTART {reason?}` (the only way from `quarantined` or `loggedOut` back to a session),
+ * `LOGOUT`, `STOP` (final; the link kept), `REQUEST_PAIRING_CODE {phoneNumber}`. SESSION EVENTS: the driver's
+ * lifecycle events each stamped `at`, plus `SESSION_FAILED`, `LOGGED_OUT`, `LOGOUT_FAILED`, `PAIRING_CODE_FAILED`.
  *
- * WIRING (see src/actors/session.ts):
- *   const sessions = createSessionLogic({ driverFactory, driverOptions, clock, onNetworkEvent });
- *   const actor = createActor(
- *     instanceMachine.provide({ actors: { session: sessions.logic }, actions: { notify: ({ context }, p) => …, trace: … } }),
- *     { input: { instanceId, orderedRestartHardMs }, clock },
- *   );
+ * OBSERVE a snapshot with instance.snapshot.ts: `instanceStatus`, one health tag per state (`online | offline |
+ * starting | degraded | quarantined`) plus `paused` during an ordered restart (`/api/v2/*` answers 503
+ * QUEUE_PAUSED), `viewOf`, `currentQr`, `summarize` (no QR, no pairing code).
+ * ACTIONS provided by the system: `notify(NotifyParams)` (webhook-worthy lifecycle events; `qr` and `code` carry
+ * secrets: webhook only, never a log line) and `trace(TraceParams)` (operational facts for the log).
  *
  * Status of internal states: `backoff` is `error` (restart in progress); `restarting` is `initializing`;
  * `quarantined`, `loggingOut`, `loggedOut` and `stopped` are `disconnected`.
  */
-import { assign, enqueueActions, raise, sendTo, setup } from 'xstate';
-import {
-  LINK_LOST_REASONS,
-  backoffDelayMs,
-  nextRandom,
-  seedFrom,
-  resolvePolicy,
-  failureOf,
-  absorb,
-  LC,
-  notifyDisconnected,
-  idleSession,
-  type InstanceStatus,
-  type InstanceTag,
-  type InstanceInput,
-  type InstanceContext,
-  type InstanceEvent,
-  type NotifyParams,
-  type TraceParams,
-} from './instance.types.js';
+import { assign, enqueueActions, raise, sendTo } from 'xstate';
+import { failureOf, LC, notifyDisconnected, resolvePolicy, seedFrom, type InstanceContext } from './instance.types.js';
+import { instanceSetup } from './instance.setup.js';
 
 export * from './instance.types.js';
 
-export const instanceMachine = setup({
-  types: {
-    context: {} as InstanceContext,
-    events: {} as InstanceEvent,
-    input: {} as InstanceInput,
-    tags: {} as InstanceTag,
-    meta: {} as { status?: InstanceStatus },
-  },
-  actors: { session: idleSession },
-  actions: {
-    notify: (_, _params: NotifyParams) => {},
-    trace: (_, _params: TraceParams) => {},
-    absorb: assign(({ context, event }) => absorb(context, event)),
-    recordFailure: assign(({ context, event }) => {
-      const { reason, detail, at } = failureOf(event);
-      const id = context.failureSeq + 1;
-      return {
-        failureSeq: id,
-        recentFailures: [...context.recentFailures, id],
-        browser: { ...context.browser, alive: false, failStreak: context.browser.failStreak + 1 },
-        lastError: { reason, detail, at },
-      };
-    }),
-    expireFailure: assign(({ context, event }) =>
-      event.type === 'FAILURE_EXPIRED' ? { recentFailures: context.recentFailures.filter((id) => id !== event.failureId) } : {},
-    ),
-    planBackoff: assign(({ context }) => {
-      const [r, rng] = nextRandom(context.rng);
-      return { rng, backoffMs: backoffDelayMs(context.browser.failStreak, context.policy.backoff, r) };
-    }),
-    resetFailStreak: assign(({ context }) => ({ browser: { ...context.browser, failStreak: 0 } })),
-    releaseQuarantine: assign(({ context }) => ({ recentFailures: [], browser: { ...context.browser, failStreak: 0 } })),
-    sessionGone: assign(({ context }) => ({ browser: { ...context.browser, alive: false }, loading: null })),
-    noteRestart: assign(({ context, event }) => ({
-      lastRestart: {
-        reason: (event.type === 'ORDERED_RESTART' && event.reason) || 'operator',
-        count: (context.lastRestart?.count ?? 0) + 1,
-      },
-    })),
-    noteLogoutFailure: assign(({ event }) =>
-      event.type === 'LOGOUT_FAILED' ? { lastError: { reason: 'LOGOUT_FAILED' as const, detail: event.message, at: event.at } } : {},
-    ),
-  },
-  guards: {
-    linkLost: ({ event }) => event.type === 'disconnected' && LINK_LOST_REASONS.includes(event.reason),
-    browserDead: ({ event }) => event.type === 'browser_health' && !event.health.alive,
-    tooManyFailures: ({ context }) => context.recentFailures.length >= context.policy.quarantine.maxFailures,
-  },
-  delays: {
-    backoff: ({ context }) => context.backoffMs,
-    quarantineWindow: ({ context }) => context.policy.quarantine.windowMs,
-    startTimeout: ({ context }) => context.policy.startTimeoutMs,
-    stable: ({ context }) => context.policy.stableMs,
-    restartDelay: ({ context }) => context.policy.restartDelayMs,
-    logoutTimeout: ({ context }) => context.policy.logoutTimeoutMs,
-    orderedRestartHard: ({ context }) => context.policy.orderedRestartHardMs,
-  },
-}).createMachine({
+export const instanceMachine = instanceSetup.createMachine({
   id: 'instance',
   description: 'The connection lifecycle of one instance (one linked number) and the v2 pause of an ordered restart.',
   context: ({ input }) => ({
     instanceId: input.instanceId,
     policy: resolvePolicy(input),
+    queueMode: 'pg',
     phoneNumber: null,
     wid: null,
     browser: { alive: false, failStreak: 0, lastOkAt: 0 },
@@ -149,9 +64,19 @@ export const instanceMachine = setup({
     active: {
       description: 'Two regions: the connection lifecycle, and whether an ordered restart holds /api/v2/*.',
       type: 'parallel',
+      invoke: [
+        { id: 'planner', src: 'planner', input: ({ context }: { context: InstanceContext }) => ({ instanceId: context.instanceId }) },
+        { id: 'dispatcher', src: 'dispatcher', input: ({ context }: { context: InstanceContext }) => ({ instanceId: context.instanceId }) },
+        { id: 'webhooks', src: 'webhooks', input: ({ context }: { context: InstanceContext }) => ({ instanceId: context.instanceId }) },
+      ],
       on: {
         STOP: '#instance.stopped',
         FAILURE_EXPIRED: { actions: 'expireFailure' },
+        ASK: { actions: 'routeAsk' },
+        CALL: { actions: 'routeCall' },
+        DISPATCH: { actions: 'toDispatcher' },
+        STORE: { actions: 'toPlanner' },
+        QUEUE_MODE: { actions: 'noteQueueMode' },
       },
       states: {
         lifecycle: {
@@ -239,7 +164,8 @@ export const instanceMachine = setup({
                       description: 'Ready to send. Staying connected for `stable` resets the failure streak.',
                       meta: { status: 'connected' },
                       tags: 'online',
-                      entry: raise({ type: 'RESTART_SETTLED' }),
+                      entry: [raise({ type: 'RESTART_SETTLED' }), { type: 'sendable', params: { on: true } }],
+                      exit: { type: 'sendable', params: { on: false } },
                       after: { stable: { actions: 'resetFailStreak' } },
                     },
                   },

@@ -1,10 +1,13 @@
 /**
  * Reading a snapshot of the instance machine (machines/instance.machine.ts): the SPEC.md status, the one
- * health tag per state, the QR to show, and the secret-free summary for /debug/actors. Not a machine itself
+ * health tag per state, the QR to show, the view the instance answers a `view` ask with (`viewOf`), and the
+ * secret-free summary for /debug/actors. Not a machine itself
  * (the diagrams script only reads `*.machine.ts`).
  */
 import type { StateValue } from 'xstate';
 import { HEALTH_TAGS, type HealthTag, type InstanceContext, type InstanceStatus, type InstanceTag } from './instance.types.js';
+import type { BrowserHealth } from '../src/drivers/contract.js';
+import type { QueueMode } from '../src/queue/settings.js';
 
 /**
  * What is read here of a snapshot of the instance machine (`SnapshotFrom<typeof instanceMachine>` has it).
@@ -76,5 +79,56 @@ export function summarize(snapshot: InstanceSnapshot) {
     backoffMs: snapshot.hasTag('degraded') ? c.backoffMs : null,
     lastRestart: c.lastRestart,
     policy: c.policy,
+  };
+}
+
+
+export interface InstanceView {
+  status: InstanceStatus;
+  connected: boolean;
+  phoneNumber: string | null;
+  browser: BrowserHealth;
+  /** latest QR as a PNG data URL while waiting for a link, else null */
+  qr: string | null;
+  /** internal state for operators: e.g. 'backoff', 'quarantined', 'restarting' */
+  detail: string;
+  /** ordered restart in progress: /api/v2/* answers 503 QUEUE_PAUSED */
+  paused: boolean;
+  quarantined: boolean;
+  lastError: string | null;
+  /** how the queue runs right now */
+  queueMode: QueueMode;
+}
+
+/** The active leaf states of a (nested, parallel) state value, as dotted paths without the `active` root. */
+export function leafStates(value: unknown, prefix = ''): string[] {
+  if (typeof value === 'string') return [`${prefix}${value}`];
+  if (!value || typeof value !== 'object') return [];
+  return Object.entries(value as Record<string, unknown>).flatMap(([k, v]) =>
+    leafStates(v, prefix === '' && k === 'active' ? '' : `${prefix}${k}.`));
+}
+
+/** The view of an instance whose actor is not running (stopped, or not yet spawned). */
+export function stoppedView(phoneNumber: string | null): InstanceView {
+  return {
+    status: 'disconnected', connected: false, phoneNumber, browser: { alive: false, failStreak: 0, lastOkAt: 0 },
+    qr: null, detail: 'stopped', paused: false, quarantined: false, lastError: null, queueMode: 'disabled',
+  };
+}
+
+export function viewOf(s: InstanceSnapshot): InstanceView {
+  const status = instanceStatus(s);
+  const { browser, lastError } = s.context;
+  return {
+    status,
+    connected: status === 'connected',
+    phoneNumber: s.context.phoneNumber,
+    browser: { alive: browser.alive, failStreak: browser.failStreak, lastOkAt: browser.lastOkAt },
+    qr: currentQr(s)?.dataUrl ?? null,
+    detail: leafStates(s.value).join(', '),
+    paused: isPaused(s),
+    quarantined: s.hasTag('quarantined'),
+    lastError: lastError ? `${lastError.reason}: ${lastError.detail}` : null,
+    queueMode: s.context.queueMode,
   };
 }

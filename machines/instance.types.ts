@@ -4,6 +4,10 @@
  */
 import { fromCallback } from 'xstate';
 import type { BrowserHealth, WAState } from '../src/drivers/contract.js';
+import type { AskEnvelope, InstanceAsk, NetworkAsk } from '../src/actors/port.js';
+import type { Job } from '../src/queue/job.js';
+import type { QueueMode } from '../src/queue/settings.js';
+import type { CallEnvelope } from '../src/actors/call.js';
 
 export type InstanceStatus = 'initializing' | 'waiting_qr' | 'authenticated' | 'connected' | 'disconnected' | 'error';
 export const HEALTH_TAGS = ['online', 'offline', 'starting', 'degraded', 'quarantined'] as const;
@@ -59,6 +63,8 @@ export const LINK_LOST_REASONS: readonly string[] = ['LOGOUT', 'UNPAIRED', 'UNPA
 export interface InstanceContext {
   instanceId: string;
   policy: InstancePolicy;
+  /** how the planner runs the queue now (its `QUEUE_MODE` reports) */
+  queueMode: QueueMode;
   /** Digits of the linked account (wid without `@c.us`), kept after a disconnect; null until first ready. */
   phoneNumber: string | null;
   wid: string | null;
@@ -109,10 +115,32 @@ export type OperatorEvent =
 
 export type InternalEvent = { type: 'FAILURE_EXPIRED'; failureId: number } | { type: 'RESTART_SETTLED' };
 
-export type InstanceEvent = SessionEvent | OperatorEvent | InternalEvent;
+/** The planner asks the dispatcher to send one claimed job. */
+export interface DispatchEnvelope {
+  type: 'DISPATCH';
+  askId: string;
+  replyTo: string;
+  job: Job;
+}
 
-/** What the machine sends to its `session` child. */
-export type SessionCommand = { type: 'LOGOUT' } | { type: 'REQUEST_PAIRING_CODE'; phoneNumber: string };
+/** Events the instance actor's children send it. */
+export type ChildEvent =
+  | DispatchEnvelope
+  | CallEnvelope
+  | { type: 'QUEUE_MODE'; mode: QueueMode };
+
+/** Events the instance actor passes on to its planner. */
+export type PlannerNotice = { type: 'SENDABLE'; on: boolean } | { type: 'STORE'; degraded: boolean; since: number };
+
+/** The port's asks, as the instance actor receives them. */
+export type AskEvent = AskEnvelope<InstanceAsk>;
+
+export type InstanceEvent = SessionEvent | OperatorEvent | InternalEvent | AskEvent | ChildEvent | PlannerNotice;
+
+/** What the machine tells its `session` child to do with the session. */
+export type SessionControl = { type: 'LOGOUT' } | { type: 'REQUEST_PAIRING_CODE'; phoneNumber: string };
+/** Everything the `session` child receives: its controls, the port's network asks, the dispatcher's calls. */
+export type SessionCommand = SessionControl | AskEnvelope<NetworkAsk> | CallEnvelope;
 export interface SessionInput {
   instanceId: string;
 }

@@ -211,10 +211,11 @@ function stateTable(machine: AnyStateMachine): string {
     const tags = n.tags.map((t) => `\`${t}\``).join(' ');
     const internal = internalEvents(n).map((e) => `\`${e}\``).join(', ');
     const initial = n.type === 'compound' && n.initial?.target[0] ? ` (starts in \`${n.initial.target[0].key}\`)` : '';
-    return `| \`${name}\` | ${n.type}${initial} | ${tags} | ${meta} | ${cell(internal)} | ${cell(n.description ?? '')} |`;
+    const invokes = n.invoke.map((i) => `\`${i.id}\``).join(', ');
+    return `| \`${name}\` | ${n.type}${initial} | ${tags} | ${meta} | ${invokes} | ${cell(internal)} | ${cell(n.description ?? '')} |`;
   });
-  const head = '| State | Type | Tags | Meta | Handled in place | Description |';
-  return [head, '|---|---|---|---|---|---|', ...rows].join('\n');
+  const head = '| State | Type | Tags | Meta | Invokes (child actors while in the state) | Handled in place | Description |';
+  return [head, '|---|---|---|---|---|---|---|', ...rows].join('\n');
 }
 
 export function renderDoc(mod: MachineModule): string {
@@ -234,6 +235,32 @@ export function renderDoc(mod: MachineModule): string {
   return `${parts.join('\n')}\n`;
 }
 
+/**
+ * The actor tree: each machine's children, from its actor sources. A source some state invokes is a child while
+ * that state is active; a source no state invokes is spawned by an action (one per instance, for the supervisor).
+ * A child whose source is another machine (by id) is expanded under it.
+ */
+export function renderActorTree(mods: MachineModule[]): string {
+  const machines = new Map(mods.flatMap((m) => m.machines.map(({ machine }) => [machine.id, machine] as const)));
+  const invokedBy = (machine: AnyStateMachine) => new Map(allNodes(machine.root).flatMap((n) => n.invoke.map((i) => [String(i.src), n] as const)));
+  const lines: string[] = [];
+  const walk = (machine: AnyStateMachine, indent: string, seen: Set<string>) => {
+    const invoked = invokedBy(machine);
+    for (const src of Object.keys(machine.implementations.actors).sort()) {
+      const at = invoked.get(src);
+      const how = at ? `invoked${at.path.length ? ` in \`${at.path.join('.')}\`` : ''}` : 'spawned, one per instance';
+      lines.push(`${indent}- \`${src}\` (${how})`);
+      const child = machines.get(src);
+      if (child && !seen.has(src)) walk(child, `${indent}  `, new Set([...seen, src]));
+    }
+  };
+  const root = machines.get('supervisor');
+  if (!root) return '';
+  lines.push('- `supervisor` (the root)');
+  walk(root, '  ', new Set(['supervisor']));
+  return lines.join('\n');
+}
+
 function renderIndex(mods: MachineModule[]): string {
   const items = mods.map((m) => `- [${m.file.replace(/\.machine\.ts$/, '')}](./${docName(m.file)}): \`machines/${m.file}\``);
   return [
@@ -247,6 +274,12 @@ function renderIndex(mods: MachineModule[]): string {
     '"Handled in place" column instead of being drawn.',
     '',
     ...items,
+    '',
+    '## The actor tree',
+    '',
+    'Which actors each machine runs (from the machines themselves; `src/actors/system.ts` provides their logic):',
+    '',
+    renderActorTree(mods),
     '',
   ].join('\n');
 }

@@ -40,7 +40,10 @@ export type ErrorCode =
   | 'QUEUE_PAUSED'
   | 'QUEUE_WAIT_TIMEOUT'
   | 'INSTANCE_TIMEOUT'
-  | 'MEDIA_STORE_UNAVAILABLE';
+  | 'MEDIA_STORE_UNAVAILABLE'
+  /** refused by the HTTP parser before routing (src/http/client-error.ts) */
+  | 'HEADERS_TOO_LARGE'
+  | 'REQUEST_TIMEOUT';
 
 /** code → HTTP status: SPEC.md "Errors", then the gateway's own codes (docs/api.md). The only such table. */
 export const ERROR_STATUS: Readonly<Record<ErrorCode, number>> = {
@@ -80,6 +83,8 @@ export const ERROR_STATUS: Readonly<Record<ErrorCode, number>> = {
   JOB_NOT_REQUEUEABLE: 409,
   CONFLICT: 409,
   UNSUPPORTED_MEDIA_TYPE: 415,
+  REQUEST_TIMEOUT: 408,
+  HEADERS_TOO_LARGE: 431,
   INTERNAL_ERROR: 500,
 };
 

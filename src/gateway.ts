@@ -16,6 +16,7 @@ import { startEmbeddedPostgres, type EmbeddedPostgres } from './store/embedded.j
 import { migrate } from './store/migrate.js';
 import { ensureDataDir, resolveAdminToken } from './bootstrap.js';
 import { createApp } from './http/app.js';
+import { answerClientErrors } from './http/client-error.js';
 import { routeTable, type RouteFamily, type RouteInfo } from './http/router.js';
 import { StoreHealth } from './store/health.js';
 import { startHousekeeping } from './store/housekeeping.js';
@@ -24,12 +25,12 @@ import { DomainError, queuePaused } from './errors.js';
 import { healthRouter } from './http/routes/health.js';
 import { adminInstancesRouter } from './http/routes/admin-instances.js';
 import { sendRouter } from './http/routes/send.js';
-import { queueRouter, type QueueMode } from './http/routes/queue.js';
+import { queueRouter } from './http/routes/queue.js';
 import { statusRouter } from './http/routes/status.js';
 import { debugRouter } from './http/routes/debug.js';
-import { Runtime } from './actors/runtime.js';
+import { ActorSystem } from './actors/system.js';
 import { createEventBus } from './actors/events.js';
-import type { InstanceHandle } from './actors/handle.js';
+import { DEADLINES, type InstancePort } from './actors/port.js';
 import { InstanceAdminService } from './instances.js';
 import { createInstance, listInstances, type Instance } from './store/instances.js';
 import { createSandbox, type Sandbox } from './sandbox/embed.js';
@@ -45,7 +46,6 @@ import { InteractionLimiter } from './http/rate-limit.js';
 import { PresenceManager } from './actors/presence.js';
 import { legacyRouter, v1Guard } from './http/routes/legacy.js';
 import { messageMediaRouter } from './http/routes/message-media.js';
-import { DEADLINES } from './actors/handle.js';
 import { driverFactoryFor } from './drivers/factory.js';
 import { PACKAGE_ROOT } from './package-root.js';
 
@@ -67,7 +67,8 @@ export interface Gateway {
   url: string;
   server: http.Server | null;
   pool: Pool;
-  runtime: Runtime;
+  /** the actor system: `actors.port(instanceId)` is the one way into an instance */
+  actors: ActorSystem;
   sandbox: Sandbox | null;
   media: MediaServices;
   adminToken: string;
@@ -113,11 +114,11 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   const store = new StoreHealth({ pool, clock, log });
 
   // ---- media, events, actors
-  let runtime: Runtime | null = null;
-  const wake = (instanceId: string) => void runtime?.webhooks.notify(instanceId);
+  let actors: ActorSystem | null = null;
+  const wake = (instanceId: string) => void actors?.webhooks.notify(instanceId);
   const events = createEventBus({ pool, clock, wake });
   const media = createMediaServices({ pool, clock, config, log });
-  runtime = new Runtime({
+  actors = new ActorSystem({
     pool,
     clock,
     log,
@@ -133,11 +134,11 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     store,
     ...(opts.instancePolicy ? { instancePolicy: opts.instancePolicy } : {}),
   });
-  const rt = runtime;
+  const rt = actors;
   rt.start();
   store.start();
   const stopHousekeeping = startHousekeeping({ pool, clock, log });
-  const instances = new InstanceAdminService({ pool, runtime: rt, clock });
+  const instances = new InstanceAdminService({ pool, actors: rt, clock });
   for (const inst of await listInstances(pool)) rt.add(inst);
 
   // ---- demo instance on an empty store
@@ -153,25 +154,23 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   // ---- HTTP
   const keys = new KeyResolver(pool, clock);
   instances.onKeysChanged(() => keys.clear());
-  const modeOf = (i: Instance): QueueMode => (!i.settings.enabled ? 'disabled' : store.degraded ? 'memory-degraded' : 'pg');
-  const handleOf = (ctx: Context): InstanceHandle => {
-    const inst = ctx.state.instance as Instance;
-    const h = rt.handle(inst.id);
-    if (!h) throw new DomainError('INSTANCE_UNREACHABLE', 'the instance is not running on this gateway');
-    return h;
+  // the one way into an instance: the port of the instance the request's key names
+  const portOf = (ctx: Context): InstancePort => {
+    const port = rt.port((ctx.state.instance as Instance).id);
+    if (!port) throw new DomainError('INSTANCE_UNREACHABLE', 'the instance is not running on this gateway');
+    return port;
   };
-  const workerOf = (id: string) => rt.worker(id);
-  const apiKey = requireApiKey(keys, (id) => rt.instance(id) ?? null);
+  const apiKey = requireApiKey(keys, (id) => rt.record(id) ?? null);
   const adminAuth = requireAdmin(admin.token);
   const limiter = new InteractionLimiter(clock, { points: config.INTERACTION_RATE_POINTS });
   const presence = new PresenceManager(clock, { onError: (err, where) => log.warn({ err, ...where }, 'presence keep-alive failed') });
-  const networkDeps = { handleOf, clock, limiter, presence, fetchMessagesMax: config.FETCH_MESSAGES_MAX };
+  const networkDeps = { portOf, clock, limiter, presence, fetchMessagesMax: config.FETCH_MESSAGES_MAX };
 
   // Every route family with its authentication: the guard is part of each route's chain (src/http/router.ts).
   // SPEC.md: during an ordered restart every /api/v2/* route answers 503 QUEUE_PAUSED (v1 routes wait)
   const v2Key: Middleware = (ctx, next) =>
-    apiKey(ctx, () => {
-      if (rt.handle((ctx.state.instance as Instance).id)?.view().paused) throw queuePaused();
+    apiKey(ctx, async () => {
+      if ((await portOf(ctx).ask({ type: 'view' }, DEADLINES.queueStatus)).paused) throw queuePaused();
       return next();
     });
   const instanceFamily = (name: string, router: Router, body?: 'stream'): RouteFamily => ({
@@ -192,18 +191,18 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     adminFamily('admin-instances', adminInstancesRouter(instances)),
     adminFamily('admin-webhooks', createWebhookAdminRouter({ db: pool, clock, wake, allowPrivate: config.WEBHOOK_ALLOW_PRIVATE })),
     adminFamily('debug', debugRouter(rt)),
-    instanceFamily('status', statusRouter({ pool, clock, handleOf, workerOf, modeOf })),
-    instanceFamily('v2-queue', queueRouter({ pool, clock, handleOf, workerOf, modeOf, degradedSince: () => store.since })),
-    instanceFamily('v2-send', sendRouter({ handleOf, workerOf, modeOf, clock, validateMedia: media.validateAtAcceptance })),
+    instanceFamily('status', statusRouter({ pool, clock, portOf })),
+    instanceFamily('v2-queue', queueRouter({ pool, clock, portOf, degradedSince: () => store.since })),
+    instanceFamily('v2-send', sendRouter({ portOf, clock, validateMedia: media.validateAtAcceptance })),
     {
       ...instanceFamily(
         'v1',
-        legacyRouter({ handleOf, workerOf, modeOf, clock, config, log, validateMedia: media.validateAtAcceptance, directSend: (h, job) => rt.directSend(h.id, job), onStoreError: () => void store.suspect() }),
+        legacyRouter({ portOf, clock, config, log, validateMedia: media.validateAtAcceptance, onStoreError: () => void store.suspect() }),
       ),
       // an API key that cannot be verified while the store is unreachable: 503 in v1's shape
       guard: v1Guard(apiKey),
     },
-    instanceFamily('v2-message-media', messageMediaRouter({ handleOf, store: media.store })),
+    instanceFamily('v2-message-media', messageMediaRouter({ portOf, store: media.store })),
     instanceFamily('v2-groups', groupsRouter(networkDeps)),
     instanceFamily('v2-interactions', interactionsRouter(networkDeps)),
     instanceFamily('v2-reads', readsRouter(networkDeps)),
@@ -222,6 +221,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   if (opts.listen !== false) {
     server = http.createServer(app.callback());
     server.keepAliveTimeout = 65_000;
+    answerClientErrors(server);
     await new Promise<void>((resolve, reject) => {
       server?.once('error', reject);
       server?.listen(config.PORT, config.HOST, () => resolve());
@@ -235,7 +235,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     url,
     server,
     pool,
-    runtime: rt,
+    actors: rt,
     sandbox,
     media,
     adminToken: admin.token,

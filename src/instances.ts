@@ -4,7 +4,17 @@
  */
 import type { Pool } from './store/pool.js';
 import type { Clock } from './clock.js';
-import type { Runtime } from './actors/runtime.js';
+import { DEADLINES, type InstancePort, type InstanceView } from './actors/port.js';
+import { stoppedView } from '../machines/instance.snapshot.js';
+
+/** What the operator service needs of the actor system (src/actors/system.ts). */
+export interface InstanceActors {
+  add(instance: Instance): void;
+  update(instance: Instance, replan: boolean): Promise<void>;
+  remove(id: string): Promise<void>;
+  port(id: string): InstancePort | null;
+  record(id: string): Instance | undefined;
+}
 import type { InstanceAdmin } from './http/routes/admin-instances.js';
 import {
   createInstance, deleteInstance, getInstance, listInstances, rotateKey, updateSettings, type Instance,
@@ -15,7 +25,7 @@ import { withTransaction } from './store/pool.js';
 export class InstanceAdminService implements InstanceAdmin {
   private keyListeners: (() => void)[] = [];
 
-  constructor(private readonly deps: { pool: Pool; runtime: Runtime; clock: Clock }) {}
+  constructor(private readonly deps: { pool: Pool; actors: InstanceActors; clock: Clock }) {}
 
   onKeysChanged(f: () => void): void {
     this.keyListeners.push(f);
@@ -33,7 +43,7 @@ export class InstanceAdminService implements InstanceAdmin {
     // A partial given at creation must make sense with the defaults it lands on (e.g. minDelayMs ≤ maxDelayMs).
     if (input.settings) applySettingsPatch(NEW_INSTANCE_DEFAULTS, input.settings);
     const created = await withTransaction(this.deps.pool, (c) => createInstance(c, input));
-    this.deps.runtime.add(created.instance);
+    this.deps.actors.add(created.instance);
     return created;
   }
 
@@ -43,12 +53,12 @@ export class InstanceAdminService implements InstanceAdmin {
     applySettingsPatch(before.settings, patch); // validates the merged result (e.g. minDelayMs ≤ maxDelayMs)
     const after = await updateSettings(this.deps.pool, id, patch);
     if (!after) return null;
-    await this.deps.runtime.update(after, affectsPlan(before.settings, after.settings) && after.settings.enabled);
+    await this.deps.actors.update(after, affectsPlan(before.settings, after.settings) && after.settings.enabled);
     return after;
   }
 
   async remove(id: string): Promise<boolean> {
-    await this.deps.runtime.remove(id);
+    await this.deps.actors.remove(id);
     const removed = await deleteInstance(this.deps.pool, id);
     for (const f of this.keyListeners) f();
     return removed;
@@ -63,20 +73,34 @@ export class InstanceAdminService implements InstanceAdmin {
   }
 
   async restart(id: string, reason: string): Promise<boolean> {
-    return this.deps.runtime.restart(id, reason);
+    return this.tell(id, { type: 'restart', reason });
   }
 
   async logout(id: string): Promise<boolean> {
-    return this.deps.runtime.logout(id);
+    return this.tell(id, { type: 'logout' });
   }
 
   async requestPairingCode(id: string, phoneNumber: string): Promise<boolean> {
-    return this.deps.runtime.requestPairingCode(id, phoneNumber);
+    return this.tell(id, { type: 'pairingCode', phoneNumber });
   }
 
-  describe(instance: Instance): Record<string, unknown> {
-    const live = this.deps.runtime.instance(instance.id) ?? instance;
-    const view = this.deps.runtime.view(instance.id);
+  /** An operator command to the instance's actor; false when the instance does not run here. */
+  private async tell(id: string, ask: { type: 'restart'; reason: string } | { type: 'logout' } | { type: 'pairingCode'; phoneNumber: string }): Promise<boolean> {
+    const port = this.deps.actors.port(id);
+    if (!port) return false;
+    await port.ask(ask, DEADLINES.operator);
+    return true;
+  }
+
+  private async view(instance: Instance): Promise<InstanceView> {
+    const port = this.deps.actors.port(instance.id);
+    const view = port ? await port.ask({ type: 'view' }, DEADLINES.read) : stoppedView(instance.phoneNumber);
+    return view;
+  }
+
+  async describe(instance: Instance): Promise<Record<string, unknown>> {
+    const live = this.deps.actors.record(instance.id) ?? instance;
+    const view = await this.view(live);
     return {
       id: live.id,
       name: live.name,

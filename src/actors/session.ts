@@ -8,9 +8,14 @@
  * webhooks and the store). A failing `initialize()` (or driver factory) becomes `SESSION_FAILED`. It obeys the
  * machine's commands `LOGOUT` and `REQUEST_PAIRING_CODE`. On stop it unsubscribes and calls `driver.destroy()`.
  *
+ * It is the only holder of the driver: the instance port's network asks (`ASK`, forwarded by the instance
+ * actor while connected) and the dispatcher's prepared calls (`CALL`) run here (src/actors/session-calls.ts,
+ * src/actors/call.ts) and are answered to their reply-to; a call arriving while the driver cannot send is
+ * answered `not_sent` (the job goes back to the queue).
+ *
  * Two forms:
  * - `sessionLogic`: the driver and callbacks come in the input (tests, one-off use).
- * - `createSessionLogic(deps)`: what the runtime provides to the machine (`instanceMachine.provide({actors:
+ * - `createSessionLogic(deps)`: what the actor system (src/actors/system.ts) provides to the machine (`instanceMachine.provide({actors:
  *   {session: sessions.logic}})`); it builds a driver per start from a DriverFactory and starts a session only
  *   after the previous session of the same instance finished `destroy()`, so two browsers never share a profile.
  *   `settled(instanceId)` / `settledAll()` resolve when destroys finished (graceful shutdown awaits them).
@@ -22,7 +27,11 @@
 import { fromCallback, type CallbackActorLogic } from 'xstate';
 import QRCode from 'qrcode';
 import type { Driver, DriverEventName, DriverEvents, DriverFactory, DriverOptions } from '../drivers/contract.js';
-import type { SessionCommand, SessionEvent, SessionInput } from '../../machines/instance.machine.js';
+import type { SessionCommand, SessionControl, SessionEvent, SessionInput } from '../../machines/instance.machine.js';
+import { answer } from './local-port.js';
+import { performCall, type CallOutcome } from './call.js';
+import { okReply } from './port.js';
+import { serveNetwork } from './session-calls.js';
 import { systemClock, type Clock } from '../clock.js';
 
 /**
@@ -39,7 +48,7 @@ export interface SessionOptions {
   /** QR string → PNG data URL (default: qrcode). */
   renderQr?: (qr: string) => Promise<string>;
   /** Faults nobody else sees: destroy failures, a failed QR rendering. */
-  onError?: (err: unknown, where: 'destroy' | 'render_qr' | 'forward') => void;
+  onError?: (err: unknown, where: 'destroy' | 'render_qr' | 'forward' | 'call') => void;
 }
 
 export interface DriverSessionInput extends SessionOptions {
@@ -87,7 +96,7 @@ export function runSession(
   driver: Driver,
   opts: SessionOptions,
   sendBack: (event: SessionEvent) => void,
-  receive: (listener: (command: SessionCommand) => void) => void,
+  receive: (listener: (command: SessionControl) => void) => void,
   after: Promise<void> = Promise.resolve(),
 ): { stop(): Promise<void> } {
   const clock = opts.clock ?? systemClock;
@@ -174,7 +183,7 @@ export function runSession(
 }
 
 /** A session on the driver given in the input. */
-export const sessionLogic = fromCallback<SessionCommand, DriverSessionInput>(({ input, sendBack, receive }) => {
+export const sessionLogic = fromCallback<SessionControl, DriverSessionInput>(({ input, sendBack, receive }) => {
   const session = runSession(input.driver, input, sendBack, receive);
   return () => void session.stop();
 });
@@ -183,11 +192,9 @@ export interface SessionDeps extends Omit<SessionOptions, 'onNetworkEvent'> {
   driverFactory: DriverFactory;
   driverOptions: Omit<DriverOptions, 'instanceId'>;
   onNetworkEvent?: <E extends DriverEventName>(instanceId: string, name: E, args: DriverEvents[E], download: Driver['downloadMedia']) => void;
-  /** The session on `driver` is stopping (called before its destroy starts): no call may reach it now. */
-  onSessionStopped?: (instanceId: string, driver: Driver) => void;
 }
 
-export interface SessionRuntime {
+export interface Sessions {
   /** Provide as the machine's `session` actor. */
   logic: CallbackActorLogic<SessionCommand, SessionInput>;
   /** Resolves once the last session of the instance finished `destroy()`. */
@@ -195,9 +202,9 @@ export interface SessionRuntime {
   settledAll(): Promise<void>;
 }
 
-export function createSessionLogic(deps: SessionDeps): SessionRuntime {
+export function createSessionLogic(deps: SessionDeps): Sessions {
   const destroying = new Map<string, Promise<void>>();
-  const logic = fromCallback<SessionCommand, SessionInput>(({ input, sendBack, receive }) => {
+  const logic = fromCallback<SessionCommand, SessionInput>(({ input, sendBack, receive, system }) => {
     const { instanceId } = input;
     const clock = deps.clock ?? systemClock;
     let driver: Driver;
@@ -207,16 +214,37 @@ export function createSessionLogic(deps: SessionDeps): SessionRuntime {
       queueMicrotask(() => sendBack({ type: 'SESSION_FAILED', message: messageOf(err), at: clock.now() }));
       return undefined;
     }
+    // The dispatcher's calls go out only on a driver that reported `ready` and has not since reported
+    // `disconnected` or `fatal` (set with the driver's own events, never behind them), and not once stopping.
+    let sendable = false;
     const onNetworkEvent = deps.onNetworkEvent;
+    const controls: ((command: SessionControl) => void)[] = [];
+    receive((command) => {
+      if (command.type === 'ASK') {
+        void serveNetwork(driver, command.ask, (err) => deps.onError?.(err, 'call')).then((r) => answer(system, command, r));
+      } else if (command.type === 'CALL') {
+        const outcome: Promise<CallOutcome> = sendable
+          ? performCall(driver, command.prepared, () => clock.now())
+          : Promise.resolve({ kind: 'not_sent', message: 'the session cannot send now' });
+        void outcome.then((o) => answer(system, command, okReply(o)));
+      } else for (const control of controls) control(command);
+    });
     const session = runSession(
       driver,
-      { ...deps, onNetworkEvent: onNetworkEvent && ((name, args, download) => onNetworkEvent(instanceId, name, args, download)) },
+      {
+        ...deps,
+        onNetworkEvent: (name, args, download) => {
+          if (name === 'ready') sendable = true;
+          else if (name === 'disconnected' || name === 'fatal') sendable = false;
+          onNetworkEvent?.(instanceId, name, args, download);
+        },
+      },
       sendBack,
-      receive,
+      (control) => controls.push(control),
       destroying.get(instanceId) ?? Promise.resolve(),
     );
     return () => {
-      deps.onSessionStopped?.(instanceId, driver);
+      sendable = false;
       const done = session.stop();
       destroying.set(instanceId, done);
       void done.then(() => {

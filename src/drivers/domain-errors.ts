@@ -1,6 +1,6 @@
 /**
  * How a driver's failure reads in domain terms: the one mapping of DriverError codes to the API's codes, used by
- * whatever runs a driver call for a route (the instance runtime, the route test stand-ins).
+ * whatever runs a driver call for a route (the session actor's network asks, src/actors/session-calls.ts).
  */
 import { DomainError, instanceOffline, instanceTimeout, waCallFailed } from '../errors.js';
 import type { DriverError } from './contract.js';

@@ -7,12 +7,11 @@
  */
 import http from 'node:http';
 import type { Duplex } from 'node:stream';
-import { ERROR_STATUS } from '../errors.js';
+import { ERROR_STATUS, type ErrorCode } from '../errors.js';
 
 interface Refusal {
   status: number;
-  /** VALIDATION_FAILED and PAYLOAD_TOO_LARGE as in src/errors.ts; the other two exist only before routing */
-  code: 'VALIDATION_FAILED' | 'PAYLOAD_TOO_LARGE' | 'HEADERS_TOO_LARGE' | 'REQUEST_TIMEOUT';
+  code: Extract<ErrorCode, 'VALIDATION_FAILED' | 'PAYLOAD_TOO_LARGE' | 'HEADERS_TOO_LARGE' | 'REQUEST_TIMEOUT'>;
   message: string;
   data: Record<string, unknown>;
 }
@@ -26,12 +25,12 @@ function refusal(code: string | undefined, server: http.Server): Refusal {
   switch (code) {
     case 'HPE_HEADER_OVERFLOW': {
       const maxBytes = headerLimit(server);
-      return { status: 431, code: 'HEADERS_TOO_LARGE', message: `request headers exceed ${maxBytes} bytes`, data: { maxBytes } };
+      return { status: ERROR_STATUS.HEADERS_TOO_LARGE, code: 'HEADERS_TOO_LARGE', message: `request headers exceed ${maxBytes} bytes`, data: { maxBytes } };
     }
     case 'HPE_CHUNK_EXTENSIONS_OVERFLOW':
       return { status: ERROR_STATUS.PAYLOAD_TOO_LARGE, code: 'PAYLOAD_TOO_LARGE', message: 'chunk extensions are too large', data: {} };
     case 'ERR_HTTP_REQUEST_TIMEOUT':
-      return { status: 408, code: 'REQUEST_TIMEOUT', message: 'the request was not received in time', data: {} };
+      return { status: ERROR_STATUS.REQUEST_TIMEOUT, code: 'REQUEST_TIMEOUT', message: 'the request was not received in time', data: {} };
     default:
       return { status: ERROR_STATUS.VALIDATION_FAILED, code: 'VALIDATION_FAILED', message: 'malformed HTTP request', data: { field: 'request' } };
   }

@@ -108,10 +108,13 @@ export class DegradedMode {
 /** The job a direct send is dispatched as: never stored, sent at once, in the state a claim leads to. */
 const DISPATCHED = bulkJobEvent('DISPATCH').step.next;
 
+let directSeq = 0;
+
+/** A send outside the queue as a job for the dispatcher: an id of its own (`direct_<n>`, never a `wq_` id). */
 function directJob(instanceId: string, req: DirectSend, at: number): Job {
   return {
     ...sendPart(req),
-    id: 'direct', seq: 0, instanceId, state: DISPATCHED, originRoute: 'direct', chatId: req.chatId, phone: null,
+    id: `direct_${++directSeq}`, seq: 0, instanceId, state: DISPATCHED, originRoute: 'direct', chatId: req.chatId, phone: null,
     payloadHash: '', idempotencyKey: null, priority: 9, notBefore: null, queuedAt: at, scheduledAt: at, dispatchedAt: at,
     terminalAt: null, expiresAt: at, attempts: 1, deliveryConfidence: null, messageId: null, resultCode: null,
     errorMessage: null, unknownReason: null, previousJobId: null,

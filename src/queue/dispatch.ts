@@ -1,13 +1,17 @@
 /**
- * One dispatch: turn a claimed job's payload into a network call and its result into an outcome.
+ * One dispatch: turn a claimed job's payload into a network call (`PreparedCall`) and the call's result into
+ * an outcome. The call itself is made by whoever holds the driver (the session actor: `perform`).
  *
  * The job is already committed as `sending`. The call gets its own deadline; a deadline passed, or any failure
  * after the call started that does not prove the message stayed out, is `unknown`: never retried. Only a
- * provable refusal (recipient not registered, bad input, media that could not be fetched) is `failed`.
+ * provable refusal (recipient not registered, bad input, media that could not be fetched) is `failed`; a call
+ * the session could not take at all is `failed INSTANCE_OFFLINE`, which puts the job back (never reached the
+ * network).
  */
-import { DriverError, type Driver, type MessageMedia, type SendContent, type SendOptions } from '../drivers/contract.js';
-import { ApiError } from '../http/errors.js';
+import type { MessageMedia, SendContent } from '../drivers/contract.js';
+import { DomainError } from '../errors.js';
 import { raceClock, type Clock } from '../clock.js';
+import type { CallOutcome, PreparedCall } from '../actors/call.js';
 import type { Job } from './job.js';
 import type { MessageOptions } from './payload.js';
 import type { DispatchOutcome } from './types.js';
@@ -16,7 +20,8 @@ export type MediaResolver = (instanceId: string, payload: Record<string, unknown
 
 export interface DispatchDeps {
   clock: Clock;
-  driver: () => Driver | null;
+  /** make the call where the driver is; resolves with how it ended, never throws */
+  perform: (prepared: PreparedCall, deadlineMs: number) => Promise<CallOutcome>;
   callTimeoutMs: number;
   resolveMedia: MediaResolver;
 }
@@ -32,14 +37,10 @@ function withDeadline<T>(clock: Clock, ms: number, work: (signal: AbortSignal) =
   });
 }
 
-type Prepared =
-  | { call: 'send'; content: SendContent; options: SendOptions }
-  | { call: 'forward'; msgId: string; toChatId: string }
-  | { call: 'group_create'; title: string; participants: string[]; options: Record<string, unknown> };
-
 /** What the network is asked for, by kind (media fetched first: a failure here is provably not sent). */
-async function prepare(job: Job, deps: DispatchDeps, signal: AbortSignal): Promise<Prepared> {
-  const send = (content: SendContent, options: MessageOptions = {}): Prepared => ({ call: 'send', content, options: { ...options, waitUntilMsgSent: true } });
+async function prepare(job: Job, deps: DispatchDeps, signal: AbortSignal): Promise<PreparedCall> {
+  const chatId = job.chatId ?? '';
+  const send = (content: SendContent, options: MessageOptions = {}): PreparedCall => ({ call: 'send', chatId, content, options: { ...options, waitUntilMsgSent: true } });
   switch (job.kind) {
     case 'text':
       return send({ kind: 'text', body: job.payload.body }, job.payload.options);
@@ -75,25 +76,13 @@ function unreachable(job: never): never {
 
 /** Send one claimed job. Never throws: every way it can end is an outcome. */
 export async function dispatchJob(job: Job, deps: DispatchDeps): Promise<DispatchOutcome> {
-  const driver = deps.driver();
-  if (!driver) return { kind: 'failed', resultCode: 'INSTANCE_OFFLINE', errorMessage: 'the instance has no session' };
+  const deadline = deps.clock.now() + deps.callTimeoutMs;
   let started = false;
   try {
     return await withDeadline(deps.clock, deps.callTimeoutMs, async (signal): Promise<DispatchOutcome> => {
       const prepared = await prepare(job, deps, signal);
       started = true;
-      switch (prepared.call) {
-        case 'forward':
-          await driver.forwardMessage(prepared.msgId, prepared.toChatId);
-          // The network gives no id for a forward: always `assumed`, with a synthetic id (SPEC.md).
-          return { kind: 'assumed', messageId: `fwd_${deps.clock.now()}` };
-        case 'group_create':
-          return { kind: 'confirmed', messageId: (await driver.createGroup(prepared.title, prepared.participants, prepared.options)).gid };
-        case 'send': {
-          const result = await driver.sendMessage(job.chatId ?? '', prepared.content, prepared.options);
-          return result.id ? { kind: 'confirmed', messageId: result.id } : { kind: 'assumed', messageId: null };
-        }
-      }
+      return outcomeOf(await deps.perform(prepared, Math.max(0, deadline - deps.clock.now())));
     });
   } catch (err) {
     if (err instanceof DeadlineExceeded) {
@@ -101,13 +90,23 @@ export async function dispatchJob(job: Job, deps: DispatchDeps): Promise<Dispatc
         ? { kind: 'unknown', unknownReason: `${err.message}; the message may or may not have been sent` }
         : { kind: 'failed', resultCode: 'MEDIA_DOWNLOAD_FAILED', errorMessage: 'preparing the message took longer than the call deadline' };
     }
-    if (err instanceof ApiError) return { kind: 'failed', resultCode: started ? err.code : 'MEDIA_DOWNLOAD_FAILED', errorMessage: err.message };
-    if (err instanceof DriverError) {
-      if (err.provablyNotSent) return { kind: 'failed', resultCode: err.code, errorMessage: err.message };
-      return { kind: 'unknown', unknownReason: `${err.code}: ${err.message}` };
-    }
-    return started
-      ? { kind: 'unknown', unknownReason: 'the network call failed after it started; the message may or may not have been sent' }
-      : { kind: 'failed', resultCode: 'PREPARE_FAILED', errorMessage: 'the message could not be prepared' };
+    // only preparing can throw (perform never does): the media could not be fetched, nothing was sent
+    if (err instanceof DomainError) return { kind: 'failed', resultCode: 'MEDIA_DOWNLOAD_FAILED', errorMessage: err.message };
+    return { kind: 'failed', resultCode: 'PREPARE_FAILED', errorMessage: 'the message could not be prepared' };
+  }
+}
+
+/** How a call that was handed to the session ended, as the job's outcome. */
+function outcomeOf(o: CallOutcome): DispatchOutcome {
+  switch (o.kind) {
+    case 'confirmed':
+    case 'assumed':
+      return o;
+    case 'not_sent':
+      return { kind: 'failed', resultCode: 'INSTANCE_OFFLINE', errorMessage: o.message };
+    case 'driver_error':
+      return o.provablyNotSent ? { kind: 'failed', resultCode: o.code, errorMessage: o.message } : { kind: 'unknown', unknownReason: `${o.code}: ${o.message}` };
+    case 'call_failed':
+      return { kind: 'unknown', unknownReason: 'the network call failed after it started; the message may or may not have been sent' };
   }
 }

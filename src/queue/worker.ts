@@ -1,5 +1,6 @@
 /**
- * The queue of one instance: the parts composed, and the interface the runtime and the routes use.
+ * The queue of one instance: the parts composed, and the interface its owner, the planner actor
+ * (src/actors/planner.ts), uses.
  *
  * PostgreSQL is the truth. The queue keeps a mirror of the instance's waiting jobs and of its dispatch
  * history (the last 24 h) so that planning is a pure function over memory (src/queue/plan.ts), and every
@@ -8,7 +9,7 @@
  * - timing and dispatch (src/queue/dispatch-loop.ts): the timer, claims, outcomes, expiry, re-planning;
  * - degraded mode (src/queue/degraded.ts): direct sends, and the write-back when the store answers again.
  */
-import { ApiError } from '../http/errors.js';
+import { DomainError, notFound } from '../errors.js';
 import { applyJobEvent, isTerminal, type JobState } from '../../machines/job.machine.js';
 import type { Job, QueueCounts } from './job.js';
 import { Acceptance } from './acceptance.js';
@@ -71,14 +72,14 @@ export class QueueWorker {
     // a last try for outcomes the store did not take; what is left is `sending` and becomes `unknown` at start
     if (core.writeBack.hasOutcomes) await core.serial.runFirst(() => this.loop.writeBackOutcomes()).catch(() => undefined);
     await core.serial.idle();
-    this.acceptance.rejectWaiting(new ApiError(502, 'INSTANCE_UNREACHABLE', 'the instance is stopping; nothing was accepted'));
+    this.acceptance.rejectWaiting(new DomainError('INSTANCE_UNREACHABLE', 'the instance is stopping; nothing was accepted'));
   }
 
   /** Accept a send, answered with what acceptance decided: accepted, a replay, or a refusal. */
   async offer(req: AcceptRequest): Promise<AcceptOutcome> {
     // acceptances that arrive while the queue is still loading wait for it (they are serialized after it)
     if (!this.core.started && this.starting) await this.starting.catch(() => undefined);
-    if (!this.core.running) throw new ApiError(502, 'INSTANCE_UNREACHABLE', 'the instance queue is not running');
+    if (!this.core.running) throw new DomainError('INSTANCE_UNREACHABLE', 'the instance queue is not running');
     return this.acceptance.offer(req);
   }
 
@@ -94,7 +95,7 @@ export class QueueWorker {
     const { core } = this;
     return core.serial.run(async () => {
       const job = await getJob(core.deps.pool, core.instanceId, jobId);
-      if (!job) throw new ApiError(404, 'JOB_NOT_FOUND', 'no such job', { jobId });
+      if (!job) throw notFound('JOB_NOT_FOUND', 'no such job', { jobId });
       if (!applyJobEvent(job.state, { type: 'CANCEL' })) throw notCancellable(jobId, job.state);
       const moved = await core.move(job, { type: 'CANCEL' }, { terminalAt: core.now() }, { reason });
       // moved by another path between the read and the update
@@ -184,23 +185,20 @@ export class QueueWorker {
   }
 }
 
-/**
- * A refusal as the routes' error (SPEC.md codes and data). The one place src/queue turns a result into an
- * HTTP error; it goes to the error boundary's translate() when that exists (issue 14 item 3).
- */
-export function refusalError(r: Refusal): ApiError {
+/** A refusal as the domain error routes answer with (SPEC.md codes and data). */
+export function refusalError(r: Refusal): DomainError {
   switch (r.code) {
     case 'QUEUE_FULL':
-      return new ApiError(422, 'QUEUE_FULL', `more than ${r.maxPending} pending jobs for this instance`, { maxPending: r.maxPending });
+      return new DomainError('QUEUE_FULL', `more than ${r.maxPending} pending jobs for this instance`, { maxPending: r.maxPending });
     case 'TTL_UNREACHABLE':
-      return new ApiError(422, 'TTL_UNREACHABLE', 'no send slot before the message expires; raise ttlSeconds or the limits', {
+      return new DomainError('TTL_UNREACHABLE', 'no send slot before the message expires; raise ttlSeconds or the limits', {
         expiresAt: new Date(r.expiresAt).toISOString(),
       });
     case 'IDEMPOTENCY_PAYLOAD_MISMATCH':
-      return new ApiError(409, 'IDEMPOTENCY_PAYLOAD_MISMATCH', 'this idempotency key was used with a different payload', { jobId: r.jobId });
+      return new DomainError('IDEMPOTENCY_PAYLOAD_MISMATCH', 'this idempotency key was used with a different payload', { jobId: r.jobId });
   }
 }
 
-function notCancellable(jobId: string, state: JobState | undefined): ApiError {
-  return new ApiError(409, 'JOB_NOT_CANCELLABLE', `a job in state ${state ?? 'unknown'} cannot be cancelled`, { jobId, state });
+function notCancellable(jobId: string, state: JobState | undefined): DomainError {
+  return new DomainError('JOB_NOT_CANCELLABLE', `a job in state ${state ?? 'unknown'} cannot be cancelled`, { jobId, state });
 }

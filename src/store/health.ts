@@ -16,8 +16,17 @@ import type { Logger } from '../log.js';
 const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006']);
 
 /** True for errors that say the database could not be reached (not for a bad query). */
+/** A connection failure reported by another actor (as data, then rethrown where the answer is written). */
+export class StoreUnreachable extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StoreUnreachable';
+  }
+}
+
 export function isConnectionError(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
+  if (err instanceof StoreUnreachable) return true;
   // the connection broke during COMMIT: something may have been written, so not a "nothing happened" fault
   if (err instanceof CommitOutcomeUnknown) return false;
   const code = (err as { code?: unknown }).code;

@@ -138,14 +138,14 @@ export async function startTestGateway(
       const r = await request(ADMIN_TOKEN, 'POST', '/admin/v1/instances', { name, driver: 'sandbox', settings: o.settings ?? {} });
       if (r.status !== 201) throw new Error(`create instance failed: ${r.text}`);
       const data = r.body.data as { instance: { id: string }; apiKey: string };
-      const instance = gw.runtime.instance(data.instance.id) as Instance;
+      const instance = gw.actors.record(data.instance.id) as Instance;
       phoneSeq += 1;
       const phone = o.phone ?? `49151${String(process.pid % 10000).padStart(4, '0')}${String(phoneSeq).padStart(3, '0')}`;
       if (o.link !== false) {
-        await waitFor(() => gw.runtime.view(instance.id).status === 'waiting_qr', `${name} waiting_qr`);
+        await waitFor(() => gw.actors.view(instance.id).status === 'waiting_qr', `${name} waiting_qr`);
         const l = await request(ADMIN_TOKEN, 'POST', `/sandbox/v1/instances/${instance.id}/link`, { phoneNumber: phone });
         if (l.status >= 300) throw new Error(`link failed: ${l.text}`);
-        await waitFor(() => gw.runtime.view(instance.id).connected, `${name} connected`);
+        await waitFor(() => gw.actors.view(instance.id).connected, `${name} connected`);
       }
       return { instance, apiKey: data.apiKey, phone };
     },

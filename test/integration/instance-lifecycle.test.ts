@@ -6,7 +6,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestGateway, type ApiResponse, type TestGateway } from '../helpers/gateway.js';
-import { childIds } from '../../machines/supervisor.machine.js';
+import { instanceActorId } from '../../machines/supervisor.machine.js';
 import { instanceStatus, type InstanceSnapshot } from '../../machines/instance.machine.js';
 
 const HARD_MS = 30_000; // ORDERED_RESTART_HARD_MS for this gateway, so the test sees the setting applied
@@ -38,10 +38,10 @@ const untilStatus = (key: string, want: string, maxMs = 120_000) =>
 
 /** Every SPEC.md status value the instance actor passes through, in order (from XState inspection). */
 function recordStatuses(instanceId: string): { seen: string[]; stop: () => void } {
-  const ref = t.gw.runtime.instanceActor(instanceId);
+  const ref = t.gw.actors.instanceActor(instanceId);
   assert.ok(ref, 'the instance actor runs');
   const seen: string[] = [instanceStatus(ref.getSnapshot() as InstanceSnapshot)];
-  const stop = t.gw.runtime.subscribe((ev) => {
+  const stop = t.gw.actors.subscribe((ev) => {
     if (ev.type !== '@xstate.snapshot' || ev.actorRef !== ref) return;
     const s = instanceStatus(ev.snapshot as InstanceSnapshot);
     if (seen[seen.length - 1] !== s) seen.push(s);
@@ -271,9 +271,9 @@ test('GET /debug/actors: operators only, every live actor, and never a secret', 
   await t.advanceUntil(async () => ((await status(apiKey)).status === 'waiting_qr' ? true : null), 'waiting_qr', { maxMs: 5_000 });
   const qrShown = String((await t.api(apiKey, 'GET', '/api/qr')).body.data?.qr);
   const qrToken = ((await t.admin('GET', `/sandbox/v1/instances/${instance.id}/qr`)).body.data as { token: string }).token;
-  assert.ok(t.gw.runtime.requestPairingCode(instance.id, '4915112349003'));
+  await t.gw.actors.port(instance.id)?.ask({ type: 'pairingCode', phoneNumber: '4915112349003' }, 10_000);
   const code = await t.advanceUntil(() => {
-    const ref = t.gw.runtime.instanceActor(instance.id);
+    const ref = t.gw.actors.instanceActor(instance.id);
     return (ref?.getSnapshot() as InstanceSnapshot | undefined)?.context.pairingCode?.code ?? null;
   }, 'a pairing code', { maxMs: 5_000 });
   const webhookSecret = 'debug-hook-secret-0123456789';
@@ -301,15 +301,16 @@ test('GET /debug/actors: operators only, every live actor, and never a secret', 
   for (const [what, value] of secrets) assert.ok(!r.text.includes(value), `no ${what} in /debug/actors`);
   const actors = r.body.data?.actors as { id: string; machine: string; state: unknown; status: string; context: Record<string, unknown> }[];
   assert.ok(actors.some((x) => x.id === 'supervisor'));
-  const mine = actors.find((x) => x.id === childIds(instance.id).instance);
+  const mine = actors.find((x) => x.id === instanceActorId(instance.id));
   assert.ok(mine, 'the instance actor is listed');
   assert.equal(mine.machine, 'instance');
   assert.equal(mine.status, 'active');
   assert.equal(mine.context.status, 'waiting_qr');
   assert.deepEqual((mine.context.qr as { present: boolean }).present, false, 'the pairing code replaced the QR');
   assert.deepEqual((mine.context.pairingCode as { present: boolean }).present, true);
-  assert.ok(actors.some((x) => x.id === childIds(instance.id).queue));
-  assert.ok(actors.some((x) => x.id === childIds(instance.id).webhooks));
+  // the instance actor owns its children: session, planner, dispatcher, webhook sender
+  const children = actors.filter((x) => (x as { parent?: string }).parent === instanceActorId(instance.id)).map((x) => x.machine).sort();
+  assert.deepEqual(children, ['dispatcher', 'planner', 'session', 'webhooks']);
 
   // the live stream: the first snapshot and the one after a change carry no secret either
   const ac = new AbortController();
@@ -324,6 +325,6 @@ test('GET /debug/actors: operators only, every live actor, and never a secret', 
   while (frames() < 2) text += new TextDecoder().decode((await reader.read()).value);
   ac.abort();
   await reader.cancel().catch(() => undefined);
-  assert.ok(text.includes(childIds(instance.id).instance));
+  assert.ok(text.includes(instanceActorId(instance.id)));
   for (const [what, value] of secrets) assert.ok(!text.includes(value), `no ${what} in /debug/actors/stream`);
 });

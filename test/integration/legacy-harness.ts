@@ -6,11 +6,10 @@
  * - `SendNetwork`, a MiniNetwork (routes-harness.ts) that also sends: it keeps the Driver contract's
  *   outcomes (an unregistered recipient is a DriverError that proves nothing was sent; a dropped call is one
  *   that does not);
- * - `V1Handle`, the InstanceHandle of src/actors/handle.ts with switches for `connected` and `paused`;
- * - `directSend`, what the gateway provides for queue modes `disabled` (sent at once) and `memory-degraded`
- *   (a small in-memory gate: the minimum pause and the hourly ceiling, answering `rate_limited`).
- * Written while the gateway wiring of the v1 router was unfinished; the same tests can move onto
- * test/helpers/gateway.ts once it mounts legacyRouter with directSend.
+ * - `V1Port`, the instance's port (src/actors/port.ts) with switches for `connected` and `paused`, whose queue
+ *   asks the real QueueWorker answers; `queue.direct` (queue modes `disabled`, sent at once, and
+ *   `memory-degraded`) goes through a small in-memory gate: the minimum pause and the hourly ceiling,
+ *   answering `rate_limited`.
  */
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
@@ -18,31 +17,32 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Context } from 'koa';
+import { performCall, type CallOutcome, type PreparedCall } from '../../src/actors/call.js';
+import type { InstanceAsk } from '../../src/actors/port.js';
 import { createApp } from '../../src/http/app.js';
 import { silentLogger } from '../../src/log.js';
 import { DomainError } from '../../src/errors.js';
-import type { InstanceHandle } from '../../src/actors/handle.js';
 import { createInstance, type Instance } from '../../src/store/instances.js';
 import { EXISTING_INSTANCE_DEFAULTS, type InstanceSettings } from '../../src/queue/settings.js';
 import { QueueWorker } from '../../src/queue/worker.js';
 import { dispatchJob } from '../../src/queue/dispatch.js';
 import type { Job } from '../../src/queue/jobs.js';
 import { sendPart } from '../../src/queue/payload.js';
-import type { DirectSend } from '../../src/queue/worker.js';
+import type { DirectOutcome, DirectSend } from '../../src/queue/worker.js';
+import type { Driver } from '../../src/drivers/contract.js';
 import { createMediaServices, type MediaServices } from '../../src/media/services.js';
 import { loadConfig } from '../../src/config.js';
 import type { QueueMode } from '../../src/http/routes/queue-gate.js';
 import { legacyRouter } from '../../src/http/routes/legacy.js';
-import type { DirectSendResult } from '../../src/http/routes/legacy-direct.js';
 import { createTestDb, type TestDb } from '../helpers/db.js';
-import { OWN_NUMBER, SendNetwork, StepClock, V1Handle } from './legacy-stand-ins.js';
+import { OWN_NUMBER, SendNetwork, StepClock, V1Port } from './legacy-stand-ins.js';
 
-export { OWN_NUMBER, SendNetwork, StepClock, V1Handle };
+export { OWN_NUMBER, SendNetwork, StepClock, V1Port };
 
 export interface V1Instance {
   name: string;
   id: string;
-  handle: V1Handle;
+  handle: V1Port;
   worker: QueueWorker;
   net: SendNetwork;
   /** live: the worker and the routes read it on every use */
@@ -91,35 +91,52 @@ export async function startV1Harness(label: string, env: Record<string, string> 
   const byName = new Map<string, V1Instance>();
   const byId = new Map<string, V1Instance>();
 
-  const directSend = async (handle: InstanceHandle, job: DirectSend): Promise<DirectSendResult> => {
-    const inst = byId.get(handle.id);
-    if (!inst) throw new DomainError('INSTANCE_UNREACHABLE', 'no such instance');
+  /** the session's side of a dispatch: the call on the stand-in network while connected, else not sent */
+  const perform = (port: V1Port, net: Driver) => (prepared: PreparedCall): Promise<CallOutcome> =>
+    port.connected ? performCall(net, prepared, () => clock.now()) : Promise.resolve({ kind: 'not_sent', message: 'the session went away before the call' });
+  const dispatch = (port: V1Port, net: Driver, job: Job) =>
+    dispatchJob(job, { clock, perform: perform(port, net), callTimeoutMs: 30_000, resolveMedia: media.resolveForDispatch });
+
+  const directSend = async (inst: V1Instance, job: DirectSend): Promise<DirectOutcome> => {
     const now = clock.now();
     if (inst.mode === 'memory-degraded') {
       const retryAt = gateRetryAt(inst, now);
       if (retryAt !== null) return { kind: 'rate_limited', retryAt };
       inst.directSends.push(now);
     }
-    return dispatchJob(directJob(inst.id, job, now), {
-      clock,
-      driver: () => (inst.handle.connected ? inst.net : null),
-      callTimeoutMs: 30_000,
-      resolveMedia: media.resolveForDispatch,
-    });
+    return dispatch(inst.handle, inst.net, directJob(inst.id, job, now));
+  };
+
+  /** What the instance's planner answers, here from the instance's real QueueWorker. */
+  const serve = (inst: () => V1Instance) => async (ask: InstanceAsk): Promise<unknown> => {
+    const { worker, mode } = inst();
+    switch (ask.type) {
+      case 'queue.accept':
+        return { ...(await worker.offer(ask.request)), limits: worker.limits(mode) };
+      case 'queue.awaitOutcome':
+        return worker.waitForTerminal(ask.jobId, ask.timeoutMs);
+      case 'queue.releaseCaller':
+        return worker.releaseCaller(ask.jobId);
+      case 'queue.cancel':
+        return worker.cancel(ask.jobId, ask.reason);
+      case 'queue.direct':
+        return directSend(inst(), ask.send);
+      default:
+        throw new Error(`the v1 routes do not ask ${ask.type}`);
+    }
   };
 
   const router = legacyRouter({
-    handleOf: (ctx: Context) => {
+    portOf: (ctx: Context) => {
       const inst = byName.get(ctx.get('x-instance'));
       if (!inst) throw new DomainError('INSTANCE_UNREACHABLE', 'the instance is not running on this gateway');
+      // what the API-key guard sets: the instance's live record
+      ctx.state.instance = { ...inst.handle.record, settings: inst.settings };
       return inst.handle;
     },
-    workerOf: (id) => byId.get(id)?.worker,
-    modeOf: (i) => byId.get(i.id)?.mode ?? 'disabled',
     clock,
     config,
     validateMedia: media.validateAtAcceptance,
-    directSend,
     log,
   });
   const app = createApp({ log, routers: [router] });
@@ -159,7 +176,12 @@ export async function startV1Harness(label: string, env: Record<string, string> 
       const { instance } = await createInstance(db.pool, { name, driver: 'sandbox', settings: s });
       const record: Instance = { ...instance, phoneNumber: OWN_NUMBER, settings: s };
       const net = new SendNetwork(clock);
-      const handle = new V1Handle(record, net, clock);
+      let self: V1Instance | null = null;
+      const me = (): V1Instance => {
+        if (!self) throw new Error('the instance is not ready');
+        return self;
+      };
+      const handle = new V1Port(record, clock, () => me().mode, serve(me));
       const events: V1Instance['events'] = [];
       const worker = new QueueWorker({
         instanceId: instance.id,
@@ -175,7 +197,7 @@ export async function startV1Harness(label: string, env: Record<string, string> 
         },
         dispatcher: {
           connected: () => handle.connected,
-          send: (job) => dispatchJob(job, { clock, driver: () => (handle.connected ? net : null), callTimeoutMs: 30_000, resolveMedia: media.resolveForDispatch }),
+          send: (job) => dispatch(handle, net, job),
         },
         // the shortest pause every time: slots are exact
         random: (min) => min,
@@ -189,6 +211,7 @@ export async function startV1Harness(label: string, env: Record<string, string> 
           worker.resume();
         },
       };
+      self = inst;
       byName.set(name, inst);
       byId.set(instance.id, inst);
       return inst;

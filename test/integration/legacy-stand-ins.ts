@@ -1,14 +1,13 @@
 /**
  * Stand-ins for the v1 route tests, only for what lies outside the code under test: the network (a driver
- * keeping the Driver contract's outcomes), the instance actor's handle (connection and ordered-restart
- * switches), and a simulated clock that knows its next due timer.
+ * keeping the Driver contract's outcomes), the instance's port (connection and ordered-restart switches), and a simulated clock that knows its next due timer.
  */
 import { DriverError, type Driver, type SendContent, type SendOptions, type SendResult } from '../../src/drivers/contract.js';
-import type { InstanceHandle, InstanceView } from '../../src/actors/handle.js';
+import { failureReply, okReply, replyErrorToThrow, type InstanceAsk, type InstancePort, type InstanceView, type ReplyOf } from '../../src/actors/port.js';
 import type { Instance } from '../../src/store/instances.js';
-import { instanceOffline } from '../../src/errors.js';
-import { driverErrorToDomain } from '../../src/drivers/domain-errors.js';
-import { simulatedClock, type Clock, type TimerHandle } from '../../src/clock.js';
+import type { QueueMode } from '../../src/queue/settings.js';
+import { instanceTimeout } from '../../src/errors.js';
+import { raceClock, simulatedClock, type Clock, type TimerHandle } from '../../src/clock.js';
 import { MiniNetwork } from './routes-harness.js';
 
 export const OWN_NUMBER = '4915199999999';
@@ -106,19 +105,26 @@ export class SendNetwork extends MiniNetwork {
   }
 }
 
-/** The InstanceHandle contract over one driver, with the connection and the ordered-restart pause as switches. */
-export class V1Handle implements InstanceHandle {
+/**
+ * The instance's port (src/actors/port.ts) as the v1 routes use it: `view` from the connection and
+ * ordered-restart switches, every other ask served by `serve` (the harness's real QueueWorker), each answer
+ * passed through the same reply conversion as the real instance actor's (failureReply → replyErrorToThrow)
+ * and awaited under the ask's deadline.
+ */
+export class V1Port implements InstancePort {
   connected = true;
   paused = false;
+  readonly asks: InstanceAsk[] = [];
 
-  constructor(readonly record: Instance, readonly driver: Driver, private readonly clock: Clock) {}
+  constructor(
+    readonly record: Instance,
+    private readonly clock: Clock,
+    private readonly mode: () => QueueMode,
+    private readonly serve: (ask: InstanceAsk) => Promise<unknown>,
+  ) {}
 
-  get id(): string {
+  get instanceId(): string {
     return this.record.id;
-  }
-
-  get instance(): Instance {
-    return this.record;
   }
 
   view(): InstanceView {
@@ -132,17 +138,17 @@ export class V1Handle implements InstanceHandle {
       paused: this.paused,
       quarantined: false,
       lastError: null,
+      queueMode: this.mode(),
     };
   }
 
-  async call<T>(op: string, fn: (driver: Driver) => Promise<T>): Promise<T> {
-    if (!this.connected) throw instanceOffline({ status: this.view().status });
-    try {
-      return await fn(this.driver);
-    } catch (err) {
-      // the runtime's own mapping (src/actors/runtime.ts call())
-      if (err instanceof DriverError) throw driverErrorToDomain(err, op, { status: this.view().status });
-      throw err;
-    }
+  async ask<A extends InstanceAsk>(ask: A, deadlineMs: number): Promise<ReplyOf<A>> {
+    this.asks.push(ask);
+    const work = ask.type === 'view' ? Promise.resolve(this.view()) : this.serve(ask);
+    const reply = await raceClock(this.clock, deadlineMs, work.then(okReply, (err: unknown) => failureReply(err, () => undefined)), () => {
+      throw instanceTimeout();
+    });
+    if (!reply.ok) throw replyErrorToThrow(reply.error);
+    return reply.value as ReplyOf<A>;
   }
 }

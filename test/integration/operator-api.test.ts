@@ -5,7 +5,6 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestGateway, type ApiResponse, type TestGateway } from '../helpers/gateway.js';
-import { childIds } from '../../machines/supervisor.machine.js';
 
 let t: TestGateway;
 before(async () => {
@@ -56,7 +55,7 @@ test('create: 201 {instance, apiKey}, key wapi_<name>_..., the new-instance defa
   assert.equal(new Date(String(inst.createdAt)).toISOString(), inst.createdAt);
 
   // its actors run at once; the key authenticates its own instance
-  assert.ok(t.gw.runtime.instanceActor(String(inst.id)), 'the instance actor was spawned');
+  assert.ok(t.gw.actors.instanceActor(String(inst.id)), 'the instance actor was spawned');
   const s = await t.api(data.apiKey, 'GET', '/api/status');
   assert.equal(s.status, 200, s.text);
   assert.ok(['initializing', 'waiting_qr'].includes(String(s.body.data?.status)), s.text);
@@ -220,10 +219,10 @@ test('DELETE: the key stops working, the actors stop, the instance is gone from 
   const s = await t.api(apiKey, 'GET', '/api/status');
   assertError(s, 401, 'INVALID_API_KEY');
   assertError(await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112340003', message: 'x' }), 401, 'INVALID_API_KEY');
-  assert.equal(t.gw.runtime.instanceActor(id), undefined, 'the instance actor stopped');
-  assert.equal(t.gw.runtime.worker(id), undefined, 'the queue worker is gone');
-  assert.equal(t.gw.runtime.supervisor.system.get(childIds(id).queue), undefined, 'the queue actor stopped');
-  assert.equal(t.gw.runtime.supervisor.system.get(childIds(id).webhooks), undefined, 'the webhook sender stopped');
+  assert.equal(t.gw.actors.instanceActor(id), undefined, 'the instance actor stopped');
+  assert.equal(t.gw.actors.port(id), null, 'the instance has no port any more');
+  const tree = (await t.admin('GET', '/debug/actors')).body.data?.actors as { id: string; parent: string | null }[];
+  assert.ok(!tree.some((a) => a.id.endsWith(`:${id}`)), 'no actor of the instance is left (planner, dispatcher, webhook sender, session)');
   const phase = await t.admin('GET', `/sandbox/v1/instances/${id}`);
   assert.equal(phase.body.data?.phase, 'stopped', 'the session (driver) was destroyed');
 

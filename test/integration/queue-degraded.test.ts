@@ -52,7 +52,7 @@ test('degraded and recovered with nothing lost', { skip: !process.env.TEST_DATAB
 
   // cut the store away; the next probe notices
   await proxy.cut();
-  await t.advanceUntil(() => t.gw.runtime.degradedCount() === 1, 'degraded mode', { maxMs: 30_000 });
+  await t.advanceUntil(() => t.gw.actors.degradedCount() === 1, 'degraded mode', { maxMs: 30_000 });
   const eventsBefore = received.length;
 
   // The race behind a once-flaky run: how long the first send took in real time decided how much simulated
@@ -60,7 +60,7 @@ test('degraded and recovered with nothing lost', { skip: !process.env.TEST_DATAB
   // unreachable store and the summary below answered 503. Take that timing out of it: the key is always
   // older than the cache's lifetime here, as it is in any outage that lasts.
   await t.advance(31_000, 2_000);
-  assert.equal(t.gw.runtime.degradedCount(), 1, 'still degraded');
+  assert.equal(t.gw.actors.degradedCount(), 1, 'still degraded');
 
   const health = await fetch(`${t.url}/health`).then((r) => r.json() as Promise<{ queue: { degraded: number } }>);
   assert.equal(health.queue.degraded, 1);
@@ -78,19 +78,21 @@ test('degraded and recovered with nothing lost', { skip: !process.env.TEST_DATAB
   assert.equal(summary.limits.remainingHour, null);
 
   // sends outside the queue pass the same gate from memory: 2 more fit under maxPerHour 3, the third does not
+  const port = t.gw.actors.port(instance.id);
+  assert.ok(port, 'the instance runs here');
   t.sim?.increment(1_500);
-  const one = await t.gw.runtime.directSend(instance.id, { kind: 'text', chatId: '4915112345678@c.us', payload: { body: 'during 1', chatId: '4915112345678@c.us' } });
+  const one = await port.ask({ type: 'queue.direct', send: { kind: 'text', chatId: '4915112345678@c.us', payload: { body: 'during 1', chatId: '4915112345678@c.us' } } }, 60_000);
   assert.equal(one.kind, 'confirmed');
   t.sim?.increment(1_500);
-  const two = await t.gw.runtime.directSend(instance.id, { kind: 'text', chatId: '4915112345678@c.us', payload: { body: 'during 2', chatId: '4915112345678@c.us' } });
+  const two = await port.ask({ type: 'queue.direct', send: { kind: 'text', chatId: '4915112345678@c.us', payload: { body: 'during 2', chatId: '4915112345678@c.us' } } }, 60_000);
   assert.equal(two.kind, 'confirmed');
   t.sim?.increment(1_500);
-  const three = await t.gw.runtime.directSend(instance.id, { kind: 'text', chatId: '4915112345678@c.us', payload: { body: 'during 3', chatId: '4915112345678@c.us' } });
+  const three = await port.ask({ type: 'queue.direct', send: { kind: 'text', chatId: '4915112345678@c.us', payload: { body: 'during 3', chatId: '4915112345678@c.us' } } }, 60_000);
   assert.equal(three.kind, 'rate_limited', 'the hourly limit holds in memory-degraded mode');
 
   // restore; the probe notices, what went out is written back, the two queue events are delivered
   await proxy.restore();
-  await t.advanceUntil(() => t.gw.runtime.degradedCount() === 0, 'recovery', { maxMs: 30_000 });
+  await t.advanceUntil(() => t.gw.actors.degradedCount() === 0, 'recovery', { maxMs: 30_000 });
   await t.advanceUntil(() => received.some((e) => e.event === 'queue.recovered'), 'queue.recovered', { maxMs: 60_000 });
   const during = received.slice(eventsBefore).map((e) => e.event);
   assert.deepEqual(during.filter((e) => e.startsWith('queue.')), ['queue.degraded', 'queue.recovered']);

@@ -53,7 +53,7 @@ test('TTL elapsed while the instance is unlinked → expired; the rest goes out 
   // the phone unlinks the session: the instance cannot send until it is linked again
   const unlink = await t.admin('POST', `/sandbox/v1/instances/${instance.id}/unlink`);
   assert.equal(unlink.status, 200, unlink.text);
-  await t.advanceUntil(() => !t.gw.runtime.view(instance.id).connected, 'disconnected', { maxMs: 10_000 });
+  await t.advanceUntil(() => !t.gw.actors.view(instance.id).connected, 'disconnected', { maxMs: 10_000 });
   const expired = await t.advanceUntil(async () => {
     const r = await t.api(apiKey, 'GET', `/api/v2/messages/${String(first.body.data?.jobId)}`);
     return r.body.data?.state === 'expired' ? r.body.data : null;
@@ -63,7 +63,7 @@ test('TTL elapsed while the instance is unlinked → expired; the rest goes out 
   // the operator restarts the unlinked instance, it is linked again, and the backlog goes out
   const restart = await t.admin('POST', `/admin/v1/instances/${instance.id}/restart`);
   assert.equal(restart.status, 202, restart.text);
-  await t.advanceUntil(() => t.gw.runtime.view(instance.id).status === 'waiting_qr', 'waiting for a new link', { maxMs: 600_000 });
+  await t.advanceUntil(() => t.gw.actors.view(instance.id).status === 'waiting_qr', 'waiting for a new link', { maxMs: 600_000 });
   const link = await t.admin('POST', `/sandbox/v1/instances/${instance.id}/link`, { phoneNumber: '4915100000777' });
   assert.equal(link.status, 200, link.text);
   const sent = await t.advanceUntil(async () => {

@@ -65,14 +65,14 @@ test('an outcome that could not be written during an outage is written back on r
   await waitFor(async () => (await jobState(jobId)) === 'sending', 'the job committed as sending');
 
   await proxy.cut();
-  await t.advanceUntil(() => t.gw.runtime.degradedCount() === 1, 'degraded mode', { maxMs: 10_000, stepMs: 500 });
+  await t.advanceUntil(() => t.gw.actors.degradedCount() === 1, 'degraded mode', { maxMs: 10_000, stepMs: 500 });
   // the call deadline passes during the outage: the outcome (unknown) cannot be written
   await t.advance(CALL_TIMEOUT_MS + 2_000, 1_000);
   assert.equal(await jobState(jobId), 'sending', 'PostgreSQL could not take the outcome yet');
   assert.ok(!received.some((e) => e.event.startsWith('message.') && e.data.jobId === jobId && e.event !== 'message.queued'));
 
   await proxy.restore();
-  await t.advanceUntil(() => t.gw.runtime.degradedCount() === 0, 'recovery', { maxMs: 30_000, stepMs: 1_000 });
+  await t.advanceUntil(() => t.gw.actors.degradedCount() === 0, 'recovery', { maxMs: 30_000, stepMs: 1_000 });
   await t.advanceUntil(async () => (await jobState(jobId)) === 'unknown', 'the kept outcome written back', { maxMs: 30_000, stepMs: 1_000 });
   await t.advanceUntil(() => received.some((e) => e.event === 'message.unknown' && e.data.jobId === jobId), 'message.unknown delivered', { maxMs: 60_000 });
   // minutes later: still written once, one event, one message on the network

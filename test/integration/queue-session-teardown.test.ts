@@ -43,7 +43,7 @@ test('a session torn down under a due job: the job waits for the reconnect and g
     return (r.body.data as { state: string; resultCode: string | null }) ?? null;
   };
   // the clock stands still: let the crash reach the machine, then the job must still be waiting, not failed
-  await waitFor(() => !t.gw.runtime.view(instance.id).connected, 'the instance sees the teardown');
+  await waitFor(() => !t.gw.actors.view(instance.id).connected, 'the instance sees the teardown');
   await settle(20);
   const waiting = await state();
   assert.equal(waiting?.state, 'scheduled', `job while the session is gone: ${JSON.stringify(waiting)}`);
@@ -51,10 +51,10 @@ test('a session torn down under a due job: the job waits for the reconnect and g
 
   // the session comes back by itself (backoff, new session, ready): small steps, so that a slow start under
   // load is not overtaken by its own start timeout; then the job goes out
-  await t.advanceUntil(() => t.gw.runtime.view(instance.id).connected, 'reconnected', { maxMs: 600_000, stepMs: 250 });
+  await t.advanceUntil(() => t.gw.actors.view(instance.id).connected, 'reconnected', { maxMs: 600_000, stepMs: 250 });
   await t.advanceUntil(async () => ['sent', 'failed', 'unknown', 'expired'].includes((await state())?.state ?? ''), 'the job settled', { maxMs: 60_000, stepMs: 250 });
   const end = await state();
   assert.equal(end?.state, 'sent', `job ended ${JSON.stringify(end)}`);
   assert.equal(ledger().length, 1, 'one message on the network');
-  assert.ok(t.gw.runtime.view(instance.id).connected, 'reconnected');
+  assert.ok(t.gw.actors.view(instance.id).connected, 'reconnected');
 });

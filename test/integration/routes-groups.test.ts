@@ -4,7 +4,7 @@ import { create, StructError } from 'superstruct';
 import { simulatedClock } from '../../src/clock.js';
 import { InteractionLimiter } from '../../src/http/rate-limit.js';
 import { groupsRouter, GroupCreateSchema } from '../../src/http/routes/groups.js';
-import { MiniNetwork, TestHandle, serve, request, ME, type Served } from './routes-harness.js';
+import { MiniNetwork, TestPort, serve, request, ME, type Served } from './routes-harness.js';
 
 const GROUP = '120363000000000001@g.us';
 const ALICE = '4915111111111@c.us';
@@ -29,20 +29,20 @@ const MUTATIONS = ['addParticipants', 'removeParticipants', 'promoteParticipants
 describe('group routes over HTTP', () => {
   const clock = simulatedClock();
   const net = new MiniNetwork(clock);
-  const handle = new TestHandle('inst-g', net, clock);
+  const port = new TestPort('inst-g', net, clock);
   const limiter = new InteractionLimiter(clock, { points: 10_000 });
   let srv: Served;
 
   before(async () => {
     net.addChat({ id: ALICE });
     for (const c of [ALICE, BOB, CAROL]) net.addContact(c, null);
-    srv = await serve([groupsRouter({ handleOf: () => handle, limiter })]);
+    srv = await serve([groupsRouter({ portOf: () => port, limiter })]);
   });
   after(() => srv.close());
   beforeEach(() => {
     net.groups.clear();
     net.addGroup(GROUP, [ALICE, BOB]);
-    handle.connected = true;
+    port.connected = true;
   });
 
   const members = () => net.groups.get(GROUP)?.participants.map((p) => p.id) ?? [];
@@ -155,11 +155,11 @@ describe('group routes over HTTP', () => {
   });
 
   test('offline → 503 INSTANCE_OFFLINE; a failing call → 500 WA_CALL_FAILED', async () => {
-    handle.connected = false;
+    port.connected = false;
     let r = await request(srv.url, 'GET', `/api/v2/groups/${enc(GROUP)}/invite`);
     assert.equal(r.status, 503);
     assert.equal(r.body.code, 'INSTANCE_OFFLINE');
-    handle.connected = true;
+    port.connected = true;
     net.failing.add('leaveGroup');
     r = await request(srv.url, 'POST', `/api/v2/groups/${enc(GROUP)}/leave`);
     assert.equal(r.status, 500);

@@ -1,20 +1,24 @@
 /**
- * Harness for the network route tests (routes-*.test.ts): an InstanceHandle with the mapping documented in
- * src/actors/handle.ts (offline → 503, DriverError → driverErrorToDomain, DomainErrors as thrown) over any
- * driver, and the real Koa application (src/http/app.ts: the real error boundary and the body reader of
- * src/http/body.ts) on a loopback port. The drivers: the in-memory network of routes-mini-network.ts
- * (fine-grained cases, fault injection) and the sandbox network's own driver (routes-sandbox.test.ts).
+ * Harness for the network route tests (routes-*.test.ts, port-asks.test.ts): an InstancePort
+ * (src/actors/port.ts) over any driver that records every ask and answers it as the instance actor would
+ * (machines/instance.asks.ts `routeAsk`): `view` from a connected/disconnected view, `network` with the
+ * session's own `serveNetwork` (src/actors/session-calls.ts) while connected and 503 INSTANCE_OFFLINE otherwise,
+ * a refusal thrown as `replyErrorToThrow` makes it. The app is the real Koa application (src/http/app.ts: the
+ * real error boundary and the body reader of src/http/body.ts) on a loopback port. The drivers: the in-memory
+ * network of routes-mini-network.ts (fine-grained cases, fault injection) and the sandbox network's own driver
+ * (routes-sandbox.test.ts).
  */
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import type Router from '@koa/router';
-import { createRouter } from '../../src/http/router.js';
+import type { Middleware } from 'koa';
+import { createRouter, type RouteFamily } from '../../src/http/router.js';
 import { createApp } from '../../src/http/app.js';
 import { silentLogger } from '../../src/log.js';
-import { DomainError, instanceOffline } from '../../src/errors.js';
-import { driverErrorToDomain } from '../../src/drivers/domain-errors.js';
-import { DriverError, type Driver } from '../../src/drivers/contract.js';
-import type { InstanceHandle, InstanceView } from '../../src/actors/handle.js';
+import type { Driver } from '../../src/drivers/contract.js';
+import { serveNetwork } from '../../src/actors/session-calls.js';
+import { replyErrorToThrow, type AskReply, type InstanceAsk, type InstancePort, type ReplyOf } from '../../src/actors/port.js';
+import type { InstanceView } from '../../machines/instance.snapshot.js';
 import type { Instance } from '../../src/store/instances.js';
 import { NEW_INSTANCE_DEFAULTS } from '../../src/queue/settings.js';
 import type { Clock } from '../../src/clock.js';
@@ -22,17 +26,25 @@ import { ME } from './routes-mini-network.js';
 
 export { MiniNetwork, ME } from './routes-mini-network.js';
 
-/** The InstanceHandle contract of src/actors/handle.ts over one driver, with a connection switch. */
-export class TestHandle implements InstanceHandle {
+/**
+ * The port of one instance over one driver, with a connection switch. Every ask is recorded as it was asked
+ * (`asks`, with its deadline in `deadlines`); the session serves a structured clone of it, as a port to
+ * another node would carry it, so an ask that is not plain data fails here.
+ */
+export class TestPort implements InstancePort {
   connected = true;
-  readonly ops: string[] = [];
+  readonly asks: InstanceAsk[] = [];
+  readonly deadlines: number[] = [];
+  /** failures the session could not classify (serveNetwork's `report`) */
+  readonly reported: unknown[] = [];
 
-  constructor(readonly id: string, readonly driver: Driver, private readonly clock: Clock) {}
+  constructor(readonly instanceId: string, readonly driver: Driver, private readonly clock: Clock) {}
 
+  /** the record the API-key guard would load for this instance */
   get instance(): Instance {
     return {
-      id: this.id,
-      name: this.id,
+      id: this.instanceId,
+      name: this.instanceId,
       driver: 'sandbox',
       phoneNumber: ME.split('@')[0] ?? null,
       createdAt: new Date(0).toISOString(),
@@ -53,18 +65,40 @@ export class TestHandle implements InstanceHandle {
       paused: false,
       quarantined: false,
       lastError: null,
+      queueMode: 'pg',
     };
   }
 
-  async call<T>(op: string, fn: (driver: Driver) => Promise<T>, _timeoutMs: number): Promise<T> {
-    this.ops.push(op);
-    if (!this.connected) throw instanceOffline({ id: this.id, status: 'disconnected' });
-    try {
-      return await fn(this.driver);
-    } catch (err) {
-      if (err instanceof DomainError) throw err;
-      if (err instanceof DriverError) throw driverErrorToDomain(err, op, { status: this.view().status });
-      throw err;
+  /** the network ops asked so far, in order */
+  get ops(): string[] {
+    return this.asks.flatMap((a) => (a.type === 'network' ? [a.op] : []));
+  }
+
+  /** the labels of the network asks so far (the op where an ask has none) */
+  get labels(): string[] {
+    return this.asks.flatMap((a) => (a.type === 'network' ? [a.label ?? a.op] : []));
+  }
+
+  async ask<A extends InstanceAsk>(ask: A, deadlineMs: number): Promise<ReplyOf<A>> {
+    this.asks.push(ask);
+    this.deadlines.push(deadlineMs);
+    const reply = await this.answer(structuredClone(ask));
+    if (!reply.ok) throw replyErrorToThrow(reply.error);
+    return reply.value as ReplyOf<A>;
+  }
+
+  private async answer(ask: InstanceAsk): Promise<AskReply> {
+    switch (ask.type) {
+      case 'view':
+        return { ok: true, value: this.view() };
+      case 'network': {
+        if (this.connected) return serveNetwork(this.driver, ask, (err) => this.reported.push(err));
+        // machines/instance.asks.ts routeAsk: not connected → 503 INSTANCE_OFFLINE with data.instance
+        const instance = { status: 'disconnected', detail: 'disconnected', lastError: null };
+        return { ok: false, error: { code: 'INSTANCE_OFFLINE', message: 'instance is not connected', data: { instance } } };
+      }
+      default:
+        throw new Error(`the route test port does not serve ${ask.type}`);
     }
   }
 }
@@ -74,9 +108,20 @@ export interface Served {
   close(): Promise<void>;
 }
 
-/** Serve routers in the real Koa application on 127.0.0.1 and an ephemeral port. */
-export async function serve(routers: Router[]): Promise<Served> {
-  const app = createApp({ log: silentLogger(), routers });
+/**
+ * Serve routers in the real Koa application on 127.0.0.1 and an ephemeral port. With `instance`, each router
+ * is an instance family whose guard stands in for the API-key guard: it sets ctx.state.instance.
+ */
+export async function serve(routers: Router[], opts: { instance?: Instance } = {}): Promise<Served> {
+  const { instance } = opts;
+  const guard: Middleware = (ctx, next) => {
+    ctx.state.instance = instance;
+    ctx.state.authenticated = 'instance';
+    return next();
+  };
+  const app = instance
+    ? createApp({ log: silentLogger(), families: routers.map((router, i): RouteFamily => ({ name: `instance-${i}`, auth: 'instance', guard, router })) })
+    : createApp({ log: silentLogger(), routers });
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s));
   });
@@ -102,7 +147,7 @@ export interface Reply {
   } & Record<string, unknown>;
 }
 
-/** One HTTP request with a JSON body (or none); answers status, headers and the parsed body. */
+/** One HTTP request with a JSON body (or none); answers status, headers and the parsed body (`raw` text when not JSON). */
 export async function request(base: string, method: string, path: string, body?: unknown): Promise<Reply> {
   const init: RequestInit = { method, headers: { accept: 'application/json' } };
   if (body !== undefined) {
@@ -111,6 +156,7 @@ export async function request(base: string, method: string, path: string, body?:
   }
   const res = await fetch(base + path, init);
   const text = await res.text();
+  if (!/json/.test(res.headers.get('content-type') ?? '')) return { status: res.status, headers: res.headers, body: { success: res.ok, raw: text } };
   return { status: res.status, headers: res.headers, body: text ? (JSON.parse(text) as Reply['body']) : { success: false } };
 }
 

@@ -5,14 +5,14 @@ import { simulatedClock } from '../../src/clock.js';
 import { InteractionLimiter } from '../../src/http/rate-limit.js';
 import { PresenceManager } from '../../src/actors/presence.js';
 import { interactionsRouter } from '../../src/http/routes/interactions.js';
-import { MiniNetwork, TestHandle, serve, request, queueStub, keys, type Served } from './routes-harness.js';
+import { MiniNetwork, TestPort, serve, request, queueStub, keys, type Served } from './routes-harness.js';
 
 const ALICE = '4915111111111@c.us';
 
 describe('interaction routes over HTTP', () => {
   const clock = simulatedClock();
   const net = new MiniNetwork(clock);
-  const handle = new TestHandle('inst-1', net, clock);
+  const port = new TestPort('inst-1', net, clock);
   // generous here: the 60-per-60-s limit has its own test file (routes-limits)
   const limiter = new InteractionLimiter(clock, { points: 10_000 });
   const presence = new PresenceManager(clock);
@@ -34,14 +34,14 @@ describe('interaction routes over HTTP', () => {
     incoming = net.addMessage(ALICE, { fromMe: false, body: 'hi' }).id._serialized;
     mine = net.addMessage(ALICE, { fromMe: true, body: 'hello' }).id._serialized;
     // mounted after ours, like any router behind it: wq_ ids must fall through to it
-    srv = await serve([interactionsRouter({ handleOf: () => handle, limiter, presence }), queueStub()]);
+    srv = await serve([interactionsRouter({ portOf: () => port, limiter, presence }), queueStub()]);
   });
   after(async () => {
     presence.stopAll();
     await srv.close();
   });
   beforeEach(() => {
-    handle.connected = true;
+    port.connected = true;
     net.failing.clear();
   });
 
@@ -134,7 +134,7 @@ describe('interaction routes over HTTP', () => {
     assert.equal(net.chatState.get(ALICE), 'recording');
     await advance(400_000);
     assert.equal(net.count('sendStateRecording') - base, 15);
-    assert.equal(presence.active(handle.id, ALICE), null);
+    assert.equal(presence.active(port.instanceId, ALICE), null);
   });
 
   test('DELETE state cancels the keep-alive and clears the state', async () => {
@@ -160,10 +160,10 @@ describe('interaction routes over HTTP', () => {
     await request(srv.url, 'POST', `/api/v2/chats/${enc(ALICE)}/typing`, { durationMs: 200_000 });
     await advance(20_000);
     assert.equal(net.count('sendStateTyping') - base, 2);
-    handle.connected = false;
+    port.connected = false;
     await advance(20_000); // this re-fire is refused with 503: the keep-alive ends
-    assert.equal(presence.active(handle.id, ALICE), null);
-    handle.connected = true;
+    assert.equal(presence.active(port.instanceId, ALICE), null);
+    port.connected = true;
     await advance(200_000);
     assert.equal(net.count('sendStateTyping') - base, 2);
   });
@@ -207,24 +207,24 @@ describe('interaction routes over HTTP', () => {
   });
 
   test('wq_ ids on /api/v2/messages/:id are jobs: passed on to the queue router, not counted', async () => {
-    const used = limiter.used(handle.id);
+    const used = limiter.used(port.instanceId);
     const edits = net.count('editMessage');
     let r = await request(srv.url, 'DELETE', '/api/v2/messages/wq_0123abcd');
     assert.deepEqual(r.body, { success: true, data: { jobId: 'wq_0123abcd', handledBy: 'queue' } });
     r = await request(srv.url, 'PATCH', '/api/v2/messages/wq_0123abcd', { message: 'x' });
     assert.equal(r.status, 404, 'no router edits a job');
     assert.equal(r.body.code, 'NOT_FOUND');
-    assert.equal(limiter.used(handle.id), used);
+    assert.equal(limiter.used(port.instanceId), used);
     assert.equal(net.count('editMessage'), edits);
   });
 
   test('offline → 503 INSTANCE_OFFLINE; a failing network call → 500 WA_CALL_FAILED', async () => {
-    handle.connected = false;
+    port.connected = false;
     let r = await request(srv.url, 'POST', `/api/v2/chats/${enc(ALICE)}/typing`, {});
     assert.equal(r.status, 503);
     assert.equal(r.body.code, 'INSTANCE_OFFLINE');
-    assert.equal(presence.active(handle.id, ALICE), null, 'nothing kept alive for a call that failed');
-    handle.connected = true;
+    assert.equal(presence.active(port.instanceId, ALICE), null, 'nothing kept alive for a call that failed');
+    port.connected = true;
     net.failing.add('react');
     r = await request(srv.url, 'POST', `/api/v2/messages/${enc(incoming)}/reaction`, { emoji: '🔥' });
     assert.equal(r.status, 500);

@@ -8,7 +8,7 @@ import { PresenceManager } from '../../src/actors/presence.js';
 import { interactionsRouter } from '../../src/http/routes/interactions.js';
 import { readsRouter } from '../../src/http/routes/reads.js';
 import { groupsRouter } from '../../src/http/routes/groups.js';
-import { MiniNetwork, TestHandle, serve, type Served, type Reply } from './routes-harness.js';
+import { MiniNetwork, TestPort, serve, type Served, type Reply } from './routes-harness.js';
 
 const ALICE = '4915111111111@c.us';
 const GROUP = '120363000000000001@g.us';
@@ -18,9 +18,9 @@ describe('the interaction limiter over HTTP (60 calls per 60 s per instance)', (
   const clock = simulatedClock();
   const netA = new MiniNetwork(clock);
   const netB = new MiniNetwork(clock);
-  const handles = new Map([
-    ['a', new TestHandle('inst-a', netA, clock)],
-    ['b', new TestHandle('inst-b', netB, clock)],
+  const ports = new Map([
+    ['a', new TestPort('inst-a', netA, clock)],
+    ['b', new TestPort('inst-b', netB, clock)],
   ]);
   // the default INTERACTION_RATE_POINTS, shared by the interaction and group routers as in the gateway
   const limiter = new InteractionLimiter(clock, { points: 60 });
@@ -29,7 +29,7 @@ describe('the interaction limiter over HTTP (60 calls per 60 s per instance)', (
   let msgId: string;
 
   // which instance a request is for; in the gateway the API key decides
-  const handleOf = (ctx: Context) => handles.get(ctx.get('x-instance')) ?? (handles.get('a') as TestHandle);
+  const portOf = (ctx: Context) => ports.get(ctx.get('x-instance')) ?? (ports.get('a') as TestPort);
 
   before(async () => {
     for (const net of [netA, netB]) {
@@ -38,7 +38,7 @@ describe('the interaction limiter over HTTP (60 calls per 60 s per instance)', (
       net.addGroup(GROUP, [ALICE]);
       msgId = net.addMessage(ALICE, { fromMe: true, body: 'hi' }).id._serialized;
     }
-    const deps = { handleOf, clock, limiter, presence, fetchMessagesMax: 200 };
+    const deps = { portOf, clock, limiter, presence, fetchMessagesMax: 200 };
     srv = await serve([interactionsRouter(deps), readsRouter(deps), groupsRouter(deps)]);
   });
   after(async () => {

@@ -2,7 +2,8 @@
  * The in-memory messaging network of the route tests: one linked account with chats, messages, contacts and
  * groups, implementing the Driver methods the network routes use, honestly: unknown ids are DriverError
  * NOT_FOUND (NOT_A_GROUP for groups), edits of others' messages are refused (null), participants are really
- * added, promoted and removed, and every call is counted so tests can see what reached the network.
+ * added, promoted and removed, attachments are downloadable, and every call is counted so tests can see what
+ * reached the network.
  */
 import { DriverError } from '../../src/drivers/contract.js';
 import type {
@@ -41,6 +42,8 @@ export class MiniNetwork implements Driver {
   readonly invites = new Map<string, string>();
   /** chat → current state shown ('typing' | 'recording'), cleared by clearState */
   readonly chatState = new Map<string, string>();
+  /** message id → its attachment */
+  readonly media = new Map<string, MessageMedia>();
   readonly calls: Calls = {};
   /** methods that fail with a network error (DriverError CALL_FAILED) */
   readonly failing = new Set<string>();
@@ -76,7 +79,7 @@ export class MiniNetwork implements Driver {
     return chat;
   }
 
-  addMessage(chatId: string, m: { fromMe: boolean; body: string; timestamp?: number }): WireMessage {
+  addMessage(chatId: string, m: { fromMe: boolean; body: string; timestamp?: number; media?: MessageMedia }): WireMessage {
     const hex = (++this.seq).toString(16).toUpperCase().padStart(8, '0');
     const id = { fromMe: m.fromMe, remote: chatId, id: hex, _serialized: `${m.fromMe}_${chatId}_${hex}` };
     const msg: WireMessage = {
@@ -88,7 +91,7 @@ export class MiniNetwork implements Driver {
       type: 'chat',
       timestamp: m.timestamp ?? Math.floor(this.clock.now() / 1000),
       fromMe: m.fromMe,
-      hasMedia: false,
+      hasMedia: m.media !== undefined,
       hasQuotedMsg: false,
       ack: m.fromMe ? 2 : 0,
       isForwarded: false,
@@ -96,6 +99,11 @@ export class MiniNetwork implements Driver {
       location: null,
       vCards: [],
     };
+    if (m.media) {
+      const size = Buffer.from(m.media.data, 'base64').length;
+      msg.mediaInfo = { mimetype: m.media.mimetype, filename: m.media.filename ?? null, size };
+      this.media.set(id._serialized, m.media);
+    }
     this.messages.set(id._serialized, msg);
     return msg;
   }
@@ -156,8 +164,11 @@ export class MiniNetwork implements Driver {
   async forwardMessage(): Promise<void> {
     throw unsupported('forwardMessage');
   }
-  async downloadMedia(): Promise<MessageMedia | null> {
-    throw unsupported('downloadMedia');
+  async downloadMedia(msgId: string): Promise<MessageMedia | null> {
+    this.enter('downloadMedia');
+    if (!this.messages.has(msgId)) throw new DriverError('no such message', 'NOT_FOUND', true);
+    const media = this.media.get(msgId);
+    return media ? { ...media } : null;
   }
   async createGroup(): Promise<CreateGroupResult> {
     throw unsupported('createGroup');

@@ -4,7 +4,7 @@ import { simulatedClock } from '../../src/clock.js';
 import { readsRouter } from '../../src/http/routes/reads.js';
 import {
   MiniNetwork,
-  TestHandle,
+  TestPort,
   serve,
   request,
   queueStub,
@@ -22,7 +22,7 @@ const enc = encodeURIComponent;
 describe('reading routes over HTTP', () => {
   const clock = simulatedClock();
   const net = new MiniNetwork(clock);
-  const handle = new TestHandle('inst-r', net, clock);
+  const port = new TestPort('inst-r', net, clock);
   let srv: Served;
   let small: Served;
   const t0s = Math.floor(clock.now() / 1000);
@@ -41,15 +41,15 @@ describe('reading routes over HTTP', () => {
     for (let i = 0; i < 300; i++) net.addMessage(ALICE, { fromMe: i % 3 === 0, body: `m${i}`, timestamp: t0s - 300 + i });
     net.addContact(ALICE, 'Alice');
     net.pictures.set(ALICE, 'https://pps.example/alice.jpg');
-    srv = await serve([readsRouter({ handleOf: () => handle, fetchMessagesMax: 200 }), queueStub()]);
-    small = await serve([readsRouter({ handleOf: () => handle, fetchMessagesMax: 20 })]);
+    srv = await serve([readsRouter({ portOf: () => port, fetchMessagesMax: 200 }), queueStub()]);
+    small = await serve([readsRouter({ portOf: () => port, fetchMessagesMax: 20 })]);
   });
   after(async () => {
     await srv.close();
     await small.close();
   });
   beforeEach(() => {
-    handle.connected = true;
+    port.connected = true;
   });
 
   test('GET /api/v2/chats: default 50, {items, total, nextCursor}, Chat objects, pinned then newest first', async () => {
@@ -227,7 +227,7 @@ describe('reading routes over HTTP', () => {
     r = await request(srv.url, 'GET', '/api/check-number/12ab');
     assert.equal(r.status, 400);
     assert.deepEqual(keys(r.body), ['error', 'success']);
-    handle.connected = false;
+    port.connected = false;
     r = await request(srv.url, 'GET', '/api/check-number/4915111111111');
     assert.equal(r.status, 503);
     assert.deepEqual(keys(r.body), ['error', 'success']);
@@ -235,11 +235,11 @@ describe('reading routes over HTTP', () => {
   });
 
   test('offline → 503 INSTANCE_OFFLINE on v2 reads; a failing call → 500 WA_CALL_FAILED', async () => {
-    handle.connected = false;
+    port.connected = false;
     let r = await request(srv.url, 'GET', '/api/v2/chats');
     assert.equal(r.status, 503);
     assert.equal(r.body.code, 'INSTANCE_OFFLINE');
-    handle.connected = true;
+    port.connected = true;
     net.failing.add('getChats');
     r = await request(srv.url, 'GET', '/api/v2/chats');
     assert.equal(r.status, 500);
@@ -248,14 +248,8 @@ describe('reading routes over HTTP', () => {
   });
 
   test('reads use the 30 s read deadline', async () => {
-    const deadlines: number[] = [];
-    const spy = new TestHandle('inst-spy', net, clock);
-    const call = spy.call.bind(spy);
-    spy.call = (op, fn, timeoutMs) => {
-      deadlines.push(timeoutMs);
-      return call(op, fn, timeoutMs);
-    };
-    const s = await serve([readsRouter({ handleOf: () => spy, fetchMessagesMax: 200 })]);
+    const spy = new TestPort('inst-spy', net, clock);
+    const s = await serve([readsRouter({ portOf: () => spy, fetchMessagesMax: 200 })]);
     try {
       await request(s.url, 'GET', '/api/v2/chats');
       await request(s.url, 'GET', `/api/v2/chats/${enc(ALICE)}/messages`);
@@ -263,6 +257,22 @@ describe('reading routes over HTTP', () => {
     } finally {
       await s.close();
     }
-    assert.deepEqual(deadlines, [30_000, 30_000, 30_000]);
+    // a chat's messages are two asks: the chat first (an unknown chat is a 404), then its messages
+    assert.deepEqual(spy.labels, ['chats.list', 'chats.messages', 'chats.messages', 'contacts.exists']);
+    assert.deepEqual(spy.ops, ['getChats', 'getChatById', 'fetchMessages', 'getNumberId']);
+    assert.deepEqual(spy.deadlines, [30_000, 30_000, 30_000, 30_000]);
+  });
+
+  test('an unknown chat is asked for its messages not at all: one ask, 404', async () => {
+    const spy = new TestPort('inst-spy', net, clock);
+    const s = await serve([readsRouter({ portOf: () => spy, fetchMessagesMax: 200 })]);
+    try {
+      const r = await request(s.url, 'GET', `/api/v2/chats/${enc(BOB)}/messages`);
+      assert.equal(r.status, 404);
+      assert.equal(r.body.code, 'CHAT_NOT_FOUND');
+    } finally {
+      await s.close();
+    }
+    assert.deepEqual(spy.ops, ['getChatById']);
   });
 });

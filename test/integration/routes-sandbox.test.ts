@@ -1,7 +1,7 @@
 /**
  * The network routes end to end over the sandbox network (in-process) and its real driver: two linked
  * accounts on one simulated network, one of them the gateway's instance, the other a person who writes to it.
- * The instance handle is the harness's (the contract of src/actors/handle.ts), the app the real Koa app.
+ * The instance port is the harness's (the contract of src/actors/port.ts), the app the real Koa app.
  */
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -15,7 +15,7 @@ import { PresenceManager } from '../../src/actors/presence.js';
 import { interactionsRouter } from '../../src/http/routes/interactions.js';
 import { readsRouter } from '../../src/http/routes/reads.js';
 import { groupsRouter } from '../../src/http/routes/groups.js';
-import { TestHandle, serve, request, keys, CHAT_FIELDS, MESSAGE_FIELDS, CONTACT_FIELDS, type Served } from './routes-harness.js';
+import { TestPort, serve, request, keys, CHAT_FIELDS, MESSAGE_FIELDS, CONTACT_FIELDS, type Served } from './routes-harness.js';
 
 const ME = '4915199999999';
 const ALICE = '4915111111111';
@@ -31,7 +31,7 @@ describe('network routes over the sandbox network', () => {
   const api = inProcessSandboxApi(net);
   const me = new SandboxDriver({ instanceId: 'inst-me', api, clock, autoLink: { phoneNumber: ME, pushname: 'Me' } });
   const alice = new SandboxDriver({ instanceId: 'inst-alice', api, clock, autoLink: { phoneNumber: ALICE, pushname: 'Alice' } });
-  const handle = new TestHandle('inst-me', me, clock);
+  const port = new TestPort('inst-me', me, clock);
   const limiter = new InteractionLimiter(clock, { points: 10_000 });
   const presence = new PresenceManager(clock);
   const typingCalls: number[] = [];
@@ -68,7 +68,7 @@ describe('network routes over the sandbox network', () => {
     fromMe = mine.id ?? '';
     const msgs = await me.fetchMessages(c(ALICE), { limit: 10, fromMe: false });
     fromAlice = msgs[0]?.id._serialized ?? '';
-    const deps = { handleOf: () => handle, clock, limiter, presence, fetchMessagesMax: 200 };
+    const deps = { portOf: () => port, clock, limiter, presence, fetchMessagesMax: 200 };
     srv = await serve([interactionsRouter(deps), readsRouter(deps), groupsRouter(deps)]);
   });
 
@@ -222,7 +222,7 @@ describe('network routes over the sandbox network', () => {
     await me.destroy(); // the driver's calls now fail (not connected): the next re-fire ends the keep-alive
     await advance(20_000);
     assert.equal(presence.active('inst-me', c(ALICE)), null);
-    handle.connected = false;
+    port.connected = false;
     const r = await request(srv.url, 'POST', `/api/v2/chats/${enc(c(ALICE))}/seen`);
     assert.equal(r.status, 503);
     assert.equal(r.body.code, 'INSTANCE_OFFLINE');

@@ -56,7 +56,7 @@ async function realAnswer(p: Promise<ApiResponse>, what: string): Promise<ApiRes
 
 const v1 = (key: string, message: string) => t.api(key, 'POST', '/api/send-message', { phone: TO, message });
 const v2 = (key: string, message: string) => t.api(key, 'POST', '/api/v2/send-message', { phone: TO, message });
-const degraded = () => t.gw.runtime.degradedCount() > 0;
+const degraded = () => t.gw.actors.degradedCount() > 0;
 
 async function ledger(instanceId: string): Promise<{ body: string | null; timestamp: number }[]> {
   const r = await t.admin('GET', `/sandbox/v1/instances/${instanceId}/ledger`);

@@ -24,7 +24,7 @@ export interface InstanceAdmin {
   /** link by pairing code instead of QR: the code arrives as event `code` (webhook) */
   requestPairingCode(id: string, phoneNumber: string): Promise<boolean>;
   /** live view: status and the like, merged into the instance record for operators */
-  describe(instance: Instance): Record<string, unknown>;
+  describe(instance: Instance): Promise<Record<string, unknown>>;
 }
 
 const CreateSchema = object({
@@ -68,16 +68,16 @@ export function adminInstancesRouter(admin: InstanceAdmin): Router {
       // two creates of one name at once: both passed the check above, the store's unique name decides
       throw isUniqueViolation(err) ? conflict() : err;
     });
-    ok(ctx, { instance: admin.describe(instance), apiKey }, 201);
+    ok(ctx, { instance: await admin.describe(instance), apiKey }, 201);
   });
-  router.get('/admin/v1/instances', async (ctx) => ok(ctx, { items: (await admin.list()).map((i) => admin.describe(i)) }));
-  router.get('/admin/v1/instances/:id', async (ctx) => ok(ctx, admin.describe(await load(ctx.params.id ?? ''))));
+  router.get('/admin/v1/instances', async (ctx) => ok(ctx, { items: await Promise.all((await admin.list()).map((i) => admin.describe(i))) }));
+  router.get('/admin/v1/instances/:id', async (ctx) => ok(ctx, await admin.describe(await load(ctx.params.id ?? ''))));
   router.patch('/admin/v1/instances/:id', async (ctx) => {
     const inst = await load(ctx.params.id ?? '');
     const body = parse(ctx.request.body, PatchSchema);
     const settings = await inSettings(() => parse(body.settings, SettingsPatchStruct));
     const updated = await inSettings(() => admin.updateSettings(inst.id, settings));
-    ok(ctx, admin.describe(updated ?? inst));
+    ok(ctx, await admin.describe(updated ?? inst));
   });
   router.delete('/admin/v1/instances/:id', async (ctx) => {
     const inst = await load(ctx.params.id ?? '');

@@ -7,12 +7,12 @@ import { createRouter } from '../router.js';
 import { PassThrough } from 'node:stream';
 import type { InspectionEvent } from 'xstate';
 import { ok } from '../envelope.js';
-import type { Runtime } from '../../actors/runtime.js';
+import type { ActorSystem } from '../../actors/system.js';
 
-export function debugRouter(runtime: Runtime): Router {
+export function debugRouter(actors: Pick<ActorSystem, 'describeActors' | 'subscribe'>): Router {
   const router = createRouter('/debug');
 
-  router.get('/actors', (ctx) => ok(ctx, { actors: runtime.describeActors() }));
+  router.get('/actors', (ctx) => ok(ctx, { actors: actors.describeActors() }));
 
   router.get('/actors/stream', (ctx) => {
     const stream = new PassThrough();
@@ -21,15 +21,15 @@ export function debugRouter(runtime: Runtime): Router {
     ctx.body = stream;
     ctx.req.socket.setTimeout(0);
     const send = (event: string, data: unknown) => stream.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
-    send('actors', { actors: runtime.describeActors() });
+    send('actors', { actors: actors.describeActors() });
     // Snapshots may hold secrets (QR, pairing code): the stream only ever carries the summaries.
     let pending = false;
-    const unsubscribe = runtime.subscribe((ev: InspectionEvent) => {
+    const unsubscribe = actors.subscribe((ev: InspectionEvent) => {
       if (ev.type !== '@xstate.snapshot' || pending) return;
       pending = true;
       queueMicrotask(() => {
         pending = false;
-        send('actors', { actors: runtime.describeActors() });
+        send('actors', { actors: actors.describeActors() });
       });
     });
     const close = () => {

@@ -2,7 +2,8 @@
  * Group endpoints (SPEC.md "Group endpoints"), all but creation: participants, admins, invite code, leave,
  * subject/description. They are immediate and share the interaction limiter. Every one first checks that
  * the target is a group (the id ends in @g.us and the network knows it as a group) and otherwise answers
- * 400 NOT_A_GROUP. The check and the operation run in one call to the instance actor, under one deadline.
+ * 400 NOT_A_GROUP. The check and the operation are asks of the instance's port (src/actors/port.ts) in sequence,
+ * each under the interaction deadline; the operation is asked only once the check confirmed a group.
  *
  * Group creation goes through the send queue (counted against the send limits) and is wired by the queue's
  * owner; this file only provides its request schema, `GroupCreateSchema`. Response bodies are described in
@@ -16,11 +17,10 @@ import { ok } from '../envelope.js';
 import { DomainError, validationFailed } from '../../errors.js';
 import { parse } from '../validate.js';
 import { consumeInteraction } from '../rate-limit.js';
-import { DEADLINES, type InstanceHandle } from '../../actors/handle.js';
-import { DriverError, type Driver } from '../../drivers/contract.js';
-import { PARTICIPANT_ID_PATTERN, param, type RouteDeps } from './network-common.js';
+import { DEADLINES, type InstancePort, type NetworkAsk, type ReplyOf } from '../../actors/port.js';
+import { PARTICIPANT_ID_PATTERN, askNetwork, notFound, param, type RouteDeps } from './network-common.js';
 
-export type GroupsRouteDeps = RouteDeps<'handleOf' | 'limiter'>;
+export type GroupsRouteDeps = RouteDeps<'portOf' | 'limiter'>;
 
 /** WhatsApp's own ceilings: group size 1024 members, subject 100 characters, description 2048. */
 const MAX_GROUP_SIZE = 1024;
@@ -57,29 +57,31 @@ export function groupsRouter(deps: GroupsRouteDeps): Router {
   const G = '/api/v2/groups/:groupId';
 
   /** Count the call, check the id's form and hand back what the route needs. */
-  const prepare = (ctx: Context): { handle: InstanceHandle; groupId: string } => {
-    const handle = deps.handleOf(ctx);
-    consumeInteraction(ctx, deps.limiter, handle.id);
+  const prepare = (ctx: Context): { port: InstancePort; groupId: string } => {
+    const port = deps.portOf(ctx);
+    consumeInteraction(ctx, deps.limiter, port.instanceId);
     const groupId = param(ctx, 'groupId');
     if (!groupId.endsWith('@g.us')) throw notAGroup(groupId);
-    return { handle, groupId };
+    return { port, groupId };
   };
-  /** Run `fn` once the network confirmed the id is a group. */
-  const onGroup = <T>(handle: InstanceHandle, groupId: string, op: string, fn: (d: Driver) => Promise<T>) =>
-    handle.call(
-      op,
-      async (d) => {
-        const group = await asGroupError(d.getGroup(groupId), groupId, ['NOT_A_GROUP', 'NOT_FOUND']);
-        if (!group) throw notAGroup(groupId);
-        return asGroupError(fn(d), groupId, ['NOT_A_GROUP']);
-      },
-      DEADLINES.interaction,
+  /** Ask whether the network knows the id as a group: an unknown id or a non-group is 400 NOT_A_GROUP. */
+  const checkGroup = async (port: InstancePort, groupId: string, label: string): Promise<void> => {
+    const group = await asGroupError(
+      askNetwork(port, { type: 'network', op: 'getGroup', args: [groupId], label, notFound: notFound(notAGroup(groupId)) }, DEADLINES.interaction),
+      groupId,
     );
+    if (!group) throw notAGroup(groupId);
+  };
+  /** Ask for `ask` once the network confirmed the id is a group. */
+  const onGroup = async <A extends NetworkAsk>(port: InstancePort, groupId: string, ask: A): Promise<ReplyOf<A>> => {
+    await checkGroup(port, groupId, ask.label ?? ask.op);
+    return asGroupError(askNetwork(port, ask, DEADLINES.interaction), groupId);
+  };
 
   router.post(`${G}/participants`, async (ctx) => {
-    const { handle, groupId } = prepare(ctx);
+    const { port, groupId } = prepare(ctx);
     const ids = unique(parse(ctx.request.body, AddSchema).participants);
-    const results = await onGroup(handle, groupId, 'group.participants.add', (d) => d.addParticipants(groupId, ids));
+    const results = await onGroup(port, groupId, { type: 'network', op: 'addParticipants', args: [groupId, ids], label: 'group.participants.add' });
     const added: string[] = [];
     // keyed by the caller's ids: no prototype, so no id can reach one
     const failed: Record<string, { code: number; message: string }> = Object.create(null) as Record<string, { code: number; message: string }>;
@@ -93,54 +95,57 @@ export function groupsRouter(deps: GroupsRouteDeps): Router {
   });
 
   router.delete(`${G}/participants`, async (ctx) => {
-    const { handle, groupId } = prepare(ctx);
+    const { port, groupId } = prepare(ctx);
     const ids = unique(parse(ctx.request.body, ParticipantsBody).participants);
-    await onGroup(handle, groupId, 'group.participants.remove', (d) => d.removeParticipants(groupId, ids));
+    await onGroup(port, groupId, { type: 'network', op: 'removeParticipants', args: [groupId, ids], label: 'group.participants.remove' });
     ok(ctx, { groupId, removed: ids });
   });
 
   router.post(`${G}/admins`, async (ctx) => {
-    const { handle, groupId } = prepare(ctx);
+    const { port, groupId } = prepare(ctx);
     const ids = unique(parse(ctx.request.body, ParticipantsBody).participants);
-    await onGroup(handle, groupId, 'group.admins.promote', (d) => d.promoteParticipants(groupId, ids));
+    await onGroup(port, groupId, { type: 'network', op: 'promoteParticipants', args: [groupId, ids], label: 'group.admins.promote' });
     ok(ctx, { groupId, promoted: ids });
   });
 
   router.delete(`${G}/admins`, async (ctx) => {
-    const { handle, groupId } = prepare(ctx);
+    const { port, groupId } = prepare(ctx);
     const ids = unique(parse(ctx.request.body, ParticipantsBody).participants);
-    await onGroup(handle, groupId, 'group.admins.demote', (d) => d.demoteParticipants(groupId, ids));
+    await onGroup(port, groupId, { type: 'network', op: 'demoteParticipants', args: [groupId, ids], label: 'group.admins.demote' });
     ok(ctx, { groupId, demoted: ids });
   });
 
   router.get(`${G}/invite`, async (ctx) => {
-    const { handle, groupId } = prepare(ctx);
-    const code = await onGroup(handle, groupId, 'group.invite', (d) => d.getInviteCode(groupId));
+    const { port, groupId } = prepare(ctx);
+    const code = await onGroup(port, groupId, { type: 'network', op: 'getInviteCode', args: [groupId], label: 'group.invite' });
     ok(ctx, { code, url: inviteUrl(code) });
   });
 
   router.post(`${G}/invite/revoke`, async (ctx) => {
-    const { handle, groupId } = prepare(ctx);
-    const code = await onGroup(handle, groupId, 'group.invite.revoke', (d) => d.revokeInvite(groupId));
+    const { port, groupId } = prepare(ctx);
+    const code = await onGroup(port, groupId, { type: 'network', op: 'revokeInvite', args: [groupId], label: 'group.invite.revoke' });
     ok(ctx, { code });
   });
 
   router.post(`${G}/leave`, async (ctx) => {
-    const { handle, groupId } = prepare(ctx);
-    await onGroup(handle, groupId, 'group.leave', (d) => d.leaveGroup(groupId));
+    const { port, groupId } = prepare(ctx);
+    await onGroup(port, groupId, { type: 'network', op: 'leaveGroup', args: [groupId], label: 'group.leave' });
     ok(ctx, { groupId, left: true });
   });
 
   router.patch(G, async (ctx) => {
-    const { handle, groupId } = prepare(ctx);
+    const { port, groupId } = prepare(ctx);
     const { subject, description } = parse(ctx.request.body, PatchSchema);
     if (subject === undefined && description === undefined) {
       throw validationFailed('subject', 'subject or description is required');
     }
-    await onGroup(handle, groupId, 'group.update', async (d) => {
-      if (subject !== undefined) await d.setSubject(groupId, subject);
-      if (description !== undefined) await d.setDescription(groupId, description);
-    });
+    await checkGroup(port, groupId, 'group.update');
+    if (subject !== undefined) {
+      await asGroupError(askNetwork(port, { type: 'network', op: 'setSubject', args: [groupId, subject], label: 'group.update' }, DEADLINES.interaction), groupId);
+    }
+    if (description !== undefined) {
+      await asGroupError(askNetwork(port, { type: 'network', op: 'setDescription', args: [groupId, description], label: 'group.update' }, DEADLINES.interaction), groupId);
+    }
     const data: { groupId: string; subject?: string; description?: string } = { groupId };
     if (subject !== undefined) data.subject = subject;
     if (description !== undefined) data.description = description;
@@ -153,14 +158,15 @@ export function groupsRouter(deps: GroupsRouteDeps): Router {
 export const notAGroup = (groupId: string) => new DomainError('NOT_A_GROUP', 'the target is not a group', { groupId });
 
 /**
- * The driver saying the id is no group (or, on the group lookup, unknown) means the caller's id is wrong, not
- * that the network call failed.
+ * The driver saying the id is no group (the session answers the driver's NOT_A_GROUP as 400 NOT_A_GROUP
+ * without data) means the caller's id is wrong, not that the network call failed: answered with the id.
+ * On the group lookup an unknown id is NOT_A_GROUP too (its `notFound`).
  */
-async function asGroupError<T>(p: Promise<T>, groupId: string, codes: DriverError['code'][]): Promise<T> {
+async function asGroupError<T>(p: Promise<T>, groupId: string): Promise<T> {
   try {
     return await p;
   } catch (err) {
-    if (err instanceof DriverError && codes.includes(err.code)) throw notAGroup(groupId);
+    if (err instanceof DomainError && err.code === 'NOT_A_GROUP') throw notAGroup(groupId);
     throw err;
   }
 }

@@ -1,8 +1,8 @@
 /**
  * Interaction endpoints (SPEC.md "Interaction endpoints"): reactions, seen, typing/recording, clearing the
  * chat state, edit and delete of network messages. They produce no visible message: each one counts against
- * the interaction limiter (never the send limits), then runs through the instance actor with the 30 s
- * deadline, so an offline session answers 503 INSTANCE_OFFLINE and a failed network call 500 WA_CALL_FAILED.
+ * the interaction limiter (never the send limits), then asks the instance's port (src/actors/port.ts) with the
+ * 30 s deadline, so an offline session answers 503 INSTANCE_OFFLINE and a failed network call 500 WA_CALL_FAILED.
  *
  * The limiter counts a call as soon as the route is chosen, before the body is validated: a rejected body
  * still cost the caller a call, as with any request-counting limiter. A `wq_` id on
@@ -16,21 +16,22 @@ import { ok } from '../envelope.js';
 import { DomainError } from '../../errors.js';
 import { parse } from '../validate.js';
 import { consumeInteraction } from '../rate-limit.js';
-import { DEADLINES, type InstanceHandle } from '../../actors/handle.js';
+import { DEADLINES, type InstancePort, type NetworkAsk, type ReplyOf } from '../../actors/port.js';
 import { effectiveDuration, type PresenceKind } from '../../actors/presence.js';
-import type { Driver, SendOptions } from '../../drivers/contract.js';
+import type { SendOptions } from '../../drivers/contract.js';
 import {
+  askNetwork,
   chatIdParam,
   chatNotFound,
   isJobId,
   messageIdParam,
   messageNotFound,
-  orNotFound,
+  notFound,
   param,
   type RouteDeps,
 } from './network-common.js';
 
-export type InteractionsRouteDeps = RouteDeps<'handleOf' | 'limiter' | 'presence'>;
+export type InteractionsRouteDeps = RouteDeps<'portOf' | 'limiter' | 'presence'>;
 
 const ReactionSchema = object({ emoji: size(string(), 1, 32) });
 /** durationMs: optional, integer ≥ 1; values above 300000 are capped, not refused (SPEC.md "capped"). */
@@ -45,47 +46,53 @@ const DeleteSchema = object({ everyone: defaulted(boolean(), false) });
 
 export function interactionsRouter(deps: InteractionsRouteDeps): Router {
   const router = createRouter();
-  /** Count the call and return the instance's handle. */
-  const limited = (ctx: Context): InstanceHandle => {
-    const handle = deps.handleOf(ctx);
-    consumeInteraction(ctx, deps.limiter, handle.id);
-    return handle;
+  /** Count the call and return the instance's port. */
+  const limited = (ctx: Context): InstancePort => {
+    const port = deps.portOf(ctx);
+    consumeInteraction(ctx, deps.limiter, port.instanceId);
+    return port;
   };
-  const interact = <T>(handle: InstanceHandle, op: string, fn: (d: Driver) => Promise<T>) =>
-    handle.call(op, fn, DEADLINES.interaction);
+  const interact = <A extends NetworkAsk>(port: InstancePort, ask: A): Promise<ReplyOf<A>> =>
+    askNetwork(port, ask, DEADLINES.interaction);
 
   router.post('/api/v2/messages/:msgId/reaction', async (ctx) => {
-    const handle = limited(ctx);
+    const port = limited(ctx);
     const msgId = messageIdParam(ctx);
     const { emoji } = parse(ctx.request.body, ReactionSchema);
-    await interact(handle, 'message.react', (d) => orNotFound(d.react(msgId, emoji), () => messageNotFound(msgId)));
+    await interact(port, { type: 'network', op: 'react', args: [msgId, emoji], label: 'message.react', notFound: notFound(messageNotFound(msgId)) });
     ok(ctx, { msgId, emoji });
   });
 
   router.delete('/api/v2/messages/:msgId/reaction', async (ctx) => {
-    const handle = limited(ctx);
+    const port = limited(ctx);
     const msgId = messageIdParam(ctx);
     // whatsapp-web.js removes one's reaction by reacting with the empty string
-    await interact(handle, 'message.unreact', (d) => orNotFound(d.react(msgId, ''), () => messageNotFound(msgId)));
+    await interact(port, { type: 'network', op: 'react', args: [msgId, ''], label: 'message.unreact', notFound: notFound(messageNotFound(msgId)) });
     ok(ctx, { msgId, emoji: null });
   });
 
   router.post('/api/v2/chats/:chatId/seen', async (ctx) => {
-    const handle = limited(ctx);
+    const port = limited(ctx);
     const chatId = chatIdParam(ctx, 'chatId');
-    const seen = await interact(handle, 'chat.seen', (d) => orNotFound(d.sendSeen(chatId), () => chatNotFound(chatId)));
+    const seen = await interact(port, { type: 'network', op: 'sendSeen', args: [chatId], label: 'chat.seen', notFound: notFound(chatNotFound(chatId)) });
     ok(ctx, { chatId, seen: Boolean(seen) });
   });
 
   const presence = (kind: PresenceKind) => async (ctx: Context) => {
-    const handle = limited(ctx);
+    const port = limited(ctx);
     const chatId = chatIdParam(ctx, 'chatId');
     const { durationMs } = parse(ctx.request.body, PresenceSchema);
     const duration = effectiveDuration(durationMs);
-    const show = (d: Driver) => (kind === 'typing' ? d.sendStateTyping(chatId) : d.sendStateRecording(chatId));
-    const info = await deps.presence.start(handle.id, chatId, kind, duration, {
-      fire: () => interact(handle, `chat.${kind}`, (d) => orNotFound(show(d), () => chatNotFound(chatId))),
-      clear: () => interact(handle, 'chat.clearState', (d) => d.clearState(chatId)),
+    const op = kind === 'typing' ? 'sendStateTyping' : 'sendStateRecording';
+    const unknownChat = notFound(chatNotFound(chatId));
+    // the keep-alive's callbacks stay on this side of the port: each re-fire and the final clear is an ask of its own
+    const info = await deps.presence.start(port.instanceId, chatId, kind, duration, {
+      fire: async () => {
+        await interact(port, { type: 'network', op, args: [chatId], label: `chat.${kind}`, notFound: unknownChat });
+      },
+      clear: async () => {
+        await interact(port, { type: 'network', op: 'clearState', args: [chatId], label: 'chat.clearState' });
+      },
     });
     ok(ctx, { chatId, expiresAt: new Date(info.expiresAt).toISOString(), durationMs: duration });
   };
@@ -93,21 +100,25 @@ export function interactionsRouter(deps: InteractionsRouteDeps): Router {
   router.post('/api/v2/chats/:chatId/recording', presence('recording'));
 
   router.delete('/api/v2/chats/:chatId/state', async (ctx) => {
-    const handle = limited(ctx);
+    const port = limited(ctx);
     const chatId = chatIdParam(ctx, 'chatId');
-    const cancelled = deps.presence.cancel(handle.id, chatId);
-    await interact(handle, 'chat.clearState', (d) => orNotFound(d.clearState(chatId), () => chatNotFound(chatId)));
+    const cancelled = deps.presence.cancel(port.instanceId, chatId);
+    await interact(port, { type: 'network', op: 'clearState', args: [chatId], label: 'chat.clearState', notFound: notFound(chatNotFound(chatId)) });
     ok(ctx, { chatId, cancelled });
   });
 
   router.patch('/api/v2/messages/:msgId', async (ctx: Context, next: Next) => {
     if (isJobId(param(ctx, 'msgId'))) return next();
-    const handle = limited(ctx);
+    const port = limited(ctx);
     const msgId = messageIdParam(ctx);
     const { message, options } = parse(ctx.request.body, EditSchema);
-    const edited = await interact(handle, 'message.edit', (d) =>
-      orNotFound(d.editMessage(msgId, message, editOptions(options)), () => messageNotFound(msgId)),
-    );
+    const edited = await interact(port, {
+      type: 'network',
+      op: 'editMessage',
+      args: [msgId, message, editOptions(options)],
+      label: 'message.edit',
+      notFound: notFound(messageNotFound(msgId)),
+    });
     if (!edited) {
       // whatsapp-web.js answers null when the message cannot be edited (not ours, not text, too old): the
       // request asks for what the network never allows, a client error (409), not a failed call (500)
@@ -121,10 +132,10 @@ export function interactionsRouter(deps: InteractionsRouteDeps): Router {
 
   router.delete('/api/v2/messages/:msgId', async (ctx: Context, next: Next) => {
     if (isJobId(param(ctx, 'msgId'))) return next();
-    const handle = limited(ctx);
+    const port = limited(ctx);
     const msgId = messageIdParam(ctx);
     const { everyone } = parse(ctx.request.body, DeleteSchema);
-    await interact(handle, 'message.delete', (d) => orNotFound(d.deleteMessage(msgId, everyone), () => messageNotFound(msgId)));
+    await interact(port, { type: 'network', op: 'deleteMessage', args: [msgId, everyone], label: 'message.delete', notFound: notFound(messageNotFound(msgId)) });
     ok(ctx, { msgId, everyone });
   });
 

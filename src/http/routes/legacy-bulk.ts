@@ -19,9 +19,8 @@ import { V1Error } from '../errors.js';
 import { ok } from '../envelope.js';
 import { legacyWaitMs, type Config } from '../../config.js';
 import type { Clock } from '../../clock.js';
-import type { InstanceHandle } from '../../actors/handle.js';
-import type { QueueWorker } from '../../queue/worker.js';
-import { withGatewayDeadline, type QueueMode } from './queue-gate.js';
+import type { InstancePort, InstanceView } from '../../actors/port.js';
+import { acceptJob, withGatewayDeadline, type QueueMode } from './queue-gate.js';
 import { toAcceptRequest } from './send.js';
 import { parseBulkEntry, type BulkEntry } from './legacy-parse.js';
 import { bulkQueued, bulkRejected } from './legacy-answer.js';
@@ -49,26 +48,26 @@ export function bulkMessages(body: unknown): unknown[] {
 export async function sendBulk(
   ctx: Context,
   deps: BulkDeps,
-  handle: InstanceHandle,
-  mode: QueueMode,
-  worker: QueueWorker | undefined,
+  port: InstancePort,
+  view: InstanceView,
   ownNumber: string | null,
 ): Promise<void> {
+  const mode = view.queueMode;
   const messages = bulkMessages(ctx.request.body);
   const entries = messages.map((m) => parseBulkEntry(m, ownNumber));
   let out: Record<string, unknown>[];
   if (mode !== 'pg') {
     out = entries.map((e) => (e.ok ? bulkRejected(e.send.phone, queueOff(mode)) : bulkRejected(e.phone, e.error)));
   } else {
-    if (!worker) throw new V1Error(503, 'instance not connected');
-    requireConnectedOrRestarting(handle);
-    out = await queueEntries(deps, worker, entries);
+    requireConnectedOrRestarting(view);
+    out = await queueEntries(deps, port, entries);
   }
   ok(ctx, { queued: messages.length, messages: out });
 }
 
-async function queueEntries(deps: BulkDeps, worker: QueueWorker, entries: BulkEntry[]): Promise<Record<string, unknown>[]> {
+async function queueEntries(deps: BulkDeps, port: InstancePort, entries: BulkEntry[]): Promise<Record<string, unknown>[]> {
   const { clock } = deps;
+  const waitMs = legacyWaitMs(deps.config);
   const max = deps.config.QUEUE_MAX_PENDING;
   let valid = 0;
   // Submitted in order, so the worker's group commit keeps the batch's arrival order.
@@ -78,17 +77,18 @@ async function queueEntries(deps: BulkDeps, worker: QueueWorker, entries: BulkEn
     if (++valid > max) return bulkRejected(e.send.phone, `more than ${max} pending jobs for this instance`);
     const req = toAcceptRequest({ ...e.send.parsed, priority: BULK_PRIORITY, idempotencyKey: null, notBefore: null, ttlSeconds: null }, '/api/send-bulk');
     try {
-      const { job } = await worker.accept(req);
+      const { job } = await acceptJob(port, req, waitMs);
       return bulkQueued(e.send.phone, job, clock.now());
     } catch (err) {
-      if (err instanceof DomainError) return bulkRejected(e.send.phone, err.message);
+      // no answer in time: the entry may have been queued (the whole answer says so below)
+      if (err instanceof DomainError && err.code !== 'INSTANCE_TIMEOUT') return bulkRejected(e.send.phone, err.message);
       // the store went away before this entry's batch was committed: this entry was not queued
       if (isConnectionError(err)) return bulkRejected(e.send.phone, 'the persistent queue became unreachable: not queued');
       throw err;
     }
   });
   try {
-    return await withGatewayDeadline(clock, legacyWaitMs(deps.config), Promise.all(answers));
+    return await withGatewayDeadline(clock, waitMs, Promise.all(answers));
   } catch (err) {
     // INSTANCE_TIMEOUT, or a commit whose outcome the broken connection hid (CommitOutcomeUnknown)
     if ((err instanceof DomainError && err.code === 'INSTANCE_TIMEOUT') || err instanceof CommitOutcomeUnknown) {

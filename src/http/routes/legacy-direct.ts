@@ -1,7 +1,7 @@
 /**
  * v1 send-message / send-media without the persistent queue: queue mode `disabled` (sent at once, no limits)
- * and `memory-degraded` (sent at once through the in-memory gate). The gateway's `directSend` does the send;
- * this file keeps the v1 wait around it:
+ * and `memory-degraded` (sent at once through the in-memory gate). The instance's planner does the send (the
+ * port's `queue.direct` ask); this file keeps the v1 wait around it:
  * - an ordered restart is waited for (v1 is accepted and waits), any other disconnection is 503;
  * - a gate refusal (`rate_limited`) is waited out when its retry time falls inside the wait; otherwise the
  *   answer is 500 "not sent" with the retry time. Not 504: a 504 promises the message stays queued and goes
@@ -13,36 +13,27 @@
 import type { Context } from 'koa';
 import { V1Error } from '../errors.js';
 import { legacyWaitMs, type Config } from '../../config.js';
-import { raceClock, sleep, type Clock } from '../../clock.js';
-import type { InstanceHandle } from '../../actors/handle.js';
-import type { DirectSend as QueueDirectSend, DispatchOutcome } from '../../queue/worker.js';
+import { sleep, type Clock } from '../../clock.js';
+import { isDomainError } from '../../errors.js';
+import type { InstancePort } from '../../actors/port.js';
+import type { DirectSend } from '../../queue/worker.js';
 import { sendPart } from '../../queue/payload.js';
 import type { V1Send } from './legacy-parse.js';
 import { NOT_CONNECTED, RESTARTING, answerOutcome } from './legacy-answer.js';
-
-export type DirectSendResult = DispatchOutcome | { kind: 'rate_limited'; retryAt: number };
-export type DirectSend = (handle: InstanceHandle, job: QueueDirectSend) => Promise<DirectSendResult>;
+import { viewOf } from './queue-gate.js';
 
 export interface DirectDeps {
   clock: Clock;
   config: Pick<Config, 'LEGACY_SYNC_TIMEOUT_MS' | 'LEGACY_CALLER_TIMEOUT_MS'>;
-  directSend: DirectSend;
 }
 
 /** How often a v1 request waiting out an ordered restart looks at the connection again. */
 export const RESTART_POLL_MS = 250;
 
-const TIMED_OUT = Symbol('timed out');
-
-/** `p`, or TIMED_OUT when the clock reaches `at` first. */
-function until<T>(clock: Clock, at: number, p: Promise<T>): Promise<T | typeof TIMED_OUT> {
-  return raceClock(clock, at - clock.now(), p, () => TIMED_OUT);
-}
-
 /** Return once connected; wait out an ordered restart until `deadline`; otherwise 503. */
-export async function untilConnected(handle: InstanceHandle, clock: Clock, deadline: number): Promise<void> {
+export async function untilConnected(port: InstancePort, clock: Clock, deadline: number): Promise<void> {
   for (;;) {
-    const view = handle.view();
+    const view = await viewOf(port);
     if (view.connected) return;
     if (!view.paused) throw new V1Error(503, NOT_CONNECTED);
     const left = deadline - clock.now();
@@ -51,16 +42,18 @@ export async function untilConnected(handle: InstanceHandle, clock: Clock, deadl
   }
 }
 
-export async function sendDirect(ctx: Context, deps: DirectDeps, handle: InstanceHandle, send: V1Send): Promise<void> {
+export async function sendDirect(ctx: Context, deps: DirectDeps, port: InstancePort, send: V1Send): Promise<void> {
   const { clock } = deps;
   const deadline = clock.now() + legacyWaitMs(deps.config);
-  const job: QueueDirectSend = { ...sendPart(send.parsed), chatId: send.parsed.chatId };
+  const job: DirectSend = { ...sendPart(send.parsed), chatId: send.parsed.chatId };
   for (;;) {
-    await untilConnected(handle, clock, deadline);
-    const r = await until(clock, deadline, deps.directSend(handle, job));
-    if (r === TIMED_OUT) {
-      throw new V1Error(500, 'the network did not answer within the synchronous wait; the message may have been delivered: do not resend');
-    }
+    await untilConnected(port, clock, deadline);
+    const r = await port.ask({ type: 'queue.direct', send: job }, Math.max(0, deadline - clock.now())).catch((err: unknown) => {
+      if (isDomainError(err, 'INSTANCE_TIMEOUT')) {
+        throw new V1Error(500, 'the network did not answer within the synchronous wait; the message may have been delivered: do not resend');
+      }
+      throw err;
+    });
     if (r.kind !== 'rate_limited') return answerOutcome(ctx, send, r);
     if (r.retryAt > deadline) {
       throw new V1Error(500, `not sent: the send limits allow the next message at ${new Date(r.retryAt).toISOString()}; nothing was sent`);

@@ -20,13 +20,12 @@ import { ok } from '../envelope.js';
 import { legacyWaitMs, type Config } from '../../config.js';
 import type { Clock } from '../../clock.js';
 import type { Logger } from '../../log.js';
-import type { InstanceHandle } from '../../actors/handle.js';
+import { DEADLINES, type InstancePort, type InstanceView } from '../../actors/port.js';
 import type { Job } from '../../queue/jobs.js';
-import type { QueueWorker } from '../../queue/worker.js';
 import type { InstanceSettings } from '../../queue/settings.js';
 import { isQuiet, quietEnd } from '../../queue/quiet-hours.js';
 import { toAcceptRequest } from './send.js';
-import { withGatewayDeadline } from './queue-gate.js';
+import { acceptJob, viewOf } from './queue-gate.js';
 import type { V1Send } from './legacy-parse.js';
 import { isConnectionError } from '../../store/health.js';
 import { NOT_CONNECTED, RESTARTING, STORE_LOST_QUEUED, answerOutcome, outcomeOfJob, queuedData, waitTimeout, type V1Outcome } from './legacy-answer.js';
@@ -49,8 +48,7 @@ export const limitsActive = (s: Pick<InstanceSettings, 'maxPerHour' | 'maxPer24h
 export const syncTtlSeconds = (waitMs: number): number => Math.max(1, Math.floor(waitMs / 1000) - 1);
 
 /** Why a message was not sent within the wait: the connection (503) or the plan (500). */
-export function notSentInTime(handle: InstanceHandle, settings: InstanceSettings, now: number, waitMs: number): V1Outcome {
-  const view = handle.view();
+export function notSentInTime(view: InstanceView, settings: InstanceSettings, now: number, waitMs: number): V1Outcome {
   if (view.paused) return { kind: 'not_sent', offline: true, error: `${RESTARTING}; nothing was sent` };
   if (!view.connected) return { kind: 'not_sent', offline: true, error: `${NOT_CONNECTED}; nothing was sent` };
   const qh = settings.quietHours;
@@ -65,9 +63,16 @@ export function notSentInTime(handle: InstanceHandle, settings: InstanceSettings
   };
 }
 
-export async function sendThroughQueue(ctx: Context, deps: QueuedDeps, handle: InstanceHandle, worker: QueueWorker, send: V1Send, route: string): Promise<void> {
+/** Resolve when the job is terminal (its latest state), or with null after `ms`. */
+const awaitOutcome = (port: InstancePort, jobId: string, ms: number): Promise<Job | null> =>
+  port.ask({ type: 'queue.awaitOutcome', jobId, timeoutMs: ms }, ms + DEADLINES.queueStatus);
+
+/** Why the job did not go out in time, from the instance's view now. */
+const whyNotSent = async (port: InstancePort, settings: InstanceSettings, now: number, waitMs: number): Promise<V1Outcome> =>
+  notSentInTime(await viewOf(port), settings, now, waitMs);
+
+export async function sendThroughQueue(ctx: Context, deps: QueuedDeps, port: InstancePort, settings: InstanceSettings, send: V1Send, route: string): Promise<void> {
   const { clock } = deps;
-  const settings = handle.instance.settings;
   const waitMs = legacyWaitMs(deps.config);
   const start = clock.now();
   const asyncMode = settings.legacyQueueMode === 'async';
@@ -82,37 +87,38 @@ export async function sendThroughQueue(ctx: Context, deps: QueuedDeps, handle: I
 
   let job: Job;
   try {
-    ({ job } = await withGatewayDeadline(clock, waitMs, worker.accept(req)));
+    ({ job } = await acceptJob(port, req, waitMs));
   } catch (err) {
     if (err instanceof DomainError && err.code === 'TTL_UNREACHABLE') {
       // the planner already knows the slot is outside the job's validity: answer now, nothing was created
-      if (shortLived) return answerOutcome(ctx, send, notSentInTime(handle, settings, clock.now(), waitMs));
+      if (shortLived) return answerOutcome(ctx, send, await whyNotSent(port, settings, clock.now(), waitMs));
       throw new V1Error(500, 'not sent: the send limits leave no slot before the message would expire; nothing was sent');
     }
     throw err;
   }
   if (asyncMode) return ok(ctx, queuedData(send, job, clock.now()), 202);
 
-  const whyExpired = () => notSentInTime(handle, settings, clock.now(), waitMs);
-  const done = await worker.waitForTerminal(job.id, Math.max(0, start + waitMs - clock.now()));
+  const done = await awaitOutcome(port, job.id, Math.max(0, start + waitMs - clock.now()));
+  const why = await whyNotSent(port, settings, clock.now(), waitMs);
+  const whyExpired = () => why;
   if (done) return answerOutcome(ctx, send, outcomeOfJob(done, whyExpired));
   if (ceilings) {
     // the caller gets the job's id and polls it: from now on the job goes out at its slot whatever happens here;
     // if the store cannot take that now, a later start expires the job and the caller's poll says so
-    await worker.releaseCaller(job.id).catch((err: unknown) => deps.log?.warn({ err, jobId: job.id }, 'could not release the synchronous caller of a job'));
+    await port.ask({ type: 'queue.releaseCaller', jobId: job.id }, DEADLINES.queueStatus).catch((err: unknown) => deps.log?.warn({ err, jobId: job.id }, 'could not release the synchronous caller of a job'));
     throw waitTimeout(job, clock.now());
   }
-  return answerOutcome(ctx, send, await closeWait(deps, worker, job, whyExpired));
+  return answerOutcome(ctx, send, await closeWait(port, job, whyExpired));
 }
 
 /** Without ceilings: make sure the job cannot go out after the answer, and say what happened. */
-async function closeWait(deps: QueuedDeps, worker: QueueWorker, job: Job, whyExpired: () => V1Outcome): Promise<V1Outcome> {
+async function closeWait(port: InstancePort, job: Job, whyExpired: () => V1Outcome): Promise<V1Outcome> {
   const inFlight: V1Outcome = {
     kind: 'unknown',
     unknownReason: 'the message was being sent when the synchronous wait ended',
   };
   try {
-    await withGatewayDeadline(deps.clock, CANCEL_GRACE_MS, worker.cancel(job.id));
+    await port.ask({ type: 'queue.cancel', jobId: job.id }, CANCEL_GRACE_MS);
     return whyExpired();
   } catch (err) {
     // The store went away: the cancellation ran (so no dispatch was in progress) but could not be written.
@@ -121,13 +127,12 @@ async function closeWait(deps: QueuedDeps, worker: QueueWorker, job: Job, whyExp
     if (!(err instanceof DomainError) || err.code !== 'JOB_NOT_CANCELLABLE') throw err;
     if (err.data.state === 'sending') return inFlight;
     // it ended between the wait and the cancellation: read the outcome
-    const ended = await worker.waitForTerminal(job.id, CANCEL_GRACE_MS);
+    const ended = await awaitOutcome(port, job.id, CANCEL_GRACE_MS);
     return ended ? outcomeOfJob(ended, whyExpired) : inFlight;
   }
 }
 
 /** The connection rule shared by the queued v1 routes: an ordered restart is waited for, anything else is 503. */
-export function requireConnectedOrRestarting(handle: InstanceHandle): void {
-  const view = handle.view();
+export function requireConnectedOrRestarting(view: InstanceView): void {
   if (!view.connected && !view.paused) throw new V1Error(503, NOT_CONNECTED);
 }

@@ -6,35 +6,30 @@
  *
  * Which path a send takes depends on the instance's queue mode:
  * - `pg`: through the persistent queue and wait for the outcome (legacy-queued.ts);
- * - `disabled` / `memory-degraded`: sent at once by the gateway's directSend (legacy-direct.ts).
+ * - `disabled` / `memory-degraded`: sent at once outside the queue (`queue.direct`, legacy-direct.ts).
  * The decisions SPEC.md leaves open are written down in docs/api-v1.md.
  */
 import Router from '@koa/router';
 import { createRouter } from '../router.js';
 import type { Context, Middleware } from 'koa';
-import { V1Error } from '../errors.js';
 import type { Config } from '../../config.js';
 import type { Clock } from '../../clock.js';
 import type { Logger } from '../../log.js';
-import type { InstanceHandle } from '../../actors/handle.js';
-import type { QueueWorker } from '../../queue/worker.js';
-import type { QueueModeOf } from './queue-gate.js';
+import type { InstancePort } from '../../actors/port.js';
+import type { Instance } from '../../store/instances.js';
 import { parseV1Send, type V1Kind } from './legacy-parse.js';
-import { NOT_CONNECTED } from './legacy-answer.js';
 import { toV1GuardError, toV1SendError } from '../translate.js';
 import { requireConnectedOrRestarting, sendThroughQueue } from './legacy-queued.js';
-import { sendDirect, type DirectSend } from './legacy-direct.js';
+import { sendDirect } from './legacy-direct.js';
 import { sendBulk } from './legacy-bulk.js';
+import { ownNumber, viewOf } from './queue-gate.js';
 
 export interface LegacyRouteDeps {
-  handleOf(ctx: Context): InstanceHandle;
-  workerOf(instanceId: string): QueueWorker | undefined;
-  modeOf: QueueModeOf;
+  /** the port of the request's instance (the API-key guard set ctx.state.instance) */
+  portOf(ctx: Context): InstancePort;
   clock: Clock;
   config: Pick<Config, 'LEGACY_SYNC_TIMEOUT_MS' | 'LEGACY_CALLER_TIMEOUT_MS' | 'QUEUE_MAX_PENDING'>;
   validateMedia(instanceId: string, payload: Record<string, unknown>): Promise<void>;
-  /** send now, outside the persistent queue: mode 'disabled' (no limits) or 'memory-degraded' (the in-memory gate; may answer 'rate_limited' with a retry time) */
-  directSend: DirectSend;
   /** where an unexpected error of a v1 route is logged (its answer is the v1 500 `{success:false, error}`) */
   log?: Logger;
   /** a v1 route met a store connection error (the error boundary never sees it): probe the store now */
@@ -46,23 +41,21 @@ export function legacyRouter(deps: LegacyRouteDeps): Router {
   router.post('/send-message', v1Route(deps, (ctx) => send(ctx, deps, 'text', '/api/send-message')));
   router.post('/send-media', v1Route(deps, (ctx) => send(ctx, deps, 'media', '/api/send-media')));
   router.post('/send-bulk', v1Route(deps, async (ctx) => {
-    const handle = deps.handleOf(ctx);
-    await sendBulk(ctx, deps, handle, deps.modeOf(handle.instance), deps.workerOf(handle.id), ownNumber(handle));
+    const port = deps.portOf(ctx);
+    const view = await viewOf(port);
+    await sendBulk(ctx, deps, port, view, ownNumber(ctx, view));
   }));
   return router;
 }
 
-const ownNumber = (handle: InstanceHandle): string | null => handle.view().phoneNumber ?? handle.instance.phoneNumber;
-
 async function send(ctx: Context, deps: LegacyRouteDeps, kind: V1Kind, route: string): Promise<void> {
-  const handle = deps.handleOf(ctx);
-  const v1 = parseV1Send(kind, ctx.request.body, ownNumber(handle));
-  requireConnectedOrRestarting(handle);
-  if (kind === 'media') await deps.validateMedia(handle.id, v1.parsed.payload);
-  if (deps.modeOf(handle.instance) !== 'pg') return sendDirect(ctx, deps, handle, v1);
-  const worker = deps.workerOf(handle.id);
-  if (!worker) throw new V1Error(503, NOT_CONNECTED);
-  await sendThroughQueue(ctx, deps, handle, worker, v1, route);
+  const port = deps.portOf(ctx);
+  const view = await viewOf(port);
+  const v1 = parseV1Send(kind, ctx.request.body, ownNumber(ctx, view));
+  requireConnectedOrRestarting(view);
+  if (kind === 'media') await deps.validateMedia(port.instanceId, v1.parsed.payload);
+  if (view.queueMode !== 'pg') return sendDirect(ctx, deps, port, v1);
+  await sendThroughQueue(ctx, deps, port, (ctx.state.instance as Instance).settings, v1, route);
 }
 
 /** Every error of a v1 route leaves as a V1Error (translate.ts): v1 has no codes, most failures collapse into 500. */

@@ -2,48 +2,61 @@
  * GET /api/v2/messages/:msgId/media (SPEC.md "Media endpoints"): the attachment of a network message.
  * Metadata by default (`stored:false, reason:'store_disabled'` unless the instance keeps incoming media;
  * with storage on, the file is stored on first request if the `message` event did not store it already);
- * `?download=1` streams the bytes.
+ * `?download=1` streams the bytes. The message and its attachment are asks of the instance's port
+ * (src/actors/port.ts); the instance's settings are those of the record the API-key guard loaded.
  */
 import Router from '@koa/router';
 import { createRouter } from '../router.js';
 import type { Context, Next } from 'koa';
 import { ok } from '../envelope.js';
 import { DomainError } from '../../errors.js';
-import { DEADLINES, type InstanceHandle } from '../../actors/handle.js';
+import { DEADLINES, type InstancePort } from '../../actors/port.js';
+import type { Instance } from '../../store/instances.js';
 import type { MediaStore } from '../../media/store.js';
 import { messageMediaView } from '../../media/record.js';
 import { contentDisposition } from './media.js';
 import type { MessageMedia } from '../../drivers/contract.js';
+import { messageNotFound, notFound } from './network-common.js';
 
-export function messageMediaRouter(deps: { handleOf(ctx: Context): InstanceHandle; store: MediaStore }): Router {
+export interface MessageMediaRouteDeps {
+  /** the port of the request's instance (the API-key guard set ctx.state.instance) */
+  portOf(ctx: Context): InstancePort;
+  store: MediaStore;
+}
+
+export function messageMediaRouter(deps: MessageMediaRouteDeps): Router {
   const router = createRouter('/api/v2/messages');
 
   router.get('/:msgId/media', async (ctx: Context, next: Next) => {
     const msgId = String(ctx.params.msgId ?? '');
     if (msgId.startsWith('wq_')) return next();
-    const handle = deps.handleOf(ctx);
-    const message = await handle.call('getMessageById', (d) => d.getMessageById(msgId), DEADLINES.read);
-    if (!message) throw new DomainError('MESSAGE_NOT_FOUND', 'no such message', { msgId });
+    const port = deps.portOf(ctx);
+    const instanceId = port.instanceId;
+    const message = await port.ask(
+      { type: 'network', op: 'getMessageById', args: [msgId], notFound: notFound(messageNotFound(msgId)) },
+      DEADLINES.read,
+    );
+    if (!message) throw messageNotFound(msgId);
     if (!message.hasMedia) throw new DomainError('NO_MEDIA', 'the message has no attachment', { msgId });
     const info = { mimetype: message.mediaInfo?.mimetype ?? 'application/octet-stream', filename: message.mediaInfo?.filename ?? null, size: message.mediaInfo?.size ?? 0 };
-    const enabled = handle.instance.settings.storeIncomingMedia;
-    let stored = await deps.store.findByMessage(handle.id, msgId);
+    const enabled = (ctx.state.instance as Instance).settings.storeIncomingMedia;
+    let stored = await deps.store.findByMessage(instanceId, msgId);
     let fetched: MessageMedia | null = null;
     const download = async () => {
-      fetched ??= await handle.call('downloadMedia', (d) => d.downloadMedia(msgId), DEADLINES.read);
+      fetched ??= await port.ask({ type: 'network', op: 'downloadMedia', args: [msgId] }, DEADLINES.read);
       if (!fetched) throw new DomainError('NO_MEDIA', 'the network no longer has this attachment', { msgId });
       return fetched;
     };
     if (enabled && !stored) {
       const media = await download();
-      stored = await deps.store.put(handle.id, { data: Buffer.from(media.data, 'base64'), mimetype: media.mimetype, filename: media.filename ?? null, origin: 'incoming', messageId: msgId });
+      stored = await deps.store.put(instanceId, { data: Buffer.from(media.data, 'base64'), mimetype: media.mimetype, filename: media.filename ?? null, origin: 'incoming', messageId: msgId });
     }
     const wantsBytes = ctx.query.download === '1' || ctx.query.download === 'true';
     if (!wantsBytes) return ok(ctx, messageMediaView(info, enabled, stored));
     ctx.set('Cache-Control', 'private, max-age=300');
     ctx.set('X-Content-Type-Options', 'nosniff');
     if (stored) {
-      const opened = await deps.store.open(handle.id, stored.mediaId);
+      const opened = await deps.store.open(instanceId, stored.mediaId);
       ctx.set('Content-Type', opened.record.mimetype);
       ctx.set('Content-Disposition', contentDisposition(opened.record.filename, opened.record.mediaId));
       ctx.length = opened.size;

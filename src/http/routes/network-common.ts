@@ -1,21 +1,20 @@
 /**
  * What the network route families (interactions, reads, groups) share: their dependencies, the reading of
- * path parameters and ids (the id forms and phone rules of src/phone.ts), and the translation of a driver's NOT_FOUND into the
- * 404 code of the resource the route is about (the instance handle maps every other DriverError to 500
- * WA_CALL_FAILED, SPEC.md "Errors").
+ * path parameters and ids (the id forms and phone rules of src/phone.ts), and the asking of the instance's
+ * session through its port (`askNetwork`): a driver's NOT_FOUND answers as the 404 of the resource the route is
+ * about (`notFound`), every other driver failure as the session maps it (SPEC.md "Errors").
  */
 import type { Context } from 'koa';
-import { DriverError } from '../../drivers/contract.js';
 import { DomainError, validationFailed } from '../../errors.js';
-import type { InstanceHandle } from '../../actors/handle.js';
+import type { InstancePort, NetworkAsk, ReplyError, ReplyOf } from '../../actors/port.js';
 import type { Clock } from '../../clock.js';
 import type { InteractionLimiter } from '../rate-limit.js';
 import type { PresenceManager } from '../../actors/presence.js';
 import { CHAT_ID, CONTACT_ID, normalizePhone, phoneToChatId } from '../../phone.js';
 
 export interface NetworkRouteDeps {
-  /** the instance of the request (the API-key auth in front of the router has set ctx.state.instance) */
-  handleOf(ctx: Context): InstanceHandle;
+  /** the port of the request's instance (the API-key auth in front of the router has set ctx.state.instance) */
+  portOf(ctx: Context): InstancePort;
   /** the gateway clock; the routers themselves read time only through the limiter and presence manager */
   clock: Clock;
   /** the interaction limiter (INTERACTION_RATE_POINTS per 60 s per instance) */
@@ -67,15 +66,13 @@ export function messageIdParam(ctx: Context, name = 'msgId'): string {
   return raw;
 }
 
-/** Run a driver call, turning the driver's NOT_FOUND into the route's own 404 (or other) DomainError. */
-export async function orNotFound<T>(p: Promise<T>, make: () => DomainError): Promise<T> {
-  try {
-    return await p;
-  } catch (err) {
-    if (err instanceof DriverError && err.code === 'NOT_FOUND') throw make();
-    throw err;
-  }
+/** Ask the instance's session for one network operation under the route's gateway deadline. */
+export function askNetwork<A extends NetworkAsk>(port: InstancePort, ask: A, deadlineMs: number): Promise<ReplyOf<A>> {
+  return port.ask(ask, deadlineMs);
 }
+
+/** A route's own 404 as the data a network ask carries (`notFound`). */
+export const notFound = (e: DomainError): ReplyError => ({ code: e.code, message: e.message, data: e.data });
 
 export const chatNotFound = (chatId: string) => new DomainError('CHAT_NOT_FOUND', 'no such chat', { chatId });
 export const messageNotFound = (msgId: string) => new DomainError('MESSAGE_NOT_FOUND', 'no such message', { msgId });

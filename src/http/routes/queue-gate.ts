@@ -1,46 +1,60 @@
 /**
- * What every route that queues a send shares (the v2 sends, requeue, v1 through the queue): the instance's
- * queue mode, the v2 gate, the route's gateway deadline and the accepted-job answer.
+ * What every route that queues a send shares (the v2 sends, requeue, v1 through the queue): the v2 gate, the
+ * acceptance ask and the accepted-job answer. Everything goes through the instance's port.
  */
 import type { Context } from 'koa';
 import { ok } from '../envelope.js';
-import { DomainError, instanceOffline, instanceTimeout, queuePaused, queueStoreUnavailable } from '../../errors.js';
+import { instanceOffline, instanceTimeout, queuePaused, queueStoreUnavailable } from '../../errors.js';
 import { acceptedResponse } from '../../wire/job.js';
-import type { AcceptResult, QueueWorker } from '../../queue/worker.js';
-import type { InstanceHandle } from '../../actors/handle.js';
+import { refusalError, type AcceptRequest, type AcceptResult } from '../../queue/worker.js';
+import type { LimitsObject } from '../../queue/windows.js';
 import type { Instance } from '../../store/instances.js';
+import { DEADLINES, type InstancePort, type InstanceView } from '../../actors/port.js';
 import { raceClock, type Clock } from '../../clock.js';
 
-export type QueueMode = 'pg' | 'memory-degraded' | 'disabled';
-export type QueueModeOf = (instance: Instance) => QueueMode;
+export type { QueueMode } from '../../queue/settings.js';
 
 export interface QueueGateDeps {
-  workerOf(instanceId: string): QueueWorker | undefined;
-  modeOf: QueueModeOf;
+  /** the port of the request's instance (the API-key guard set ctx.state.instance) */
+  portOf(ctx: Context): InstancePort;
   clock: Clock;
 }
 
-/** Race a queue call against the route's gateway deadline (504 INSTANCE_TIMEOUT). */
+/** Race a call against the route's gateway deadline (504 INSTANCE_TIMEOUT). */
 export function withGatewayDeadline<T>(clock: Clock, ms: number, p: Promise<T>): Promise<T> {
   return raceClock(clock, ms, p, () => {
     throw instanceTimeout();
   });
 }
 
-/** Checks every v2 send shares: queue mode, ordered restart, connection. Returns the instance's worker. */
-export function v2Gate(deps: Pick<QueueGateDeps, 'workerOf' | 'modeOf'>, handle: InstanceHandle): QueueWorker {
-  const mode = deps.modeOf(handle.instance);
-  if (mode !== 'pg') throw queueStoreUnavailable(mode);
-  const view = handle.view();
+/** The instance's view (status, pause, queue mode). */
+export const viewOf = (port: InstancePort, deadlineMs: number = DEADLINES.queueStatus): Promise<InstanceView> =>
+  port.ask({ type: 'view' }, deadlineMs);
+
+/** The number the instance sends from: the linked account, else the one on record. */
+export const ownNumber = (ctx: Context, view: InstanceView): string | null =>
+  view.phoneNumber ?? (ctx.state.instance as Instance).phoneNumber;
+
+/** Checks every v2 send shares: queue mode, ordered restart, connection. Answers the instance's view. */
+export async function v2Gate(port: InstancePort): Promise<InstanceView> {
+  const view = await viewOf(port);
+  if (view.queueMode !== 'pg') throw queueStoreUnavailable(view.queueMode);
   if (view.paused) throw queuePaused();
   if (!view.connected) throw instanceOffline({ status: view.status, detail: view.detail, lastError: view.lastError });
-  const worker = deps.workerOf(handle.id);
-  if (!worker) throw new DomainError('INSTANCE_UNREACHABLE', 'the instance is not running on this gateway');
-  return worker;
+  return view;
+}
+
+export type Accepted = AcceptResult & { limits: LimitsObject };
+
+/** Hand a send to the instance's queue under the deadline: the job, or its refusal as the route's error. */
+export async function acceptJob(port: InstancePort, request: AcceptRequest, deadlineMs: number = DEADLINES.send): Promise<Accepted> {
+  const o = await port.ask({ type: 'queue.accept', request }, deadlineMs);
+  if (o.kind === 'refused') throw refusalError(o);
+  return { job: o.job, replay: o.kind === 'replay', queuePosition: o.queuePosition, limits: o.limits };
 }
 
 /** 202 (fresh) or 200 (replay) with the accepted-job response (src/wire/job.ts). */
-export function answerAccepted(ctx: Context, deps: Pick<QueueGateDeps, 'clock' | 'modeOf'>, handle: InstanceHandle, worker: QueueWorker, r: AcceptResult, warnings: string[], extra: Record<string, unknown> = {}): void {
-  const data = acceptedResponse({ ...r, limits: { ...worker.limits(deps.modeOf(handle.instance)) }, warnings }, deps.clock.now());
+export function answerAccepted(ctx: Context, clock: Clock, r: Accepted, warnings: string[], extra: Record<string, unknown> = {}): void {
+  const data = acceptedResponse({ ...r, limits: { ...r.limits }, warnings }, clock.now());
   ok(ctx, { ...data, ...extra }, r.replay ? 200 : 202);
 }

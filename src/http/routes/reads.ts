@@ -1,8 +1,8 @@
 /**
  * Reading endpoints (SPEC.md "Reading endpoints"): chats, one chat, a chat's messages, one message,
- * contacts, profile pictures and number lookups, plus the v1 `GET /api/check-number/:phone`. All run through
- * the instance actor with the 30 s read deadline; none is under the interaction limiter (SPEC.md puts only
- * the interaction and group endpoints there).
+ * contacts, profile pictures and number lookups, plus the v1 `GET /api/check-number/:phone`. Each asks the
+ * instance's port (src/actors/port.ts) with the 30 s read deadline; none is under the interaction limiter
+ * (SPEC.md puts only the interaction and group endpoints there).
  *
  * Decisions where SPEC.md is silent:
  * - chat list order: pinned first, then most recent activity, then id, so offsets page stably;
@@ -15,22 +15,23 @@ import type { Context, Next } from 'koa';
 import { ok } from '../envelope.js';
 import { DomainError, validationFailed } from '../../errors.js';
 import { toV1ReadError } from '../translate.js';
-import { DEADLINES } from '../../actors/handle.js';
+import { DEADLINES } from '../../actors/port.js';
 import { toChat, toContact, toMessage } from '../../wire/objects.js';
 import { normalizePhone } from '../../phone.js';
 import {
+  askNetwork,
   chatIdParam,
   chatNotFound,
   contactNotFound,
   isJobId,
   messageIdParam,
   messageNotFound,
-  orNotFound,
+  notFound,
   param,
   type RouteDeps,
 } from './network-common.js';
 
-export type ReadsRouteDeps = RouteDeps<'handleOf' | 'fetchMessagesMax'>;
+export type ReadsRouteDeps = RouteDeps<'portOf' | 'fetchMessagesMax'>;
 
 export const DEFAULT_LIST_LIMIT = 50;
 
@@ -41,8 +42,7 @@ export function readsRouter(deps: ReadsRouteDeps): Router {
     const { limit } = listLimit(ctx, deps.fetchMessagesMax);
     const offset = cursorOf(ctx);
     const archived = boolQuery(ctx, 'archived');
-    const handle = deps.handleOf(ctx);
-    const chats = await handle.call('chats.list', (d) => d.getChats(), DEADLINES.read);
+    const chats = await askNetwork(deps.portOf(ctx), { type: 'network', op: 'getChats', args: [], label: 'chats.list' }, DEADLINES.read);
     const listed = chats
       .filter((c) => archived === undefined || Boolean(c.archived) === archived)
       .map(toChat)
@@ -54,9 +54,9 @@ export function readsRouter(deps: ReadsRouteDeps): Router {
 
   router.get('/api/v2/chats/:chatId', async (ctx) => {
     const chatId = chatIdParam(ctx, 'chatId');
-    const chat = await deps.handleOf(ctx).call(
-      'chats.get',
-      (d) => orNotFound(d.getChatById(chatId), () => chatNotFound(chatId)),
+    const chat = await askNetwork(
+      deps.portOf(ctx),
+      { type: 'network', op: 'getChatById', args: [chatId], label: 'chats.get', notFound: notFound(chatNotFound(chatId)) },
       DEADLINES.read,
     );
     if (!chat) throw chatNotFound(chatId);
@@ -67,13 +67,23 @@ export function readsRouter(deps: ReadsRouteDeps): Router {
     const chatId = chatIdParam(ctx, 'chatId');
     const { limit, capped } = listLimit(ctx, deps.fetchMessagesMax);
     const fromMe = boolQuery(ctx, 'fromMe');
-    const messages = await deps.handleOf(ctx).call(
-      'chats.messages',
-      async (d) => {
-        // an unknown chat is a 404, not an empty list: the caller most likely has a wrong id
-        const chat = await orNotFound(d.getChatById(chatId), () => chatNotFound(chatId));
-        if (!chat) throw chatNotFound(chatId);
-        return orNotFound(d.fetchMessages(chatId, fromMe === undefined ? { limit } : { limit, fromMe }), () => chatNotFound(chatId));
+    const port = deps.portOf(ctx);
+    const unknownChat = notFound(chatNotFound(chatId));
+    // an unknown chat is a 404, not an empty list: the caller most likely has a wrong id
+    const chat = await askNetwork(
+      port,
+      { type: 'network', op: 'getChatById', args: [chatId], label: 'chats.messages', notFound: unknownChat },
+      DEADLINES.read,
+    );
+    if (!chat) throw chatNotFound(chatId);
+    const messages = await askNetwork(
+      port,
+      {
+        type: 'network',
+        op: 'fetchMessages',
+        args: [chatId, fromMe === undefined ? { limit } : { limit, fromMe }],
+        label: 'chats.messages',
+        notFound: unknownChat,
       },
       DEADLINES.read,
     );
@@ -85,9 +95,9 @@ export function readsRouter(deps: ReadsRouteDeps): Router {
   router.get('/api/v2/messages/:msgId', async (ctx: Context, next: Next) => {
     if (isJobId(param(ctx, 'msgId'))) return next(); // a queue job: the queue router's
     const msgId = messageIdParam(ctx);
-    const msg = await deps.handleOf(ctx).call(
-      'messages.get',
-      (d) => orNotFound(d.getMessageById(msgId), () => messageNotFound(msgId)),
+    const msg = await askNetwork(
+      deps.portOf(ctx),
+      { type: 'network', op: 'getMessageById', args: [msgId], label: 'messages.get', notFound: notFound(messageNotFound(msgId)) },
       DEADLINES.read,
     );
     if (!msg) throw messageNotFound(msgId);
@@ -96,9 +106,9 @@ export function readsRouter(deps: ReadsRouteDeps): Router {
 
   router.get('/api/v2/contacts/:contactId', async (ctx) => {
     const contactId = chatIdParam(ctx, 'contactId');
-    const contact = await deps.handleOf(ctx).call(
-      'contacts.get',
-      (d) => orNotFound(d.getContactById(contactId), () => contactNotFound(contactId)),
+    const contact = await askNetwork(
+      deps.portOf(ctx),
+      { type: 'network', op: 'getContactById', args: [contactId], label: 'contacts.get', notFound: notFound(contactNotFound(contactId)) },
       DEADLINES.read,
     );
     if (!contact) throw contactNotFound(contactId);
@@ -107,9 +117,9 @@ export function readsRouter(deps: ReadsRouteDeps): Router {
 
   router.get('/api/v2/contacts/:contactId/picture', async (ctx) => {
     const contactId = chatIdParam(ctx, 'contactId');
-    const url = await deps.handleOf(ctx).call(
-      'contacts.picture',
-      (d) => orNotFound(d.getProfilePicUrl(contactId), () => contactNotFound(contactId)),
+    const url = await askNetwork(
+      deps.portOf(ctx),
+      { type: 'network', op: 'getProfilePicUrl', args: [contactId], label: 'contacts.picture', notFound: notFound(contactNotFound(contactId)) },
       DEADLINES.read,
     );
     ok(ctx, { contactId, pictureUrl: url || null });
@@ -134,7 +144,7 @@ export function readsRouter(deps: ReadsRouteDeps): Router {
 }
 
 async function lookUp(deps: ReadsRouteDeps, ctx: Context, phone: string) {
-  const id = await deps.handleOf(ctx).call('contacts.exists', (d) => d.getNumberId(phone), DEADLINES.read);
+  const id = await askNetwork(deps.portOf(ctx), { type: 'network', op: 'getNumberId', args: [phone], label: 'contacts.exists' }, DEADLINES.read);
   return { phone, registered: id !== null, whatsappId: id ?? null };
 }
 

@@ -10,12 +10,9 @@ import { DomainError } from '../../errors.js';
 import { parseGroupCreate, parseSend, type ParsedSend, type SendKind } from './send-schemas.js';
 import type { AcceptRequest } from '../../queue/worker.js';
 import { sendPart } from '../../queue/payload.js';
-import type { InstanceHandle } from '../../actors/handle.js';
-import { DEADLINES } from '../../actors/handle.js';
-import { answerAccepted, v2Gate, withGatewayDeadline, type QueueGateDeps } from './queue-gate.js';
+import { acceptJob, answerAccepted, ownNumber, v2Gate, type QueueGateDeps } from './queue-gate.js';
 
 export interface SendRouteDeps extends QueueGateDeps {
-  handleOf(ctx: Context): InstanceHandle;
   /** acceptance-time media check (SSRF, size, mediaId of this instance); throws DomainError */
   validateMedia(instanceId: string, payload: Record<string, unknown>): Promise<void>;
 }
@@ -65,12 +62,11 @@ export function sendRouter(deps: SendRouteDeps): Router {
   const router = createRouter('/api/v2');
 
   const accept = async (ctx: Context, kind: Exclude<SendKind, 'group_create'>, route: string, extra: { msgId?: string } = {}) => {
-    const handle = deps.handleOf(ctx);
-    const worker = v2Gate(deps, handle);
-    const parsed = parseSend(kind, ctx.request.body, ctx.get('x-idempotency-key') || undefined, handle.view().phoneNumber ?? handle.instance.phoneNumber, extra);
-    if (MEDIA_KINDS.has(kind)) await deps.validateMedia(handle.id, parsed.payload);
-    const result = await withGatewayDeadline(deps.clock, DEADLINES.send, worker.accept(toAcceptRequest(parsed, route)));
-    answerAccepted(ctx, deps, handle, worker, result, parsed.warnings);
+    const port = deps.portOf(ctx);
+    const view = await v2Gate(port);
+    const parsed = parseSend(kind, ctx.request.body, ctx.get('x-idempotency-key') || undefined, ownNumber(ctx, view), extra);
+    if (MEDIA_KINDS.has(kind)) await deps.validateMedia(port.instanceId, parsed.payload);
+    answerAccepted(ctx, deps.clock, await acceptJob(port, toAcceptRequest(parsed, route)), parsed.warnings);
   };
 
   for (const [path, kind] of ROUTES) router.post(`/${path}`, (ctx) => accept(ctx, kind, `/api/v2/${path}`));
@@ -83,11 +79,10 @@ export function sendRouter(deps: SendRouteDeps): Router {
     await accept(ctx, 'forward', '/api/v2/messages/:msgId/forward', { msgId });
   });
   router.post('/groups', async (ctx) => {
-    const handle = deps.handleOf(ctx);
-    const worker = v2Gate(deps, handle);
-    const parsed = parseGroupCreate(ctx.request.body, ctx.get('x-idempotency-key') || undefined, handle.view().phoneNumber ?? handle.instance.phoneNumber);
-    const result = await withGatewayDeadline(deps.clock, DEADLINES.send, worker.accept(toAcceptRequest(parsed, '/api/v2/groups')));
-    answerAccepted(ctx, deps, handle, worker, result, parsed.warnings);
+    const port = deps.portOf(ctx);
+    const view = await v2Gate(port);
+    const parsed = parseGroupCreate(ctx.request.body, ctx.get('x-idempotency-key') || undefined, ownNumber(ctx, view));
+    answerAccepted(ctx, deps.clock, await acceptJob(port, toAcceptRequest(parsed, '/api/v2/groups')), parsed.warnings);
   });
   return router;
 }

@@ -3,9 +3,8 @@ import Router from '@koa/router';
 import { createRouter } from '../router.js';
 import type { Context } from 'koa';
 import { ok } from '../envelope.js';
-import type { InstanceHandle } from '../../actors/handle.js';
-import type { QueueWorker } from '../../queue/worker.js';
-import type { QueueModeOf } from './queue-gate.js';
+import { DEADLINES, type InstancePort } from '../../actors/port.js';
+import type { Instance } from '../../store/instances.js';
 import { queueCounts } from '../../queue/jobs.js';
 import type { Pool } from '../../store/pool.js';
 import type { Clock } from '../../clock.js';
@@ -13,9 +12,7 @@ import type { Clock } from '../../clock.js';
 export interface StatusRouteDeps {
   pool: Pool;
   clock: Clock;
-  handleOf(ctx: Context): InstanceHandle;
-  workerOf(instanceId: string): QueueWorker | undefined;
-  modeOf: QueueModeOf;
+  portOf(ctx: Context): InstancePort;
 }
 
 const QR_WAIT_MESSAGES: Record<string, string> = {
@@ -30,22 +27,20 @@ export function statusRouter(deps: StatusRouteDeps): Router {
   const router = createRouter('/api');
 
   router.get('/status', async (ctx) => {
-    const handle = deps.handleOf(ctx);
-    const v = handle.view();
+    const port = deps.portOf(ctx);
+    const [v, summary] = await Promise.all([port.ask({ type: 'view' }, DEADLINES.queueStatus), port.ask({ type: 'queue.summary' }, DEADLINES.queueStatus)]);
     const now = deps.clock.now();
-    const mode = deps.modeOf(handle.instance);
-    const worker = deps.workerOf(handle.id);
+    const { mode, nextAt } = summary;
     // While PostgreSQL is unreachable the status still answers, from the queue's memory.
-    const [c, received] = mode === 'memory-degraded' && worker
-      ? [worker.memoryCounts(), null]
+    const [c, received] = summary.memoryCounts
+      ? [summary.memoryCounts, null]
       : await Promise.all([
-          queueCounts(deps.pool, handle.id, now),
-          deps.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM inbound_messages WHERE instance_id = $1 AND received_at > $2', [handle.id, new Date(now - 86_400_000)]),
+          queueCounts(deps.pool, port.instanceId, now),
+          deps.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM inbound_messages WHERE instance_id = $1 AND received_at > $2', [port.instanceId, new Date(now - 86_400_000)]),
         ]);
-    const nextAt = worker?.nextAt() ?? null;
     ok(ctx, {
       status: v.status,
-      phoneNumber: v.phoneNumber ?? '',
+      phoneNumber: v.phoneNumber ?? (ctx.state.instance as Instance).phoneNumber ?? '',
       connected: v.connected,
       browser: v.browser,
       queue: {
@@ -63,15 +58,15 @@ export function statusRouter(deps: StatusRouteDeps): Router {
         mode,
         degraded: mode === 'memory-degraded',
         nextAt: nextAt === null ? null : new Date(nextAt).toISOString(),
-        limits: worker ? worker.limits(mode) : null,
+        limits: summary.limits,
       },
       messages: { sent: c.sent24h, received: received?.rows[0]?.n ?? 0, failed: c.failed24h },
     });
   });
 
-  router.get('/qr', (ctx) => {
-    const v = deps.handleOf(ctx).view();
-    if (v.connected) return ok(ctx, { status: 'connected', phoneNumber: v.phoneNumber ?? '' });
+  router.get('/qr', async (ctx) => {
+    const v = await deps.portOf(ctx).ask({ type: 'view' }, DEADLINES.read);
+    if (v.connected) return ok(ctx, { status: 'connected', phoneNumber: v.phoneNumber ?? (ctx.state.instance as Instance).phoneNumber ?? '' });
     if (v.qr) return ok(ctx, { qr: v.qr, status: 'waiting_qr' });
     ok(ctx, { status: v.status, message: QR_WAIT_MESSAGES[v.status] ?? 'no QR code available yet' });
   });

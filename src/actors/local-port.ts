@@ -1,0 +1,91 @@
+/**
+ * Asking actors of this process and awaiting their replies. Every reply is a `REPLY` event sent to the reply
+ * box (an actor with system id `replies`, a child of the supervisor), which hands it to the waiting caller by
+ * its `askId`. A caller that stops waiting (its deadline passed) forgets the ask; a late reply is dropped.
+ *
+ * `LocalInstancePort` is the port (src/actors/port.ts) of an instance whose actor runs in this process.
+ */
+import { fromCallback, type AnyActorRef, type CallbackActorLogic } from 'xstate';
+import { raceClock, type Clock } from '../clock.js';
+import { DomainError, instanceTimeout } from '../errors.js';
+import { replyErrorToThrow, type AskReply, type InstanceAsk, type InstancePort, type ReplyEvent, type ReplyOf } from './port.js';
+
+export const REPLIES_ID = 'replies';
+
+/** Where an ask goes: its id and the reply box. */
+export interface ReplyAddress {
+  askId: string;
+  replyTo: string;
+}
+
+export interface Replies {
+  /** the reply box; the supervisor runs it with system id REPLIES_ID */
+  logic: CallbackActorLogic<ReplyEvent>;
+  /**
+   * Hand an ask to `deliver` (false: nobody to deliver to) and await its reply for at most `deadlineMs`;
+   * `late()` is thrown when the deadline passes.
+   */
+  request(deliver: (address: ReplyAddress) => boolean, deadlineMs: number, late: () => Error): Promise<AskReply>;
+  /** asks waiting for a reply (a gauge for /debug/actors) */
+  readonly waiting: number;
+}
+
+export function createReplies(clock: Clock): Replies {
+  const pending = new Map<string, (r: AskReply) => void>();
+  let seq = 0;
+  const logic = fromCallback<ReplyEvent>(({ receive }) => {
+    receive((event) => {
+      const resolve = pending.get(event.askId);
+      pending.delete(event.askId);
+      resolve?.(event.reply);
+    });
+  });
+  return {
+    logic,
+    get waiting() {
+      return pending.size;
+    },
+    request(deliver, deadlineMs, late) {
+      const askId = `a${++seq}`;
+      const answered = new Promise<AskReply>((resolve) => pending.set(askId, resolve));
+      if (!deliver({ askId, replyTo: REPLIES_ID })) {
+        pending.delete(askId);
+        return Promise.reject(new DomainError('INSTANCE_UNREACHABLE', 'the instance is not running on this gateway'));
+      }
+      return raceClock(clock, deadlineMs, answered, () => {
+        pending.delete(askId);
+        throw late();
+      });
+    },
+  };
+}
+
+export class LocalInstancePort implements InstancePort {
+  constructor(
+    readonly instanceId: string,
+    /** the instance actor, while it runs */
+    private readonly actor: () => AnyActorRef | undefined,
+    private readonly replies: Replies,
+  ) {}
+
+  async ask<A extends InstanceAsk>(ask: A, deadlineMs: number): Promise<ReplyOf<A>> {
+    const reply = await this.replies.request(
+      (address) => {
+        const ref = this.actor();
+        if (!ref || ref.getSnapshot().status !== 'active') return false;
+        ref.send({ type: 'ASK', ...address, ask });
+        return true;
+      },
+      deadlineMs,
+      instanceTimeout,
+    );
+    if (!reply.ok) throw replyErrorToThrow(reply.error);
+    return reply.value as ReplyOf<A>;
+  }
+}
+
+/** Send `reply` to where an ask said (a system id); nothing when the caller is gone. */
+export function answer(system: { get(id: string): AnyActorRef | undefined }, to: ReplyAddress, reply: AskReply): void {
+  const event: ReplyEvent = { type: 'REPLY', askId: to.askId, reply };
+  system.get(to.replyTo)?.send(event);
+}

@@ -1,0 +1,187 @@
+/**
+ * The planner: the child `planner` of an instance actor, and the only holder of the instance's queue
+ * (src/queue/worker.ts). It serializes acceptance and re-planning, decides every slot and `TTL_UNREACHABLE`,
+ * runs the dispatch timer, and persists outcomes. It answers the queue asks of the instance's port
+ * (`queue.*`, `settings`, `drain`) and hands each claimed job to the dispatcher (`DISPATCH`, through the
+ * parent), waiting for its outcome a little longer than the call deadline; no answer at all is `unknown`.
+ *
+ * From its parent it learns whether the session can send (`SENDABLE`: due slots are armed only then) and
+ * whether the store is reachable (`STORE`: memory-degraded mode). It reports its queue mode (`QUEUE_MODE`)
+ * so the instance's view tells routes how the queue runs.
+ *
+ * A callback actor's cleanup cannot be awaited: `stop` of the actor starts the worker's stop, and
+ * `settled(instanceId)` / `settledAll()` wait for it (an in-flight dispatch persists its outcome first).
+ */
+import { fromCallback, type CallbackActorLogic } from 'xstate';
+import type { Clock } from '../clock.js';
+import type { Logger } from '../log.js';
+import type { Pool } from '../store/pool.js';
+import type { Instance } from '../store/instances.js';
+import type { QueueMode } from '../queue/settings.js';
+import { QueueWorker, type DispatchOutcome } from '../queue/worker.js';
+import type { EventBus } from './events.js';
+import { answer, type Replies } from './local-port.js';
+import { failureReply, okReply, type AskEnvelope, type OperatorAsk, type QueueAsk, type QueueSummary } from './port.js';
+import type { ChildEvent, PlannerNotice } from '../../machines/instance.types.js';
+
+/** How much longer than the call deadline the planner waits for the dispatcher before it records `unknown`. */
+export const DISPATCH_GRACE_MS = 5_000;
+
+export type PlannerAsk = QueueAsk | Extract<OperatorAsk, { type: 'settings' | 'drain' }>;
+export type PlannerEvent = AskEnvelope<PlannerAsk> | PlannerNotice;
+
+export interface PlannerInput {
+  instanceId: string;
+}
+
+export interface PlannerDeps {
+  pool: Pool;
+  clock: Clock;
+  log: Logger;
+  maxPending: number;
+  callTimeoutMs: number;
+  events: EventBus;
+  replies: Replies;
+  /** the instance's current record (settings) */
+  record(instanceId: string): Instance | undefined;
+  /** the store's state when the planner starts */
+  store: { readonly degraded: boolean; readonly since: number | null };
+  /** wake the instance's webhook sender after a commit that wrote events */
+  wake(instanceId: string): void;
+}
+
+export interface Planners {
+  logic: CallbackActorLogic<PlannerEvent, PlannerInput, ChildEvent>;
+  /** resolves when the planner of the instance finished stopping */
+  settled(instanceId: string): Promise<void>;
+  settledAll(): Promise<void>;
+}
+
+const NO_ANSWER: DispatchOutcome = {
+  kind: 'unknown',
+  unknownReason: 'the dispatcher did not answer in time; the message may or may not have been sent',
+};
+
+export function createPlanners(deps: PlannerDeps): Planners {
+  const stopping = new Map<string, Promise<void>>();
+
+  const logic = fromCallback<PlannerEvent, PlannerInput, ChildEvent>(({ input, receive, sendBack, system }) => {
+    const { instanceId } = input;
+    const log = deps.log.child({ instanceId, actor: 'planner' });
+    const record = (): Instance => {
+      const r = deps.record(instanceId);
+      if (!r) throw new Error('the instance is not registered');
+      return r;
+    };
+    let sendable = false;
+    let storeDegraded = deps.store.degraded;
+    const worker = new QueueWorker({
+      instanceId,
+      pool: deps.pool,
+      clock: deps.clock,
+      log,
+      settings: () => record().settings,
+      maxPending: deps.maxPending,
+      events: {
+        emit: (q, event, data) => deps.events.emit(q, instanceId, event, data),
+        emitMany: (q, items) => deps.events.emitMany(q, instanceId, items),
+        flushed: () => deps.wake(instanceId),
+      },
+      dispatcher: {
+        connected: () => sendable,
+        send: (job) =>
+          deps.replies
+            .request((address) => (sendBack({ type: 'DISPATCH', ...address, job }), true), deps.callTimeoutMs + DISPATCH_GRACE_MS, () => new Error('no answer'))
+            .then((r) => (r.ok ? (r.value as DispatchOutcome) : NO_ANSWER), () => NO_ANSWER),
+      },
+    });
+
+    const mode = (): QueueMode => (!record().settings.enabled ? 'disabled' : storeDegraded ? 'memory-degraded' : 'pg');
+    let reported: QueueMode | null = null;
+    const reportMode = () => {
+      const m = mode();
+      if (m !== reported) sendBack({ type: 'QUEUE_MODE', mode: (reported = m) });
+    };
+
+    const summary = (): QueueSummary => {
+      const m = mode();
+      return {
+        mode: m,
+        limits: worker.limits(m),
+        memoryCounts: storeDegraded ? worker.memoryCounts() : null,
+        waiting: worker.waitingCount(),
+        nextAt: worker.nextAt(),
+        epoch: worker.epoch,
+      };
+    };
+
+    const serve = async (ask: PlannerAsk): Promise<unknown> => {
+      switch (ask.type) {
+        case 'queue.accept': {
+          const outcome = await worker.offer(ask.request);
+          return { ...outcome, limits: worker.limits(mode()) };
+        }
+        case 'queue.cancel':
+          return worker.cancel(ask.jobId, ask.reason);
+        case 'queue.replan':
+          return worker.replan(ask.reason);
+        case 'queue.summary':
+          return summary();
+        case 'queue.awaitOutcome':
+          return worker.waitForTerminal(ask.jobId, ask.timeoutMs);
+        case 'queue.releaseCaller':
+          return worker.releaseCaller(ask.jobId);
+        case 'queue.direct':
+          return worker.directSend(ask.send, record().settings.enabled);
+        case 'settings':
+          reportMode();
+          return ask.replan ? worker.replan('limits_changed') : null;
+        case 'drain':
+          return worker.stop();
+      }
+    };
+
+    const setStore = (degraded: boolean, since: number) => {
+      storeDegraded = degraded;
+      reportMode();
+      void worker.setDegraded(degraded, since).catch((err: unknown) => log.warn({ err }, 'queue recovery failed; staying degraded'));
+    };
+
+    void worker.start().catch((err: unknown) => log.error({ err }, 'queue failed to start'));
+    if (storeDegraded) setStore(true, deps.store.since ?? deps.clock.now());
+    reportMode();
+
+    receive((event) => {
+      switch (event.type) {
+        case 'SENDABLE':
+          sendable = event.on;
+          // connected again: due slots that were not armed while the session could not send are armed now
+          if (event.on) worker.resume();
+          return;
+        case 'STORE':
+          return setStore(event.degraded, event.since);
+        case 'ASK':
+          void serve(event.ask).then(
+            (value) => answer(system, event, okReply(value)),
+            (err: unknown) => answer(system, event, failureReply(err, (e) => log.error({ err: e, ask: event.ask.type }, 'queue ask failed'))),
+          );
+      }
+    });
+
+    return () => {
+      const done = worker.stop().catch((err: unknown) => log.warn({ err }, 'queue stop failed'));
+      stopping.set(instanceId, done);
+      void done.then(() => {
+        if (stopping.get(instanceId) === done) stopping.delete(instanceId);
+      });
+    };
+  });
+
+  return {
+    logic,
+    settled: (instanceId) => stopping.get(instanceId) ?? Promise.resolve(),
+    settledAll: async () => {
+      await Promise.all([...stopping.values()]);
+    },
+  };
+}

@@ -1,0 +1,148 @@
+/**
+ * The one way into an instance: its port. A route (or the operator service) holds the `InstancePort` of the
+ * instance its credential names and `ask`s it: an event with a reply-to, awaited under the route's gateway
+ * deadline (`DEADLINES`, SPEC.md "Limits"); a deadline passed is `504 INSTANCE_TIMEOUT`, an instance this node
+ * does not run is `502 INSTANCE_UNREACHABLE` (nothing was accepted).
+ *
+ * Asks and replies are plain, serialisable data (no closures, no class instances): the local port carries them
+ * as actor events (src/actors/local-port.ts); a port to another node can carry them over a network unchanged.
+ * A refusal travels as `{ ok: false, error: { code, message, data } }` and becomes the DomainError it was.
+ */
+import type { Driver } from '../drivers/contract.js';
+import { DomainError, internalError, type ErrorCode } from '../errors.js';
+import { isConnectionError, StoreUnreachable } from '../store/health.js';
+import { CommitOutcomeUnknown } from '../store/pool.js';
+import type { Job, QueueCounts } from '../queue/job.js';
+import type { AcceptOutcome, AcceptRequest, DirectOutcome, DirectSend } from '../queue/types.js';
+import type { LimitsObject } from '../queue/windows.js';
+import type { Instance } from '../store/instances.js';
+import type { InstanceView } from '../../machines/instance.snapshot.js';
+
+export type { InstanceView };
+import type { QueueMode } from '../queue/settings.js';
+
+/** Gateway deadlines of SPEC.md "Limits" (ms). */
+export const DEADLINES = { send: 60_000, read: 30_000, interaction: 30_000, queueStatus: 10_000, upload: 120_000, operator: 10_000 } as const;
+
+/** The driver operations a route may ask for (sending goes through the queue, lifecycle through the machine). */
+export const NETWORK_OPS = [
+  'react', 'editMessage', 'deleteMessage', 'sendSeen', 'sendStateTyping', 'sendStateRecording', 'clearState',
+  'getChats', 'getChatById', 'fetchMessages', 'getMessageById', 'getContactById', 'getProfilePicUrl', 'getNumberId',
+  'downloadMedia', 'getGroup', 'addParticipants', 'removeParticipants', 'promoteParticipants', 'demoteParticipants',
+  'getInviteCode', 'revokeInvite', 'leaveGroup', 'setSubject', 'setDescription',
+] as const satisfies readonly (keyof Driver)[];
+export type NetworkOp = (typeof NETWORK_OPS)[number];
+type DriverCall<K extends NetworkOp> = Driver[K] extends (...args: infer A) => Promise<infer R> ? { args: A; result: R } : never;
+
+/**
+ * A network operation: `args` are the driver's arguments, `label` names it in errors (`chat.seen failed`),
+ * `notFound` is what the driver's NOT_FOUND means for the route that asks (e.g. 404 MESSAGE_NOT_FOUND).
+ */
+export type NetworkAsk = {
+  [K in NetworkOp]: { type: 'network'; op: K; args: DriverCall<K>['args']; label?: string; notFound?: ReplyError };
+}[NetworkOp];
+
+export interface QueueSummary {
+  mode: QueueMode;
+  limits: LimitsObject;
+  /** counts from memory (only while the store is unreachable) */
+  memoryCounts: QueueCounts | null;
+  waiting: number;
+  nextAt: number | null;
+  epoch: number;
+}
+
+export type QueueAsk =
+  | { type: 'queue.accept'; request: AcceptRequest }
+  | { type: 'queue.cancel'; jobId: string; reason?: string }
+  | { type: 'queue.replan'; reason: string }
+  | { type: 'queue.summary' }
+  | { type: 'queue.awaitOutcome'; jobId: string; timeoutMs: number }
+  | { type: 'queue.releaseCaller'; jobId: string }
+  | { type: 'queue.direct'; send: DirectSend };
+
+export type OperatorAsk =
+  | { type: 'view' }
+  | { type: 'restart'; reason: string }
+  | { type: 'logout' }
+  | { type: 'pairingCode'; phoneNumber: string }
+  /** the record changed (operator API); `replan` when a limit moved */
+  | { type: 'settings'; instance: Instance; replan: boolean }
+  /** stop taking work, finish an in-flight dispatch and persist it (before a stop or a hand-over) */
+  | { type: 'drain' };
+
+export type { QueueMode };
+export type InstanceAsk = NetworkAsk | QueueAsk | OperatorAsk;
+
+/** What each ask is answered with. */
+export type ReplyOf<A extends InstanceAsk> = A extends { type: 'network'; op: infer K extends NetworkOp }
+  ? DriverCall<K>['result']
+  : A extends { type: 'queue.accept' } ? AcceptOutcome & { limits: LimitsObject }
+  : A extends { type: 'queue.cancel' } ? Job
+  : A extends { type: 'queue.replan' } ? { affected: number; epoch: number }
+  : A extends { type: 'queue.summary' } ? QueueSummary
+  : A extends { type: 'queue.awaitOutcome' } ? Job | null
+  : A extends { type: 'queue.direct' } ? DirectOutcome
+  : A extends { type: 'view' } ? InstanceView
+  : null;
+
+/** A refusal as data. */
+export interface ReplyError {
+  code: ErrorCode;
+  message: string;
+  data?: Record<string, unknown>;
+  extra?: Record<string, unknown>;
+  /** the store failed under the ask: rethrown as the store's own error, so the answer says what it says today */
+  cause?: 'store_unreachable' | 'commit_unknown';
+}
+
+export type AskReply = { ok: true; value: unknown } | { ok: false; error: ReplyError };
+
+export interface InstancePort {
+  readonly instanceId: string;
+  /** Ask and await the reply; throws the DomainError of a refusal, INSTANCE_TIMEOUT after `deadlineMs`. */
+  ask<A extends InstanceAsk>(ask: A, deadlineMs: number): Promise<ReplyOf<A>>;
+}
+
+/** The event an actor receives for an ask: the ask, its id and where the reply goes (a system id). */
+export interface AskEnvelope<A = InstanceAsk> {
+  type: 'ASK';
+  askId: string;
+  replyTo: string;
+  ask: A;
+}
+
+/** The event that carries a reply to `replyTo`. */
+export interface ReplyEvent {
+  type: 'REPLY';
+  askId: string;
+  reply: AskReply;
+}
+
+export const okReply = (value: unknown): AskReply => ({ ok: true, value: value ?? null });
+
+export function errorReply(err: DomainError): AskReply {
+  const extra = Object.keys(err.extra).length > 0 ? { extra: err.extra } : {};
+  return { ok: false, error: { code: err.code, message: err.message, data: err.data, ...extra } };
+}
+
+/**
+ * Anything an actor failed with, as a reply: a DomainError as it is, the store's failures with their cause,
+ * anything else (logged by `report`) as 500 INTERNAL_ERROR.
+ */
+export function failureReply(err: unknown, report: (err: unknown) => void): AskReply {
+  if (err instanceof DomainError) return errorReply(err);
+  if (err instanceof CommitOutcomeUnknown) return { ok: false, error: { code: 'INSTANCE_TIMEOUT', message: err.message, cause: 'commit_unknown' } };
+  if (isConnectionError(err)) return { ok: false, error: { code: 'QUEUE_STORE_UNAVAILABLE', message: messageOf(err), cause: 'store_unreachable' } };
+  report(err);
+  return errorReply(internalError());
+}
+
+/** The error a refusal stands for, to throw where the answer is written (src/http/translate.ts maps it). */
+export function replyErrorToThrow(e: ReplyError): Error {
+  if (e.cause === 'commit_unknown') return new CommitOutcomeUnknown(new Error(e.message));
+  if (e.cause === 'store_unreachable') return new StoreUnreachable(e.message);
+  return new DomainError(e.code, e.message, e.data ?? {}, e.extra ?? {});
+}
+
+const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));

@@ -1,0 +1,243 @@
+/**
+ * The actor system of one gateway process: the supervisor (machines/supervisor.machine.ts) and, per instance,
+ * the instance actor (machines/instance.machine.ts) with its children session, planner, dispatcher and webhook
+ * sender. This module provides the machines' logics with their dependencies and gives the rest of the gateway
+ * the one way in: `port(instanceId)`, an InstancePort (src/actors/port.ts). It holds no driver and no queue:
+ * those live in the session and planner actors.
+ *
+ * What it keeps besides the actors is the registry of instance records (the settings the planner reads, the
+ * number and settings incoming events are written with), so that what an operator changed is seen at once.
+ */
+import { createActor, type Actor, type AnyActorRef, type InspectionEvent } from 'xstate';
+import QRCode from 'qrcode';
+import { supervisorMachine, instanceActorId, SYSTEM_IDS } from '../../machines/supervisor.machine.js';
+import { instanceMachine, healthCounts, viewOf, stoppedView, type InstanceSnapshot, type NotifyParams, type TraceParams, type HealthCounts, type InstanceInput, type InstanceView } from '../../machines/instance.machine.js';
+import { createSessionLogic, type Sessions } from './session.js';
+import { createWebhookSenders, type WebhookSenders } from './webhook-sender.js';
+import type { Clock } from '../clock.js';
+import type { Logger } from '../log.js';
+import type { Pool } from '../store/pool.js';
+import type { Instance } from '../store/instances.js';
+import type { DriverFactory } from '../drivers/contract.js';
+import { lifecycleCommand, networkCommand, type IncomingEvents } from './network-events.js';
+import type { MediaResolver } from '../queue/dispatch.js';
+import type { EventBus } from './events.js';
+import type { StoreHealth } from '../store/health.js';
+import { createReplies, LocalInstancePort, type Replies } from './local-port.js';
+import { createPlanners, type Planners } from './planner.js';
+import { createDispatcherLogic } from './dispatcher.js';
+import { DEADLINES, type InstancePort } from './port.js';
+import { describeActors, type ActorSummary } from './describe.js';
+
+export interface ActorSystemDeps {
+  pool: Pool;
+  clock: Clock;
+  log: Logger;
+  /** the driver factory for an instance's driver kind */
+  driverFactory: (kind: Instance['driver']) => DriverFactory;
+  dataDir: string;
+  callTimeoutMs: number;
+  maxPending: number;
+  orderedRestartHardMs: number;
+  events: EventBus;
+  resolveMedia: MediaResolver;
+  /** the one way out for every network and lifecycle event of an instance (webhooks, statistics) */
+  incoming: IncomingEvents;
+  webhookAllowPrivate: boolean;
+  /** machine policy overrides (tests shorten backoff) */
+  instancePolicy?: Partial<InstanceInput>;
+  inspect?: (ev: InspectionEvent) => void;
+  store: StoreHealth;
+}
+
+type InstanceLogic = ReturnType<typeof instanceMachine.provide>;
+
+/**
+ * The supervisor spawns an instance actor with `{instanceId}` only; the gateway's policy (ORDERED_RESTART_HARD_MS,
+ * a test's shorter backoff) joins that input here, the instance's own fields winning.
+ */
+function withInput(logic: InstanceLogic, policy: Partial<InstanceInput>): InstanceLogic {
+  const wrapped = Object.create(logic) as InstanceLogic;
+  wrapped.getInitialSnapshot = (scope, input) => logic.getInitialSnapshot(scope, { ...policy, ...input } as InstanceInput);
+  return wrapped;
+}
+
+// whatsapp-web.js emits the raw QR string; the sandbox emits it already rendered as a PNG data URL, which does
+// not fit into another QR code.
+const renderQr = (qr: string) => (qr.startsWith('data:image/png;base64,') ? Promise.resolve(qr) : QRCode.toDataURL(qr, { errorCorrectionLevel: 'M', margin: 2 }));
+
+export class ActorSystem {
+  private readonly records = new Map<string, Instance>();
+  private readonly ports = new Map<string, InstancePort>();
+  private readonly sessions: Sessions;
+  private readonly planners: Planners;
+  private readonly replies: Replies;
+  readonly webhooks: WebhookSenders;
+  readonly supervisor: Actor<typeof supervisorMachine>;
+  private readonly inspectors = new Set<(ev: InspectionEvent) => void>();
+
+  constructor(private readonly deps: ActorSystemDeps) {
+    const records = this.records;
+    const replies = (this.replies = createReplies(deps.clock));
+    const events = (): AnyActorRef | undefined => this.supervisor.system.get(SYSTEM_IDS.events);
+    this.sessions = createSessionLogic({
+      clock: deps.clock,
+      driverFactory: (opts) => {
+        const record = records.get(opts.instanceId);
+        if (!record) throw new Error('instance is not registered');
+        return deps.driverFactory(record.driver)(opts);
+      },
+      driverOptions: { dataDir: deps.dataDir, callTimeoutMs: deps.callTimeoutMs },
+      onNetworkEvent: (instanceId, name, args, download) => {
+        const record = records.get(instanceId);
+        if (record) events()?.send(networkCommand(record, name, args, download));
+      },
+      onError: (err, where) => deps.log.warn({ err, where }, 'session fault'),
+      renderQr,
+    });
+    this.webhooks = createWebhookSenders({ db: deps.pool, clock: deps.clock, log: deps.log, allowPrivate: deps.webhookAllowPrivate });
+    this.planners = createPlanners({
+      pool: deps.pool,
+      clock: deps.clock,
+      log: deps.log,
+      maxPending: deps.maxPending,
+      callTimeoutMs: deps.callTimeoutMs,
+      events: deps.events,
+      replies,
+      record: (id) => records.get(id),
+      store: deps.store,
+      wake: (id) => void this.webhooks.notify(id),
+    });
+    const dispatcher = createDispatcherLogic({ clock: deps.clock, callTimeoutMs: deps.callTimeoutMs, resolveMedia: deps.resolveMedia, replies });
+
+    const instanceLogic = withInput(instanceMachine.provide({
+      actors: { session: this.sessions.logic, planner: this.planners.logic, dispatcher, webhooks: this.webhooks.logic },
+      actions: {
+        // a command only: the events actor saves the number and writes the event (qr and code: webhook only, never a log)
+        notify: ({ context }, params: NotifyParams) => {
+          const record = records.get(context.instanceId);
+          if (!record) return;
+          const phone = params.event === 'ready' ? params.data.phoneNumber : null;
+          const current = phone && phone !== record.phoneNumber ? { ...record, phoneNumber: phone } : record;
+          if (current !== record) records.set(record.id, current);
+          events()?.send(lifecycleCommand(current, params));
+        },
+        trace: ({ context }, params: TraceParams) => deps.log.info({ instanceId: context.instanceId, ...params }, `instance ${params.kind}`),
+      },
+    }), { orderedRestartHardMs: deps.orderedRestartHardMs, ...deps.instancePolicy });
+    this.supervisor = createActor(
+      supervisorMachine.provide({ actors: { instance: instanceLogic, replies: replies.logic, events: deps.incoming.logic } }),
+      {
+        clock: deps.clock,
+        systemId: 'supervisor',
+        inspect: (ev) => {
+          deps.inspect?.(ev);
+          for (const f of this.inspectors) f(ev);
+        },
+      },
+    );
+  }
+
+  start(): void {
+    this.supervisor.start();
+    this.deps.store.onChange((degraded, since) => this.supervisor.send({ type: 'STORE', degraded, since }));
+  }
+
+  /** The port of an instance this process runs, or null. */
+  port(instanceId: string): InstancePort | null {
+    return this.ports.get(instanceId) ?? null;
+  }
+
+  /** The record of a registered instance (the key guard accepts keys of running instances only). */
+  record(instanceId: string): Instance | undefined {
+    return this.records.get(instanceId);
+  }
+
+  /** Register and spawn the actors of an instance. */
+  add(instance: Instance): void {
+    if (this.records.has(instance.id)) return;
+    this.records.set(instance.id, instance);
+    this.ports.set(instance.id, new LocalInstancePort(instance.id, () => this.instanceActor(instance.id), this.replies));
+    this.supervisor.send({ type: 'INSTANCE.START', instanceId: instance.id });
+  }
+
+  /** Drain (an in-flight dispatch persists), then stop and forget the actors of an instance. */
+  async remove(instanceId: string): Promise<void> {
+    const port = this.ports.get(instanceId);
+    if (!port) return;
+    this.ports.delete(instanceId);
+    await port.ask({ type: 'drain' }, this.deps.callTimeoutMs + DEADLINES.operator).catch((err: unknown) => this.deps.log.warn({ err, instanceId }, 'drain failed'));
+    this.supervisor.send({ type: 'INSTANCE.STOP', instanceId });
+    await Promise.all([this.sessions.settled(instanceId), this.planners.settled(instanceId)]);
+    this.records.delete(instanceId);
+  }
+
+  /** A settings change: the planner re-plans when a limit moved (event `queue.replanned`). */
+  async update(instance: Instance, replan: boolean): Promise<void> {
+    if (!this.records.has(instance.id)) return;
+    this.records.set(instance.id, instance);
+    await this.port(instance.id)?.ask({ type: 'settings', instance, replan }, DEADLINES.send);
+  }
+
+  instanceActor(instanceId: string): AnyActorRef | undefined {
+    return this.supervisor.system.get(instanceActorId(instanceId));
+  }
+
+  private snapshot(instanceId: string): InstanceSnapshot | null {
+    const ref = this.instanceActor(instanceId);
+    return ref ? (ref.getSnapshot() as InstanceSnapshot) : null;
+  }
+
+  /** The instance's view from its actor's snapshot (what the `view` ask answers), for /health and tests. */
+  view(instanceId: string): InstanceView {
+    const s = this.snapshot(instanceId);
+    const phone = this.records.get(instanceId)?.phoneNumber ?? null;
+    if (!s) return stoppedView(phone);
+    const v = viewOf(s);
+    return v.phoneNumber ? v : { ...v, phoneNumber: phone };
+  }
+
+  health(): HealthCounts {
+    const snaps: InstanceSnapshot[] = [];
+    for (const id of this.records.keys()) {
+      const s = this.snapshot(id);
+      if (s) snaps.push(s);
+    }
+    return healthCounts(snaps);
+  }
+
+  /** Instances whose queue runs from memory right now (`queue.degraded` of /health). */
+  degradedCount(): number {
+    let n = 0;
+    for (const id of this.records.keys()) if (this.snapshot(id)?.context.queueMode === 'memory-degraded') n++;
+    return n;
+  }
+
+  /** Live snapshots for /debug/actors/stream. */
+  subscribe(f: (ev: InspectionEvent) => void): () => void {
+    this.inspectors.add(f);
+    return () => this.inspectors.delete(f);
+  }
+
+  /** The actor tree with secret-free summaries (/debug/actors). */
+  describeActors(): ActorSummary[] {
+    const snapshots = [...this.records.keys()].map((id) => this.snapshot(id));
+    return describeActors(this.supervisor, snapshots, { instances: this.records.size, waitingAsks: this.replies.waiting }, (child, id) => {
+      const sender = child === 'webhooks' ? this.webhooks.get(id) : undefined;
+      return sender ? { ...sender.stats } : {};
+    });
+  }
+
+  /** Graceful stop: every instance drains (in-flight dispatches finish and persist), then the tree stops. */
+  async stop(): Promise<void> {
+    const drains = [...this.ports.entries()].map(([id, port]) =>
+      port.ask({ type: 'drain' }, this.deps.callTimeoutMs + DEADLINES.operator).catch((err: unknown) => this.deps.log.warn({ err, instanceId: id }, 'drain failed')));
+    await Promise.all(drains);
+    this.ports.clear();
+    this.supervisor.send({ type: 'SHUTDOWN' });
+    this.supervisor.stop();
+    await Promise.all([this.sessions.settledAll(), this.planners.settledAll()]);
+    await this.deps.incoming.settled();
+    await this.webhooks.close();
+  }
+}
