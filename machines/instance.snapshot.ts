@@ -6,8 +6,9 @@
  */
 import type { StateValue } from 'xstate';
 import { HEALTH_TAGS, type HealthTag, type InstanceContext, type InstanceStatus, type InstanceTag } from './instance.types.js';
-import type { BrowserHealth } from '../src/drivers/contract.js';
-import type { QueueMode } from '../src/queue/settings.js';
+import type { InstanceView } from '../src/actors/port.js';
+
+export type { InstanceView };
 
 /**
  * What is read here of a snapshot of the instance machine (`SnapshotFrom<typeof instanceMachine>` has it).
@@ -83,22 +84,6 @@ export function summarize(snapshot: InstanceSnapshot) {
 }
 
 
-export interface InstanceView {
-  status: InstanceStatus;
-  connected: boolean;
-  phoneNumber: string | null;
-  browser: BrowserHealth;
-  /** latest QR as a PNG data URL while waiting for a link, else null */
-  qr: string | null;
-  /** internal state for operators: e.g. 'backoff', 'quarantined', 'restarting' */
-  detail: string;
-  /** ordered restart in progress: /api/v2/* answers 503 QUEUE_PAUSED */
-  paused: boolean;
-  quarantined: boolean;
-  lastError: string | null;
-  /** how the queue runs right now */
-  queueMode: QueueMode;
-}
 
 /** The active leaf states of a (nested, parallel) state value, as dotted paths without the `active` root. */
 export function leafStates(value: unknown, prefix = ''): string[] {

@@ -16,9 +16,7 @@ import type { Job, QueueCounts } from '../queue/job.js';
 import type { AcceptOutcome, AcceptRequest, DirectOutcome, DirectSend } from '../queue/types.js';
 import type { LimitsObject } from '../queue/windows.js';
 import type { Instance } from '../store/instances.js';
-import type { InstanceView } from '../../machines/instance.snapshot.js';
-
-export type { InstanceView };
+import type { BrowserHealth } from '../drivers/contract.js';
 import type { QueueMode } from '../queue/settings.js';
 
 /** Gateway deadlines of SPEC.md "Limits" (ms). */
@@ -85,6 +83,24 @@ export type ReplyOf<A extends InstanceAsk> = A extends { type: 'network'; op: in
   : A extends { type: 'queue.direct' } ? DirectOutcome
   : A extends { type: 'view' } ? InstanceView
   : null;
+
+/** What an instance tells about itself (the `view` ask; machines/instance.snapshot.ts `viewOf`). */
+export interface InstanceView {
+  status: 'initializing' | 'waiting_qr' | 'authenticated' | 'connected' | 'disconnected' | 'error';
+  connected: boolean;
+  phoneNumber: string | null;
+  browser: BrowserHealth;
+  /** latest QR as a PNG data URL while waiting for a link, else null */
+  qr: string | null;
+  /** internal state for operators: e.g. 'backoff', 'quarantined', 'restarting' */
+  detail: string;
+  /** ordered restart in progress: /api/v2/* answers 503 QUEUE_PAUSED */
+  paused: boolean;
+  quarantined: boolean;
+  lastError: string | null;
+  /** how the queue runs right now */
+  queueMode: QueueMode;
+}
 
 /** A refusal as data. */
 export interface ReplyError {

@@ -1,7 +1,16 @@
 /**
  * The planner's waiting jobs (plan.ts): rule 1's order and the eligible-first hand-out of the notBefore rule.
  */
-import type { PlanJob } from './plan.js';
+/** A waiting job as the planner sees it. */
+export interface PlanJob {
+  id: string;
+  /** 1..9, 9 first. */
+  priority: number;
+  /** Arrival order (jobs.seq). */
+  seq: number;
+  notBefore: number | null;
+  expiresAt: number;
+}
 
 /** true when job a goes before job b (rule 1). */
 export const before = (a: PlanJob, b: PlanJob) => a.priority > b.priority || (a.priority === b.priority && a.seq < b.seq);

@@ -26,7 +26,7 @@
 import { QuietCursor, isQuiet } from './quiet-hours.js';
 import type { InstanceSettings } from './settings.js';
 import { DAY_MS, HOUR_MS, WindowCounter, countInWindow } from './windows.js';
-import { Waiting, before } from './plan-waiting.js';
+import { Waiting, before, type PlanJob } from './plan-waiting.js';
 
 export const MAX_ATTEMPTS = 200;
 
@@ -65,15 +65,7 @@ export function stableRandomDelay(salt = ''): RandomDelay {
   };
 }
 
-export interface PlanJob {
-  id: string;
-  /** 1..9, 9 first. */
-  priority: number;
-  /** Arrival order (jobs.seq). */
-  seq: number;
-  notBefore: number | null;
-  expiresAt: number;
-}
+export type { PlanJob };
 
 export type PlanSettings = Pick<InstanceSettings, 'maxPerHour' | 'maxPer24h' | 'minDelayMs' | 'maxDelayMs' | 'quietHours'>;
 
