@@ -30,7 +30,7 @@ import { statusRouter } from './http/routes/status.js';
 import { debugRouter } from './http/routes/debug.js';
 import { ActorSystem } from './actors/system.js';
 import { createEventBus } from './actors/events.js';
-import { DEADLINES, type InstancePort } from './actors/port.js';
+import { DEADLINES, type InstancePort, type InstanceView } from './actors/port.js';
 import { InstanceAdminService } from './instances.js';
 import { createInstance, listInstances, type Instance } from './store/instances.js';
 import { createSandbox, type Sandbox } from './sandbox/embed.js';
@@ -170,7 +170,10 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   // SPEC.md: during an ordered restart every /api/v2/* route answers 503 QUEUE_PAUSED (v1 routes wait)
   const v2Key: Middleware = (ctx, next) =>
     apiKey(ctx, async () => {
-      if ((await portOf(ctx).ask({ type: 'view' }, DEADLINES.queueStatus)).paused) throw queuePaused();
+      const view = await portOf(ctx).ask({ type: 'view' }, DEADLINES.queueStatus);
+      if (view.paused) throw queuePaused();
+      // the send routes' gate reads the same view instead of asking again
+      (ctx.state as { view?: InstanceView }).view = view;
       return next();
     });
   const instanceFamily = (name: string, router: Router, body?: 'stream'): RouteFamily => ({

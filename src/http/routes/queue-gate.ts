@@ -35,9 +35,15 @@ export const viewOf = (port: InstancePort, deadlineMs: number = DEADLINES.queueS
 export const ownNumber = (ctx: Context, view: InstanceView): string | null =>
   view.phoneNumber ?? (ctx.state.instance as Instance).phoneNumber;
 
-/** Checks every v2 send shares: queue mode, ordered restart, connection. Answers the instance's view. */
-export async function v2Gate(port: InstancePort): Promise<InstanceView> {
-  const view = await viewOf(port);
+/** The view the v2 guard asked for this request (src/gateway.ts `v2Key`), if it did. */
+const guardView = (ctx: Context): InstanceView | undefined => (ctx.state as { view?: InstanceView }).view;
+
+/**
+ * Checks every v2 send shares: queue mode, ordered restart, connection. Answers the instance's view (the one
+ * the v2 guard asked for this request, else a fresh one).
+ */
+export async function v2Gate(ctx: Context, port: InstancePort): Promise<InstanceView> {
+  const view = guardView(ctx) ?? (await viewOf(port));
   if (view.queueMode !== 'pg') throw queueStoreUnavailable(view.queueMode);
   if (view.paused) throw queuePaused();
   if (!view.connected) throw instanceOffline({ status: view.status, detail: view.detail, lastError: view.lastError });

@@ -114,7 +114,7 @@ export function queueRouter(deps: QueueRouteDeps): Router {
     if (!canRequeue(old.state)) {
       throw new DomainError('JOB_NOT_REQUEUEABLE', `a job in state ${old.state} cannot be requeued; only failed, expired or cancelled jobs`, { jobId: id, state: old.state });
     }
-    await v2Gate(port);
+    await v2Gate(ctx, port);
     // The derived key makes a repeated requeue of the same job a replay, never a second message.
     const result = await acceptJob(port, {
       ...sendPart(old),

@@ -63,7 +63,7 @@ export function sendRouter(deps: SendRouteDeps): Router {
 
   const accept = async (ctx: Context, kind: Exclude<SendKind, 'group_create'>, route: string, extra: { msgId?: string } = {}) => {
     const port = deps.portOf(ctx);
-    const view = await v2Gate(port);
+    const view = await v2Gate(ctx, port);
     const parsed = parseSend(kind, ctx.request.body, ctx.get('x-idempotency-key') || undefined, ownNumber(ctx, view), extra);
     if (MEDIA_KINDS.has(kind)) await deps.validateMedia(port.instanceId, parsed.payload);
     answerAccepted(ctx, deps.clock, await acceptJob(port, toAcceptRequest(parsed, route)), parsed.warnings);
@@ -80,7 +80,7 @@ export function sendRouter(deps: SendRouteDeps): Router {
   });
   router.post('/groups', async (ctx) => {
     const port = deps.portOf(ctx);
-    const view = await v2Gate(port);
+    const view = await v2Gate(ctx, port);
     const parsed = parseGroupCreate(ctx.request.body, ctx.get('x-idempotency-key') || undefined, ownNumber(ctx, view));
     answerAccepted(ctx, deps.clock, await acceptJob(port, toAcceptRequest(parsed, '/api/v2/groups')), parsed.warnings);
   });
