@@ -8,9 +8,12 @@
 import { fromCallback, type AnyActorRef, type CallbackActorLogic } from 'xstate';
 import { raceClock, type Clock } from '../clock.js';
 import { DomainError, instanceTimeout } from '../errors.js';
+import { viewOf, type InstanceSnapshot } from '../../machines/instance.snapshot.js';
 import { replyErrorToThrow, type AskReply, type InstanceAsk, type InstancePort, type ReplyEvent, type ReplyOf } from './port.js';
 
 export const REPLIES_ID = 'replies';
+
+const unreachable = () => new DomainError('INSTANCE_UNREACHABLE', 'the instance is not running on this gateway');
 
 /** Where an ask goes: its id and the reply box. */
 export interface ReplyAddress {
@@ -50,7 +53,7 @@ export function createReplies(clock: Clock): Replies {
       const answered = new Promise<AskReply>((resolve) => pending.set(askId, resolve));
       if (!deliver({ askId, replyTo: REPLIES_ID })) {
         pending.delete(askId);
-        return Promise.reject(new DomainError('INSTANCE_UNREACHABLE', 'the instance is not running on this gateway'));
+        return Promise.reject(unreachable());
       }
       return raceClock(clock, deadlineMs, answered, () => {
         pending.delete(askId);
@@ -69,6 +72,13 @@ export class LocalInstancePort implements InstancePort {
   ) {}
 
   async ask<A extends InstanceAsk>(ask: A, deadlineMs: number): Promise<ReplyOf<A>> {
+    // A view is what the instance actor's snapshot says; in this process it is read from the snapshot
+    // directly (the answer the actor would give, without a transition and a reply per read).
+    if (ask.type === 'view') {
+      const ref = this.actor();
+      if (!ref || ref.getSnapshot().status !== 'active') throw unreachable();
+      return viewOf(ref.getSnapshot() as InstanceSnapshot) as ReplyOf<A>;
+    }
     const reply = await this.replies.request(
       (address) => {
         const ref = this.actor();
