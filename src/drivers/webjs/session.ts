@@ -14,9 +14,8 @@
  * becomes a DriverError (outcome.ts). Nothing is ever retried.
  */
 import { EventEmitter } from 'node:events';
-import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
-import { systemClock, type Clock, type TimerHandle } from '../../clock.js';
+import { systemClock, type Clock } from '../../clock.js';
 import { silentLogger, type Logger } from '../../log.js';
 import {
   DriverError,
@@ -31,17 +30,14 @@ import { BrowserWatch } from './browser.js';
 import { checkPhone } from './content.js';
 import { wireLibraryEvents, type EventSink } from './events.js';
 import type { CallOptions, Gate } from './gate.js';
-import { realClientFactory, type LibClient } from './library.js';
+import type { LibClient } from './library.js';
 import { mapClientInfo, toWAState } from './mapping.js';
-import { clientOptions, DEFAULT_CHROME_PATH, DEFAULTS, isValidClientId, sessionPaths, type SessionPaths, type WebjsDriverOptions } from './options.js';
+import { DEFAULTS, isValidClientId, sessionPaths, type SessionPaths, type WebjsDriverOptions } from './options.js';
 import { CallTimeout, describeError, invalidInput, preSendFailure, startedCallFailure, withTimeout } from './outcome.js';
-import { killSessionBrowser, waitGone } from './processes.js';
 import { shutdownBrowser } from './shutdown.js';
+import { BrowserAttacher, buildClient, clearStaleBrowser } from './start.js';
 
 type Phase = 'idle' | 'starting' | 'running' | 'dead' | 'destroyed';
-
-const BROWSER_POLL_MS = 100;
-const KILL_WAIT_MS = 5_000;
 
 export class WebjsSession implements Gate {
   readonly paths: SessionPaths;
@@ -58,7 +54,7 @@ export class WebjsSession implements Gate {
   /** The library reported `disconnected`: the browser closing afterwards is its doing, not a crash. */
   private libraryDisconnected = false;
   private started: Promise<void> | null = null;
-  private browserPoll: TimerHandle | null = null;
+  private readonly browser: BrowserAttacher;
   private cleanup: Promise<void> | null = null;
   /** Rejects when the session ends (died or destroyed) so a pending initialize() does not wait for the library. */
   private readonly ended: Promise<never>;
@@ -82,6 +78,7 @@ export class WebjsSession implements Gate {
       onChange: (health) => this.emit('browser_health', health),
       onDeath: (reason, counted) => void this.die(reason, counted),
     });
+    this.browser = new BrowserAttacher(this.clock, this.watch, () => this.client, () => this.phase);
   }
 
   get info(): ClientInfo | null {
@@ -116,30 +113,15 @@ export class WebjsSession implements Gate {
     if (!isValidClientId(this.opts.instanceId)) throw invalidInput('instance id is not usable as a session name');
     this.phase = 'starting';
 
-    // A browser left by an earlier run of the gateway would hold this profile's lock.
-    const stale = killSessionBrowser(this.paths.userDataDir, null);
-    if (stale.length > 0) {
-      this.log.warn({ pids: stale }, 'killed a browser left over from an earlier run');
-      await waitGone(this.paths.userDataDir, stale, this.clock, KILL_WAIT_MS);
-      const phase: Phase = this.phase;
-      if (phase !== 'starting') throw new DriverError(`session ${phase} while starting`, 'SESSION_CLOSED', true);
-    }
+    await clearStaleBrowser(this.paths.userDataDir, this.clock, this.log);
+    this.checkStillStarting();
 
-    const chromePath = this.opts.chromePath ?? DEFAULT_CHROME_PATH;
-    if (!this.opts.clientFactory && !existsSync(chromePath)) {
-      const reason = `start failed: no Chromium at ${chromePath} (set CHROME_PATH)`;
-      await this.die(reason, true);
-      throw new DriverError(reason, 'CALL_FAILED', true);
+    const built = buildClient(this.opts, this.paths);
+    if ('failure' in built) {
+      await this.die(built.failure, true);
+      throw new DriverError(built.failure, 'CALL_FAILED', true);
     }
-
-    let client: LibClient;
-    try {
-      client = (this.opts.clientFactory ?? realClientFactory)(clientOptions(this.opts, this.paths));
-    } catch (err) {
-      const reason = `start failed: ${describeError(err)}`;
-      await this.die(reason, true);
-      throw new DriverError(reason, 'CALL_FAILED', true);
-    }
+    const client = built.client;
     this.client = client;
     wireLibraryEvents(client, this.sink);
 
@@ -153,8 +135,8 @@ export class WebjsSession implements Gate {
       () => undefined,
       () => undefined,
     );
-    this.attachBrowser();
-    this.pollForBrowser();
+    this.browser.attach();
+    this.browser.startPolling();
 
     const startTimeoutMs = this.opts.startTimeoutMs ?? DEFAULTS.startTimeoutMs;
     try {
@@ -169,14 +151,17 @@ export class WebjsSession implements Gate {
       await this.die(reason, true);
       throw new DriverError(reason, err instanceof CallTimeout ? 'TIMEOUT' : 'CALL_FAILED', true);
     } finally {
-      this.stopBrowserPoll();
+      this.browser.stopPolling();
     }
-    // `phase` may have moved on while we waited (destroyed, or the browser died at the last moment).
-    const phase: Phase = this.phase;
-    if (phase !== 'starting') throw new DriverError(`session ${phase} while starting`, 'SESSION_CLOSED', true);
+    this.checkStillStarting();
     this.phase = 'running';
-    this.attachBrowser();
+    this.browser.attach();
     this.watch.recordOk();
+  }
+
+  /** `phase` may have moved on while initialize() waited (destroyed, or the browser died at the last moment). */
+  private checkStillStarting(): void {
+    if (this.phase !== 'starting') throw new DriverError(`session ${this.phase} while starting`, 'SESSION_CLOSED', true);
   }
 
   async destroy(): Promise<void> {
@@ -284,29 +269,7 @@ export class WebjsSession implements Gate {
     dropped: (event, why) => this.log.warn({ event, why }, 'dropped a library event'),
   };
 
-  // ---- browser: watch, death, cleanup
-
-  private attachBrowser(): void {
-    const browser = this.client?.pupBrowser;
-    if (!browser || this.watch.isAttached()) return;
-    if (this.phase === 'starting' || this.phase === 'running') this.watch.attach(browser, this.client?.pupPage ?? null);
-  }
-
-  /** The library sets `pupBrowser` in the middle of its initialize(); watch from that moment on. */
-  private pollForBrowser(): void {
-    this.stopBrowserPoll();
-    if (this.phase !== 'starting' || this.watch.isAttached()) return;
-    this.browserPoll = this.clock.setTimeout(() => {
-      this.browserPoll = null;
-      this.attachBrowser();
-      this.pollForBrowser();
-    }, BROWSER_POLL_MS);
-  }
-
-  private stopBrowserPoll(): void {
-    if (this.browserPoll !== null) this.clock.clearTimeout(this.browserPoll);
-    this.browserPoll = null;
-  }
+  // ---- browser: death, cleanup
 
   /** The session is over without being asked to end: report it once, then make sure no process is left. */
   private die(reason: string, counted: boolean): Promise<void> {
@@ -333,7 +296,7 @@ export class WebjsSession implements Gate {
   }
 
   private closeAndKill(): Promise<void> {
-    this.stopBrowserPoll();
+    this.browser.stopPolling();
     return shutdownBrowser({
       client: this.client,
       userDataDir: this.paths.userDataDir,
