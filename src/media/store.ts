@@ -13,25 +13,20 @@
  * stays until it expires.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, open, rename, stat, statfs, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, rename, stat, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { DomainError, notFound } from '../errors.js';
 import { systemClock, type Clock } from '../clock.js';
 import { newMediaId } from '../ids.js';
-import { withTransaction, type Pool, type Queryable } from '../store/pool.js';
+import { withTransaction, type Pool } from '../store/pool.js';
 import { toBuffer, type ByteSource } from './capped.js';
 import { isMissing, unlinkQuiet, writeAll } from './files.js';
+import { evictOldest, MiB, MIN_FREE_DISK_BYTES, statfsFree, STORE_FILE_MAX_BYTES, storeUnavailable } from './limits.js';
 import { INSTANCE_ID_RE, MEDIA_COLUMNS, MEDIA_ID_RE, rowToRecord, type MediaOrigin, type MediaRecord, type MediaRow } from './record.js';
-import { sweepMedia, type SweepReport } from './sweep.js';
+import { sweepMedia, type SweepContext, type SweepReport } from './sweep.js';
 
 export { readCapped, cappedStream } from './capped.js';
-
-const MiB = 1024 * 1024;
-/** SPEC.md "Limits": per-file store ceiling (no operator setting). */
-export const STORE_FILE_MAX_BYTES = 16 * MiB;
-/** SPEC.md "Limits": minimum free disk for storing, 5 GB. */
-export const MIN_FREE_DISK_BYTES = 5 * 1024 ** 3;
 
 export interface MediaStoreOptions {
   pool: Pool;
@@ -88,17 +83,8 @@ export interface MediaStore {
   sweep(now?: number): Promise<SweepReport>;
 }
 
-export function storeUnavailable(reason: 'low_disk' | 'too_large', message: string, data: Record<string, unknown> = {}): DomainError {
-  return new DomainError('MEDIA_STORE_UNAVAILABLE', message, { reason, ...data }, { reason });
-}
-
 const mediaNotFound = () => notFound('MEDIA_NOT_FOUND', 'media not found');
 const mediaGone = () => new DomainError('MEDIA_GONE', 'the media file is gone; upload it again');
-
-async function statfsFree(dir: string): Promise<number> {
-  const s = await statfs(dir);
-  return s.bavail * s.bsize;
-}
 
 export function createMediaStore(opts: MediaStoreOptions): MediaStore {
   const pool = opts.pool;
@@ -119,32 +105,7 @@ export function createMediaStore(opts: MediaStoreOptions): MediaStore {
   };
   const fileOf = (instanceId: string, mediaId: string) => path.join(dirOf(instanceId), mediaId);
 
-  /**
-   * Make room for `incoming` bytes in the instance's quota by marking its oldest live media deleted, inside
-   * the caller's transaction, serialised per instance by an advisory lock. Returns the evicted ids.
-   */
-  async function evictFor(q: Queryable, instanceId: string, incoming: number, now: number): Promise<string[]> {
-    await q.query(`SELECT pg_advisory_xact_lock(hashtextextended('mgw-media:' || $1::text, 0))`, [instanceId]);
-    const { rows } = await q.query<{ id: string; size: number }>(
-      `SELECT id, size FROM media WHERE instance_id = $1 AND deleted_at IS NULL AND expires_at > $2
-        ORDER BY created_at, id`,
-      [instanceId, new Date(now)],
-    );
-    let used = rows.reduce((sum, r) => sum + Number(r.size), 0);
-    const evicted: string[] = [];
-    for (const r of rows) {
-      if (used + incoming <= instanceMaxBytes) break;
-      evicted.push(r.id);
-      used -= Number(r.size);
-    }
-    if (used + incoming > instanceMaxBytes) {
-      throw storeUnavailable('too_large', 'the file is larger than the instance media store', { maxBytes: instanceMaxBytes });
-    }
-    if (evicted.length > 0) {
-      await q.query('UPDATE media SET deleted_at = $2 WHERE id = ANY($1::text[])', [evicted, new Date(now)]);
-    }
-    return evicted;
-  }
+  const evictFor: SweepContext['evictFor'] = (q, instanceId, incoming, now) => evictOldest(q, instanceId, incoming, now, instanceMaxBytes);
 
   /** Second and third step of a delete: unlink, then drop the tombstone. A kill in between is swept later. */
   async function finishDeletes(items: { id: string; instanceId: string }[]): Promise<void> {
