@@ -1,0 +1,99 @@
+/**
+ * From a validated v2 send body to its kind's job payload (send-schemas.ts validates the body first): the
+ * media source rules, each kind's content checks (voice mimetypes, stickers, documents) and the options a
+ * route sets by itself.
+ */
+import { DomainError, validationFailed } from '../../errors.js';
+import type { SendKind } from '../../queue/payload.js';
+
+export const VOICE_MIMETYPES = [
+  'audio/ogg', 'audio/ogg;codecs=opus', 'audio/opus', 'audio/mpeg', 'audio/mp3', 'audio/mp4', 'audio/aac',
+  'audio/amr', 'audio/wav', 'audio/x-wav', 'audio/webm',
+];
+
+function mediaSource(b: { mediaUrl?: string | undefined; mediaBase64?: string | undefined; mediaId?: string | undefined; mimetype?: string | undefined; filename?: string | undefined }, mimetypeRequired: boolean) {
+  const given = (['mediaUrl', 'mediaBase64', 'mediaId'] as const).filter((k) => b[k] !== undefined);
+  if (given.length !== 1) throw validationFailed(given[1] ?? 'mediaUrl', 'exactly one of mediaUrl, mediaBase64 or mediaId is required');
+  if (b.mediaBase64 !== undefined) {
+    if (b.mediaBase64.startsWith('data:')) throw validationFailed('mediaBase64', 'mediaBase64 is plain base64 without a data-URL prefix');
+    if (!/^[A-Za-z0-9+/\r\n]+={0,2}$/.test(b.mediaBase64)) throw validationFailed('mediaBase64', 'mediaBase64 is not valid base64');
+    if (b.mimetype === undefined) throw validationFailed('mimetype', 'mimetype is required with mediaBase64');
+  }
+  if (mimetypeRequired && b.mimetype === undefined) throw validationFailed('mimetype', 'mimetype is required');
+  if (b.mediaUrl !== undefined && !/^https?:\/\//i.test(b.mediaUrl)) throw validationFailed('mediaUrl', 'mediaUrl must be an http or https URL');
+  const src: Record<string, unknown> = {};
+  if (b.mediaUrl !== undefined) src.mediaUrl = b.mediaUrl;
+  if (b.mediaBase64 !== undefined) src.mediaBase64 = b.mediaBase64.replace(/[\r\n]/g, '');
+  if (b.mediaId !== undefined) src.mediaId = b.mediaId;
+  if (b.mimetype !== undefined) src.mimetype = b.mimetype.toLowerCase().replace(/\s+/g, '');
+  if (b.filename !== undefined) src.filename = b.filename;
+  return src;
+}
+
+export function buildPayload(kind: Exclude<SendKind, 'group_create' | 'forward'>, b: Record<string, unknown>, warnings: string[]): Record<string, unknown> {
+  const str = (k: string) => (typeof b[k] === 'string' ? (b[k] as string) : undefined);
+  switch (kind) {
+    case 'text':
+      return { body: str('message') };
+    case 'media':
+    case 'video': {
+      const src = mediaSource(b, false);
+      const caption = str('caption') ?? str('message');
+      return { ...src, ...(caption !== undefined ? { caption } : {}), ...(kind === 'video' && b.asGif === true ? { asGif: true } : {}) };
+    }
+    case 'document': {
+      if (str('filename') === undefined) throw validationFailed('filename', 'filename is required for documents');
+      const src = mediaSource(b, false);
+      const caption = str('caption') ?? str('message');
+      return { ...src, ...(caption !== undefined ? { caption } : {}) };
+    }
+    case 'voice': {
+      const src = mediaSource(b, true);
+      const mt = src.mimetype as string;
+      if (!VOICE_MIMETYPES.includes(mt)) {
+        throw new DomainError('VOICE_MIMETYPE_UNSUPPORTED', `mimetype ${mt} cannot be a voice note; use audio/ogg (Opus)`, { field: 'mimetype', accepted: VOICE_MIMETYPES });
+      }
+      if (!mt.startsWith('audio/ogg') && mt !== 'audio/opus') warnings.push('non-ogg audio may not render as PTT on all clients');
+      return src;
+    }
+    case 'sticker': {
+      const src = mediaSource(b, false);
+      const mt = src.mimetype as string | undefined;
+      if (mt?.startsWith('video/')) throw new DomainError('STICKER_VIDEO_UNSUPPORTED', 'video or GIF to sticker is not supported; send an image', { field: 'mimetype' });
+      if (mt !== undefined && !mt.startsWith('image/')) throw validationFailed('mimetype', 'a sticker needs an image/* mimetype');
+      if (mt === undefined) warnings.push('mimetype not given: only image/* can be converted to a sticker');
+      return {
+        ...src,
+        ...(str('stickerName') !== undefined ? { stickerName: str('stickerName') } : {}),
+        ...(str('stickerAuthor') !== undefined ? { stickerAuthor: str('stickerAuthor') } : {}),
+      };
+    }
+    case 'location': {
+      const loc: Record<string, unknown> = { latitude: b.latitude, longitude: b.longitude };
+      for (const k of ['name', 'address', 'url', 'description']) if (str(k) !== undefined) loc[k] = str(k);
+      return { location: loc };
+    }
+    case 'contact':
+      return { contactIds: b.contactIds };
+    case 'poll':
+      return { name: b.name, pollOptions: b.options, allowMultipleAnswers: b.allowMultipleAnswers === true };
+  }
+}
+
+/** Options set by the route itself (SPEC.md: "set automatically by the matching route"). */
+export const ROUTE_OPTIONS: Record<Exclude<SendKind, 'group_create'>, (p: Record<string, unknown>) => Record<string, unknown>> = {
+  text: () => ({}),
+  media: () => ({}),
+  voice: () => ({ sendAudioAsVoice: true }),
+  document: () => ({ sendMediaAsDocument: true }),
+  sticker: (p) => ({
+    sendMediaAsSticker: true,
+    ...(p.stickerName !== undefined ? { stickerName: p.stickerName } : {}),
+    ...(p.stickerAuthor !== undefined ? { stickerAuthor: p.stickerAuthor } : {}),
+  }),
+  video: (p) => (p.asGif === true ? { sendVideoAsGif: true } : {}),
+  location: () => ({}),
+  contact: () => ({}),
+  poll: () => ({}),
+  forward: () => ({}),
+};
