@@ -52,6 +52,10 @@ const databaseUrl = define<string>('postgres URL', (v) => {
   }
 });
 
+const nodeId = define<string>('node id', (v) => (typeof v === 'string' && /^[A-Za-z0-9._:-]{1,64}$/.test(v)) || 'must be 1 to 64 characters of A-Z a-z 0-9 . _ : -');
+const httpUrl = define<string>('url', (v) => (typeof v === 'string' && isHttpUrl(v)) || 'must be the http(s) URL of this node as the other nodes reach it');
+const clusterSecret = define<string>('secret', (v) => (typeof v === 'string' && v.length >= 16 && !/\s/.test(v)) || 'must be at least 16 characters without spaces');
+
 /** The admin token from the environment: long enough not to be guessed. */
 export const ADMIN_TOKEN_MIN_LENGTH = 16;
 const adminToken = define<string>('token', (v) => (typeof v === 'string' && v.trim().length >= ADMIN_TOKEN_MIN_LENGTH && !/\s/.test(v)) || `must be at least ${ADMIN_TOKEN_MIN_LENGTH} characters without spaces`);
@@ -90,6 +94,16 @@ export const ConfigSchema = object({
   ORDERED_RESTART_HARD_MS: defaulted(int(1_000), 120_000),
   DRIVER_CALL_TIMEOUT_MS: defaulted(int(100), 30_000),
   WEBHOOK_ALLOW_PRIVATE: defaulted(bool, false),
+  /** this node's id in a cluster (default: host name and port) */
+  NODE_ID: optional(nodeId),
+  /** the URL the other nodes use to reach this one (default: from HOST and PORT) */
+  NODE_URL: optional(httpUrl),
+  /** shared by the nodes of one cluster; a node refuses to join live nodes without it */
+  CLUSTER_SECRET: optional(clusterSecret),
+  /** how many instances this node takes, relative to the others (placement weight) */
+  NODE_CAPACITY: defaulted(int(1, 100_000), 100),
+  /** an owner that stops renewing loses its instances after this long (taken over by another node) */
+  LEASE_TTL_MS: defaulted(int(2_000, 120_000), 10_000),
 });
 
 export type Config = Infer<typeof ConfigSchema>;
