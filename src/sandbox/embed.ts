@@ -13,7 +13,7 @@ import type { DriverFactory } from '../drivers/contract.js';
 import { SandboxNetwork } from './network.js';
 import { inProcessSandboxApi } from '../drivers/sandbox/in-process.js';
 import { remoteSandboxApi } from '../drivers/sandbox/remote.js';
-import { sandboxDriverFactory } from '../drivers/sandbox/driver.js';
+import { sandboxDriverFactory } from '../drivers/sandbox/factory.js';
 import type { SandboxNetworkApi } from '../drivers/sandbox/api.js';
 
 export interface Sandbox {

@@ -14,7 +14,6 @@ import {
   type CreateGroupResult,
   type Driver,
   type DriverEventName,
-  type DriverFactory,
   type DriverListener,
   type FetchMessagesOptions,
   type MessageMedia,
@@ -28,6 +27,7 @@ import {
   type WireMessage,
 } from '../contract.js';
 import type { InitializeOptions, SandboxArgs, SandboxEvent, SandboxMethod, SandboxNetworkApi, SandboxResult } from './api.js';
+import { PendingCalls } from './calls.js';
 
 export interface SandboxDriverOptions {
   instanceId: string;
@@ -37,18 +37,13 @@ export interface SandboxDriverOptions {
   clock?: Clock;
 }
 
-interface Pending {
-  reject: (err: DriverError) => void;
-  abort: AbortController;
-}
-
 const closed = (why: string) => new DriverError(why, 'SESSION_CLOSED', false);
 
 export class SandboxDriver implements Driver {
   readonly kind = 'sandbox' as const;
   info: ClientInfo | null = null;
   private readonly emitter = new EventEmitter();
-  private readonly pending = new Set<Pending>();
+  private readonly calls: PendingCalls;
   private readonly api: SandboxNetworkApi;
   private readonly clock: Clock;
   private unsubscribe: (() => void) | null = null;
@@ -58,6 +53,9 @@ export class SandboxDriver implements Driver {
     this.api = opts.api;
     this.clock = opts.clock ?? systemClock;
     this.emitter.setMaxListeners(0);
+    this.calls = new PendingCalls(this.api, opts.instanceId, () => {
+      this.health = { ...this.health, lastOkAt: this.clock.now() };
+    });
   }
 
   // ---- lifecycle
@@ -80,7 +78,7 @@ export class SandboxDriver implements Driver {
 
   async destroy(): Promise<void> {
     if (!this.unsubscribe) return;
-    this.releasePending(closed('the driver was destroyed'));
+    this.calls.releaseAll(closed('the driver was destroyed'));
     try {
       await this.call('destroy', []);
     } catch {
@@ -90,7 +88,7 @@ export class SandboxDriver implements Driver {
   }
 
   async logout(): Promise<void> {
-    this.releasePending(closed('the driver logged out'));
+    this.calls.releaseAll(closed('the driver logged out'));
     try {
       await this.call('logout', []);
     } finally {
@@ -243,21 +241,7 @@ export class SandboxDriver implements Driver {
     if (!this.unsubscribe) {
       return Promise.reject(new DriverError('the driver is not initialized', 'NOT_CONNECTED', true));
     }
-    return new Promise<SandboxResult<M>>((resolve, reject) => {
-      const entry: Pending = { reject, abort: new AbortController() };
-      this.pending.add(entry);
-      this.api.call(this.opts.instanceId, method, args, entry.abort.signal).then(
-        (result) => {
-          this.pending.delete(entry);
-          this.health = { ...this.health, lastOkAt: this.clock.now() };
-          resolve(result);
-        },
-        (err: unknown) => {
-          this.pending.delete(entry);
-          reject(err instanceof DriverError ? err : new DriverError('the sandbox call failed', 'CALL_FAILED', false));
-        },
-      );
-    });
+    return this.calls.call(method, args);
   }
 
   private onEvent(e: SandboxEvent): void {
@@ -269,7 +253,7 @@ export class SandboxDriver implements Driver {
         this.health = { ...e.args[0] };
         break;
       case 'fatal':
-        this.releasePending(closed('the session died'));
+        this.calls.releaseAll(closed('the session died'));
         break;
       case 'disconnected':
         if (e.args[0] === 'LOGOUT') this.info = null;
@@ -288,34 +272,12 @@ export class SandboxDriver implements Driver {
     this.emitter.emit('fatal', reason);
   }
 
-  private releasePending(err: DriverError): void {
-    const all = [...this.pending];
-    this.pending.clear();
-    for (const p of all) {
-      p.reject(err);
-      p.abort.abort();
-    }
-  }
-
   private teardown(err: DriverError): void {
-    this.releasePending(err);
+    this.calls.releaseAll(err);
     const unsubscribe = this.unsubscribe;
     this.unsubscribe = null;
     this.info = null;
     this.health = { ...this.health, alive: false };
     unsubscribe?.();
   }
-}
-
-export interface SandboxDriverFactoryOptions {
-  clock?: Clock;
-  /** the number to link automatically for an instance, if any (the demo instance) */
-  autoLink?: (instanceId: string) => InitializeOptions['autoLink'] | undefined;
-}
-
-export function sandboxDriverFactory(api: SandboxNetworkApi, opts: SandboxDriverFactoryOptions = {}): DriverFactory {
-  return (o) => {
-    const autoLink = opts.autoLink?.(o.instanceId);
-    return new SandboxDriver({ instanceId: o.instanceId, api, ...(opts.clock ? { clock: opts.clock } : {}), ...(autoLink ? { autoLink } : {}) });
-  };
 }
