@@ -7,6 +7,7 @@ import { DriverError, type MessageAck, type WireChat, type WireMessage } from '.
 import type { Draft } from './content.js';
 import { newPhoneKey, newWebKey, parseChatId, parseMessageId, userId } from './ids.js';
 import type { MessageNetwork } from './books.js';
+import * as actions from './message-actions.js';
 import { dict, type ChatRef, type ChatStateRecord, type NetMessage } from './types.js';
 import { chatIdFor, wireChat, wireMessage } from './wire.js';
 
@@ -24,10 +25,6 @@ export interface PostInput {
   /** store only: no events, no unread count, no acks (system notices such as a number change) */
   silent?: boolean;
 }
-
-/** Message types whose text can be edited (the caption of media counts). */
-const EDITABLE = new Set(['chat', 'image', 'video', 'document']);
-const EDIT_WINDOW_MS = 15 * 60 * 1000;
 
 const chatKey = (chat: ChatRef, sender: string) =>
   chat.kind === 'group' ? `g:${chat.gid}` : `d:${[sender, chat.to].sort().join('|')}`;
@@ -214,7 +211,7 @@ export class MessageBook {
     return wireChat(id, this.net.displayName(other), false, false, ts, this.net.state.chatStates[`${viewer}|${id}`]);
   }
 
-  // ---- acting on messages
+  // ---- acting on messages (reactions, edits, revokes and votes: message-actions.ts)
 
   /** Open the chat: unread to zero, and the other side's messages become read (ack 3). */
   markSeen(viewer: string, chatId: string): void {
@@ -226,93 +223,23 @@ export class MessageBook {
   }
 
   react(reactor: string, m: NetMessage, emoji: string): void {
-    const atMs = this.net.now();
-    const key = newWebKey();
-    if (emoji === '') delete m.reactions[reactor];
-    else m.reactions[reactor] = { emoji, atMs, key };
-    this.net.saveMessage(m);
-    for (const p of m.audience) {
-      if (p === reactor) continue;
-      this.net.emitTo(p, () => {
-        const view = wireMessage(m, p);
-        return {
-          name: 'message_reaction',
-          args: [
-            {
-              id: `${false}_${view.id.remote}_${key}`,
-              msgId: view.id._serialized,
-              chatId: view.id.remote,
-              senderId: userId(reactor),
-              reaction: emoji,
-              timestamp: Math.floor(atMs / 1000),
-              orphan: 0,
-            },
-          ],
-        };
-      });
-    }
+    actions.react(this.net, reactor, m, emoji);
   }
 
-  /** Returns false when the message cannot be edited (not own, revoked, wrong type, older than 15 minutes). */
+  /** false: the message cannot be edited (see message-actions.ts). */
   edit(editor: string, m: NetMessage, body: string): boolean {
-    if (m.sender !== editor || m.revoked || !EDITABLE.has(m.type)) return false;
-    if (this.net.now() - m.timestampMs > EDIT_WINDOW_MS) return false;
-    const prev = m.body;
-    m.edits.push({ body: prev, atMs: this.net.now() });
-    m.body = body;
-    this.net.saveMessage(m);
-    for (const p of m.audience) this.net.emitTo(p, () => ({ name: 'message_edit', args: [wireMessage(m, p), body, prev] }));
-    return true;
+    return actions.edit(this.net, editor, m, body);
   }
 
   revokeForEveryone(actor: string, m: NetMessage): void {
-    const isAdmin =
-      m.chat.kind === 'group' && this.net.groups.require(m.chat.gid).participants.some((p) => p.phone === actor && p.admin);
-    if (m.sender !== actor && !isAdmin) {
-      throw new DriverError('only the sender or a group admin can delete for everyone', 'INVALID_INPUT', true);
-    }
-    if (m.revoked) return;
-    const before = new Map(m.audience.map((p) => [p, wireMessage(m, p)] as const));
-    m.revoked = true;
-    this.net.saveMessage(m);
-    for (const p of m.audience) {
-      this.net.emitTo(p, () => ({ name: 'message_revoke_everyone', args: [wireMessage(m, p), structuredClone(before.get(p) ?? null)] }));
-    }
+    actions.revokeForEveryone(this.net, actor, m);
   }
 
   deleteForMe(viewer: string, m: NetMessage): void {
-    const view = wireMessage(m, viewer);
-    if (!m.deletedFor.includes(viewer)) m.deletedFor.push(viewer);
-    this.net.saveMessage(m);
-    this.net.emitTo(viewer, () => ({ name: 'message_revoke_me', args: [structuredClone(view)] }));
+    actions.deleteForMe(this.net, viewer, m);
   }
 
   vote(voter: string, m: NetMessage, selected: string[]): void {
-    if (!m.poll) throw new DriverError('not a poll', 'INVALID_INPUT', true);
-    const options = selected.map((name) => {
-      const o = m.poll?.options.find((x) => x.name === name);
-      if (!o) throw new DriverError(`"${name}" is not an option of this poll`, 'INVALID_INPUT', true);
-      return o;
-    });
-    if (!m.poll.allowMultipleAnswers && options.length > 1) {
-      throw new DriverError('this poll allows one answer', 'INVALID_INPUT', true);
-    }
-    const atMs = this.net.now();
-    m.votes[voter] = { selected: options.map((o) => o.localId), atMs };
-    this.net.saveMessage(m);
-    for (const p of m.audience) {
-      if (p === voter) continue;
-      this.net.emitTo(p, () => ({
-        name: 'vote_update',
-        args: [
-          {
-            voter: userId(voter),
-            selectedOptions: options.map((o) => ({ ...o })),
-            interractedAtTs: atMs,
-            parentMessageId: wireMessage(m, p).id._serialized,
-          },
-        ],
-      }));
-    }
+    actions.vote(this.net, voter, m, selected);
   }
 }
