@@ -1,14 +1,16 @@
 /**
  * One instance's linked session on the sandbox network, as the driver sees it: started, showing a rotating
  * QR (a real PNG data URL) or a pairing code, linked, ready; or crashed, disconnected, stopped. A link is
- * persisted, so the next initialize goes straight to authenticated → ready. Faults are applied here, and a
- * call that "hangs" stays pending until the session stops, when it is released with SESSION_CLOSED.
+ * persisted, so the next initialize goes straight to authenticated → ready. Faults are applied here (what each
+ * kind does: session-faults.ts), and a call that "hangs" stays pending until the session stops, when it is
+ * released with SESSION_CLOSED.
  */
 import QRCode from 'qrcode';
 import { DriverError, type ClientInfo, type WAState } from '../drivers/contract.js';
 import { SEND_METHODS, type InitializeOptions, type SandboxEvent, type SandboxEventListener, type SandboxMethod } from '../drivers/sandbox/api.js';
 import { newPairingCode, newQrToken, normalizePhone, userId } from './ids.js';
 import type { SessionNetwork } from './books.js';
+import { runUnderFault, type FaultedSession } from './session-faults.js';
 import type { Fault, FaultKind, SessionRecord } from './types.js';
 
 export type SessionPhase = 'stopped' | 'starting' | 'waiting_qr' | 'ready' | 'disconnected' | 'crashed';
@@ -182,35 +184,10 @@ export class SandboxSession<N extends SessionNetwork = SessionNetwork> {
     return recipient && SEND_METHODS.has(method) ? this.net.accountFault(recipient) : null;
   }
 
-  /**
-   * Run `deliver` under `fault`. `deliver` gets the fault's kind when the network takes the message anyway
-   * (no_id, hang, call_error with deliver), so the ledger can say so and a no_id send can drop its id.
-   */
+  /** Run `deliver` under `fault` (session-faults.ts says what each kind does). */
   async withFault<T>(fault: Fault | null, deliver: (tag: FaultKind | null) => T): Promise<T> {
     if (!fault) return deliver(null);
-    switch (fault.kind) {
-      case 'no_id':
-        return deliver('no_id');
-      case 'not_registered':
-        throw new DriverError(fault.reason ?? 'the recipient is not registered on the network', 'NOT_REGISTERED', true);
-      case 'invalid_input':
-        throw new DriverError(fault.reason ?? 'the network refused the input', 'INVALID_INPUT', true);
-      case 'hang':
-        if (fault.deliver !== false) deliver('hang');
-        return this.hang<T>();
-      case 'call_error':
-        if (fault.deliver === true) deliver('call_error');
-        throw new DriverError(fault.reason ?? 'Evaluation failed: simulated network error', 'CALL_FAILED', false);
-      case 'session_crash':
-        this.crash(fault.reason ?? 'session crashed');
-        throw new DriverError('the session crashed during the call', 'SESSION_CLOSED', false);
-      case 'browser_death':
-        this.browserDeath(fault.reason ?? 'browser disconnected');
-        throw new DriverError('the browser died during the call', 'SESSION_CLOSED', false);
-      case 'disconnect':
-        this.disconnect(fault.reason ?? 'NAVIGATION');
-        throw new DriverError('the session disconnected during the call', 'NOT_CONNECTED', false);
-    }
+    return runUnderFault(this.faulted, fault, deliver);
   }
 
   /** The linked phone of a ready session; anything else is refused before the network is touched. */
@@ -274,11 +251,16 @@ export class SandboxSession<N extends SessionNetwork = SessionNetwork> {
     this.emit({ name: 'qr', args: [dataUrl] });
   }
 
-  private hang<T>(): Promise<T> {
-    return new Promise<T>((_resolve, reject) => {
-      this.hung.add(reject);
-    });
-  }
+  /** What a fault may do to this session (session-faults.ts). */
+  private readonly faulted: FaultedSession = {
+    crash: (reason) => this.crash(reason),
+    browserDeath: (reason) => this.browserDeath(reason),
+    disconnect: (reason) => this.disconnect(reason),
+    hang: () =>
+      new Promise<never>((_resolve, reject) => {
+        this.hung.add(reject);
+      }),
+  };
 
   private endRun(phase: SessionPhase, err: DriverError): void {
     this.epoch++;
