@@ -122,40 +122,24 @@ export class GatewayClient {
     return this.call<AcceptedJob>('POST', path, key === null ? 'unkeyed' : 'keyed', { ...o, body, key });
   }
 
-  sendMessage(input: SendMessageInput, o?: CallOptions) {
-    return this.send('/api/v2/send-message', input, o);
+  private sender<I extends SendCommon>(path: string): (input: I, o?: CallOptions) => Promise<AcceptedJob> {
+    return (input, o) => this.send(path, input, o);
   }
-  sendMedia(input: SendMediaInput, o?: CallOptions) {
-    return this.send('/api/v2/send-media', input, o);
-  }
-  sendVoice(input: SendVoiceInput, o?: CallOptions) {
-    return this.send('/api/v2/send-voice', input, o);
-  }
-  sendDocument(input: SendDocumentInput, o?: CallOptions) {
-    return this.send('/api/v2/send-document', input, o);
-  }
-  sendSticker(input: SendStickerInput, o?: CallOptions) {
-    return this.send('/api/v2/send-sticker', input, o);
-  }
-  sendVideo(input: SendVideoInput, o?: CallOptions) {
-    return this.send('/api/v2/send-video', input, o);
-  }
-  sendLocation(input: SendLocationInput, o?: CallOptions) {
-    return this.send('/api/v2/send-location', input, o);
-  }
-  sendContact(input: SendContactInput, o?: CallOptions) {
-    return this.send('/api/v2/send-contact', input, o);
-  }
-  sendPoll(input: SendPollInput, o?: CallOptions) {
-    return this.send('/api/v2/send-poll', input, o);
-  }
+
+  readonly sendMessage = this.sender<SendMessageInput>('/api/v2/send-message');
+  readonly sendMedia = this.sender<SendMediaInput>('/api/v2/send-media');
+  readonly sendVoice = this.sender<SendVoiceInput>('/api/v2/send-voice');
+  readonly sendDocument = this.sender<SendDocumentInput>('/api/v2/send-document');
+  readonly sendSticker = this.sender<SendStickerInput>('/api/v2/send-sticker');
+  readonly sendVideo = this.sender<SendVideoInput>('/api/v2/send-video');
+  readonly sendLocation = this.sender<SendLocationInput>('/api/v2/send-location');
+  readonly sendContact = this.sender<SendContactInput>('/api/v2/send-contact');
+  readonly sendPoll = this.sender<SendPollInput>('/api/v2/send-poll');
+  /** Create a group through the send queue; the job's `messageId` is the new group's id. */
+  readonly createGroup = this.sender<CreateGroupInput>('/api/v2/groups');
   /** Forward a network message (`msgId` is not a `wq_` id). Ends `sent` with `assumed` confidence. */
   forward(msgId: string, input: ForwardInput, o?: CallOptions) {
     return this.send(`/api/v2/messages/${seg(msgId)}/forward`, input, o);
-  }
-  /** Create a group through the send queue; the job's `messageId` is the new group's id. */
-  createGroup(input: CreateGroupInput, o?: CallOptions) {
-    return this.send('/api/v2/groups', input, o);
   }
 
   // ---- jobs ------------------------------------------------------------------------------------------------
