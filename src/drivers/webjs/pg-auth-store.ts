@@ -15,14 +15,15 @@
  * - extract: the row's version (its xmin) is read first; each slice is read only from that version
  *   (substring of an uncompressed out-of-line value fetches just its chunks). A save that replaces the row
  *   meanwhile makes a slice come back empty-handed: the download starts over with the new version. The file
- *   is written beside `path` (mode 0600: it is a credential) and renamed onto it when complete.
+ *   is written beside `path` (mode 0600: it is a credential; its folder is made if missing, as on a node
+ *   that never ran the session) and renamed onto it when complete.
  * - delete also removes a save in progress, so that a logout is not undone by a backup that was on its way.
  *
  * Errors name the session (`RemoteAuth-<instanceId>`), never any content.
  */
 import { randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { rename, rm } from 'node:fs/promises';
+import { mkdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -114,6 +115,8 @@ export class PgAuthStore implements WAWebJS.Store {
       );
       const row = head.rows[0];
       if (!row) throw new Error(`webjs session ${name} is not stored`);
+      // a node that never ran this session has no dataPath yet (RemoteAuth writes there only after extract)
+      await mkdir(path.dirname(target), { recursive: true, mode: 0o700 });
       const partial = `${target}.${randomUUID()}.part`;
       try {
         await pipeline(Readable.from(this.slices(name, row.version, row.size)), createWriteStream(partial, { mode: 0o600 }));
