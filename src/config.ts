@@ -41,6 +41,9 @@ const sandbox = define<string>('sandbox', (v) => {
   return (typeof v === 'string' && isHttpUrl(v)) || 'must be embedded, off, or the http(s) URL of a `mgw sandbox` process';
 });
 
+const WEBJS_AUTH_MODES = ['local', 'postgres'] as const;
+const webjsAuth = define<(typeof WEBJS_AUTH_MODES)[number]>('webjs auth', (v) => (WEBJS_AUTH_MODES as readonly unknown[]).includes(v) || 'must be local or postgres');
+
 const databaseUrl = define<string>('postgres URL', (v) => {
   if (typeof v !== 'string') return 'must be a postgres:// or postgresql:// URL';
   try {
@@ -77,6 +80,8 @@ export const ConfigSchema = object({
   ADMIN_TOKEN: optional(adminToken),
   LOG_LEVEL: defaulted(logLevel, 'info'),
   CHROME_PATH: defaulted(fsPath('the path of the Chromium executable'), '/usr/bin/chromium'),
+  /** where a webjs session's link is kept: its Chromium profile (local) or PostgreSQL (RemoteAuth; any node resumes it) */
+  WEBJS_AUTH: defaulted(webjsAuth, 'local'),
   /** sandbox network: 'embedded' (in-process), 'off', or the URL of a separate `mgw sandbox` process */
   SANDBOX: defaulted(sandbox, 'embedded'),
   /** create a demo instance on an empty data directory */

@@ -170,6 +170,7 @@ const lib: typeof WAWebJS = createRequire(import.meta.url)('whatsapp-web.js');
 
 export const WebjsClient = lib.Client;
 export const WebjsLocalAuth = lib.LocalAuth;
+export const WebjsRemoteAuth = lib.RemoteAuth;
 export const WebjsMessageMedia = lib.MessageMedia;
 export const WebjsLocation = lib.Location;
 export const WebjsPoll = lib.Poll;

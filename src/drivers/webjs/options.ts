@@ -3,13 +3,30 @@
  *
  * Disk layout under DATA_DIR:
  *   sessions/session-<instanceId>/   the Chromium profile = the link (LocalAuth); deleting it unlinks
+ *   sessions/RemoteAuth-<instanceId>/  the profile with WEBJS_AUTH=postgres (RemoteAuth): restored from
+ *                                    PostgreSQL (pg-auth-store.ts) at each start, backed up there while linked
  *   wwebjs-cache/<version>.html      WhatsApp Web's index page as last loaded (LocalWebCache)
  */
 import path from 'node:path';
 import type { Clock } from '../../clock.js';
 import type { Logger } from '../../log.js';
+import type { Pool } from '../../store/pool.js';
 import type { DriverOptions } from '../contract.js';
-import { WebjsLocalAuth, type LibClientFactory, type LibClientOptions } from './library.js';
+import { WebjsLocalAuth, WebjsRemoteAuth, type LibClientFactory, type LibClientOptions } from './library.js';
+import { PgAuthStore } from './pg-auth-store.js';
+
+/**
+ * Where a session's link is kept: `local`, the Chromium profile under DATA_DIR (LocalAuth; one node), or
+ * `postgres`, RemoteAuth with the PostgreSQL store (any node resumes the link; WEBJS_AUTH=postgres).
+ */
+export type WebjsAuth =
+  | { kind: 'local' }
+  | {
+      kind: 'postgres';
+      pool: Pool;
+      /** RemoteAuth's backup period while linked; RemoteAuth accepts 60000 and more. */
+      backupSyncIntervalMs?: number;
+    };
 
 export interface WebjsDriverOptions extends DriverOptions {
   /** CHROME_PATH: the system Chromium (puppeteer never downloads one). */
@@ -30,6 +47,8 @@ export interface WebjsDriverOptions extends DriverOptions {
   closeTimeoutMs?: number;
   clock?: Clock;
   logger?: Logger;
+  /** Where the link is kept (default local). */
+  auth?: WebjsAuth;
   /** The whatsapp-web.js Client constructor; tests pass a stand-in for the network. */
   clientFactory?: LibClientFactory;
 }
@@ -54,7 +73,12 @@ export const DEFAULTS = {
   probeTimeoutMs: 10_000,
   maxProbeFailures: 3,
   closeTimeoutMs: 10_000,
+  /** RemoteAuth's backup of a linked session to PostgreSQL (its own minimum is 60 s). */
+  backupSyncIntervalMs: 300_000,
 } as const;
+
+/** RemoteAuth refuses a shorter backup period. */
+export const MIN_BACKUP_SYNC_INTERVAL_MS = 60_000;
 
 export interface SessionPaths {
   sessionsDir: string;
@@ -63,13 +87,16 @@ export interface SessionPaths {
   webCacheDir: string;
 }
 
-/** The paths LocalAuth itself derives (`path.resolve(dataPath)` + `session-<clientId>`). */
-export function sessionPaths(dataDir: string, instanceId: string): SessionPaths {
+/**
+ * The paths the auth strategy itself derives: `path.resolve(dataPath)` + `session-<clientId>` (LocalAuth) or
+ * `RemoteAuth-<clientId>` (RemoteAuth).
+ */
+export function sessionPaths(dataDir: string, instanceId: string, auth: WebjsAuth['kind'] = 'local'): SessionPaths {
   const root = path.resolve(dataDir);
   const sessionsDir = path.join(root, 'sessions');
   return {
     sessionsDir,
-    userDataDir: path.join(sessionsDir, `session-${instanceId}`),
+    userDataDir: path.join(sessionsDir, `${auth === 'postgres' ? 'RemoteAuth' : 'session'}-${instanceId}`),
     webCacheDir: path.join(root, 'wwebjs-cache'),
   };
 }
@@ -81,7 +108,7 @@ export function isValidClientId(instanceId: string): boolean {
 
 export function clientOptions(o: WebjsDriverOptions, paths: SessionPaths): LibClientOptions {
   const options: LibClientOptions = {
-    authStrategy: new WebjsLocalAuth({ clientId: o.instanceId, dataPath: paths.sessionsDir }),
+    authStrategy: authStrategy(o, paths),
     authTimeoutMs: o.authTimeoutMs ?? DEFAULTS.authTimeoutMs,
     webVersionCache: { type: 'local', path: paths.webCacheDir },
     puppeteer: {
@@ -97,4 +124,16 @@ export function clientOptions(o: WebjsDriverOptions, paths: SessionPaths): LibCl
   };
   if (o.webVersion !== undefined) options.webVersion = o.webVersion;
   return options;
+}
+
+/** The library's auth strategy for the configured WebjsAuth; clientId is the instance id either way. */
+function authStrategy(o: WebjsDriverOptions, paths: SessionPaths): NonNullable<LibClientOptions['authStrategy']> {
+  const auth = o.auth ?? { kind: 'local' };
+  if (auth.kind === 'local') return new WebjsLocalAuth({ clientId: o.instanceId, dataPath: paths.sessionsDir });
+  return new WebjsRemoteAuth({
+    clientId: o.instanceId,
+    dataPath: paths.sessionsDir,
+    store: new PgAuthStore({ pool: auth.pool, dataPath: paths.sessionsDir }),
+    backupSyncIntervalMs: auth.backupSyncIntervalMs ?? DEFAULTS.backupSyncIntervalMs,
+  });
 }
