@@ -1,0 +1,169 @@
+/**
+ * The OpenAPI document against a real gateway: it validates as OpenAPI 3.1 (a real validator), every mounted
+ * route (gw.routes) is documented and every documented route is mounted, each documented example request gets
+ * the documented status and a body that validates (ajv, JSON Schema 2020-12) against the documented answer,
+ * and /docs renders in real Chromium from the gateway alone (no other host is asked), saving a screenshot.
+ *
+ * Until src/gateway.ts mounts the `openapi` family, the document and /docs are served by a second app built
+ * from the same router (the test says so); the examples always go to the gateway itself.
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { chromium } from 'playwright-core';
+import { startTestGateway, ADMIN_TOKEN, type TestGateway } from '../helpers/gateway.js';
+import { createApp } from '../../src/http/app.js';
+import { routeTable, type RouteFamily, type RouteInfo } from '../../src/http/router.js';
+import { openApiRouter } from '../../src/http/openapi/index.js';
+import { REGISTRY } from '../../src/http/openapi/registry.js';
+import { openApiPath, registryKey } from '../../src/http/openapi/document.js';
+import { silentLogger } from '../../src/log.js';
+import { PACKAGE_ROOT } from '../../src/package-root.js';
+
+type Json = Record<string, unknown>;
+interface Op extends Json {
+  responses: Record<string, Json>;
+  'x-routes': RouteInfo[];
+  'x-example'?: { body?: unknown; query?: Record<string, string> };
+  'x-undocumented'?: boolean;
+}
+
+let t: TestGateway;
+let key = '';
+/** where /openapi.json and /docs are served: the gateway once mounted, else a second app */
+let docsUrl = '';
+let side: http.Server | null = null;
+let mounted = false;
+let routes: RouteInfo[] = [];
+let doc: Json & { paths: Record<string, Record<string, Op>>; components: Json & { responses: Record<string, Json> } };
+
+before(async () => {
+  t = await startTestGateway({ label: 'openapi' });
+  const inst = await t.createInstance('openapi', { settings: { quietHours: null, minDelayMs: 0, maxDelayMs: 0, maxPerHour: null, maxPer24h: null } });
+  key = inst.apiKey;
+  mounted = t.gw.routes.some((r) => r.method === 'GET' && r.path === '/openapi.json');
+  if (mounted) {
+    docsUrl = t.url;
+    routes = t.gw.routes;
+  } else {
+    const family: RouteFamily = { name: 'openapi', auth: 'none', guard: null, router: openApiRouter(() => routes, '0.0.0-test') };
+    routes = [...t.gw.routes, ...routeTable([family])];
+    side = http.createServer(createApp({ log: silentLogger(), families: [family] }).callback());
+    await new Promise<void>((resolve) => side?.listen(0, '127.0.0.1', resolve));
+    docsUrl = `http://127.0.0.1:${(side.address() as AddressInfo).port}`;
+  }
+  const res = await fetch(`${docsUrl}/openapi.json`);
+  assert.equal(res.status, 200);
+  doc = (await res.json()) as typeof doc;
+});
+after(async () => {
+  if (side) await new Promise((resolve) => side?.close(resolve));
+  await t?.stop();
+});
+
+test('the gateway mounts the openapi family', { todo: mounted ? false : 'src/gateway.ts does not mount openApiRouter yet' }, () => {
+  assert.ok(mounted, 'GET /openapi.json is not in gw.routes');
+});
+
+test('/openapi.json validates as OpenAPI 3.1', async () => {
+  const result = await new Validator().validate(doc as never);
+  assert.equal(doc.openapi, '3.1.0');
+  assert.ok(result.valid, JSON.stringify(result.errors, null, 1)?.slice(0, 3000));
+});
+
+test('every mounted route is documented, and every documented route is mounted', () => {
+  const ops = Object.entries(doc.paths).flatMap(([template, methods]) => Object.entries(methods).map(([method, op]) => ({ template, method, op })));
+  const documented = new Set(ops.flatMap(({ op }) => op['x-routes'].map(registryKey)));
+  const missing = routes.filter((r) => !REGISTRY[registryKey(r)] || !documented.has(registryKey(r))).map(registryKey);
+  assert.deepEqual(missing, [], 'mounted but not described in src/http/openapi/registry.ts');
+  const mountedKeys = new Set(routes.map(registryKey));
+  for (const { template, method, op } of ops) {
+    assert.ok(!op['x-undocumented'], `${method} ${template} is undocumented`);
+    for (const r of op['x-routes']) {
+      assert.ok(mountedKeys.has(registryKey(r)), `${registryKey(r)} is documented but not mounted`);
+      assert.equal(r.method.toLowerCase(), method);
+      assert.equal(openApiPath(r.path).replace(/\{[^}]+\}/g, '{}'), template.replace(/\{[^}]+\}/g, '{}'));
+    }
+  }
+  // nothing in the registry that no route has (a removed route must leave the document)
+  const stale = Object.keys(REGISTRY).filter((k) => !mountedKeys.has(k));
+  assert.deepEqual(stale, [], 'described but not mounted');
+});
+
+test('every error code is a response with its status', () => {
+  for (const [name, response] of Object.entries(doc.components.responses)) {
+    const code = name.slice(2);
+    const example = ((response.content as Json)['application/json'] as Json).example as Json;
+    assert.equal(example.code, code);
+    assert.match(String(response.description), new RegExp(`^${String(response['x-status'])} ${code}`));
+  }
+});
+
+test('each documented example, sent to the gateway, gets the documented status and a valid body', async () => {
+  const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true });
+  const components = doc.components;
+  const resolveResponse = (r: Json): Json => (typeof r.$ref === 'string' ? (components.responses[r.$ref.split('/').pop() ?? ''] ?? {}) : r);
+  let sent = 0;
+  for (const [template, methods] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(methods)) {
+      const example = op['x-example'];
+      if (!example || template.includes('{')) continue;
+      const route = op['x-routes'][0];
+      assert.ok(route);
+      const auth = route.auth === 'admin' ? ADMIN_TOKEN : route.auth === 'instance' ? key : null;
+      const base = template === '/openapi.json' ? docsUrl : t.url;
+      const qs = example.query ? `?${new URLSearchParams(example.query).toString()}` : '';
+      const res = await fetch(`${base}${template}${qs}`, {
+        method: method.toUpperCase(),
+        headers: { ...(auth ? { authorization: `Bearer ${auth}` } : {}), ...(example.body !== undefined ? { 'content-type': 'application/json' } : {}) },
+        ...(example.body !== undefined ? { body: JSON.stringify(example.body) } : {}),
+      });
+      const text = await res.text();
+      const success = Object.keys(op.responses).find((s) => Number(s) < 300);
+      assert.equal(String(res.status), success, `${method} ${template}: ${text.slice(0, 300)}`);
+      const response = resolveResponse(op.responses[String(res.status)] ?? {});
+      const schema = ((response.content as Json)['application/json'] as Json).schema as Json;
+      const validate = ajv.compile({ ...schema, components });
+      const body: unknown = JSON.parse(text);
+      assert.ok(validate(body), `${method} ${template}: ${JSON.stringify(validate.errors)} in ${text.slice(0, 500)}`);
+      sent += 1;
+    }
+  }
+  // at least the v2 sends, queue, status, health and the admin create/list
+  assert.ok(sent >= 17, `only ${sent} examples sent`);
+  for (const must of ['/api/v2/send-message', '/api/v2/send-poll', '/api/v2/queue', '/api/v2/queue/items', '/api/status', '/health', '/admin/v1/instances']) {
+    assert.ok(Object.values(doc.paths[must] ?? {}).some((o) => o['x-example']), `${must} has no example`);
+  }
+});
+
+const CHROME = process.env.CHROME_PATH || '/usr/bin/chromium';
+
+test('/docs renders in Chromium from the gateway alone', { skip: existsSync(CHROME) ? false : `no Chromium at ${CHROME} (set CHROME_PATH)` }, async () => {
+  const browser = await chromium.launch({ executablePath: CHROME, args: ['--no-sandbox'] });
+  try {
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    const foreign: string[] = [];
+    await page.route('**/*', (route) => {
+      const u = route.request().url();
+      if (u.startsWith(docsUrl) || u.startsWith('data:') || u.startsWith('blob:')) return route.continue();
+      foreign.push(u);
+      return route.abort();
+    });
+    await page.goto(`${docsUrl}/docs#operation/postApiV2SendMessage`);
+    await page.getByRole('heading', { name: /Messaging gateway API/ }).first().waitFor({ timeout: 30_000 });
+    // the operations are rendered (the side menu's groups start collapsed)
+    await page.getByRole('heading', { name: 'Send a text message' }).first().waitFor({ timeout: 10_000 });
+    assert.deepEqual(foreign, [], 'the docs page asked another host');
+    const file = path.join(PACKAGE_ROOT, 'docs', 'screenshots', 'api-docs.png');
+    await mkdir(path.dirname(file), { recursive: true });
+    await page.screenshot({ path: file });
+  } finally {
+    await browser.close();
+  }
+});
