@@ -11,7 +11,7 @@ import Router from '@koa/router';
 import type { Config } from './config.js';
 import { systemClock, type Clock } from './clock.js';
 import { createLogger, registerSecret, type Logger } from './log.js';
-import { createPool, withTransaction, type Pool, type PoolConfig } from './store/pool.js';
+import { createPool, withTransaction, type Pool, type PoolConfig, type Queryable } from './store/pool.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './store/embedded.js';
 import { migrate } from './store/migrate.js';
 import { ensureDataDir, resolveAdminToken } from './bootstrap.js';
@@ -32,7 +32,11 @@ import { ActorSystem } from './actors/system.js';
 import { createEventBus } from './actors/events.js';
 import { DEADLINES, type InstancePort, type InstanceView } from './actors/port.js';
 import { InstanceAdminService } from './instances.js';
-import { createInstance, listInstances, type Instance } from './store/instances.js';
+import { createInstance, getInstance, listInstances, type Instance } from './store/instances.js';
+import { Cluster } from './cluster/cluster.js';
+import { clusterPorts, defaultNodeId, defaultNodeUrl } from './cluster/wiring.js';
+import { internalRouter, requireCluster } from './http/routes/internal.js';
+import { openApiRouter } from './http/openapi/index.js';
 import { createSandbox, type Sandbox } from './sandbox/embed.js';
 import { createSandboxControlRouter } from './http/routes/sandbox-control.js';
 import { createIncomingEvents } from './actors/network-events.js';
@@ -109,7 +113,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
 
   // ---- the network side
   const sandbox = config.SANDBOX === 'off' ? null : await createSandbox({ config, clock, log });
-  const driverFactory = driverFactoryFor({ config, clock, log, sandbox });
+  const driverFactory = driverFactoryFor({ config, clock, log, sandbox, pool });
 
   const store = new StoreHealth({ pool, clock, log });
 
@@ -133,13 +137,24 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     webhookAllowPrivate: config.WEBHOOK_ALLOW_PRIVATE,
     store,
     ...(opts.instancePolicy ? { instancePolicy: opts.instancePolicy } : {}),
+    // every write of an instance's queue is made under this node's lease of it (src/cluster/leases.ts)
+    fence: (instanceId: string, q: Queryable): Promise<void> => cluster.fence(instanceId, q),
   });
-  const rt = actors;
+  const rt: ActorSystem = actors;
+  // membership, leases and placement: which instances this node runs (all of them when it is alone)
+  const cluster: Cluster = new Cluster({
+    pool,
+    log,
+    node: { id: defaultNodeId(config), url: '', capacity: config.NODE_CAPACITY },
+    secret: config.CLUSTER_SECRET,
+    ttlMs: config.LEASE_TTL_MS,
+    local: rt,
+  });
+  const { portOf: portOfInstance, actors: placed } = clusterPorts(rt, cluster, config.CLUSTER_SECRET);
   rt.start();
   store.start();
   const stopHousekeeping = startHousekeeping({ pool, clock, log });
-  const instances = new InstanceAdminService({ pool, actors: rt, clock });
-  for (const inst of await listInstances(pool)) rt.add(inst);
+  const instances = new InstanceAdminService({ pool, actors: placed, clock, nodes: cluster });
 
   // ---- demo instance on an empty store
   let demo: Gateway['demo'] = null;
@@ -147,7 +162,6 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     // the link must be known before the instance's session first starts: create, register, then spawn
     const created = await withTransaction(pool, (c) => createInstance(c, { name: 'demo', driver: 'sandbox', settings: { quietHours: null } }));
     sandbox.setAutoLink(created.instance.id, DEMO_PHONE);
-    rt.add(created.instance);
     demo = { ...created, phoneNumber: DEMO_PHONE };
   }
 
@@ -155,12 +169,9 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   const keys = new KeyResolver(pool, clock);
   instances.onKeysChanged(() => keys.clear());
   // the one way into an instance: the port of the instance the request's key names
-  const portOf = (ctx: Context): InstancePort => {
-    const port = rt.port((ctx.state.instance as Instance).id);
-    if (!port) throw new DomainError('INSTANCE_UNREACHABLE', 'the instance is not running on this gateway');
-    return port;
-  };
-  const apiKey = requireApiKey(keys, (id) => rt.record(id) ?? null);
+  // (this node's own, or a port forwarding to the node that owns it)
+  const portOf = (ctx: Context): InstancePort => portOfInstance((ctx.state.instance as Instance).id);
+  const apiKey = requireApiKey(keys, async (id) => rt.record(id) ?? (await getInstance(pool, id)));
   const adminAuth = requireAdmin(admin.token);
   const limiter = new InteractionLimiter(clock, { points: config.INTERACTION_RATE_POINTS });
   const presence = new PresenceManager(clock, { onError: (err, where) => log.warn({ err, ...where }, 'presence keep-alive failed') });
@@ -189,7 +200,14 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       name: 'health',
       auth: 'none',
       guard: null,
-      router: healthRouter({ version: VERSION, now: () => clock.now(), counts: () => ({ instances: rt.health(), queue: { degraded: rt.degradedCount() } }) }),
+      router: healthRouter({ version: VERSION, now: () => clock.now(), counts: () => ({ instances: rt.health(), queue: { degraded: rt.degradedCount() }, cluster: cluster.counts() }) }),
+    },
+    { name: 'openapi', auth: 'none', guard: null, router: openApiRouter(() => routes, VERSION) },
+    {
+      name: 'internal',
+      auth: 'cluster',
+      guard: requireCluster(config.CLUSTER_SECRET),
+      router: internalRouter({ localPort: (id) => rt.port(id), update: (instance, replan) => rt.update(instance, replan), log }),
     },
     adminFamily('admin-instances', adminInstancesRouter(instances)),
     adminFamily('admin-webhooks', createWebhookAdminRouter({ db: pool, clock, wake, allowPrivate: config.WEBHOOK_ALLOW_PRIVATE })),
@@ -232,6 +250,8 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     const addr = server.address() as AddressInfo;
     url = `http://${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}`;
   }
+  // join (or form) the cluster: this node takes the instances placed on it
+  await cluster.start(defaultNodeUrl(config, url.replace('//0.0.0.0:', '//127.0.0.1:')));
 
   let stopped = false;
   return {
@@ -252,11 +272,22 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       // stop accepting, let in-flight requests end, then stop the actors (in-flight dispatches persist)
       const closing = server ? new Promise<void>((resolve) => server?.close(() => resolve())) : Promise.resolve();
       server?.closeIdleConnections();
+      // keep-alive clients (other nodes, load balancers) would hold their sockets open: each answer from now on
+      // closes its connection, and idle ones are closed as they become idle
+      server?.on('request', (_req: http.IncomingMessage, res: http.ServerResponse) => res.setHeader('Connection', 'close'));
+      const idle = setInterval(() => server?.closeIdleConnections(), 250);
+      idle.unref();
       presence.stopAll();
       store.stop();
       stopHousekeeping();
+      // hand every instance over (in-flight dispatches finish and persist), leave the cluster, stop the actors
+      await cluster.stop();
       await rt.stop();
       media.stop();
+      // what is still open after the actors stopped is a request that can no longer be answered well: close it
+      await Promise.race([closing, new Promise((r) => setTimeout(r, 2_000).unref())]);
+      clearInterval(idle);
+      server?.closeAllConnections();
       await closing;
       await sandbox?.close();
       await pool.end();

@@ -6,14 +6,23 @@ import type { Pool } from './store/pool.js';
 import type { Clock } from './clock.js';
 import { DEADLINES, type InstancePort, type InstanceView } from './actors/port.js';
 import { stoppedView } from '../machines/instance.snapshot.js';
+import { isDomainError } from './errors.js';
+
+/** What the operator service reads of the cluster (src/cluster/cluster.ts). */
+export interface ClusterView {
+  nodes(): Promise<{ id: string; url: string; capacity: number; instances: number; self: boolean; startedAt: number; heartbeatAt: number }[]>;
+  move(instanceId: string, nodeId: string): Promise<void>;
+}
 
 /** What the operator service needs of the actor system (src/actors/system.ts). */
 export interface InstanceActors {
-  add(instance: Instance): void;
+  add(instance: Instance): void | Promise<void>;
   update(instance: Instance, replan: boolean): Promise<void>;
   remove(id: string): Promise<void>;
   port(id: string): InstancePort | null;
   record(id: string): Instance | undefined;
+  /** the node that owns the instance now (several nodes), or null */
+  nodeOf?(id: string): Promise<string | null>;
 }
 import type { InstanceAdmin } from './http/routes/admin-instances.js';
 import {
@@ -25,7 +34,24 @@ import { withTransaction } from './store/pool.js';
 export class InstanceAdminService implements InstanceAdmin {
   private keyListeners: (() => void)[] = [];
 
-  constructor(private readonly deps: { pool: Pool; actors: InstanceActors; clock: Clock }) {}
+  constructor(private readonly deps: { pool: Pool; actors: InstanceActors; clock: Clock; nodes?: ClusterView }) {}
+
+  /** The live nodes with their instance counts (GET /admin/v1/nodes). */
+  async nodes(): Promise<Record<string, unknown>[]> {
+    const nodes = (await this.deps.nodes?.nodes()) ?? [];
+    return nodes.map((n) => ({
+      id: n.id, url: n.url, capacity: n.capacity, instances: n.instances, self: n.self,
+      startedAt: new Date(n.startedAt).toISOString(), heartbeatAt: new Date(n.heartbeatAt).toISOString(),
+    }));
+  }
+
+  /** Place an instance on a node (it is handed over within a few rounds); false: no such live node. */
+  async move(id: string, nodeId: string): Promise<boolean> {
+    const nodes = (await this.deps.nodes?.nodes()) ?? [];
+    if (!nodes.some((n) => n.id === nodeId)) return false;
+    await this.deps.nodes?.move(id, nodeId);
+    return true;
+  }
 
   onKeysChanged(f: () => void): void {
     this.keyListeners.push(f);
@@ -43,7 +69,7 @@ export class InstanceAdminService implements InstanceAdmin {
     // A partial given at creation must make sense with the defaults it lands on (e.g. minDelayMs ≤ maxDelayMs).
     if (input.settings) applySettingsPatch(NEW_INSTANCE_DEFAULTS, input.settings);
     const created = await withTransaction(this.deps.pool, (c) => createInstance(c, input));
-    this.deps.actors.add(created.instance);
+    await this.deps.actors.add(created.instance);
     return created;
   }
 
@@ -92,15 +118,19 @@ export class InstanceAdminService implements InstanceAdmin {
     return true;
   }
 
+  /** The instance's view from its port; a stopped view while no node runs it (being taken over). */
   private async view(instance: Instance): Promise<InstanceView> {
     const port = this.deps.actors.port(instance.id);
-    const view = port ? await port.ask({ type: 'view' }, DEADLINES.read) : stoppedView(instance.phoneNumber);
-    return view;
+    if (!port) return stoppedView(instance.phoneNumber);
+    return port.ask({ type: 'view' }, DEADLINES.read).catch((err: unknown) => {
+      if (isDomainError(err, 'INSTANCE_UNREACHABLE')) return stoppedView(instance.phoneNumber);
+      throw err;
+    });
   }
 
   async describe(instance: Instance): Promise<Record<string, unknown>> {
     const live = this.deps.actors.record(instance.id) ?? instance;
-    const view = await this.view(live);
+    const [view, node] = await Promise.all([this.view(live), this.deps.actors.nodeOf?.(instance.id) ?? null]);
     return {
       id: live.id,
       name: live.name,
@@ -115,6 +145,7 @@ export class InstanceAdminService implements InstanceAdmin {
       paused: view.paused,
       quarantined: view.quarantined,
       lastError: view.lastError,
+      node,
     };
   }
 }

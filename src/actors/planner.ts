@@ -15,7 +15,7 @@
 import { fromCallback, type CallbackActorLogic } from 'xstate';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
-import type { Pool } from '../store/pool.js';
+import type { Pool, Queryable } from '../store/pool.js';
 import type { Instance } from '../store/instances.js';
 import type { QueueMode } from '../queue/settings.js';
 import { QueueWorker, type DispatchOutcome } from '../queue/worker.js';
@@ -48,6 +48,8 @@ export interface PlannerDeps {
   store: { readonly degraded: boolean; readonly since: number | null };
   /** wake the instance's webhook sender after a commit that wrote events */
   wake(instanceId: string): void;
+  /** the write fence of the instance's lease (src/cluster/cluster.ts); none: unfenced */
+  fence?: (instanceId: string, q: Queryable) => Promise<void>;
 }
 
 export interface Planners {
@@ -82,6 +84,7 @@ export function createPlanners(deps: PlannerDeps): Planners {
       log,
       settings: () => record().settings,
       maxPending: deps.maxPending,
+      ...(deps.fence ? { fence: (q: Queryable) => (deps.fence as NonNullable<PlannerDeps['fence']>)(instanceId, q) } : {}),
       events: {
         emit: (q, event, data) => deps.events.emit(q, instanceId, event, data),
         emitMany: (q, items) => deps.events.emitMany(q, instanceId, items),

@@ -16,7 +16,7 @@ import { createSessionLogic, type Sessions } from './session.js';
 import { createWebhookSenders, type WebhookSenders } from './webhook-sender.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
-import type { Pool } from '../store/pool.js';
+import type { Pool, Queryable } from '../store/pool.js';
 import type { Instance } from '../store/instances.js';
 import type { DriverFactory } from '../drivers/contract.js';
 import { lifecycleCommand, networkCommand, type IncomingEvents } from './network-events.js';
@@ -48,6 +48,8 @@ export interface ActorSystemDeps {
   instancePolicy?: Partial<InstanceInput>;
   inspect?: (ev: InspectionEvent) => void;
   store: StoreHealth;
+  /** the write fence of an instance's lease (src/cluster/cluster.ts) */
+  fence?: (instanceId: string, q: Queryable) => Promise<void>;
 }
 
 type InstanceLogic = ReturnType<typeof instanceMachine.provide>;
@@ -107,6 +109,7 @@ export class ActorSystem {
       record: (id) => records.get(id),
       store: deps.store,
       wake: (id) => void this.webhooks.notify(id),
+      ...(deps.fence ? { fence: deps.fence } : {}),
     });
     const dispatcher = createDispatcherLogic({ clock: deps.clock, callTimeoutMs: deps.callTimeoutMs, resolveMedia: deps.resolveMedia, replies });
 
@@ -151,6 +154,11 @@ export class ActorSystem {
   /** The record of a registered instance (the key guard accepts keys of running instances only). */
   record(instanceId: string): Instance | undefined {
     return this.records.get(instanceId);
+  }
+
+  /** Whether this process runs the instance. */
+  has(instanceId: string): boolean {
+    return this.records.has(instanceId);
   }
 
   /** Register and spawn the actors of an instance. */

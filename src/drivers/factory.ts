@@ -4,10 +4,17 @@ import type { Config } from '../config.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { Sandbox } from '../sandbox/embed.js';
-import { webjsDriverFactory } from './webjs/factory.js';
+import { webjsAuthFor, webjsDriverFactory } from './webjs/factory.js';
+import type { Pool } from '../store/pool.js';
 
-export function driverFactoryFor(deps: { config: Config; clock: Clock; log: Logger; sandbox: Sandbox | null }): (kind: 'sandbox' | 'webjs') => DriverFactory {
-  const webjs = webjsDriverFactory({ chromePath: deps.config.CHROME_PATH, clock: deps.clock, logger: deps.log.child({ driver: 'webjs' }) });
+export function driverFactoryFor(deps: { config: Config; clock: Clock; log: Logger; sandbox: Sandbox | null; pool: Pool }): (kind: 'sandbox' | 'webjs') => DriverFactory {
+  const webjs = webjsDriverFactory({
+    chromePath: deps.config.CHROME_PATH,
+    clock: deps.clock,
+    logger: deps.log.child({ driver: 'webjs' }),
+    // WEBJS_AUTH=postgres: the link lives in PostgreSQL, so whichever node owns the instance resumes it
+    auth: webjsAuthFor(deps.config.WEBJS_AUTH, deps.pool),
+  });
   return (kind) => {
     if (kind === 'webjs') return webjs;
     if (!deps.sandbox) {

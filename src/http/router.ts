@@ -11,7 +11,7 @@ import type { Context, Middleware } from 'koa';
 import { DomainError } from '../errors.js';
 
 /** Who may call a family's routes: nobody needs a credential, an instance API key, or the admin token. */
-export type AuthKind = 'none' | 'instance' | 'admin';
+export type AuthKind = 'none' | 'instance' | 'admin' | 'cluster';
 
 export interface RouteFamily {
   /** a short name for the route table (e.g. `v2-send`) */

@@ -5,7 +5,7 @@
  * answered once it is in PostgreSQL. Every request of a batch ends in an `AcceptOutcome` (accepted, replay,
  * or a refusal with its code); only a store failure is an error, and it fails the whole batch.
  */
-import { CommitOutcomeUnknown, withTransaction } from '../store/pool.js';
+import { CommitOutcomeUnknown } from '../store/pool.js';
 import { isConnectionError } from '../store/health.js';
 import { newJobId } from '../ids.js';
 import { acceptJob, type QueueEventName } from '../../machines/job.machine.js';
@@ -91,7 +91,7 @@ export class Acceptance {
     const decided = new Map<Pending, Decided>();
     const inserted = new Map<Pending, Job>();
 
-    await withTransaction(deps.pool, async (c) => {
+    await core.transaction(async (c) => {
       const keys = [...new Set(batch.map((p) => p.req.idempotencyKey).filter((k): k is string => k !== null))];
       const known = await findByIdempotencyKeys(c, deps.instanceId, keys, now - IDEMPOTENCY_RETENTION_MS);
       const fresh: { p: Pending; job: NewJob }[] = [];

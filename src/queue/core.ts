@@ -72,9 +72,17 @@ export class QueueCore {
     this.planner.load({ history, lastDispatchAt: state.lastDispatchAt, waiting });
   }
 
+  /** A transaction that writes the queue: fenced by the instance's lease first (WorkerDeps.fence). */
+  transaction<T>(work: (c: PoolClient) => Promise<T>): Promise<T> {
+    return withTransaction(this.deps.pool, async (c) => {
+      await this.deps.fence?.(c);
+      return work(c);
+    });
+  }
+
   /** Apply a job-machine event and persist it conditionally, with its event, in one transaction. */
   async move(job: Job, event: JobEvent, fields: TransitionFields, extra: MoveExtra = {}, also?: (c: PoolClient) => Promise<void>): Promise<Job | null> {
-    const moved = await withTransaction(this.deps.pool, async (c) => {
+    const moved = await this.transaction(async (c) => {
       const m = await this.moveIn(c, job, event, fields, extra);
       if (m && also) await also(c);
       return m;

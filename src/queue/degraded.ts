@@ -5,7 +5,6 @@
  * `queue.degraded` and `queue.recovered` events; a recovery that fails is tried again.
  * `directSend` without limits is the `disabled` mode: nothing counted, nothing written.
  */
-import { withTransaction } from '../store/pool.js';
 import type { TimerHandle } from '../clock.js';
 import { bulkJobEvent } from '../../machines/job.machine.js';
 import type { Job } from './job.js';
@@ -69,7 +68,7 @@ export class DegradedMode {
     return core.serial.run(async () => {
       if (!core.degraded) return;
       const sends = core.writeBack.keptDispatches();
-      await withTransaction(core.deps.pool, async (c) => {
+      await core.transaction(async (c) => {
         // kept sends belong to no job
         await insertDispatches(c, core.instanceId, sends.map((at) => ({ jobId: null, at })));
         // The outbox lives in PostgreSQL: the window's two events are written when it is reachable again.

@@ -4,7 +4,6 @@
  * before the network is called: at most once), call the network outside the serial section and persist the
  * outcome. Re-planning (a limit change, a failed re-check, a backlog) lives here too: it moves slots.
  */
-import { withTransaction } from '../store/pool.js';
 import type { TimerHandle } from '../clock.js';
 import { statesAccepting } from '../../machines/job.machine.js';
 import type { Job } from './job.js';
@@ -44,7 +43,7 @@ export class DispatchLoop {
    */
   async recoverAtStart(now: number): Promise<void> {
     const { core } = this;
-    const recovered = await withTransaction(core.deps.pool, async (c) => {
+    const recovered = await core.transaction(async (c) => {
       const moved = await recoverSending(c, core.instanceId, now);
       for (const m of moved) if (m.step.emits) await core.emitFor(c, m.job, m.step.emits);
       for (const j of await orphanedSyncJobs(c, core.instanceId, BOOT_ID)) {
@@ -63,7 +62,7 @@ export class DispatchLoop {
     const { core } = this;
     const plan = core.planner.replan(now, core.deps.settings());
     const epoch = core.epoch + 1;
-    await withTransaction(core.deps.pool, async (c) => {
+    await core.transaction(async (c) => {
       await saveSlots(c, plan.slots, epoch);
       // no slot before expiry (or past the attempt cap): waiting without a slot until a re-plan or expiry
       await unscheduleJobs(c, core.instanceId, plan.unslotted, epoch);
@@ -160,7 +159,7 @@ export class DispatchLoop {
       return null;
     }
     const claim = job;
-    const claimed = await withTransaction(deps.pool, async (c) => {
+    const claimed = await core.transaction(async (c) => {
       const moved = await core.moveIn(c, claim, { type: 'DISPATCH' }, { dispatchedAt: now, attemptsIncrement: true });
       if (moved) await insertDispatches(c, deps.instanceId, [{ jobId: claim.id, at: now }]);
       return moved;

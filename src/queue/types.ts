@@ -40,6 +40,11 @@ export interface WorkerDeps {
   random?: (min: number, max: number) => number;
   /** largest number of acceptances committed in one transaction */
   batchSize?: number;
+  /**
+   * Called first in every transaction that writes the queue (src/cluster/leases.ts): throws unless this node
+   * still holds the instance's lease, and holds the lease row until the commit, so a takeover waits for it.
+   */
+  fence?: (q: Queryable) => Promise<void>;
 }
 
 /** A validated send as a route hands it over: the send, its place in the queue and, for a requeue, its origin. */

@@ -97,8 +97,8 @@ test('the route table covers every family and only /health is open', () => {
     assert.ok(families.has(f), `family ${f} is mounted`);
   }
   assert.deepEqual(
-    t.gw.routes.filter((r) => r.auth === 'none').map((r) => `${r.method} ${r.path}`),
-    ['GET /health'],
+    t.gw.routes.filter((r) => r.auth === 'none').map((r) => `${r.method} ${r.path}`).sort(),
+    ['GET /docs', 'GET /docs/redoc.standalone.js', 'GET /health', 'GET /openapi.json'],
   );
   assert.ok(t.gw.routes.length > 60, `${t.gw.routes.length} routes`);
 });
@@ -116,7 +116,14 @@ test('every route × every wrong credential: 401/403 in the envelope, and nothin
     }
     expectError(await call(route.method, path, null), 401, 'UNAUTHORIZED', what('no header'));
     for (const m of MALFORMED) expectError(await call(route.method, path, m), 401, 'UNAUTHORIZED', what(`malformed "${m}"`));
-    if (route.auth === 'instance') {
+    if (route.auth === 'cluster') {
+      // the nodes' internal route: only the cluster secret (none is set here: nothing is accepted)
+      for (const cred of [`Bearer ${t.adminToken}`, `Bearer ${A.key}`, 'Bearer not-the-cluster-secret-000']) {
+        const r = await call(route.method, path, cred);
+        expectError(r, 401, 'UNAUTHORIZED', what('a credential that is not the cluster secret'));
+        assert.match(String(r.body.error), /cluster secret/, what('the 401 speaks of the cluster secret'));
+      }
+    } else if (route.auth === 'instance') {
       expectError(await call(route.method, path, UNKNOWN_KEY), 401, 'INVALID_API_KEY', what('an unknown key'));
       expectError(await call(route.method, path, `Bearer ${t.adminToken}`), 401, 'INVALID_API_KEY', what('the admin token'));
     } else {

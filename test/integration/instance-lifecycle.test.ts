@@ -36,11 +36,15 @@ const fail = async (id: string, kind: 'session_crash' | 'browser_death' | 'disco
 const untilStatus = (key: string, want: string, maxMs = 120_000) =>
   t.advanceUntil(async () => ((await status(key)).status === want ? true : null), `status ${want}`, { maxMs });
 
-/** Every SPEC.md status value the instance actor passes through, in order (from XState inspection). */
-function recordStatuses(instanceId: string): { seen: string[]; stop: () => void } {
+/**
+ * Every SPEC.md status value the instance actor passes through, in order (from XState inspection), starting
+ * with the status the create answer reported (`first`), when given.
+ */
+function recordStatuses(instanceId: string, first?: string): { seen: string[]; stop: () => void } {
   const ref = t.gw.actors.instanceActor(instanceId);
   assert.ok(ref, 'the instance actor runs');
-  const seen: string[] = [instanceStatus(ref.getSnapshot() as InstanceSnapshot)];
+  const now = instanceStatus(ref.getSnapshot() as InstanceSnapshot);
+  const seen: string[] = first && first !== now ? [first, now] : [now];
   const stop = t.gw.actors.subscribe((ev) => {
     if (ev.type !== '@xstate.snapshot' || ev.actorRef !== ref) return;
     const s = instanceStatus(ev.snapshot as InstanceSnapshot);
@@ -64,7 +68,7 @@ test('link flow: initializing → waiting_qr (QR data URL, rotating) → authent
   const created = await t.admin('POST', '/admin/v1/instances', { name: 'linker', settings: FAST });
   assert.equal(created.status, 201, created.text);
   const { instance, apiKey } = created.body.data as { instance: { id: string; status: string }; apiKey: string };
-  const rec = recordStatuses(instance.id);
+  const rec = recordStatuses(instance.id, instance.status);
   assert.equal(instance.status, 'initializing', 'a new instance starts initializing');
 
   await t.advanceUntil(async () => ((await status(apiKey)).status === 'waiting_qr' ? true : null), 'waiting_qr', { maxMs: 5_000 });

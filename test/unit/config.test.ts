@@ -70,6 +70,12 @@ const BAD: [variable: string, value: string, message: string][] = [
   ['LEGACY_CALLER_TIMEOUT_MS', '5000', 'LEGACY_CALLER_TIMEOUT_MS must be an integer of at least 5001'],
   ['ORDERED_RESTART_HARD_MS', '999', 'ORDERED_RESTART_HARD_MS must be an integer of at least 1000'],
   ['DRIVER_CALL_TIMEOUT_MS', '1e4', 'DRIVER_CALL_TIMEOUT_MS must be an integer of at least 100'],
+  ['NODE_ID', 'node one', 'NODE_ID must be 1 to 64 characters of A-Z a-z 0-9 . _ : -'],
+  ['NODE_URL', 'ftp://node', 'NODE_URL must be the http(s) URL of this node as the other nodes reach it'],
+  ['CLUSTER_SECRET', 'short', 'CLUSTER_SECRET must be at least 16 characters without spaces'],
+  ['NODE_CAPACITY', '0', 'NODE_CAPACITY must be an integer from 1 to 100000'],
+  ['LEASE_TTL_MS', '1000', 'LEASE_TTL_MS must be an integer from 2000 to 120000'],
+  ['WEBJS_AUTH', 'remote', 'WEBJS_AUTH must be local or postgres'],
 ];
 
 test('a bad value of any variable: the variable, what it accepts, never the value', () => {

@@ -36,6 +36,7 @@ import { DEFAULTS, isValidClientId, sessionPaths, type SessionPaths, type WebjsD
 import { CallTimeout, describeError, invalidInput, preSendFailure, startedCallFailure, withTimeout } from './outcome.js';
 import { shutdownBrowser } from './shutdown.js';
 import { BrowserAttacher, buildClient, clearStaleBrowser } from './start.js';
+import { PgAuthStore } from './pg-auth-store.js';
 
 type Phase = 'idle' | 'starting' | 'running' | 'dead' | 'destroyed';
 
@@ -64,7 +65,7 @@ export class WebjsSession implements Gate {
     this.opts = opts;
     this.clock = opts.clock ?? systemClock;
     this.log = (opts.logger ?? silentLogger()).child({ driver: 'webjs', instanceId: opts.instanceId });
-    this.paths = sessionPaths(opts.dataDir, opts.instanceId);
+    this.paths = sessionPaths(opts.dataDir, opts.instanceId, opts.auth?.kind);
     this.emitter.setMaxListeners(0);
     this.ended = new Promise<never>((_resolve, reject) => {
       this.end = (reason) => reject(new DriverError(reason, 'SESSION_CLOSED', true));
@@ -196,6 +197,11 @@ export class WebjsSession implements Gate {
     }
     await this.shutdown();
     await rm(this.paths.userDataDir, { recursive: true, force: true, maxRetries: 4 });
+    // the link kept in PostgreSQL goes too, also when the library's own logout did not run (or timed out)
+    const auth = this.opts.auth;
+    if (auth?.kind === 'postgres') {
+      await new PgAuthStore({ pool: auth.pool, dataPath: this.paths.sessionsDir }).delete({ session: `RemoteAuth-${this.opts.instanceId}` });
+    }
   }
 
   async getState(): Promise<WAState | null> {

@@ -25,6 +25,10 @@ export interface InstanceAdmin {
   requestPairingCode(id: string, phoneNumber: string): Promise<boolean>;
   /** live view: status and the like, merged into the instance record for operators */
   describe(instance: Instance): Promise<Record<string, unknown>>;
+  /** the live gateway nodes with how many instances each owns */
+  nodes(): Promise<Record<string, unknown>[]>;
+  /** place the instance on a live node; false when no such node is live */
+  move(id: string, nodeId: string): Promise<boolean>;
 }
 
 const CreateSchema = object({
@@ -104,6 +108,14 @@ export function adminInstancesRouter(admin: InstanceAdmin): Router {
     await admin.requestPairingCode(inst.id, phoneNumber);
     // The code itself is a login secret: it goes to the webhook (event `code`), never into this answer or a log.
     ok(ctx, { instanceId: inst.id, requested: true, deliveredAs: 'webhook event code' }, 202);
+  });
+  router.get('/admin/v1/nodes', async (ctx) => ok(ctx, { items: await admin.nodes() }));
+  router.post('/admin/v1/instances/:id/move', async (ctx) => {
+    const inst = await load(ctx.params.id ?? '');
+    const { node } = parse(ctx.request.body, object({ node: matching(/^[A-Za-z0-9._:-]{1,64}$/, 'the id of a live node (GET /admin/v1/nodes)') }));
+    if (!(await admin.move(inst.id, node))) throw validationFailed('node', 'node must be the id of a live node (GET /admin/v1/nodes)');
+    // the hand-over takes a few rounds of the cluster (the instance drains here, then starts there)
+    ok(ctx, { instanceId: inst.id, node, moving: true }, 202);
   });
   return router;
 }

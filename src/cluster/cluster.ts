@@ -1,0 +1,193 @@
+/**
+ * This node's part in a cluster of gateway nodes on one PostgreSQL: membership, the leases of the instances it
+ * owns, placement and hand-over. One node alone is a cluster of one (every instance is placed on it).
+ *
+ * Every `tickMs` (a real-time timer: leases are about real time between processes, whatever clock the queue
+ * uses) it renews its heartbeat and its leases; an instance whose lease it could not renew is stopped at once
+ * (its writes are fenced anyway, src/cluster/leases.ts). Then it places every instance over the live nodes
+ * (src/cluster/placement.ts): one placed here and free (or expired) is taken — its queue starts, and jobs a dead
+ * owner left in `sending` become `unknown`, never sent again; one placed on another live node is handed over:
+ * it stops taking asks, finishes an in-flight dispatch, persists, then releases its lease, and the new owner
+ * takes it at its next tick. A graceful stop hands every instance over and leaves the cluster.
+ */
+import type { Logger } from '../log.js';
+import type { Pool, Queryable } from '../store/pool.js';
+import { listInstances, type Instance } from '../store/instances.js';
+import { acquireLease, fenceLease, leaseLost, liveLeases, ownerOf, releaseLease, renewLeases, type Lease, type Owner } from './leases.js';
+import { heartbeat, leaveCluster, liveNodes, registerNode, secretHash, type LiveNode, type NodeInfo } from './nodes.js';
+import { placeInstance } from './placement.js';
+
+/** What the cluster needs of this node's actor system (src/actors/system.ts). */
+export interface LocalInstances {
+  add(instance: Instance): void;
+  remove(instanceId: string): Promise<void>;
+  has(instanceId: string): boolean;
+}
+
+export interface ClusterDeps {
+  pool: Pool;
+  log: Logger;
+  node: NodeInfo;
+  secret: string | undefined;
+  ttlMs: number;
+  local: LocalInstances;
+}
+
+const OWNER_CACHE_MS = 1_000;
+
+export class Cluster {
+  private readonly held = new Map<string, Lease>();
+  /** instances being handed over or stopped: not taken again until that ended */
+  private readonly leaving = new Set<string>();
+  private timer: NodeJS.Timeout | null = null;
+  private ticking: Promise<void> | null = null;
+  private stopped = false;
+  private readonly owners = new Map<string, { owner: Owner | null; at: number }>();
+
+  constructor(private readonly deps: ClusterDeps) {}
+
+  get nodeId(): string {
+    return this.deps.node.id;
+  }
+
+  get tickMs(): number {
+    return Math.max(250, Math.floor(this.deps.ttlMs / 4));
+  }
+
+  /** Register with this node's URL (known once the server listens), take the instances placed here. */
+  async start(url: string): Promise<void> {
+    this.deps.node.url = url;
+    await registerNode(this.deps.pool, this.deps.node, secretHash(this.deps.secret), this.deps.ttlMs);
+    await this.tick();
+    this.timer = setInterval(() => void this.tick(), this.tickMs);
+    this.timer.unref();
+  }
+
+  /** The write fence of an instance's queue (WorkerDeps.fence). */
+  fence = async (instanceId: string, q: Queryable): Promise<void> => {
+    const lease = this.held.get(instanceId);
+    if (!lease) throw leaseLost();
+    await fenceLease(q, lease);
+  };
+
+  /** Run one round now (after a create or a move, instead of waiting for the timer). */
+  tick(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    this.ticking ??= this.round()
+      .catch((err: unknown) => this.deps.log.warn({ err }, 'cluster round failed'))
+      .finally(() => (this.ticking = null));
+    return this.ticking;
+  }
+
+  private async round(): Promise<void> {
+    const { pool, node, ttlMs, local } = this.deps;
+    await heartbeat(pool, node.id);
+    const kept = await renewLeases(pool, node.id, [...this.held.values()], ttlMs);
+    for (const [id] of this.held) {
+      if (kept.has(id)) continue;
+      this.held.delete(id);
+      this.deps.log.warn({ instanceId: id }, 'lease lost: the instance is stopped here (another node owns it now)');
+      await local.remove(id).catch((err: unknown) => this.deps.log.warn({ err, instanceId: id }, 'stopping a lost instance failed'));
+    }
+    const nodes = await liveNodes(pool, ttlMs);
+    const pins = await placements(pool);
+    for (const instance of await listInstances(pool)) {
+      if (this.stopped) return;
+      const want = placeInstance(instance.id, nodes, pins.get(instance.id) ?? null);
+      const mine = this.held.has(instance.id);
+      if (want === node.id && !mine && !this.leaving.has(instance.id)) await this.take(instance);
+      else if (want !== null && want !== node.id && mine) await this.handOver(instance.id);
+    }
+  }
+
+  private async take(instance: Instance): Promise<void> {
+    const lease = await acquireLease(this.deps.pool, instance.id, this.deps.node.id, this.deps.ttlMs);
+    if (!lease) return; // still held by a live owner: taken once it hands over or its lease expires
+    this.held.set(instance.id, lease);
+    this.owners.delete(instance.id);
+    if (!this.deps.local.has(instance.id)) this.deps.local.add(instance);
+  }
+
+  /** Stop taking asks for the instance, finish and persist its in-flight dispatch, release its lease. */
+  async handOver(instanceId: string): Promise<void> {
+    const lease = this.held.get(instanceId);
+    this.leaving.add(instanceId);
+    try {
+      await this.deps.local.remove(instanceId);
+      if (lease) await releaseLease(this.deps.pool, lease);
+    } finally {
+      this.held.delete(instanceId);
+      this.leaving.delete(instanceId);
+      this.owners.delete(instanceId);
+    }
+  }
+
+  /** A new instance: take it now when it is placed here (another node takes it at its next round). */
+  async place(instance: Instance): Promise<void> {
+    const nodes = await liveNodes(this.deps.pool, this.deps.ttlMs);
+    if (placeInstance(instance.id, nodes) === this.deps.node.id) await this.take(instance);
+  }
+
+  /** The instance is being deleted: stop it here if it runs here. */
+  async forget(instanceId: string): Promise<void> {
+    if (this.held.has(instanceId) || this.deps.local.has(instanceId)) await this.handOver(instanceId);
+  }
+
+  /** Pin an instance to a node (POST /admin/v1/instances/:id/move); the hand-over follows at the next rounds. */
+  async move(instanceId: string, nodeId: string): Promise<void> {
+    await this.deps.pool.query(
+      `INSERT INTO instance_placement (instance_id, node_id) VALUES ($1, $2)
+       ON CONFLICT (instance_id) DO UPDATE SET node_id = EXCLUDED.node_id`,
+      [instanceId, nodeId],
+    );
+    await this.tick();
+  }
+
+  /** The live owner of an instance (cached briefly; `fresh` reads it again). */
+  async owner(instanceId: string, fresh = false): Promise<Owner | null> {
+    const cached = this.owners.get(instanceId);
+    const now = Date.now();
+    if (!fresh && cached && now - cached.at < OWNER_CACHE_MS) return cached.owner;
+    const owner = await ownerOf(this.deps.pool, instanceId);
+    this.owners.set(instanceId, { owner, at: now });
+    return owner;
+  }
+
+  /** Every live node with the instances it owns (GET /admin/v1/nodes). */
+  async nodes(): Promise<(LiveNode & { instances: number; self: boolean })[]> {
+    const [nodes, leases] = await Promise.all([liveNodes(this.deps.pool, this.deps.ttlMs), liveLeases(this.deps.pool)]);
+    const counts = new Map<string, number>();
+    for (const n of leases.values()) counts.set(n, (counts.get(n) ?? 0) + 1);
+    return nodes.map((n) => ({ ...n, instances: counts.get(n.id) ?? 0, self: n.id === this.deps.node.id }));
+  }
+
+  /** The node that owns an instance now, or null. */
+  async nodeOf(instanceId: string): Promise<string | null> {
+    return (await this.owner(instanceId, true))?.nodeId ?? null;
+  }
+
+  /** /health: counts only. */
+  counts(): { owned: number } {
+    return { owned: this.held.size };
+  }
+
+  ownsHere(instanceId: string): boolean {
+    return this.held.has(instanceId);
+  }
+
+  /** Graceful stop: hand every instance over (0 unknown), then leave. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    await this.ticking;
+    await Promise.all(
+      [...this.held.keys()].map((id) => this.handOver(id).catch((err: unknown) => this.deps.log.warn({ err, instanceId: id }, 'hand-over failed'))),
+    );
+    await leaveCluster(this.deps.pool, this.deps.node.id).catch((err: unknown) => this.deps.log.warn({ err }, 'leaving the cluster failed'));
+  }
+}
+
+async function placements(q: Queryable): Promise<Map<string, string>> {
+  const { rows } = await q.query<{ instance_id: string; node_id: string }>('SELECT instance_id, node_id FROM instance_placement');
+  return new Map(rows.map((r) => [r.instance_id, r.node_id]));
+}

@@ -1,0 +1,91 @@
+/**
+ * Ownership of an instance: a lease row (node, epoch, expiry) in PostgreSQL, all times on the database's clock.
+ *
+ * - `acquireLease`: take a free or expired lease, or keep one's own; every take by another node bumps the epoch.
+ * - `renewLeases`: extend the leases this node still holds at the epochs it knows; answers which ones it kept.
+ * - `fenceLease`: inside a transaction that writes an instance's queue, read the lease row FOR SHARE at this
+ *   node's epoch: no row means the lease was lost (expired and taken, or released) and the write is refused; the
+ *   row lock makes a takeover wait until the writing transaction ends. A node paused past its lease (GC stop,
+ *   SIGSTOP, partition) therefore never plans or dispatches for that instance again.
+ * - `releaseLease`: give a lease up (graceful stop, hand-over), effective at once.
+ */
+import { DomainError } from '../errors.js';
+import type { Queryable } from '../store/pool.js';
+
+export interface Lease {
+  instanceId: string;
+  nodeId: string;
+  epoch: number;
+}
+
+/** This node no longer owns the instance: nothing was done (502: safe to retry, at the new owner). */
+export const leaseLost = () => new DomainError('INSTANCE_UNREACHABLE', 'this node no longer owns the instance; nothing was done');
+
+export async function acquireLease(q: Queryable, instanceId: string, nodeId: string, ttlMs: number): Promise<Lease | null> {
+  const { rows } = await q.query<{ epoch: number }>(
+    `INSERT INTO instance_leases AS l (instance_id, node_id, epoch, expires_at)
+       SELECT $1, $2, 1, now() + $3 * interval '1 millisecond'
+       WHERE EXISTS (SELECT 1 FROM instances WHERE id = $1)
+     ON CONFLICT (instance_id) DO UPDATE
+       SET node_id = EXCLUDED.node_id,
+           epoch = CASE WHEN l.node_id = EXCLUDED.node_id AND l.expires_at > now() THEN l.epoch ELSE l.epoch + 1 END,
+           expires_at = EXCLUDED.expires_at
+       WHERE l.node_id = EXCLUDED.node_id OR l.expires_at <= now()
+     RETURNING epoch`,
+    [instanceId, nodeId, ttlMs],
+  );
+  const epoch = rows[0]?.epoch;
+  return epoch === undefined ? null : { instanceId, nodeId, epoch: Number(epoch) };
+}
+
+/** Extend the held leases; answers the instance ids whose lease this node still holds. */
+export async function renewLeases(q: Queryable, nodeId: string, held: readonly Lease[], ttlMs: number): Promise<Set<string>> {
+  if (held.length === 0) return new Set();
+  const { rows } = await q.query<{ instance_id: string }>(
+    `UPDATE instance_leases AS l SET expires_at = now() + $2 * interval '1 millisecond'
+       FROM unnest($3::uuid[], $4::bigint[]) AS h (instance_id, epoch)
+      WHERE l.instance_id = h.instance_id AND l.epoch = h.epoch AND l.node_id = $1 AND l.expires_at > now()
+      RETURNING l.instance_id`,
+    [nodeId, ttlMs, held.map((l) => l.instanceId), held.map((l) => l.epoch)],
+  );
+  return new Set(rows.map((r) => r.instance_id));
+}
+
+export async function fenceLease(q: Queryable, lease: Lease): Promise<void> {
+  const { rows } = await q.query(
+    `SELECT 1 FROM instance_leases
+      WHERE instance_id = $1 AND node_id = $2 AND epoch = $3 AND expires_at > now()
+      FOR SHARE`,
+    [lease.instanceId, lease.nodeId, lease.epoch],
+  );
+  if (rows.length === 0) throw leaseLost();
+}
+
+export async function releaseLease(q: Queryable, lease: Lease): Promise<void> {
+  await q.query(
+    'UPDATE instance_leases SET expires_at = now() WHERE instance_id = $1 AND node_id = $2 AND epoch = $3',
+    [lease.instanceId, lease.nodeId, lease.epoch],
+  );
+}
+
+export interface Owner {
+  nodeId: string;
+  url: string;
+}
+
+/** The live owner of an instance (a lease not expired, of a node that is registered), or null. */
+export async function ownerOf(q: Queryable, instanceId: string): Promise<Owner | null> {
+  const { rows } = await q.query<{ node_id: string; url: string }>(
+    `SELECT l.node_id, n.url FROM instance_leases l JOIN nodes n ON n.id = l.node_id
+      WHERE l.instance_id = $1 AND l.expires_at > now()`,
+    [instanceId],
+  );
+  const r = rows[0];
+  return r ? { nodeId: r.node_id, url: r.url } : null;
+}
+
+/** Every live lease: instance → node (placement, GET /admin/v1/nodes). */
+export async function liveLeases(q: Queryable): Promise<Map<string, string>> {
+  const { rows } = await q.query<{ instance_id: string; node_id: string }>('SELECT instance_id, node_id FROM instance_leases WHERE expires_at > now()');
+  return new Map(rows.map((r) => [r.instance_id, r.node_id]));
+}

@@ -1,0 +1,73 @@
+/**
+ * The port of an instance owned by another node: the ask is forwarded over HTTP to the owner's internal route
+ * (`POST /internal/v1/instances/:id/ask`, authenticated with the cluster secret; the caller's API key never
+ * travels) and its reply comes back as data, exactly as the owner's own port answered it.
+ *
+ * `502 INSTANCE_UNREACHABLE` ("nothing was accepted, safe to retry") only when the ask provably did not reach
+ * the owner: no live owner, a connection refused or a host not found. Once the request may have been received,
+ * a lost answer is `504 INSTANCE_TIMEOUT` (the owner may have accepted). An owner that answers that it no
+ * longer owns the instance (a hand-over in progress) is asked once more after looking the owner up again.
+ */
+import { DomainError, instanceTimeout } from '../errors.js';
+import { replyErrorToThrow, type AskReply, type InstanceAsk, type InstancePort, type ReplyOf } from '../actors/port.js';
+import type { Owner } from './leases.js';
+
+export interface RemoteDeps {
+  /** this node's id: an owner that is this node but has no local port is in a hand-over */
+  selfId: string;
+  owner(instanceId: string, fresh?: boolean): Promise<Owner | null>;
+  secret: string | undefined;
+}
+
+const NOT_DELIVERED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'EAI_AGAIN', 'ENETUNREACH']);
+const unreachable = (why: string) => new DomainError('INSTANCE_UNREACHABLE', `the instance's node cannot be reached (${why}); nothing was accepted`);
+
+function errorCode(err: unknown): string | undefined {
+  let e: unknown = err;
+  for (let i = 0; i < 4 && e; i++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string') return code;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+export class RemoteInstancePort implements InstancePort {
+  constructor(readonly instanceId: string, private readonly deps: RemoteDeps) {}
+
+  async ask<A extends InstanceAsk>(ask: A, deadlineMs: number): Promise<ReplyOf<A>> {
+    const reply = await this.forward(ask, deadlineMs, false).then((r) =>
+      r.ok || r.error.code !== 'INSTANCE_UNREACHABLE' ? r : this.forward(ask, deadlineMs, true),
+    );
+    if (!reply.ok) throw replyErrorToThrow(reply.error);
+    return reply.value as ReplyOf<A>;
+  }
+
+  private async forward(ask: InstanceAsk, deadlineMs: number, fresh: boolean): Promise<AskReply> {
+    const owner = await this.deps.owner(this.instanceId, fresh);
+    if (!owner) return { ok: false, error: { code: 'INSTANCE_UNREACHABLE', message: 'the instance has no live owner right now (it is being taken over); nothing was accepted' } };
+    if (owner.nodeId === this.deps.selfId) return { ok: false, error: { code: 'INSTANCE_UNREACHABLE', message: 'the instance is being handed over; nothing was accepted' } };
+    if (!this.deps.secret) throw unreachable('no CLUSTER_SECRET');
+    let res: Response;
+    try {
+      res = await fetch(`${owner.url}/internal/v1/instances/${encodeURIComponent(this.instanceId)}/ask`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${this.deps.secret}` },
+        body: JSON.stringify({ ask, deadlineMs }),
+        signal: AbortSignal.timeout(deadlineMs),
+      });
+    } catch (err) {
+      const code = errorCode(err);
+      if (code && NOT_DELIVERED.has(code)) throw unreachable(code);
+      throw instanceTimeout();
+    }
+    const body = (await res.json().catch(() => null)) as { success?: boolean; data?: { reply?: AskReply }; code?: string; error?: string } | null;
+    const reply = body?.data?.reply;
+    if (res.ok && reply) return reply;
+    // the owner's envelope refusal (not this instance's owner any more, a bad secret): nothing was done there
+    if (body?.code === 'INSTANCE_UNREACHABLE') return { ok: false, error: { code: 'INSTANCE_UNREACHABLE', message: body.error ?? 'not the owner' } };
+    // refused before anything ran there (authentication, a malformed ask): nothing was done; otherwise unknown
+    if (res.status < 500) throw unreachable(`the owner answered ${res.status}`);
+    throw instanceTimeout();
+  }
+}

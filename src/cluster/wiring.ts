@@ -1,0 +1,51 @@
+/**
+ * How the gateway reaches instances when several nodes share one PostgreSQL: the port of an instance is the
+ * local one when this node runs it, else a remote port to its owner (src/cluster/remote-port.ts); the operator
+ * service's view of the actors (create, settings, delete) goes through the cluster's placement.
+ */
+import os from 'node:os';
+import { createHash } from 'node:crypto';
+import type { Config } from '../config.js';
+import type { ActorSystem } from '../actors/system.js';
+import { DEADLINES, type InstancePort } from '../actors/port.js';
+import type { InstanceActors } from '../instances.js';
+import type { Instance } from '../store/instances.js';
+import type { Cluster } from './cluster.js';
+import { RemoteInstancePort } from './remote-port.js';
+
+/** NODE_ID, else the host name and a short hash of the data directory: the same node across restarts. */
+export function defaultNodeId(config: Pick<Config, 'NODE_ID' | 'DATA_DIR'>): string {
+  if (config.NODE_ID) return config.NODE_ID;
+  const host = os.hostname().replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 40) || 'node';
+  return `${host}-${createHash('sha256').update(config.DATA_DIR).digest('hex').slice(0, 8)}`;
+}
+
+/** NODE_URL, else this process's listening address. */
+export function defaultNodeUrl(config: Pick<Config, 'NODE_URL'>, listening: string): string {
+  return config.NODE_URL ?? (listening || 'http://127.0.0.1:0');
+}
+
+export interface ClusterPorts {
+  /** the port of an instance, wherever it runs */
+  portOf(instanceId: string): InstancePort;
+  /** the operator service's actors (src/instances.ts) */
+  actors: InstanceActors;
+}
+
+export function clusterPorts(local: ActorSystem, cluster: Cluster, secret: string | undefined): ClusterPorts {
+  const remote = (id: string) => new RemoteInstancePort(id, { selfId: cluster.nodeId, owner: (i, fresh) => cluster.owner(i, fresh), secret });
+  const portOf = (id: string): InstancePort => local.port(id) ?? remote(id);
+  const actors: InstanceActors = {
+    add: (instance: Instance) => cluster.place(instance),
+    remove: (id: string) => cluster.forget(id),
+    async update(instance, replan) {
+      if (local.has(instance.id)) return local.update(instance, replan);
+      // the owner keeps the record its planner reads: it hears of the change through its port
+      await remote(instance.id).ask({ type: 'settings', instance, replan }, DEADLINES.send).catch(() => undefined);
+    },
+    port: (id: string) => portOf(id),
+    record: (id: string) => local.record(id),
+    nodeOf: (id: string) => cluster.nodeOf(id),
+  };
+  return { portOf, actors };
+}

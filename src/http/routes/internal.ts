@@ -1,0 +1,61 @@
+/**
+ * The cluster's internal route: another node forwards an ask of one of this node's instances
+ * (src/cluster/remote-port.ts). Authenticated with the cluster secret (family auth `cluster`); the answer is
+ * always the owner's reply as data (`{reply}`), so the asking node throws exactly what a local port would have.
+ * An instance this node does not run (any more) is `502 INSTANCE_UNREACHABLE`: nothing was done.
+ */
+import Router from '@koa/router';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { Middleware } from 'koa';
+import { integer, max, min, object, string, type as shape } from 'superstruct';
+import { createRouter } from '../router.js';
+import { ok } from '../envelope.js';
+import { parse } from '../validate.js';
+import { bearerToken } from '../auth.js';
+import { DomainError } from '../../errors.js';
+import { failureReply, okReply, type AskReply, type InstanceAsk, type InstancePort } from '../../actors/port.js';
+import type { Instance } from '../../store/instances.js';
+import type { Logger } from '../../log.js';
+
+const AskBody = object({
+  ask: shape({ type: string() }),
+  deadlineMs: max(min(integer(), 1), 600_000),
+});
+
+export interface InternalDeps {
+  /** the port of an instance this node runs, or null */
+  localPort(instanceId: string): InstancePort | null;
+  /** a settings change from the operator API of another node: the record and, when a limit moved, a re-plan */
+  update(instance: Instance, replan: boolean): Promise<void>;
+  log: Logger;
+}
+
+/** The guard of the internal family: the cluster secret as a bearer token (no secret: nothing is accepted). */
+export function requireCluster(secret: string | undefined): Middleware {
+  const expected = secret ? createHash('sha256').update(secret).digest() : null;
+  return async function clusterAuth(ctx, next) {
+    const token = bearerToken(ctx, 'CLUSTER_SECRET');
+    const given = createHash('sha256').update(token).digest();
+    if (!expected || !timingSafeEqual(given, expected)) throw new DomainError('UNAUTHORIZED', 'the cluster secret is not valid');
+    ctx.state.authenticated = 'cluster';
+    await next();
+  };
+}
+
+export function internalRouter(deps: InternalDeps): Router {
+  const router = createRouter('/internal/v1');
+  router.post('/instances/:id/ask', async (ctx) => {
+    const body = parse(ctx.request.body, AskBody);
+    const port = deps.localPort(ctx.params.id ?? '');
+    if (!port) throw new DomainError('INSTANCE_UNREACHABLE', 'this node does not run the instance; nothing was done');
+    const ask = body.ask as InstanceAsk;
+    let reply: AskReply;
+    try {
+      reply = okReply(ask.type === 'settings' ? await deps.update(ask.instance, ask.replan) : await port.ask(ask, body.deadlineMs));
+    } catch (err) {
+      reply = failureReply(err, (e) => deps.log.error({ err: e, ask: ask.type }, 'forwarded ask failed'));
+    }
+    ok(ctx, { reply });
+  });
+  return router;
+}

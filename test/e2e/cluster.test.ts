@@ -1,0 +1,300 @@
+/**
+ * Several gateway nodes on one PostgreSQL (issue 15), as operators run them: three real gateway processes
+ * (CLUSTER_SECRET, short leases), one real PostgreSQL, the sandbox network in a server of its own (this test
+ * process) that keeps the ledger of every message that reached it.
+ *
+ * - any node answers for every instance (forwarded to the owner over the internal route);
+ * - GET /admin/v1/nodes lists the live nodes on every node, and every instance is owned by exactly one;
+ * - SIGKILL of an owner under load: its instances are served again by another node within the lease bound;
+ *   ledger vs jobs: no body twice, no accepted job lost;
+ * - SIGSTOP of an owner past its lease, then SIGCONT: it dispatches nothing for the instances it lost (fencing);
+ * - a graceful stop hands its instances over with no job `unknown`.
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { startSandboxServer, type SandboxServer } from '../../src/http/sandbox-server.js';
+import { createTestDb, type TestDb } from '../helpers/db.js';
+import { freePort, startSandboxedGateway, type RunningProcess } from '../helpers/gateway-process.js';
+
+const ADMIN = 'cluster-admin-token-0123456789';
+const SECRET = 'cluster-secret-0123456789abcdef';
+const LEASE_TTL_MS = 3_000;
+/** the bound a dead owner's instance must be served again within: its lease, a round of the others, a start */
+const FAILOVER_BOUND_MS = LEASE_TTL_MS + 12_000;
+const SETTINGS = { minDelayMs: 0, maxDelayMs: 0, quietHours: null, maxPerHour: null, maxPer24h: null };
+
+interface Node {
+  id: string;
+  dataDir: string;
+  port: number;
+  proc: RunningProcess | null;
+}
+interface Inst {
+  id: string;
+  key: string;
+}
+
+let sandbox: SandboxServer;
+let db: TestDb;
+const nodes: Node[] = [];
+const insts: Inst[] = [];
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const url = (n: Node) => `http://127.0.0.1:${n.port}`;
+const live = () => nodes.filter((n) => n.proc !== null);
+
+async function call(n: Node, token: string, method: string, route: string, body?: unknown, headers: Record<string, string> = {}) {
+  const res = await fetch(url(n) + route, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}), ...headers },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+    signal: AbortSignal.timeout(30_000),
+  });
+  const text = await res.text();
+  return { status: res.status, body: JSON.parse(text) as { success: boolean; data?: Record<string, unknown>; code?: string; error?: string }, text };
+}
+
+async function until<T>(what: string, f: () => Promise<T | null | false>, maxMs = 60_000): Promise<T> {
+  const end = Date.now() + maxMs;
+  let last: unknown = null;
+  while (Date.now() < end) {
+    try {
+      const v = await f();
+      if (v !== null && v !== false) return v;
+    } catch (err) {
+      last = err;
+    }
+    await sleep(100);
+  }
+  throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+}
+
+async function startNode(n: Node): Promise<void> {
+  n.proc = await startSandboxedGateway(
+    {
+      port: n.port, dataDir: n.dataDir, databaseUrl: db.url ?? '', sandboxUrl: sandbox.url, adminToken: ADMIN,
+      env: { NODE_ID: n.id, CLUSTER_SECRET: SECRET, LEASE_TTL_MS: String(LEASE_TTL_MS), LOG_LEVEL: 'warn' },
+    },
+    { tailChars: 8_000, startTimeoutMs: 60_000 },
+  );
+}
+
+async function owners(): Promise<Map<string, string>> {
+  const { rows } = await db.pool.query<{ instance_id: string; node_id: string }>('SELECT instance_id, node_id FROM instance_leases WHERE expires_at > now()');
+  return new Map(rows.map((r) => [r.instance_id, r.node_id]));
+}
+
+const connectedVia = async (n: Node, inst: Inst) => {
+  const r = await call(n, inst.key, 'GET', '/api/status');
+  return r.status === 200 && r.body.data?.connected === true;
+};
+
+async function everyInstanceOwned(): Promise<void> {
+  await until('every instance owned by a live node and connected', async () => {
+    const o = await owners();
+    const liveIds = new Set(live().map((n) => n.id));
+    if (!insts.every((i) => liveIds.has(o.get(i.id) ?? ''))) return false;
+    for (const i of insts) if (!(await connectedVia(live()[0] as Node, i))) return false;
+    return true;
+  }, 90_000);
+}
+
+/** Send through any live node with an idempotency key, retrying the same key while the answer says it is safe. */
+async function sendOnce(inst: Inst, body: string, key: string): Promise<string | null> {
+  for (let attempt = 0; attempt < 40; attempt++) {
+    const n = live()[attempt % live().length] as Node;
+    try {
+      const r = await call(n, inst.key, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: body, idempotencyKey: key });
+      if (r.status === 202 || r.status === 200) return String(r.body.data?.jobId);
+      if (![502, 503, 504].includes(r.status)) throw new Error(`send answered ${r.status}: ${r.text}`);
+    } catch (err) {
+      if (err instanceof Error && err.message.startsWith('send answered')) throw err;
+    }
+    await sleep(250);
+  }
+  return null;
+}
+
+async function jobsOf(instanceId: string) {
+  const { rows } = await db.pool.query<{ id: string; state: string; idempotency_key: string | null; payload: { body?: string } }>(
+    'SELECT id, state, idempotency_key, payload FROM jobs WHERE instance_id = $1',
+    [instanceId],
+  );
+  return rows;
+}
+
+function assertLedgerMatchesJobs(instanceId: string, jobs: Awaited<ReturnType<typeof jobsOf>>, accepted: Map<string, string>): void {
+  const bodies = sandbox.network.ledger(instanceId).map((e) => e.body);
+  const counts = new Map<string, number>();
+  for (const b of bodies) counts.set(String(b), (counts.get(String(b)) ?? 0) + 1);
+  const twice = [...counts].filter(([, c]) => c > 1);
+  assert.deepEqual(twice, [], 'no body reached the network twice');
+  const byId = new Map(jobs.map((j) => [j.id, j]));
+  for (const [body, jobId] of accepted) {
+    const job = byId.get(jobId);
+    assert.ok(job, `accepted job ${jobId} (${body}) exists`);
+    assert.ok(['sent', 'failed', 'unknown', 'expired', 'cancelled'].includes(job.state), `accepted job ${jobId} ended (${job.state})`);
+    if (job.state === 'sent') assert.equal(counts.get(body), 1, `sent job ${jobId} is in the ledger once`);
+  }
+}
+
+before(async () => {
+  if (!process.env.TEST_DATABASE_URL) return;
+  sandbox = await startSandboxServer({ port: 0, host: '127.0.0.1', statePath: null });
+  db = await createTestDb('cluster');
+  for (const id of ['n1', 'n2', 'n3']) nodes.push({ id, dataDir: await mkdtemp(path.join(os.tmpdir(), `mgw-${id}-`)), port: await freePort(), proc: null });
+  // two nodes first; the third joins later and must take a fair share
+  await startNode(nodes[0] as Node);
+  await startNode(nodes[1] as Node);
+  for (let i = 0; i < 9; i++) {
+    const r = await call(nodes[i % 2] as Node, ADMIN, 'POST', '/admin/v1/instances', { name: `c${i}`, driver: 'sandbox', settings: SETTINGS });
+    assert.equal(r.status, 201, r.text);
+    const id = String((r.body.data?.instance as { id: string }).id);
+    insts.push({ id, key: String(r.body.data?.apiKey) });
+    sandbox.network.link(id, { phoneNumber: `4915550200${String(i).padStart(3, '0')}` });
+  }
+  await everyInstanceOwned();
+});
+
+after(async () => {
+  for (const n of nodes) await n.proc?.kill('SIGKILL').catch(() => undefined);
+  await sandbox?.close();
+  await db?.close();
+  for (const n of nodes) await rm(n.dataDir, { recursive: true, force: true });
+});
+
+const skip = !process.env.TEST_DATABASE_URL && 'needs PostgreSQL (TEST_DATABASE_URL)';
+
+test('a new node takes a fair share; every node lists the live nodes; each instance has exactly one owner', { skip }, async () => {
+  await startNode(nodes[2] as Node);
+  const third = await until('the third node owns instances', async () => {
+    const n = [...(await owners()).values()].filter((o) => o === 'n3').length;
+    return n >= 2 ? n : null;
+  }, 60_000);
+  assert.ok(third >= 2 && third <= 6, `the new node took ${third} of 9`);
+  await everyInstanceOwned();
+  for (const n of nodes) {
+    const r = await call(n, ADMIN, 'GET', '/admin/v1/nodes');
+    assert.equal(r.status, 200, r.text);
+    const items = r.body.data?.items as { id: string; instances: number }[];
+    assert.deepEqual(items.map((x) => x.id).sort(), ['n1', 'n2', 'n3']);
+    assert.equal(items.reduce((a, x) => a + x.instances, 0), 9, 'every instance counted once');
+    assert.ok(!r.text.includes(SECRET), 'the cluster secret is never shown');
+  }
+  const one = await call(nodes[0] as Node, ADMIN, 'GET', `/admin/v1/instances/${insts[0]?.id}`);
+  assert.ok(['n1', 'n2', 'n3'].includes(String(one.body.data?.node)), `the admin API names the owner: ${one.text}`);
+});
+
+test('any node answers for every instance: status, a send and its outcome', { skip }, async () => {
+  for (const inst of insts) {
+    for (const n of nodes) assert.ok(await connectedVia(n, inst), `${inst.id} connected via ${n.id}`);
+  }
+  const inst = insts[1] as Inst;
+  const owner = (await owners()).get(inst.id);
+  const sender = nodes.find((n) => n.id !== owner) as Node;
+  const r = await call(sender, inst.key, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'forwarded once' });
+  assert.equal(r.status, 202, r.text);
+  const jobId = String(r.body.data?.jobId);
+  const done = await until('the forwarded job is sent', async () => {
+    const j = await call(nodes[2] as Node, inst.key, 'GET', `/api/v2/messages/${jobId}`);
+    return j.body.data?.state === 'sent' ? j : null;
+  });
+  assert.equal(done.body.data?.state, 'sent');
+  assert.equal(sandbox.network.ledger(inst.id).filter((e) => e.body === 'forwarded once').length, 1);
+});
+
+test('SIGKILL of an owner under load: served again within the bound; no body twice, no accepted job lost', { skip }, async () => {
+  const inst = insts[2] as Inst;
+  const owner = (await owners()).get(inst.id);
+  const victim = nodes.find((n) => n.id === owner) as Node;
+  const accepted = new Map<string, string>();
+  let stop = false;
+  let seq = 0;
+  const load = (async () => {
+    while (!stop) {
+      const body = `kill-load-${++seq}`;
+      const jobId = await sendOnce(inst, body, `kill-${seq}-key`);
+      if (jobId) accepted.set(body, jobId);
+    }
+  })();
+  await sleep(1_500);
+  await victim.proc?.kill('SIGKILL');
+  victim.proc = null;
+  const killedAt = Date.now();
+  await until('the instance is served by another node', () => connectedVia(live()[0] as Node, inst), FAILOVER_BOUND_MS);
+  const failoverMs = Date.now() - killedAt;
+  assert.ok(failoverMs <= FAILOVER_BOUND_MS, `served again after ${failoverMs} ms`);
+  await sleep(1_500);
+  stop = true;
+  await load;
+  await until('every accepted job ended', async () => {
+    const jobs = await jobsOf(inst.id);
+    return jobs.every((j) => !['queued', 'scheduled', 'sending'].includes(j.state)) ? true : null;
+  });
+  assertLedgerMatchesJobs(inst.id, await jobsOf(inst.id), accepted);
+  assert.ok(accepted.size > 5, `${accepted.size} accepted under load`);
+  await startNode(victim);
+  await everyInstanceOwned();
+});
+
+test('SIGSTOP of an owner past its lease, then SIGCONT: it dispatches nothing for the instances it lost', { skip }, async () => {
+  const inst = insts[3] as Inst;
+  const owner = (await owners()).get(inst.id);
+  const victim = nodes.find((n) => n.id === owner) as Node;
+  // a job due in 2 s: due while the owner is stopped, so the new owner sends it, and the old one must not
+  const r = await call(victim, inst.key, 'POST', '/api/v2/send-message', {
+    phone: '4915112345678', message: 'due while stopped', notBefore: new Date(Date.now() + 2_000).toISOString(), idempotencyKey: 'stopped-due-1',
+  });
+  assert.equal(r.status, 202, r.text);
+  const jobId = String(r.body.data?.jobId);
+  victim.proc?.proc.kill('SIGSTOP');
+  try {
+    await until('another node owns the instance', async () => {
+      const o = (await owners()).get(inst.id);
+      return o && o !== victim.id ? o : null;
+    }, FAILOVER_BOUND_MS);
+    await until('the job is sent by the new owner', async () => (await jobsOf(inst.id)).find((j) => j.id === jobId)?.state === 'sent', 30_000);
+  } finally {
+    victim.proc?.proc.kill('SIGCONT');
+  }
+  // the woken node's timers fire now: its writes are fenced, nothing more reaches the network
+  await sleep(LEASE_TTL_MS + 2_000);
+  assert.equal(sandbox.network.ledger(inst.id).filter((e) => e.body === 'due while stopped').length, 1, 'sent once, by the new owner');
+  await everyInstanceOwned();
+});
+
+test('a graceful stop hands its instances over: no job unknown', { skip }, async () => {
+  const o = await owners();
+  const victim = nodes.find((n) => n.proc && [...o.values()].includes(n.id)) as Node;
+  const mine = insts.filter((i) => o.get(i.id) === victim.id);
+  assert.ok(mine.length > 0);
+  const accepted = new Map<string, string>();
+  let stop = false;
+  let seq = 0;
+  const load = (async () => {
+    while (!stop) {
+      for (const inst of mine) {
+        const body = `graceful-${inst.id}-${++seq}`;
+        const jobId = await sendOnce(inst, body, `graceful-${seq}-key`);
+        if (jobId) accepted.set(body, jobId);
+      }
+    }
+  })();
+  await sleep(1_000);
+  const stopped = await victim.proc?.kill('SIGTERM');
+  victim.proc = null;
+  assert.equal(stopped?.code, 0, 'the node stopped cleanly');
+  await everyInstanceOwned();
+  await sleep(1_000);
+  stop = true;
+  await load;
+  for (const inst of mine) {
+    await until('every job of a moved instance ended', async () => (await jobsOf(inst.id)).every((j) => !['queued', 'scheduled', 'sending'].includes(j.state)));
+    const jobs = await jobsOf(inst.id);
+    assert.deepEqual(jobs.filter((j) => j.state === 'unknown').map((j) => j.id), [], 'no job unknown after a graceful hand-over');
+    assertLedgerMatchesJobs(inst.id, jobs, new Map([...accepted].filter(([b]) => b.startsWith(`graceful-${inst.id}-`))));
+  }
+});
