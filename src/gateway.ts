@@ -139,6 +139,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     ...(opts.instancePolicy ? { instancePolicy: opts.instancePolicy } : {}),
     // every write of an instance's queue is made under this node's lease of it (src/cluster/leases.ts)
     fence: (instanceId: string, q: Queryable): Promise<void> => cluster.fence(instanceId, q),
+    nodeId: defaultNodeId(config),
   });
   const rt: ActorSystem = actors;
   // membership, leases and placement: which instances this node runs (all of them when it is alone)

@@ -22,7 +22,7 @@ export const childActorId = (child: string, instanceId: string) => `${child}:${i
 export function describeActors(
   supervisor: AnyActorRef,
   instances: (InstanceSnapshot & { children?: Record<string, AnyActorRef | undefined> } | null)[],
-  about: { instances: number; waitingAsks: number },
+  about: { node: string | null; instances: number; waitingAsks: number },
   childContext: (child: string, instanceId: string) => Record<string, unknown> = () => ({}),
 ): ActorSummary[] {
   const root = supervisor.getSnapshot() as { value: unknown; status: string };

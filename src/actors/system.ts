@@ -50,6 +50,8 @@ export interface ActorSystemDeps {
   store: StoreHealth;
   /** the write fence of an instance's lease (src/cluster/cluster.ts) */
   fence?: (instanceId: string, q: Queryable) => Promise<void>;
+  /** this node's id among several (shown by /debug/actors) */
+  nodeId?: string;
 }
 
 type InstanceLogic = ReturnType<typeof instanceMachine.provide>;
@@ -230,7 +232,7 @@ export class ActorSystem {
   /** The actor tree with secret-free summaries (/debug/actors). */
   describeActors(): ActorSummary[] {
     const snapshots = [...this.records.keys()].map((id) => this.snapshot(id));
-    return describeActors(this.supervisor, snapshots, { instances: this.records.size, waitingAsks: this.replies.waiting }, (child, id) => {
+    return describeActors(this.supervisor, snapshots, { node: this.deps.nodeId ?? null, instances: this.records.size, waitingAsks: this.replies.waiting }, (child, id) => {
       const sender = child === 'webhooks' ? this.webhooks.get(id) : undefined;
       return sender ? { ...sender.stats } : {};
     });
