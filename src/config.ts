@@ -63,6 +63,9 @@ const clusterSecret = define<string>('secret', (v) => (typeof v === 'string' && 
 export const ADMIN_TOKEN_MIN_LENGTH = 16;
 const adminToken = define<string>('token', (v) => (typeof v === 'string' && v.trim().length >= ADMIN_TOKEN_MIN_LENGTH && !/\s/.test(v)) || `must be at least ${ADMIN_TOKEN_MIN_LENGTH} characters without spaces`);
 
+/** The scrape token of /metrics: a bearer token (src/http/auth.ts accepts these characters), long enough not to be guessed. */
+const metricsToken = define<string>('token', (v) => (typeof v === 'string' && /^[A-Za-z0-9._~+/=-]{16,512}$/.test(v)) || 'must be 16 to 512 characters of A-Z a-z 0-9 . _ ~ + / = -');
+
 function isHttpUrl(v: string): boolean {
   try {
     const u = new URL(v);
@@ -109,6 +112,8 @@ export const ConfigSchema = object({
   NODE_CAPACITY: defaulted(int(1, 100_000), 100),
   /** an owner that stops renewing loses its instances after this long (taken over by another node) */
   LEASE_TTL_MS: defaulted(int(2_000, 120_000), 10_000),
+  /** a second token that may read /metrics only (a Prometheus scraper need not hold the admin token) */
+  METRICS_TOKEN: optional(metricsToken),
 });
 
 export type Config = Infer<typeof ConfigSchema>;
