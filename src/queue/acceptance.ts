@@ -5,6 +5,7 @@
  * answered once it is in PostgreSQL. Every request of a batch ends in an `AcceptOutcome` (accepted, replay,
  * or a refusal with its code); only a store failure is an error, and it fails the whole batch.
  */
+import { performance } from 'node:perf_hooks';
 import { CommitOutcomeUnknown } from '../store/pool.js';
 import { isConnectionError } from '../store/health.js';
 import { newJobId } from '../ids.js';
@@ -44,7 +45,11 @@ export class Acceptance {
   /** Queue a request for the next batch. */
   offer(req: AcceptRequest): Promise<AcceptOutcome> {
     return new Promise((resolve, reject) => {
-      this.inbox.push({ req, resolve, reject });
+      // acceptance latency: from the offer to the answer (after its batch's commit)
+      const metrics = this.core.deps.metrics;
+      const at = performance.now();
+      const answer = metrics ? (o: AcceptOutcome) => (metrics.accepted(o.kind, performance.now() - at), resolve(o)) : resolve;
+      this.inbox.push({ req, resolve: answer, reject });
       this.kick();
     });
   }

@@ -4,6 +4,7 @@
  * before the network is called: at most once), call the network outside the serial section and persist the
  * outcome. Re-planning (a limit change, a failed re-check, a backlog) lives here too: it moves slots.
  */
+import { performance } from 'node:perf_hooks';
 import type { TimerHandle } from '../clock.js';
 import { statesAccepting } from '../../machines/job.machine.js';
 import type { Job } from './job.js';
@@ -202,6 +203,7 @@ export class DispatchLoop {
    */
   private async finish(job: Job): Promise<void> {
     const { core } = this;
+    const t0 = performance.now();
     const outcome: DispatchOutcome = core.deps.dispatcher.connected()
       ? await core.deps.dispatcher.send(job)
       : { kind: 'failed', resultCode: 'INSTANCE_OFFLINE', errorMessage: 'the session went away before the call' };
@@ -215,6 +217,8 @@ export class DispatchLoop {
         core.deps.log.warn({ err, jobId: job.id, outcome: outcome.kind }, 'dispatch outcome not written; kept for write-back');
       }
     });
+    const late = job.scheduledAt === null ? 0 : (job.dispatchedAt ?? at) - job.scheduledAt;
+    core.deps.metrics?.dispatched(neverReachedNetwork(outcome) ? 'returned' : outcome.kind, performance.now() - t0, late);
   }
 
   /** Write one outcome with its event (once: the move is conditional on `sending`). */

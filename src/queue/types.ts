@@ -28,6 +28,20 @@ export type DispatchOutcome =
   | { kind: 'failed'; resultCode: string; errorMessage: string }
   | { kind: 'unknown'; unknownReason: string };
 
+/**
+ * Observations for the metrics (src/metrics/): plain numbers, so the queue needs no metrics library. Durations
+ * are real time (the work takes it whatever the clock says); lateness is on the queue's clock.
+ */
+export interface QueueMetrics {
+  /** a request left acceptance (its batch committed, or it was refused): from the offer to its answer */
+  accepted(outcome: AcceptOutcome['kind'], durationMs: number): void;
+  /**
+   * A dispatch ended: its outcome (`returned`: the call never reached the network, the job waits again), how long
+   * the call took, and how long after its slot the job was claimed.
+   */
+  dispatched(outcome: DispatchOutcome['kind'] | 'returned', callMs: number, lateMs: number): void;
+}
+
 export interface WorkerDeps {
   instanceId: string;
   pool: Pool;
@@ -45,6 +59,8 @@ export interface WorkerDeps {
    * still holds the instance's lease, and holds the lease row until the commit, so a takeover waits for it.
    */
   fence?: (q: Queryable) => Promise<void>;
+  /** observations for /metrics (none: not observed) */
+  metrics?: QueueMetrics;
 }
 
 /** A validated send as a route hands it over: the send, its place in the queue and, for a requeue, its origin. */

@@ -43,6 +43,17 @@ export interface WebhookSenderOptions {
   /** fallback poll; null when an outside poller notifies (src/actors/webhook-sender.ts polls for all) */
   pollMs?: number | null;
   batchSize?: number;
+  /** observations for /metrics (none: not observed) */
+  metrics?: WebhookMetrics;
+}
+
+/** What /metrics observes of the deliveries (src/metrics/): plain numbers, no metrics library here. */
+export interface WebhookMetrics {
+  /**
+   * One attempt ended: `delivered`, `retry` (failed, another attempt follows) or `failed` (the last one), how
+   * long it took (real time), and for a delivery how long after the event it arrived (on the clock).
+   */
+  attempted(result: 'delivered' | 'retry' | 'failed', durationMs: number, lagMs: number | null): void;
 }
 
 export interface SenderStats {
@@ -81,7 +92,7 @@ export function attemptErrorText(err: unknown, cfg: Pick<Receiver, 'url' | 'secr
 
 export class WebhookSender {
   readonly instanceId: string;
-  private readonly o: Required<Omit<WebhookSenderOptions, 'log'>> & { log: Logger | undefined };
+  private readonly o: Required<Omit<WebhookSenderOptions, 'log' | 'metrics'>> & Pick<WebhookSenderOptions, 'log' | 'metrics'>;
   private running: Promise<void> | null = null;
   private wakeRequested = false;
   private stopping = false;
@@ -97,7 +108,6 @@ export class WebhookSender {
       pollMs: DEFAULT_POLL_MS,
       batchSize: DEFAULT_BATCH_SIZE,
       ...opts,
-      log: opts.log,
     };
   }
 
@@ -195,11 +205,13 @@ export class WebhookSender {
     const durationMs = Math.round(performance.now() - t0);
     this.stats.attempts++;
     const base = { outboxId: row.id, attempt, at, finishedAt, status, error, durationMs };
+    const final = attempt >= row.maxAttempts;
+    const eventAt = Number(TIMESTAMP.exec(row.body.slice(0, 256))?.[1] ?? NaN);
+    this.o.metrics?.attempted(error === null ? 'delivered' : final ? 'failed' : 'retry', durationMs, error === null && Number.isFinite(eventAt) ? finishedAt - eventAt : null);
     if (error === null) {
       this.stats.delivered++;
       return { ...base, state: 'delivered', nextAttemptAt: null };
     }
-    const final = attempt >= row.maxAttempts;
     // The body is not logged: `qr` and `code` events carry login secrets.
     log?.warn(
       { instanceId: this.instanceId, eventId: row.eventId, event: row.event, attempt, maxAttempts: row.maxAttempts, status, error },
