@@ -37,6 +37,7 @@ import { Cluster } from './cluster/cluster.js';
 import { clusterPorts, defaultNodeId, defaultNodeUrl } from './cluster/wiring.js';
 import { internalRouter, requireCluster } from './http/routes/internal.js';
 import { openApiRouter } from './http/openapi/index.js';
+import { cachedFor } from './memo.js';
 import { createSandbox, type Sandbox } from './sandbox/embed.js';
 import { createSandboxControlRouter } from './http/routes/sandbox-control.js';
 import { createIncomingEvents } from './actors/network-events.js';
@@ -172,7 +173,9 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   // the one way into an instance: the port of the instance the request's key names
   // (this node's own, or a port forwarding to the node that owns it)
   const portOf = (ctx: Context): InstancePort => portOfInstance((ctx.state.instance as Instance).id);
-  const apiKey = requireApiKey(keys, async (id) => rt.record(id) ?? (await getInstance(pool, id)));
+  // an instance another node owns: its record read from the store, kept a second (what a forwarding node needs of it)
+  const recordOf = cachedFor(1_000, (id: string) => getInstance(pool, id));
+  const apiKey = requireApiKey(keys, async (id) => rt.record(id) ?? (await recordOf(id)));
   const adminAuth = requireAdmin(admin.token);
   const limiter = new InteractionLimiter(clock, { points: config.INTERACTION_RATE_POINTS });
   const presence = new PresenceManager(clock, { onError: (err, where) => log.warn({ err, ...where }, 'presence keep-alive failed') });

@@ -8,10 +8,13 @@
  * - SIGKILL of an owner under load: its instances are served again by another node within the lease bound;
  *   ledger vs jobs: no body twice, no accepted job lost;
  * - SIGSTOP of an owner past its lease, then SIGCONT: it dispatches nothing for the instances it lost (fencing);
- * - a graceful stop hands its instances over with no job `unknown`.
+ * - a graceful stop hands its instances over with no job `unknown`;
+ * - webhook deliveries go on in outbox order when an instance is moved (POST /admin/v1/instances/:id/move).
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -296,5 +299,41 @@ test('a graceful stop hands its instances over: no job unknown', { skip }, async
     const jobs = await jobsOf(inst.id);
     assert.deepEqual(jobs.filter((j) => j.state === 'unknown').map((j) => j.id), [], 'no job unknown after a graceful hand-over');
     assertLedgerMatchesJobs(inst.id, jobs, new Map([...accepted].filter(([b]) => b.startsWith(`graceful-${inst.id}-`))));
+  }
+});
+
+test('webhook deliveries go on in outbox order when the instance moves to another node', { skip }, async () => {
+  const inst = insts[4] as Inst;
+  const got: string[] = [];
+  const receiver = http.createServer((req, res) => {
+    const id = String(req.headers['x-event-id'] ?? '');
+    req.resume();
+    req.on('end', () => {
+      got.push(id);
+      res.writeHead(200).end();
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
+  const hook = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+  try {
+    const any = live()[0] as Node;
+    const put = await call(any, ADMIN, 'PUT', `/admin/v1/instances/${inst.id}/webhook`, { url: hook, secret: 'webhook-secret-0123456789', allowPrivate: true });
+    assert.equal(put.status, 200, put.text);
+    const send = async (i: number) => assert.ok(await sendOnce(inst, `moving-${i}`, `moving-${i}-key`), `moving-${i} accepted`);
+    for (let i = 0; i < 6; i++) await send(i);
+    const from = (await owners()).get(inst.id);
+    const to = live().find((n) => n.id !== from) as Node;
+    const moved = await call(any, ADMIN, 'POST', `/admin/v1/instances/${inst.id}/move`, { node: to.id });
+    assert.equal(moved.status, 202, moved.text);
+    for (let i = 6; i < 12; i++) await send(i);
+    await until('the instance runs on the node it was moved to', async () => (await owners()).get(inst.id) === to.id, FAILOVER_BOUND_MS);
+    await until('all 12 sent', async () => (await jobsOf(inst.id)).filter((j) => j.payload.body?.startsWith('moving-') && j.state === 'sent').length === 12, 60_000);
+    const outbox = async () =>
+      (await db.pool.query<{ event_id: string }>('SELECT event_id FROM outbox WHERE instance_id = $1 ORDER BY id', [inst.id])).rows.map((r) => r.event_id);
+    await until('every event delivered', async () => (await outbox()).every((id) => got.includes(id)), 60_000);
+    const firsts = got.filter((id, i) => got.indexOf(id) === i);
+    assert.deepEqual(firsts, await outbox(), 'delivered in outbox order, none missing, across the move');
+  } finally {
+    receiver.close();
   }
 });
