@@ -1,0 +1,122 @@
+/**
+ * `npm run bench`: every benchmark under bench/, one after another (each measures its own ratio in its own
+ * run), then one table: figure, goal, measured, met or not. The full output of each benchmark is printed as it
+ * runs. Benchmarks that need what this machine lacks (PostgreSQL for the server benchmarks, Chromium for webjs)
+ * are reported as skipped with the reason.
+ *
+ *   TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench
+ *   BENCH_ONLY=accept,status npm run bench        (a subset)
+ */
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+interface Figure {
+  figure: string;
+  goal: string;
+  /** the measured value from the output, or null when the line is missing */
+  read(out: string): number | null;
+  unit: string;
+  met(v: number): boolean;
+}
+
+interface Bench {
+  name: string;
+  file: string;
+  needs?: 'postgres' | 'chromium';
+  env?: Record<string, string>;
+  figures: Figure[];
+}
+
+const num = (re: RegExp) => (out: string): number | null => {
+  const m = re.exec(out);
+  return m?.[1] !== undefined ? Number(m[1].replace(/,/g, '')) : null;
+};
+
+const BENCHES: Bench[] = [
+  {
+    name: 'accept', file: 'bench/accept.ts', needs: 'postgres',
+    figures: [
+      { figure: 'v2 acceptance / pgbench INSERT', goal: '≥ 0.6', unit: '', read: num(/ratio acceptance \/ pgbench:\s+([\d.]+)/), met: (v) => v >= 0.6 },
+      { figure: 'v2 acceptance p99', goal: '≤ 25 ms', unit: ' ms', read: num(/v2 send-message acceptance:.*?p99 ([\d.]+) ms/), met: (v) => v <= 25 },
+    ],
+  },
+  {
+    name: 'status', file: 'bench/status.ts', needs: 'postgres',
+    figures: [{ figure: 'GET /api/status / Koa hello-world', goal: '≥ 0.5', unit: '', read: num(/ratio status \/ hello:\s+([\d.]+)/), met: (v) => v >= 0.5 }],
+  },
+  {
+    name: 'replan', file: 'bench/replan.ts',
+    figures: [{ figure: 're-plan of 5,000 jobs, CPU median', goal: '≤ 10 ms', unit: ' ms', read: num(/cpu time: median ([\d.]+) ms/), met: (v) => v <= 10 }],
+  },
+  {
+    name: 'dispatch', file: 'bench/dispatch.ts', needs: 'postgres',
+    figures: [
+      { figure: 'dispatch lateness p99', goal: '≤ 50 ms', unit: ' ms', read: num(/lateness vs scheduledAt:.*?p99 ([\d.]+) ms/), met: (v) => v <= 50 },
+      { figure: 'limit violations (spacing + hourly)', goal: '0', unit: '', read: (out) => {
+        const m = /limit violations: spacing (\d+), hourly (\d+)/.exec(out);
+        return m ? Number(m[1]) + Number(m[2]) : null;
+      }, met: (v) => v === 0 },
+    ],
+  },
+  {
+    name: 'webhooks', file: 'bench/webhooks.ts', needs: 'postgres',
+    figures: [{ figure: 'webhook commit → receipt p99 (1 instance)', goal: '≤ 50 ms', unit: ' ms', read: num(/latency\s+1 instance\(s\):.*?p99 ([\d.]+) ms/), met: (v) => v <= 50 }],
+  },
+  {
+    name: 'cluster', file: 'bench/cluster.ts', needs: 'postgres', env: { BENCH_KILLS: process.env.BENCH_KILLS ?? '20' },
+    figures: [
+      { figure: 'failover p99 (LEASE_TTL_MS 3000)', goal: '≤ 15,000 ms', unit: ' ms', read: num(/failover .*?p99 ([\d.]+) ms/), met: (v) => v <= 15_000 },
+      { figure: 'acceptance, 3 nodes / 1 node (one machine)', goal: 'report', unit: '', read: num(/acceptance with 3 node\(s\):.*?ratio to 1 node ([\d.]+)/), met: () => true },
+    ],
+  },
+  {
+    name: 'webjs-rss', file: 'bench/webjs-rss.ts', needs: 'chromium',
+    figures: [{ figure: 'PSS of one idle webjs session', goal: '≤ 200 MiB', unit: ' MiB', read: num(/PSS \(sum over the tree, shared pages split\):\s+([\d.,]+) MiB/), met: (v) => v <= 200 }],
+  },
+];
+
+function run(b: Bench): Promise<string> {
+  return new Promise((resolve) => {
+    let out = '';
+    const child = spawn(process.execPath, ['--import', 'tsx', b.file], { cwd: ROOT, env: { ...process.env, ...b.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const take = (chunk: Buffer) => {
+      const s = chunk.toString();
+      out += s;
+      process.stdout.write(s);
+    };
+    child.stdout.on('data', take);
+    child.stderr.on('data', take);
+    child.on('close', () => resolve(out));
+  });
+}
+
+const only = (process.env.BENCH_ONLY ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+const chromium = process.env.CHROME_PATH ?? '/usr/bin/chromium';
+const rows: string[][] = [];
+for (const b of BENCHES) {
+  if (only.length > 0 && !only.includes(b.name)) continue;
+  const missing =
+    b.needs === 'postgres' && !process.env.TEST_DATABASE_URL ? 'needs TEST_DATABASE_URL'
+    : b.needs === 'chromium' && !existsSync(chromium) ? `needs Chromium at ${chromium}`
+    : null;
+  if (missing) {
+    for (const f of b.figures) rows.push([f.figure, f.goal, '—', `skipped: ${missing}`]);
+    continue;
+  }
+  console.log(`\n===== ${b.name} (${b.file})`);
+  const out = await run(b);
+  for (const f of b.figures) {
+    const v = f.read(out);
+    rows.push([f.figure, f.goal, v === null ? 'not printed' : `${v}${f.unit}`, v === null ? 'no figure (see its output)' : f.met(v) ? 'met' : 'not met']);
+  }
+}
+
+const head = ['figure', 'goal', 'measured', 'met?'];
+const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+const line = (r: string[]) => r.map((c, i) => c.padEnd(widths[i] ?? 0)).join(' | ');
+console.log(`\n${line(head)}\n${widths.map((w) => '-'.repeat(w)).join('-|-')}`);
+for (const r of rows) console.log(line(r));
