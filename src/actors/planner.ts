@@ -21,6 +21,7 @@ import type { QueueMode } from '../queue/settings.js';
 import { QueueWorker, type DispatchOutcome } from '../queue/worker.js';
 import type { EventBus } from './events.js';
 import { answer, type Replies } from './local-port.js';
+import { Stopping } from './stopping.js';
 import { failureReply, okReply, type AskEnvelope, type OperatorAsk, type QueueAsk, type QueueSummary } from './port.js';
 import type { ChildEvent, PlannerNotice } from '../../machines/instance.types.js';
 
@@ -65,7 +66,7 @@ const NO_ANSWER: DispatchOutcome = {
 };
 
 export function createPlanners(deps: PlannerDeps): Planners {
-  const stopping = new Map<string, Promise<void>>();
+  const stopping = new Stopping();
 
   const logic = fromCallback<PlannerEvent, PlannerInput, ChildEvent>(({ input, receive, sendBack, system }) => {
     const { instanceId } = input;
@@ -172,19 +173,9 @@ export function createPlanners(deps: PlannerDeps): Planners {
     });
 
     return () => {
-      const done = worker.stop().catch((err: unknown) => log.warn({ err }, 'queue stop failed'));
-      stopping.set(instanceId, done);
-      void done.then(() => {
-        if (stopping.get(instanceId) === done) stopping.delete(instanceId);
-      });
+      stopping.track(instanceId, worker.stop().catch((err: unknown) => log.warn({ err }, 'queue stop failed')));
     };
   });
 
-  return {
-    logic,
-    settled: (instanceId) => stopping.get(instanceId) ?? Promise.resolve(),
-    settledAll: async () => {
-      await Promise.all([...stopping.values()]);
-    },
-  };
+  return { logic, settled: (instanceId) => stopping.settled(instanceId), settledAll: () => stopping.settledAll() };
 }

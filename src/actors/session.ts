@@ -32,6 +32,7 @@ import { answer } from './local-port.js';
 import { performCall, type CallOutcome } from './call.js';
 import { okReply } from './port.js';
 import { serveNetwork } from './session-calls.js';
+import { Stopping } from './stopping.js';
 import { systemClock, type Clock } from '../clock.js';
 
 /**
@@ -203,7 +204,7 @@ export interface Sessions {
 }
 
 export function createSessionLogic(deps: SessionDeps): Sessions {
-  const destroying = new Map<string, Promise<void>>();
+  const destroying = new Stopping();
   const logic = fromCallback<SessionCommand, SessionInput>(({ input, sendBack, receive, system }) => {
     const { instanceId } = input;
     const clock = deps.clock ?? systemClock;
@@ -241,22 +242,12 @@ export function createSessionLogic(deps: SessionDeps): Sessions {
       },
       sendBack,
       (control) => controls.push(control),
-      destroying.get(instanceId) ?? Promise.resolve(),
+      destroying.settled(instanceId),
     );
     return () => {
       sendable = false;
-      const done = session.stop();
-      destroying.set(instanceId, done);
-      void done.then(() => {
-        if (destroying.get(instanceId) === done) destroying.delete(instanceId);
-      });
+      destroying.track(instanceId, session.stop());
     };
   });
-  return {
-    logic,
-    settled: (instanceId) => destroying.get(instanceId) ?? Promise.resolve(),
-    settledAll: async () => {
-      await Promise.all([...destroying.values()]);
-    },
-  };
+  return { logic, settled: (instanceId) => destroying.settled(instanceId), settledAll: () => destroying.settledAll() };
 }
