@@ -1,5 +1,5 @@
 /**
- * The Koa application: error boundary → URL checks → route families (each: guard → JSON body ≤ 10 MB → route)
+ * The Koa application: request log → error boundary → URL checks → route families (each: guard → JSON body ≤ 10 MB → route)
  * → 404/405 for what no route answered. Families are built by the composition root (src/gateway.ts).
  */
 import Koa from 'koa';
@@ -7,6 +7,7 @@ import type Router from '@koa/router';
 import { errorBoundary } from './envelope.js';
 import { jsonBody, refuseNulInUrl } from './body.js';
 import { guarded, notMatched, type RouteFamily } from './router.js';
+import { requestLog } from './request-log.js';
 import type { Logger } from '../log.js';
 
 export const JSON_LIMIT_BYTES = 10 * 1024 * 1024;
@@ -27,6 +28,8 @@ export function createApp(opts: AppOptions): Koa {
     ...(opts.families ?? []),
     ...(opts.routers ?? []).map((router, i): RouteFamily => ({ name: `open-${i}`, auth: 'none', guard: null, router })),
   ];
+  // outermost: the line is written with the status the boundary answered, and every answer carries X-Request-Id
+  app.use(requestLog(opts.log));
   app.use(errorBoundary(opts.log, opts.onStoreError ? { onStoreError: opts.onStoreError } : {}));
   app.use(refuseNulInUrl);
   const json = jsonBody({ limitBytes: JSON_LIMIT_BYTES });

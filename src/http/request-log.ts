@@ -1,0 +1,47 @@
+/**
+ * One log line per request, at info, when its answer is decided: method, path (never the query string: it may
+ * carry a credential), status, duration, and a request id. The id is the client's `X-Request-Id` when that is
+ * a sane token (1 to 128 of A-Z a-z 0-9 . _ : ~ + / = -), else a new one; it is echoed in the answer's
+ * `X-Request-Id` and kept in `ctx.state.requestId` for other log lines of the request. Headers and bodies are
+ * never logged. Mounted first (outside the error boundary), so the status logged is the one answered.
+ */
+import { randomBytes } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import type { Context, Middleware, Next } from 'koa';
+import type { Logger } from '../log.js';
+
+const SANE_ID = /^[A-Za-z0-9._:~+/=-]{1,128}$/;
+
+/** The request id for a client's header value: the value when it is a sane token, else a fresh one. */
+export function requestIdFor(header: string | undefined): string {
+  return header !== undefined && SANE_ID.test(header) ? header : `req_${randomBytes(12).toString('base64url')}`;
+}
+
+export function requestLog(log: Logger): Middleware {
+  return async function logRequest(ctx: Context, next: Next): Promise<void> {
+    const started = performance.now();
+    const reqId = requestIdFor(ctx.get('x-request-id') || undefined);
+    ctx.state.requestId = reqId;
+    ctx.set('X-Request-Id', reqId);
+    let failed = false;
+    try {
+      await next();
+    } catch (err) {
+      failed = true;
+      throw err;
+    } finally {
+      const instance = (ctx.state as { instance?: { id?: unknown } }).instance;
+      log.info(
+        {
+          reqId,
+          method: ctx.method,
+          path: ctx.path,
+          status: failed ? 500 : ctx.status,
+          ms: Math.round((performance.now() - started) * 10) / 10,
+          ...(typeof instance?.id === 'string' ? { instanceId: instance.id } : {}),
+        },
+        'request',
+      );
+    }
+  };
+}
