@@ -11,6 +11,9 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { PACKAGE_ROOT } from '../../src/package-root.js';
 import { startTestGateway, ADMIN_TOKEN, type TestGateway } from '../helpers/gateway.js';
 import { createApp } from '../../src/http/app.js';
 import { silentLogger } from '../../src/log.js';
@@ -143,6 +146,18 @@ test('the hooks feed the histograms (the registry alone)', () => {
     assert.equal(sample(text, 'mgw_webhook_attempt_seconds_count{result="retry"}'), 1);
     assert.equal(sample(text, 'mgw_webhook_delivery_lag_seconds_count'), 1);
   });
+});
+
+test('docs/grafana-dashboard.json: valid JSON whose queries use only series /metrics answers', async () => {
+  const dashboard = JSON.parse(await readFile(path.join(PACKAGE_ROOT, 'docs/grafana-dashboard.json'), 'utf8')) as { panels: { targets?: { expr: string }[] }[] };
+  const exprs = dashboard.panels.flatMap((p) => (p.targets ?? []).map((q) => q.expr));
+  assert.ok(exprs.length >= 15, 'the dashboard has its panels');
+  const exposed = (await scrape()).text;
+  const names = new Set(exprs.flatMap((e) => e.match(/\b(?:mgw|nodejs|process)_[a-z0-9_]+/g) ?? []));
+  for (const name of names) {
+    const family = name.replace(/_(bucket|count|sum)$/, '');
+    assert.ok(exposed.includes(`# TYPE ${family} `), `the dashboard's ${name} is exposed`);
+  }
 });
 
 interface LogRecord { level: number; msg: string; reqId?: string; method?: string; path?: string; status?: number; ms?: number }
