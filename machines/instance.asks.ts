@@ -2,17 +2,19 @@
  * How the instance actor routes what it is asked (src/actors/port.ts) and what its children ask of each other.
  * Pure: it decides where an event goes; the machine's actions send it. Not a machine itself.
  *
- * - `view`: answered by the instance actor from its own snapshot.
+ * - `view`, `qr`: answered by the instance actor from its own snapshot (`qr` carries secrets: operator only).
  * - `network`: to the `session` child while connected; otherwise refused with 503 INSTANCE_OFFLINE.
  * - `queue.*`, `settings`, `drain`: to the `planner` child (it serializes acceptance and re-planning).
- * - `restart`, `logout`, `pairingCode`: the machine's own operator events, answered at once.
+ * - `restart`, `logout`, `pairingCode`: the machine's own operator events, answered at once (the port then
+ *   awaits the pairing code in the snapshot). A pairing code is refused (409 CONFLICT) unless the session is
+ *   starting or waiting for a link: the machine would drop the request.
  * - `CALL` (the dispatcher's prepared network call): to the `session` child while one runs; with no session
  *   the call is answered `not_sent`, so the job goes back to the queue (it never reached the network).
  */
-import type { AskReply, InstanceAsk, ReplyEvent } from '../src/actors/port.js';
+import type { AskReply, InstanceAsk, LinkView, ReplyEvent } from '../src/actors/port.js';
 import type { CallOutcome } from '../src/actors/call.js';
 import type { OperatorEvent } from './instance.types.js';
-import { viewOf, instanceStatus, leafStates, type InstanceSnapshot } from './instance.snapshot.js';
+import { viewOf, currentQr, instanceStatus, leafStates, type InstanceSnapshot } from './instance.snapshot.js';
 
 export type AskRoute =
   | { to: 'session' | 'planner' }
@@ -26,6 +28,8 @@ export function routeAsk(ask: InstanceAsk, s: InstanceSnapshot, hasSession: bool
   switch (ask.type) {
     case 'view':
       return { reply: { ok: true, value: viewOf(s) } };
+    case 'qr':
+      return { reply: { ok: true, value: linkViewOf(s) } };
     case 'network': {
       const status = instanceStatus(s);
       if (status === 'connected' && hasSession) return { to: 'session' };
@@ -37,11 +41,28 @@ export function routeAsk(ask: InstanceAsk, s: InstanceSnapshot, hasSession: bool
       return { raise: { type: 'ORDERED_RESTART', reason: ask.reason } };
     case 'logout':
       return { raise: { type: 'LOGOUT' } };
-    case 'pairingCode':
-      return { raise: { type: 'REQUEST_PAIRING_CODE', phoneNumber: ask.phoneNumber } };
+    case 'pairingCode': {
+      const status = instanceStatus(s);
+      const waiting = leafStates(s.value).some((l) => /^lifecycle\.running\.connection\.(initializing|waiting_qr)$/.test(l));
+      if (waiting) return { raise: { type: 'REQUEST_PAIRING_CODE', phoneNumber: ask.phoneNumber } };
+      const message = status === 'authenticated' || status === 'connected' ? 'the instance is already linked' : 'no session waits for a link (restart the instance first)';
+      return { reply: { ok: false, error: { code: 'CONFLICT', message, data: { status } } } };
+    }
     default:
       return { to: 'planner' };
   }
+}
+
+/**
+ * The `qr` ask's answer: the QR while the instance waits for a scan (as viewOf shows it), and the latest
+ * pairing code while not linked. Secrets: for the operator's answer only, never a summary or a log.
+ */
+export function linkViewOf(s: InstanceSnapshot): LinkView {
+  const status = instanceStatus(s);
+  const shown = currentQr(s);
+  const raw = shown ? (s.context.qr?.raw ?? null) : null;
+  const code = s.context.pairingCode;
+  return { status, qr: shown?.dataUrl ?? null, raw, pairingCode: code ? { code: code.code, at: code.at } : null };
 }
 
 /** The answer to a CALL when no session runs. */

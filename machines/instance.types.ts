@@ -72,8 +72,11 @@ export interface InstanceContext {
   browser: { alive: boolean; failStreak: number; lastOkAt: number };
   /** The driver's own count of failed browser probes (its `browser_health`). */
   probeFailStreak: number;
-  /** Latest QR while not linked; secret: never in summaries or logs. */
-  qr: { dataUrl: string | null; at: number } | null;
+  /**
+   * Latest QR while not linked: `raw` as the driver gave it (whatsapp-web.js: the string to encode; the sandbox:
+   * its PNG data URL), `dataUrl` its PNG. Secret: never in summaries or logs.
+   */
+  qr: { dataUrl: string | null; raw: string; at: number } | null;
   /** Latest pairing code while not linked; secret: never in summaries or logs. */
   pairingCode: { code: string; at: number } | null;
   waState: WAState | null;
@@ -233,7 +236,7 @@ export function absorb(context: InstanceContext, event: InstanceEvent): Partial<
   const seen = { ...context.browser, alive: true, lastOkAt: Math.max(context.browser.lastOkAt, event.at) };
   switch (event.type) {
     case 'qr':
-      return { browser: seen, qr: { dataUrl: event.dataUrl, at: event.at } };
+      return { browser: seen, qr: { dataUrl: event.dataUrl, raw: event.qr, at: event.at } };
     case 'code':
       // a pairing code replaces the QR: the network no longer accepts the shown code once pairing started
       return { browser: seen, qr: null, pairingCode: { code: event.code, at: event.at } };

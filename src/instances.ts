@@ -4,9 +4,15 @@
  */
 import type { Pool } from './store/pool.js';
 import type { Clock } from './clock.js';
-import { DEADLINES, type InstancePort, type InstanceView } from './actors/port.js';
+import { DEADLINES, type InstancePort, type InstanceView, type LinkView, type PairingCode } from './actors/port.js';
 import { stoppedView } from '../machines/instance.snapshot.js';
-import { isDomainError } from './errors.js';
+import { DomainError, isDomainError } from './errors.js';
+
+/**
+ * How long a pairing-code request waits for the code: whatsapp-web.js restarts its browser in pairing mode
+ * first (launch and WhatsApp Web's load), which takes longer than an operator command's deadline.
+ */
+export const PAIRING_CODE_WAIT_MS = 60_000;
 
 /** What the operator service reads of the cluster (src/cluster/cluster.ts). */
 export interface ClusterView {
@@ -106,12 +112,26 @@ export class InstanceAdminService implements InstanceAdmin {
     return this.tell(id, { type: 'logout' });
   }
 
-  async requestPairingCode(id: string, phoneNumber: string): Promise<boolean> {
-    return this.tell(id, { type: 'pairingCode', phoneNumber });
+  /** The pairing code newer than this request (also the webhook event `code`); a secret: never logged. */
+  async requestPairingCode(id: string, phoneNumber: string): Promise<PairingCode> {
+    const port = this.deps.actors.port(id);
+    if (!port) throw new DomainError('INSTANCE_UNREACHABLE', 'the instance is not running right now; nothing was requested');
+    return port.ask({ type: 'pairingCode', phoneNumber }, PAIRING_CODE_WAIT_MS);
+  }
+
+  /** The QR to link with while the instance waits for a scan (nulls otherwise, and while no node runs it). */
+  async linking(id: string): Promise<LinkView> {
+    const port = this.deps.actors.port(id);
+    const stopped = (): LinkView => ({ status: 'disconnected', qr: null, raw: null, pairingCode: null });
+    if (!port) return stopped();
+    return port.ask({ type: 'qr' }, DEADLINES.read).catch((err: unknown) => {
+      if (isDomainError(err, 'INSTANCE_UNREACHABLE')) return stopped();
+      throw err;
+    });
   }
 
   /** An operator command to the instance's actor; false when the instance does not run here. */
-  private async tell(id: string, ask: { type: 'restart'; reason: string } | { type: 'logout' } | { type: 'pairingCode'; phoneNumber: string }): Promise<boolean> {
+  private async tell(id: string, ask: { type: 'restart'; reason: string } | { type: 'logout' }): Promise<boolean> {
     const port = this.deps.actors.port(id);
     if (!port) return false;
     await port.ask(ask, DEADLINES.operator);

@@ -9,7 +9,8 @@ import { fromCallback, type AnyActorRef, type CallbackActorLogic } from 'xstate'
 import { raceClock, type Clock } from '../clock.js';
 import { DomainError, instanceTimeout } from '../errors.js';
 import { viewOf, type InstanceSnapshot } from '../../machines/instance.snapshot.js';
-import { replyErrorToThrow, type AskReply, type InstanceAsk, type InstancePort, type ReplyEvent, type ReplyOf } from './port.js';
+import { linkViewOf } from '../../machines/instance.asks.js';
+import { replyErrorToThrow, type AskReply, type InstanceAsk, type InstancePort, type PairingCode, type ReplyEvent, type ReplyOf } from './port.js';
 
 export const REPLIES_ID = 'replies';
 
@@ -31,6 +32,8 @@ export interface Replies {
   request(deliver: (address: ReplyAddress) => boolean, deadlineMs: number, late: () => Error): Promise<AskReply>;
   /** asks waiting for a reply (a gauge for /debug/actors) */
   readonly waiting: number;
+  /** the clock deadlines are measured on */
+  readonly clock: Clock;
 }
 
 export function createReplies(clock: Clock): Replies {
@@ -45,6 +48,7 @@ export function createReplies(clock: Clock): Replies {
   });
   return {
     logic,
+    clock,
     get waiting() {
       return pending.size;
     },
@@ -74,11 +78,52 @@ export class LocalInstancePort implements InstancePort {
   async ask<A extends InstanceAsk>(ask: A, deadlineMs: number): Promise<ReplyOf<A>> {
     // A view is what the instance actor's snapshot says; in this process it is read from the snapshot
     // directly (the answer the actor would give, without a transition and a reply per read).
-    if (ask.type === 'view') {
-      const ref = this.actor();
-      if (!ref || ref.getSnapshot().status !== 'active') throw unreachable();
-      return viewOf(ref.getSnapshot() as InstanceSnapshot) as ReplyOf<A>;
+    if (ask.type === 'view') return viewOf(this.snapshot()) as ReplyOf<A>;
+    if (ask.type === 'qr') return linkViewOf(this.snapshot()) as ReplyOf<A>;
+    if (ask.type === 'pairingCode') return (await this.pairingCode(ask, deadlineMs)) as ReplyOf<A>;
+    return this.send(ask, deadlineMs);
+  }
+
+  private snapshot(): InstanceSnapshot {
+    const ref = this.actor();
+    if (!ref || ref.getSnapshot().status !== 'active') throw unreachable();
+    return ref.getSnapshot() as InstanceSnapshot;
+  }
+
+  /**
+   * A pairing code: the instance actor takes the request (or refuses it), then the answer is the first code in
+   * its snapshot newer than the request (the one that was there before does not count), within `deadlineMs`.
+   */
+  private async pairingCode(ask: InstanceAsk & { type: 'pairingCode' }, deadlineMs: number): Promise<PairingCode> {
+    const ref = this.actor();
+    const before = this.snapshot().context.pairingCode;
+    const clock = this.replies.clock;
+    const started = clock.now();
+    let stop = () => undefined as void;
+    const arrived = new Promise<PairingCode>((resolve, reject) => {
+      const sub = ref?.subscribe({
+        next: (snap: InstanceSnapshot) => {
+          const code = snap.context.pairingCode;
+          if (code && code !== before) resolve({ code: code.code, at: code.at });
+          else if (snap.status !== 'active') reject(unreachable());
+        },
+        error: () => reject(unreachable()),
+      });
+      stop = () => sub?.unsubscribe();
+    });
+    arrived.catch(() => undefined);
+    try {
+      await this.send(ask, deadlineMs);
+      const left = Math.max(0, deadlineMs - (clock.now() - started));
+      return await raceClock(clock, left, arrived, () => {
+        throw new DomainError('INSTANCE_TIMEOUT', 'no pairing code arrived in time; it may still come as the webhook event code');
+      });
+    } finally {
+      stop();
     }
+  }
+
+  private async send<A extends InstanceAsk>(ask: A, deadlineMs: number): Promise<ReplyOf<A>> {
     const reply = await this.replies.request(
       (address) => {
         const ref = this.actor();

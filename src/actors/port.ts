@@ -43,8 +43,8 @@ export type NetworkAsk = {
 export interface QueueSummary {
   mode: QueueMode;
   limits: LimitsObject;
-  /** counts from memory (only while the store is unreachable) */
-  memoryCounts: QueueCounts | null;
+  /** counts kept by the queue as it changes them (no query) */
+  counts: QueueCounts;
   waiting: number;
   nextAt: number | null;
   epoch: number;
@@ -64,6 +64,8 @@ export type OperatorAsk =
   | { type: 'restart'; reason: string }
   | { type: 'logout' }
   | { type: 'pairingCode'; phoneNumber: string }
+  /** the QR (and pairing code) to link with, from the instance's snapshot: secrets, for the operator only */
+  | { type: 'qr' }
   /** the record changed (operator API); `replan` when a limit moved */
   | { type: 'settings'; instance: Instance; replan: boolean }
   /** stop taking work, finish an in-flight dispatch and persist it (before a stop or a hand-over) */
@@ -82,6 +84,8 @@ export type ReplyOf<A extends InstanceAsk> = A extends { type: 'network'; op: in
   : A extends { type: 'queue.awaitOutcome' } ? Job | null
   : A extends { type: 'queue.direct' } ? DirectOutcome
   : A extends { type: 'view' } ? InstanceView
+  : A extends { type: 'qr' } ? LinkView
+  : A extends { type: 'pairingCode' } ? PairingCode
   : null;
 
 /** What an instance tells about itself (the `view` ask; machines/instance.snapshot.ts `viewOf`). */
@@ -100,6 +104,25 @@ export interface InstanceView {
   lastError: string | null;
   /** how the queue runs right now */
   queueMode: QueueMode;
+}
+
+/**
+ * How to link the instance (the `qr` ask): the QR while the instance waits for a scan, else nulls; the latest
+ * pairing code (with its time) while not linked. Secrets: answered to the operator, never logged.
+ */
+export interface LinkView {
+  status: InstanceView['status'];
+  /** PNG data URL */
+  qr: string | null;
+  /** the QR as the driver gave it (whatsapp-web.js: the text to encode; the sandbox: its PNG data URL) */
+  raw: string | null;
+  pairingCode: PairingCode | null;
+}
+
+/** A pairing code and when the session received it (the `pairingCode` ask answers one newer than the ask). */
+export interface PairingCode {
+  code: string;
+  at: number;
 }
 
 /** A refusal as data. */

@@ -7,6 +7,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { pairAnswer, pairText, qrAnswer, qrText } from './link.js';
 
 const USAGE = `usage: mgw <command> [args]
 
@@ -21,6 +22,8 @@ const USAGE = `usage: mgw <command> [args]
   rotate-key <id>                         revoke the key and print a new one
   restart <id>                            ordered restart
   logout <id>                             unlink the number
+  qr <id>                                 print the QR to scan (in the terminal) while it waits for a link
+  pair <id> <phone>                       link by pairing code: prints the code to type on the phone
   delete <id>                             delete the instance and its data
   webhook <id> <url> <secret> [events,…]  set the webhook receiver
   webhook-test <id>                       send event 'test'
@@ -100,6 +103,23 @@ async function main(argv: string[]): Promise<void> {
       return print(await call('POST', `/admin/v1/instances/${encodeURIComponent(id)}/restart`));
     case 'logout':
       return print(await call('POST', `/admin/v1/instances/${encodeURIComponent(id)}/logout`));
+    case 'qr': {
+      if (!id) throw new Error('usage: mgw qr <id>');
+      const answer = await call('GET', `/admin/v1/instances/${encodeURIComponent(id)}/qr`);
+      const qr = qrAnswer(answer);
+      if (!qr) return print(answer);
+      process.stdout.write(await qrText(id, qr));
+      return;
+    }
+    case 'pair': {
+      const phone = (args[1] ?? '').replace(/[\s+()-]/g, '');
+      if (!id || !phone) throw new Error('usage: mgw pair <id> <phone>  (the international number, e.g. 4915112345678)');
+      const answer = await call('POST', `/admin/v1/instances/${encodeURIComponent(id)}/pairing-code`, { phoneNumber: phone });
+      const code = pairAnswer(answer);
+      if (!code) return print(answer);
+      process.stdout.write(pairText(code));
+      return;
+    }
     case 'delete':
       return print(await call('DELETE', `/admin/v1/instances/${encodeURIComponent(id)}`));
     case 'webhook':

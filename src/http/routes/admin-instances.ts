@@ -1,6 +1,7 @@
 /**
  * Operator interface, instances (DESIGN.md "Operator interface"): create, list, get, patch settings, delete,
- * rotate key, restart, logout. The API key appears only in the answers of create and rotate.
+ * rotate key, restart, logout, linking (QR, pairing code). The API key appears only in the answers of create and
+ * rotate; the QR and the pairing code only in the answers of their own routes (and the webhook), never a log.
  */
 import Router from '@koa/router';
 import { createRouter } from '../router.js';
@@ -10,6 +11,7 @@ import { DomainError, validationFailed } from '../../errors.js';
 import { matching, parse, structField, structMessage } from '../validate.js';
 import { SettingsPatchStruct, type InstanceSettings, type SettingsPatch } from '../../queue/settings.js';
 import type { Instance } from '../../store/instances.js';
+import type { LinkView, PairingCode } from '../../actors/port.js';
 
 export interface InstanceAdmin {
   list(): Promise<Instance[]>;
@@ -21,8 +23,10 @@ export interface InstanceAdmin {
   rotateKey(id: string): Promise<string | null>;
   restart(id: string, reason: string): Promise<boolean>;
   logout(id: string): Promise<boolean>;
-  /** link by pairing code instead of QR: the code arrives as event `code` (webhook) */
-  requestPairingCode(id: string, phoneNumber: string): Promise<boolean>;
+  /** link by pairing code instead of QR: the code newer than the request (also sent as webhook event `code`) */
+  requestPairingCode(id: string, phoneNumber: string): Promise<PairingCode>;
+  /** the QR while the instance waits for a scan */
+  linking(id: string): Promise<LinkView>;
   /** live view: status and the like, merged into the instance record for operators */
   describe(instance: Instance): Promise<Record<string, unknown>>;
   /** the live gateway nodes with how many instances each owns */
@@ -105,9 +109,16 @@ export function adminInstancesRouter(admin: InstanceAdmin): Router {
   router.post('/admin/v1/instances/:id/pairing-code', async (ctx) => {
     const inst = await load(ctx.params.id ?? '');
     const { phoneNumber } = parse(ctx.request.body, object({ phoneNumber: matching(/^\d{7,15}$/, '7 to 15 digits, the international number without +') }));
-    await admin.requestPairingCode(inst.id, phoneNumber);
-    // The code itself is a login secret: it goes to the webhook (event `code`), never into this answer or a log.
-    ok(ctx, { instanceId: inst.id, requested: true, deliveredAs: 'webhook event code' }, 202);
+    // The code is a login secret: it goes to the operator here and to the webhook (event `code`), never to a log.
+    const { code, at } = await admin.requestPairingCode(inst.id, phoneNumber);
+    ctx.set('Cache-Control', 'no-store');
+    ok(ctx, { instanceId: inst.id, code, at: new Date(at).toISOString() });
+  });
+  router.get('/admin/v1/instances/:id/qr', async (ctx) => {
+    const inst = await load(ctx.params.id ?? '');
+    const { status, qr, raw } = await admin.linking(inst.id);
+    ctx.set('Cache-Control', 'no-store');
+    ok(ctx, { status, qr, raw });
   });
   router.get('/admin/v1/nodes', async (ctx) => ok(ctx, { items: await admin.nodes() }));
   router.post('/admin/v1/instances/:id/move', async (ctx) => {

@@ -1,0 +1,56 @@
+/**
+ * `mgw qr <id>` and `mgw pair <id> <phone>`: linking an instance from a terminal. The QR and the pairing code
+ * are login secrets: printed to the operator's terminal only (stdout), never to a file or a log.
+ */
+import QRCode from 'qrcode';
+
+/** GET /admin/v1/instances/:id/qr's `data`. */
+export interface QrAnswer {
+  status: string;
+  qr: string | null;
+  raw: string | null;
+}
+
+/** POST /admin/v1/instances/:id/pairing-code's `data`. */
+export interface PairAnswer {
+  instanceId: string;
+  code: string;
+  at: string;
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const textOrNull = (v: unknown): v is string | null => v === null || typeof v === 'string';
+
+/** The `data` of a successful envelope of the expected shape, or null (the caller prints the envelope). */
+export function qrAnswer(envelope: unknown): QrAnswer | null {
+  const data = isRecord(envelope) && envelope.success === true ? envelope.data : null;
+  if (!isRecord(data) || typeof data.status !== 'string' || !textOrNull(data.qr) || !textOrNull(data.raw)) return null;
+  return { status: data.status, qr: data.qr, raw: data.raw };
+}
+
+export function pairAnswer(envelope: unknown): PairAnswer | null {
+  const data = isRecord(envelope) && envelope.success === true ? envelope.data : null;
+  if (!isRecord(data) || typeof data.instanceId !== 'string' || typeof data.code !== 'string' || typeof data.at !== 'string') return null;
+  return { instanceId: data.instanceId, code: data.code, at: data.at };
+}
+
+/** A pairing code as the phone shows its input: two groups of four (`ABCD-EFGH`). */
+export const formatCode = (code: string): string => (/^[A-Z0-9]{8}$/i.test(code) ? `${code.slice(0, 4)}-${code.slice(4)}` : code);
+
+/**
+ * What `mgw qr` prints: the QR drawn with block characters to scan from the terminal. The sandbox gives its QR
+ * only as a PNG (a data URL is too long to encode again): then the status and where to see the image.
+ */
+export async function qrText(id: string, a: QrAnswer): Promise<string> {
+  if (a.raw === null) return `instance ${id} is ${a.status}: no QR to scan${a.status === 'waiting_qr' ? ' yet (the session is rendering one; try again)' : ''}\n`;
+  if (a.raw.startsWith('data:')) {
+    return `instance ${id} is waiting for a scan; its driver gives the QR as an image only: open GET /admin/v1/instances/${id}/qr (data.qr) in a browser\n`;
+  }
+  const drawing = await QRCode.toString(a.raw, { type: 'terminal', small: true });
+  return `${drawing}\nscan with WhatsApp on the phone: Settings → Linked devices → Link a device (instance ${id})\n`;
+}
+
+export function pairText(a: PairAnswer): string {
+  return `pairing code for instance ${a.instanceId}: ${formatCode(a.code)}\n` +
+    'on the phone: WhatsApp → Settings → Linked devices → Link a device → Link with phone number instead\n';
+}
