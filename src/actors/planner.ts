@@ -112,7 +112,7 @@ export function createPlanners(deps: PlannerDeps): Planners {
       return {
         mode: m,
         limits: worker.limits(m),
-        memoryCounts: storeDegraded ? worker.memoryCounts() : null,
+        counts: worker.counts(),
         waiting: worker.waitingCount(),
         nextAt: worker.nextAt(),
         epoch: worker.epoch,

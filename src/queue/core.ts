@@ -17,6 +17,8 @@ import { listWaiting } from './sql/listWaiting.js';
 import { loadHistory } from './sql/loadHistory.js';
 import { loadPlanState } from './sql/loadPlanState.js';
 import { transitionJob } from './sql/transitionJob.js';
+import { loadOutcomes, type Outcome } from './sql/loadOutcomes.js';
+import { isOutcome, Tally } from './tally.js';
 import type { WorkerDeps } from './types.js';
 
 /** Extra data of a move's event (`reason` of message.cancelled / message.expired). */
@@ -30,6 +32,10 @@ export class QueueCore {
   readonly waiters: TerminalWaiters;
   /** sends made while degraded and outcomes whose write failed: written back when the store answers */
   readonly writeBack = new WriteBack();
+  /** outcomes counted as they are committed (GET /api/status without a query) */
+  readonly tally = new Tally();
+  /** outcomes moved inside a transaction not yet committed, by its client */
+  private readonly uncommitted = new Map<PoolClient, { state: Outcome; at: number }[]>();
   /** jobs not final yet (waiting or being sent): QUEUE_FULL compares it with maxPending */
   pending = 0;
   epoch = 0;
@@ -69,14 +75,27 @@ export class QueueCore {
     const history = await loadHistory(pool, instanceId, now);
     const waiting = await listWaiting(pool, instanceId);
     this.pending = await countPending(pool, instanceId);
+    this.tally.load(await loadOutcomes(pool, instanceId, now));
     this.planner.load({ history, lastDispatchAt: state.lastDispatchAt, waiting });
   }
 
   /** A transaction that writes the queue: fenced by the instance's lease first (WorkerDeps.fence). */
   transaction<T>(work: (c: PoolClient) => Promise<T>): Promise<T> {
+    const ended: { state: Outcome; at: number }[] = [];
+    let client: PoolClient | null = null;
     return withTransaction(this.deps.pool, async (c) => {
+      client = c;
+      this.uncommitted.set(c, ended);
       await this.deps.fence?.(c);
       return work(c);
+    }).then(
+      (result) => {
+        // committed: the outcomes it wrote count now
+        for (const e of ended) this.tally.ended(e.state, e.at);
+        return result;
+      },
+    ).finally(() => {
+      if (client) this.uncommitted.delete(client);
     });
   }
 
@@ -99,6 +118,7 @@ export class QueueCore {
   async moveIn(c: PoolClient, job: Pick<Job, 'id'>, event: JobEvent, fields: TransitionFields, extra: MoveExtra = {}): Promise<Job | null> {
     const moved = await transitionJob(c, job.id, event, fields);
     if (!moved) return null;
+    if (isOutcome(moved.job.state)) this.uncommitted.get(c)?.push({ state: moved.job.state, at: moved.job.terminalAt ?? this.now() });
     if (moved.step.emits) await this.emitFor(c, moved.job, moved.step.emits, extra);
     return moved.job;
   }

@@ -138,17 +138,19 @@ export class QueueWorker {
   }
 
   /**
-   * Queue counts from memory, for the summary while PostgreSQL is unreachable: waiting jobs from the mirror,
-   * sends of the last 24 h from the window history; outcomes (sent/failed/unknown totals) are not known then.
+   * Queue counts from memory, without a query: waiting jobs from the mirror, the one being sent, and the
+   * outcomes the queue counted as it committed them (src/queue/tally.ts). Also right while PostgreSQL is
+   * unreachable (outcomes not written yet count once they are).
    */
-  memoryCounts(): QueueCounts {
+  counts(): QueueCounts {
     const { planner } = this.core;
     const waiting = planner.waitingCount();
     const scheduled = planner.scheduledCount();
+    const { totals, last24h } = this.core.tally.read(this.core.now());
     return {
       queued: waiting - scheduled, scheduled, sending: this.loop.inFlight ? 1 : 0,
-      sent: 0, failed: 0, unknown: 0,
-      sent24h: planner.historySnapshot(this.core.now()).length, failed24h: 0, unknown24h: 0,
+      sent: totals.sent, failed: totals.failed, unknown: totals.unknown,
+      sent24h: last24h.sent, failed24h: last24h.failed, unknown24h: last24h.unknown,
     };
   }
 

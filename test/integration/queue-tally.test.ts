@@ -1,0 +1,81 @@
+/**
+ * The counts GET /api/v2/queue and GET /api/status answer are kept by the queue as it changes them (no query
+ * per request; src/queue/tally.ts): after a mix of outcomes — sent, failed (not registered), cancelled,
+ * expired, still waiting — they equal what PostgreSQL says, and again after the queue reloads (a restart of
+ * the instance's actors), and the 24 h window slides as time passes.
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { queueCounts } from '../../src/queue/sql/queueCounts.js';
+import type { QueueCounts } from '../../src/queue/job.js';
+
+let t: TestGateway;
+const FAST = { minDelayMs: 1000, maxDelayMs: 1000, quietHours: null, maxPerHour: null, maxPer24h: null };
+
+before(async () => {
+  t = await startTestGateway({ label: 'queue_tally', simulated: true });
+});
+after(async () => {
+  await t?.stop();
+});
+
+const skip = !process.env.TEST_DATABASE_URL && 'needs PostgreSQL (TEST_DATABASE_URL)';
+
+async function compare(apiKey: string, instanceId: string, what: string): Promise<QueueCounts> {
+  const truth = await queueCounts(t.db.pool, instanceId, t.clock.now());
+  const q = await t.api(apiKey, 'GET', '/api/v2/queue');
+  assert.equal(q.status, 200, q.text);
+  const c = q.body.data?.counts as Record<string, number>;
+  assert.deepEqual(
+    c,
+    { queued: truth.queued, scheduled: truth.scheduled, sending: truth.sending, sent24h: truth.sent24h, failed24h: truth.failed24h, unknown24h: truth.unknown24h },
+    `GET /api/v2/queue counts ${what}`,
+  );
+  const s = await t.api(apiKey, 'GET', '/api/status');
+  assert.equal(s.status, 200, s.text);
+  const sq = s.body.data?.queue as Record<string, unknown>;
+  for (const k of ['sent', 'failed', 'unknown', 'queued', 'scheduled', 'sending', 'sent24h', 'failed24h', 'unknown24h'] as const) {
+    assert.equal(sq[k], truth[k], `GET /api/status queue.${k} ${what}`);
+  }
+  return truth;
+}
+
+test('counts kept by the queue equal PostgreSQL after sent, failed, cancelled, expired and waiting jobs', { skip }, async () => {
+  const { instance, apiKey } = await t.createInstance('tally', { settings: FAST });
+  const send = async (body: Record<string, unknown>) => {
+    const r = await t.api(apiKey, 'POST', '/api/v2/send-message', body);
+    assert.equal(r.status, 202, r.text);
+    return String(r.body.data?.jobId);
+  };
+  for (let i = 0; i < 4; i++) await send({ phone: '4915112345678', message: `ok ${i}` });
+  await send({ phone: '4915112340000', message: 'nobody there' }); // NOT_REGISTERED → failed
+  const later = await send({ phone: '4915112345678', message: 'cancel me', notBefore: new Date(t.clock.now() + 3_600_000).toISOString() });
+  await send({ phone: '4915112345678', message: 'expire me', notBefore: new Date(t.clock.now() + 1_800_000).toISOString(), ttlSeconds: 600 }).catch(() => null);
+  await send({ phone: '4915112345678', message: 'wait for tomorrow', notBefore: new Date(t.clock.now() + 20 * 3_600_000).toISOString(), ttlSeconds: 86_400 });
+  await compare(apiKey, instance.id, 'right after acceptance');
+
+  const c = await t.api(apiKey, 'DELETE', `/api/v2/messages/${later}`);
+  assert.equal(c.status, 200, c.text);
+  await t.advanceUntil(async () => {
+    const truth = await queueCounts(t.db.pool, instance.id, t.clock.now());
+    return truth.sent === 4 && truth.failed === 1 ? true : null;
+  }, 'four sent and one failed', { maxMs: 600_000 });
+  await compare(apiKey, instance.id, 'after sends, a failure and a cancel');
+
+  // the expiring job's validity ends before its notBefore: it expires; the last one keeps waiting
+  await t.advance(40 * 60_000, 60_000);
+  await compare(apiKey, instance.id, 'after an expiry');
+
+  // the instance's actors restart: the queue reloads its tally from PostgreSQL
+  const restart = await t.admin('POST', `/admin/v1/instances/${instance.id}/restart`);
+  assert.equal(restart.status, 202, restart.text);
+  await t.advanceUntil(async () => ((await t.api(apiKey, 'GET', '/api/status')).body.data?.connected === true ? true : null), 'connected again', { maxMs: 600_000 });
+  await compare(apiKey, instance.id, 'after a restart');
+
+  // a day later the 24 h window has slid past the first outcomes (the job waiting for tomorrow went out since)
+  await t.advance(25 * 3_600_000, 600_000);
+  const end = await compare(apiKey, instance.id, 'a day later');
+  assert.ok(end.sent24h < end.sent, `the window slid: ${end.sent24h} of ${end.sent} sent in the last 24 h`);
+  assert.equal(end.failed24h, 0, 'the failure of yesterday is out of the window');
+});
