@@ -21,6 +21,10 @@ import type {
   WireGroup,
   WireMessage,
 } from '../contract.js';
+import { EventEmitter } from 'node:events';
+import { DriverError } from '../contract.js';
+import { checkPhone } from './content.js';
+import { invalidInput } from './outcome.js';
 import * as groups from './groups.js';
 import * as ops from './operations.js';
 import type { SessionPaths, WebjsDriverOptions } from './options.js';
@@ -29,9 +33,14 @@ import { WebjsSession } from './session.js';
 
 export class WebjsDriver implements Driver {
   readonly kind = 'webjs' as const;
-  private readonly session: WebjsSession;
+  /** The current session: replaced once per pairing-code request (pairing mode needs a new Client). */
+  private session: WebjsSession;
+  private readonly emitter = new EventEmitter();
+  /** One relay per event name listened to: from the current session to this driver's listeners. */
+  private readonly relays = new Map<DriverEventName, (...args: unknown[]) => void>();
 
-  constructor(opts: WebjsDriverOptions) {
+  constructor(private readonly opts: WebjsDriverOptions) {
+    this.emitter.setMaxListeners(0);
     this.session = new WebjsSession(opts);
   }
 
@@ -62,8 +71,37 @@ export class WebjsDriver implements Driver {
     return this.session.info;
   }
 
-  requestPairingCode(phoneNumber: string): Promise<string> {
-    return this.session.requestPairingCode(phoneNumber);
+  /**
+   * whatsapp-web.js 1.34 delivers a pairing code reliably only to a Client constructed with
+   * `pairWithPhoneNumber` before `initialize()` (in QR mode it keeps refreshing the QR and the request hangs):
+   * the session is restarted in pairing mode (same profile, a new browser), its events reach the same
+   * listeners, and the first code it emits is the answer (also emitted as `code`, and renewed by the library).
+   */
+  async requestPairingCode(phoneNumber: string): Promise<string> {
+    const number = checkPhone(phoneNumber);
+    const previous = this.session;
+    if (previous.linked) throw invalidInput('a pairing code can only be requested while the session waits to be linked');
+    if (!previous.running) throw new DriverError('the session is not started', 'NOT_CONNECTED', true);
+    const next = new WebjsSession({ ...this.opts, pairWithPhoneNumber: { phoneNumber: number, showNotification: true } });
+    let first: string | null = null;
+    const firstCode = (code: string) => {
+      first ??= code;
+    };
+    next.on('code', firstCode);
+    // the old session goes quietly: its end is not this driver's failure
+    for (const [name, relay] of this.relays) {
+      previous.off(name, relay);
+      next.on(name, relay);
+    }
+    this.session = next;
+    try {
+      await previous.destroy();
+      await next.initialize();
+      // the library asks for the code while it starts; if it has not arrived yet, ask the pairing-mode Client
+      return first ?? (await next.requestPairingCode(number));
+    } finally {
+      next.off('code', firstCode);
+    }
   }
 
   browserHealth(): BrowserHealth {
@@ -71,12 +109,17 @@ export class WebjsDriver implements Driver {
   }
 
   on<E extends DriverEventName>(event: E, listener: DriverListener<E>): this {
-    this.session.on(event, listener);
+    if (!this.relays.has(event)) {
+      const relay = (...args: unknown[]) => void this.emitter.emit(event, ...args);
+      this.relays.set(event, relay);
+      this.session.on(event, relay as DriverListener<E>);
+    }
+    this.emitter.on(event, listener);
     return this;
   }
 
   off<E extends DriverEventName>(event: E, listener: DriverListener<E>): this {
-    this.session.off(event, listener);
+    this.emitter.off(event, listener);
     return this;
   }
 

@@ -49,6 +49,11 @@ export interface WebjsDriverOptions extends DriverOptions {
   logger?: Logger;
   /** Where the link is kept (default local). */
   auth?: WebjsAuth;
+  /**
+   * Start in pairing mode: the library asks for a pairing code for this number while it starts (and renews it),
+   * instead of showing QR codes. whatsapp-web.js 1.34 delivers a code reliably only this way.
+   */
+  pairWithPhoneNumber?: { phoneNumber: string; showNotification?: boolean };
   /** The whatsapp-web.js Client constructor; tests pass a stand-in for the network. */
   clientFactory?: LibClientFactory;
 }
@@ -123,6 +128,7 @@ export function clientOptions(o: WebjsDriverOptions, paths: SessionPaths): LibCl
     },
   };
   if (o.webVersion !== undefined) options.webVersion = o.webVersion;
+  if (o.pairWithPhoneNumber) options.pairWithPhoneNumber = { showNotification: true, ...o.pairWithPhoneNumber };
   return options;
 }
 

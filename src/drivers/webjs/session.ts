@@ -86,6 +86,16 @@ export class WebjsSession implements Gate {
     return this.ready ? this.account : null;
   }
 
+  /** initialize() finished and the session has not ended. */
+  get running(): boolean {
+    return this.phase === 'running';
+  }
+
+  /** The library said `ready`: linked, no pairing code to ask for. */
+  get linked(): boolean {
+    return this.ready;
+  }
+
   browserHealth(): BrowserHealth {
     return this.watch.snapshot();
   }
