@@ -38,6 +38,7 @@ import { clusterPorts, defaultNodeId, defaultNodeUrl } from './cluster/wiring.js
 import { internalRouter, requireCluster } from './http/routes/internal.js';
 import { openApiRouter } from './http/openapi/index.js';
 import { cachedFor } from './memo.js';
+import { createMetrics, metricsRouter, requireMetricsToken, type GatewayMetrics } from './metrics/index.js';
 import { createSandbox, type Sandbox } from './sandbox/embed.js';
 import { createSandboxControlRouter } from './http/routes/sandbox-control.js';
 import { createIncomingEvents } from './actors/network-events.js';
@@ -72,6 +73,8 @@ export interface Gateway {
   url: string;
   server: http.Server | null;
   pool: Pool;
+  /** the /metrics registry */
+  metrics: GatewayMetrics;
   /** the actor system: `actors.port(instanceId)` is the one way into an instance */
   actors: ActorSystem;
   sandbox: Sandbox | null;
@@ -101,12 +104,14 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   if (opts.database) dbConfig = opts.database;
   else if (config.DATABASE_URL) dbConfig = { connectionString: config.DATABASE_URL };
   else {
+    log.info('starting embedded PostgreSQL (a first start takes 30–40 s)');
     embedded = await startEmbeddedPostgres(config.DATA_DIR);
     // One connection: PGlite runs one query at a time and its socket server mixes up interleaved
     // extended-protocol messages of concurrent connections ("portal does not exist").
     dbConfig = { ...embedded.connection, max: 1 };
   }
   const pool = createPool(dbConfig);
+  log.info('migrating the database');
   await migrate(pool);
 
   const admin = await resolveAdminToken(config.DATA_DIR, config.ADMIN_TOKEN);
@@ -123,6 +128,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   const wake = (instanceId: string) => void actors?.webhooks.notify(instanceId);
   const events = createEventBus({ pool, clock, wake });
   const media = createMediaServices({ pool, clock, config, log });
+  const metrics = createMetrics();
   actors = new ActorSystem({
     pool,
     clock,
@@ -141,6 +147,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     // every write of an instance's queue is made under this node's lease of it (src/cluster/leases.ts)
     fence: (instanceId: string, q: Queryable): Promise<void> => cluster.fence(instanceId, q),
     nodeId: defaultNodeId(config),
+    metrics,
   });
   const rt: ActorSystem = actors;
   // membership, leases and placement: which instances this node runs (all of them when it is alone)
@@ -207,6 +214,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       router: healthRouter({ version: VERSION, now: () => clock.now(), counts: () => ({ instances: rt.health(), queue: { degraded: rt.degradedCount() }, cluster: cluster.counts() }) }),
     },
     { name: 'openapi', auth: 'none', guard: null, router: openApiRouter(() => routes, VERSION) },
+    { name: 'metrics', auth: 'admin', guard: requireMetricsToken(admin.token, config.METRICS_TOKEN), router: metricsRouter({ metrics, pool, actors: rt, clock }) },
     {
       name: 'internal',
       auth: 'cluster',
@@ -256,6 +264,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   }
   // join (or form) the cluster: this node takes the instances placed on it
   await cluster.start(defaultNodeUrl(config, url.replace('//0.0.0.0:', '//127.0.0.1:')));
+  log.info({ instances: rt.health().total, node: cluster.nodeId }, 'instances starting');
 
   let stopped = false;
   return {
@@ -263,6 +272,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     server,
     pool,
     actors: rt,
+    metrics,
     sandbox,
     media,
     adminToken: admin.token,

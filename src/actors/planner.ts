@@ -19,6 +19,7 @@ import type { Pool, Queryable } from '../store/pool.js';
 import type { Instance } from '../store/instances.js';
 import type { QueueMode } from '../queue/settings.js';
 import { QueueWorker, type DispatchOutcome } from '../queue/worker.js';
+import type { QueueMetrics } from '../queue/types.js';
 import type { EventBus } from './events.js';
 import { answer, type Replies } from './local-port.js';
 import { Stopping } from './stopping.js';
@@ -51,6 +52,8 @@ export interface PlannerDeps {
   wake(instanceId: string): void;
   /** the write fence of the instance's lease (src/cluster/cluster.ts); none: unfenced */
   fence?: (instanceId: string, q: Queryable) => Promise<void>;
+  /** acceptance and dispatch figures for /metrics */
+  metrics?: QueueMetrics;
 }
 
 export interface Planners {
@@ -85,6 +88,7 @@ export function createPlanners(deps: PlannerDeps): Planners {
       log,
       settings: () => record().settings,
       maxPending: deps.maxPending,
+      ...(deps.metrics ? { metrics: deps.metrics } : {}),
       ...(deps.fence ? { fence: (q: Queryable) => (deps.fence as NonNullable<PlannerDeps['fence']>)(instanceId, q) } : {}),
       events: {
         emit: (q, event, data) => deps.events.emit(q, instanceId, event, data),

@@ -23,6 +23,8 @@ import { lifecycleCommand, networkCommand, type IncomingEvents } from './network
 import type { MediaResolver } from '../queue/dispatch.js';
 import type { EventBus } from './events.js';
 import type { StoreHealth } from '../store/health.js';
+import type { QueueMetrics } from '../queue/types.js';
+import type { WebhookMetrics } from '../webhooks/deliver.js';
 import { createReplies, LocalInstancePort, type Replies } from './local-port.js';
 import { createPlanners, type Planners } from './planner.js';
 import { createDispatcherLogic } from './dispatcher.js';
@@ -52,6 +54,8 @@ export interface ActorSystemDeps {
   fence?: (instanceId: string, q: Queryable) => Promise<void>;
   /** this node's id among several (shown by /debug/actors) */
   nodeId?: string;
+  /** the hooks of /metrics (src/metrics) */
+  metrics?: { queue: QueueMetrics; webhooks: WebhookMetrics };
 }
 
 type InstanceLogic = ReturnType<typeof instanceMachine.provide>;
@@ -99,7 +103,10 @@ export class ActorSystem {
       onError: (err, where) => deps.log.warn({ err, where }, 'session fault'),
       renderQr,
     });
-    this.webhooks = createWebhookSenders({ db: deps.pool, clock: deps.clock, log: deps.log, allowPrivate: deps.webhookAllowPrivate });
+    this.webhooks = createWebhookSenders({
+      db: deps.pool, clock: deps.clock, log: deps.log, allowPrivate: deps.webhookAllowPrivate,
+      ...(deps.metrics ? { options: { metrics: deps.metrics.webhooks } } : {}),
+    });
     this.planners = createPlanners({
       pool: deps.pool,
       clock: deps.clock,
@@ -112,6 +119,7 @@ export class ActorSystem {
       store: deps.store,
       wake: (id) => void this.webhooks.notify(id),
       ...(deps.fence ? { fence: deps.fence } : {}),
+      ...(deps.metrics ? { metrics: deps.metrics.queue } : {}),
     });
     const dispatcher = createDispatcherLogic({ clock: deps.clock, callTimeoutMs: deps.callTimeoutMs, resolveMedia: deps.resolveMedia, replies });
 

@@ -33,7 +33,7 @@ export interface WebhookSendersDeps {
   allowPrivate?: boolean;
   resolver?: Resolver;
   /** tuning and tests: timeouts, backoff, batch size */
-  options?: Pick<WebhookSenderOptions, 'timeoutMs' | 'backoffMs' | 'batchSize'>;
+  options?: Pick<WebhookSenderOptions, 'timeoutMs' | 'backoffMs' | 'batchSize' | 'metrics'>;
   /** shared fallback poll interval (default 2 s) */
   pollMs?: number;
   /** a transport to share (default: one created here, closed by `close()`) */

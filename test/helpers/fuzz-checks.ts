@@ -42,10 +42,13 @@ function isEventStream(req: FuzzRequest, a: FuzzAnswer): boolean {
 }
 
 /**
- * The API reference (the openapi family): a 200 of /openapi.json is the OpenAPI document itself (JSON, no
- * envelope) and /docs with its script are the docs page; their refusals are in the envelope like any other.
+ * Documents that are not API answers: the API reference (a 200 of /openapi.json is the OpenAPI document
+ * itself, /docs with its script the docs page) and /metrics (Prometheus' text format); their refusals are in
+ * the envelope like any other.
  */
 function isReferenceDocument(req: FuzzRequest, a: FuzzAnswer): boolean {
+  // GET /metrics answers Prometheus' text format
+  if (a.status === 200 && req.route.path === '/metrics') return String(a.headers['content-type'] ?? '').startsWith('text/plain');
   if (a.status !== 200 || req.route.family !== 'openapi') return false;
   const ct = String(a.headers['content-type'] ?? '');
   if (req.route.path === '/openapi.json') return ct.startsWith('application/json') && a.text.startsWith('{"openapi":"3.1');
