@@ -1,0 +1,38 @@
+/**
+ * Calls from the console to the gateway: same origin, the session cookie sent by the browser, `X-Console: 1`
+ * on every call (the admin guard requires it for changes; see src/console/auth.ts). Answers are the gateway's
+ * envelope; a refusal becomes an ApiError carrying the server's own message.
+ */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+interface Envelope {
+  success?: boolean;
+  data?: unknown;
+  error?: string;
+  code?: string;
+}
+
+export async function call<T>(method: string, url: string, body?: unknown): Promise<T> {
+  const res = await fetch(url, {
+    method,
+    credentials: 'same-origin',
+    headers: { 'X-Console': '1', ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}) },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+  let env: Envelope = {};
+  try {
+    env = (await res.json()) as Envelope;
+  } catch {
+    env = {};
+  }
+  if (!res.ok || env.success !== true) throw new ApiError(res.status, env.code ?? 'HTTP_' + String(res.status), env.error ?? `${method} ${url} answered ${res.status}`);
+  return env.data as T;
+}

@@ -1,0 +1,65 @@
+/**
+ * The few browser interfaces the console uses, declared here: the project compiles without the DOM library
+ * (adding it would change the types of fetch and Blob for the server code), so the client names what it needs.
+ * Nothing here exists at run time except `browser`, the window itself.
+ */
+export interface Ev {
+  preventDefault(): void;
+}
+export interface MessageEv {
+  data: string;
+}
+export interface El {
+  textContent: string | null;
+  className: string;
+  hidden: boolean;
+  append(...nodes: (El | string)[]): void;
+  replaceChildren(...nodes: (El | string)[]): void;
+  remove(): void;
+  setAttribute(name: string, value: string): void;
+  addEventListener(type: string, listener: (ev: Ev) => void): void;
+  focus(): void;
+}
+export interface InputEl extends El {
+  value: string;
+  disabled: boolean;
+}
+export interface ImgEl extends El {
+  src: string;
+}
+export interface DialogEl extends El {
+  returnValue: string;
+  showModal(): void;
+}
+export interface EventSourceLike {
+  readonly readyState: number;
+  onerror: (() => void) | null;
+  addEventListener(type: string, listener: (ev: MessageEv) => void): void;
+  close(): void;
+}
+interface Browser {
+  document: {
+    getElementById(id: string): El | null;
+    createElement(tag: string): El;
+  };
+  EventSource: { new (url: string): EventSourceLike; readonly CLOSED: number };
+  setInterval(fn: () => void, ms: number): number;
+  clearInterval(handle: number): void;
+}
+
+export const browser = globalThis as unknown as Browser;
+
+/** The element with this id (the page has it: a missing one is a bug in page.ts). */
+export function byId<T extends El = El>(id: string): T {
+  const el = browser.document.getElementById(id);
+  if (!el) throw new Error(`console page has no #${id}`);
+  return el as T;
+}
+
+/** A new element with a class and children. */
+export function h(tag: string, className = '', ...children: (El | string)[]): El {
+  const el = browser.document.createElement(tag);
+  if (className) el.className = className;
+  el.append(...children);
+  return el;
+}

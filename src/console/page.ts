@@ -1,0 +1,99 @@
+/**
+ * The console's page and style, kept as strings so that the same files serve from src/ (tsx) and from the
+ * compiled dist/ (tsc copies no .html or .css). The script is src/console/client/main.ts, bundled by the router.
+ */
+export const CONSOLE_HTML = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Gateway console</title>
+<link rel="stylesheet" href="/console/app.css">
+<script defer src="/console/app.js"></script>
+</head>
+<body>
+<header><h1>Gateway console</h1><button id="sign-out" type="button" hidden>Sign out</button></header>
+<main>
+<section id="sign-in" hidden>
+  <h2>Sign in</h2>
+  <form id="sign-in-form" autocomplete="off">
+    <label>Admin token <input id="token" type="password" name="token" required autocomplete="off" spellcheck="false"></label>
+    <button type="submit">Sign in</button>
+  </form>
+  <p class="error" id="sign-in-error" role="alert"></p>
+</section>
+<section id="app" hidden>
+  <p class="error" id="app-error" role="alert"></p>
+  <section id="new-key" class="notice" hidden>
+    <p>API key of <strong id="new-key-name"></strong>. It is shown <em>once</em>: store it now.</p>
+    <code id="new-key-value"></code>
+    <button id="new-key-done" type="button">I have stored it</button>
+  </section>
+  <section>
+    <h2>Instances <small id="live" class="muted">connecting…</small></h2>
+    <table id="instances">
+      <thead><tr><th>Name</th><th>Status</th><th>Phone</th><th>Driver</th><th>Queue</th><th>Actions</th></tr></thead>
+      <tbody id="instances-body"></tbody>
+    </table>
+    <p id="empty" class="muted" hidden>No instances yet.</p>
+  </section>
+  <section id="link" hidden>
+    <h2>Link <span id="link-name"></span></h2>
+    <p id="link-status" class="muted"></p>
+    <img id="qr" alt="QR code to scan with the phone" width="264" height="264" hidden>
+    <form id="pair-form">
+      <label>Or link by pairing code: phone number <input id="pair-phone" inputmode="numeric" placeholder="4915112345678"></label>
+      <button type="submit">Get code</button>
+    </form>
+    <p id="pair-code" class="code"></p>
+    <button id="link-close" type="button">Close</button>
+  </section>
+  <section>
+    <h2>New instance</h2>
+    <form id="create-form">
+      <label>Name <input id="create-name" required pattern="[A-Za-z0-9-]{1,40}" title="1 to 40 letters, digits or dashes"></label>
+      <label>Driver <select id="create-driver"><option value="sandbox">sandbox</option><option value="webjs">webjs</option></select></label>
+      <button type="submit">Create</button>
+    </form>
+  </section>
+</section>
+</main>
+<dialog id="confirm">
+  <form method="dialog">
+    <p id="confirm-text"></p>
+    <menu><button value="cancel">Cancel</button> <button value="ok" id="confirm-ok">Confirm</button></menu>
+  </form>
+</dialog>
+</body>
+</html>
+`;
+
+export const CONSOLE_CSS = `
+:root { font-family: system-ui, sans-serif; color: #1d2330; background: #f6f7f9; }
+body { margin: 0; }
+header { display: flex; align-items: center; justify-content: space-between; padding: .6rem 1.2rem; background: #1d2330; color: #fff; }
+header h1 { font-size: 1.1rem; margin: 0; }
+main { max-width: 72rem; margin: 0 auto; padding: 1rem 1.2rem; }
+section > h2 { font-size: 1rem; margin: 1.2rem 0 .5rem; }
+table { border-collapse: collapse; width: 100%; background: #fff; }
+th, td { text-align: left; padding: .4rem .6rem; border-bottom: 1px solid #e1e4ea; vertical-align: middle; }
+th { font-size: .8rem; text-transform: uppercase; color: #5a6273; }
+td.actions button { margin-right: .3rem; }
+button { font: inherit; padding: .25rem .7rem; border: 1px solid #b9c0cc; border-radius: 4px; background: #fff; cursor: pointer; }
+button.danger { border-color: #c4302b; color: #c4302b; }
+header button { background: transparent; color: #fff; border-color: #fff; }
+input, select { font: inherit; padding: .25rem .4rem; }
+form label { margin-right: .8rem; }
+.status { display: inline-block; padding: .1rem .5rem; border-radius: 1rem; font-size: .85rem; background: #e1e4ea; }
+.status.connected { background: #d3f2dc; color: #17612f; }
+.status.waiting_qr, .status.authenticated, .status.initializing { background: #fff1c7; color: #7a5800; }
+.status.error, .status.disconnected { background: #fbd9d7; color: #8f1d17; }
+.muted { color: #5a6273; font-weight: normal; }
+.error { color: #8f1d17; min-height: 1.2em; }
+.notice { background: #fff8e0; border: 1px solid #e8cf6b; padding: .6rem .9rem; border-radius: 4px; }
+.notice code, .code { font-family: ui-monospace, monospace; font-size: 1.05rem; user-select: all; word-break: break-all; }
+#link { background: #fff; border: 1px solid #e1e4ea; padding: .2rem 1rem 1rem; border-radius: 4px; margin-top: 1rem; }
+#qr { display: block; margin: .5rem 0; image-rendering: pixelated; }
+dialog { border: 1px solid #b9c0cc; border-radius: 6px; }
+menu { padding: 0; text-align: right; }
+`;

@@ -1,0 +1,188 @@
+/**
+ * The operator console at /console: one page (src/console/page.ts), its script bundled from
+ * src/console/client/ with esbuild on the first request (cached for the process; no build step, no CDN), the
+ * sign-in session (POST/DELETE /console/session) and a server-sent event stream of the instances
+ * (/console/events, polled every 2 s on the server). Everything else the page does goes through the existing
+ * /admin/v1 routes, authenticated by the session cookie (src/console/auth.ts).
+ *
+ * Mounted by the composition root as an `auth: 'none'` family: these routes check the cookie themselves, and
+ * the admin families take requireAdminOrConsole(...) instead of requireAdmin(...).
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { PassThrough } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import { createRouter } from '../http/router.js';
+import { ok } from '../http/envelope.js';
+import { DomainError, validationFailed } from '../errors.js';
+import type { InstanceAdmin } from '../http/routes/admin-instances.js';
+import { DEADLINES, type InstancePort, type QueueSummary } from '../actors/port.js';
+import type { Logger } from '../log.js';
+import { CONSOLE_COOKIE, type ConsoleSessions } from './sessions.js';
+import { checkConsoleRequest } from './auth.js';
+import { CONSOLE_CSS, CONSOLE_HTML } from './page.js';
+
+/** Queue counts of one instance (the queue's own tally, as GET /api/status reads it). */
+export type QueueCounts = QueueSummary['counts'];
+
+export interface ConsoleDeps {
+  adminToken: string;
+  sessions: ConsoleSessions;
+  instances: Pick<InstanceAdmin, 'list' | 'describe'>;
+  /** the way into an instance, for its queue counts (left out: the console shows none) */
+  portOf?: (instanceId: string) => Pick<InstancePort, 'ask'>;
+  /** how often the event stream reads the instances (default 2 s) */
+  pollMs?: number;
+  log?: Logger;
+}
+
+/** What the event stream sends: one `instances` event per poll. */
+export interface ConsoleSnapshot {
+  at: string;
+  items: (Record<string, unknown> & { queue: QueueCounts | null })[];
+}
+
+// the page's own script, style and images only; data: for the QR image
+const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'";
+
+const digest = (s: string) => createHash('sha256').update(s).digest();
+
+let bundle: Promise<string> | null = null;
+
+/** The client bundled once per process: from the TypeScript sources, or the compiled ones under dist/. */
+export function consoleBundle(): Promise<string> {
+  bundle ??= (async () => {
+    const { build } = await import('esbuild');
+    const dir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'client');
+    const ts = path.join(dir, 'main.ts');
+    const entry = existsSync(ts) ? ts : path.join(dir, 'main.js');
+    const out = await build({ entryPoints: [entry], bundle: true, write: false, format: 'iife', target: 'es2020', minify: true, legalComments: 'none', logLevel: 'silent' });
+    const file = out.outputFiles[0];
+    if (!file) throw new Error('esbuild produced no console bundle');
+    return file.text;
+  })();
+  bundle.catch(() => {
+    bundle = null; // the next request tries again
+  });
+  return bundle;
+}
+
+function page(ctx: Context, type: string, body: string): void {
+  ctx.set('Content-Security-Policy', CSP);
+  ctx.set('X-Content-Type-Options', 'nosniff');
+  ctx.set('Referrer-Policy', 'no-referrer');
+  ctx.set('Cache-Control', 'no-cache');
+  ctx.type = type;
+  ctx.body = body;
+}
+
+export function consoleRouter(deps: ConsoleDeps): Router {
+  const router = createRouter();
+  const expected = digest(deps.adminToken);
+  const pollMs = deps.pollMs ?? 2_000;
+
+  const queueCounts = async (id: string): Promise<QueueCounts | null> => {
+    if (!deps.portOf) return null;
+    try {
+      return (await deps.portOf(id).ask({ type: 'queue.summary' }, DEADLINES.queueStatus)).counts;
+    } catch {
+      return null; // an instance not running here, or busy: no counts this round
+    }
+  };
+
+  const snapshot = async (): Promise<ConsoleSnapshot> => {
+    const list = await deps.instances.list();
+    const items = await Promise.all(
+      list.map(async (inst) => {
+        const [described, queue] = await Promise.all([
+          deps.instances.describe(inst),
+          queueCounts(inst.id),
+        ]);
+        return { ...described, queue };
+      }),
+    );
+    return { at: new Date().toISOString(), items };
+  };
+
+  router.get('/console', (ctx) => page(ctx, 'text/html; charset=utf-8', CONSOLE_HTML));
+  router.get('/console/app.css', (ctx) => page(ctx, 'text/css; charset=utf-8', CONSOLE_CSS));
+  router.get('/console/app.js', async (ctx) => page(ctx, 'application/javascript; charset=utf-8', await consoleBundle()));
+
+  router.get('/console/session', (ctx) => {
+    ctx.set('Cache-Control', 'no-store');
+    ok(ctx, { signedIn: deps.sessions.valid(deps.sessions.idOf(ctx)) });
+  });
+
+  router.post('/console/session', (ctx) => {
+    checkConsoleRequest(ctx);
+    const body = ctx.request.body as { token?: unknown } | undefined;
+    const token = body?.token;
+    if (typeof token !== 'string' || token.length === 0 || token.length > 512) throw validationFailed('token', 'token must be the admin token');
+    if (!timingSafeEqual(digest(token), expected)) throw new DomainError('UNAUTHORIZED', 'the admin token is not valid');
+    const old = deps.sessions.idOf(ctx);
+    if (old !== null) deps.sessions.delete(old);
+    const id = deps.sessions.create();
+    ctx.cookies.set(CONSOLE_COOKIE, id, { httpOnly: true, sameSite: 'strict', path: '/', secure: ctx.secure, maxAge: 12 * 60 * 60 * 1000, overwrite: true });
+    ctx.set('Cache-Control', 'no-store');
+    ok(ctx, { signedIn: true });
+  });
+
+  router.delete('/console/session', (ctx) => {
+    checkConsoleRequest(ctx);
+    const id = deps.sessions.idOf(ctx);
+    if (id !== null) deps.sessions.delete(id);
+    ctx.cookies.set(CONSOLE_COOKIE, '', { httpOnly: true, sameSite: 'strict', path: '/', secure: ctx.secure, maxAge: 0, overwrite: true });
+    ok(ctx, { signedIn: false });
+  });
+
+  router.get('/console/events', (ctx) => {
+    const id = deps.sessions.idOf(ctx);
+    if (!deps.sessions.valid(id)) throw new DomainError('UNAUTHORIZED', 'sign in to the console first');
+    checkConsoleRequest(ctx);
+    const stream = new PassThrough();
+    let ended = false;
+    let busy = false;
+    const send = (event: string, data: unknown) => {
+      if (!ended) stream.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    };
+    const tick = async () => {
+      if (busy || ended) return;
+      busy = true;
+      try {
+        if (!deps.sessions.valid(id)) return stop('signed-out');
+        send('instances', await snapshot());
+      } catch (err) {
+        deps.log?.warn({ err }, 'console event stream: reading the instances failed');
+        send('problem', { message: 'the instances could not be read; retrying' });
+      } finally {
+        busy = false;
+      }
+    };
+    const timer = setInterval(() => void tick(), pollMs);
+    timer.unref();
+    const untrack = deps.sessions.track(id, () => stop('signed-out'));
+    function stop(reason?: string): void {
+      if (ended) return;
+      if (reason) send(reason, {});
+      ended = true;
+      clearInterval(timer);
+      untrack();
+      stream.end();
+    }
+    ctx.req.on('close', () => stop());
+    ctx.req.socket.setTimeout(0);
+    ctx.req.socket.setNoDelay(true);
+    ctx.status = 200;
+    ctx.type = 'text/event-stream';
+    ctx.set('Cache-Control', 'no-store');
+    ctx.set('X-Accel-Buffering', 'no');
+    ctx.body = stream;
+    stream.write(`retry: ${pollMs}\n\n`);
+    void tick();
+  });
+
+  return router;
+}
