@@ -35,12 +35,12 @@ export interface InstanceAdmin {
   move(id: string, nodeId: string): Promise<boolean>;
 }
 
-const CreateSchema = object({
+export const CreateSchema = object({
   name: matching(/^[A-Za-z0-9-]{1,40}$/, '1 to 40 letters, digits or dashes'),
   driver: defaulted(enums(['sandbox', 'webjs']), 'sandbox'),
   settings: optional(record(string(), unknown())),
 });
-const PatchSchema = object({ settings: record(string(), unknown()) });
+export const PatchSchema = object({ settings: record(string(), unknown()) });
 
 /**
  * Settings are checked on their own and again merged with the stored ones (a rule may span two fields), so

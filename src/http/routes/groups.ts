@@ -43,9 +43,9 @@ export const GroupCreateSchema = object({
 export type GroupCreateInput = Infer<typeof GroupCreateSchema>;
 
 /** `options` (whatsapp-web.js AddParticipantsOptions) is accepted for compatibility; the driver contract has no use for it. */
-const AddSchema = object({ participants: ParticipantsSchema, options: optional(OptionsSchema) });
-const ParticipantsBody = object({ participants: ParticipantsSchema });
-const PatchSchema = object({ subject: optional(nonBlank(100)), description: optional(size(string(), 0, 2048)) });
+export const AddSchema = object({ participants: ParticipantsSchema, options: optional(OptionsSchema) });
+export const ParticipantsBody = object({ participants: ParticipantsSchema });
+export const PatchSchema = object({ subject: optional(nonBlank(100)), description: optional(size(string(), 0, 2048)) });
 
 /** whatsapp-web.js addParticipants answers a status per id; 200 means added. */
 const ADDED = 200;

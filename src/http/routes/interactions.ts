@@ -33,16 +33,16 @@ import {
 
 export type InteractionsRouteDeps = RouteDeps<'portOf' | 'limiter' | 'presence'>;
 
-const ReactionSchema = object({ emoji: size(string(), 1, 32) });
+export const ReactionSchema = object({ emoji: size(string(), 1, 32) });
 /** durationMs: optional, integer ≥ 1; values above 300000 are capped, not refused (SPEC.md "capped"). */
-const PresenceSchema = object({ durationMs: optional(min(integer(), 1)) });
+export const PresenceSchema = object({ durationMs: optional(min(integer(), 1)) });
 /** Edit options: the subset of the send `options` whitelist that an edit can carry; other keys are dropped. */
 const EditOptionsSchema = type({
   linkPreview: optional(boolean()),
   mentions: optional(array(pattern(string(), /@c\.us$/))),
 });
-const EditSchema = object({ message: size(string(), 1, 65_536), options: optional(EditOptionsSchema) });
-const DeleteSchema = object({ everyone: defaulted(boolean(), false) });
+export const EditSchema = object({ message: size(string(), 1, 65_536), options: optional(EditOptionsSchema) });
+export const DeleteSchema = object({ everyone: defaulted(boolean(), false) });
 
 export function interactionsRouter(deps: InteractionsRouteDeps): Router {
   const router = createRouter();

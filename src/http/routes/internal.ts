@@ -17,7 +17,7 @@ import { failureReply, okReply, type AskReply, type InstanceAsk, type InstancePo
 import type { Instance } from '../../store/instances.js';
 import type { Logger } from '../../log.js';
 
-const AskBody = object({
+export const AskBody = object({
   ask: shape({ type: string() }),
   deadlineMs: max(min(integer(), 1), 600_000),
 });

@@ -30,13 +30,13 @@ export interface QueueRouteDeps {
 }
 
 const intString = (lo: number, hi: number) => coerce(size(integer(), lo, hi), string(), (v) => (/^\d+$/.test(v) ? Number(v) : NaN));
-const ItemsQuery = object({
+export const ItemsQuery = object({
   state: optional(enums(JOB_STATES)),
   limit: optional(intString(1, 1_000_000)),
   // a nextCursor of an earlier page: a job's sequence number, which fits in a safe integer
   cursor: optional(pattern(string(), /^\d{1,15}$/)),
 });
-const KeyQuery = object({ idempotencyKey: pattern(string(), IDEMPOTENCY_KEY) });
+export const KeyQuery = object({ idempotencyKey: pattern(string(), IDEMPOTENCY_KEY) });
 
 export function queueRouter(deps: QueueRouteDeps): Router {
   const router = createRouter('/api/v2');

@@ -54,7 +54,7 @@ const MediaSource = {
 
 const finite = (lo: number, hi: number) => refine(number(), 'finite', (v) => (Number.isFinite(v) && v >= lo && v <= hi) || `must be a number from ${lo} to ${hi}`);
 
-const SCHEMAS = {
+export const SCHEMAS = {
   text: type({ ...Common, message: nonempty(string()) }),
   media: type({ ...Common, ...MediaSource, caption: optional(string()), message: optional(string()) }),
   voice: type({ ...Common, ...MediaSource }),
@@ -137,7 +137,7 @@ function whitelistOptions(raw: unknown): Options {
   return out as Options;
 }
 
-const GroupCreateBody = type({
+export const GroupCreateBody = type({
   idempotencyKey: Common.idempotencyKey,
   priority: Common.priority,
   notBefore: Common.notBefore,

@@ -34,8 +34,8 @@ export interface WebhookAdminDeps {
   resolver?: Resolver;
 }
 
-const TestInput = object({ message: optional(size(string(), 1, 1000)) });
-const DeliveriesQuery = object({
+export const TestInput = object({ message: optional(size(string(), 1, 1000)) });
+export const DeliveriesQuery = object({
   limit: defaulted(coerce(size(integer(), 1, 200), string(), (v) => (/^\d+$/.test(v) ? Number(v) : NaN)), 50),
   cursor: optional(size(string(), 1, 100)),
   state: optional(enums(DELIVERY_STATES)),
