@@ -3,14 +3,10 @@
  * route (gw.routes) is documented and every documented route is mounted, each documented example request gets
  * the documented status and a body that validates (ajv, JSON Schema 2020-12) against the documented answer,
  * and /docs renders in real Chromium from the gateway alone (no other host is asked), saving a screenshot.
- *
- * Until src/gateway.ts mounts the `openapi` family, the document and /docs are served by a second app built
- * from the same router (the test says so); the examples always go to the gateway itself.
+ * The document and /docs are served by the gateway itself (src/gateway.ts mounts the `openapi` family).
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
@@ -18,12 +14,9 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { chromium } from 'playwright-core';
 import { startTestGateway, ADMIN_TOKEN, type TestGateway } from '../helpers/gateway.js';
-import { createApp } from '../../src/http/app.js';
-import { routeTable, type RouteFamily, type RouteInfo } from '../../src/http/router.js';
-import { openApiRouter } from '../../src/http/openapi/index.js';
+import type { RouteInfo } from '../../src/http/router.js';
 import { REGISTRY } from '../../src/http/openapi/registry.js';
 import { openApiPath, registryKey } from '../../src/http/openapi/document.js';
-import { silentLogger } from '../../src/log.js';
 import { PACKAGE_ROOT } from '../../src/package-root.js';
 
 type Json = Record<string, unknown>;
@@ -36,39 +29,26 @@ interface Op extends Json {
 
 let t: TestGateway;
 let key = '';
-/** where /openapi.json and /docs are served: the gateway once mounted, else a second app */
-let docsUrl = '';
-let side: http.Server | null = null;
-let mounted = false;
-let routes: RouteInfo[] = [];
+let routes: readonly RouteInfo[] = [];
 let doc: Json & { paths: Record<string, Record<string, Op>>; components: Json & { responses: Record<string, Json> } };
 
 before(async () => {
   t = await startTestGateway({ label: 'openapi' });
   const inst = await t.createInstance('openapi', { settings: { quietHours: null, minDelayMs: 0, maxDelayMs: 0, maxPerHour: null, maxPer24h: null } });
   key = inst.apiKey;
-  mounted = t.gw.routes.some((r) => r.method === 'GET' && r.path === '/openapi.json');
-  if (mounted) {
-    docsUrl = t.url;
-    routes = t.gw.routes;
-  } else {
-    const family: RouteFamily = { name: 'openapi', auth: 'none', guard: null, router: openApiRouter(() => routes, '0.0.0-test') };
-    routes = [...t.gw.routes, ...routeTable([family])];
-    side = http.createServer(createApp({ log: silentLogger(), families: [family] }).callback());
-    await new Promise<void>((resolve) => side?.listen(0, '127.0.0.1', resolve));
-    docsUrl = `http://127.0.0.1:${(side.address() as AddressInfo).port}`;
-  }
-  const res = await fetch(`${docsUrl}/openapi.json`);
+  routes = t.gw.routes;
+  const res = await fetch(`${t.url}/openapi.json`);
   assert.equal(res.status, 200);
   doc = (await res.json()) as typeof doc;
 });
 after(async () => {
-  if (side) await new Promise((resolve) => side?.close(resolve));
   await t?.stop();
 });
 
-test('the gateway mounts the openapi family', { todo: mounted ? false : 'src/gateway.ts does not mount openApiRouter yet' }, () => {
-  assert.ok(mounted, 'GET /openapi.json is not in gw.routes');
+test('the gateway mounts the openapi family', () => {
+  const mounted = routes.filter((r) => r.family === 'openapi').map(registryKey);
+  assert.deepEqual(mounted.sort(), ['GET /docs', 'GET /docs/redoc.standalone.js', 'GET /openapi.json']);
+  assert.ok(routes.filter((r) => r.family === 'openapi').every((r) => r.auth === 'none'));
 });
 
 test('/openapi.json validates as OpenAPI 3.1', async () => {
@@ -117,9 +97,8 @@ test('each documented example, sent to the gateway, gets the documented status a
       const route = op['x-routes'][0];
       assert.ok(route);
       const auth = route.auth === 'admin' ? ADMIN_TOKEN : route.auth === 'instance' ? key : null;
-      const base = template === '/openapi.json' ? docsUrl : t.url;
       const qs = example.query ? `?${new URLSearchParams(example.query).toString()}` : '';
-      const res = await fetch(`${base}${template}${qs}`, {
+      const res = await fetch(`${t.url}${template}${qs}`, {
         method: method.toUpperCase(),
         headers: { ...(auth ? { authorization: `Bearer ${auth}` } : {}), ...(example.body !== undefined ? { 'content-type': 'application/json' } : {}) },
         ...(example.body !== undefined ? { body: JSON.stringify(example.body) } : {}),
@@ -151,11 +130,11 @@ test('/docs renders in Chromium from the gateway alone', { skip: existsSync(CHRO
     const foreign: string[] = [];
     await page.route('**/*', (route) => {
       const u = route.request().url();
-      if (u.startsWith(docsUrl) || u.startsWith('data:') || u.startsWith('blob:')) return route.continue();
+      if (u.startsWith(t.url) || u.startsWith('data:') || u.startsWith('blob:')) return route.continue();
       foreign.push(u);
       return route.abort();
     });
-    await page.goto(`${docsUrl}/docs#operation/postApiV2SendMessage`);
+    await page.goto(`${t.url}/docs#operation/postApiV2SendMessage`);
     await page.getByRole('heading', { name: /Messaging gateway API/ }).first().waitFor({ timeout: 30_000 });
     // the operations are rendered (the side menu's groups start collapsed)
     await page.getByRole('heading', { name: 'Send a text message' }).first().waitFor({ timeout: 10_000 });
