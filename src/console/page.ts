@@ -8,6 +8,7 @@ export const CONSOLE_HTML = `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Gateway console</title>
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="/console/app.css">
 <script defer src="/console/app.js"></script>
 </head>
@@ -51,7 +52,7 @@ export const CONSOLE_HTML = `<!doctype html>
   <section>
     <h2>New instance</h2>
     <form id="create-form">
-      <label>Name <input id="create-name" required pattern="[A-Za-z0-9-]{1,40}" title="1 to 40 letters, digits or dashes"></label>
+      <label>Name <input id="create-name" required pattern="[A-Za-z0-9\\-]{1,40}" title="1 to 40 letters, digits or dashes"></label>
       <label>Driver <select id="create-driver"><option value="sandbox">sandbox</option><option value="webjs">webjs</option></select></label>
       <button type="submit">Create</button>
     </form>
@@ -89,7 +90,9 @@ form label { margin-right: .8rem; }
 .status.waiting_qr, .status.authenticated, .status.initializing { background: #fff1c7; color: #7a5800; }
 .status.error, .status.disconnected { background: #fbd9d7; color: #8f1d17; }
 .muted { color: #5a6273; font-weight: normal; }
-.error { color: #8f1d17; min-height: 1.2em; }
+.error { color: #8f1d17; }
+.error:empty { display: none; }
+.detail { display: block; font-size: .75rem; margin-top: .15rem; }
 .notice { background: #fff8e0; border: 1px solid #e8cf6b; padding: .6rem .9rem; border-radius: 4px; }
 .notice code, .code { font-family: ui-monospace, monospace; font-size: 1.05rem; user-select: all; word-break: break-all; }
 #link { background: #fff; border: 1px solid #e1e4ea; padding: .2rem 1rem 1rem; border-radius: 4px; margin-top: 1rem; }

@@ -29,6 +29,7 @@ interface InstanceItem {
 interface Row {
   tr: El;
   status: El;
+  detail: El;
   phone: El;
   driver: El;
   queue: El;
@@ -127,6 +128,7 @@ function button(text: string, className: string, onClick: () => void): El {
 
 function createRow(item: InstanceItem): Row {
   const status = h('span', 'status');
+  const detail = h('small', 'detail muted');
   const [phone, driver, queue] = [h('td'), h('td'), h('td', 'queue')];
   const link = button('Link', '', () => openLink(row.item.id, row.item.name));
   const act = (verb: string, question: string, run: () => Promise<unknown>) =>
@@ -146,7 +148,7 @@ function createRow(item: InstanceItem): Row {
     'tr',
     '',
     h('td', 'name', item.name),
-    h('td', '', status),
+    h('td', '', status, detail),
     phone,
     driver,
     queue,
@@ -164,7 +166,7 @@ function createRow(item: InstanceItem): Row {
   );
   tr.setAttribute('data-id', item.id);
   tr.setAttribute('data-name', item.name);
-  const row: Row = { tr, status, phone, driver, queue, link, item };
+  const row: Row = { tr, status, detail, phone, driver, queue, link, item };
   return row;
 }
 
@@ -182,8 +184,9 @@ function render(items: InstanceItem[]): void {
     row.item = item;
     row.tr.setAttribute('data-status', item.status);
     row.status.className = `status ${item.status}`;
-    row.status.textContent = item.state && item.state !== item.status ? `${item.status} (${item.state})` : item.status;
-    row.status.setAttribute('title', item.lastError ?? '');
+    row.status.textContent = item.status;
+    // the machine's state for operators, and the last error when there is one
+    row.detail.textContent = [item.state && item.state !== item.status ? item.state : '', item.lastError ?? ''].filter(Boolean).join(' · ');
     row.phone.textContent = item.phoneNumber ? `+${item.phoneNumber}` : '—';
     row.driver.textContent = item.driver;
     row.queue.textContent = queueText(item.queue);
