@@ -230,6 +230,9 @@ export const CANCELLABLE_JOB_STATES: readonly JobState[] = statesAccepting('CANC
 export const COUNTING_JOB_STATES: readonly JobState[] = tagged('counted');
 /** `POST /api/v2/messages/<jobId>/requeue` accepts these; the old job stays as it is, a new job is created. */
 export const REQUEUEABLE_JOB_STATES: readonly JobState[] = tagged('requeueable');
+/** The outcomes GET /api/status and the queue summary count (totals and the last 24 h). */
+export const OUTCOME_JOB_STATES = ['sent', 'failed', 'unknown'] as const satisfies readonly JobState[];
+export type OutcomeState = (typeof OUTCOME_JOB_STATES)[number];
 
 export function isTerminal(state: JobState): boolean {
   return TERMINAL_JOB_STATES.includes(state);

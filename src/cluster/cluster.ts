@@ -41,7 +41,10 @@ export class Cluster {
   private readonly leaving = new Set<string>();
   private timer: NodeJS.Timeout | null = null;
   private ticking: Promise<void> | null = null;
+  /** stopping: leases are still renewed (a hand-over may take a while), nothing is taken any more */
   private stopped = false;
+  /** left the cluster: no round at all */
+  private left = false;
   private readonly owners = new Map<string, { owner: Owner | null; at: number }>();
 
   constructor(private readonly deps: ClusterDeps) {}
@@ -72,7 +75,7 @@ export class Cluster {
 
   /** Run one round now (after a create or a move, instead of waiting for the timer). */
   tick(): Promise<void> {
-    if (this.stopped) return Promise.resolve();
+    if (this.left) return Promise.resolve();
     this.ticking ??= this.round()
       .catch((err: unknown) => this.deps.log.warn({ err }, 'cluster round failed'))
       .finally(() => (this.ticking = null));
@@ -89,6 +92,7 @@ export class Cluster {
       this.deps.log.warn({ instanceId: id }, 'lease lost: the instance is stopped here (another node owns it now)');
       await local.remove(id).catch((err: unknown) => this.deps.log.warn({ err, instanceId: id }, 'stopping a lost instance failed'));
     }
+    if (this.stopped) return;
     const nodes = await liveNodes(pool, ttlMs);
     const pins = await placements(pool);
     for (const instance of await listInstances(pool)) {
@@ -177,12 +181,16 @@ export class Cluster {
 
   /** Graceful stop: hand every instance over (0 unknown), then leave. */
   async stop(): Promise<void> {
+    // the rounds go on renewing the leases until every hand-over has finished: an in-flight dispatch may take
+    // up to the call deadline, longer than a lease, and its outcome is written under the lease
     this.stopped = true;
-    if (this.timer) clearInterval(this.timer);
     await this.ticking;
     await Promise.all(
       [...this.held.keys()].map((id) => this.handOver(id).catch((err: unknown) => this.deps.log.warn({ err, instanceId: id }, 'hand-over failed'))),
     );
+    this.left = true;
+    if (this.timer) clearInterval(this.timer);
+    await this.ticking;
     await leaveCluster(this.deps.pool, this.deps.node.id).catch((err: unknown) => this.deps.log.warn({ err }, 'leaving the cluster failed'));
   }
 }

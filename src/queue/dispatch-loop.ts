@@ -33,9 +33,12 @@ export class DispatchLoop {
 
   constructor(private readonly core: QueueCore) {}
 
-  /** A dispatch is between its claim and its persisted outcome. */
+  /** the job claimed (committed `sending`) whose outcome is not persisted yet */
+  private claimedId: string | null = null;
+
+  /** A job is between its committed claim and its persisted outcome (what PostgreSQL shows as `sending`). */
   get inFlight(): boolean {
-    return this.dispatching !== null;
+    return this.claimedId !== null;
   }
 
   /**
@@ -166,7 +169,10 @@ export class DispatchLoop {
       return moved;
     });
     planner.remove(due);
-    if (claimed) planner.recordDispatch(now);
+    if (claimed) {
+      planner.recordDispatch(now);
+      this.claimedId = claimed.id;
+    }
     return claimed;
   }
 
@@ -215,6 +221,8 @@ export class DispatchLoop {
       } catch (err) {
         core.writeBack.keepOutcome({ job, outcome, at });
         core.deps.log.warn({ err, jobId: job.id, outcome: outcome.kind }, 'dispatch outcome not written; kept for write-back');
+      } finally {
+        if (this.claimedId === job.id) this.claimedId = null;
       }
     });
     const late = job.scheduledAt === null ? 0 : (job.dispatchedAt ?? at) - job.scheduledAt;

@@ -5,14 +5,16 @@
  * and the dispatcher's in-flight one it answers GET /api/status and GET /api/v2/queue without a query.
  * test/integration/queue-tally.test.ts compares it with PostgreSQL after a mix of outcomes.
  */
+import { OUTCOME_JOB_STATES } from '../../machines/job.machine.js';
 import type { LoadedOutcomes, Outcome } from './sql/loadOutcomes.js';
 
 const DAY_MS = 86_400_000;
 
-export const isOutcome = (state: string): state is Outcome => state === 'sent' || state === 'failed' || state === 'unknown';
+export const isOutcome = (state: string): state is Outcome => (OUTCOME_JOB_STATES as readonly string[]).includes(state);
+const none = (): Record<Outcome, number> => ({ sent: 0, failed: 0, unknown: 0 });
 
 export class Tally {
-  private totals: Record<Outcome, number> = { sent: 0, failed: 0, unknown: 0 };
+  private totals: Record<Outcome, number> = none();
   /** terminal times of the last 24 h per outcome, oldest first */
   private recent: Record<Outcome, number[]> = { sent: [], failed: [], unknown: [] };
 
@@ -35,8 +37,8 @@ export class Tally {
   /** Totals and the last 24 h at `now`. */
   read(now: number): { totals: Record<Outcome, number>; last24h: Record<Outcome, number> } {
     const since = now - DAY_MS;
-    const last24h = { sent: 0, failed: 0, unknown: 0 };
-    for (const k of ['sent', 'failed', 'unknown'] as const) {
+    const last24h = none();
+    for (const k of OUTCOME_JOB_STATES) {
       const times = this.recent[k];
       let drop = 0;
       while (drop < times.length && (times[drop] as number) <= since) drop++;

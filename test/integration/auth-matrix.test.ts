@@ -29,6 +29,12 @@ before(async () => {
   const r = await t.api(A.key, 'POST', '/api/v2/send-message', { phone: RECIPIENT, message: 'waits', notBefore: later });
   assert.equal(r.status, 202, r.text);
   aJob = String(r.body.data?.jobId);
+  // what linking writes after `connected` (the number, by the events actor) must be in before the digests
+  for (let i = 0; i < 500; i++) {
+    const { rows } = await t.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM instances WHERE phone_number IS NULL');
+    if (rows[0]?.n === 0) break;
+    await new Promise((res) => setTimeout(res, 20));
+  }
 });
 after(async () => {
   await t?.stop();

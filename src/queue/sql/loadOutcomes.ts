@@ -3,8 +3,9 @@
  * terminal times of the outcomes of the last 24 h (to slide the 24 h window in memory).
  */
 import type { Queryable } from '../../store/pool.js';
+import { OUTCOME_JOB_STATES, type OutcomeState } from '../../../machines/job.machine.js';
 
-export type Outcome = 'sent' | 'failed' | 'unknown';
+export type Outcome = OutcomeState;
 
 export interface LoadedOutcomes {
   totals: Record<Outcome, number>;
@@ -13,22 +14,21 @@ export interface LoadedOutcomes {
 
 export async function loadOutcomes(q: Queryable, instanceId: string, now: number): Promise<LoadedOutcomes> {
   const [totals, recent] = await Promise.all([
-    q.query<Record<Outcome, number>>(
-      `SELECT count(*) FILTER (WHERE state = 'sent')::int AS sent,
-              count(*) FILTER (WHERE state = 'failed')::int AS failed,
-              count(*) FILTER (WHERE state = 'unknown')::int AS unknown
-         FROM jobs WHERE instance_id = $1`,
-      [instanceId],
+    q.query<{ state: Outcome; n: number }>(
+      'SELECT state, count(*)::int AS n FROM jobs WHERE instance_id = $1 AND state = ANY($2::text[]) GROUP BY state',
+      [instanceId, OUTCOME_JOB_STATES],
     ),
     q.query<{ state: Outcome; terminal_at: Date }>(
       `SELECT state, terminal_at FROM jobs
-        WHERE instance_id = $1 AND state IN ('sent', 'failed', 'unknown') AND terminal_at > $2
+        WHERE instance_id = $1 AND state = ANY($2::text[]) AND terminal_at > $3
         ORDER BY terminal_at`,
-      [instanceId, new Date(now - 86_400_000)],
+      [instanceId, OUTCOME_JOB_STATES, new Date(now - 86_400_000)],
     ),
   ]);
+  const counted = Object.fromEntries(OUTCOME_JOB_STATES.map((s) => [s, 0])) as Record<Outcome, number>;
+  for (const r of totals.rows) counted[r.state] = r.n;
   return {
-    totals: totals.rows[0] ?? { sent: 0, failed: 0, unknown: 0 },
+    totals: counted,
     recent: recent.rows.map((r) => ({ state: r.state, at: r.terminal_at.getTime() })),
   };
 }
