@@ -1,12 +1,14 @@
 /**
  * The operator console at /console: one page (src/console/page.ts), its script bundled from
- * src/console/client/ with esbuild on the first request (cached for the process; no build step, no CDN), the
- * sign-in session (POST/DELETE /console/session) and a server-sent event stream of the instances
- * (/console/events, polled every 2 s on the server). Everything else the page does goes through the existing
- * /admin/v1 routes, authenticated by the session cookie (src/console/auth.ts).
+ * src/console/client/ with esbuild on the first request (cached for the process; no build step, no CDN), and
+ * the sign-in (POST /console/session). Two routers, mounted as two families by the composition root:
  *
- * Mounted by the composition root as an `auth: 'none'` family: these routes check the cookie themselves, and
- * the admin families take requireAdminOrConsole(...) instead of requireAdmin(...).
+ * - consoleRouter (auth 'none'): the page, its script and style, GET/POST /console/session;
+ * - consoleApiRouter (auth 'admin', guard requireAdminOrConsole): sign-out (DELETE /console/session) and the
+ *   server-sent event stream of the instances (GET /console/events, read every 2 s on the server).
+ *
+ * Everything else the page does goes through the existing /admin/v1 routes, authenticated by the session
+ * cookie (src/console/auth.ts).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -82,30 +84,6 @@ function page(ctx: Context, type: string, body: string): void {
 export function consoleRouter(deps: ConsoleDeps): Router {
   const router = createRouter();
   const expected = digest(deps.adminToken);
-  const pollMs = deps.pollMs ?? 2_000;
-
-  const queueCounts = async (id: string): Promise<QueueCounts | null> => {
-    if (!deps.portOf) return null;
-    try {
-      return (await deps.portOf(id).ask({ type: 'queue.summary' }, DEADLINES.queueStatus)).counts;
-    } catch {
-      return null; // an instance not running here, or busy: no counts this round
-    }
-  };
-
-  const snapshot = async (): Promise<ConsoleSnapshot> => {
-    const list = await deps.instances.list();
-    const items = await Promise.all(
-      list.map(async (inst) => {
-        const [described, queue] = await Promise.all([
-          deps.instances.describe(inst),
-          queueCounts(inst.id),
-        ]);
-        return { ...described, queue };
-      }),
-    );
-    return { at: new Date().toISOString(), items };
-  };
 
   router.get('/console', (ctx) => page(ctx, 'text/html; charset=utf-8', CONSOLE_HTML));
   router.get('/console/app.css', (ctx) => page(ctx, 'text/css; charset=utf-8', CONSOLE_CSS));
@@ -130,18 +108,45 @@ export function consoleRouter(deps: ConsoleDeps): Router {
     ok(ctx, { signedIn: true });
   });
 
+  return router;
+}
+
+/** Sign-out and the event stream; mounted behind requireAdminOrConsole (the cookie or the admin token). */
+export function consoleApiRouter(deps: ConsoleDeps): Router {
+  const router = createRouter();
+  const pollMs = deps.pollMs ?? 2_000;
+
+  const queueCounts = async (id: string): Promise<QueueCounts | null> => {
+    if (!deps.portOf) return null;
+    try {
+      return (await deps.portOf(id).ask({ type: 'queue.summary' }, DEADLINES.queueStatus)).counts;
+    } catch {
+      return null; // an instance not running here, or busy: no counts this round
+    }
+  };
+
+  const snapshot = async (): Promise<ConsoleSnapshot> => {
+    const list = await deps.instances.list();
+    const items = await Promise.all(
+      list.map(async (inst) => {
+        const [described, queue] = await Promise.all([deps.instances.describe(inst), queueCounts(inst.id)]);
+        return { ...described, queue };
+      }),
+    );
+    return { at: new Date().toISOString(), items };
+  };
+
+  // behind requireAdminOrConsole: a cookie request has passed checkConsoleRequest there
   router.delete('/console/session', (ctx) => {
-    checkConsoleRequest(ctx);
-    const id = deps.sessions.idOf(ctx);
+    const id = ctx.state.console === true ? deps.sessions.idOf(ctx) : null;
     if (id !== null) deps.sessions.delete(id);
     ctx.cookies.set(CONSOLE_COOKIE, '', { httpOnly: true, sameSite: 'strict', path: '/', secure: ctx.secure, maxAge: 0, overwrite: true });
     ok(ctx, { signedIn: false });
   });
 
+  // the console's session (ended by signing out) or a bearer client (ended by the gateway stopping)
   router.get('/console/events', (ctx) => {
-    const id = deps.sessions.idOf(ctx);
-    if (!deps.sessions.valid(id)) throw new DomainError('UNAUTHORIZED', 'sign in to the console first');
-    checkConsoleRequest(ctx);
+    const id = ctx.state.console === true ? deps.sessions.idOf(ctx) : null;
     const stream = new PassThrough();
     let ended = false;
     let busy = false;
@@ -152,7 +157,7 @@ export function consoleRouter(deps: ConsoleDeps): Router {
       if (busy || ended) return;
       busy = true;
       try {
-        if (!deps.sessions.valid(id)) return stop('signed-out');
+        if (id !== null && !deps.sessions.valid(id)) return stop('signed-out');
         send('instances', await snapshot());
       } catch (err) {
         deps.log?.warn({ err }, 'console event stream: reading the instances failed');
@@ -163,7 +168,8 @@ export function consoleRouter(deps: ConsoleDeps): Router {
     };
     const timer = setInterval(() => void tick(), pollMs);
     timer.unref();
-    const untrack = deps.sessions.track(id, () => stop('signed-out'));
+    // signed out: the page is told so; the gateway stopping: the stream just ends (the browser reconnects later)
+    const untrack = deps.sessions.track(id, (signedOut) => stop(signedOut ? 'signed-out' : undefined));
     function stop(reason?: string): void {
       if (ended) return;
       if (reason) send(reason, {});

@@ -20,8 +20,8 @@ const keyOf = (id: string): string => createHash('sha256').update(id).digest('ba
 export class ConsoleSessions {
   /** key (hash of the id) → expiry */
   private readonly sessions = new Map<string, number>();
-  /** key → the stop functions of the session's open event streams */
-  private readonly streams = new Map<string, Set<() => void>>();
+  /** key → the stop functions of the session's open event streams (called with true when signed out) */
+  private readonly streams = new Map<string, Set<(signedOut: boolean) => void>>();
 
   constructor(
     private readonly clock: Pick<Clock, 'now'>,
@@ -63,9 +63,9 @@ export class ConsoleSessions {
     this.drop(keyOf(id));
   }
 
-  /** Register an open stream of the session; returns the function that unregisters it. */
-  track(id: string, stop: () => void): () => void {
-    const key = keyOf(id);
+  /** Register an open stream of the session (null: of a bearer client); returns the function that unregisters it. */
+  track(id: string | null, stop: (signedOut: boolean) => void): () => void {
+    const key = id === null ? '' : keyOf(id);
     let set = this.streams.get(key);
     if (!set) this.streams.set(key, (set = new Set()));
     set.add(stop);
@@ -77,7 +77,7 @@ export class ConsoleSessions {
 
   /** The gateway stops: every open stream ends (sessions stay until the process ends). */
   close(): void {
-    for (const set of [...this.streams.values()]) for (const stop of [...set]) stop();
+    for (const set of [...this.streams.values()]) for (const stop of [...set]) stop(false);
     this.streams.clear();
   }
 
@@ -89,7 +89,7 @@ export class ConsoleSessions {
     this.sessions.delete(key);
     const set = this.streams.get(key);
     this.streams.delete(key);
-    if (set) for (const stop of [...set]) stop();
+    if (set) for (const stop of [...set]) stop(true);
   }
 
   private prune(): void {

@@ -283,7 +283,8 @@ function init(): void {
   byId('sign-out').addEventListener('click', () => {
     void call('DELETE', '/console/session')
       .then(() => showSignIn('Signed out.'))
-      .catch((err: unknown) => showError(message(err)));
+      // 401: the session had ended already
+      .catch((err: unknown) => (err instanceof ApiError && err.status === 401 ? showSignIn('Signed out.') : showError(message(err))));
   });
 
   onSubmit('create-form', async () => {
