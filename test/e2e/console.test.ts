@@ -24,7 +24,7 @@ test('the operator console in Chromium: sign in, create, link with the QR shown,
   const gw = await startTestGateway({ label: 'console' });
   t.after(() => gw.stop());
   if (!gw.gw.routes.some((r) => r.path === '/console')) {
-    t.skip('the console is not mounted in src/gateway.ts yet (see src/console/router.ts)');
+    t.skip('the console is not mounted in src/gateway.ts yet (the wiring: src/console/index.ts)');
     return;
   }
   const browser = await chromium.launch({ executablePath: CHROME, args: ['--no-sandbox'], headless: true });
