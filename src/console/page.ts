@@ -49,6 +49,15 @@ export const CONSOLE_HTML = `<!doctype html>
     <p id="pair-code" class="code"></p>
     <button id="link-close" type="button">Close</button>
   </section>
+  <section id="settings" hidden>
+    <h2>Settings of <span id="settings-name"></span></h2>
+    <form id="settings-form">
+      <textarea id="settings-json" rows="16" spellcheck="false" aria-label="Settings as JSON"></textarea>
+      <p class="error" id="settings-error" role="alert"></p>
+      <p class="muted" id="settings-saved"></p>
+      <button type="submit">Save</button> <button id="settings-close" type="button">Close</button>
+    </form>
+  </section>
   <section>
     <h2>New instance</h2>
     <form id="create-form">
@@ -97,6 +106,8 @@ form label { margin-right: .8rem; }
 .notice code, .code { font-family: ui-monospace, monospace; font-size: 1.05rem; user-select: all; word-break: break-all; }
 #link { background: #fff; border: 1px solid #e1e4ea; padding: .2rem 1rem 1rem; border-radius: 4px; margin-top: 1rem; }
 #qr { display: block; margin: .5rem 0; image-rendering: pixelated; }
+#settings { background: #fff; border: 1px solid #e1e4ea; padding: .2rem 1rem 1rem; border-radius: 4px; margin-top: 1rem; }
+#settings-json { width: 100%; box-sizing: border-box; font-family: ui-monospace, monospace; font-size: .9rem; }
 dialog { border: 1px solid #b9c0cc; border-radius: 6px; }
 menu { padding: 0; text-align: right; }
 `;

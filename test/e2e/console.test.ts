@@ -2,7 +2,8 @@
  * The operator console end to end in real Chromium (playwright-core driving Debian's chromium) against a real
  * gateway: sign in with the admin token (an HttpOnly cookie the page cannot read), create an instance (the key
  * shown once) and see its QR, link it through the sandbox while the QR is shown and see the status turn
- * connected over the event stream, send through the API and see the job counted as sent, a change without
+ * connected over the event stream, a settings change refused with the server's message and then saved, the key
+ * rotated (shown once), send through the API and see the job counted as sent, a change without
  * `X-Console: 1` refused, delete behind the confirmation dialog, sign out. Screenshots: docs/screenshots/console-*.png.
  * Nothing is asked of any host but the gateway.
  */
@@ -40,8 +41,8 @@ test('the operator console in Chromium: sign in, create, link with the QR shown,
   });
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
   page.on('console', (m) => {
-    // the refusals below (403 without X-Console, 401 after signing out) are asked on purpose
-    if (m.type() === 'error' && !/status of 40[13]/.test(m.text())) problems.push(`console: ${m.text()}`);
+    // the refusals below (400 for bad settings, 403 without X-Console, 401 after signing out) are asked on purpose
+    if (m.type() === 'error' && !/status of 40[013]/.test(m.text())) problems.push(`console: ${m.text()}`);
   });
 
   // ---- sign in: a wrong token is refused with a message, the right one opens the console
@@ -95,13 +96,40 @@ test('the operator console in Chromium: sign in, create, link with the QR shown,
   assert.match((await page.textContent('#link-status')) ?? '', /Linked/);
   assert.equal(await page.textContent(`${row} td:nth-child(3)`), `+${PHONE}`);
 
+  await page.click('#link-close');
+
+  // ---- settings: the server's validation message is shown; a valid change is saved
+  await page.click(`${row} button:text("Settings")`);
+  await page.waitForSelector('#settings:not([hidden])', WAIT);
+  assert.match((await page.inputValue('#settings-json')) ?? '', /"minDelayMs"/);
+  await page.fill('#settings-json', JSON.stringify({ minDelayMs: 5000, maxDelayMs: 100 }));
+  await page.click('#settings-form button[type=submit]');
+  await page.waitForSelector('#settings-error:text("maxDelayMs must be at least minDelayMs")', WAIT);
+  assert.match((await page.textContent('#settings-error')) ?? '', /^settings\.maxDelayMs/);
+  await shot(page, 'settings');
+  await page.fill('#settings-json', JSON.stringify({ minDelayMs: 0, maxDelayMs: 0, quietHours: null }));
+  await page.click('#settings-form button[type=submit]');
+  await page.waitForSelector('#settings-saved:text("Saved.")', WAIT);
+  const stored = (await gw.admin('GET', `/admin/v1/instances/${id}`)).body.data?.settings as { minDelayMs?: number; quietHours?: unknown };
+  assert.equal(stored.minDelayMs, 0);
+  assert.equal(stored.quietHours, null);
+  await page.click('#settings-close');
+
+  // ---- rotate the key behind the dialog: the new key is shown once, the old one stops working
+  await page.click(`${row} button:text("Rotate key")`);
+  await page.click('#confirm-ok');
+  await page.waitForFunction((old) => {
+    const el = (globalThis as unknown as { document: { getElementById(id: string): { textContent: string } } }).document.getElementById('new-key-value');
+    return el.textContent.startsWith('wapi_shop_') && el.textContent !== old;
+  }, apiKey, WAIT);
+  const rotated = (await page.textContent('#new-key-value')) ?? '';
+  await page.click('#new-key-done');
+  assert.equal((await gw.api(apiKey, 'GET', '/api/status')).status, 401, 'the old key stops working');
+
   // ---- send through the API: the row counts the job as sent
-  const patched = await gw.admin('PATCH', `/admin/v1/instances/${id}`, { settings: { minDelayMs: 0, maxDelayMs: 0, quietHours: null } });
-  assert.equal(patched.status, 200, patched.text);
-  const sent = await gw.api(apiKey, 'POST', '/api/v2/send-message', { phone: RECIPIENT, message: 'hello from the console test' });
+  const sent = await gw.api(rotated, 'POST', '/api/v2/send-message', { phone: RECIPIENT, message: 'hello from the console test' });
   assert.equal(sent.status, 202, sent.text);
   await page.waitForSelector(`${row} td.queue:text("sent 1")`, WAIT);
-  await page.click('#link-close');
   await shot(page, 'instances');
 
   // ---- a change by cookie without X-Console: 1 is refused (CSRF); with it, it passes

@@ -8,6 +8,8 @@ export class ApiError extends Error {
     readonly status: number,
     readonly code: string,
     message: string,
+    /** the field a validation failure names (data.field) */
+    readonly field: string | null = null,
   ) {
     super(message);
   }
@@ -33,6 +35,9 @@ export async function call<T>(method: string, url: string, body?: unknown): Prom
   } catch {
     env = {};
   }
-  if (!res.ok || env.success !== true) throw new ApiError(res.status, env.code ?? 'HTTP_' + String(res.status), env.error ?? `${method} ${url} answered ${res.status}`);
+  if (!res.ok || env.success !== true) {
+    const field = env.data && typeof env.data === 'object' ? (env.data as { field?: unknown }).field : undefined;
+    throw new ApiError(res.status, env.code ?? 'HTTP_' + String(res.status), env.error ?? `${method} ${url} answered ${res.status}`, typeof field === 'string' ? field : null);
+  }
   return env.data as T;
 }

@@ -2,7 +2,8 @@
  * The operator console's script (bundled by src/console/router.ts). One page: sign in with the admin token
  * (the server answers with an HttpOnly cookie; the token is not kept here), the instances live from the
  * server-sent event stream /console/events, create (the key shown once), restart, logout and delete behind a
- * confirmation, and linking: the QR as an image refreshed every 2 s, or a pairing code.
+ * confirmation, key rotation (the new key shown once), a settings editor that shows the server's validation
+ * messages, and linking: the QR as an image refreshed every 2 s, or a pairing code.
  */
 import { ApiError, call } from './api.js';
 import { browser, byId, h, type DialogEl, type El, type EventSourceLike, type ImgEl, type InputEl } from './dom.js';
@@ -24,6 +25,7 @@ interface InstanceItem {
   phoneNumber?: string | null;
   connected?: boolean;
   lastError?: string | null;
+  settings?: Record<string, unknown>;
   queue: QueueCounts | null;
 }
 interface Row {
@@ -41,6 +43,7 @@ const REFRESH_MS = 2_000;
 const rows = new Map<string, Row>();
 let events: EventSourceLike | null = null;
 let linkId: string | null = null;
+let settingsId: string | null = null;
 let linkTimer: number | null = null;
 let shownQr = '';
 
@@ -66,6 +69,7 @@ function confirmAction(text: string): Promise<boolean> {
 function showSignIn(note = ''): void {
   stopEvents();
   closeLink();
+  closeSettings();
   for (const row of rows.values()) row.tr.remove();
   rows.clear();
   byId('app').hidden = true;
@@ -156,11 +160,17 @@ function createRow(item: InstanceItem): Row {
       'td',
       'actions',
       link,
+      button('Settings', '', () => openSettings(row.item)),
+      act('Rotate key', `Rotate the key of ${item.name}? The current key stops working at once.`, async () => {
+        const { apiKey } = await call<{ apiKey: string }>('POST', `${base()}/keys`);
+        showKey(row.item.name, apiKey);
+      }),
       act('Restart', `Restart ${item.name}? Its session restarts; queued messages wait.`, () => call('POST', `${base()}/restart`)),
       act('Logout', `Log ${item.name} out? The phone must be linked again.`, () => call('POST', `${base()}/logout`)),
       act('Delete', `Delete ${item.name}? Its queue, key and session are removed for good.`, async () => {
         await call('DELETE', base());
         if (linkId === row.item.id) closeLink();
+        if (settingsId === row.item.id) closeSettings();
       }),
     ),
   );
@@ -198,8 +208,55 @@ function render(items: InstanceItem[]): void {
     row.tr.remove();
     rows.delete(id);
     if (linkId === id) closeLink();
+    if (settingsId === id) closeSettings();
   }
   byId('empty').hidden = rows.size > 0;
+}
+
+function showKey(name: string, apiKey: string): void {
+  byId('new-key-name').textContent = name;
+  byId('new-key-value').textContent = apiKey;
+  byId('new-key').hidden = false;
+}
+
+// ---- settings: edited as JSON, checked by the server (its messages shown as they are)
+function openSettings(item: InstanceItem): void {
+  settingsId = item.id;
+  byId('settings').hidden = false;
+  byId('settings-name').textContent = item.name;
+  byId<InputEl>('settings-json').value = JSON.stringify(item.settings ?? {}, null, 2);
+  byId('settings-error').textContent = '';
+  byId('settings-saved').textContent = '';
+}
+
+function closeSettings(): void {
+  settingsId = null;
+  byId('settings').hidden = true;
+}
+
+async function saveSettings(): Promise<void> {
+  const id = settingsId;
+  if (id === null) return;
+  const error = byId('settings-error');
+  const saved = byId('settings-saved');
+  error.textContent = '';
+  saved.textContent = '';
+  let settings: unknown;
+  try {
+    settings = JSON.parse(byId<InputEl>('settings-json').value);
+  } catch (err) {
+    error.textContent = `Not JSON: ${message(err)}`;
+    return;
+  }
+  try {
+    const updated = await call<InstanceItem>('PATCH', `/admin/v1/instances/${encodeURIComponent(id)}`, { settings });
+    if (settingsId !== id) return;
+    byId<InputEl>('settings-json').value = JSON.stringify(updated.settings ?? {}, null, 2);
+    saved.textContent = 'Saved.';
+  } catch (err) {
+    // the server's message, with the field it names when the message does not start with it
+    if (settingsId === id) error.textContent = err instanceof ApiError && err.field && !err.message.startsWith(err.field) ? `${err.field}: ${err.message}` : message(err);
+  }
 }
 
 // ---- linking: QR and pairing code
@@ -292,9 +349,7 @@ function init(): void {
     const driver = byId<InputEl>('create-driver');
     try {
       const created = await call<{ instance: InstanceItem; apiKey: string }>('POST', '/admin/v1/instances', { name: name.value, driver: driver.value });
-      byId('new-key-name').textContent = created.instance.name;
-      byId('new-key-value').textContent = created.apiKey;
-      byId('new-key').hidden = false;
+      showKey(created.instance.name, created.apiKey);
       name.value = '';
       showError('');
       openLink(created.instance.id, created.instance.name);
@@ -309,6 +364,8 @@ function init(): void {
   });
 
   byId('link-close').addEventListener('click', closeLink);
+  byId('settings-close').addEventListener('click', closeSettings);
+  onSubmit('settings-form', saveSettings);
 
   onSubmit('pair-form', async () => {
     const id = linkId;
