@@ -38,6 +38,7 @@ import { clusterPorts, defaultNodeId, defaultNodeUrl } from './cluster/wiring.js
 import { internalRouter, requireCluster } from './http/routes/internal.js';
 import { openApiRouter } from './http/openapi/index.js';
 import { cachedFor } from './memo.js';
+import { ConsoleSessions, consoleApiRouter, consoleRouter, requireAdminOrConsole } from './console/index.js';
 import { createMetrics, metricsRouter, requireMetricsToken, type GatewayMetrics } from './metrics/index.js';
 import { createSandbox, type Sandbox } from './sandbox/embed.js';
 import { createSandboxControlRouter } from './http/routes/sandbox-control.js';
@@ -183,7 +184,9 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   // an instance another node owns: its record read from the store, kept a second (what a forwarding node needs of it)
   const recordOf = cachedFor(1_000, (id: string) => getInstance(pool, id));
   const apiKey = requireApiKey(keys, async (id) => rt.record(id) ?? (await recordOf(id)));
-  const adminAuth = requireAdmin(admin.token);
+  // the operator console signs in with the admin token into an HttpOnly cookie session (src/console)
+  const consoleSessions = new ConsoleSessions(clock);
+  const adminAuth = requireAdminOrConsole(admin.token, consoleSessions);
   const limiter = new InteractionLimiter(clock, { points: config.INTERACTION_RATE_POINTS });
   const presence = new PresenceManager(clock, { onError: (err, where) => log.warn({ err, ...where }, 'presence keep-alive failed') });
   const networkDeps = { portOf, clock, limiter, presence, fetchMessagesMax: config.FETCH_MESSAGES_MAX };
@@ -206,6 +209,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     ...(body ? { body } : {}),
   });
   const adminFamily = (name: string, router: Router): RouteFamily => ({ name, auth: 'admin', guard: adminAuth, router });
+  const consoleDeps = { adminToken: admin.token, sessions: consoleSessions, instances, portOf: portOfInstance, log };
   const families: RouteFamily[] = [
     {
       name: 'health',
@@ -224,6 +228,8 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     adminFamily('admin-instances', adminInstancesRouter(instances)),
     adminFamily('admin-webhooks', createWebhookAdminRouter({ db: pool, clock, wake, allowPrivate: config.WEBHOOK_ALLOW_PRIVATE })),
     adminFamily('debug', debugRouter(rt)),
+    { name: 'console', auth: 'none', guard: null, router: consoleRouter(consoleDeps) },
+    adminFamily('console-api', consoleApiRouter(consoleDeps)),
     instanceFamily('status', statusRouter({ pool, clock, portOf })),
     instanceFamily('v2-queue', queueRouter({ pool, clock, portOf, degradedSince: () => store.since })),
     instanceFamily('v2-send', sendRouter({ portOf, clock, validateMedia: media.validateAtAcceptance })),
@@ -292,6 +298,8 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       const idle = setInterval(() => server?.closeIdleConnections(), 250);
       idle.unref();
       presence.stopAll();
+      // open console event streams end before the server closes
+      consoleSessions.close();
       store.stop();
       stopHousekeeping();
       // hand every instance over (in-flight dispatches finish and persist), leave the cluster, stop the actors

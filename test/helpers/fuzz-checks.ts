@@ -38,7 +38,7 @@ function isBinaryDownload(req: FuzzRequest, a: FuzzAnswer): boolean {
 }
 
 function isEventStream(req: FuzzRequest, a: FuzzAnswer): boolean {
-  return a.status === 200 && req.route.path === '/debug/actors/stream' && String(a.headers['content-type'] ?? '').startsWith('text/event-stream');
+  return a.status === 200 && (req.route.path === '/debug/actors/stream' || req.route.path === '/console/events') && String(a.headers['content-type'] ?? '').startsWith('text/event-stream');
 }
 
 /**
@@ -49,6 +49,10 @@ function isEventStream(req: FuzzRequest, a: FuzzAnswer): boolean {
 function isReferenceDocument(req: FuzzRequest, a: FuzzAnswer): boolean {
   // GET /metrics answers Prometheus' text format
   if (a.status === 200 && req.route.path === '/metrics') return String(a.headers['content-type'] ?? '').startsWith('text/plain');
+  // the operator console's page, style and script
+  if (a.status === 200 && req.route.family === 'console' && req.route.method === 'GET' && req.route.path !== '/console/session') {
+    return /^(text\/html|text\/css|application\/javascript)/.test(String(a.headers['content-type'] ?? ''));
+  }
   if (a.status !== 200 || req.route.family !== 'openapi') return false;
   const ct = String(a.headers['content-type'] ?? '');
   if (req.route.path === '/openapi.json') return ct.startsWith('application/json') && a.text.startsWith('{"openapi":"3.1');

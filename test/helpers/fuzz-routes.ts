@@ -231,6 +231,6 @@ export function template(rng: Rng, w: FuzzWorld, route: RouteInfo): unknown {
 /** How often a route is drawn (1 = as often as any): creating instances is rare, they live for the whole run. */
 export function weightOf(route: RouteInfo): number {
   if (route.method === 'POST' && route.path === '/admin/v1/instances') return 0.2;
-  if (route.path === '/debug/actors/stream') return 0.2;
+  if (route.path === '/debug/actors/stream' || route.path === '/console/events') return 0.2;
   return 1;
 }

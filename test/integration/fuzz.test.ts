@@ -55,7 +55,11 @@ test('found by the fuzzer: ids that are Object.prototype keys are ordinary unkno
 });
 
 test('found by the fuzzer: editing a message that is not ours is 409 CONFLICT, not a failed network call', async () => {
-  const r = await rig.t.api(rig.world.a.key, 'PATCH', `/api/v2/messages/${encodeURIComponent(rig.world.inboundMsg)}`, { message: 'not mine' });
+  // a message of its own: the seeded run before may have deleted the rig's
+  const inbound = await rig.t.admin('POST', `/sandbox/v1/instances/${rig.world.a.id}/messages`, { from: rig.world.recipient, body: 'not yours to edit' });
+  assert.equal(inbound.status, 201, inbound.text);
+  const msgId = String(inbound.body.data?.messageId);
+  const r = await rig.t.api(rig.world.a.key, 'PATCH', `/api/v2/messages/${encodeURIComponent(msgId)}`, { message: 'not mine' });
   assert.equal(r.status, 409, r.text);
   assert.equal(r.body.code, 'CONFLICT');
   assert.equal(r.body.data?.reason, 'not_editable');
