@@ -5,6 +5,7 @@
  * Payload shapes follow SPEC.md and DESIGN.md "Decisions"; where SPEC.md gives a whole object (`message`:
  * the Message object) the type stays open, the producer owns that shape.
  */
+import type { WireReaction } from '../drivers/wire-types.js';
 
 /** Events of the messaging network, in whatsapp-web.js's names (SPEC.md "Messaging-network events"). */
 export const NETWORK_EVENTS = [
@@ -104,15 +105,8 @@ export interface EventPayloads {
   message: Record<string, unknown>;
   message_sent: { id: string; to: string; body: string; timestamp: number };
   message_ack: { id: string; chatId: string; ack: number; ackName: string };
-  message_reaction: {
-    id: string;
-    msgId: string;
-    chatId: string;
-    senderId: string;
-    reaction: string;
-    timestamp: number;
-    orphan: number;
-  };
+  /** the network's reaction as the driver reports it (src/drivers/wire-types.ts) */
+  message_reaction: WireReaction;
   message_edit: { id: string; chatId: string; newBody: string; prevBody: string; timestamp: number };
   message_revoke_everyone: { id: string; chatId: string; revokedBody: string | null; author: string | null };
   message_revoke_me: { id: string; chatId: string };
