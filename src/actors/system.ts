@@ -70,6 +70,28 @@ function withInput(logic: InstanceLogic, policy: Partial<InstanceInput>): Instan
   return wrapped;
 }
 
+/** Lifecycle events an operator reads in the log, at info. */
+const LIFECYCLE_LINES: Partial<Record<NotifyParams['event'], string>> = {
+  ready: 'instance linked and connected',
+  disconnected: 'instance disconnected',
+  auth_failure: 'instance link refused by the network (a new QR scan is needed)',
+  instance_restarting: 'instance restarting',
+};
+
+/** What a lifecycle line may carry: the reason or the number, never a QR or a pairing code. */
+function lifecycleFields(p: NotifyParams): Record<string, unknown> {
+  switch (p.event) {
+    case 'ready':
+      return { phoneNumber: p.data.phoneNumber };
+    case 'disconnected':
+      return { reason: p.data.reason };
+    case 'instance_restarting':
+      return { reason: p.data.reason };
+    default:
+      return {};
+  }
+}
+
 // whatsapp-web.js emits the raw QR string; the sandbox emits it already rendered as a PNG data URL, which does
 // not fit into another QR code.
 const renderQr = (qr: string) => (qr.startsWith('data:image/png;base64,') ? Promise.resolve(qr) : QRCode.toDataURL(qr, { errorCorrectionLevel: 'M', margin: 2 }));
@@ -134,6 +156,9 @@ export class ActorSystem {
           const current = phone && phone !== record.phoneNumber ? { ...record, phoneNumber: phone } : record;
           if (current !== record) records.set(record.id, current);
           events()?.send(lifecycleCommand(current, params));
+          // the operator's lifecycle lines (qr and code are secrets and never logged; the rest is noise)
+          const line = LIFECYCLE_LINES[params.event];
+          if (line) deps.log.info({ instanceId: context.instanceId, ...lifecycleFields(params) }, line);
         },
         trace: ({ context }, params: TraceParams) => deps.log.info({ instanceId: context.instanceId, ...params }, `instance ${params.kind}`),
       },
