@@ -61,7 +61,9 @@ export async function runMain(env: NodeJS.ProcessEnv = process.env): Promise<voi
       `  try:      curl -H 'Authorization: Bearer ${gw.demo.apiKey}' ${gw.url}/api/status`,
     );
   }
-  process.stdout.write(`${lines.join('\n')}\n`);
+  lines.push(`  console:  ${gw.url}/console   API reference: ${gw.url}/docs`);
+  // for the person at the terminal: stderr, so that stdout stays JSON log lines for machines
+  process.stderr.write(`${lines.join('\n')}\n`);
   // whatsapp-web.js has internal promises nobody awaits (page re-injection, its own destroy): log, do not die.
   process.on('unhandledRejection', (reason) => log.error({ err: reason }, 'unhandled rejection'));
 }
