@@ -2,7 +2,6 @@
  * The few requests that have no superstruct struct to derive from, described by hand. Everything else in the
  * registry is the route's own struct (exported from its route file). Kept here, each with why:
  *
- * - PAIRING, MOVE: admin-instances.ts validates these with structs written inline in the handler
  *   (`parse(ctx.request.body, object({ phoneNumber: … }))`), not named constants; once they are named and
  *   exported there, the registry takes them and these go.
  * - CHATS_QUERY, MESSAGES_QUERY (reads.ts) and DOWNLOAD_QUERY (media.ts, message-media.ts): the routes read
@@ -19,8 +18,6 @@ function body(properties: Record<string, JsonSchema>, required: string[] = [], e
   return { type: 'object', properties, ...(required.length ? { required } : {}), additionalProperties: !exact };
 }
 
-export const PAIRING = body({ phoneNumber: s({ pattern: '^\\d{7,15}$' }) }, ['phoneNumber'], true);
-export const MOVE = body({ node: s({ pattern: '^[A-Za-z0-9._:-]{1,64}$' }) }, ['node'], true);
 export const CHATS_QUERY = body({ limit: { type: 'integer', minimum: 1, default: 50 }, cursor: s(), archived: { enum: ['1', 'true', '0', 'false'] } }, [], true);
 export const MESSAGES_QUERY = body({ limit: { type: 'integer', minimum: 1, default: 50 }, fromMe: { enum: ['1', 'true', '0', 'false'] } }, [], true);
 export const DOWNLOAD_QUERY = body({ download: { enum: ['1', 'true'], description: 'the bytes instead of the metadata' } });

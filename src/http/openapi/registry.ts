@@ -7,7 +7,7 @@
 import type { ErrorCode } from '../../errors.js';
 import { SettingsPatchStruct } from '../../queue/settings.js';
 import { WebhookInput } from '../../webhooks/config.js';
-import { CreateSchema, PatchSchema as InstancePatchSchema } from '../routes/admin-instances.js';
+import { CreateSchema, MoveSchema, PairingSchema, PatchSchema as InstancePatchSchema } from '../routes/admin-instances.js';
 import { AddSchema, ParticipantsBody, PatchSchema as GroupPatchSchema } from '../routes/groups.js';
 import { DeleteSchema, EditSchema, PresenceSchema, ReactionSchema } from '../routes/interactions.js';
 import { AskBody } from '../routes/internal.js';
@@ -147,7 +147,7 @@ export const REGISTRY: Record<string, Operation> = {
     summary: 'Link by pairing code: answers the code (also sent as webhook event `code`)',
     tag: 'Operator',
     description: 'The first code newer than the request (Cache-Control: no-store). The webjs driver restarts its session in pairing mode first, so this can take up to a minute; no code by then is 504 INSTANCE_TIMEOUT (it may still come as the webhook event). 409 CONFLICT when the instance is linked or no session waits for a link.',
-    body: hand.PAIRING,
+    body: PairingSchema,
     ok: data(obj({ instanceId: { type: 'string' }, code: { type: 'string' }, at: { type: 'string', format: 'date-time' } })),
     errors: [...ADMIN_ONE, 'VALIDATION_FAILED', 'CONFLICT', 'INSTANCE_TIMEOUT', 'INSTANCE_UNREACHABLE'],
   },
@@ -155,7 +155,7 @@ export const REGISTRY: Record<string, Operation> = {
   'POST /admin/v1/instances/:id/move': {
     summary: 'Move an instance to another node',
     tag: 'Operator',
-    body: hand.MOVE,
+    body: MoveSchema,
     ok: data(obj({ instanceId: { type: 'string' }, node: { type: 'string' }, moving: { const: true } }), 202),
     errors: [...ADMIN_ONE, 'VALIDATION_FAILED'],
   },

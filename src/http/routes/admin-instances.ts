@@ -41,6 +41,8 @@ export const CreateSchema = object({
   settings: optional(record(string(), unknown())),
 });
 export const PatchSchema = object({ settings: record(string(), unknown()) });
+export const PairingSchema = object({ phoneNumber: matching(/^\d{7,15}$/, '7 to 15 digits, the international number without +') });
+export const MoveSchema = object({ node: matching(/^[A-Za-z0-9._:-]{1,64}$/, 'the id of a live node (GET /admin/v1/nodes)') });
 
 /**
  * Settings are checked on their own and again merged with the stored ones (a rule may span two fields), so
@@ -108,7 +110,7 @@ export function adminInstancesRouter(admin: InstanceAdmin): Router {
   });
   router.post('/admin/v1/instances/:id/pairing-code', async (ctx) => {
     const inst = await load(ctx.params.id ?? '');
-    const { phoneNumber } = parse(ctx.request.body, object({ phoneNumber: matching(/^\d{7,15}$/, '7 to 15 digits, the international number without +') }));
+    const { phoneNumber } = parse(ctx.request.body, PairingSchema);
     // The code is a login secret: it goes to the operator here and to the webhook (event `code`), never to a log.
     const { code, at } = await admin.requestPairingCode(inst.id, phoneNumber);
     ctx.set('Cache-Control', 'no-store');
@@ -123,7 +125,7 @@ export function adminInstancesRouter(admin: InstanceAdmin): Router {
   router.get('/admin/v1/nodes', async (ctx) => ok(ctx, { items: await admin.nodes() }));
   router.post('/admin/v1/instances/:id/move', async (ctx) => {
     const inst = await load(ctx.params.id ?? '');
-    const { node } = parse(ctx.request.body, object({ node: matching(/^[A-Za-z0-9._:-]{1,64}$/, 'the id of a live node (GET /admin/v1/nodes)') }));
+    const { node } = parse(ctx.request.body, MoveSchema);
     if (!(await admin.move(inst.id, node))) throw validationFailed('node', 'node must be the id of a live node (GET /admin/v1/nodes)');
     // the hand-over takes a few rounds of the cluster (the instance drains here, then starts there)
     ok(ctx, { instanceId: inst.id, node, moving: true }, 202);
