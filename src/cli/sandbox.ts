@@ -15,7 +15,7 @@ export interface SandboxProcessOptions {
 export function sandboxOptions(flag: (name: string) => string | undefined): SandboxProcessOptions {
   const rawPort = flag('port') ?? '3100';
   const port = /^\d+$/.test(rawPort) ? Number(rawPort) : NaN;
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error('--port must be an integer from 0 to 65535');
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be an integer from 0 to 65535, not '${rawPort}'`);
   const host = flag('host') ?? '127.0.0.1';
   if (host.trim() === '') throw new Error('--host must be a host name or address');
   const state = flag('state');

@@ -1,0 +1,163 @@
+/**
+ * The CLI as people use it (issue 17 item 4): `mgw` as a child process against a real gateway. Usage and
+ * `--help` for every verb, usage errors (exit 2), the URL named when the gateway cannot be reached, tables by
+ * default and `--json` for scripts, confirmation before delete, `webhook show|set|delete` with
+ * `--allow-private`, and `deliveries --state failed`.
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { createServer } from 'node:net';
+import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { startTestGateway, waitFor, type TestGateway } from '../helpers/gateway.js';
+import { startStubServer, type StubServer } from '../helpers/stub-http.js';
+
+const run = promisify(execFile);
+const MGW = fileURLToPath(new URL('../../bin/mgw.js', import.meta.url));
+const SECRET = 'cli-test-webhook-secret-0123456789';
+
+let t: TestGateway;
+let hook: StubServer;
+
+before(async () => {
+  t = await startTestGateway({ label: 'cli' });
+  hook = await startStubServer(() => ({ status: 500, body: { error: 'down' } }));
+});
+after(async () => {
+  await t.stop();
+  await hook.close();
+});
+
+interface Run { stdout: string; stderr: string; code: number }
+
+async function mgw(args: string[], env: Record<string, string> = {}): Promise<Run> {
+  const full = { ...process.env, MGW_URL: t.url, ADMIN_TOKEN: t.adminToken, ...env };
+  try {
+    const { stdout, stderr } = await run(process.execPath, [MGW, ...args], { env: full, timeout: 30_000 });
+    return { stdout, stderr, code: 0 };
+  } catch (err) {
+    const e = err as { stdout?: string; stderr?: string; code?: number };
+    return { stdout: e.stdout ?? '', stderr: e.stderr ?? '', code: typeof e.code === 'number' ? e.code : -1 };
+  }
+}
+
+const VERBS = ['start', 'sandbox', 'instances', 'create', 'get', 'settings', 'rotate-key', 'restart', 'logout', 'qr', 'pair', 'delete',
+  'webhook show', 'webhook set', 'webhook delete', 'webhook-test', 'deliveries', 'redeliver', 'nodes', 'health'];
+
+test('mgw --help lists every verb and the environment; every verb honours --help (none runs)', async () => {
+  const help = await mgw(['--help']);
+  assert.equal(help.code, 0);
+  for (const word of ['MGW_URL', 'ADMIN_TOKEN', 'DATA_DIR', ...VERBS]) assert.ok(help.stdout.includes(word), `--help names ${word}`);
+  const results = await Promise.all(VERBS.map((v) => mgw([...v.split(' '), '--help'], { MGW_URL: 'http://127.0.0.1:9' })));
+  results.forEach((r, i) => {
+    assert.equal(r.code, 0, `${VERBS[i]} --help: ${r.stderr}`);
+    assert.match(r.stdout, new RegExp(`^usage: mgw ${VERBS[i]}`), `${VERBS[i]} --help prints its usage`);
+    assert.match(r.stdout, /MGW_URL/);
+  });
+  assert.match(results[1]?.stdout ?? '', /--port N/, 'sandbox --help prints its options rather than starting a sandbox');
+});
+
+test('usage errors: exit 2 and one line naming what is wrong', async () => {
+  const cases: [string[], RegExp][] = [
+    [['get'], /^mgw get: missing <id> \(usage: mgw get <id>\)$/],
+    [['pair', 'abc'], /^mgw pair: missing <phone>/],
+    [['settings'], /missing <id> and <json>/],
+    [['redeliver', 'abc'], /^mgw redeliver: missing <deliveryId>/],
+    [['webhook', 'set', 'abc'], /missing <url> and <secret>/],
+    [['webhook'], /missing a subcommand: show, set or delete/],
+    [['sandbox', '--port', 'abc'], /^mgw sandbox: --port must be an integer from 0 to 65535, not 'abc'$/],
+    [['sandbox', '--port'], /--port needs a value/],
+    [['instances', '--bogus'], /unknown option --bogus/],
+    [['get', 'a', 'b'], /unexpected argument 'b'/],
+    [['frobnicate'], /unknown command 'frobnicate'/],
+    [['settings', 'abc', '{nope'], /settings JSON is not valid JSON/],
+  ];
+  const results = await Promise.all(cases.map(([args]) => mgw(args)));
+  results.forEach((r, i) => {
+    const [args, re] = cases[i]!;
+    assert.equal(r.code, 2, `mgw ${args.join(' ')}: exit 2 (${r.stderr})`);
+    assert.equal(r.stderr.trimEnd().split('\n').length, 1, `one line: ${r.stderr}`);
+    assert.match(r.stderr.trim(), re);
+    assert.equal(r.stdout, '');
+  });
+});
+
+test('a gateway that cannot be reached is named by its URL', async () => {
+  const port = await new Promise<number>((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const a = s.address();
+      s.close(() => resolve(typeof a === 'object' && a ? a.port : 0));
+    });
+  });
+  const r = await mgw(['instances'], { MGW_URL: `http://127.0.0.1:${port}` });
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, new RegExp(`cannot reach the gateway at http://127\\.0\\.0\\.1:${port} \\(ECONNREFUSED\\)`));
+  assert.ok(!r.stderr.includes(t.adminToken), 'never the token');
+});
+
+test('tables by default, --json for scripts; delete asks first; webhook show|set|delete; deliveries --state failed', async () => {
+  const { instance } = await t.createInstance('cli-table', { link: false });
+  const id = instance.id;
+
+  const tableOut = await mgw(['instances']);
+  assert.equal(tableOut.code, 0, tableOut.stderr);
+  const [header, ...rows] = tableOut.stdout.trimEnd().split('\n');
+  assert.match(header ?? '', /^ID\s+NAME\s+DRIVER\s+STATUS\s+PHONE\s+NODE$/);
+  assert.ok(rows.some((r) => r.startsWith(id) && r.includes('cli-table') && r.includes('sandbox')), tableOut.stdout);
+  const json = await mgw(['instances', '--json']);
+  const parsed = JSON.parse(json.stdout) as { success: boolean; data: { items: { id: string }[] } };
+  assert.equal(parsed.success, true);
+  assert.ok(parsed.data.items.some((i) => i.id === id));
+
+  const nodes = await mgw(['nodes']);
+  assert.equal(nodes.code, 0, nodes.stderr);
+  assert.match(nodes.stdout, /^ID\s+URL\s+CAPACITY\s+INSTANCES\s+SELF\s+HEARTBEAT/);
+
+  // webhook: a private address is refused unless --allow-private; the secret is never shown
+  const refused = await mgw(['webhook', 'set', id, `${hook.url}/hook`, SECRET, 'test']);
+  assert.equal(refused.code, 1);
+  assert.match(refused.stdout, /"success": false/);
+  const set = await mgw(['webhook', 'set', id, `${hook.url}/hook`, SECRET, 'test', '--allow-private']);
+  assert.equal(set.code, 0, set.stdout + set.stderr);
+  assert.match(set.stdout, /allowPrivate: true/);
+  const shown = await mgw(['webhook', 'show', id]);
+  assert.equal(shown.code, 0);
+  assert.match(shown.stdout, new RegExp(`url: ${hook.url.replace(/[.]/g, '\\.')}/hook`));
+  assert.ok(!shown.stdout.includes(SECRET) && !set.stdout.includes(SECRET), 'the secret is never shown');
+  assert.equal(JSON.parse((await mgw(['webhook', 'show', id, '--json'])).stdout).data.events[0], 'test');
+
+  // a delivery that fails (the receiver answers 500; removing the webhook fails what is pending)
+  const sent = await mgw(['webhook-test', id, '--json']);
+  assert.equal(sent.code, 0, sent.stdout);
+  const eventId = (JSON.parse(sent.stdout) as { data: { eventId: string } }).data.eventId;
+  await waitFor(() => hook.requests.length > 0, 'a first delivery attempt', 6_000);
+  const keep = await mgw(['webhook', 'delete', id]);
+  assert.equal(keep.code, 2, 'no confirmation without a terminal');
+  assert.match(keep.stderr, /stdin is not a terminal; pass --yes/);
+  assert.equal((await mgw(['webhook', 'show', id])).code, 0, 'the webhook is still there');
+  const removed = await mgw(['webhook', 'delete', id, '--yes', '--json']);
+  assert.equal(JSON.parse(removed.stdout).data.deleted, true);
+
+  const failed = await waitFor(async () => {
+    const r = await mgw(['deliveries', id, '--state', 'failed']);
+    return r.stdout.includes(eventId) ? r : null;
+  }, 'the delivery failed', 200);
+  const [dh, ...drows] = failed.stdout.trimEnd().split('\n');
+  assert.match(dh ?? '', /^EVENT ID\s+EVENT\s+STATE\s+ATTEMPTS\s+LAST STATUS\s+CREATED\s+LAST ERROR$/);
+  assert.equal(drows.length, 1);
+  assert.match(drows[0] ?? '', new RegExp(`^${eventId}\\s+test\\s+failed\\s+\\d/\\d`));
+  assert.equal((await mgw(['deliveries', id, '--state', 'delivered'])).stdout.trimEnd().split('\n').length, 1, 'header only');
+  const badState = await mgw(['deliveries', id, '--state', 'nope']);
+  assert.equal(badState.code, 1);
+  assert.match(badState.stdout, /VALIDATION_FAILED/);
+
+  // delete: refused without a terminal unless --yes
+  const kept = await mgw(['delete', id]);
+  assert.equal(kept.code, 2);
+  assert.match(kept.stderr, /^mgw delete: refusing to delete instance .* pass --yes$/m);
+  assert.equal((await t.admin('GET', `/admin/v1/instances/${id}`)).status, 200, 'still there');
+  const gone = await mgw(['delete', id, '--yes']);
+  assert.equal(gone.code, 0, gone.stdout + gone.stderr);
+  assert.equal((await t.admin('GET', `/admin/v1/instances/${id}`)).status, 404);
+});
