@@ -123,8 +123,8 @@ async function sendOnce(inst: Inst, body: string, key: string): Promise<string |
 }
 
 async function jobsOf(instanceId: string) {
-  const { rows } = await db.pool.query<{ id: string; state: string; idempotency_key: string | null; payload: { body?: string } }>(
-    'SELECT id, state, idempotency_key, payload FROM jobs WHERE instance_id = $1',
+  const { rows } = await db.pool.query<{ id: string; state: string; idempotency_key: string | null; payload: { body?: string }; unknown_reason: string | null }>(
+    'SELECT id, state, idempotency_key, payload, unknown_reason FROM jobs WHERE instance_id = $1',
     [instanceId],
   );
   return rows;
@@ -303,7 +303,7 @@ test('a graceful stop hands its instances over: no job unknown', { skip }, async
   for (const inst of mine) {
     await until('every job of a moved instance ended', async () => (await jobsOf(inst.id)).every((j) => !['queued', 'scheduled', 'sending'].includes(j.state)));
     const jobs = await jobsOf(inst.id);
-    assert.deepEqual(jobs.filter((j) => j.state === 'unknown').map((j) => j.id), [], 'no job unknown after a graceful hand-over');
+    assert.deepEqual(jobs.filter((j) => j.state === 'unknown').map((j) => `${j.id}: ${j.unknown_reason}`), [], 'no job unknown after a graceful hand-over');
     assertLedgerMatchesJobs(inst.id, jobs, new Map([...accepted].filter(([b]) => b.startsWith(`graceful-${inst.id}-`))));
   }
 });
