@@ -175,10 +175,6 @@ export class Cluster {
     return { owned: this.held.size };
   }
 
-  ownsHere(instanceId: string): boolean {
-    return this.held.has(instanceId);
-  }
-
   /** Graceful stop: hand every instance over (0 unknown), then leave. */
   async stop(): Promise<void> {
     // the rounds go on renewing the leases until every hand-over has finished: an in-flight dispatch may take
