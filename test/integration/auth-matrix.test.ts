@@ -29,12 +29,16 @@ before(async () => {
   const r = await t.api(A.key, 'POST', '/api/v2/send-message', { phone: RECIPIENT, message: 'waits', notBefore: later });
   assert.equal(r.status, 202, r.text);
   aJob = String(r.body.data?.jobId);
-  // what linking writes after `connected` (the number, by the events actor) must be in before the digests
-  for (let i = 0; i < 500; i++) {
-    const { rows } = await t.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM instances WHERE phone_number IS NULL');
-    if (rows[0]?.n === 0) break;
-    await new Promise((res) => setTimeout(res, 20));
+  // What the instances write on their own must be in before the digests: the number linking reports after
+  // `connected` (written by the events actor) and the planner's start-up plan (plan_epoch 0 → 1), which B's
+  // planner may commit after A's send was answered.
+  let settling = -1;
+  for (let i = 0; i < 1_500 && settling !== 0; i++) {
+    const { rows } = await t.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM instances WHERE phone_number IS NULL OR plan_epoch = 0');
+    settling = rows[0]?.n ?? -1;
+    if (settling !== 0) await new Promise((res) => setTimeout(res, 20));
   }
+  assert.equal(settling, 0, 'both instances linked and planned before the digests');
 });
 after(async () => {
   await t?.stop();
