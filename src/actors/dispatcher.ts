@@ -9,6 +9,7 @@
 import { fromCallback, type CallbackActorLogic } from 'xstate';
 import type { Clock } from '../clock.js';
 import { dispatchJob, type MediaResolver } from '../queue/dispatch.js';
+import { neverReachedNetwork } from '../queue/outcome.js';
 import type { DispatchOutcome } from '../queue/types.js';
 import type { CallOutcome } from './call.js';
 import { answer, type Replies } from './local-port.js';
@@ -47,8 +48,8 @@ export function createDispatcherLogic(deps: DispatcherDeps): CallbackActorLogic<
             .request((address) => (sendBack({ type: 'CALL', ...address, prepared }), true), deadlineMs, () => new Error('late'))
             .then((r) => (r.ok ? (r.value as CallOutcome) : LATE), () => LATE),
       }).then((outcome) => {
-        // never reached the network: the planner puts the job back and may hand it over again
-        if (outcome.kind === 'failed' && outcome.resultCode === 'INSTANCE_OFFLINE') taken.delete(event.job.id);
+        // never reached the network (the same test the planner uses to put the job back): it may be handed over again
+        if (neverReachedNetwork(outcome)) taken.delete(event.job.id);
         answer(system, event, okReply(outcome));
       });
     });

@@ -234,7 +234,7 @@ export class DispatchLoop {
     const { core } = this;
     const step = outcomeStep(outcome, at);
     if (step.event.type === 'RETURNED') {
-      if (await this.putBack(job, at)) await core.reload(core.now());
+      if (await this.putBack(job, at, outcome)) await core.reload(core.now());
       return;
     }
     const moved = await core.move(job, step.event, step.fields, {}, step.forgetDispatch ? (c) => forgetDispatch(c, job.id) : undefined);
@@ -242,9 +242,10 @@ export class DispatchLoop {
   }
 
   /** A claimed job whose call never reached the network: waiting again, its dispatch no longer counted. */
-  private async putBack(job: Job, now: number): Promise<Job | null> {
+  private async putBack(job: Job, now: number, outcome?: DispatchOutcome): Promise<Job | null> {
     const back = await this.core.move(job, { type: 'RETURNED' }, { dispatchedAt: null }, {}, (c) => forgetDispatch(c, job.id));
-    if (back) this.core.deps.log.warn({ jobId: job.id, at: now }, 'the session went away before the call: job back in the queue');
+    const why = outcome?.kind === 'failed' ? { resultCode: outcome.resultCode, detail: outcome.errorMessage } : {};
+    if (back) this.core.deps.log.warn({ jobId: job.id, at: now, ...why }, 'the session went away before the call: job back in the queue');
     return back;
   }
 
