@@ -152,8 +152,12 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   });
   const rt: ActorSystem = actors;
   // membership, leases and placement: which instances this node runs (all of them when it is alone)
+  // the rounds' own connection (a second pool of at most two), except on the embedded PostgreSQL: it takes one
+  // connection only, and only one node can use it anyway
+  const leasePool = embedded ? pool : createPool({ ...dbConfig, max: 2 });
   const cluster: Cluster = new Cluster({
     pool,
+    leasePool,
     log,
     node: { id: defaultNodeId(config), url: '', capacity: config.NODE_CAPACITY },
     secret: config.CLUSTER_SECRET,
@@ -312,6 +316,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       server?.closeAllConnections();
       await closing;
       await sandbox?.close();
+      if (leasePool !== pool) await leasePool.end();
       await pool.end();
       await embedded?.stop();
     },

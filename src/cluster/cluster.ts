@@ -9,6 +9,11 @@
  * owner left in `sending` become `unknown`, never sent again; one placed on another live node is handed over:
  * it stops taking asks, finishes an in-flight dispatch, persists, then releases its lease, and the new owner
  * takes it at its next tick. A graceful stop hands every instance over and leaves the cluster.
+ *
+ * Two things keep a busy node from losing its leases to its own work: the rounds run on a pool of their own
+ * (`leasePool`: they never wait for a connection behind the queue's transactions), and a hand-over — which waits
+ * for an in-flight dispatch, up to the call deadline — runs beside the rounds, never inside one, so the other
+ * leases are renewed meanwhile.
  */
 import type { Logger } from '../log.js';
 import type { Pool, Queryable } from '../store/pool.js';
@@ -25,7 +30,11 @@ export interface LocalInstances {
 }
 
 export interface ClusterDeps {
+  /** reads on behalf of requests (the owner of an instance, the node list) */
   pool: Pool;
+  /** membership, leases and placement rounds: a pool the request and queue traffic does not use (it may be
+   * `pool` itself where only one connection exists, as with the embedded PostgreSQL of a single node) */
+  leasePool: Pool;
   log: Logger;
   node: NodeInfo;
   secret: string | undefined;
@@ -37,8 +46,8 @@ const OWNER_CACHE_MS = 1_000;
 
 export class Cluster {
   private readonly held = new Map<string, Lease>();
-  /** instances being handed over or stopped: not taken again until that ended */
-  private readonly leaving = new Set<string>();
+  /** hand-overs under way: the instance is not taken again until it ended */
+  private readonly leaving = new Map<string, Promise<void>>();
   private timer: NodeJS.Timeout | null = null;
   private ticking: Promise<void> | null = null;
   /** stopping: leases are still renewed (a hand-over may take a while), nothing is taken any more */
@@ -60,7 +69,7 @@ export class Cluster {
   /** Register with this node's URL (known once the server listens), take the instances placed here. */
   async start(url: string): Promise<void> {
     this.deps.node.url = url;
-    await registerNode(this.deps.pool, this.deps.node, secretHash(this.deps.secret), this.deps.ttlMs);
+    await registerNode(this.deps.leasePool, this.deps.node, secretHash(this.deps.secret), this.deps.ttlMs);
     await this.tick();
     this.timer = setInterval(() => void this.tick(), this.tickMs);
     this.timer.unref();
@@ -83,14 +92,15 @@ export class Cluster {
   }
 
   private async round(): Promise<void> {
-    const { pool, node, ttlMs, local } = this.deps;
+    const { leasePool: pool, node, ttlMs } = this.deps;
     await heartbeat(pool, node.id);
     const kept = await renewLeases(pool, node.id, [...this.held.values()], ttlMs);
     for (const [id] of this.held) {
       if (kept.has(id)) continue;
       this.held.delete(id);
       this.deps.log.warn({ instanceId: id }, 'lease lost: the instance is stopped here (another node owns it now)');
-      await local.remove(id).catch((err: unknown) => this.deps.log.warn({ err, instanceId: id }, 'stopping a lost instance failed'));
+      // its writes are fenced already; stopping it (no lease left to release) runs beside the rounds too
+      void this.handOver(id).catch((err: unknown) => this.deps.log.warn({ err, instanceId: id }, 'stopping a lost instance failed'));
     }
     if (this.stopped) return;
     const nodes = await liveNodes(pool, ttlMs);
@@ -100,35 +110,45 @@ export class Cluster {
       const want = placeInstance(instance.id, nodes, pins.get(instance.id) ?? null);
       const mine = this.held.has(instance.id);
       if (want === node.id && !mine && !this.leaving.has(instance.id)) await this.take(instance);
-      else if (want !== null && want !== node.id && mine) await this.handOver(instance.id);
+      // beside the rounds: the next ones renew the other leases while this one drains
+      else if (want !== null && want !== node.id && mine) void this.handOver(instance.id).catch((err: unknown) => this.deps.log.warn({ err, instanceId: instance.id }, 'hand-over failed'));
     }
   }
 
   private async take(instance: Instance): Promise<void> {
-    const lease = await acquireLease(this.deps.pool, instance.id, this.deps.node.id, this.deps.ttlMs);
+    const lease = await acquireLease(this.deps.leasePool, instance.id, this.deps.node.id, this.deps.ttlMs);
     if (!lease) return; // still held by a live owner: taken once it hands over or its lease expires
     this.held.set(instance.id, lease);
     this.owners.delete(instance.id);
     if (!this.deps.local.has(instance.id)) this.deps.local.add(instance);
   }
 
-  /** Stop taking asks for the instance, finish and persist its in-flight dispatch, release its lease. */
-  async handOver(instanceId: string): Promise<void> {
-    const lease = this.held.get(instanceId);
-    this.leaving.add(instanceId);
-    try {
-      await this.deps.local.remove(instanceId);
-      if (lease) await releaseLease(this.deps.pool, lease);
-    } finally {
-      this.held.delete(instanceId);
-      this.leaving.delete(instanceId);
-      this.owners.delete(instanceId);
-    }
+  /**
+   * Stop taking asks for the instance, finish and persist its in-flight dispatch, release its lease. The lease
+   * stays held (and renewed by the rounds) until then: the outcome of that dispatch is written under it.
+   * A hand-over already under way is joined, not started twice.
+   */
+  handOver(instanceId: string): Promise<void> {
+    const running = this.leaving.get(instanceId);
+    if (running) return running;
+    const done = (async () => {
+      try {
+        await this.deps.local.remove(instanceId);
+        const lease = this.held.get(instanceId);
+        if (lease) await releaseLease(this.deps.leasePool, lease);
+      } finally {
+        this.held.delete(instanceId);
+        this.leaving.delete(instanceId);
+        this.owners.delete(instanceId);
+      }
+    })();
+    this.leaving.set(instanceId, done);
+    return done;
   }
 
   /** A new instance: take it now when it is placed here (another node takes it at its next round). */
   async place(instance: Instance): Promise<void> {
-    const nodes = await liveNodes(this.deps.pool, this.deps.ttlMs);
+    const nodes = await liveNodes(this.deps.leasePool, this.deps.ttlMs);
     if (placeInstance(instance.id, nodes) === this.deps.node.id) await this.take(instance);
   }
 
@@ -181,13 +201,12 @@ export class Cluster {
     // up to the call deadline, longer than a lease, and its outcome is written under the lease
     this.stopped = true;
     await this.ticking;
-    await Promise.all(
-      [...this.held.keys()].map((id) => this.handOver(id).catch((err: unknown) => this.deps.log.warn({ err, instanceId: id }, 'hand-over failed'))),
-    );
+    const ids = new Set([...this.held.keys(), ...this.leaving.keys()]);
+    await Promise.all([...ids].map((id) => this.handOver(id).catch((err: unknown) => this.deps.log.warn({ err, instanceId: id }, 'hand-over failed'))));
     this.left = true;
     if (this.timer) clearInterval(this.timer);
     await this.ticking;
-    await leaveCluster(this.deps.pool, this.deps.node.id).catch((err: unknown) => this.deps.log.warn({ err }, 'leaving the cluster failed'));
+    await leaveCluster(this.deps.leasePool, this.deps.node.id).catch((err: unknown) => this.deps.log.warn({ err }, 'leaving the cluster failed'));
   }
 }
 

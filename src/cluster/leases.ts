@@ -3,10 +3,12 @@
  *
  * - `acquireLease`: take a free or expired lease, or keep one's own; every take by another node bumps the epoch.
  * - `renewLeases`: extend the leases this node still holds at the epochs it knows; answers which ones it kept.
- * - `fenceLease`: inside a transaction that writes an instance's queue, read the lease row FOR SHARE at this
- *   node's epoch: no row means the lease was lost (expired and taken, or released) and the write is refused; the
- *   row lock makes a takeover wait until the writing transaction ends. A node paused past its lease (GC stop,
- *   SIGSTOP, partition) therefore never plans or dispatches for that instance again.
+ * - `fenceLease`: inside a transaction that writes an instance's queue, read the lease row FOR KEY SHARE at this
+ *   node's epoch: no row means the lease was lost (expired and taken, or released) and the write is refused. The
+ *   epoch is part of a unique key (sql/0006), so a takeover, which changes it, is a key update and waits until
+ *   the writing transaction ends; a renewal or a release changes only the expiry and never waits for it. A node
+ *   paused past its lease (GC stop, SIGSTOP, partition) therefore never plans or dispatches for that instance
+ *   again, and a busy instance's own writes never hold up the renewal of its lease.
  * - `releaseLease`: give a lease up (graceful stop, hand-over), effective at once.
  */
 import { DomainError } from '../errors.js';
@@ -55,7 +57,7 @@ export async function fenceLease(q: Queryable, lease: Lease): Promise<void> {
   const { rows } = await q.query(
     `SELECT 1 FROM instance_leases
       WHERE instance_id = $1 AND node_id = $2 AND epoch = $3 AND expires_at > now()
-      FOR SHARE`,
+      FOR KEY SHARE`,
     [lease.instanceId, lease.nodeId, lease.epoch],
   );
   if (rows.length === 0) throw leaseLost();

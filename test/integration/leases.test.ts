@@ -1,0 +1,111 @@
+/**
+ * Leases against a real PostgreSQL (src/cluster/leases.ts): what waits for what.
+ * - a renewal or a release never waits for the owner's own open queue transaction (they change only the expiry);
+ * - a takeover (an epoch change, a key update) waits until that transaction ended, and the old epoch is refused
+ *   from then on;
+ * - an owner keeps its epoch when it takes its own live lease again; another node bumps it.
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { createTestDb, type TestDb } from '../helpers/db.js';
+import { acquireLease, fenceLease, ownerOf, releaseLease, renewLeases, type Lease } from '../../src/cluster/leases.js';
+import { registerNode } from '../../src/cluster/nodes.js';
+import { withTransaction, type PoolClient } from '../../src/store/pool.js';
+
+let db: TestDb;
+const TTL = 60_000;
+
+before(async () => {
+  db = await createTestDb('leases');
+  for (const id of ['node-a', 'node-b']) await registerNode(db.pool, { id, url: `http://${id}`, capacity: 1 }, null, TTL).catch(() => undefined);
+});
+after(async () => {
+  await db?.close();
+});
+
+async function newInstance(): Promise<string> {
+  const id = randomUUID();
+  await db.pool.query(`INSERT INTO instances (id, name, driver) VALUES ($1, $2, 'sandbox')`, [id, `lease-${id.slice(0, 8)}`]);
+  return id;
+}
+
+/** A transaction of the owner's queue, fenced, held open until `release()` is called. */
+async function openFenced(lease: Lease): Promise<{ release: () => Promise<void> }> {
+  let finish!: () => void;
+  const finished = new Promise<void>((r) => (finish = r));
+  let fenced!: () => void;
+  const isFenced = new Promise<void>((r) => (fenced = r));
+  const done = withTransaction(db.pool, async (c: PoolClient) => {
+    await fenceLease(c, lease);
+    fenced();
+    await finished;
+  });
+  await isFenced;
+  return {
+    release: async () => {
+      finish();
+      await done;
+    },
+  };
+}
+
+/** Whether some backend of this database waits for a row lock right now. */
+async function someoneWaitsForALock(): Promise<boolean> {
+  const { rows } = await db.pool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+  );
+  return (rows[0]?.n ?? 0) > 0;
+}
+
+test('a renewal and a release do not wait for the owner\'s open queue transaction', async () => {
+  const id = await newInstance();
+  const lease = (await acquireLease(db.pool, id, 'node-a', TTL)) as Lease;
+  assert.equal(lease.epoch, 1);
+  const tx = await openFenced(lease);
+  try {
+    // with the transaction still open: both statements must come back (a lock wait would hang until it ends)
+    const kept = await renewLeases(db.pool, 'node-a', [lease], TTL);
+    assert.deepEqual([...kept], [id]);
+    assert.equal(await someoneWaitsForALock(), false);
+  } finally {
+    await tx.release();
+  }
+  const tx2 = await openFenced(lease);
+  try {
+    await releaseLease(db.pool, lease);
+    assert.equal(await ownerOf(db.pool, id), null, 'released at once');
+  } finally {
+    await tx2.release();
+  }
+});
+
+test('a takeover waits for the old owner\'s open queue transaction, then the old epoch is refused', async () => {
+  const id = await newInstance();
+  const old = (await acquireLease(db.pool, id, 'node-a', TTL)) as Lease;
+  const tx = await openFenced(old);
+  // the lease runs out while the old owner is still inside its transaction (a pause, a partition)
+  await db.pool.query(`UPDATE instance_leases SET expires_at = now() - interval '1 second' WHERE instance_id = $1`, [id]);
+  let taken: Lease | null | undefined;
+  const takeover = acquireLease(db.pool, id, 'node-b', TTL).then((l) => (taken = l));
+  for (let i = 0; i < 500 && !(await someoneWaitsForALock()); i++) await new Promise((r) => setImmediate(r));
+  assert.equal(await someoneWaitsForALock(), true, 'the takeover waits for the row');
+  assert.equal(taken, undefined, 'not taken while the old owner writes');
+  await tx.release();
+  await takeover;
+  assert.deepEqual(taken, { instanceId: id, nodeId: 'node-b', epoch: old.epoch + 1 });
+  await assert.rejects(withTransaction(db.pool, (c) => fenceLease(c, old)), { code: 'INSTANCE_UNREACHABLE' });
+  await withTransaction(db.pool, (c) => fenceLease(c, taken as Lease));
+  assert.deepEqual([...(await renewLeases(db.pool, 'node-a', [old], TTL))], [], 'the old owner renews nothing');
+});
+
+test('the owner keeps its epoch when it takes its own live lease again; another node cannot take a live lease', async () => {
+  const id = await newInstance();
+  const first = (await acquireLease(db.pool, id, 'node-a', TTL)) as Lease;
+  const again = (await acquireLease(db.pool, id, 'node-a', TTL)) as Lease;
+  assert.equal(again.epoch, first.epoch);
+  assert.equal(await acquireLease(db.pool, id, 'node-b', TTL), null);
+  await releaseLease(db.pool, again);
+  const other = (await acquireLease(db.pool, id, 'node-b', TTL)) as Lease;
+  assert.equal(other.epoch, first.epoch + 1, 'a takeover after a release bumps the epoch');
+});
