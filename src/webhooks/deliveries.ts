@@ -130,3 +130,56 @@ export async function pruneDeliveries(q: Queryable, before: Date, batch = 5_000)
   );
   return rowCount ?? 0;
 }
+
+/** What a redelivery found: the row put back to pending, or why not. */
+export type RedeliverOutcome =
+  | { kind: 'pending'; eventId: string }
+  | { kind: 'not-found' }
+  | { kind: 'still-pending' }
+  | { kind: 'no-webhook'; state: Exclude<DeliveryState, 'pending'> };
+
+export interface RedeliverOptions {
+  /** when the next attempt is due (the clock's now) */
+  now: number;
+  /** the configured per-delivery maximum of each event (src/webhooks/events.ts maxAttemptsFor) */
+  budgets: ReadonlyMap<string, number>;
+  /** for an event the catalogue does not know (a row written by an older version) */
+  defaultBudget: number;
+}
+
+/**
+ * Put a finished delivery (`failed` or `delivered`) of the instance back to `pending`: the next attempt is due
+ * now, the attempts made stay in its log and the numbering continues (the row's `attempts` is kept), and it
+ * gets a fresh budget: `max_attempts` becomes the attempts made plus the event's configured maximum.
+ * `delivered_at` is cleared until it is delivered again.
+ *
+ * One statement, conditional on the state and on an enabled webhook: two operators (or a sender) racing cannot
+ * put a row back twice or touch a pending one. The same statement reads, from its snapshot, why nothing was
+ * updated (no such event, still pending, no enabled webhook), so the answer needs no second read.
+ */
+export async function redeliver(q: Queryable, instanceId: string, eventId: string, opts: RedeliverOptions): Promise<RedeliverOutcome> {
+  const { rows } = await q.query<{ state: DeliveryState | null; hooked: boolean; updated: number }>(
+    `WITH target AS (
+       SELECT id, state FROM outbox WHERE instance_id = $1 AND event_id = $2
+     ), hook AS (
+       SELECT EXISTS (SELECT 1 FROM webhooks w WHERE w.instance_id = $1 AND w.enabled) AS hooked
+     ), upd AS (
+       UPDATE outbox o
+          SET state = 'pending', next_attempt_at = $3, delivered_at = NULL,
+              max_attempts = o.attempts + COALESCE(
+                (SELECT b.n FROM unnest($4::text[], $5::int[]) AS b(event, n) WHERE b.event = o.event), $6)
+        WHERE o.instance_id = $1 AND o.event_id = $2 AND o.state IN ('failed', 'delivered')
+          AND (SELECT hooked FROM hook)
+       RETURNING o.id
+     )
+     SELECT (SELECT state FROM target) AS state, (SELECT hooked FROM hook) AS hooked, (SELECT count(*)::int FROM upd) AS updated`,
+    [instanceId, eventId, new Date(opts.now), [...opts.budgets.keys()], [...opts.budgets.values()], opts.defaultBudget],
+  );
+  const r = rows[0];
+  if (!r || r.state === null) return { kind: 'not-found' };
+  if (r.updated > 0) return { kind: 'pending', eventId };
+  if (r.state === 'pending') return { kind: 'still-pending' };
+  if (!r.hooked) return { kind: 'no-webhook', state: r.state };
+  // finished in this statement's snapshot, but a concurrent redelivery put it back first: it is pending now
+  return { kind: 'still-pending' };
+}

@@ -2,7 +2,7 @@
  * The CLI as people use it (issue 17 item 4): `mgw` as a child process against a real gateway. Usage and
  * `--help` for every verb, usage errors (exit 2), the URL named when the gateway cannot be reached, tables by
  * default and `--json` for scripts, confirmation before delete, `webhook show|set|delete` with
- * `--allow-private`, and `deliveries --state failed`.
+ * `--allow-private`, `deliveries --state failed` and `redeliver`.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -19,10 +19,12 @@ const SECRET = 'cli-test-webhook-secret-0123456789';
 
 let t: TestGateway;
 let hook: StubServer;
+/** what the webhook receiver answers (500 until the redeliver case fixes it) */
+let hookStatus = 500;
 
 before(async () => {
   t = await startTestGateway({ label: 'cli' });
-  hook = await startStubServer(() => ({ status: 500, body: { error: 'down' } }));
+  hook = await startStubServer(() => ({ status: hookStatus, body: hookStatus >= 300 ? { error: 'down' } : {} }));
 });
 after(async () => {
   await t.stop();
@@ -151,6 +153,19 @@ test('tables by default, --json for scripts; delete asks first; webhook show|set
   const badState = await mgw(['deliveries', id, '--state', 'nope']);
   assert.equal(badState.code, 1);
   assert.match(badState.stdout, /VALIDATION_FAILED/);
+
+  // redeliver: refused while the instance has no webhook; with the webhook back and the receiver fixed, sent again
+  const noHook = await mgw(['redeliver', id, eventId]);
+  assert.equal(noHook.code, 1);
+  assert.match(noHook.stdout, /CONFLICT/);
+  assert.equal((await mgw(['webhook', 'set', id, `${hook.url}/hook`, SECRET, 'test', '--allow-private'])).code, 0);
+  hookStatus = 204;
+  const redelivered = await mgw(['redeliver', id, eventId, '--json']);
+  assert.equal(redelivered.code, 0, redelivered.stdout + redelivered.stderr);
+  assert.deepEqual(JSON.parse(redelivered.stdout).data, { eventId, state: 'pending' });
+  await waitFor(async () => (await mgw(['deliveries', id, '--state', 'delivered'])).stdout.includes(eventId), 'the redelivery delivered', 200);
+  assert.equal(hook.requests.at(-1)?.headers['x-event-id'], eventId, 'the receiver got the same event id again');
+  assert.equal((await mgw(['redeliver', id, 'ev_000000000000000000000000'])).code, 1, 'an unknown event: 404');
 
   // delete: refused without a terminal unless --yes
   const kept = await mgw(['delete', id]);

@@ -164,6 +164,14 @@ export const REGISTRY: Record<string, Operation> = {
   'DELETE /admin/v1/instances/:id/webhook': { summary: 'Remove the webhook', tag: 'Webhooks', ok: data(obj({ deleted: { type: 'boolean' } })), errors: [...ADMIN_ONE, 'NOT_FOUND'] },
   'POST /admin/v1/instances/:id/webhook/test': { summary: 'Send event `test`', tag: 'Webhooks', body: TestInput, ok: data(obj({ eventId: { type: 'string' } }), 202), errors: [...ADMIN_ONE, 'NOT_FOUND', 'CONFLICT'] },
   'GET /admin/v1/instances/:id/webhook/deliveries': { summary: 'Deliveries with their attempts', tag: 'Webhooks', query: DeliveriesQuery, ok: anyData(), errors: [...ADMIN_ONE, 'VALIDATION_FAILED'] },
+  'POST /admin/v1/instances/:id/webhook/deliveries/:eventId/redeliver': {
+    summary: 'Send a failed or delivered event again',
+    tag: 'Webhooks',
+    description:
+      'Puts the delivery back to `pending` with its next attempt due now and a fresh budget of attempts (the configured maximum of its event); the attempts made stay in its log and the numbering continues. The receiver gets the same `X-Event-Id` again. 409 CONFLICT when the delivery is still pending or the instance has no enabled webhook; 404 NOT_FOUND when the instance has no such event.',
+    ok: data(obj({ eventId: { type: 'string' }, state: { const: 'pending' } }), 202),
+    errors: [...ADMIN_ONE, 'NOT_FOUND', 'CONFLICT'],
+  },
   'GET /metrics': {
     summary: 'Prometheus metrics (admin token or METRICS_TOKEN)',
     tag: 'Operator',

@@ -6,6 +6,7 @@
  *   DELETE /admin/v1/instances/:id/webhook
  *   POST   /admin/v1/instances/:id/webhook/test         {message?}  → 202 {eventId}
  *   GET    /admin/v1/instances/:id/webhook/deliveries   ?limit&cursor&state
+ *   POST   /admin/v1/instances/:id/webhook/deliveries/:eventId/redeliver   → 202 {eventId, state: 'pending'}
  *
  * The secret is accepted, never shown. The URL is checked against the SSRF rules at PUT unless the webhook
  * (allowPrivate) or the gateway (WEBHOOK_ALLOW_PRIVATE) allows private targets; the sender checks again
@@ -21,7 +22,8 @@ import { assertPublicUrl, type Resolver } from '../../media/ssrf.js';
 import type { Clock } from '../../clock.js';
 import type { Queryable } from '../../store/pool.js';
 import { deleteWebhook, getWebhook, putWebhook, toView, WebhookInput } from '../../webhooks/config.js';
-import { decodeCursor, DELIVERY_STATES, listDeliveries } from '../../webhooks/deliveries.js';
+import { decodeCursor, DELIVERY_STATES, listDeliveries, redeliver } from '../../webhooks/deliveries.js';
+import { EVENT_NAMES, maxAttemptsFor, NORMAL_ATTEMPTS } from '../../webhooks/events.js';
 import { enqueueEvent } from '../../webhooks/outbox.js';
 
 export interface WebhookAdminDeps {
@@ -40,6 +42,10 @@ export const DeliveriesQuery = object({
   cursor: optional(size(string(), 1, 100)),
   state: optional(enums(DELIVERY_STATES)),
 });
+
+/** The configured per-delivery maximum of every event: a redelivery's fresh budget. */
+const BUDGETS: ReadonlyMap<string, number> = new Map(EVENT_NAMES.map((e) => [e, maxAttemptsFor(e)]));
+const EVENT_ID = /^ev_[A-Za-z0-9_-]{1,80}$/;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -106,6 +112,27 @@ export function createWebhookAdminRouter(deps: WebhookAdminDeps): Router {
       throw new DomainError('VALIDATION_FAILED', 'cursor is invalid', { field: 'cursor' });
     }
     ok(ctx, await listDeliveries(deps.db, id, { limit: query.limit, cursor: query.cursor, state: query.state }));
+  });
+
+  // Put a failed or delivered row back to pending (src/webhooks/deliveries.ts redeliver): one conditional
+  // statement, then the sender is woken. It goes out before newer pending rows (the outbox is delivered in id order).
+  router.post('/admin/v1/instances/:id/webhook/deliveries/:eventId/redeliver', async (ctx) => {
+    const id = await instanceId(ctx.params.id);
+    const eventId = String(ctx.params.eventId ?? '');
+    const notFound = () => new DomainError('NOT_FOUND', 'no delivery with this event id for this instance', { instanceId: id, eventId });
+    if (!EVENT_ID.test(eventId)) throw notFound();
+    const r = await redeliver(deps.db, id, eventId, { now: deps.clock.now(), budgets: BUDGETS, defaultBudget: NORMAL_ATTEMPTS });
+    switch (r.kind) {
+      case 'not-found':
+        throw notFound();
+      case 'still-pending':
+        throw new DomainError('CONFLICT', 'the delivery is still pending: it is being delivered or waits for its next attempt', { instanceId: id, eventId, state: 'pending' });
+      case 'no-webhook':
+        throw new DomainError('CONFLICT', 'no enabled webhook for this instance: set or enable the webhook before redelivering', { instanceId: id, eventId, state: r.state });
+      case 'pending':
+        deps.wake(id);
+        ok(ctx, { eventId, state: 'pending' }, 202);
+    }
   });
 
   return router;
