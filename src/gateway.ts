@@ -26,6 +26,7 @@ import { healthRouter } from './http/routes/health.js';
 import { adminInstancesRouter } from './http/routes/admin-instances.js';
 import { sendRouter } from './http/routes/send.js';
 import { queueRouter } from './http/routes/queue.js';
+import { adminQueueRouter } from './http/routes/admin-queue.js';
 import { statusRouter } from './http/routes/status.js';
 import { debugRouter } from './http/routes/debug.js';
 import { ActorSystem } from './actors/system.js';
@@ -147,6 +148,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     ...(opts.instancePolicy ? { instancePolicy: opts.instancePolicy } : {}),
     // every write of an instance's queue is made under this node's lease of it (src/cluster/leases.ts)
     fence: (instanceId: string, q: Queryable): Promise<void> => cluster.fence(instanceId, q),
+    fenceMany: (q: Queryable, instanceIds: readonly string[]) => cluster.fenceMany(q, instanceIds),
     nodeId: defaultNodeId(config),
     metrics,
   });
@@ -231,6 +233,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     },
     adminFamily('admin-instances', adminInstancesRouter(instances)),
     adminFamily('admin-webhooks', createWebhookAdminRouter({ db: pool, clock, wake, allowPrivate: config.WEBHOOK_ALLOW_PRIVATE })),
+    adminFamily('admin-queue', adminQueueRouter({ pool, clock, portOf: portOfInstance, degradedSince: () => store.since })),
     adminFamily('debug', debugRouter(rt)),
     { name: 'console', auth: 'none', guard: null, router: consoleRouter(consoleDeps) },
     adminFamily('console-api', consoleApiRouter(consoleDeps)),

@@ -164,6 +164,23 @@ export const REGISTRY: Record<string, Operation> = {
   'DELETE /admin/v1/instances/:id/webhook': { summary: 'Remove the webhook', tag: 'Webhooks', ok: data(obj({ deleted: { type: 'boolean' } })), errors: [...ADMIN_ONE, 'NOT_FOUND'] },
   'POST /admin/v1/instances/:id/webhook/test': { summary: 'Send event `test`', tag: 'Webhooks', body: TestInput, ok: data(obj({ eventId: { type: 'string' } }), 202), errors: [...ADMIN_ONE, 'NOT_FOUND', 'CONFLICT'] },
   'GET /admin/v1/instances/:id/webhook/deliveries': { summary: 'Deliveries with their attempts', tag: 'Webhooks', query: DeliveriesQuery, ok: anyData(), errors: [...ADMIN_ONE, 'VALIDATION_FAILED'] },
+  // ---- an instance's queue for the operator (the v2 queue routes' handlers, the instance in the path)
+  'GET /admin/v1/instances/:id/queue': { summary: "An instance's queue summary (as GET /api/v2/queue)", tag: 'Queue', ok: data(ref('QueueSummary')), errors: [...ADMIN_ONE, 'INSTANCE_TIMEOUT'], example: {} },
+  'GET /admin/v1/instances/:id/queue/items': {
+    summary: "An instance's jobs, oldest first (as GET /api/v2/queue/items)",
+    tag: 'Queue',
+    query: ItemsQuery,
+    ok: data(obj({ items: { type: 'array', items: ref('JobStatus') }, nextCursor: { type: ['string', 'null'] } })),
+    errors: [...ADMIN_ONE, 'VALIDATION_FAILED'],
+    example: { query: { state: 'scheduled', limit: '10' } },
+  },
+  'DELETE /admin/v1/instances/:id/messages/:jobId': { summary: "Cancel a waiting job of the instance (as DELETE /api/v2/messages/:id)", tag: 'Queue', ok: data(ref('JobStatus')), errors: [...ADMIN_ONE, 'JOB_NOT_FOUND', 'JOB_NOT_CANCELLABLE'] },
+  'POST /admin/v1/instances/:id/messages/:jobId/requeue': {
+    summary: 'Requeue a failed, expired or cancelled job of the instance as a new job (as POST /api/v2/messages/:id/requeue)',
+    tag: 'Queue',
+    ok: ACCEPTED,
+    errors: [...ADMIN_ONE, ...SEND_ERRORS, 'JOB_NOT_FOUND', 'JOB_NOT_REQUEUEABLE'],
+  },
   'POST /admin/v1/instances/:id/webhook/deliveries/:eventId/redeliver': {
     summary: 'Send a failed or delivered event again',
     tag: 'Webhooks',

@@ -38,42 +38,97 @@ export const ItemsQuery = object({
 });
 export const KeyQuery = object({ idempotencyKey: pattern(string(), IDEMPOTENCY_KEY) });
 
+/**
+ * The handlers of the summary, the job list, cancel and requeue, given the instance's port: the v2 routes
+ * (the port of the key's instance) and the operator's /admin/v1/instances/:id routes (src/http/routes/admin-queue.ts,
+ * the port of the instance in the path) answer with the same code. A job is looked up within the port's
+ * instance only: another instance's job is JOB_NOT_FOUND.
+ */
+export interface QueueHandlers {
+  summary(ctx: Context, port: InstancePort): Promise<void>;
+  items(ctx: Context, port: InstancePort): Promise<void>;
+  cancel(ctx: Context, port: InstancePort, jobId: string): Promise<void>;
+  /** `originRoute` is stored on the new job */
+  requeue(ctx: Context, port: InstancePort, jobId: string, originRoute: string): Promise<void>;
+}
+
+export function queueHandlers(deps: Pick<QueueRouteDeps, 'pool' | 'clock' | 'degradedSince'>): QueueHandlers {
+  const loadJob = async (port: InstancePort, jobId: string) => {
+    const job = isJobId(jobId) ? await getJob(deps.pool, port.instanceId, jobId) : null;
+    if (!job) throw new DomainError('JOB_NOT_FOUND', 'no such job', { jobId });
+    return job;
+  };
+  return {
+    async summary(ctx, port) {
+      const summary = await port.ask({ type: 'queue.summary' }, DEADLINES.queueStatus);
+      const { mode, nextAt } = summary;
+      // kept by the queue as it changes them: no query (test/integration/queue-tally.test.ts checks them)
+      const c = summary.counts;
+      const since = deps.degradedSince();
+      ok(ctx, {
+        mode,
+        limitsEnforced: mode !== 'disabled',
+        degradedSince: mode === 'memory-degraded' && since !== null ? new Date(since).toISOString() : null,
+        counts: { queued: c.queued, scheduled: c.scheduled, sending: c.sending, sent24h: c.sent24h, failed24h: c.failed24h, unknown24h: c.unknown24h },
+        nextAt: nextAt === null ? null : new Date(nextAt).toISOString(),
+        limits: summary.limits,
+      });
+    },
+
+    async items(ctx, port) {
+      const q = parse(ctx.query, ItemsQuery);
+      const limit = Math.min(q.limit ?? 50, 200);
+      const items = await listJobs(deps.pool, port.instanceId, { state: q.state, limit: limit + 1, afterSeq: q.cursor ? Number(q.cursor) : 0 });
+      const page = items.slice(0, limit);
+      const now = deps.clock.now();
+      ok(ctx, {
+        items: page.map((j) => jobStatus(j, now)),
+        nextCursor: items.length > limit && page.length > 0 ? String(page[page.length - 1]?.seq) : null,
+      });
+    },
+
+    async cancel(ctx, port, jobId) {
+      await loadJob(port, jobId);
+      const job = await port.ask({ type: 'queue.cancel', jobId }, DEADLINES.queueStatus);
+      ok(ctx, jobStatus(job, deps.clock.now()));
+    },
+
+    async requeue(ctx, port, jobId, originRoute) {
+      const old = await loadJob(port, jobId);
+      if (!canRequeue(old.state)) {
+        throw new DomainError('JOB_NOT_REQUEUEABLE', `a job in state ${old.state} cannot be requeued; only failed, expired or cancelled jobs`, { jobId, state: old.state });
+      }
+      await v2Gate(ctx, port);
+      // The derived key makes a repeated requeue of the same job a replay, never a second message.
+      const result = await acceptJob(port, {
+        ...sendPart(old),
+        originRoute,
+        chatId: old.chatId,
+        phone: old.phone,
+        payloadHash: old.payloadHash,
+        idempotencyKey: `requeue:${old.id}`,
+        priority: old.priority,
+        notBefore: null,
+        ttlSeconds: null,
+        previousJobId: old.id,
+      });
+      answerAccepted(ctx, deps.clock, result, [], { previousJobId: old.id });
+    },
+  };
+}
+
 export function queueRouter(deps: QueueRouteDeps): Router {
   const router = createRouter('/api/v2');
+  const handle = queueHandlers(deps);
   const loadJob = async (port: InstancePort, jobId: string) => {
     const job = await getJob(deps.pool, port.instanceId, jobId);
     if (!job) throw new DomainError('JOB_NOT_FOUND', 'no such job', { jobId });
     return job;
   };
 
-  router.get('/queue', async (ctx) => {
-    const port = deps.portOf(ctx);
-    const summary = await port.ask({ type: 'queue.summary' }, DEADLINES.queueStatus);
-    const { mode, nextAt } = summary;
-    // kept by the queue as it changes them: no query (test/integration/queue-tally.test.ts checks them)
-    const c = summary.counts;
-    const since = deps.degradedSince();
-    ok(ctx, {
-      mode,
-      limitsEnforced: mode !== 'disabled',
-      degradedSince: mode === 'memory-degraded' && since !== null ? new Date(since).toISOString() : null,
-      counts: { queued: c.queued, scheduled: c.scheduled, sending: c.sending, sent24h: c.sent24h, failed24h: c.failed24h, unknown24h: c.unknown24h },
-      nextAt: nextAt === null ? null : new Date(nextAt).toISOString(),
-      limits: summary.limits,
-    });
-  });
+  router.get('/queue', (ctx) => handle.summary(ctx, deps.portOf(ctx)));
 
-  router.get('/queue/items', async (ctx) => {
-    const q = parse(ctx.query, ItemsQuery);
-    const limit = Math.min(q.limit ?? 50, 200);
-    const items = await listJobs(deps.pool, deps.portOf(ctx).instanceId, { state: q.state, limit: limit + 1, afterSeq: q.cursor ? Number(q.cursor) : 0 });
-    const page = items.slice(0, limit);
-    const now = deps.clock.now();
-    ok(ctx, {
-      items: page.map((j) => jobStatus(j, now)),
-      nextCursor: items.length > limit && page.length > 0 ? String(page[page.length - 1]?.seq) : null,
-    });
-  });
+  router.get('/queue/items', (ctx) => handle.items(ctx, deps.portOf(ctx)));
 
   router.post('/queue/replan', async (ctx) => {
     const port = deps.portOf(ctx);
@@ -100,35 +155,13 @@ export function queueRouter(deps: QueueRouteDeps): Router {
   router.delete('/messages/:id', async (ctx: Context, next: Next) => {
     const id = String(ctx.params.id ?? '');
     if (!isJobId(id)) return next();
-    const port = deps.portOf(ctx);
-    await loadJob(port, id);
-    const job = await port.ask({ type: 'queue.cancel', jobId: id }, DEADLINES.queueStatus);
-    ok(ctx, jobStatus(job, deps.clock.now()));
+    await handle.cancel(ctx, deps.portOf(ctx), id);
   });
 
   router.post('/messages/:id/requeue', async (ctx: Context, next: Next) => {
     const id = String(ctx.params.id ?? '');
     if (!isJobId(id)) return next();
-    const port = deps.portOf(ctx);
-    const old = await loadJob(port, id);
-    if (!canRequeue(old.state)) {
-      throw new DomainError('JOB_NOT_REQUEUEABLE', `a job in state ${old.state} cannot be requeued; only failed, expired or cancelled jobs`, { jobId: id, state: old.state });
-    }
-    await v2Gate(ctx, port);
-    // The derived key makes a repeated requeue of the same job a replay, never a second message.
-    const result = await acceptJob(port, {
-      ...sendPart(old),
-      originRoute: '/api/v2/messages/:jobId/requeue',
-      chatId: old.chatId,
-      phone: old.phone,
-      payloadHash: old.payloadHash,
-      idempotencyKey: `requeue:${old.id}`,
-      priority: old.priority,
-      notBefore: null,
-      ttlSeconds: null,
-      previousJobId: old.id,
-    });
-    answerAccepted(ctx, deps.clock, result, [], { previousJobId: old.id });
+    await handle.requeue(ctx, deps.portOf(ctx), id, '/api/v2/messages/:jobId/requeue');
   });
 
   return router;

@@ -1,0 +1,52 @@
+/**
+ * The operator's view of an instance's queue (the console's Queue panel), mounted behind admin auth:
+ *
+ *   GET    /admin/v1/instances/:id/queue                        the summary of GET /api/v2/queue
+ *   GET    /admin/v1/instances/:id/queue/items                  ?state&limit&cursor, as GET /api/v2/queue/items
+ *   DELETE /admin/v1/instances/:id/messages/:jobId              cancel, as DELETE /api/v2/messages/:id
+ *   POST   /admin/v1/instances/:id/messages/:jobId/requeue      as POST /api/v2/messages/:id/requeue
+ *
+ * Same shapes, same code: the handlers of src/http/routes/queue.ts, given the port of the instance in the path
+ * instead of the key's. A job is looked up within that instance only (another instance's job is 404
+ * JOB_NOT_FOUND); an unknown instance is 404 INSTANCE_NOT_FOUND.
+ */
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import { createRouter } from '../router.js';
+import { DomainError } from '../../errors.js';
+import type { InstancePort } from '../../actors/port.js';
+import type { Pool } from '../../store/pool.js';
+import type { Clock } from '../../clock.js';
+import { queueHandlers } from './queue.js';
+
+export interface AdminQueueDeps {
+  pool: Pool;
+  clock: Clock;
+  /** the port of an instance by id (this node's own, or one forwarding to its owner) */
+  portOf(instanceId: string): InstancePort;
+  degradedSince(): number | null;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function adminQueueRouter(deps: AdminQueueDeps): Router {
+  const router = createRouter();
+  const base = '/admin/v1/instances/:id';
+  const handle = queueHandlers(deps);
+
+  const portOf = async (ctx: Context): Promise<InstancePort> => {
+    const id = String(ctx.params.id ?? '');
+    const found = UUID.test(id) && (await deps.pool.query('SELECT 1 FROM instances WHERE id = $1', [id])).rowCount;
+    if (!found) throw new DomainError('INSTANCE_NOT_FOUND', 'no such instance', { instanceId: id });
+    return deps.portOf(id);
+  };
+  const jobId = (ctx: Context) => String(ctx.params.jobId ?? '');
+
+  router.get(`${base}/queue`, async (ctx) => handle.summary(ctx, await portOf(ctx)));
+  router.get(`${base}/queue/items`, async (ctx) => handle.items(ctx, await portOf(ctx)));
+  router.delete(`${base}/messages/:jobId`, async (ctx) => handle.cancel(ctx, await portOf(ctx), jobId(ctx)));
+  router.post(`${base}/messages/:jobId/requeue`, async (ctx) =>
+    handle.requeue(ctx, await portOf(ctx), jobId(ctx), '/admin/v1/instances/:id/messages/:jobId/requeue'));
+
+  return router;
+}
