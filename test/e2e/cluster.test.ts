@@ -304,7 +304,8 @@ test('a graceful stop hands its instances over: no job unknown', { skip }, async
   for (const inst of mine) {
     await until('every job of a moved instance ended', async () => (await jobsOf(inst.id)).every((j) => !['queued', 'scheduled', 'sending'].includes(j.state)));
     const jobs = await jobsOf(inst.id);
-    const unknown = jobs.filter((j) => j.state === 'unknown').map((j) => `${j.id}: ${j.unknown_reason}`);
+    // this test's own jobs: the kills of the tests before may rightly have left jobs of these instances unknown
+    const unknown = jobs.filter((j) => j.state === 'unknown' && j.payload.body?.startsWith('graceful-')).map((j) => `${j.id}: ${j.unknown_reason}`);
     // what the nodes logged (warnings and errors: LOG_LEVEL=warn) says why, should one be left
     const said = [victim, ...live()].map((n) => `--- ${n.id}${n === victim ? ' (stopped)' : ''}:\n${(n === victim ? victimProc : n.proc)?.output().slice(-3_000) ?? ''}`);
     assert.deepEqual(unknown, [], `no job unknown after a graceful hand-over; the nodes said:\n${said.join('\n')}`);
