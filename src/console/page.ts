@@ -58,6 +58,50 @@ export const CONSOLE_HTML = `<!doctype html>
       <button type="submit">Save</button> <button id="settings-close" type="button">Close</button>
     </form>
   </section>
+  <section id="queue" class="panel" hidden>
+    <h2>Queue of <span id="queue-name"></span></h2>
+    <p id="queue-counts" class="muted"></p>
+    <label>State <select id="queue-state"><option value="">all</option><option>queued</option><option>scheduled</option><option>sending</option><option>sent</option><option>failed</option><option>unknown</option><option>cancelled</option><option>expired</option></select></label>
+    <p class="error" id="queue-error" role="alert"></p>
+    <p class="muted" id="queue-note"></p>
+    <table>
+      <thead><tr><th>Job</th><th>State</th><th>Recipient</th><th>Scheduled</th><th>Outcome</th><th>Actions</th></tr></thead>
+      <tbody id="queue-items"></tbody>
+    </table>
+    <p id="queue-empty" class="muted" hidden>No jobs.</p>
+    <p id="queue-more" class="muted" hidden>Showing the oldest 200 jobs; filter by state to see others.</p>
+    <button id="queue-close" type="button">Close</button>
+  </section>
+  <section id="webhook" class="panel" hidden>
+    <h2>Webhook of <span id="webhook-name"></span></h2>
+    <p id="webhook-state" class="muted"></p>
+    <form id="webhook-form" autocomplete="off">
+      <label>URL <input id="webhook-url" size="48" placeholder="https://hooks.example.com/gateway" spellcheck="false"></label>
+      <label>Secret <input id="webhook-secret" type="password" placeholder="write-only: needed for every save" autocomplete="new-password" spellcheck="false"></label><br>
+      <label>Events <input id="webhook-events" size="48" placeholder="default: message, ready, disconnected, instance_restarting, test; * for all" spellcheck="false"></label>
+      <label><input id="webhook-private" type="checkbox"> allow private addresses</label>
+      <label><input id="webhook-enabled" type="checkbox" checked> enabled</label>
+      <p class="error" id="webhook-error" role="alert"></p>
+      <p class="muted" id="webhook-saved"></p>
+      <button type="submit">Save</button> <button id="webhook-test" type="button">Send test event</button> <button id="webhook-delete" type="button" class="danger">Remove webhook</button>
+    </form>
+    <h3>Deliveries</h3>
+    <table id="deliveries">
+      <thead><tr><th>Event id</th><th>Event</th><th>State</th><th>Attempts</th><th>Attempt log</th><th>Created</th><th></th></tr></thead>
+      <tbody id="deliveries-body"></tbody>
+    </table>
+    <p id="deliveries-empty" class="muted" hidden>No deliveries.</p>
+    <button id="webhook-close" type="button">Close</button>
+  </section>
+  <section id="diagrams" class="panel" hidden>
+    <h2>State diagrams of <span id="diagrams-name"></span></h2>
+    <p class="error" id="diagrams-error" role="alert"></p>
+    <h3>Instance machine <small class="muted">live: <span id="diagram-instance-state"></span></small></h3>
+    <div id="diagram-instance" class="statechart"></div>
+    <h3>Job machine <small class="muted"><span id="diagram-job-state"></span></small></h3>
+    <div id="diagram-job" class="statechart"></div>
+    <button id="diagrams-close" type="button">Close</button>
+  </section>
   <section>
     <h2>New instance</h2>
     <form id="create-form">
@@ -108,6 +152,32 @@ form label { margin-right: .8rem; }
 #qr { display: block; margin: .5rem 0; image-rendering: pixelated; }
 #settings { background: #fff; border: 1px solid #e1e4ea; padding: .2rem 1rem 1rem; border-radius: 4px; margin-top: 1rem; }
 #settings-json { width: 100%; box-sizing: border-box; font-family: ui-monospace, monospace; font-size: .9rem; }
+section > h3 { font-size: .9rem; margin: 1rem 0 .4rem; }
+.panel { background: #fff; border: 1px solid #e1e4ea; padding: .2rem 1rem 1rem; border-radius: 4px; margin-top: 1rem; }
+.panel table { margin: .5rem 0; font-size: .88rem; }
+.mono { font-family: ui-monospace, monospace; font-size: .8rem; }
+tr.selected { background: #eef4ff; }
+.state { display: inline-block; padding: 0 .45rem; border-radius: 1rem; font-size: .8rem; background: #e1e4ea; }
+.state.sent, .state.delivered { background: #d3f2dc; color: #17612f; }
+.state.failed, .state.unknown, .state.expired { background: #fbd9d7; color: #8f1d17; }
+.state.scheduled, .state.queued, .state.sending, .state.pending { background: #fff1c7; color: #7a5800; }
+ol.attempts { margin: 0; padding-left: 1.2rem; font-size: .8rem; }
+ol.attempts li.bad { color: #8f1d17; }
+ol.attempts li.good { color: #17612f; }
+#webhook-form label { display: inline-block; margin: .25rem .8rem .25rem 0; }
+.statechart { overflow-x: auto; font-size: .78rem; }
+.sc-state { border: 1px solid #b9c0cc; border-radius: 8px; padding: .25rem .45rem; margin: .3rem; background: #fff; min-width: 7rem; }
+.sc-state.sc-final { border-width: 3px; border-style: double; }
+.sc-state.sc-initial > .sc-head::before { content: "\\25CF\\2192 "; color: #5a6273; }
+.sc-state.active { border-color: #1f8a45; background: #eefaf1; }
+.sc-state.active > .sc-head { color: #17612f; }
+.sc-state.active:not(:has(.sc-state.active)) { box-shadow: 0 0 0 3px #1f8a45; background: #d3f2dc; }
+.sc-head { font-weight: 600; }
+.sc-tags { color: #7a5800; font-weight: normal; }
+.sc-trans { list-style: none; margin: .15rem 0; padding: 0; color: #38404f; }
+.sc-trans li::before { content: "\\21B3 "; color: #8a93a3; }
+.sc-children { display: flex; flex-wrap: wrap; align-items: flex-start; }
+.sc-regions > .sc-state { border-style: dashed; flex: 1 1 18rem; }
 dialog { border: 1px solid #b9c0cc; border-radius: 6px; }
 menu { padding: 0; text-align: right; }
 `;

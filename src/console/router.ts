@@ -4,8 +4,9 @@
  * the sign-in (POST /console/session). Two routers, mounted as two families by the composition root:
  *
  * - consoleRouter (auth 'none'): the page, its script and style, GET/POST /console/session;
- * - consoleApiRouter (auth 'admin', guard requireAdminOrConsole): sign-out (DELETE /console/session) and the
- *   server-sent event stream of the instances (GET /console/events, read every 2 s on the server).
+ * - consoleApiRouter (auth 'admin', guard requireAdminOrConsole): sign-out (DELETE /console/session), the
+ *   server-sent event stream of the instances (GET /console/events, read every 2 s on the server) and the
+ *   structure of the instance and job machines for the state diagrams (GET /console/machines, machines.ts).
  *
  * Everything else the page does goes through the existing /admin/v1 routes, authenticated by the session
  * cookie (src/console/auth.ts).
@@ -26,6 +27,7 @@ import type { Logger } from '../log.js';
 import { CONSOLE_COOKIE, type ConsoleSessions } from './sessions.js';
 import { checkConsoleRequest } from './auth.js';
 import { CONSOLE_CSS, CONSOLE_HTML } from './page.js';
+import { consoleMachines } from './machines.js';
 
 /** Queue counts of one instance (the queue's own tally, as GET /api/status reads it). */
 export type QueueCounts = QueueSummary['counts'];
@@ -143,6 +145,9 @@ export function consoleApiRouter(deps: ConsoleDeps): Router {
     ctx.cookies.set(CONSOLE_COOKIE, '', { httpOnly: true, sameSite: 'strict', path: '/', secure: ctx.secure, maxAge: 0, overwrite: true });
     ok(ctx, { signedIn: false });
   });
+
+  // the state diagrams: the machines' own structure (nested and parallel states, transitions with their events)
+  router.get('/console/machines', (ctx) => ok(ctx, consoleMachines()));
 
   // the console's session (ended by signing out) or a bearer client (ended by the gateway stopping)
   router.get('/console/events', (ctx) => {

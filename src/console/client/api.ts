@@ -41,3 +41,6 @@ export async function call<T>(method: string, url: string, body?: unknown): Prom
   }
   return env.data as T;
 }
+
+/** The text to show for a failure: the server's own message for a refusal. */
+export const message = (err: unknown): string => (err instanceof ApiError || err instanceof Error ? err.message : String(err));

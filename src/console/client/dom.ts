@@ -24,6 +24,9 @@ export interface InputEl extends El {
   value: string;
   disabled: boolean;
 }
+export interface CheckEl extends InputEl {
+  checked: boolean;
+}
 export interface ImgEl extends El {
   src: string;
 }
@@ -62,4 +65,19 @@ export function h(tag: string, className = '', ...children: (El | string)[]): El
   if (className) el.className = className;
   el.append(...children);
   return el;
+}
+
+/** A button (type=button) with a class that runs `onClick`. */
+export function button(text: string, className: string, onClick: () => void): El {
+  const b = h('button', className, text);
+  b.setAttribute('type', 'button');
+  b.addEventListener('click', onClick);
+  return b;
+}
+
+/** A local date and time for a timestamp of the API (ISO), or a dash. */
+export function when(iso: string | null | undefined): string {
+  if (!iso) return '—';
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? iso : d.toLocaleString();
 }

@@ -3,10 +3,14 @@
  * (the server answers with an HttpOnly cookie; the token is not kept here), the instances live from the
  * server-sent event stream /console/events, create (the key shown once), restart, logout and delete behind a
  * confirmation, key rotation (the new key shown once), a settings editor that shows the server's validation
- * messages, and linking: the QR as an image refreshed every 2 s, or a pairing code.
+ * messages, and linking: the QR as an image refreshed every 2 s, or a pairing code. The Queue, Webhook and
+ * Diagrams panels of an instance are their own modules (queue.ts, webhook.ts, diagrams.ts).
  */
-import { ApiError, call } from './api.js';
-import { browser, byId, h, type DialogEl, type El, type EventSourceLike, type ImgEl, type InputEl } from './dom.js';
+import { ApiError, call, message } from './api.js';
+import { browser, button, byId, h, type DialogEl, type El, type EventSourceLike, type ImgEl, type InputEl } from './dom.js';
+import { closeQueue, initQueue, openQueue, queueTarget } from './queue.js';
+import { closeWebhook, initWebhook, openWebhook, webhookTarget } from './webhook.js';
+import { closeDiagrams, diagramsTarget, initDiagrams, openDiagrams } from './diagrams.js';
 
 interface QueueCounts {
   queued?: number;
@@ -47,8 +51,6 @@ let settingsId: string | null = null;
 let linkTimer: number | null = null;
 let shownQr = '';
 
-const message = (err: unknown): string => (err instanceof ApiError || err instanceof Error ? err.message : String(err));
-
 function showError(text: string): void {
   byId('app-error').textContent = text;
 }
@@ -70,6 +72,7 @@ function showSignIn(note = ''): void {
   stopEvents();
   closeLink();
   closeSettings();
+  closePanelsOf(null);
   for (const row of rows.values()) row.tr.remove();
   rows.clear();
   byId('app').hidden = true;
@@ -123,13 +126,6 @@ function queueText(q: QueueCounts | null): string {
   return `queued ${(q.queued ?? 0) + (q.scheduled ?? 0)} · sending ${q.sending ?? 0} · sent ${q.sent ?? 0} · failed ${q.failed ?? 0}`;
 }
 
-function button(text: string, className: string, onClick: () => void): El {
-  const b = h('button', className, text);
-  b.setAttribute('type', 'button');
-  b.addEventListener('click', onClick);
-  return b;
-}
-
 function createRow(item: InstanceItem): Row {
   const status = h('span', 'status');
   const detail = h('small', 'detail muted');
@@ -161,6 +157,9 @@ function createRow(item: InstanceItem): Row {
       'actions',
       link,
       button('Settings', '', () => openSettings(row.item)),
+      button('Queue', '', () => openQueue(row.item)),
+      button('Webhook', '', () => openWebhook(row.item)),
+      button('Diagrams', '', () => openDiagrams(row.item)),
       act('Rotate key', `Rotate the key of ${item.name}? The current key stops working at once.`, async () => {
         const { apiKey } = await call<{ apiKey: string }>('POST', `${base()}/keys`);
         showKey(row.item.name, apiKey);
@@ -171,6 +170,7 @@ function createRow(item: InstanceItem): Row {
         await call('DELETE', base());
         if (linkId === row.item.id) closeLink();
         if (settingsId === row.item.id) closeSettings();
+        closePanelsOf(row.item.id);
       }),
     ),
   );
@@ -209,8 +209,16 @@ function render(items: InstanceItem[]): void {
     rows.delete(id);
     if (linkId === id) closeLink();
     if (settingsId === id) closeSettings();
+    closePanelsOf(id);
   }
   byId('empty').hidden = rows.size > 0;
+}
+
+/** Close the queue, webhook and diagram panels of an instance (null: of any). */
+function closePanelsOf(id: string | null): void {
+  if (id === null || queueTarget() === id) closeQueue();
+  if (id === null || webhookTarget() === id) closeWebhook();
+  if (id === null || diagramsTarget() === id) closeDiagrams();
 }
 
 function showKey(name: string, apiKey: string): void {
@@ -366,6 +374,9 @@ function init(): void {
   byId('link-close').addEventListener('click', closeLink);
   byId('settings-close').addEventListener('click', closeSettings);
   onSubmit('settings-form', saveSettings);
+  initQueue();
+  initWebhook();
+  initDiagrams();
 
   onSubmit('pair-form', async () => {
     const id = linkId;

@@ -207,6 +207,11 @@ export const REGISTRY: Record<string, Operation> = {
     errors: ['VALIDATION_FAILED', 'UNAUTHORIZED', 'FORBIDDEN'],
   },
   'DELETE /console/session': { summary: 'Sign out of the console (the session ends, its event streams close)', tag: 'Operator', ok: data(obj({ signedIn: { type: 'boolean' } })) },
+  'GET /console/machines': {
+    summary: 'The instance and job machines as JSON, for the state diagrams (nested and parallel states, transitions with their events and targets)',
+    tag: 'Operator',
+    ok: data(obj({ instance: { type: 'object' }, job: { type: 'object' } })),
+  },
   'GET /console/events': { summary: 'The instances with status and queue counts, live (server-sent events, every 2 s)', tag: 'Operator', ok: { status: 200, schema: { type: 'string' }, description: 'text/event-stream' } },
   'GET /debug/actors': { summary: 'The actor tree', tag: 'Operator', ok: data(obj({ actors: {} })) },
   'GET /debug/actors/stream': { summary: 'The actor tree, live (server-sent events)', tag: 'Operator', ok: { status: 200, schema: { type: 'string' }, description: 'text/event-stream' } },

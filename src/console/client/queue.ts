@@ -1,0 +1,154 @@
+/**
+ * The Queue panel of one instance: its counts (GET /admin/v1/instances/:id/queue) and its jobs
+ * (GET .../queue/items, oldest first), refreshed every 2 s while open. A waiting job (queued, scheduled) can be
+ * cancelled, a failed, expired or cancelled one requeued (a new job); a refusal shows the server's message.
+ * Selecting a job shows its state in the job diagram (diagrams.ts).
+ */
+import { call, message } from './api.js';
+import { browser, button, byId, h, when, type InputEl } from './dom.js';
+import { diagramsTarget, openDiagrams, showJob } from './diagrams.js';
+
+export interface PanelTarget {
+  id: string;
+  name: string;
+}
+
+interface Summary {
+  mode: string;
+  counts: { queued: number; scheduled: number; sending: number; sent24h: number; failed24h: number; unknown24h: number };
+  nextAt: string | null;
+}
+export interface JobView {
+  jobId: string;
+  state: string;
+  phone: string | null;
+  chatId: string | null;
+  scheduledAt: string | null;
+  terminalAt: string | null;
+  deliveryConfidence: string;
+  messageId: string | null;
+  resultCode: string | null;
+  errorMessage: string | null;
+  unknownReason: string | null;
+  previousJobId?: string;
+}
+
+const REFRESH_MS = 2_000;
+const PAGE = 200;
+const WAITING = new Set(['queued', 'scheduled']);
+const REQUEUEABLE = new Set(['failed', 'expired', 'cancelled']);
+
+let target: PanelTarget | null = null;
+let timer: number | null = null;
+let selected: string | null = null;
+
+export const queueTarget = (): string | null => target?.id ?? null;
+
+const base = () => `/admin/v1/instances/${encodeURIComponent(target?.id ?? '')}`;
+
+export function openQueue(t: PanelTarget): void {
+  closeQueue();
+  target = t;
+  byId('queue').hidden = false;
+  byId('queue-name').textContent = t.name;
+  byId('queue-error').textContent = '';
+  byId('queue-note').textContent = '';
+  byId('queue-items').replaceChildren();
+  void refresh();
+  timer = browser.setInterval(() => void refresh(), REFRESH_MS);
+}
+
+export function closeQueue(): void {
+  if (timer !== null) browser.clearInterval(timer);
+  timer = null;
+  target = null;
+  selected = null;
+  byId('queue').hidden = true;
+}
+
+function outcome(j: JobView): string {
+  if (j.state === 'sent') return `${j.deliveryConfidence}${j.messageId ? ` · ${j.messageId}` : ''}`;
+  if (j.state === 'failed') return [j.resultCode, j.errorMessage].filter(Boolean).join(': ');
+  if (j.state === 'unknown') return j.unknownReason ?? 'unknown';
+  if (j.state === 'cancelled' || j.state === 'expired') return `${j.state} ${when(j.terminalAt)}`;
+  return '';
+}
+
+async function act(verb: string, run: () => Promise<string>): Promise<void> {
+  const id = target?.id;
+  byId('queue-error').textContent = '';
+  byId('queue-note').textContent = '';
+  try {
+    const note = await run();
+    if (target?.id === id) byId('queue-note').textContent = note;
+  } catch (err) {
+    if (target?.id === id) byId('queue-error').textContent = `${verb}: ${message(err)}`;
+  }
+  await refresh();
+}
+
+function jobRow(j: JobView) {
+  const tr = h(
+    'tr',
+    j.jobId === selected ? 'selected' : '',
+    h('td', 'mono', j.jobId),
+    h('td', '', h('span', `state ${j.state}`, j.state)),
+    h('td', '', j.phone ? `+${j.phone}` : (j.chatId ?? '—')),
+    h('td', '', when(j.scheduledAt)),
+    h('td', 'outcome', outcome(j)),
+    h(
+      'td',
+      'actions',
+      ...(WAITING.has(j.state)
+        ? [button('Cancel', '', () => void act('Cancel', async () => {
+            const r = await call<JobView>('DELETE', `${base()}/messages/${encodeURIComponent(j.jobId)}`);
+            return `${r.jobId} ${r.state}.`;
+          }))]
+        : []),
+      ...(REQUEUEABLE.has(j.state)
+        ? [button('Requeue', '', () => void act('Requeue', async () => {
+            const r = await call<{ jobId: string }>('POST', `${base()}/messages/${encodeURIComponent(j.jobId)}/requeue`);
+            return `Requeued ${j.jobId} as ${r.jobId}.`;
+          }))]
+        : []),
+      button('Diagram', '', () => {
+        selected = j.jobId;
+        if (target && diagramsTarget() !== target.id) openDiagrams(target);
+        showJob(j);
+        void refresh();
+      }),
+    ),
+  );
+  tr.setAttribute('data-job', j.jobId);
+  tr.setAttribute('data-state', j.state);
+  return tr;
+}
+
+async function refresh(): Promise<void> {
+  const t = target;
+  if (!t) return;
+  const state = byId<InputEl>('queue-state').value;
+  try {
+    const [summary, page] = await Promise.all([
+      call<Summary>('GET', `${base()}/queue`),
+      call<{ items: JobView[]; nextCursor: string | null }>('GET', `${base()}/queue/items?limit=${PAGE}${state ? `&state=${encodeURIComponent(state)}` : ''}`),
+    ]);
+    if (target !== t) return;
+    const c = summary.counts;
+    byId('queue-counts').textContent =
+      `mode ${summary.mode} · queued ${c.queued} · scheduled ${c.scheduled} · sending ${c.sending} · last 24 h: sent ${c.sent24h}, failed ${c.failed24h}, unknown ${c.unknown24h}` +
+      (summary.nextAt ? ` · next slot ${when(summary.nextAt)}` : '');
+    byId('queue-items').replaceChildren(...page.items.map(jobRow));
+    byId('queue-empty').hidden = page.items.length > 0;
+    byId('queue-more').hidden = page.nextCursor === null;
+    const current = page.items.find((j) => j.jobId === selected);
+    if (current) showJob(current);
+  } catch (err) {
+    if (target === t) byId('queue-error').textContent = message(err);
+  }
+}
+
+export function initQueue(): void {
+  byId('queue-close').addEventListener('click', closeQueue);
+  byId('queue-state').addEventListener('change', () => void refresh());
+}

@@ -1,0 +1,204 @@
+/**
+ * The Webhook panel of one instance: its configuration (url, events, allowPrivate, enabled) set with
+ * PUT /admin/v1/instances/:id/webhook or removed, the server's validation messages shown as they are; the
+ * secret is write-only (the server never shows it: the field starts empty and a save needs it again). Below, the
+ * deliveries with their attempts (status, error), refreshed every 2 s while open, and a Redeliver button for a
+ * failed or delivered one (POST .../deliveries/:eventId/redeliver).
+ */
+import { ApiError, call, message } from './api.js';
+import { browser, button, byId, h, when, type CheckEl, type InputEl } from './dom.js';
+import type { PanelTarget } from './queue.js';
+
+interface WebhookView {
+  url: string;
+  events: string[];
+  allowPrivate: boolean;
+  enabled: boolean;
+}
+interface Attempt {
+  attempt: number;
+  at: string;
+  status: number | null;
+  error: string | null;
+  durationMs: number;
+}
+interface Delivery {
+  eventId: string;
+  event: string;
+  state: string;
+  attempts: number;
+  maxAttempts: number;
+  createdAt: string;
+  deliveredAt: string | null;
+  nextAttemptAt: string | null;
+  attemptLog: Attempt[];
+}
+
+const REFRESH_MS = 2_000;
+let target: PanelTarget | null = null;
+let timer: number | null = null;
+
+export const webhookTarget = (): string | null => target?.id ?? null;
+const base = () => `/admin/v1/instances/${encodeURIComponent(target?.id ?? '')}/webhook`;
+
+function clearMessages(): void {
+  byId('webhook-error').textContent = '';
+  byId('webhook-saved').textContent = '';
+}
+
+/** The server's message, with the field it names when the message does not start with it. */
+function refusal(err: unknown): string {
+  return err instanceof ApiError && err.field && !err.message.startsWith(err.field) ? `${err.field}: ${err.message}` : message(err);
+}
+
+function showConfig(cfg: WebhookView | null): void {
+  byId<InputEl>('webhook-url').value = cfg?.url ?? '';
+  byId<InputEl>('webhook-events').value = cfg ? cfg.events.join(', ') : '';
+  byId<CheckEl>('webhook-private').checked = cfg?.allowPrivate ?? false;
+  byId<CheckEl>('webhook-enabled').checked = cfg?.enabled ?? true;
+  byId<InputEl>('webhook-secret').value = '';
+  byId('webhook-state').textContent = cfg ? (cfg.enabled ? 'Configured and enabled.' : 'Configured, disabled.') : 'No webhook configured.';
+  byId('webhook-delete').hidden = cfg === null;
+}
+
+export function openWebhook(t: PanelTarget): void {
+  closeWebhook();
+  target = t;
+  byId('webhook').hidden = false;
+  byId('webhook-name').textContent = t.name;
+  clearMessages();
+  showConfig(null);
+  byId('webhook-state').textContent = 'Reading…';
+  byId('deliveries-body').replaceChildren();
+  void loadConfig();
+  void refreshDeliveries();
+  timer = browser.setInterval(() => void refreshDeliveries(), REFRESH_MS);
+}
+
+export function closeWebhook(): void {
+  if (timer !== null) browser.clearInterval(timer);
+  timer = null;
+  target = null;
+  byId<InputEl>('webhook-secret').value = '';
+  byId('webhook').hidden = true;
+}
+
+async function loadConfig(): Promise<void> {
+  const t = target;
+  try {
+    const cfg = await call<WebhookView>('GET', base());
+    if (target === t) showConfig(cfg);
+  } catch (err) {
+    if (target !== t) return;
+    if (err instanceof ApiError && err.code === 'NOT_FOUND') showConfig(null);
+    else byId('webhook-error').textContent = message(err);
+  }
+}
+
+async function save(): Promise<void> {
+  const t = target;
+  if (!t) return;
+  clearMessages();
+  const events = byId<InputEl>('webhook-events').value.split(/[\s,]+/).filter(Boolean);
+  const body = {
+    url: byId<InputEl>('webhook-url').value.trim(),
+    secret: byId<InputEl>('webhook-secret').value,
+    ...(events.length ? { events } : {}),
+    allowPrivate: byId<CheckEl>('webhook-private').checked,
+    enabled: byId<CheckEl>('webhook-enabled').checked,
+  };
+  try {
+    const saved = await call<WebhookView>('PUT', base(), body);
+    if (target !== t) return;
+    showConfig(saved);
+    byId('webhook-saved').textContent = 'Saved.';
+  } catch (err) {
+    if (target === t) byId('webhook-error').textContent = refusal(err);
+  }
+}
+
+async function remove(): Promise<void> {
+  const t = target;
+  clearMessages();
+  try {
+    await call('DELETE', base());
+    if (target !== t) return;
+    showConfig(null);
+    byId('webhook-saved').textContent = 'Removed; deliveries still pending fail.';
+  } catch (err) {
+    if (target === t) byId('webhook-error').textContent = refusal(err);
+  }
+}
+
+async function sendTest(): Promise<void> {
+  const t = target;
+  clearMessages();
+  try {
+    const { eventId } = await call<{ eventId: string }>('POST', `${base()}/test`, {});
+    if (target === t) byId('webhook-saved').textContent = `Test event ${eventId} queued.`;
+  } catch (err) {
+    if (target === t) byId('webhook-error').textContent = refusal(err);
+  }
+  await refreshDeliveries();
+}
+
+async function redeliver(eventId: string): Promise<void> {
+  const t = target;
+  clearMessages();
+  try {
+    await call('POST', `${base()}/deliveries/${encodeURIComponent(eventId)}/redeliver`);
+    if (target === t) byId('webhook-saved').textContent = `${eventId} is pending again.`;
+  } catch (err) {
+    if (target === t) byId('webhook-error').textContent = `Redeliver: ${message(err)}`;
+  }
+  await refreshDeliveries();
+}
+
+function attemptText(a: Attempt): string {
+  return `#${a.attempt} ${a.status ?? '—'}${a.error ? ` ${a.error}` : ''} (${a.durationMs} ms, ${when(a.at)})`;
+}
+
+function deliveryRow(d: Delivery) {
+  const attempts = h('ol', 'attempts', ...d.attemptLog.map((a) => {
+    const li = h('li', a.error ? 'bad' : 'good', attemptText(a));
+    li.setAttribute('value', String(a.attempt));
+    return li;
+  }));
+  const tr = h(
+    'tr',
+    '',
+    h('td', 'mono', d.eventId),
+    h('td', '', d.event),
+    h('td', '', h('span', `state ${d.state}`, d.state)),
+    h('td', 'attempt-count', `${d.attempts}/${d.maxAttempts}`),
+    h('td', '', attempts),
+    h('td', '', when(d.createdAt)),
+    h('td', 'actions', ...(d.state === 'pending' ? [] : [button('Redeliver', '', () => void redeliver(d.eventId))])),
+  );
+  tr.setAttribute('data-event', d.eventId);
+  tr.setAttribute('data-state', d.state);
+  return tr;
+}
+
+async function refreshDeliveries(): Promise<void> {
+  const t = target;
+  if (!t) return;
+  try {
+    const page = await call<{ items: Delivery[] }>('GET', `${base()}/deliveries?limit=50`);
+    if (target !== t) return;
+    byId('deliveries-body').replaceChildren(...page.items.map(deliveryRow));
+    byId('deliveries-empty').hidden = page.items.length > 0;
+  } catch (err) {
+    if (target === t) byId('webhook-error').textContent = message(err);
+  }
+}
+
+export function initWebhook(): void {
+  byId('webhook-form').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    void save();
+  });
+  byId('webhook-delete').addEventListener('click', () => void remove());
+  byId('webhook-test').addEventListener('click', () => void sendTest());
+  byId('webhook-close').addEventListener('click', closeWebhook);
+}
