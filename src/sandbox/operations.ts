@@ -1,6 +1,8 @@
 /**
  * Every driver-facing operation of a sandbox session, as one table keyed by RPC method name. The in-process
- * API and the sandbox server both dispatch through it, so the two transports cannot drift apart.
+ * API and the sandbox server both dispatch through it, so the two transports cannot drift apart. Each call names
+ * its client (session.ts): the lifecycle operations decide for themselves what a stale client may do, every
+ * other operation from a client that no longer owns the session is refused before it touches the network.
  */
 import { DriverError, type MessageMedia, type WireGroup } from '../drivers/contract.js';
 import type { SandboxArgs, SandboxMethod, SandboxResult } from '../drivers/sandbox/api.js';
@@ -46,10 +48,23 @@ function ledgerAction(s: SandboxSession, me: string, entry: { action: 'react' | 
   });
 }
 
-export const handlers: Handlers = {
-  initialize: (s, opts) => s.initialize(opts),
-  destroy: (s) => s.destroy(),
-  logout: (s) => s.logout(),
+type Lifecycle = 'initialize' | 'destroy' | 'logout';
+type LifecycleHandlers = {
+  [M in Lifecycle]: (s: SandboxSession, client: string | undefined, ...args: SandboxArgs<M>) => Promise<SandboxResult<M>>;
+};
+
+/** The operations that start, stop or unlink the session: they see the calling client. */
+const lifecycle: LifecycleHandlers = {
+  initialize: (s, client, opts) => s.initialize(opts, client),
+  destroy: (s, client) => s.destroy(client),
+  logout: (s, client) => s.logout(client),
+};
+
+function isLifecycle(method: SandboxMethod): method is Lifecycle {
+  return Object.hasOwn(lifecycle, method);
+}
+
+export const handlers: Omit<Handlers, Lifecycle> = {
   getState: (s) => s.getState(),
   getInfo: (s) => s.getInfo(),
   requestPairingCode: (s, phone) => s.requestPairingCode(phone),
@@ -173,11 +188,25 @@ export const handlers: Handlers = {
 };
 
 export function isSandboxMethod(name: string): name is SandboxMethod {
-  return Object.hasOwn(handlers, name);
+  return Object.hasOwn(handlers, name) || Object.hasOwn(lifecycle, name);
 }
 
-/** Run `method` on the session. */
-export function dispatch<M extends SandboxMethod>(s: SandboxSession, method: M, args: SandboxArgs<M>): Promise<SandboxResult<M>> {
-  const handler: Handler<M> = handlers[method];
+/**
+ * Run `method` on the session for `client` (undefined: the network's own call, never refused as stale).
+ * A client that was replaced by another one is refused NOT_CONNECTED, provably not sent, except for the
+ * lifecycle operations (initialize takes the session back, destroy only detaches it, logout is refused).
+ */
+export async function dispatch<M extends SandboxMethod>(
+  s: SandboxSession,
+  method: M,
+  args: SandboxArgs<M>,
+  client?: string,
+): Promise<SandboxResult<M>> {
+  if (isLifecycle(method)) {
+    const run = lifecycle[method] as (s: SandboxSession, client: string | undefined, ...args: SandboxArgs<M>) => Promise<SandboxResult<M>>;
+    return run(s, client, ...args);
+  }
+  s.requireOwner(client);
+  const handler = (handlers as Handlers)[method] as Handler<M>;
   return handler(s, ...args);
 }

@@ -1,8 +1,10 @@
 /**
  * The network side of the remote sandbox driver: `POST /rpc` runs one operation, `GET /rpc/events` streams
- * one session's events as server-sent events. When the last event stream of a session closes (the gateway
- * that ran it died or disconnected), the session stops, as a browser would with its process; its link and
- * everything the network received stay.
+ * one session's events as server-sent events. Both name the driver's client id (`clientId`, required): the
+ * session belongs to the client that initialized it last, and only that client's streams get its events
+ * (src/sandbox/session.ts). When the owner's last event stream closes (the gateway that ran it died or
+ * disconnected), the session stops, as a browser would with its process; its link and everything the network
+ * received stay. A replaced client's stream closing changes nothing.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { StructError, validate } from 'superstruct';
@@ -14,6 +16,12 @@ import type { SandboxMethod } from '../drivers/sandbox/api.js';
 
 /** Media up to the network's 64 MB, base64-encoded, plus the envelope. */
 const MAX_RPC_BYTES = 96 * 1024 * 1024;
+/** A client id is the driver's random UUID; anything printable up to this length is accepted. */
+const MAX_CLIENT_ID = 200;
+
+function isClientId(v: unknown): v is string {
+  return typeof v === 'string' && v.length > 0 && v.length <= MAX_CLIENT_ID && /^[\x21-\x7e]+$/.test(v);
+}
 
 export interface RpcHandler {
   /** Handle the request if it is an RPC path; false leaves it to the next handler. */
@@ -52,7 +60,7 @@ function errorReply(err: unknown): { ok: false; error: { code: string; message: 
   return { ok: false, error: { code: 'CALL_FAILED', message: 'internal sandbox error', provablyNotSent: false } };
 }
 
-function parseCall(raw: Buffer): { instanceId: string; method: SandboxMethod; args: unknown } {
+function parseCall(raw: Buffer): { instanceId: string; clientId: string; method: SandboxMethod; args: unknown } {
   let body: unknown;
   try {
     body = JSON.parse(raw.toString('utf8'));
@@ -61,14 +69,15 @@ function parseCall(raw: Buffer): { instanceId: string; method: SandboxMethod; ar
   }
   const o = (body && typeof body === 'object' ? body : {}) as Record<string, unknown>;
   if (typeof o.instanceId !== 'string' || o.instanceId.length === 0) throw new DriverError('instanceId is missing', 'INVALID_INPUT', true);
+  if (!isClientId(o.clientId)) throw new DriverError('clientId is missing or malformed', 'INVALID_INPUT', true);
   if (typeof o.method !== 'string' || !isSandboxMethod(o.method)) throw new DriverError('unknown method', 'INVALID_INPUT', true);
-  return { instanceId: o.instanceId, method: o.method, args: o.args ?? [] };
+  return { instanceId: o.instanceId, clientId: o.clientId, method: o.method, args: o.args ?? [] };
 }
 
-async function runCall<M extends SandboxMethod>(network: SandboxNetwork, instanceId: string, method: M, rawArgs: unknown): Promise<unknown> {
+async function runCall<M extends SandboxMethod>(network: SandboxNetwork, instanceId: string, clientId: string, method: M, rawArgs: unknown): Promise<unknown> {
   const [failure, args] = validate(rawArgs, argStructs[method]);
   if (failure) throw new DriverError(`invalid arguments for ${method}: ${describe(failure)}`, 'INVALID_INPUT', true);
-  return dispatch(network.session(instanceId), method, args);
+  return dispatch(network.session(instanceId), method, args, clientId);
 }
 
 function describe(err: StructError): string {
@@ -77,13 +86,13 @@ function describe(err: StructError): string {
 }
 
 export function createRpcHandler(network: SandboxNetwork): RpcHandler {
-  const streams = new Map<string, Set<ServerResponse>>();
+  const streams = new Set<ServerResponse>();
 
   function onCall(req: IncomingMessage, res: ServerResponse): void {
     readBody(req, MAX_RPC_BYTES)
       .then((raw) => {
         const call = parseCall(raw);
-        return runCall(network, call.instanceId, call.method, call.args);
+        return runCall(network, call.instanceId, call.clientId, call.method, call.args);
       })
       .then(
         (result) => reply(res, { ok: true, result: result ?? null }),
@@ -91,24 +100,24 @@ export function createRpcHandler(network: SandboxNetwork): RpcHandler {
       );
   }
 
-  function onEvents(instanceId: string, req: IncomingMessage, res: ServerResponse): void {
+  function onEvents(instanceId: string, clientId: string, req: IncomingMessage, res: ServerResponse): void {
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
-    const set = streams.get(instanceId) ?? new Set<ServerResponse>();
-    streams.set(instanceId, set);
-    set.add(res);
-    const unsubscribe = network.session(instanceId).subscribe((event) => {
+    streams.add(res);
+    // detaching the owner's last stream stops the session: its simulated browser is gone
+    const detach = network.session(instanceId).attachStream(clientId, (event) => {
       res.write(`data: ${JSON.stringify(event)}\n\n`);
     });
     res.write('event: hello\ndata: {}\n\n');
     req.socket.setKeepAlive(true);
     res.on('close', () => {
-      unsubscribe();
-      set.delete(res);
-      if (set.size > 0) return;
-      streams.delete(instanceId);
-      // nobody runs this session any more: its simulated browser is gone
-      void network.session(instanceId).destroy();
+      streams.delete(res);
+      detach();
     });
+  }
+
+  function refuse(res: ServerResponse, message: string): void {
+    res.writeHead(400, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ ok: false, error: { code: 'INVALID_INPUT', message, provablyNotSent: true } }));
   }
 
   return {
@@ -120,18 +129,16 @@ export function createRpcHandler(network: SandboxNetwork): RpcHandler {
       }
       if (url.pathname === '/rpc/events' && req.method === 'GET') {
         const instanceId = url.searchParams.get('instanceId');
-        if (!instanceId) {
-          res.writeHead(400, { 'content-type': 'application/json' });
-          res.end(JSON.stringify({ ok: false, error: { code: 'INVALID_INPUT', message: 'instanceId is missing', provablyNotSent: true } }));
-          return true;
-        }
-        onEvents(instanceId, req, res);
+        const clientId = url.searchParams.get('clientId');
+        if (!instanceId) refuse(res, 'instanceId is missing');
+        else if (!isClientId(clientId)) refuse(res, 'clientId is missing or malformed');
+        else onEvents(instanceId, clientId, req, res);
         return true;
       }
       return false;
     },
     closeAll() {
-      for (const set of streams.values()) for (const res of set) res.end();
+      for (const res of [...streams]) res.end();
     },
   };
 }

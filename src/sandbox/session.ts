@@ -4,6 +4,14 @@
  * persisted, so the next initialize goes straight to authenticated → ready. Faults are applied here (what each
  * kind does: session-faults.ts), and a call that "hangs" stays pending until the session stops, when it is
  * released with SESSION_CLOSED.
+ *
+ * Clients (docs/sandbox.md, "Takeover"): every driver object attached to the session has a client id. The
+ * session belongs to the client that initialized it last; another client's `initialize` takes it over, as a
+ * second browser opening the same linked device does on the real network: the previous owner's run ends, it
+ * is told `change_state('CONFLICT')` and `disconnected('CONFLICT')`, and its later calls are refused
+ * NOT_CONNECTED, provably not sent. A stale client's `destroy` only detaches it, its `logout` is refused, and
+ * the session's events go to the owner's listeners only. A call or listener without a client id is the
+ * network's own (tests, tools): never refused, never an owner, and it sees every event.
  */
 import QRCode from 'qrcode';
 import { DriverError, type ClientInfo, type WAState } from '../drivers/contract.js';
@@ -15,10 +23,27 @@ import type { Fault, FaultKind, SessionRecord } from './types.js';
 
 export type SessionPhase = 'stopped' | 'starting' | 'waiting_qr' | 'ready' | 'disconnected' | 'crashed';
 
+/**
+ * The `disconnected` reason (and `change_state`) a replaced owner gets: whatsapp-web.js's WAState for "this
+ * session was opened elsewhere", which it reports the same way (without takeoverOnConflict).
+ */
+export const REPLACED_REASON = 'CONFLICT';
+
+/** A listener and who holds it: `client` undefined for the network's own; `stream` for a remote event stream. */
+interface Attachment {
+  client: string | undefined;
+  stream: boolean;
+}
+
+/** A phase in which a run is going on (a replaced owner is told it lost it). */
+const LIVE: ReadonlySet<SessionPhase> = new Set<SessionPhase>(['starting', 'waiting_qr', 'ready']);
+
 /** `N`: the network as the session's callers see it (SandboxNetwork for the driver operations). */
 export class SandboxSession<N extends SessionNetwork = SessionNetwork> {
   private phaseValue: SessionPhase = 'stopped';
-  private readonly listeners = new Set<SandboxEventListener>();
+  private readonly listeners = new Map<SandboxEventListener, Attachment>();
+  /** the client that initialized the session last; null until a client did */
+  private ownerId: string | null = null;
   /** bumps on every start/stop so that timers and async QR renders of an earlier run do nothing */
   private epoch = 0;
   private qr: { token: string; dataUrl: string | null; expiresAt: number } | null = null;
@@ -50,18 +75,62 @@ export class SandboxSession<N extends SessionNetwork = SessionNetwork> {
     return this.phaseValue === 'ready';
   }
 
-  subscribe(listener: SandboxEventListener): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+  /** The client that initialized the session last (null until one did). */
+  get owner(): string | null {
+    return this.ownerId;
   }
 
+  /**
+   * Receive the session's events: with a client id, only while that client owns the session (or while
+   * nobody does); without one (the network's own observers), all of them.
+   */
+  subscribe(listener: SandboxEventListener, client?: string): () => void {
+    const wrapped: SandboxEventListener = (e) => listener(e);
+    this.listeners.set(wrapped, { client, stream: false });
+    return () => void this.listeners.delete(wrapped);
+  }
+
+  /**
+   * A remote client's event stream. When the owner's last stream closes, its process is gone and the
+   * session stops, as a browser dies with its process; a stale client's stream closing changes nothing.
+   */
+  attachStream(client: string, listener: SandboxEventListener): () => void {
+    const wrapped: SandboxEventListener = (e) => listener(e);
+    this.listeners.set(wrapped, { client, stream: true });
+    return () => {
+      if (!this.listeners.delete(wrapped)) return;
+      if (client === this.ownerId && this.streamsOf(client) === 0) {
+        this.stop(new DriverError('the client that ran the session went away', 'SESSION_CLOSED', false));
+      }
+    };
+  }
+
+  /** How many event streams `client` has open on this session. */
+  streamsOf(client: string): number {
+    let n = 0;
+    for (const a of this.listeners.values()) if (a.stream && a.client === client) n++;
+    return n;
+  }
+
+  /** An event of the session: to the owner's listeners and the network's own observers. */
   emit(event: SandboxEvent): void {
-    for (const l of [...this.listeners]) l(event);
+    for (const [l, a] of [...this.listeners]) {
+      if (a.client === undefined || this.ownerId === null || a.client === this.ownerId) l(event);
+    }
+  }
+
+  /** Refuse a call from a client that no longer owns the session (replaced by another one). */
+  requireOwner(client: string | undefined): void {
+    if (this.isStale(client)) {
+      throw new DriverError('the session was taken over by another client', 'NOT_CONNECTED', true);
+    }
   }
 
   // ---- lifecycle (driver side)
 
-  async initialize(opts: InitializeOptions): Promise<void> {
+  /** Start (or restart) the session; from a client that does not own it, a takeover. */
+  async initialize(opts: InitializeOptions, client?: string): Promise<void> {
+    if (client !== undefined && client !== this.ownerId) this.takeOver(client);
     this.stop(new DriverError('the session was restarted', 'SESSION_CLOSED', false));
     const epoch = this.epoch;
     this.phaseValue = 'starting';
@@ -80,11 +149,20 @@ export class SandboxSession<N extends SessionNetwork = SessionNetwork> {
     await this.showQr(epoch);
   }
 
-  async destroy(): Promise<void> {
+  /** Stop the session; from a stale client it only detaches that client (the owner's session runs on). */
+  async destroy(client?: string): Promise<void> {
+    if (this.isStale(client)) return;
     this.stop(new DriverError('the session was destroyed', 'SESSION_CLOSED', false));
   }
 
-  async logout(): Promise<void> {
+  /**
+   * Unlink the device and stop. A stale client is refused (NOT_CONNECTED, provably not sent): the link now
+   * belongs to the client that took the session over, and only it (or the phone) may remove it.
+   */
+  async logout(client?: string): Promise<void> {
+    if (this.isStale(client)) {
+      throw new DriverError('the session was taken over by another client; log out from the one that runs it', 'NOT_CONNECTED', true);
+    }
     this.unlinkRecord();
     this.stop(new DriverError('the session logged out', 'SESSION_CLOSED', false));
   }
@@ -219,6 +297,28 @@ export class SandboxSession<N extends SessionNetwork = SessionNetwork> {
   }
 
   // ---- internals
+
+  private isStale(client: string | undefined): boolean {
+    return client !== undefined && this.ownerId !== null && client !== this.ownerId;
+  }
+
+  /**
+   * `client` takes the session over. A previous owner with a run going is told as a replaced browser is
+   * (its hung calls are released with SESSION_CLOSED, outcome unknown); from now on it gets no events.
+   */
+  private takeOver(client: string): void {
+    const previous = this.ownerId;
+    if (previous !== null && LIVE.has(this.phaseValue)) {
+      this.stop(new DriverError('the session was taken over by another client', 'SESSION_CLOSED', false));
+      this.emitToClient(previous, { name: 'change_state', args: [REPLACED_REASON] });
+      this.emitToClient(previous, { name: 'disconnected', args: [REPLACED_REASON] });
+    }
+    this.ownerId = client;
+  }
+
+  private emitToClient(client: string, event: SandboxEvent): void {
+    for (const [l, a] of [...this.listeners]) if (a.client === client) l(event);
+  }
 
   private info(): ClientInfo | null {
     const phone = this.phone;

@@ -82,17 +82,41 @@ export type SandboxEvent =
 
 export type SandboxEventListener = (event: SandboxEvent) => void;
 
+/**
+ * Who makes a call or holds a subscription: one driver object (a random id of its own). The session belongs to
+ * the client that initialized it last; another client's `initialize` takes it over, and the previous owner is
+ * told `disconnected('CONFLICT')` and refused from then on (docs/sandbox.md, "Takeover").
+ */
+export interface SandboxClientOptions {
+  /**
+   * The calling driver's client id. Over the wire it is required; in-process, a call or subscription without
+   * one is the network's own (tests, tools): it is never refused as stale, never takes a session over, and a
+   * subscription without one sees every event of the session.
+   */
+  clientId?: string;
+}
+
+export interface SandboxCallOptions extends SandboxClientOptions {
+  /** abandon the call (the remote transport aborts its request) */
+  signal?: AbortSignal;
+}
+
+export interface SandboxSubscribeOptions extends SandboxClientOptions {
+  /** the subscription broke without `unsubscribe` (remote network gone) */
+  onLost?: (reason: string) => void;
+}
+
 export interface SandboxNetworkApi {
   /** Run one operation of the session `instanceId`. Rejects with DriverError for network-reported failures. */
   call<M extends SandboxMethod>(
     instanceId: string,
     method: M,
     args: SandboxArgs<M>,
-    signal?: AbortSignal,
+    opts?: SandboxCallOptions,
   ): Promise<SandboxResult<M>>;
   /**
-   * Receive the session's events. Resolves once the subscription is live (events emitted after that are
-   * delivered in order). `onLost` fires if the subscription breaks without `unsubscribe` (remote network gone).
+   * Receive the session's events (with a client id: only while that client owns the session). Resolves once
+   * the subscription is live (events emitted after that are delivered in order).
    */
-  subscribe(instanceId: string, listener: SandboxEventListener, onLost?: (reason: string) => void): Promise<() => void>;
+  subscribe(instanceId: string, listener: SandboxEventListener, opts?: SandboxSubscribeOptions): Promise<() => void>;
 }

@@ -16,6 +16,8 @@ export class PendingCalls {
   constructor(
     private readonly api: SandboxNetworkApi,
     private readonly instanceId: string,
+    /** the driver's client id, sent with every call (the network refuses a client it no longer serves) */
+    private readonly clientId: string,
     /** A call succeeded (the driver's health records it). */
     private readonly onOk: () => void,
   ) {}
@@ -25,7 +27,7 @@ export class PendingCalls {
     return new Promise<SandboxResult<M>>((resolve, reject) => {
       const entry: Pending = { reject, abort: new AbortController() };
       this.pending.add(entry);
-      this.api.call(this.instanceId, method, args, entry.abort.signal).then(
+      this.api.call(this.instanceId, method, args, { signal: entry.abort.signal, clientId: this.clientId }).then(
         (result) => {
           this.pending.delete(entry);
           this.onOk();

@@ -3,7 +3,13 @@
  * the runtime reads synchronously (info, browser health), refuses a send to the instance's own number before
  * it reaches the network, and guarantees that no call outlives the driver: destroy, logout, a fatal session
  * event or a lost network connection reject every pending call with SESSION_CLOSED (outcome unknown).
+ *
+ * Each driver object is one client of the network (a random `clientId`, sent with every call and on its event
+ * subscription). The session belongs to the client that initialized it last: when another driver initializes
+ * the same instance (another gateway took it over), this one receives `disconnected('CONFLICT')`, gets no more
+ * events, and its calls are refused NOT_CONNECTED, provably not sent; its destroy then only detaches it.
  */
+import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { systemClock, type Clock } from '../../clock.js';
 import { lidFor, parseChatId } from '../../sandbox/ids.js';
@@ -41,6 +47,8 @@ const closed = (why: string) => new DriverError(why, 'SESSION_CLOSED', false);
 
 export class SandboxDriver implements Driver {
   readonly kind = 'sandbox' as const;
+  /** this driver's identity on the network (one per driver object, never reused) */
+  readonly clientId = randomUUID();
   info: ClientInfo | null = null;
   private readonly emitter = new EventEmitter();
   private readonly calls: PendingCalls;
@@ -53,7 +61,7 @@ export class SandboxDriver implements Driver {
     this.api = opts.api;
     this.clock = opts.clock ?? systemClock;
     this.emitter.setMaxListeners(0);
-    this.calls = new PendingCalls(this.api, opts.instanceId, () => {
+    this.calls = new PendingCalls(this.api, opts.instanceId, this.clientId, () => {
       this.health = { ...this.health, lastOkAt: this.clock.now() };
     });
   }
@@ -63,11 +71,10 @@ export class SandboxDriver implements Driver {
   async initialize(): Promise<void> {
     if (this.unsubscribe) this.teardown(closed('the driver was re-initialized'));
     // subscribe first: the events of the start (qr, authenticated, ready) must not be missed
-    this.unsubscribe = await this.api.subscribe(
-      this.opts.instanceId,
-      (e) => this.onEvent(e),
-      (reason) => this.onLost(reason),
-    );
+    this.unsubscribe = await this.api.subscribe(this.opts.instanceId, (e) => this.onEvent(e), {
+      clientId: this.clientId,
+      onLost: (reason) => this.onLost(reason),
+    });
     try {
       await this.call('initialize', [this.opts.autoLink ? { autoLink: this.opts.autoLink } : {}]);
     } catch (err) {

@@ -5,10 +5,23 @@
  *
  * Transport failures become DriverErrors: a refused connection never reached the network (provably not
  * sent); anything after the request left is CALL_FAILED with the outcome unknown.
+ *
+ * Every call and event stream names its client (the driver's `clientId`; calls made without one use this API
+ * object's own), so the network can tell a replaced driver from the one that owns the session.
  */
+import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { DriverError } from '../contract.js';
-import type { SandboxArgs, SandboxEvent, SandboxEventListener, SandboxMethod, SandboxNetworkApi, SandboxResult } from './api.js';
+import type {
+  SandboxArgs,
+  SandboxCallOptions,
+  SandboxEvent,
+  SandboxEventListener,
+  SandboxMethod,
+  SandboxNetworkApi,
+  SandboxResult,
+  SandboxSubscribeOptions,
+} from './api.js';
 
 const DRIVER_ERROR_CODES = new Set<DriverError['code']>([
   'NOT_REGISTERED',
@@ -56,13 +69,16 @@ export class RemoteSandboxApi implements SandboxNetworkApi {
   private readonly base: URL;
   /** open event streams, closed by close() */
   private readonly streams = new Set<http.ClientRequest>();
+  /** the client id of calls and streams that do not name one */
+  private readonly ownClientId = randomUUID();
 
   constructor(baseUrl: string) {
     this.base = new URL(baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`);
   }
 
-  call<M extends SandboxMethod>(instanceId: string, method: M, args: SandboxArgs<M>, signal?: AbortSignal): Promise<SandboxResult<M>> {
-    const body = JSON.stringify({ instanceId, method, args });
+  call<M extends SandboxMethod>(instanceId: string, method: M, args: SandboxArgs<M>, opts: SandboxCallOptions = {}): Promise<SandboxResult<M>> {
+    const { signal } = opts;
+    const body = JSON.stringify({ instanceId, clientId: opts.clientId ?? this.ownClientId, method, args });
     return new Promise<SandboxResult<M>>((resolve, reject) => {
       const req = http.request(
         new URL('rpc', this.base),
@@ -97,9 +113,11 @@ export class RemoteSandboxApi implements SandboxNetworkApi {
     });
   }
 
-  subscribe(instanceId: string, listener: SandboxEventListener, onLost?: (reason: string) => void): Promise<() => void> {
+  subscribe(instanceId: string, listener: SandboxEventListener, opts: SandboxSubscribeOptions = {}): Promise<() => void> {
+    const { onLost } = opts;
     const url = new URL('rpc/events', this.base);
     url.searchParams.set('instanceId', instanceId);
+    url.searchParams.set('clientId', opts.clientId ?? this.ownClientId);
     return new Promise((resolve, reject) => {
       let live = false;
       let over = false;
