@@ -239,12 +239,13 @@ describe('remote sandbox driver and control API over HTTP', () => {
   });
 
   test('malformed RPC calls are refused as INVALID_INPUT, never half-run', async () => {
-    const res = await fetch(`${server.url}/rpc`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ instanceId: 'inst-remote', method: 'sendMessage', args: [`${ALICE}@c.us`, { kind: 'text' }, {}] }) });
-    const body = (await res.json()) as { ok: boolean; error: { code: string; provablyNotSent: boolean } };
+    const res = await fetch(`${server.url}/rpc`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ instanceId: 'inst-remote', clientId: 'test-client', method: 'sendMessage', args: [`${ALICE}@c.us`, { kind: 'text' }, {}] }) });
+    const body = (await res.json()) as { ok: boolean; error: { code: string; message: string; provablyNotSent: boolean } };
     assert.equal(body.ok, false);
     assert.equal(body.error.code, 'INVALID_INPUT');
+    assert.match(body.error.message, /^invalid arguments for sendMessage/);
     assert.equal(body.error.provablyNotSent, true);
-    const unknown = await fetch(`${server.url}/rpc`, { method: 'POST', body: JSON.stringify({ instanceId: 'x', method: 'rm -rf', args: [] }) });
+    const unknown = await fetch(`${server.url}/rpc`, { method: 'POST', body: JSON.stringify({ instanceId: 'x', clientId: 'test-client', method: 'rm -rf', args: [] }) });
     assert.equal(((await unknown.json()) as { error: { code: string } }).error.code, 'INVALID_INPUT');
   });
 });
