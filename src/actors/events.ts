@@ -5,7 +5,7 @@
  */
 import type { Pool, Queryable } from '../store/pool.js';
 import type { Clock } from '../clock.js';
-import { enqueueEvent, enqueueEvents } from '../webhooks/outbox.js';
+import { enqueueEvent, enqueueEvents, enqueueEventsAcross } from '../webhooks/outbox.js';
 import { isEventName, type EventOf } from '../webhooks/events.js';
 
 export interface EventBus {
@@ -13,6 +13,8 @@ export interface EventBus {
   emit(q: Queryable, instanceId: string, event: string, data: unknown): Promise<void>;
   /** Several events of one instance in one statement, in order. */
   emitMany(q: Queryable, instanceId: string, items: { event: string; data: unknown }[]): Promise<void>;
+  /** Events of many instances in one statement, each instance's in order (the node-wide group commit). */
+  emitAcross(q: Queryable, items: { instanceId: string; event: string; data: unknown }[]): Promise<void>;
   /**
    * Write and wake the sender: the one way out for events with no state change of their own (network and
    * lifecycle events, mapped by src/webhooks/driver-events.ts and published by src/actors/network-events.ts).
@@ -32,6 +34,11 @@ export function createEventBus(deps: { pool: Pool; clock: Clock; wake: (instance
       if (items.length === 0) return;
       for (const it of items) if (!isEventName(it.event)) throw new Error(`unknown event ${it.event}`);
       await enqueueEvents(q, instanceId, items as EventOf[], deps.clock.now());
+    },
+    async emitAcross(q, items) {
+      if (items.length === 0) return;
+      for (const it of items) if (!isEventName(it.event)) throw new Error(`unknown event ${it.event}`);
+      await enqueueEventsAcross(q, items as (EventOf & { instanceId: string })[], deps.clock.now());
     },
     async publish(instanceId, event) {
       await enqueueEvent(deps.pool, { ...event, instanceId, now: deps.clock.now() });

@@ -25,6 +25,7 @@ import { answer, type Replies } from './local-port.js';
 import { Stopping } from './stopping.js';
 import { failureReply, okReply, type AskEnvelope, type OperatorAsk, type QueueAsk, type QueueSummary } from './port.js';
 import type { ChildEvent, PlannerNotice } from '../../machines/instance.types.js';
+import type { AcceptanceCommitter } from '../queue/group-commit.js';
 
 /** How much longer than the call deadline the planner waits for the dispatcher before it records `unknown`. */
 export const DISPATCH_GRACE_MS = 5_000;
@@ -54,6 +55,8 @@ export interface PlannerDeps {
   fence?: (instanceId: string, q: Queryable) => Promise<void>;
   /** acceptance and dispatch figures for /metrics */
   metrics?: QueueMetrics;
+  /** the node's group commit of acceptances */
+  committer?: AcceptanceCommitter;
 }
 
 export interface Planners {
@@ -90,6 +93,7 @@ export function createPlanners(deps: PlannerDeps): Planners {
       maxPending: deps.maxPending,
       ...(deps.metrics ? { metrics: deps.metrics } : {}),
       ...(deps.fence ? { fence: (q: Queryable) => (deps.fence as NonNullable<PlannerDeps['fence']>)(instanceId, q) } : {}),
+      ...(deps.committer ? { committer: deps.committer } : {}),
       events: {
         emit: (q, event, data) => deps.events.emit(q, instanceId, event, data),
         emitMany: (q, items) => deps.events.emitMany(q, instanceId, items),

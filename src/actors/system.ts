@@ -27,6 +27,7 @@ import type { QueueMetrics } from '../queue/types.js';
 import type { WebhookMetrics } from '../webhooks/deliver.js';
 import { createReplies, LocalInstancePort, type Replies } from './local-port.js';
 import { createPlanners, type Planners } from './planner.js';
+import { AcceptanceCommitter } from '../queue/group-commit.js';
 import { createDispatcherLogic } from './dispatcher.js';
 import { DEADLINES, type InstancePort } from './port.js';
 import { describeActors, type ActorSummary } from './describe.js';
@@ -52,6 +53,8 @@ export interface ActorSystemDeps {
   store: StoreHealth;
   /** the write fence of an instance's lease (src/cluster/cluster.ts) */
   fence?: (instanceId: string, q: Queryable) => Promise<void>;
+  /** the same for many instances at once, for the node-wide group commit of acceptances */
+  fenceMany?: (q: Queryable, instanceIds: readonly string[]) => Promise<Set<string>>;
   /** this node's id among several (shown by /debug/actors) */
   nodeId?: string;
   /** the hooks of /metrics (src/metrics) */
@@ -142,6 +145,12 @@ export class ActorSystem {
       wake: (id) => void this.webhooks.notify(id),
       ...(deps.fence ? { fence: deps.fence } : {}),
       ...(deps.metrics ? { metrics: deps.metrics.queue } : {}),
+      // acceptances of every instance of this node, committed together (src/queue/group-commit.ts)
+      committer: new AcceptanceCommitter({
+        pool: deps.pool,
+        ...(deps.fenceMany ? { fence: deps.fenceMany } : {}),
+        emit: (q, items) => deps.events.emitAcross(q, items),
+      }),
     });
     const dispatcher = createDispatcherLogic({ clock: deps.clock, callTimeoutMs: deps.callTimeoutMs, resolveMedia: deps.resolveMedia, replies });
 

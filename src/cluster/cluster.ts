@@ -18,7 +18,7 @@
 import type { Logger } from '../log.js';
 import type { Pool, Queryable } from '../store/pool.js';
 import { listInstances, type Instance } from '../store/instances.js';
-import { acquireLease, fenceLease, leaseLost, liveLeases, ownerOf, releaseLease, renewLeases, type Lease, type Owner } from './leases.js';
+import { acquireLease, fenceLease, fenceLeases, leaseLost, liveLeases, ownerOf, releaseLease, renewLeases, type Lease, type Owner } from './leases.js';
 import { heartbeat, leaveCluster, liveNodes, registerNode, secretHash, type LiveNode, type NodeInfo } from './nodes.js';
 import { placeInstance } from './placement.js';
 
@@ -80,6 +80,12 @@ export class Cluster {
     const lease = this.held.get(instanceId);
     if (!lease) throw leaseLost();
     await fenceLease(q, lease);
+  };
+
+  /** The same for many instances in one statement (the node-wide group commit): the ones still held. */
+  fenceMany = async (q: Queryable, instanceIds: readonly string[]): Promise<Set<string>> => {
+    const leases = instanceIds.map((id) => this.held.get(id)).filter((l): l is Lease => l !== undefined);
+    return fenceLeases(q, leases);
   };
 
   /** Run one round now (after a create or a move, instead of waiting for the timer). */

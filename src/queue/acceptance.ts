@@ -1,9 +1,11 @@
 /**
  * Acceptance: idempotency, QUEUE_FULL and TTL_UNREACHABLE are decided here, on the queue's serial executor.
  *
- * Acceptances arriving together are planned and committed in one transaction (group commit): a job is only
- * answered once it is in PostgreSQL. Every request of a batch ends in an `AcceptOutcome` (accepted, replay,
- * or a refusal with its code); only a store failure is an error, and it fails the whole batch.
+ * Acceptances arriving together are one batch, decided in arrival order and committed in one transaction
+ * together with the batches of other instances (the node-wide group commit, src/queue/group-commit.ts): a
+ * job is only answered once it is in PostgreSQL. Every request of a batch ends in an `AcceptOutcome`
+ * (accepted, replay, or a refusal with its code); only a store failure is an error, and it fails the whole
+ * batch.
  */
 import { performance } from 'node:perf_hooks';
 import { CommitOutcomeUnknown } from '../store/pool.js';
@@ -15,10 +17,11 @@ import { sendPart } from './payload.js';
 import type { QueueCore } from './core.js';
 import { queueEventData } from '../wire/queue-events.js';
 import { BOOT_ID } from './sync-callers.js';
-import { findByIdempotencyKeys } from './sql/findByIdempotencyKeys.js';
-import { insertJobs } from './sql/insertJobs.js';
-import { rememberIdempotencyKeys } from './sql/rememberIdempotencyKeys.js';
-import { saveSlots } from './sql/saveSlots.js';
+import type { KeyedJob } from './sql/findByIdempotencyKeys.js';
+import { AcceptanceCommitter, type UnitWrites } from './group-commit.js';
+import type { AddProposal } from './planning.js';
+import type { InstanceSettings } from './settings.js';
+import type { Queryable } from '../store/pool.js';
 import type { AcceptOutcome, AcceptRequest, Refusal } from './types.js';
 
 export const IDEMPOTENCY_RETENTION_MS = 7 * 86_400_000;
@@ -35,12 +38,34 @@ interface Pending {
 /** A request's outcome decided inside the batch; `sibling` is a replay of a job inserted by the same batch. */
 type Decided = AcceptOutcome | { kind: 'sibling'; of: Pending };
 
+/** A batch decided: per request what it gets, and what the group commit writes. */
+interface BatchDecision extends UnitWrites {
+  decisions: Map<Pending, Decided>;
+  /** the requests whose job is inserted, in the order of `jobs` */
+  accepted: Pending[];
+  placed: AddProposal;
+}
+
 export class Acceptance {
   private inbox: Pending[] = [];
   private draining = false;
 
-  /** `accepted` is told after each committed batch (the dispatch timer may need an earlier wake). */
-  constructor(private readonly core: QueueCore, private readonly accepted: () => void) {}
+  private readonly committer: AcceptanceCommitter;
+
+  /**
+   * `accepted` is told after each committed batch (the dispatch timer may need an earlier wake). Batches go
+   * through the node's group commit (WorkerDeps.committer), else through one of this queue's own.
+   */
+  constructor(private readonly core: QueueCore, private readonly accepted: () => void) {
+    const { deps } = core;
+    const fence = deps.fence;
+    this.committer = deps.committer ?? new AcceptanceCommitter({
+      pool: deps.pool,
+      maxInFlight: 1,
+      ...(fence ? { fence: async (q: Queryable, ids: readonly string[]) => (await fence(q), new Set(ids)) } : {}),
+      emit: (q, items) => deps.events.emitMany(q, items.map((it) => ({ event: it.event, data: it.data as Record<string, unknown> }))),
+    });
+  }
 
   /** Queue a request for the next batch. */
   offer(req: AcceptRequest): Promise<AcceptOutcome> {
@@ -93,74 +118,25 @@ export class Acceptance {
     const { deps, planner } = core;
     const now = core.now();
     const settings = deps.settings();
-    const decided = new Map<Pending, Decided>();
-    const inserted = new Map<Pending, Job>();
-
-    await core.transaction(async (c) => {
-      const keys = [...new Set(batch.map((p) => p.req.idempotencyKey).filter((k): k is string => k !== null))];
-      const known = await findByIdempotencyKeys(c, deps.instanceId, keys, now - IDEMPOTENCY_RETENTION_MS);
-      const fresh: { p: Pending; job: NewJob }[] = [];
-      const keysInBatch = new Map<string, { p: Pending; job: NewJob }>();
-      for (const p of batch) {
-        const { req } = p;
-        if (req.idempotencyKey !== null) {
-          const sameBatch = keysInBatch.get(req.idempotencyKey);
-          if (sameBatch) {
-            decided.set(p, sameBatch.job.payloadHash === req.payloadHash ? { kind: 'sibling', of: sameBatch.p } : mismatch(sameBatch.job.id));
-            continue;
-          }
-          const found = known.get(req.idempotencyKey);
-          if (found) {
-            decided.set(p, found.payloadHash === req.payloadHash
-              ? { kind: 'replay', job: found.job, queuePosition: planner.position(found.job.id) }
-              : mismatch(found.job.id));
-            continue;
-          }
-        }
-        if (core.pending + fresh.length >= deps.maxPending) {
-          decided.set(p, { kind: 'refused', code: 'QUEUE_FULL', maxPending: deps.maxPending });
-          continue;
-        }
-        const job = newJob(req, deps.instanceId, now, req.ttlSeconds ?? settings.defaultTtlSeconds);
-        fresh.push({ p, job });
-        if (req.idempotencyKey !== null) keysInBatch.set(req.idempotencyKey, { p, job });
-      }
-
-      // Plan the fresh jobs; refuse the ones whose earliest slot is after their expiry.
-      const placed = planner.tryAdd(
-        fresh.map((f) => ({ id: f.job.id, priority: f.job.priority, notBefore: f.job.notBefore, expiresAt: f.job.expiresAt })),
-        now,
-        settings,
-      );
-      const accepted: { p: Pending; job: NewJob }[] = [];
-      for (const f of fresh) {
-        const slot = placed.slots.get(f.job.id);
-        if (slot === undefined) {
-          decided.set(f.p, { kind: 'refused', code: 'TTL_UNREACHABLE', expiresAt: f.job.expiresAt });
-          continue;
-        }
-        f.job.scheduledAt = slot;
-        accepted.push(f);
-      }
-      const jobs = await insertJobs(c, accepted.map((a) => a.job));
-      await rememberIdempotencyKeys(c, accepted.map((a) => a.job));
-      await deps.events.emitMany(c, jobs.map((job) => ({
-        event: QUEUED_EVENT,
-        data: queueEventData(QUEUED_EVENT, job, { now, position: placed.positions.get(job.id) ?? 0 }),
-      })));
-      // Jobs moved by this acceptance (a higher priority went in front of them) get their new slots.
-      if (placed.moved.length > 0) await saveSlots(c, placed.moved, core.epoch);
-      placed.commit?.();
-      core.pending += jobs.length;
-      jobs.forEach((job, i) => {
-        const a = accepted[i];
-        if (a) inserted.set(a.p, job);
-      });
+    const keys = [...new Set(batch.map((p) => p.req.idempotencyKey).filter((k): k is string => k !== null))];
+    // decided inside the (node-wide) group's transaction, on this instance's serial executor: the previous
+    // batch is committed and applied, nothing else of this instance's queue runs meanwhile
+    const { decided, jobs } = await this.committer.commit({
+      instanceId: deps.instanceId,
+      keys,
+      since: now - IDEMPOTENCY_RETENTION_MS,
+      decide: (known) => this.decide(batch, known, now, settings),
     });
-
+    decided.placed.commit?.();
+    core.pending += jobs.length;
+    const inserted = new Map<Pending, Job>();
+    jobs.forEach((job, i) => {
+      const a = decided.accepted[i];
+      if (a) inserted.set(a, job);
+    });
     deps.events.flushed();
     for (const p of batch) {
-      const d = decided.get(p);
+      const d = decided.decisions.get(p);
       const job = d?.kind === 'sibling' ? inserted.get(d.of) : inserted.get(p);
       if (d === undefined || d.kind === 'sibling') {
         // a fresh job, or the same key twice in one batch: the second is a replay of the first, now committed
@@ -169,6 +145,69 @@ export class Acceptance {
       } else p.resolve(d);
     }
     this.accepted();
+  }
+
+  /** The batch's decisions given what its keys name (pure: the planner's proposal is applied after the commit). */
+  private decide(batch: Pending[], known: Map<string, KeyedJob>, now: number, settings: InstanceSettings): BatchDecision {
+    const { core } = this;
+    const { deps, planner } = core;
+    const decisions = new Map<Pending, Decided>();
+    const fresh: { p: Pending; job: NewJob }[] = [];
+    const keysInBatch = new Map<string, { p: Pending; job: NewJob }>();
+    for (const p of batch) {
+      const { req } = p;
+      if (req.idempotencyKey !== null) {
+        const sameBatch = keysInBatch.get(req.idempotencyKey);
+        if (sameBatch) {
+          decisions.set(p, sameBatch.job.payloadHash === req.payloadHash ? { kind: 'sibling', of: sameBatch.p } : mismatch(sameBatch.job.id));
+          continue;
+        }
+        const found = known.get(req.idempotencyKey);
+        if (found) {
+          decisions.set(p, found.payloadHash === req.payloadHash
+            ? { kind: 'replay', job: found.job, queuePosition: planner.position(found.job.id) }
+            : mismatch(found.job.id));
+          continue;
+        }
+      }
+      if (core.pending + fresh.length >= deps.maxPending) {
+        decisions.set(p, { kind: 'refused', code: 'QUEUE_FULL', maxPending: deps.maxPending });
+        continue;
+      }
+      const job = newJob(req, deps.instanceId, now, req.ttlSeconds ?? settings.defaultTtlSeconds);
+      fresh.push({ p, job });
+      if (req.idempotencyKey !== null) keysInBatch.set(req.idempotencyKey, { p, job });
+    }
+
+    // Plan the fresh jobs; refuse the ones whose earliest slot is after their expiry.
+    const placed = planner.tryAdd(
+      fresh.map((f) => ({ id: f.job.id, priority: f.job.priority, notBefore: f.job.notBefore, expiresAt: f.job.expiresAt })),
+      now,
+      settings,
+    );
+    const accepted: { p: Pending; job: NewJob }[] = [];
+    for (const f of fresh) {
+      const slot = placed.slots.get(f.job.id);
+      if (slot === undefined) {
+        decisions.set(f.p, { kind: 'refused', code: 'TTL_UNREACHABLE', expiresAt: f.job.expiresAt });
+        continue;
+      }
+      f.job.scheduledAt = slot;
+      accepted.push(f);
+    }
+    return {
+      decisions,
+      accepted: accepted.map((a) => a.p),
+      placed,
+      jobs: accepted.map((a) => a.job),
+      // jobs moved by this acceptance (a higher priority went in front of them) get their new slots
+      moved: placed.moved,
+      epoch: core.epoch,
+      events: (jobs) => jobs.map((job) => ({
+        event: QUEUED_EVENT,
+        data: queueEventData(QUEUED_EVENT, job, { now, position: placed.positions.get(job.id) ?? 0 }),
+      })),
+    };
   }
 }
 

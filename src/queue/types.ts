@@ -5,6 +5,7 @@ import type { Logger } from '../log.js';
 import type { InstanceSettings } from './settings.js';
 import type { Job, JobRecord } from './job.js';
 import type { Send } from './payload.js';
+import type { AcceptanceCommitter } from './group-commit.js';
 
 export interface QueueEventSink {
   /** Write an event to the outbox inside the caller's transaction. */
@@ -61,6 +62,8 @@ export interface WorkerDeps {
   fence?: (q: Queryable) => Promise<void>;
   /** observations for /metrics (none: not observed) */
   metrics?: QueueMetrics;
+  /** the node's group commit of acceptances (none: the queue commits its batches alone) */
+  committer?: AcceptanceCommitter;
 }
 
 /** A validated send as a route hands it over: the send, its place in the queue and, for a requeue, its origin. */

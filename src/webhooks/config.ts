@@ -157,16 +157,30 @@ export function invalidateWebhookConfig(instanceId?: string): void {
  * `now` is real time (Date.now()), not the simulated clock: the TTL bounds staleness across nodes.
  */
 export async function subscribedEvents(q: Queryable, instanceId: string, now = Date.now()): Promise<readonly string[] | null> {
-  const hit = cache.get(instanceId);
-  if (hit && now - hit.loadedAt < CACHE_TTL_MS) return hit.events;
-  const { rows } = await q.query<{ events: string[]; enabled: boolean }>(
-    'SELECT events, enabled FROM webhooks WHERE instance_id = $1',
-    [instanceId],
+  return (await subscribedEventsOf(q, [instanceId], now)).get(instanceId) ?? null;
+}
+
+/** The same for many instances: the cache first, one query for all the others. */
+export async function subscribedEventsOf(q: Queryable, instanceIds: readonly string[], now = Date.now()): Promise<Map<string, readonly string[] | null>> {
+  const out = new Map<string, readonly string[] | null>();
+  const missing: string[] = [];
+  for (const id of new Set(instanceIds)) {
+    const hit = cache.get(id);
+    if (hit && now - hit.loadedAt < CACHE_TTL_MS) out.set(id, hit.events);
+    else missing.push(id);
+  }
+  if (missing.length === 0) return out;
+  const { rows } = await q.query<{ instance_id: string; events: string[]; enabled: boolean }>(
+    'SELECT instance_id, events, enabled FROM webhooks WHERE instance_id = ANY ($1::uuid[])',
+    [missing],
   );
-  const row = rows[0];
-  const events = row && row.enabled ? row.events : null;
-  const oldest = cache.size >= CACHE_MAX ? cache.keys().next().value : undefined;
-  if (oldest !== undefined) cache.delete(oldest);
-  cache.set(instanceId, { events, loadedAt: now });
-  return events;
+  const found = new Map(rows.map((r) => [r.instance_id, r.enabled ? r.events : null]));
+  for (const id of missing) {
+    const events = found.get(id) ?? null;
+    const oldest = cache.size >= CACHE_MAX ? cache.keys().next().value : undefined;
+    if (oldest !== undefined) cache.delete(oldest);
+    cache.set(id, { events, loadedAt: now });
+    out.set(id, events);
+  }
+  return out;
 }

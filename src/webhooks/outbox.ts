@@ -12,7 +12,7 @@
 import type { Queryable } from '../store/pool.js';
 import { newEventId } from '../ids.js';
 import { isSubscribed, maxAttemptsFor, type EventName, type EventOf } from './events.js';
-import { subscribedEvents } from './config.js';
+import { subscribedEvents, subscribedEventsOf } from './config.js';
 
 export const ENVELOPE_VERSION = 2;
 
@@ -92,4 +92,39 @@ export async function enqueueEvents(
     const id = ids[k++] as string;
     return written.has(id) ? { eventId: id } : null;
   });
+}
+
+/**
+ * Events of many instances in one statement (the node-wide group commit of acceptances): each instance's
+ * events keep their given order, which is their delivery order. What an instance's webhook does not want is
+ * not written.
+ */
+export async function enqueueEventsAcross(q: Queryable, items: readonly (EventOf & { instanceId: string })[], now: number): Promise<void> {
+  if (items.length === 0) return;
+  const subscribed = await subscribedEventsOf(q, items.map((it) => it.instanceId));
+  const at = new Date(Math.trunc(now));
+  const instances: string[] = [];
+  const ids: string[] = [];
+  const names: string[] = [];
+  const bodies: string[] = [];
+  const attempts: number[] = [];
+  for (const it of items) {
+    const events = subscribed.get(it.instanceId) ?? null;
+    if (events === null || !isSubscribed(events, it.event)) continue;
+    const eventId = newEventId();
+    instances.push(it.instanceId);
+    ids.push(eventId);
+    names.push(it.event);
+    bodies.push(envelopeBody(eventId, it.event, it.instanceId, at.getTime(), it.data));
+    attempts.push(maxAttemptsFor(it.event));
+  }
+  if (ids.length === 0) return;
+  await q.query(
+    `INSERT INTO outbox (event_id, instance_id, event, body, created_at, max_attempts, next_attempt_at)
+     SELECT e.event_id, e.instance_id, e.event, e.body, $1, e.max_attempts, $1
+       FROM unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $6::int[]) WITH ORDINALITY AS e(instance_id, event_id, event, body, max_attempts, n)
+       JOIN webhooks w ON w.instance_id = e.instance_id AND w.enabled AND (e.event = ANY (w.events) OR '*' = ANY (w.events))
+      ORDER BY e.n`,
+    [at, instances, ids, names, bodies, attempts],
+  );
 }

@@ -2,7 +2,9 @@
  * The jobs idempotency keys name, if remembered (younger than `since`).
  *
  * Strategy: one `key = ANY($2)` query for a whole acceptance batch rather than a query per request; the
- * key's own payload hash comes along, since the job may be a requeue whose hash is its own.
+ * key's own payload hash comes along, since the job may be a requeue whose hash is its own. `findKeysAcross`
+ * does the same for the batches of many instances at once (the node-wide group commit): one query over the
+ * (instance, key) pairs.
  */
 import type { Queryable } from '../../store/pool.js';
 import type { Job } from '../job.js';
@@ -28,4 +30,31 @@ export async function findByIdempotencyKeys(q: Queryable, instanceId: string, ke
 /** The job one idempotency key names (a requeue's derived key, the status route). */
 export async function findByIdempotencyKey(q: Queryable, instanceId: string, key: string, since: number): Promise<KeyedJob | null> {
   return (await findByIdempotencyKeys(q, instanceId, [key], since)).get(key) ?? null;
+}
+
+/** The remembered keys of many instances' batches in one query: instance id → key → job. */
+export async function findKeysAcross(
+  q: Queryable,
+  wanted: readonly { instanceId: string; keys: readonly string[]; since: number }[],
+): Promise<Map<string, Map<string, KeyedJob>>> {
+  const out = new Map<string, Map<string, KeyedJob>>();
+  const instances: string[] = [];
+  const keys: string[] = [];
+  const since: Date[] = [];
+  for (const w of wanted) for (const k of w.keys) (instances.push(w.instanceId), keys.push(k), since.push(new Date(w.since)));
+  if (keys.length === 0) return out;
+  const { rows } = await q.query<JobRow & { key_hash: string; key: string }>(
+    `SELECT j.*, k.payload_hash AS key_hash, k.key AS key
+       FROM unnest($1::uuid[], $2::text[], $3::timestamptz[]) AS w(instance_id, key, since)
+       JOIN idempotency_keys k ON k.instance_id = w.instance_id AND k.key = w.key AND k.created_at > w.since
+       JOIN jobs j ON j.id = k.job_id`,
+    [instances, keys, since],
+  );
+  for (const r of rows) {
+    const job = rowToJob(r);
+    let m = out.get(job.instanceId);
+    if (!m) out.set(job.instanceId, (m = new Map()));
+    m.set(r.key, { job, payloadHash: r.key_hash });
+  }
+  return out;
 }

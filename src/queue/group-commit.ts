@@ -1,0 +1,166 @@
+/**
+ * The node-wide group commit of acceptances: the batches of many instances committed in one transaction.
+ *
+ * Each instance still decides its own batch, in its own order, on its own serial executor (src/queue/
+ * acceptance.ts): idempotency, QUEUE_FULL, its plan and TTL_UNREACHABLE. What it hands over here is a unit:
+ * the keys to look up and a `decide` that turns what they name into the rows to write. A group of units is
+ * then one transaction of a fixed number of statements, however many instances it holds:
+ *
+ *   fence every instance's lease (one statement; a unit whose lease is gone is refused alone) → look up every
+ *   unit's keys (one) → each unit decides (in memory) → insert every job (one) → remember every key (one) →
+ *   every `message.queued` event (one; each instance's in its order) → moved slots (only after a priority
+ *   jump) → COMMIT.
+ *
+ * Groups are pipelined: while one commits, the next collects what arrives and starts (at most `maxInFlight`
+ * at once). A unit's instance waits for its group's commit before it decides its next batch, so a decision
+ * always sees the previous one committed. A group that fails as a whole for one unit (a key another node took
+ * meanwhile) is tried again unit by unit, so one instance cannot fail the others; a lost connection or an
+ * unknown COMMIT fails every unit of the group, as it would have failed each alone.
+ */
+import { CommitOutcomeUnknown, withTransaction, type Pool, type Queryable } from '../store/pool.js';
+import { isConnectionError } from '../store/health.js';
+import { DomainError } from '../errors.js';
+import type { Job, NewJob } from './job.js';
+import { findKeysAcross, type KeyedJob } from './sql/findByIdempotencyKeys.js';
+import { insertJobs } from './sql/insertJobs.js';
+import { rememberIdempotencyKeys } from './sql/rememberIdempotencyKeys.js';
+import { saveSlots } from './sql/saveSlots.js';
+
+/** What one instance's acceptance batch writes, decided inside the group's transaction. */
+export interface UnitWrites {
+  jobs: NewJob[];
+  /** waiting jobs a higher priority moved, with their new slots (saved under `epoch`) */
+  moved: { jobId: string; scheduledAt: number }[];
+  epoch: number;
+  /** the events of the inserted jobs (in their order) */
+  events(inserted: Job[]): { event: string; data: unknown }[];
+}
+
+export interface AcceptUnit<D extends UnitWrites = UnitWrites> {
+  instanceId: string;
+  /** idempotency keys to look up, remembered if younger than `since` */
+  keys: readonly string[];
+  since: number;
+  /** Decide the batch from what its keys name. Pure: it may run again if the group is retried. */
+  decide(known: Map<string, KeyedJob>): D;
+}
+
+export interface UnitResult<D extends UnitWrites = UnitWrites> {
+  decided: D;
+  /** the inserted jobs, in the order of `decided.jobs` */
+  jobs: Job[];
+}
+
+export interface CommitterDeps {
+  pool: Pool;
+  /** the instances (of `instanceIds`) whose lease this node holds, read FOR KEY SHARE in the transaction */
+  fence?: (q: Queryable, instanceIds: readonly string[]) => Promise<Set<string>>;
+  /** write events of many instances in one statement, inside the transaction */
+  emit(q: Queryable, items: { instanceId: string; event: string; data: unknown }[]): Promise<void>;
+  /** groups committing at once (default 2) */
+  maxInFlight?: number;
+  /** units in one group (default 500) */
+  maxUnits?: number;
+}
+
+interface Waiting {
+  unit: AcceptUnit;
+  resolve: (r: UnitResult) => void;
+  reject: (err: unknown) => void;
+}
+
+const notOwned = () => new DomainError('INSTANCE_UNREACHABLE', 'this node no longer owns the instance; nothing was accepted');
+
+export class AcceptanceCommitter {
+  private waiting: Waiting[] = [];
+  private inFlight = 0;
+  private scheduled = false;
+  /** groups committed and units in them, for the benchmarks and /debug */
+  readonly stats = { groups: 0, units: 0 };
+
+  constructor(private readonly deps: CommitterDeps) {}
+
+  /** Commit one instance's batch with whatever else is waiting; resolves once it is in PostgreSQL. */
+  commit<D extends UnitWrites>(unit: AcceptUnit<D>): Promise<UnitResult<D>> {
+    return new Promise<UnitResult<D>>((resolve, reject) => {
+      this.waiting.push({ unit, resolve: resolve as (r: UnitResult) => void, reject });
+      this.schedule();
+    });
+  }
+
+  /** Start a group on the next turn (what arrives in this one joins it), unless enough are committing. */
+  private schedule(): void {
+    if (this.scheduled || this.waiting.length === 0 || this.inFlight >= (this.deps.maxInFlight ?? 2)) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      if (this.waiting.length === 0 || this.inFlight >= (this.deps.maxInFlight ?? 2)) return;
+      const group = this.waiting.splice(0, this.deps.maxUnits ?? 500);
+      this.inFlight += 1;
+      void this.run(group).finally(() => {
+        this.inFlight -= 1;
+        this.schedule();
+      });
+      this.schedule();
+    });
+  }
+
+  private async run(group: Waiting[]): Promise<void> {
+    let results: Map<Waiting, UnitResult | Error>;
+    try {
+      results = await this.transact(group);
+    } catch (err) {
+      if (group.length === 1 || isConnectionError(err) || err instanceof CommitOutcomeUnknown) {
+        for (const w of group) w.reject(err);
+        return;
+      }
+      // one unit failed the whole group: each alone, so that it fails only itself
+      for (const w of group) {
+        await this.transact([w]).then(
+          (r) => settle(w, r.get(w)),
+          (e: unknown) => w.reject(e),
+        );
+      }
+      return;
+    }
+    for (const w of group) settle(w, results.get(w));
+  }
+
+  private async transact(group: Waiting[]): Promise<Map<Waiting, UnitResult | Error>> {
+    const out = new Map<Waiting, UnitResult | Error>();
+    await withTransaction(this.deps.pool, async (c) => {
+      out.clear();
+      let live = group;
+      if (this.deps.fence) {
+        const held = await this.deps.fence(c, [...new Set(group.map((w) => w.unit.instanceId))]);
+        live = group.filter((w) => held.has(w.unit.instanceId));
+        for (const w of group) if (!held.has(w.unit.instanceId)) out.set(w, notOwned());
+      }
+      const known = await findKeysAcross(c, live.map((w) => ({ instanceId: w.unit.instanceId, keys: w.unit.keys, since: w.unit.since })));
+      const decided = live.map((w) => w.unit.decide(known.get(w.unit.instanceId) ?? new Map()));
+      const all = decided.flatMap((d) => d.jobs);
+      const inserted = await insertJobs(c, all);
+      await rememberIdempotencyKeys(c, all);
+      const events: { instanceId: string; event: string; data: unknown }[] = [];
+      let at = 0;
+      live.forEach((w, i) => {
+        const d = decided[i] as UnitWrites;
+        const jobs = inserted.slice(at, at + d.jobs.length);
+        at += d.jobs.length;
+        for (const e of d.events(jobs)) events.push({ instanceId: w.unit.instanceId, ...e });
+        out.set(w, { decided: d, jobs });
+      });
+      await this.deps.emit(c, events);
+      for (const d of decided) if (d.moved.length > 0) await saveSlots(c, d.moved, d.epoch);
+    });
+    this.stats.groups += 1;
+    this.stats.units += group.length;
+    return out;
+  }
+}
+
+function settle(w: Waiting, r: UnitResult | Error | undefined): void {
+  if (r === undefined) w.reject(new Error('the group commit lost a unit'));
+  else if (r instanceof Error) w.reject(r);
+  else w.resolve(r);
+}
