@@ -88,6 +88,8 @@ export interface Gateway {
   demo: { instance: Instance; apiKey: string; phoneNumber: string } | null;
   /** every mounted route with its authentication (the route × credential matrix and the fuzzer use it) */
   routes: RouteInfo[];
+  /** the node-wide group commit of acceptances: transactions and the instance batches in them (benchmarks) */
+  groupCommitStats(): { groups: number; units: number };
   log: Logger;
   stop(): Promise<void>;
 }
@@ -292,6 +294,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     adminTokenGenerated: admin.generated,
     demo,
     routes,
+    groupCommitStats: () => ({ ...rt.groupCommit.stats }),
     log,
     async stop() {
       if (stopped) return;

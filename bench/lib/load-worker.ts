@@ -15,10 +15,12 @@ const end = performance.now() + spec.durationMs;
 
 function one(): Promise<void> {
   return new Promise((resolve) => {
-    const body = spec.body?.replaceAll('{{n}}', String(n++));
+    const i = n++;
+    const body = spec.body?.replaceAll('{{n}}', String(i));
+    const key = spec.keys && spec.keys.length > 0 ? spec.keys[i % spec.keys.length] : undefined;
     const t0 = performance.now();
     const req = http.request(
-      { agent, host: u.hostname, port: u.port, path: u.pathname + u.search, method: spec.method ?? 'GET', headers: { ...spec.headers, ...(body ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } : {}) } },
+      { agent, host: u.hostname, port: u.port, path: u.pathname + u.search, method: spec.method ?? 'GET', headers: { ...spec.headers, ...(key ? { authorization: `Bearer ${key}` } : {}), ...(body ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } : {}) } },
       (res) => {
         res.resume();
         res.on('end', () => {

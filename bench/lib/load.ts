@@ -23,6 +23,8 @@ export interface LoadSpec {
   body?: string;
   concurrency: number;
   durationMs: number;
+  /** bearer keys taken in turn, one per request (requests spread over many instances); overrides authorization */
+  keys?: string[];
   /** status codes counted as success (default 2xx) */
   okStatus?: number[];
 }

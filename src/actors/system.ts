@@ -104,6 +104,8 @@ export class ActorSystem {
   private readonly ports = new Map<string, InstancePort>();
   private readonly sessions: Sessions;
   private readonly planners: Planners;
+  /** acceptances of every instance of this node, committed together (src/queue/group-commit.ts) */
+  readonly groupCommit: AcceptanceCommitter;
   private readonly replies: Replies;
   readonly webhooks: WebhookSenders;
   readonly supervisor: Actor<typeof supervisorMachine>;
@@ -132,6 +134,11 @@ export class ActorSystem {
       db: deps.pool, clock: deps.clock, log: deps.log, allowPrivate: deps.webhookAllowPrivate,
       ...(deps.metrics ? { options: { metrics: deps.metrics.webhooks } } : {}),
     });
+    this.groupCommit = new AcceptanceCommitter({
+      pool: deps.pool,
+      ...(deps.fenceMany ? { fence: deps.fenceMany } : {}),
+      emit: (q, items) => deps.events.emitAcross(q, items),
+    });
     this.planners = createPlanners({
       pool: deps.pool,
       clock: deps.clock,
@@ -145,12 +152,7 @@ export class ActorSystem {
       wake: (id) => void this.webhooks.notify(id),
       ...(deps.fence ? { fence: deps.fence } : {}),
       ...(deps.metrics ? { metrics: deps.metrics.queue } : {}),
-      // acceptances of every instance of this node, committed together (src/queue/group-commit.ts)
-      committer: new AcceptanceCommitter({
-        pool: deps.pool,
-        ...(deps.fenceMany ? { fence: deps.fenceMany } : {}),
-        emit: (q, items) => deps.events.emitAcross(q, items),
-      }),
+      committer: this.groupCommit,
     });
     const dispatcher = createDispatcherLogic({ clock: deps.clock, callTimeoutMs: deps.callTimeoutMs, resolveMedia: deps.resolveMedia, replies });
 

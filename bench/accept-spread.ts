@@ -1,0 +1,70 @@
+/**
+ * v2 send-message acceptance spread over many instances (one request per instance in turn, as an operator's
+ * traffic looks), as a ratio of pgbench's single-row INSERT TPS measured in the same run on the same server
+ * (goal ≥ 0.6, p99 ≤ 25 ms). The node-wide group commit (src/queue/group-commit.ts) commits the batches of
+ * many instances together; the figures of its groups are printed too.
+ *
+ *   TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npx tsx bench/accept-spread.ts
+ *   BENCH_INSTANCES=500 BENCH_CONCURRENCY=50 BENCH_MS=8000
+ */
+import { execFileSync } from 'node:child_process';
+import { writeFileSync, mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { startTestGateway } from '../test/helpers/gateway.js';
+import { runLoad, fmt } from './lib/load.js';
+
+const base = process.env.TEST_DATABASE_URL;
+if (!base) {
+  console.error('bench/accept-spread.ts needs TEST_DATABASE_URL (a PostgreSQL server; pgbench runs against it)');
+  process.exit(2);
+}
+const DURATION = Number(process.env.BENCH_MS ?? 8_000);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 50);
+const INSTANCES = Number(process.env.BENCH_INSTANCES ?? 500);
+
+// ---- pgbench: one-row INSERTs into a fresh table of a fresh database, same client count
+const dbName = `mgw_bench_spread_${process.pid}`;
+const admin = new pg.Client({ connectionString: base });
+await admin.connect();
+await admin.query(`CREATE DATABASE ${dbName}`);
+const u = new URL(base);
+u.pathname = `/${dbName}`;
+const c2 = new pg.Client({ connectionString: u.toString() });
+await c2.connect();
+await c2.query('CREATE TABLE bench_rows (id bigserial PRIMARY KEY, payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())');
+await c2.end();
+const dir = mkdtempSync(path.join(os.tmpdir(), 'mgw-pgbench-'));
+const script = path.join(dir, 'insert.sql');
+writeFileSync(script, `INSERT INTO bench_rows (payload) VALUES ('{"phone":"4915112345678","message":"hello"}');\n`);
+const pgbenchOut = execFileSync('pgbench', ['-n', '-c', String(CONCURRENCY), '-j', '2', '-T', String(Math.round(DURATION / 1000)), '-f', script, '-h', u.hostname, '-p', u.port || '5432', '-U', u.username || 'postgres', dbName], { encoding: 'utf8' });
+const tps = Number(/tps = ([\d.]+)/.exec(pgbenchOut)?.[1] ?? NaN);
+await admin.query(`DROP DATABASE ${dbName} WITH (FORCE)`);
+await admin.end();
+
+// ---- the gateway with INSTANCES instances; each request goes to the next instance
+const t = await startTestGateway({ label: 'bench_spread', env: { QUEUE_MAX_PENDING: '10000000' } });
+const settings = { minDelayMs: 60_000, maxDelayMs: 60_000, maxPerHour: null, maxPer24h: null, quietHours: null, defaultTtlSeconds: 2_592_000 };
+const keys: string[] = [];
+for (let i = 0; i < INSTANCES; i++) keys.push((await t.createInstance(`spread${i}`, { settings })).apiKey);
+const spec = {
+  url: `${t.url}/api/v2/send-message`,
+  method: 'POST',
+  keys,
+  body: '{"phone":"4915112345678","message":"hello {{n}}","idempotencyKey":"spread-key-{{n}}"}',
+  concurrency: CONCURRENCY,
+};
+await runLoad({ ...spec, durationMs: 1_000 }); // warm-up
+const stats = t.gw.groupCommitStats();
+const before = stats ? { ...stats } : null;
+const r = await runLoad({ ...spec, body: spec.body.replace('spread-', 'spread-m-'), durationMs: DURATION });
+const after = t.gw.groupCommitStats();
+
+console.log(`pgbench single-row INSERT:        ${fmt(tps, 0)} tps (${CONCURRENCY} clients)`);
+console.log(`acceptance over ${INSTANCES} instances:   ${fmt(r.rps, 0)} req/s  p50 ${fmt(r.p50, 2)} ms  p99 ${fmt(r.p99, 2)} ms  errors ${r.errors}`);
+if (before && after && after.groups > before.groups) {
+  console.log(`group commit:                     ${after.groups - before.groups} transactions, ${fmt((after.units - before.units) / (after.groups - before.groups), 1)} instance batches each`);
+}
+console.log(`ratio spread acceptance / pgbench: ${fmt(r.rps / tps, 3)}  (goal ≥ 0.6; p99 goal ≤ 25 ms)`);
+await t.stop();
