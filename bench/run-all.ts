@@ -45,6 +45,13 @@ const BENCHES: Bench[] = [
     ],
   },
   {
+    name: 'accept-spread', file: 'bench/accept-spread.ts', needs: 'postgres',
+    figures: [
+      { figure: 'acceptance over 500 instances / pgbench INSERT', goal: '≥ 0.6', unit: '', read: num(/ratio spread acceptance \/ pgbench:\s+([\d.]+)/), met: (v) => v >= 0.6 },
+      { figure: 'acceptance over 500 instances p99', goal: '≤ 25 ms', unit: ' ms', read: num(/acceptance over \d+ instances:.*?p99 ([\d.]+) ms/), met: (v) => v <= 25 },
+    ],
+  },
+  {
     name: 'status', file: 'bench/status.ts', needs: 'postgres',
     figures: [{ figure: 'GET /api/status / Koa hello-world', goal: '≥ 0.5', unit: '', read: num(/ratio status \/ hello:\s+([\d.]+)/), met: (v) => v >= 0.5 }],
   },
