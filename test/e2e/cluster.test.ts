@@ -273,6 +273,10 @@ test('SIGSTOP of an owner past its lease, then SIGCONT: it dispatches nothing fo
   await sleep(LEASE_TTL_MS + 2_000);
   assert.equal(sandbox.network.ledger(inst.id).filter((e) => e.body === 'due while stopped').length, 1, 'sent once, by the new owner');
   await everyInstanceOwned();
+  // the woken node stopped its copy of the instance: that must not have stopped the session its owner uses
+  const after = await sendOnce(inst, 'after the wake', 'after-the-wake-1');
+  assert.ok(after, 'accepted after the wake');
+  await until('the send after the wake is sent', async () => (await jobsOf(inst.id)).find((j) => j.id === after)?.state === 'sent', 30_000);
 });
 
 test('a graceful stop hands its instances over: no job unknown', { skip }, async () => {
