@@ -8,7 +8,7 @@
  */
 import { call, message } from './api.js';
 import { browser, byId, h, type El, type EventSourceLike } from './dom.js';
-import type { PanelTarget } from './queue.js';
+import type { PanelTarget } from './dom.js';
 
 interface MachineTransition {
   event: string;

@@ -81,3 +81,9 @@ export function when(iso: string | null | undefined): string {
   const d = new Date(iso);
   return Number.isNaN(d.getTime()) ? iso : d.toLocaleString();
 }
+
+/** The instance a panel (queue, webhook, diagrams) shows. */
+export interface PanelTarget {
+  id: string;
+  name: string;
+}

@@ -5,13 +5,8 @@
  * Selecting a job shows its state in the job diagram (diagrams.ts).
  */
 import { call, message } from './api.js';
-import { browser, button, byId, h, when, type InputEl } from './dom.js';
+import { browser, button, byId, h, when, type InputEl, type PanelTarget } from './dom.js';
 import { diagramsTarget, openDiagrams, showJob } from './diagrams.js';
-
-export interface PanelTarget {
-  id: string;
-  name: string;
-}
 
 interface Summary {
   mode: string;

@@ -7,7 +7,7 @@
  */
 import { ApiError, call, message } from './api.js';
 import { browser, button, byId, h, when, type CheckEl, type InputEl } from './dom.js';
-import type { PanelTarget } from './queue.js';
+import type { PanelTarget } from './dom.js';
 
 interface WebhookView {
   url: string;
