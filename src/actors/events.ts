@@ -5,7 +5,7 @@
  */
 import type { Pool, Queryable } from '../store/pool.js';
 import type { Clock } from '../clock.js';
-import { enqueueEvent, enqueueEvents, enqueueEventsAcross } from '../webhooks/outbox.js';
+import { enqueueEvent, enqueueEventsAcross } from '../webhooks/outbox.js';
 import { isEventName, type EventOf } from '../webhooks/events.js';
 
 export interface EventBus {
@@ -28,18 +28,15 @@ export function createEventBus(deps: { pool: Pool; clock: Clock; wake: (instance
     // The catalogue (webhooks/events.ts) types each payload; callers build them from the same tables.
     await enqueueEvent(q, { instanceId, now: deps.clock.now(), event, data } as EventOf & { instanceId: string; now: number });
   };
+  const emitAcross = async (q: Queryable, items: { instanceId: string; event: string; data: unknown }[]): Promise<void> => {
+    if (items.length === 0) return;
+    for (const it of items) if (!isEventName(it.event)) throw new Error(`unknown event ${it.event}`);
+    await enqueueEventsAcross(q, items as (EventOf & { instanceId: string })[], deps.clock.now());
+  };
   return {
     emit,
-    async emitMany(q, instanceId, items) {
-      if (items.length === 0) return;
-      for (const it of items) if (!isEventName(it.event)) throw new Error(`unknown event ${it.event}`);
-      await enqueueEvents(q, instanceId, items as EventOf[], deps.clock.now());
-    },
-    async emitAcross(q, items) {
-      if (items.length === 0) return;
-      for (const it of items) if (!isEventName(it.event)) throw new Error(`unknown event ${it.event}`);
-      await enqueueEventsAcross(q, items as (EventOf & { instanceId: string })[], deps.clock.now());
-    },
+    emitMany: (q, instanceId, items) => emitAcross(q, items.map((it) => ({ ...it, instanceId }))),
+    emitAcross,
     async publish(instanceId, event) {
       await enqueueEvent(deps.pool, { ...event, instanceId, now: deps.clock.now() });
       deps.wake(instanceId);

@@ -54,13 +54,7 @@ export async function renewLeases(q: Queryable, nodeId: string, held: readonly L
 }
 
 export async function fenceLease(q: Queryable, lease: Lease): Promise<void> {
-  const { rows } = await q.query(
-    `SELECT 1 FROM instance_leases
-      WHERE instance_id = $1 AND node_id = $2 AND epoch = $3 AND expires_at > now()
-      FOR KEY SHARE`,
-    [lease.instanceId, lease.nodeId, lease.epoch],
-  );
-  if (rows.length === 0) throw leaseLost();
+  if (!(await fenceLeases(q, [lease])).has(lease.instanceId)) throw leaseLost();
 }
 
 /** `fenceLease` for many instances in one statement: answers the instance ids whose lease still holds. */

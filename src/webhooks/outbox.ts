@@ -53,54 +53,21 @@ export async function enqueueEvent(q: Queryable, input: EnqueueInput): Promise<{
  * Several events of one instance in one statement, in the given order (e.g. the `message.queued` events of
  * a batch of acceptances). Returns, per input, its eventId or null when the webhook does not want it.
  */
-export async function enqueueEvents(
-  q: Queryable,
-  instanceId: string,
-  items: readonly EventOf[],
-  now: number,
-): Promise<({ eventId: string } | null)[]> {
-  const events = await subscribedEvents(q, instanceId);
-  const wanted = items.map((it) => events !== null && isSubscribed(events, it.event));
-  if (!wanted.some(Boolean)) return items.map(() => null);
-  const at = new Date(Math.trunc(now));
-  const ids: string[] = [];
-  const names: string[] = [];
-  const bodies: string[] = [];
-  const attempts: number[] = [];
-  items.forEach((it, i) => {
-    if (!wanted[i]) return;
-    const eventId = newEventId();
-    ids.push(eventId);
-    names.push(it.event);
-    bodies.push(envelopeBody(eventId, it.event, instanceId, at.getTime(), it.data));
-    attempts.push(maxAttemptsFor(it.event));
-  });
-  // WITH ORDINALITY + ORDER BY: the bigserial ids follow the input order, which is the delivery order.
-  const { rows } = await q.query<{ event_id: string }>(
-    `INSERT INTO outbox (event_id, instance_id, event, body, created_at, max_attempts, next_attempt_at)
-     SELECT e.event_id, $1, e.event, e.body, $2, e.max_attempts, $2
-       FROM unnest($3::text[], $4::text[], $5::text[], $6::int[]) WITH ORDINALITY AS e(event_id, event, body, max_attempts, n)
-       JOIN webhooks w ON w.instance_id = $1 AND w.enabled AND (e.event = ANY (w.events) OR '*' = ANY (w.events))
-      ORDER BY e.n
-     RETURNING event_id`,
-    [instanceId, at, ids, names, bodies, attempts],
-  );
-  const written = new Set(rows.map((r) => r.event_id));
-  let k = 0;
-  return items.map((_, i) => {
-    if (!wanted[i]) return null;
-    const id = ids[k++] as string;
-    return written.has(id) ? { eventId: id } : null;
-  });
+export function enqueueEvents(q: Queryable, instanceId: string, items: readonly EventOf[], now: number): Promise<({ eventId: string } | null)[]> {
+  return enqueueEventsAcross(q, items.map((it) => ({ ...it, instanceId })), now);
 }
 
 /**
  * Events of many instances in one statement (the node-wide group commit of acceptances): each instance's
- * events keep their given order, which is their delivery order. What an instance's webhook does not want is
- * not written.
+ * events keep their given order, which is their delivery order. Returns, per input, its eventId or null when
+ * the instance's webhook does not want it (nothing is written for it).
  */
-export async function enqueueEventsAcross(q: Queryable, items: readonly (EventOf & { instanceId: string })[], now: number): Promise<void> {
-  if (items.length === 0) return;
+export async function enqueueEventsAcross(
+  q: Queryable,
+  items: readonly (EventOf & { instanceId: string })[],
+  now: number,
+): Promise<({ eventId: string } | null)[]> {
+  if (items.length === 0) return [];
   const subscribed = await subscribedEventsOf(q, items.map((it) => it.instanceId));
   const at = new Date(Math.trunc(now));
   const instances: string[] = [];
@@ -108,23 +75,28 @@ export async function enqueueEventsAcross(q: Queryable, items: readonly (EventOf
   const names: string[] = [];
   const bodies: string[] = [];
   const attempts: number[] = [];
-  for (const it of items) {
+  const idOf = items.map((it) => {
     const events = subscribed.get(it.instanceId) ?? null;
-    if (events === null || !isSubscribed(events, it.event)) continue;
+    if (events === null || !isSubscribed(events, it.event)) return null;
     const eventId = newEventId();
     instances.push(it.instanceId);
     ids.push(eventId);
     names.push(it.event);
     bodies.push(envelopeBody(eventId, it.event, it.instanceId, at.getTime(), it.data));
     attempts.push(maxAttemptsFor(it.event));
-  }
-  if (ids.length === 0) return;
-  await q.query(
+    return eventId;
+  });
+  if (ids.length === 0) return items.map(() => null);
+  // WITH ORDINALITY + ORDER BY: the bigserial ids follow the input order, which is the delivery order.
+  const { rows } = await q.query<{ event_id: string }>(
     `INSERT INTO outbox (event_id, instance_id, event, body, created_at, max_attempts, next_attempt_at)
      SELECT e.event_id, e.instance_id, e.event, e.body, $1, e.max_attempts, $1
        FROM unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $6::int[]) WITH ORDINALITY AS e(instance_id, event_id, event, body, max_attempts, n)
        JOIN webhooks w ON w.instance_id = e.instance_id AND w.enabled AND (e.event = ANY (w.events) OR '*' = ANY (w.events))
-      ORDER BY e.n`,
+      ORDER BY e.n
+     RETURNING event_id`,
     [at, instances, ids, names, bodies, attempts],
   );
+  const written = new Set(rows.map((r) => r.event_id));
+  return idOf.map((id) => (id !== null && written.has(id) ? { eventId: id } : null));
 }
