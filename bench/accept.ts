@@ -4,13 +4,9 @@
  *
  *   TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npx tsx bench/accept.ts
  */
-import { execFileSync } from 'node:child_process';
-import { writeFileSync, mkdtempSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import pg from 'pg';
 import { startTestGateway } from '../test/helpers/gateway.js';
 import { runLoad, fmt } from './lib/load.js';
+import { pgbenchInsertTps } from './lib/pgbench.js';
 
 const base = process.env.TEST_DATABASE_URL;
 if (!base) {
@@ -20,24 +16,8 @@ if (!base) {
 const DURATION = Number(process.env.BENCH_MS ?? 8_000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 
-// ---- pgbench: one-row INSERTs into a fresh table of a fresh database, same client count
-const dbName = `mgw_bench_pgbench_${process.pid}`;
-const admin = new pg.Client({ connectionString: base });
-await admin.connect();
-await admin.query(`CREATE DATABASE ${dbName}`);
-const u = new URL(base);
-u.pathname = `/${dbName}`;
-const c2 = new pg.Client({ connectionString: u.toString() });
-await c2.connect();
-await c2.query('CREATE TABLE bench_rows (id bigserial PRIMARY KEY, payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())');
-await c2.end();
-const dir = mkdtempSync(path.join(os.tmpdir(), 'mgw-pgbench-'));
-const script = path.join(dir, 'insert.sql');
-writeFileSync(script, `INSERT INTO bench_rows (payload) VALUES ('{"phone":"4915112345678","message":"hello"}');\n`);
-const pgbenchOut = execFileSync('pgbench', ['-n', '-c', String(CONCURRENCY), '-j', '2', '-T', String(Math.round(DURATION / 1000)), '-f', script, '-h', u.hostname, '-p', u.port || '5432', '-U', u.username || 'postgres', dbName], { encoding: 'utf8' });
-const tps = Number(/tps = ([\d.]+)/.exec(pgbenchOut)?.[1] ?? NaN);
-await admin.query(`DROP DATABASE ${dbName} WITH (FORCE)`);
-await admin.end();
+// ---- pgbench: one-row INSERTs, same client count (bench/lib/pgbench.ts)
+const tps = await pgbenchInsertTps(base, CONCURRENCY, DURATION);
 
 // ---- the gateway: acceptance of v2 send-message (validation, idempotency check, plan, job + outbox in PostgreSQL)
 const t = await startTestGateway({ label: 'bench_accept', env: { QUEUE_MAX_PENDING: '10000000' } });
