@@ -12,6 +12,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { StateMachine, type AnyStateMachine } from 'xstate';
 import { toDirectedGraph, type DirectedGraphNode } from '@xstate/graph';
+import { eventLabel, guardLabel } from '../machines/labels.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const MACHINES_DIR = path.join(ROOT, 'machines');
@@ -63,34 +64,6 @@ function mermaidIds(machine: AnyStateMachine): Map<string, string> {
     ids.set(n.id, unique ? plain : [machine.id, ...n.path].join('_').replace(/[^A-Za-z0-9_]/g, '_'));
   }
   return ids;
-}
-
-function guardLabel(guard: unknown): string {
-  if (typeof guard === 'string') return guard;
-  if (typeof guard === 'function') {
-    const inner: unknown = 'guards' in guard ? guard.guards : undefined;
-    const parts = Array.isArray(inner) ? inner.map(guardLabel) : [];
-    if (guard.name === 'and') return parts.join(' && ');
-    if (guard.name === 'or') return parts.join(' || ');
-    if (guard.name === 'not') return `!${parts[0] ?? ''}`;
-    if (guard.name === 'stateIn' && 'stateValue' in guard) return `in ${JSON.stringify(guard.stateValue)}`;
-    return guard.name || 'guard';
-  }
-  if (guard && typeof guard === 'object' && 'type' in guard && typeof guard.type === 'string') return guard.type;
-  return 'guard';
-}
-
-function eventLabel(t: AnyTransition): string {
-  const ev = t.eventType;
-  if (ev === '') return 'always';
-  if (ev.startsWith('xstate.after.')) {
-    const delay: unknown = 'delay' in t ? t.delay : undefined;
-    return `after ${typeof delay === 'number' ? `${delay} ms` : String(delay)}`;
-  }
-  if (ev.startsWith('xstate.done.actor.')) return `done ${ev.slice('xstate.done.actor.'.length)}`;
-  if (ev.startsWith('xstate.error.actor.')) return `error ${ev.slice('xstate.error.actor.'.length)}`;
-  if (ev.startsWith('xstate.done.state.')) return 'done';
-  return ev;
 }
 
 function transitionLabel(t: AnyTransition): string {

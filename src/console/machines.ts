@@ -9,6 +9,7 @@
 import type { AnyStateMachine } from 'xstate';
 import { instanceMachine } from '../../machines/instance.machine.js';
 import { jobMachine } from '../../machines/job.machine.js';
+import { eventLabel, guardLabel } from '../../machines/labels.js';
 
 export interface MachineTransition {
   /** the event as written in the machine, or `always`, `after <delay>`, `done <actor>`, `error <actor>` */
@@ -38,33 +39,6 @@ export interface MachineGraph {
 
 type StateNode = AnyStateMachine['root'];
 type Transition = ReturnType<StateNode['transitions']['get']> extends (infer T)[] | undefined ? T : never;
-
-function guardLabel(guard: unknown): string {
-  if (typeof guard === 'string') return guard;
-  if (typeof guard === 'function') {
-    const inner: unknown = 'guards' in guard ? guard.guards : undefined;
-    const parts = Array.isArray(inner) ? inner.map(guardLabel) : [];
-    if (guard.name === 'and') return parts.join(' && ');
-    if (guard.name === 'or') return parts.join(' || ');
-    if (guard.name === 'not') return `!${parts[0] ?? ''}`;
-    return guard.name || 'guard';
-  }
-  if (guard && typeof guard === 'object' && 'type' in guard && typeof guard.type === 'string') return guard.type;
-  return 'guard';
-}
-
-function eventLabel(t: Transition): string {
-  const ev = t.eventType;
-  if (ev === '') return 'always';
-  if (ev.startsWith('xstate.after.')) {
-    const delay: unknown = 'delay' in t ? t.delay : undefined;
-    return `after ${typeof delay === 'number' ? `${delay} ms` : String(delay)}`;
-  }
-  if (ev.startsWith('xstate.done.actor.')) return `done ${ev.slice('xstate.done.actor.'.length)}`;
-  if (ev.startsWith('xstate.error.actor.')) return `error ${ev.slice('xstate.error.actor.'.length)}`;
-  if (ev.startsWith('xstate.done.state.')) return 'done';
-  return ev;
-}
 
 const pathOf = (n: StateNode) => n.path.join('.');
 
