@@ -6,13 +6,14 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { simulatedClock } from '../../src/clock.js';
-import type { Driver, DriverEventName, DriverEvents, MessageAck, WireMessage } from '../../src/drivers/contract.js';
+import type { MessageAck, WireMessage } from '../../src/drivers/contract.js';
 import { DriverError } from '../../src/drivers/contract.js';
 import { SandboxDriver } from '../../src/drivers/sandbox/driver.js';
 import { inProcessSandboxApi } from '../../src/drivers/sandbox/in-process.js';
 import { SandboxNetwork } from '../../src/sandbox/network.js';
 import * as people from '../../src/sandbox/people.js';
 import { wireMessage } from '../../src/sandbox/wire.js';
+import { next } from '../helpers/driver-events.js';
 
 const ME = '4915100000001';
 const ALICE = '4917600000042';
@@ -20,16 +21,6 @@ const BOB = '4917600000043';
 const NOBODY = '4917612340000'; // ends in 0000: no account
 const INSTANCE = 'inst-driver';
 
-function next<E extends DriverEventName>(d: Driver, event: E, match: (...args: DriverEvents[E]) => boolean = () => true): Promise<DriverEvents[E]> {
-  return new Promise((resolve) => {
-    const l = (...args: DriverEvents[E]) => {
-      if (!match(...args)) return;
-      d.off(event, l);
-      resolve(args);
-    };
-    d.on(event, l);
-  });
-}
 
 /** The last message of a chat as the given account sees it. */
 function lastSeenBy(net: SandboxNetwork, phone: string, chatId: string): WireMessage {

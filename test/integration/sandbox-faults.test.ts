@@ -6,10 +6,11 @@
 import { test, describe, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { simulatedClock, sleep } from '../../src/clock.js';
-import { DriverError, type Driver, type DriverEventName, type DriverEvents, type SendResult } from '../../src/drivers/contract.js';
+import { DriverError, type SendResult } from '../../src/drivers/contract.js';
 import { SandboxDriver } from '../../src/drivers/sandbox/driver.js';
 import { inProcessSandboxApi } from '../../src/drivers/sandbox/in-process.js';
 import { SandboxNetwork } from '../../src/sandbox/network.js';
+import { next } from '../helpers/driver-events.js';
 
 const ME = '4915100000001';
 const ALICE = '4917600000042';
@@ -39,15 +40,6 @@ async function outcomeOf(call: Promise<SendResult>): Promise<Outcome> {
   return { kind: 'unknown', why: e instanceof DriverError ? e.code : 'error' };
 }
 
-function next<E extends DriverEventName>(d: Driver, event: E): Promise<DriverEvents[E]> {
-  return new Promise((resolve) => {
-    const l = (...args: DriverEvents[E]) => {
-      d.off(event, l);
-      resolve(args);
-    };
-    d.on(event, l);
-  });
-}
 
 const text = (body: string) => ({ kind: 'text' as const, body });
 

@@ -9,22 +9,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { simulatedClock } from '../../src/clock.js';
-import type { Driver, DriverEventName, DriverEvents } from '../../src/drivers/contract.js';
+import type { Driver, DriverEventName } from '../../src/drivers/contract.js';
 import { SandboxDriver } from '../../src/drivers/sandbox/driver.js';
 import { RemoteSandboxApi } from '../../src/drivers/sandbox/remote.js';
 import { startSandboxServer, type SandboxServer } from '../../src/http/sandbox-server.js';
+import { next } from '../helpers/driver-events.js';
 
 const PHONE = '4915100000777';
 
-function next<E extends DriverEventName>(d: Driver, event: E): Promise<DriverEvents[E]> {
-  return new Promise((resolve) => {
-    const l = (...args: DriverEvents[E]) => {
-      d.off(event, l);
-      resolve(args);
-    };
-    d.on(event, l);
-  });
-}
 
 function record(d: Driver, names: DriverEventName[]): string[] {
   const seen: string[] = [];

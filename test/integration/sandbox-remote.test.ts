@@ -12,27 +12,19 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { simulatedClock } from '../../src/clock.js';
-import { DriverError, type Driver, type DriverEventName, type DriverEvents } from '../../src/drivers/contract.js';
+import { DriverError } from '../../src/drivers/contract.js';
 import { SandboxDriver } from '../../src/drivers/sandbox/driver.js';
 import { RemoteSandboxApi } from '../../src/drivers/sandbox/remote.js';
 import type { SandboxEvent } from '../../src/drivers/sandbox/api.js';
 import { startSandboxServer, type SandboxServer } from '../../src/http/sandbox-server.js';
 import type { LedgerEntry } from '../../src/sandbox/types.js';
+import { next } from '../helpers/driver-events.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const ME = '4915100000001';
 const ALICE = '4917600000042';
 const BOB = '4917600000043';
 
-function next<E extends DriverEventName>(d: Driver, event: E): Promise<DriverEvents[E]> {
-  return new Promise((resolve) => {
-    const l = (...args: DriverEvents[E]) => {
-      d.off(event, l);
-      resolve(args);
-    };
-    d.on(event, l);
-  });
-}
 
 async function http(server: SandboxServer, method: string, p: string, body?: unknown): Promise<{ status: number; data: Record<string, unknown>; json: Record<string, unknown> }> {
   const res = await fetch(`${server.url}/sandbox/v1${p}`, {

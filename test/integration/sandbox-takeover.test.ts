@@ -8,7 +8,7 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { simulatedClock } from '../../src/clock.js';
-import { DriverError, type Driver, type DriverEventName, type DriverEvents } from '../../src/drivers/contract.js';
+import { DriverError, type Driver, type DriverEventName } from '../../src/drivers/contract.js';
 import { SandboxDriver } from '../../src/drivers/sandbox/driver.js';
 import { inProcessSandboxApi } from '../../src/drivers/sandbox/in-process.js';
 import { RemoteSandboxApi } from '../../src/drivers/sandbox/remote.js';
@@ -16,21 +16,13 @@ import { startSandboxServer, type SandboxServer } from '../../src/http/sandbox-s
 import { SandboxNetwork } from '../../src/sandbox/network.js';
 import * as people from '../../src/sandbox/people.js';
 import type { LedgerEntry } from '../../src/sandbox/types.js';
+import { next } from '../helpers/driver-events.js';
 
 const ME = '4915100000001';
 const ALICE = '4917600000042';
 const BOB = '4917600000043';
 const text = (body: string) => ({ kind: 'text' as const, body });
 
-function next<E extends DriverEventName>(d: Driver, event: E): Promise<DriverEvents[E]> {
-  return new Promise((resolve) => {
-    const l = (...args: DriverEvents[E]) => {
-      d.off(event, l);
-      resolve(args);
-    };
-    d.on(event, l);
-  });
-}
 
 /** Every event a driver raises, by name and first argument (when it is a string). */
 function record(d: Driver): string[] {
