@@ -129,7 +129,6 @@ export class AcceptanceCommitter {
   private async transact(group: Waiting[]): Promise<Map<Waiting, UnitResult | Error>> {
     const out = new Map<Waiting, UnitResult | Error>();
     await withTransaction(this.deps.pool, async (c) => {
-      out.clear();
       let live = group;
       if (this.deps.fence) {
         const held = await this.deps.fence(c, [...new Set(group.map((w) => w.unit.instanceId))]);
