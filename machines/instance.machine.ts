@@ -17,7 +17,8 @@
  * quarantine, `orderedRestartHardMs`, `expectedDowntimeMs`, `restartDelayMs`, `startTimeoutMs`, `stableMs`,
  * `logoutTimeoutMs`, and `seed` for the jitter (default: derived from instanceId).
  *
- * OPERATOR EVENTS: `ORDERED_RESTART {reason?}` (the only way from `quarantined` or `loggedOut` back to a session),
+ * OPERATOR EVENTS: `ORDERED_RESTART {reason?}` (the only way from `quarantined`, `displaced` or `loggedOut` back to a
+ * session),
  * `LOGOUT`, `STOP` (final; the link kept), `REQUEST_PAIRING_CODE {phoneNumber}`. SESSION EVENTS: the driver's
  * lifecycle events each stamped `at`, plus `SESSION_FAILED`, `LOGGED_OUT`, `LOGOUT_FAILED`, `PAIRING_CODE_FAILED`.
  *
@@ -28,7 +29,7 @@
  * secrets: webhook only, never a log line) and `trace(TraceParams)` (operational facts for the log).
  *
  * Status of internal states: `backoff` is `error` (restart in progress); `restarting` is `initializing`;
- * `quarantined`, `loggingOut`, `loggedOut` and `stopped` are `disconnected`.
+ * `quarantined`, `displaced`, `loggingOut`, `loggedOut` and `stopped` are `disconnected`.
  */
 import { assign, enqueueActions, raise, sendTo } from 'xstate';
 import { failureOf, LC, notifyDisconnected, resolvePolicy, seedFrom, type InstanceContext } from './instance.types.js';
@@ -134,6 +135,7 @@ export const instanceMachine = instanceSetup.createMachine({
                     },
                     disconnected: [
                       { guard: 'linkLost', target: `${LC}.loggedOut`, actions: ['absorb', notifyDisconnected] },
+                      { guard: 'displaced', target: `${LC}.displaced`, actions: ['absorb', notifyDisconnected] },
                       { target: `${LC}.failed`, actions: ['absorb', notifyDisconnected] },
                     ],
                     PAIRING_CODE_FAILED: {
@@ -262,6 +264,13 @@ export const instanceMachine = instanceSetup.createMachine({
               ],
               after: { restartDelay: 'running' },
               on: { LOGOUT: 'running.loggingOut' },
+            },
+            displaced: {
+              description: 'Another client took the session over (CONFLICT); the link is kept. No automatic restart, which would take it back; only the operator restart leaves.',
+              meta: { status: 'disconnected' },
+              tags: 'offline',
+              entry: raise({ type: 'RESTART_SETTLED' }),
+              on: { ORDERED_RESTART: 'restarting', LOGOUT: 'running.loggingOut' },
             },
             loggedOut: {
               description: 'No link (logged out, unlinked on the phone, auth failure): a restart shows a new QR.',

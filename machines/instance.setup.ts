@@ -10,6 +10,7 @@
 import { assign, enqueueActions, fromCallback, setup, type AnyActorLogic } from 'xstate';
 import {
   LINK_LOST_REASONS,
+  DISPLACED_REASONS,
   backoffDelayMs,
   nextRandom,
   seedFrom,
@@ -106,6 +107,7 @@ export const instanceSetup = setup({
   },
   guards: {
     linkLost: ({ event }) => event.type === 'disconnected' && LINK_LOST_REASONS.includes(event.reason),
+    displaced: ({ event }) => event.type === 'disconnected' && DISPLACED_REASONS.includes(event.reason),
     browserDead: ({ event }) => event.type === 'browser_health' && !event.health.alive,
     tooManyFailures: ({ context }) => context.recentFailures.length >= context.policy.quarantine.maxFailures,
   },

@@ -60,6 +60,13 @@ export interface InstanceInput extends Partial<Omit<InstancePolicy, 'backoff' | 
 /** Disconnect reasons (whatsapp-web.js) that mean the link itself is gone: a new QR scan is needed. */
 export const LINK_LOST_REASONS: readonly string[] = ['LOGOUT', 'UNPAIRED', 'UNPAIRED_IDLE'];
 
+/**
+ * Disconnect reasons that mean another client now runs this session (whatsapp-web.js `CONFLICT`: WhatsApp Web
+ * opened elsewhere for the number, or another node took the instance over). The link is intact, but an automatic
+ * restart would take the session back from whoever holds it now, and they would take it back in turn.
+ */
+export const DISPLACED_REASONS: readonly string[] = ['CONFLICT'];
+
 export interface InstanceContext {
   instanceId: string;
   policy: InstancePolicy;

@@ -203,6 +203,9 @@ export interface Sessions {
   settledAll(): Promise<void>;
 }
 
+/** Driver refusals that say there is no session to send on. */
+const SESSIONLESS_CODES: ReadonlySet<string> = new Set(['NOT_CONNECTED', 'SESSION_CLOSED']);
+
 export function createSessionLogic(deps: SessionDeps): Sessions {
   const destroying = new Stopping();
   const logic = fromCallback<SessionCommand, SessionInput>(({ input, sendBack, receive, system }) => {
@@ -227,7 +230,16 @@ export function createSessionLogic(deps: SessionDeps): Sessions {
         const outcome: Promise<CallOutcome> = sendable
           ? performCall(driver, command.prepared, () => clock.now())
           : Promise.resolve({ kind: 'not_sent', message: 'the session cannot send now' });
-        void outcome.then((o) => answer(system, command, okReply(o)));
+        void outcome.then((o) => {
+          answer(system, command, okReply(o));
+          // The driver refused a send as having no session although it reported `ready` and no disconnect
+          // since: its state and ours disagree, and every put-back job would come straight back to the same
+          // refusal. The session has failed; the machine restarts it (backoff) and the jobs wait for `ready`.
+          if (sendable && o.kind === 'driver_error' && o.provablyNotSent && SESSIONLESS_CODES.has(o.code)) {
+            sendable = false;
+            sendBack({ type: 'SESSION_FAILED', message: `the driver refused a send (${o.code}) although it had reported ready`, at: clock.now() });
+          }
+        });
       } else for (const control of controls) control(command);
     });
     const session = runSession(

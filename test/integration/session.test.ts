@@ -16,6 +16,7 @@ import type {
   DriverOptions,
   WireMessage,
 } from '../../src/drivers/contract.js';
+import { DriverError } from '../../src/drivers/contract.js';
 import { DRIVER_EVENT_NAMES, createSessionLogic, sessionLogic, type DriverSessionInput } from '../../src/actors/session.js';
 import { instanceMachine, instanceStatus } from '../../machines/instance.machine.js';
 import { simulatedClock } from '../../src/clock.js';
@@ -297,6 +298,45 @@ describe('createSessionLogic with the instance machine', () => {
     actor.send({ type: 'STOP' });
     await sessions.settledAll();
     assert.deepEqual(drivers[1]?.calls, ['initialize', 'destroy']);
+  });
+
+  test('a send refused NOT_CONNECTED by a driver that reported ready fails the session (no put-back loop); a refusal before ready does not', async () => {
+    const clock = simulatedClock();
+    const drivers: TestDriver[] = [];
+    const sessions = createSessionLogic({
+      clock,
+      driverFactory: (opts) => {
+        const d = new TestDriver(opts);
+        d.sendMessage = () => Promise.reject(new DriverError('the session is not connected', 'NOT_CONNECTED', true));
+        drivers.push(d);
+        return d;
+      },
+      driverOptions: { dataDir: '/tmp/unused', callTimeoutMs: 1_000 },
+    });
+    const actor = createActor(instanceMachine.provide({ actors: { session: sessions.logic } }), { input: { instanceId: 'inst-7' }, clock });
+    actor.start();
+    const status = () => instanceStatus(actor.getSnapshot());
+    const call = () => {
+      const session = actor.getSnapshot().children.session;
+      assert.ok(session, 'a session runs');
+      session.send({ type: 'CALL', askId: 'a1', replyTo: 'nobody', prepared: { call: 'send', chatId: '4917000000001@c.us', content: { kind: 'text', text: 'hi' }, options: {} } });
+    };
+    await until(() => drivers[0]?.calls.includes('initialize') ?? false, 'initialize');
+
+    call(); // not ready yet: answered not_sent by the session itself, the driver is not asked
+    await until(() => true, 'flush');
+    assert.equal(status(), 'initializing');
+
+    if (drivers[0]) drivers[0].info = { wid: '4915112345678@c.us', pushname: 'Me', platform: 'android' };
+    drivers[0]?.emit('ready');
+    await until(() => status() === 'connected', 'connected');
+    call();
+    await until(() => status() === 'error', 'the session failed');
+    assert.match(String(actor.getSnapshot().context.lastError?.detail), /NOT_CONNECTED.*reported ready/);
+    clock.increment(actor.getSnapshot().context.backoffMs);
+    await until(() => drivers.length === 2, 'a new session after the backoff');
+    actor.send({ type: 'STOP' });
+    await sessions.settledAll();
   });
 
   test('a driver factory that throws becomes a session failure', async () => {

@@ -185,6 +185,42 @@ describe('instance machine: logout and lost link', () => {
     h.actor.stop();
   });
 
+  test('taken over elsewhere (disconnected CONFLICT) → displaced: the link kept, no automatic restart, the operator restart leaves', () => {
+    const h = harness();
+    h.session().send({ type: 'ready', wid: WID, at: h.now() });
+    h.session().send({ type: 'disconnected', reason: 'CONFLICT', at: h.now() });
+    let s = h.actor.getSnapshot();
+    assert.equal(h.status(), 'disconnected');
+    assert.ok(s.matches({ active: { lifecycle: 'displaced' } }));
+    assert.ok(s.hasTag('offline'));
+    assert.equal(s.context.phoneNumber, '4915112345678', 'the link is kept');
+    assert.equal(s.context.browser.failStreak, 0, 'not counted as a failure');
+    assert.equal(h.session().stopped, true);
+    assert.deepEqual(h.notified.at(-1), { event: 'disconnected', data: { reason: 'CONFLICT' } });
+
+    // a restart would take the session back from whoever holds it now: none comes by itself
+    h.clock.increment(60 * 60_000);
+    assert.equal(h.sessions.length, 1);
+
+    h.actor.send({ type: 'ORDERED_RESTART', reason: 'take back' });
+    h.clock.increment(1_000);
+    s = h.actor.getSnapshot();
+    assert.equal(h.sessions.length, 2);
+    h.session().send({ type: 'ready', wid: WID, at: h.now() });
+    assert.equal(h.status(), 'connected');
+    h.actor.stop();
+  });
+
+  test('other disconnects still restart by themselves after the backoff', () => {
+    const h = harness({ backoff: { baseMs: 1_000, jitter: 0 } });
+    h.session().send({ type: 'ready', wid: WID, at: h.now() });
+    h.session().send({ type: 'disconnected', reason: 'NAVIGATION', at: h.now() });
+    assert.equal(h.status(), 'error');
+    h.clock.increment(60_000);
+    assert.equal(h.sessions.length, 2);
+    h.actor.stop();
+  });
+
   test('auth_failure → loggedOut with the message notified', () => {
     const h = harness();
     h.session().send({ type: 'auth_failure', message: 'session restore failed', at: h.now() });
@@ -219,7 +255,7 @@ describe('instance machine: what the runtime reads', () => {
       ...leaves(instanceMachine.root.states.active!.states.lifecycle!),
       instanceMachine.root.states.stopped!,
     ];
-    assert.equal(lifecycleLeaves.length, 11);
+    assert.equal(lifecycleLeaves.length, 12);
     for (const node of lifecycleLeaves) {
       const health = node.tags.filter((t) => (HEALTH_TAGS as readonly string[]).includes(t));
       assert.equal(health.length, 1, `${node.id}: ${node.tags.join(',')}`);
