@@ -62,10 +62,11 @@ const BENCHES: Bench[] = [
   {
     name: 'dispatch', file: 'bench/dispatch.ts', needs: 'postgres',
     figures: [
-      { figure: 'dispatch lateness p99', goal: '≤ 50 ms', unit: ' ms', read: num(/lateness vs scheduledAt:.*?p99 ([\d.]+) ms/), met: (v) => v <= 50 },
-      { figure: 'limit violations (spacing + hourly)', goal: '0', unit: '', read: (out) => {
-        const m = /limit violations: spacing (\d+), hourly (\d+)/.exec(out);
-        return m ? Number(m[1]) + Number(m[2]) : null;
+      { figure: 'dispatch lateness p99 (idle)', goal: '≤ 50 ms', unit: ' ms', read: num(/lateness vs scheduledAt \(idle\):.*?p99 ([\d.]+) ms/), met: (v) => v <= 50 },
+      { figure: 'dispatch lateness p99 under acceptance load', goal: '≤ 50 ms', unit: ' ms', read: num(/lateness vs scheduledAt \(under acceptance load\):.*?p99 ([\d.]+) ms/), met: (v) => v <= 50 },
+      { figure: 'limit violations (spacing + hourly, both runs)', goal: '0', unit: '', read: (out) => {
+        const all = [...out.matchAll(/limit violations \([^)]*\): spacing (\d+), hourly (\d+)/g)];
+        return all.length === 2 ? all.reduce((n, m) => n + Number(m[1]) + Number(m[2]), 0) : null;
       }, met: (v) => v === 0 },
     ],
   },
