@@ -2,8 +2,15 @@
  * v2 send-message acceptance against real PostgreSQL, as a ratio of pgbench's single-row insert TPS measured
  * in the same run on the same server (goal ≥ 0.6), with the acceptance latency p99 (goal ≤ 25 ms).
  *
+ * It also measures the ceiling of any HTTP API on this machine: a bare Koa server that reads the same JSON body
+ * and answers 202, with no auth, no validation and no database, under the same load generator. The gateway
+ * cannot accept faster than that, so `ceiling / pgbench` says how much of the 0.6 goal HTTP alone leaves.
+ *
  *   TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npx tsx bench/accept.ts
  */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import Koa from 'koa';
 import { startTestGateway } from '../test/helpers/gateway.js';
 import { runLoad, fmt } from './lib/load.js';
 import { pgbenchInsertTps } from './lib/pgbench.js';
@@ -18,6 +25,27 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 
 // ---- pgbench: one-row INSERTs, same client count (bench/lib/pgbench.ts)
 const tps = await pgbenchInsertTps(base, CONCURRENCY, DURATION);
+
+// ---- the ceiling: a bare Koa server reading and parsing the same body, answering 202
+const bare = new Koa();
+bare.use(async (ctx) => {
+  const chunks: Buffer[] = [];
+  for await (const chunk of ctx.req) chunks.push(chunk as Buffer);
+  const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { phone?: string };
+  ctx.status = 202;
+  ctx.body = { success: true, data: { accepted: typeof body.phone === 'string' } };
+});
+const bareServer = http.createServer(bare.callback());
+await new Promise<void>((r) => bareServer.listen(0, '127.0.0.1', r));
+const bareSpec = {
+  url: `http://127.0.0.1:${(bareServer.address() as AddressInfo).port}/`,
+  method: 'POST',
+  body: '{"phone":"4915112345678","message":"hello {{n}}"}',
+  concurrency: CONCURRENCY,
+};
+await runLoad({ ...bareSpec, durationMs: 1_000 }); // warm-up
+const ceiling = await runLoad({ ...bareSpec, durationMs: DURATION });
+bareServer.close();
 
 // ---- the gateway: acceptance of v2 send-message (validation, idempotency check, plan, job + outbox in PostgreSQL)
 const t = await startTestGateway({ label: 'bench_accept', env: { QUEUE_MAX_PENDING: '10000000' } });
@@ -38,5 +66,8 @@ const keyed = await runLoad({ ...spec, body: '{"phone":"4915112345678","message"
 console.log(`pgbench single-row INSERT:        ${fmt(tps, 0)} tps (${CONCURRENCY} clients)`);
 console.log(`v2 send-message acceptance:       ${fmt(r.rps, 0)} req/s  p50 ${fmt(r.p50, 2)} ms  p99 ${fmt(r.p99, 2)} ms  errors ${r.errors}`);
 console.log(`  … with idempotency keys:        ${fmt(keyed.rps, 0)} req/s  p50 ${fmt(keyed.p50, 2)} ms  p99 ${fmt(keyed.p99, 2)} ms  errors ${keyed.errors}`);
+console.log(`bare Koa POST (the HTTP ceiling):  ${fmt(ceiling.rps, 0)} req/s  p50 ${fmt(ceiling.p50, 2)} ms  p99 ${fmt(ceiling.p99, 2)} ms  errors ${ceiling.errors}`);
 console.log(`ratio acceptance / pgbench:       ${fmt(r.rps / tps, 3)}  (goal ≥ 0.6; p99 goal ≤ 25 ms)`);
+console.log(`ratio ceiling / pgbench:          ${fmt(ceiling.rps / tps, 3)}  (what a bare HTTP server reaches on this machine)`);
+console.log(`ratio acceptance / ceiling:       ${fmt(r.rps / ceiling.rps, 3)}`);
 await t.stop();
