@@ -23,6 +23,11 @@ export interface Parsed {
   help: boolean;
 }
 
+/** A verb with what it does once its arguments are parsed. */
+export interface Verb extends VerbSpec {
+  run(p: Parsed): Promise<void>;
+}
+
 /** Every verb takes these. */
 const COMMON: Record<string, 'value' | 'bool'> = { help: 'bool', h: 'bool', json: 'bool' };
 

@@ -3,6 +3,7 @@
  * are login secrets: printed to the operator's terminal only (stdout), never to a file or a log.
  */
 import QRCode from 'qrcode';
+import { isRecord } from './api.js';
 
 /** GET /admin/v1/instances/:id/qr's `data`. */
 export interface QrAnswer {
@@ -18,7 +19,6 @@ export interface PairAnswer {
   at: string;
 }
 
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const textOrNull = (v: unknown): v is string | null => v === null || typeof v === 'string';
 
 /** The `data` of a successful envelope of the expected shape, or null (the caller prints the envelope). */

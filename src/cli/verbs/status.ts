@@ -1,0 +1,23 @@
+/** The verbs on the gateway as a whole: its nodes and its health. */
+import { table, type Verb } from '../args.js';
+import { answer, baseUrl, call, items, print, request, str } from '../api.js';
+
+const nodesTable = (data: unknown): string =>
+  table(['ID', 'URL', 'CAPACITY', 'INSTANCES', 'SELF', 'HEARTBEAT'], items(data).map((n) => [str(n.id), str(n.url), str(n.capacity), str(n.instances), n.self === true ? 'yes' : 'no', str(n.heartbeatAt)]));
+
+export const STATUS_VERBS: Verb[] = [
+  {
+    name: 'nodes', args: [], flags: {}, flagsUsage: '[--json]', summary: 'the live gateway nodes (a table; --json for scripts)',
+    async run(p) {
+      answer(await call('GET', '/admin/v1/nodes'), p, nodesTable);
+    },
+  },
+  {
+    name: 'health', args: [], flags: {}, summary: 'GET /health',
+    async run() {
+      const res = await request(new URL('/health', baseUrl()), {});
+      if (!res.ok) process.exitCode = 1;
+      print(await res.json().catch(() => ({ status: res.status })));
+    },
+  },
+];

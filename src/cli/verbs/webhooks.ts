@@ -1,0 +1,77 @@
+/** The verbs on an instance's webhook: show, set, delete, a test event, the deliveries and a redelivery. */
+import { table, type Parsed, type Verb } from '../args.js';
+import { answer, arg, call, confirm, inst, isRecord, items, str } from '../api.js';
+
+const webhookText = (data: unknown): string => {
+  if (!isRecord(data)) return '\n';
+  return Object.entries(data).map(([k, v]) => `${k}: ${Array.isArray(v) ? v.join(',') : str(v) ?? '-'}`).join('\n') + '\n';
+};
+
+const deliveriesTable = (data: unknown): string => {
+  const rows = items(data);
+  const more = isRecord(data) && typeof data.nextCursor === 'string' ? `(more: --cursor ${data.nextCursor})\n` : '';
+  return table(
+    ['EVENT ID', 'EVENT', 'STATE', 'ATTEMPTS', 'LAST STATUS', 'CREATED', 'LAST ERROR'],
+    rows.map((d) => [str(d.eventId), str(d.event), str(d.state), `${str(d.attempts) ?? '?'}/${str(d.maxAttempts) ?? '?'}`, str(d.lastStatus), str(d.createdAt), str(d.lastError)]),
+  ) + more;
+};
+
+async function setWebhook(p: Parsed): Promise<void> {
+  const events = p.args.events;
+  answer(
+    await call('PUT', inst(p.args.id, '/webhook'), {
+      url: arg(p, 'url'),
+      secret: arg(p, 'secret'),
+      ...(events ? { events: events.split(',').map((e) => e.trim()).filter(Boolean) } : {}),
+      ...(p.flags['allow-private'] === true ? { allowPrivate: true } : {}),
+    }),
+    p,
+    webhookText,
+  );
+}
+
+export const WEBHOOK_VERBS: Verb[] = [
+  {
+    name: 'webhook show', args: ['id'], flags: {}, summary: "show the instance's webhook (the secret is never shown)",
+    async run(p) {
+      answer(await call('GET', inst(p.args.id, '/webhook')), p, webhookText);
+    },
+  },
+  {
+    name: 'webhook set', args: ['id', 'url', 'secret', 'events?'], flags: { 'allow-private': 'bool' }, flagsUsage: '[--allow-private]',
+    summary: 'set the webhook receiver (events: comma-separated; --allow-private for a private address)',
+    run: setWebhook,
+  },
+  {
+    name: 'webhook delete', args: ['id'], flags: { yes: 'bool', y: 'bool' }, flagsUsage: '[--yes]', summary: "remove the instance's webhook (asks first; --yes to skip)",
+    async run(p) {
+      await confirm(p, 'webhook delete', `remove the webhook of instance ${arg(p, 'id')} (pending deliveries fail)`);
+      answer(await call('DELETE', inst(p.args.id, '/webhook')), p);
+    },
+  },
+  {
+    name: 'webhook-test', args: ['id'], flags: {}, summary: "send event 'test'",
+    async run(p) {
+      answer(await call('POST', inst(p.args.id, '/webhook/test')), p);
+    },
+  },
+  {
+    name: 'deliveries', args: ['id'], flags: { state: 'value', limit: 'value', cursor: 'value' }, flagsUsage: '[--state pending|delivered|failed] [--limit N] [--cursor C]',
+    summary: 'recent webhook deliveries, newest first (a table; --json for scripts)',
+    async run(p) {
+      const q = new URLSearchParams();
+      for (const k of ['state', 'limit', 'cursor']) {
+        const v = p.flags[k];
+        if (typeof v === 'string') q.set(k, v);
+      }
+      const qs = q.size ? `?${q.toString()}` : '';
+      answer(await call('GET', inst(p.args.id, `/webhook/deliveries${qs}`)), p, deliveriesTable);
+    },
+  },
+  {
+    name: 'redeliver', args: ['id', 'deliveryId'], flags: {}, summary: 'send a webhook delivery again (its event id, from mgw deliveries)',
+    async run(p) {
+      answer(await call('POST', inst(p.args.id, `/webhook/deliveries/${encodeURIComponent(arg(p, 'deliveryId'))}/redeliver`)), p);
+    },
+  },
+];
