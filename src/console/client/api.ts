@@ -44,3 +44,8 @@ export async function call<T>(method: string, url: string, body?: unknown): Prom
 
 /** The text to show for a failure: the server's own message for a refusal. */
 export const message = (err: unknown): string => (err instanceof ApiError || err instanceof Error ? err.message : String(err));
+
+/** A refusal as a form shows it: the server's message, with the field it names when the message does not start with it. */
+export function refusal(err: unknown): string {
+  return err instanceof ApiError && err.field && !err.message.startsWith(err.field) ? `${err.field}: ${err.message}` : message(err);
+}

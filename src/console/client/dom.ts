@@ -75,6 +75,14 @@ export function button(text: string, className: string, onClick: () => void): El
   return b;
 }
 
+/** Run `run` when the form with this id is submitted (the page does not navigate). */
+export function onSubmit(id: string, run: () => Promise<void>): void {
+  byId(id).addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    void run();
+  });
+}
+
 /** A local date and time for a timestamp of the API (ISO), or a dash. */
 export function when(iso: string | null | undefined): string {
   if (!iso) return '—';

@@ -5,8 +5,8 @@
  * deliveries with their attempts (status, error), refreshed every 2 s while open, and a Redeliver button for a
  * failed or delivered one (POST .../deliveries/:eventId/redeliver).
  */
-import { ApiError, call, message } from './api.js';
-import { browser, button, byId, h, when, type CheckEl, type InputEl } from './dom.js';
+import { ApiError, call, message, refusal } from './api.js';
+import { browser, button, byId, h, onSubmit, when, type CheckEl, type InputEl } from './dom.js';
 import type { PanelTarget } from './dom.js';
 
 interface WebhookView {
@@ -44,11 +44,6 @@ const base = () => `/admin/v1/instances/${encodeURIComponent(target?.id ?? '')}/
 function clearMessages(): void {
   byId('webhook-error').textContent = '';
   byId('webhook-saved').textContent = '';
-}
-
-/** The server's message, with the field it names when the message does not start with it. */
-function refusal(err: unknown): string {
-  return err instanceof ApiError && err.field && !err.message.startsWith(err.field) ? `${err.field}: ${err.message}` : message(err);
 }
 
 function showConfig(cfg: WebhookView | null): void {
@@ -194,10 +189,7 @@ async function refreshDeliveries(): Promise<void> {
 }
 
 export function initWebhook(): void {
-  byId('webhook-form').addEventListener('submit', (ev) => {
-    ev.preventDefault();
-    void save();
-  });
+  onSubmit('webhook-form', save);
   byId('webhook-delete').addEventListener('click', () => void remove());
   byId('webhook-test').addEventListener('click', () => void sendTest());
   byId('webhook-close').addEventListener('click', closeWebhook);

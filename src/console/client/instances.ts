@@ -1,0 +1,176 @@
+/**
+ * The instances list: one row per instance, kept up to date from the event stream's `instances` events, with
+ * its actions (link, settings, the queue, webhook and diagram panels; rotate key, restart, logout and delete
+ * behind a confirmation), the create form, and the new API key shown once (after create or rotation).
+ */
+import { call, message } from './api.js';
+import { button, byId, h, onSubmit, type El, type InputEl } from './dom.js';
+import { confirmAction } from './confirm.js';
+import { linkFromList, linkTarget, openLink } from './link.js';
+import { openSettings } from './settings.js';
+import { openQueue } from './queue.js';
+import { openWebhook } from './webhook.js';
+import { openDiagrams } from './diagrams.js';
+import { closePanelsOf } from './panels.js';
+
+interface QueueCounts {
+  queued?: number;
+  scheduled?: number;
+  sending?: number;
+  sent?: number;
+  failed?: number;
+  unknown?: number;
+}
+export interface InstanceItem {
+  id: string;
+  name: string;
+  driver: string;
+  status: string;
+  state?: string;
+  phoneNumber?: string | null;
+  connected?: boolean;
+  lastError?: string | null;
+  settings?: Record<string, unknown>;
+  queue: QueueCounts | null;
+}
+interface Row {
+  tr: El;
+  status: El;
+  detail: El;
+  phone: El;
+  driver: El;
+  queue: El;
+  link: El;
+  item: InstanceItem;
+}
+
+const rows = new Map<string, Row>();
+
+/** The page's error line above the list. */
+export function showError(text: string): void {
+  byId('app-error').textContent = text;
+}
+
+function showKey(name: string, apiKey: string): void {
+  byId('new-key-name').textContent = name;
+  byId('new-key-value').textContent = apiKey;
+  byId('new-key').hidden = false;
+}
+
+function queueText(q: QueueCounts | null): string {
+  if (!q) return '—';
+  return `queued ${(q.queued ?? 0) + (q.scheduled ?? 0)} · sending ${q.sending ?? 0} · sent ${q.sent ?? 0} · failed ${q.failed ?? 0}`;
+}
+
+function createRow(item: InstanceItem): Row {
+  const status = h('span', 'status');
+  const detail = h('small', 'detail muted');
+  const [phone, driver, queue] = [h('td'), h('td'), h('td', 'queue')];
+  const link = button('Link', '', () => openLink(row.item.id, row.item.name));
+  const act = (verb: string, question: string, run: () => Promise<unknown>) =>
+    button(verb, verb === 'Delete' ? 'danger' : '', () => {
+      void (async () => {
+        if (!(await confirmAction(question))) return;
+        try {
+          await run();
+          showError('');
+        } catch (err) {
+          showError(`${verb} ${row.item.name}: ${message(err)}`);
+        }
+      })();
+    });
+  const base = () => `/admin/v1/instances/${encodeURIComponent(row.item.id)}`;
+  const tr = h(
+    'tr',
+    '',
+    h('td', 'name', item.name),
+    h('td', '', status, detail),
+    phone,
+    driver,
+    queue,
+    h(
+      'td',
+      'actions',
+      link,
+      button('Settings', '', () => openSettings(row.item)),
+      button('Queue', '', () => openQueue(row.item)),
+      button('Webhook', '', () => openWebhook(row.item)),
+      button('Diagrams', '', () => openDiagrams(row.item)),
+      act('Rotate key', `Rotate the key of ${item.name}? The current key stops working at once.`, async () => {
+        const { apiKey } = await call<{ apiKey: string }>('POST', `${base()}/keys`);
+        showKey(row.item.name, apiKey);
+      }),
+      act('Restart', `Restart ${item.name}? Its session restarts; queued messages wait.`, () => call('POST', `${base()}/restart`)),
+      act('Logout', `Log ${item.name} out? The phone must be linked again.`, () => call('POST', `${base()}/logout`)),
+      act('Delete', `Delete ${item.name}? Its queue, key and session are removed for good.`, async () => {
+        await call('DELETE', base());
+        closePanelsOf(row.item.id);
+      }),
+    ),
+  );
+  tr.setAttribute('data-id', item.id);
+  tr.setAttribute('data-name', item.name);
+  const row: Row = { tr, status, detail, phone, driver, queue, link, item };
+  return row;
+}
+
+/** Show the instances as the event stream sent them: new rows added, changed ones updated, gone ones removed. */
+export function renderInstances(items: InstanceItem[]): void {
+  const tbody = byId('instances-body');
+  const seen = new Set<string>();
+  for (const item of items) {
+    seen.add(item.id);
+    let row = rows.get(item.id);
+    if (!row) {
+      row = createRow(item);
+      rows.set(item.id, row);
+      tbody.append(row.tr);
+    }
+    row.item = item;
+    row.tr.setAttribute('data-status', item.status);
+    row.status.className = `status ${item.status}`;
+    row.status.textContent = item.status;
+    // the machine's state for operators, and the last error when there is one
+    row.detail.textContent = [item.state && item.state !== item.status ? item.state : '', item.lastError ?? ''].filter(Boolean).join(' · ');
+    row.phone.textContent = item.phoneNumber ? `+${item.phoneNumber}` : '—';
+    row.driver.textContent = item.driver;
+    row.queue.textContent = queueText(item.queue);
+    row.link.hidden = item.connected === true;
+    if (linkTarget() === item.id) linkFromList(item);
+  }
+  for (const [id, row] of rows) {
+    if (seen.has(id)) continue;
+    row.tr.remove();
+    rows.delete(id);
+    closePanelsOf(id);
+  }
+  byId('empty').hidden = rows.size > 0;
+}
+
+/** Empty the list (signed out). */
+export function clearInstances(): void {
+  for (const row of rows.values()) row.tr.remove();
+  rows.clear();
+}
+
+async function create(): Promise<void> {
+  const name = byId<InputEl>('create-name');
+  const driver = byId<InputEl>('create-driver');
+  try {
+    const created = await call<{ instance: InstanceItem; apiKey: string }>('POST', '/admin/v1/instances', { name: name.value, driver: driver.value });
+    showKey(created.instance.name, created.apiKey);
+    name.value = '';
+    showError('');
+    openLink(created.instance.id, created.instance.name);
+  } catch (err) {
+    showError(`Create: ${message(err)}`);
+  }
+}
+
+export function initInstances(): void {
+  onSubmit('create-form', create);
+  byId('new-key-done').addEventListener('click', () => {
+    byId('new-key-value').textContent = '';
+    byId('new-key').hidden = true;
+  });
+}
