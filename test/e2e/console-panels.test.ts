@@ -6,23 +6,23 @@
  * the API seen `sent` in the queue panel and in the job diagram, a scheduled job cancelled and requeued from the
  * panel, a webhook refused with the server's message and then saved (the secret never shown back), its delivery
  * to a local receiver that fails seen `failed` with its attempts, the receiver fixed and Redeliver pressed: the
- * delivery `delivered` with the attempts of both rounds. Screenshots: docs/screenshots/console-{queue,webhook,diagrams}.png.
+ * delivery `delivered` with the attempts of both rounds. Screenshots: console-{queue,webhook,diagrams}.png, in a
+ * temporary directory (docs/screenshots/ with UPDATE_SCREENSHOTS=1; test/helpers/screenshots.ts).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import path from 'node:path';
 import { chromium, type Page } from 'playwright-core';
 import { startTestGateway } from '../helpers/gateway.js';
-import { PACKAGE_ROOT } from '../../src/package-root.js';
+import { saveScreenshot } from '../helpers/screenshots.js';
 
 const CHROME = process.env.CHROME_PATH || '/usr/bin/chromium';
 const RECIPIENT = '4915112340043';
 const PHONE = '4915112349002';
 const SECRET = 'console-panels-webhook-secret-0123';
 const WAIT = { timeout: 20_000 };
-const shot = (page: Page, name: string) => page.screenshot({ path: path.join(PACKAGE_ROOT, 'docs', 'screenshots', `console-${name}.png`), fullPage: true });
+const shot = (page: Page, name: string) => saveScreenshot(page, `console-${name}.png`, { fullPage: true });
 type Doc = { document: { getElementById(id: string): { textContent: string } } };
 
 test('the console panels in Chromium: queue (sent, cancel, requeue), webhook (failed, redeliver, delivered), live state diagrams', async (t) => {

@@ -4,22 +4,22 @@
  * shown once) and see its QR, link it through the sandbox while the QR is shown and see the status turn
  * connected over the event stream, a settings change refused with the server's message and then saved, the key
  * rotated (shown once), send through the API and see the job counted as sent, a change without
- * `X-Console: 1` refused, delete behind the confirmation dialog, sign out. Screenshots: docs/screenshots/console-*.png.
+ * `X-Console: 1` refused, delete behind the confirmation dialog, sign out. Screenshots: console-*.png, in a
+ * temporary directory (docs/screenshots/ with UPDATE_SCREENSHOTS=1; test/helpers/screenshots.ts).
  * Nothing is asked of any host but the gateway.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import path from 'node:path';
 import { chromium, type Page } from 'playwright-core';
 import { startTestGateway } from '../helpers/gateway.js';
-import { PACKAGE_ROOT } from '../../src/package-root.js';
+import { saveScreenshot } from '../helpers/screenshots.js';
 import { CONSOLE_COOKIE } from '../../src/console/index.js';
 
 const CHROME = process.env.CHROME_PATH || '/usr/bin/chromium';
 const RECIPIENT = '4915112340042';
 const PHONE = '4915112349001';
 const WAIT = { timeout: 20_000 };
-const shot = (page: Page, name: string) => page.screenshot({ path: path.join(PACKAGE_ROOT, 'docs', 'screenshots', `console-${name}.png`), fullPage: true });
+const shot = (page: Page, name: string) => saveScreenshot(page, `console-${name}.png`, { fullPage: true });
 
 test('the operator console in Chromium: sign in, create, link with the QR shown, live status, send, delete, sign out', async (t) => {
   const gw = await startTestGateway({ label: 'console' });

@@ -8,8 +8,6 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
-import path from 'node:path';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { chromium } from 'playwright-core';
@@ -17,7 +15,7 @@ import { startTestGateway, ADMIN_TOKEN, type TestGateway } from '../helpers/gate
 import type { RouteInfo } from '../../src/http/router.js';
 import { REGISTRY } from '../../src/http/openapi/registry.js';
 import { openApiPath, registryKey } from '../../src/http/openapi/document.js';
-import { PACKAGE_ROOT } from '../../src/package-root.js';
+import { saveScreenshot } from '../helpers/screenshots.js';
 
 type Json = Record<string, unknown>;
 interface Op extends Json {
@@ -139,9 +137,7 @@ test('/docs renders in Chromium from the gateway alone', { skip: existsSync(CHRO
     // the operations are rendered (the side menu's groups start collapsed)
     await page.getByRole('heading', { name: 'Send a text message' }).first().waitFor({ timeout: 10_000 });
     assert.deepEqual(foreign, [], 'the docs page asked another host');
-    const file = path.join(PACKAGE_ROOT, 'docs', 'screenshots', 'api-docs.png');
-    await mkdir(path.dirname(file), { recursive: true });
-    await page.screenshot({ path: file });
+    await saveScreenshot(page, 'api-docs.png');
   } finally {
     await browser.close();
   }
