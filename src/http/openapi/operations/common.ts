@@ -1,0 +1,46 @@
+/**
+ * What every family of operations (operator.ts, send.ts, network.ts, sandbox.ts) describes its routes with: the
+ * Operation shape, the answer helpers, the error codes several families share, and a send's 202 answer.
+ */
+import type { ErrorCode } from '../../../errors.js';
+import { obj, okEnvelope, ref } from '../components.js';
+import type { AnyStruct, JsonSchema } from '../struct-schema.js';
+
+export type BodySpec = AnyStruct | JsonSchema;
+
+export interface Operation {
+  summary: string;
+  tag: string;
+  description?: string;
+  body?: BodySpec;
+  /** `multipart/form-data` instead of JSON */
+  multipart?: boolean;
+  query?: BodySpec;
+  /** the success status and the whole answer body */
+  ok: { status: number; schema: JsonSchema; description?: string };
+  errors?: ErrorCode[];
+  /** an example request: sent by the test to a real gateway, where the test can make its preconditions */
+  example?: { body?: unknown; query?: Record<string, string> };
+  /** v1: frozen shapes, errors without `code` */
+  v1?: boolean;
+}
+
+export const data = (schema: JsonSchema, status = 200, description?: string) => ({ status, schema: okEnvelope(schema), ...(description ? { description } : {}) });
+export const anyData = (status = 200) => data({ type: 'object' }, status);
+export const items = (item: JsonSchema, extra: Record<string, JsonSchema> = {}) => obj({ items: { type: 'array', items: item }, ...extra });
+
+export const SEND_ERRORS: ErrorCode[] = [
+  'VALIDATION_FAILED', 'IDEMPOTENCY_KEY_CONFLICT', 'IDEMPOTENCY_PAYLOAD_MISMATCH', 'QUEUE_FULL', 'TTL_UNREACHABLE',
+  'INSTANCE_UNREACHABLE', 'INSTANCE_OFFLINE', 'QUEUE_STORE_UNAVAILABLE', 'QUEUE_PAUSED', 'INSTANCE_TIMEOUT',
+];
+export const MEDIA_SEND_ERRORS: ErrorCode[] = [...SEND_ERRORS, 'MEDIA_NOT_FOUND', 'MEDIA_GONE', 'PAYLOAD_TOO_LARGE'];
+export const NETWORK_ERRORS: ErrorCode[] = ['VALIDATION_FAILED', 'INSTANCE_OFFLINE', 'INSTANCE_TIMEOUT', 'INSTANCE_UNREACHABLE', 'WA_CALL_FAILED'];
+export const INTERACTION_ERRORS: ErrorCode[] = [...NETWORK_ERRORS, 'RATE_LIMITED'];
+export const GROUP_ERRORS: ErrorCode[] = [...INTERACTION_ERRORS, 'NOT_A_GROUP', 'CHAT_NOT_FOUND'];
+export const ADMIN_ONE: ErrorCode[] = ['INSTANCE_NOT_FOUND'];
+
+export const ACCEPTED = {
+  status: 202,
+  schema: okEnvelope(ref('AcceptedJob')),
+  description: 'Accepted: the job is stored. 200 with `idempotentReplay: true` for a replay of the same key and payload.',
+};
