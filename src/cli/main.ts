@@ -4,11 +4,11 @@
  * tables (`--json` prints the API's envelope for scripts); every verb honours `--help`; a missing argument or a
  * bad option is a usage error (exit 2); a refusal by the gateway exits 1 with its envelope on stdout.
  *
- * This file only finds the verb and runs it; the verbs live by family under verbs/ (run, instances, webhooks,
+ * This file only finds the verb and runs it; the verbs live by family under verbs/ (processes, instances, webhooks,
  * status), the call to the gateway in api.ts, the argument grammar in args.ts.
  */
 import { parseArgs, usageLine, UsageError, type Verb } from './args.js';
-import { RUN_VERBS } from './verbs/run.js';
+import { PROCESS_VERBS } from './verbs/processes.js';
 import { INSTANCE_VERBS } from './verbs/instances.js';
 import { WEBHOOK_VERBS } from './verbs/webhooks.js';
 import { STATUS_VERBS } from './verbs/status.js';
@@ -20,7 +20,7 @@ const ENVIRONMENT = `environment:
 `;
 
 /** Every verb, in the order `mgw --help` lists them. */
-const VERBS: Verb[] = [...RUN_VERBS, ...INSTANCE_VERBS, ...WEBHOOK_VERBS, ...STATUS_VERBS];
+const VERBS: Verb[] = [...PROCESS_VERBS, ...INSTANCE_VERBS, ...WEBHOOK_VERBS, ...STATUS_VERBS];
 
 function usage(): string {
   const lines = VERBS.map((v) => {

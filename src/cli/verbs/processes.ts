@@ -1,7 +1,7 @@
 /** `mgw start` and `mgw sandbox`: the processes `mgw` runs itself (each loaded only when asked for). */
 import { UsageError, type Verb } from '../args.js';
 
-export const RUN_VERBS: Verb[] = [
+export const PROCESS_VERBS: Verb[] = [
   {
     name: 'start', args: [], flags: {}, summary: 'run the gateway (same as npm start)',
     async run() {
