@@ -7,7 +7,7 @@
  * console's cookie is accepted there), a job's from the queue panel (the job chosen with its Diagram button).
  */
 import { call, message } from './api.js';
-import { browser, byId, h, type El, type EventSourceLike } from './dom.js';
+import { browser, byId, h, showPanel, type El, type EventSourceLike } from './dom.js';
 import type { PanelTarget } from './dom.js';
 
 interface MachineTransition {
@@ -121,8 +121,7 @@ export function showJob(j: { jobId: string; state: string }): void {
 export function openDiagrams(t: PanelTarget): void {
   closeDiagrams();
   target = t;
-  byId('diagrams').hidden = false;
-  byId('diagrams-name').textContent = t.name;
+  showPanel('diagrams', t.name);
   byId('diagrams-error').textContent = '';
   byId('diagram-instance-state').textContent = 'connecting…';
   machines ??= call<Machines>('GET', '/console/machines');

@@ -90,6 +90,39 @@ export function when(iso: string | null | undefined): string {
   return Number.isNaN(d.getTime()) ? iso : d.toLocaleString();
 }
 
+/** Show the panel with this id, titled with the instance's name (its `<id>-name` element). */
+export function showPanel(id: string, name: string): void {
+  byId(id).hidden = false;
+  byId(`${id}-name`).textContent = name;
+}
+
+/** How often an open panel reads its data again. */
+const REFRESH_MS = 2_000;
+
+/** `refresh` run at start and then every 2 s until stopped: a panel's data while the panel is open. */
+export interface Refresher {
+  start(): void;
+  stop(): void;
+  running(): boolean;
+}
+
+export function refresher(refresh: () => Promise<void>): Refresher {
+  let handle: number | null = null;
+  const stop = () => {
+    if (handle !== null) browser.clearInterval(handle);
+    handle = null;
+  };
+  return {
+    start() {
+      stop();
+      void refresh();
+      handle = browser.setInterval(() => void refresh(), REFRESH_MS);
+    },
+    stop,
+    running: () => handle !== null,
+  };
+}
+
 /** The instance a panel (queue, webhook, diagrams) shows. */
 export interface PanelTarget {
   id: string;

@@ -3,11 +3,10 @@
  * instance is linked, or a pairing code for a phone number (POST .../pairing-code).
  */
 import { call, message } from './api.js';
-import { browser, byId, onSubmit, type ImgEl, type InputEl } from './dom.js';
+import { byId, onSubmit, refresher, showPanel, type ImgEl, type InputEl } from './dom.js';
 
-const REFRESH_MS = 2_000;
 let linkId: string | null = null;
-let linkTimer: number | null = null;
+const polling = refresher(() => refreshQr());
 let shownQr = '';
 
 export const linkTarget = (): string | null => linkId;
@@ -15,17 +14,14 @@ export const linkTarget = (): string | null => linkId;
 export function openLink(id: string, name: string): void {
   closeLink();
   linkId = id;
-  byId('link').hidden = false;
-  byId('link-name').textContent = name;
+  showPanel('link', name);
   byId('pair-code').textContent = '';
   byId('link-status').textContent = 'Reading the QR…';
-  void refreshQr();
-  linkTimer = browser.setInterval(() => void refreshQr(), REFRESH_MS);
+  polling.start();
 }
 
 export function closeLink(): void {
-  if (linkTimer !== null) browser.clearInterval(linkTimer);
-  linkTimer = null;
+  polling.stop();
   linkId = null;
   shownQr = '';
   const qr = byId<ImgEl>('qr');
@@ -37,8 +33,7 @@ export function closeLink(): void {
 /** The list says the instance being linked is now connected: stop showing its QR. */
 export function linkFromList(item: { connected?: boolean; phoneNumber?: string | null }): void {
   if (!item.connected) return;
-  if (linkTimer !== null) browser.clearInterval(linkTimer);
-  linkTimer = null;
+  polling.stop();
   byId<ImgEl>('qr').hidden = true;
   byId('link-status').textContent = `Linked${item.phoneNumber ? ` as +${item.phoneNumber}` : ''}.`;
 }
@@ -48,7 +43,7 @@ async function refreshQr(): Promise<void> {
   if (id === null) return;
   try {
     const { status, qr } = await call<{ status: string; qr: string | null }>('GET', `/admin/v1/instances/${encodeURIComponent(id)}/qr`);
-    if (linkId !== id || linkTimer === null) return;
+    if (linkId !== id || !polling.running()) return;
     const img = byId<ImgEl>('qr');
     if (qr) {
       if (qr !== shownQr) img.src = shownQr = qr;

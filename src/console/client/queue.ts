@@ -5,7 +5,7 @@
  * Selecting a job shows its state in the job diagram (diagrams.ts).
  */
 import { call, message } from './api.js';
-import { browser, button, byId, h, when, type InputEl, type PanelTarget } from './dom.js';
+import { button, byId, h, refresher, showPanel, when, type InputEl, type PanelTarget } from './dom.js';
 import { diagramsTarget, openDiagrams, showJob } from './diagrams.js';
 
 interface Summary {
@@ -28,13 +28,12 @@ export interface JobView {
   previousJobId?: string;
 }
 
-const REFRESH_MS = 2_000;
 const PAGE = 200;
 const WAITING = new Set(['queued', 'scheduled']);
 const REQUEUEABLE = new Set(['failed', 'expired', 'cancelled']);
 
 let target: PanelTarget | null = null;
-let timer: number | null = null;
+const polling = refresher(() => refresh());
 let selected: string | null = null;
 
 export const queueTarget = (): string | null => target?.id ?? null;
@@ -44,18 +43,15 @@ const base = () => `/admin/v1/instances/${encodeURIComponent(target?.id ?? '')}`
 export function openQueue(t: PanelTarget): void {
   closeQueue();
   target = t;
-  byId('queue').hidden = false;
-  byId('queue-name').textContent = t.name;
+  showPanel('queue', t.name);
   byId('queue-error').textContent = '';
   byId('queue-note').textContent = '';
   byId('queue-items').replaceChildren();
-  void refresh();
-  timer = browser.setInterval(() => void refresh(), REFRESH_MS);
+  polling.start();
 }
 
 export function closeQueue(): void {
-  if (timer !== null) browser.clearInterval(timer);
-  timer = null;
+  polling.stop();
   target = null;
   selected = null;
   byId('queue').hidden = true;

@@ -3,7 +3,7 @@
  * /admin/v1/instances/:id; the server checks them and its validation messages are shown as they are.
  */
 import { call, message, refusal } from './api.js';
-import { byId, onSubmit, type InputEl, type PanelTarget } from './dom.js';
+import { byId, onSubmit, showPanel, type InputEl, type PanelTarget } from './dom.js';
 
 /** What the panel reads of an instance (the list's item, or the PATCH's answer). */
 interface WithSettings {
@@ -16,8 +16,7 @@ export const settingsTarget = (): string | null => settingsId;
 
 export function openSettings(item: PanelTarget & WithSettings): void {
   settingsId = item.id;
-  byId('settings').hidden = false;
-  byId('settings-name').textContent = item.name;
+  showPanel('settings', item.name);
   byId<InputEl>('settings-json').value = JSON.stringify(item.settings ?? {}, null, 2);
   byId('settings-error').textContent = '';
   byId('settings-saved').textContent = '';

@@ -6,7 +6,7 @@
  * failed or delivered one (POST .../deliveries/:eventId/redeliver).
  */
 import { ApiError, call, message, refusal } from './api.js';
-import { browser, button, byId, h, onSubmit, when, type CheckEl, type InputEl } from './dom.js';
+import { button, byId, h, onSubmit, refresher, showPanel, when, type CheckEl, type InputEl } from './dom.js';
 import type { PanelTarget } from './dom.js';
 
 interface WebhookView {
@@ -34,9 +34,8 @@ interface Delivery {
   attemptLog: Attempt[];
 }
 
-const REFRESH_MS = 2_000;
 let target: PanelTarget | null = null;
-let timer: number | null = null;
+const polling = refresher(() => refreshDeliveries());
 
 export const webhookTarget = (): string | null => target?.id ?? null;
 const base = () => `/admin/v1/instances/${encodeURIComponent(target?.id ?? '')}/webhook`;
@@ -59,20 +58,17 @@ function showConfig(cfg: WebhookView | null): void {
 export function openWebhook(t: PanelTarget): void {
   closeWebhook();
   target = t;
-  byId('webhook').hidden = false;
-  byId('webhook-name').textContent = t.name;
+  showPanel('webhook', t.name);
   clearMessages();
   showConfig(null);
   byId('webhook-state').textContent = 'Reading…';
   byId('deliveries-body').replaceChildren();
   void loadConfig();
-  void refreshDeliveries();
-  timer = browser.setInterval(() => void refreshDeliveries(), REFRESH_MS);
+  polling.start();
 }
 
 export function closeWebhook(): void {
-  if (timer !== null) browser.clearInterval(timer);
-  timer = null;
+  polling.stop();
   target = null;
   byId<InputEl>('webhook-secret').value = '';
   byId('webhook').hidden = true;
