@@ -53,7 +53,10 @@ const BENCHES: Bench[] = [
   },
   {
     name: 'status', file: 'bench/status.ts', needs: 'postgres',
-    figures: [{ figure: 'GET /api/status / Koa hello-world', goal: '≥ 0.5', unit: '', read: num(/ratio status \/ hello:\s+([\d.]+)/), met: (v) => v >= 0.5 }],
+    figures: [
+      { figure: 'GET /api/status / Koa hello-world', goal: '≥ 0.5', unit: '', read: num(/ratio status \/ hello:\s+([\d.]+)/), met: (v) => v >= 0.5 },
+      { figure: 'GET /api/v2/queue / Koa hello-world', goal: '≥ 0.5', unit: '', read: num(/ratio queue \/ hello:\s+([\d.]+)/), met: (v) => v >= 0.5 },
+    ],
   },
   {
     name: 'replan', file: 'bench/replan.ts',

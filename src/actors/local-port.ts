@@ -6,11 +6,11 @@
  * `LocalInstancePort` is the port (src/actors/port.ts) of an instance whose actor runs in this process.
  */
 import { fromCallback, type AnyActorRef, type CallbackActorLogic } from 'xstate';
-import { raceClock, type Clock } from '../clock.js';
+import { raceClock, type Clock, type TimerHandle } from '../clock.js';
 import { DomainError, instanceTimeout } from '../errors.js';
 import { viewOf, type InstanceSnapshot } from '../../machines/instance.snapshot.js';
-import { linkViewOf } from '../../machines/instance.asks.js';
-import { replyErrorToThrow, type AskReply, type InstanceAsk, type InstancePort, type PairingCode, type ReplyEvent, type ReplyOf } from './port.js';
+import { linkViewOf, routeAsk } from '../../machines/instance.asks.js';
+import { replyErrorToThrow, type AskReply, type InstanceAsk, type InstancePort, type InstanceView, type PairingCode, type ReplyEvent, type ReplyOf } from './port.js';
 
 export const REPLIES_ID = 'replies';
 
@@ -36,15 +36,32 @@ export interface Replies {
   readonly clock: Clock;
 }
 
+/**
+ * The reply boxes running in this process, by actor: `answer` hands a reply to its box's handler in the same
+ * turn, as the box's mailbox would (a box is idle whenever an actor answers), without an actor event per reply.
+ */
+const boxes = new WeakMap<AnyActorRef, (event: ReplyEvent) => void>();
+
+/** An ask waiting for its reply: how to settle the caller, and the deadline's timer. */
+interface Waiting {
+  resolve(reply: AskReply): void;
+  timer: TimerHandle;
+}
+
 export function createReplies(clock: Clock): Replies {
-  const pending = new Map<string, (r: AskReply) => void>();
+  const pending = new Map<string, Waiting>();
   let seq = 0;
-  const logic = fromCallback<ReplyEvent>(({ receive }) => {
-    receive((event) => {
-      const resolve = pending.get(event.askId);
+  const logic = fromCallback<ReplyEvent>(({ receive, self }) => {
+    const take = (event: ReplyEvent) => {
+      const waiting = pending.get(event.askId);
+      if (!waiting) return;
       pending.delete(event.askId);
-      resolve?.(event.reply);
-    });
+      clock.clearTimeout(waiting.timer);
+      waiting.resolve(event.reply);
+    };
+    boxes.set(self, take);
+    receive(take);
+    return () => boxes.delete(self);
   });
   return {
     logic,
@@ -54,17 +71,45 @@ export function createReplies(clock: Clock): Replies {
     },
     request(deliver, deadlineMs, late) {
       const askId = `a${++seq}`;
-      const answered = new Promise<AskReply>((resolve) => pending.set(askId, resolve));
-      if (!deliver({ askId, replyTo: REPLIES_ID })) {
-        pending.delete(askId);
-        return Promise.reject(unreachable());
-      }
-      return raceClock(clock, deadlineMs, answered, () => {
-        pending.delete(askId);
-        throw late();
+      // one promise and one timer per ask: the reply box settles it, or the deadline does (whichever is first)
+      return new Promise<AskReply>((resolve, reject) => {
+        const timer = clock.setTimeout(() => {
+          if (!pending.delete(askId)) return;
+          reject(late());
+        }, Math.max(0, deadlineMs));
+        pending.set(askId, { resolve, timer });
+        let delivered: boolean;
+        try {
+          delivered = deliver({ askId, replyTo: REPLIES_ID });
+        } catch (err) {
+          delivered = false;
+          pending.delete(askId);
+          clock.clearTimeout(timer);
+          reject(err);
+          return;
+        }
+        if (!delivered && pending.delete(askId)) {
+          clock.clearTimeout(timer);
+          reject(unreachable());
+        }
       });
     },
   };
+}
+
+/**
+ * The view of a snapshot, computed once per snapshot (snapshots are immutable, and the view depends on nothing
+ * else): many requests read the view between two changes of the instance. Frozen, since it is shared.
+ */
+const views = new WeakMap<InstanceSnapshot, InstanceView>();
+function viewOfSnapshot(s: InstanceSnapshot): InstanceView {
+  let view = views.get(s);
+  if (!view) {
+    const v = viewOf(s);
+    view = Object.freeze({ ...v, browser: Object.freeze(v.browser) });
+    views.set(s, view);
+  }
+  return view;
 }
 
 export class LocalInstancePort implements InstancePort {
@@ -78,7 +123,7 @@ export class LocalInstancePort implements InstancePort {
   async ask<A extends InstanceAsk>(ask: A, deadlineMs: number): Promise<ReplyOf<A>> {
     // A view is what the instance actor's snapshot says; in this process it is read from the snapshot
     // directly (the answer the actor would give, without a transition and a reply per read).
-    if (ask.type === 'view') return viewOf(this.snapshot()) as ReplyOf<A>;
+    if (ask.type === 'view') return viewOfSnapshot(this.snapshot()) as ReplyOf<A>;
     if (ask.type === 'qr') return linkViewOf(this.snapshot()) as ReplyOf<A>;
     if (ask.type === 'pairingCode') return (await this.pairingCode(ask, deadlineMs)) as ReplyOf<A>;
     return this.send(ask, deadlineMs);
@@ -123,12 +168,23 @@ export class LocalInstancePort implements InstancePort {
     }
   }
 
+  /**
+   * The ask goes where the instance actor would route it (machines/instance.asks.ts `routeAsk`, given its
+   * current snapshot): straight to the child that serves it (the planner for the queue, the session for the
+   * network), without a transition of the instance actor per ask. Asks it answers or turns into its own events
+   * go to the instance actor as before.
+   */
   private async send<A extends InstanceAsk>(ask: A, deadlineMs: number): Promise<ReplyOf<A>> {
     const reply = await this.replies.request(
       (address) => {
         const ref = this.actor();
-        if (!ref || ref.getSnapshot().status !== 'active') return false;
-        ref.send({ type: 'ASK', ...address, ask });
+        if (!ref) return false;
+        const snapshot = ref.getSnapshot() as InstanceSnapshot & { children: Record<string, AnyActorRef | undefined> };
+        if (snapshot.status !== 'active') return false;
+        const event = { type: 'ASK', ...address, ask };
+        const route = routeAsk(ask, snapshot, snapshot.children.session !== undefined);
+        const child = 'to' in route ? snapshot.children[route.to] : undefined;
+        (child ?? ref).send(event);
         return true;
       },
       deadlineMs,
@@ -142,5 +198,9 @@ export class LocalInstancePort implements InstancePort {
 /** Send `reply` to where an ask said (a system id); nothing when the caller is gone. */
 export function answer(system: { get(id: string): AnyActorRef | undefined }, to: ReplyAddress, reply: AskReply): void {
   const event: ReplyEvent = { type: 'REPLY', askId: to.askId, reply };
-  system.get(to.replyTo)?.send(event);
+  const box = system.get(to.replyTo);
+  if (!box) return;
+  const take = boxes.get(box);
+  if (take) take(event);
+  else box.send(event);
 }

@@ -3,10 +3,10 @@
  * key only. Admin routes: `Authorization: Bearer <ADMIN_TOKEN>`. Missing/malformed header → 401 UNAUTHORIZED;
  * unknown key → 401 INVALID_API_KEY. Comparisons are constant-time; keys are looked up by hash.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash, hash, timingSafeEqual } from 'node:crypto';
 import type { Context, Next } from 'koa';
 import { DomainError } from '../errors.js';
-import { findInstanceIdByKey, hashKey } from '../store/instances.js';
+import { findInstanceIdByKey } from '../store/instances.js';
 import type { Queryable } from '../store/pool.js';
 import type { Clock } from '../clock.js';
 import { isConnectionError } from '../store/health.js';
@@ -48,7 +48,8 @@ export class KeyResolver {
   ) {}
 
   async resolve(key: string): Promise<string | null> {
-    const h = hashKey(key).toString('hex');
+    // the cache's key: the key's SHA-256 in hex, in one call (no hash object per request)
+    const h = hash('sha256', key, 'hex');
     const hit = this.cache.get(h);
     if (hit && this.clock.now() - hit.at < this.ttlMs) return hit.instanceId;
     if (hit && this.unreachableAt !== null) {

@@ -70,9 +70,30 @@ export function routeTable(families: readonly RouteFamily[]): RouteInfo[] {
   return rows;
 }
 
+/** Where a path pattern's first parameter, wildcard, group or escape begins (path-to-regexp syntax). */
+const PATTERN_SYNTAX = /[:*{}()[\]+?!\\]/;
+
+/**
+ * The literal starts of a router's routes: every path one of its routes matches starts with one of them (the
+ * routers are case-sensitive and match the raw path). A route given as a RegExp has none (''): any path may match.
+ */
+export function literalPrefixes(router: Router): string[] {
+  const all = layersOf(router)
+    .filter((l) => l.methods.length > 0)
+    .map((l) => {
+      if (typeof l.path !== 'string') return '';
+      const i = l.path.search(PATTERN_SYNTAX);
+      return i < 0 ? l.path : l.path.slice(0, i);
+    });
+  // '/api/v2/messages' makes '/api/v2/messages/' redundant
+  return [...new Set(all)].filter((p, _, ps) => !ps.some((q) => q !== p && p.startsWith(q)));
+}
+
 /**
  * The family's routes behind its guard: guard → body → route (validate → handler). The guard and the body
- * reader run only when one of the family's routes matched, so nothing is read for an unknown path.
+ * reader run only when one of the family's routes matched, so nothing is read for an unknown path. A path
+ * that starts with none of the family's literal route prefixes cannot match any of its routes and is passed
+ * on at once, without the router's matching (a request crosses many families before its own).
  */
 export function guarded(family: RouteFamily, jsonBody: Middleware): Middleware {
   assertStrict(family.name, family.router);
@@ -81,7 +102,14 @@ export function guarded(family: RouteFamily, jsonBody: Middleware): Middleware {
   if (family.guard) outer.use(family.guard);
   if (family.body !== 'stream') outer.use(jsonBody);
   outer.use(family.router.routes());
-  return outer.routes() as unknown as Middleware;
+  const dispatch = outer.routes() as unknown as Middleware;
+  const prefixes = literalPrefixes(family.router);
+  if (prefixes.includes('')) return dispatch;
+  return function familyRoutes(ctx, next) {
+    const path = ctx.path;
+    for (const p of prefixes) if (path.startsWith(p)) return dispatch(ctx, next);
+    return next();
+  };
 }
 
 /**
