@@ -2,9 +2,27 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 
 
-export const newJobId = () => `wq_${randomBytes(12).toString('hex')}`;
-export const newEventId = () => `ev_${randomBytes(12).toString('hex')}`;
-export const newMediaId = () => `md_${randomBytes(12).toString('hex')}`;
+/**
+ * Random hex from a pool of CSPRNG bytes filled 4 KiB at a time, each byte used once: one call into the
+ * system's generator per ~340 ids instead of one per id (a send-bulk makes 5,000 job ids at once).
+ * node's randomUUID caches its randomness the same way.
+ */
+const POOL_BYTES = 4096;
+let pool = Buffer.alloc(0);
+let used = 0;
+function randomHex(bytes: number): string {
+  if (used + bytes > pool.length) {
+    pool = randomBytes(POOL_BYTES);
+    used = 0;
+  }
+  const hex = pool.toString('hex', used, used + bytes);
+  used += bytes;
+  return hex;
+}
+
+export const newJobId = () => `wq_${randomHex(12)}`;
+export const newEventId = () => `ev_${randomHex(12)}`;
+export const newMediaId = () => `md_${randomHex(12)}`;
 export const newInstanceId = () => randomUUID();
 /** API key `wapi_<NAME>_<random>`: 32 characters of randomness. */
 export const newApiKey = (name: string) => `wapi_${name}_${randomBytes(24).toString('base64url')}`;

@@ -133,6 +133,8 @@ export function createPlanners(deps: PlannerDeps): Planners {
           const outcome = await worker.offer(ask.request);
           return { ...outcome, limits: worker.limits(mode()) };
         }
+        case 'queue.acceptMany':
+          return worker.offerMany(ask.requests);
         case 'queue.cancel':
           return worker.cancel(ask.jobId, ask.reason);
         case 'queue.replan':

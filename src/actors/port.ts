@@ -52,6 +52,8 @@ export interface QueueSummary {
 
 export type QueueAsk =
   | { type: 'queue.accept'; request: AcceptRequest }
+  /** several sends as one batch, in their order (a send-bulk): one outcome each */
+  | { type: 'queue.acceptMany'; requests: AcceptRequest[] }
   | { type: 'queue.cancel'; jobId: string; reason?: string }
   | { type: 'queue.replan'; reason: string }
   | { type: 'queue.summary' }
@@ -78,6 +80,7 @@ export type InstanceAsk = NetworkAsk | QueueAsk | OperatorAsk;
 export type ReplyOf<A extends InstanceAsk> = A extends { type: 'network'; op: infer K extends NetworkOp }
   ? DriverCall<K>['result']
   : A extends { type: 'queue.accept' } ? AcceptOutcome & { limits: LimitsObject }
+  : A extends { type: 'queue.acceptMany' } ? AcceptOutcome[]
   : A extends { type: 'queue.cancel' } ? Job
   : A extends { type: 'queue.replan' } ? { affected: number; epoch: number }
   : A extends { type: 'queue.summary' } ? QueueSummary

@@ -5,7 +5,8 @@
  * together with the batches of other instances (the node-wide group commit, src/queue/group-commit.ts): a
  * job is only answered once it is in PostgreSQL. Every request of a batch ends in an `AcceptOutcome`
  * (accepted, replay, or a refusal with its code); only a store failure is an error, and it fails the whole
- * batch.
+ * batch. A send-bulk offers all its entries at once (`offerMany`): they are one batch, however many, decided
+ * in their order and committed in one transaction.
  */
 import { performance } from 'node:perf_hooks';
 import { CommitOutcomeUnknown } from '../store/pool.js';
@@ -20,6 +21,7 @@ import { BOOT_ID } from './sync-callers.js';
 import type { KeyedJob } from './sql/findByIdempotencyKeys.js';
 import { AcceptanceCommitter, type UnitWrites } from './group-commit.js';
 import type { AddProposal } from './planning.js';
+import type { SlotWriter } from './slot-writer.js';
 import type { InstanceSettings } from './settings.js';
 import type { Queryable } from '../store/pool.js';
 import type { AcceptOutcome, AcceptRequest, Refusal } from './types.js';
@@ -47,7 +49,8 @@ interface BatchDecision extends UnitWrites {
 }
 
 export class Acceptance {
-  private inbox: Pending[] = [];
+  /** offers waiting for a batch: one request each, or all entries of a send-bulk */
+  private inbox: Pending[][] = [];
   private draining = false;
 
   private readonly committer: AcceptanceCommitter;
@@ -56,7 +59,7 @@ export class Acceptance {
    * `accepted` is told after each committed batch (the dispatch timer may need an earlier wake). Batches go
    * through the node's group commit (WorkerDeps.committer), else through one of this queue's own.
    */
-  constructor(private readonly core: QueueCore, private readonly accepted: () => void) {
+  constructor(private readonly core: QueueCore, private readonly slots: SlotWriter, private readonly accepted: () => void) {
     const { deps } = core;
     const fence = deps.fence;
     this.committer = deps.committer ?? new AcceptanceCommitter({
@@ -69,19 +72,34 @@ export class Acceptance {
 
   /** Queue a request for the next batch. */
   offer(req: AcceptRequest): Promise<AcceptOutcome> {
-    return new Promise((resolve, reject) => {
-      // acceptance latency: from the offer to the answer (after its batch's commit)
-      const metrics = this.core.deps.metrics;
-      const at = performance.now();
+    const [answer] = this.offerAll([req]);
+    return answer as Promise<AcceptOutcome>;
+  }
+
+  /** Queue requests that go in one batch together, in their order (a send-bulk); one outcome each. */
+  offerMany(reqs: readonly AcceptRequest[]): Promise<AcceptOutcome[]> {
+    return Promise.all(this.offerAll(reqs));
+  }
+
+  private offerAll(reqs: readonly AcceptRequest[]): Promise<AcceptOutcome>[] {
+    // acceptance latency: from the offer to the answer (after its batch's commit)
+    const metrics = this.core.deps.metrics;
+    const at = performance.now();
+    const offer: Pending[] = [];
+    const answers = reqs.map((req) => new Promise<AcceptOutcome>((resolve, reject) => {
       const answer = metrics ? (o: AcceptOutcome) => (metrics.accepted(o.kind, performance.now() - at), resolve(o)) : resolve;
-      this.inbox.push({ req, resolve: answer, reject });
+      offer.push({ req, resolve: answer, reject });
+    }));
+    if (offer.length > 0) {
+      this.inbox.push(offer);
       this.kick();
-    });
+    }
+    return answers;
   }
 
   /** Fail what is still waiting for a batch (the queue stops). */
   rejectWaiting(err: unknown): void {
-    for (const p of this.inbox.splice(0)) p.reject(err);
+    for (const offer of this.inbox.splice(0)) for (const p of offer) p.reject(err);
   }
 
   /** Start draining the inbox unless a drain is already queued: arrivals meanwhile join its next batch. */
@@ -94,10 +112,17 @@ export class Acceptance {
     });
   }
 
-  /** One batch per turn of the serial executor, so a due dispatch never waits behind a whole burst. */
+  /**
+   * One batch per turn of the serial executor, so a due dispatch never waits behind a whole burst: whole
+   * offers up to `batchSize` requests (a larger offer, a send-bulk, is a batch alone).
+   */
   private async drain(): Promise<void> {
     if (this.inbox.length === 0) return;
-    const batch = this.inbox.splice(0, this.core.deps.batchSize ?? 200);
+    const max = this.core.deps.batchSize ?? 200;
+    const batch: Pending[] = [];
+    while (this.inbox.length > 0 && (batch.length === 0 || batch.length + (this.inbox[0] as Pending[]).length <= max)) {
+      for (const p of this.inbox.shift() as Pending[]) batch.push(p);
+    }
     try {
       await this.acceptBatch(batch);
     } catch (err) {
@@ -125,9 +150,12 @@ export class Acceptance {
       instanceId: deps.instanceId,
       keys,
       since: now - IDEMPOTENCY_RETENTION_MS,
+      size: batch.length,
       decide: (known) => this.decide(batch, known, now, settings),
     });
     decided.placed.commit?.();
+    // a priority jump moved waiting jobs: their rows are written after this (src/queue/slot-writer.ts)
+    if (decided.placed.moved.length > 0) this.slots.soon();
     core.pending += jobs.length;
     const inserted = new Map<Pending, Job>();
     jobs.forEach((job, i) => {
@@ -200,9 +228,6 @@ export class Acceptance {
       accepted: accepted.map((a) => a.p),
       placed,
       jobs: accepted.map((a) => a.job),
-      // jobs moved by this acceptance (a higher priority went in front of them) get their new slots
-      moved: placed.moved,
-      epoch: core.epoch,
       events: (jobs) => jobs.map((job) => ({
         event: QUEUED_EVENT,
         data: queueEventData(QUEUED_EVENT, job, { now, position: placed.positions.get(job.id) ?? 0 }),

@@ -20,7 +20,7 @@ import { orphanedSyncJobs } from './sql/orphanedSyncJobs.js';
 import { recoverSending } from './sql/recoverSending.js';
 import { saveSlots } from './sql/saveSlots.js';
 import { setPlanEpoch } from './sql/setPlanEpoch.js';
-import { unscheduleJobs } from './sql/unscheduleJobs.js';
+import type { SlotWriter } from './slot-writer.js';
 import type { DispatchOutcome } from './types.js';
 
 /** A claim whose call was never made goes back by RETURNED: the states it is allowed in are the claimed ones. */
@@ -31,7 +31,7 @@ export class DispatchLoop {
   private timerAt = Number.POSITIVE_INFINITY;
   private dispatching: Promise<void> | null = null;
 
-  constructor(private readonly core: QueueCore) {}
+  constructor(private readonly core: QueueCore, private readonly slots: SlotWriter) {}
 
   /** the job claimed (committed `sending`) whose outcome is not persisted yet */
   private claimedId: string | null = null;
@@ -61,29 +61,39 @@ export class DispatchLoop {
     }
   }
 
-  /** Re-plan every waiting job (on the serial executor: the caller holds it). */
+  /**
+   * Re-plan every waiting job (on the serial executor: the caller holds it). Only the rows whose slot differs
+   * from what PostgreSQL holds are written, with the epoch and the event, in one transaction; a job left
+   * without a slot (none before its expiry, or past the attempt cap) waits without one until a re-plan or
+   * its expiry.
+   */
   async replanLocked(reason: string, now: number, announce: boolean): Promise<{ affected: number; epoch: number }> {
     const { core } = this;
     const plan = core.planner.replan(now, core.deps.settings());
     const epoch = core.epoch + 1;
-    await core.transaction(async (c) => {
-      await saveSlots(c, plan.slots, epoch);
-      // no slot before expiry (or past the attempt cap): waiting without a slot until a re-plan or expiry
-      await unscheduleJobs(c, core.instanceId, plan.unslotted, epoch);
-      await setPlanEpoch(c, core.instanceId, epoch);
-      if (announce) await core.deps.events.emit(c, 'queue.replanned', { affected: plan.slots.length, epoch, reason });
+    await this.slots.exclusive(async () => {
+      const writes = plan.writes();
+      await core.transaction(async (c) => {
+        await saveSlots(c, core.instanceId, writes, epoch);
+        await setPlanEpoch(c, core.instanceId, epoch);
+        if (announce) await core.deps.events.emit(c, 'queue.replanned', { affected: plan.slots.length, epoch, reason });
+      });
+      core.epoch = epoch;
+      plan.commit(writes);
     });
-    core.epoch = epoch;
-    plan.commit();
     if (announce) core.deps.events.flushed();
     this.arm();
     return { affected: plan.slots.length, epoch };
   }
 
-  /** Something changed that may allow sending (connected again): re-plan the backlog from now and arm. */
+  /**
+   * Something changed that may allow sending (connected again, the store back): re-plan the backlog from now
+   * and arm; slots not written while the store was away are written.
+   */
   resume(): void {
     const { core } = this;
     if (!core.running) return;
+    this.slots.soon();
     void core.serial.run(async () => {
       if (core.planner.hasOverdue(core.now())) await this.replanLocked('backlog', core.now(), true);
       this.arm();
@@ -155,6 +165,8 @@ export class DispatchLoop {
       await this.replanLocked('recheck', now, false);
       return null;
     }
+    // its row must be `scheduled` for the claim: a slot an acceptance moved may not be written yet
+    if (!planner.isPersisted(due)) await this.slots.flush([due]);
     let job = await this.readDue(due);
     // still claimed: an earlier claim of ours committed but its answer was lost, so the call was never made
     if (job && CLAIMED.includes(job.state)) job = await this.putBack(job, now);
@@ -234,7 +246,11 @@ export class DispatchLoop {
     const { core } = this;
     const step = outcomeStep(outcome, at);
     if (step.event.type === 'RETURNED') {
-      if (await this.putBack(job, at, outcome)) await core.reload(core.now());
+      if (await this.putBack(job, at, outcome)) {
+        // the mirror is read again from PostgreSQL: what only memory holds is written first
+        await this.slots.flush();
+        await core.reload(core.now());
+      }
       return;
     }
     const moved = await core.move(job, step.event, step.fields, {}, step.forgetDispatch ? (c) => forgetDispatch(c, job.id) : undefined);

@@ -8,8 +8,12 @@
  *
  *   fence every instance's lease (one statement; a unit whose lease is gone is refused alone) → look up every
  *   unit's keys (one) → each unit decides (in memory) → insert every job (one) → remember every key (one) →
- *   every `message.queued` event (one; each instance's in its order) → moved slots (only after a priority
- *   jump) → COMMIT.
+ *   every `message.queued` event (one; each instance's in its order) → COMMIT.
+ *
+ * Only the new rows: slots of waiting jobs a priority jump moved are written by the instance's slot writer
+ * after the commit (src/queue/slot-writer.ts), so one instance's jump never slows the others' group. A unit
+ * as large as a send-bulk (`size`) goes in a group of its own (`maxRows`), so that it does not hold up the
+ * small units that would have shared its transaction.
  *
  * Groups are pipelined: while one commits, the next collects what arrives and starts (at most `maxInFlight`
  * at once). A unit's instance waits for its group's commit before it decides its next batch, so a decision
@@ -24,14 +28,10 @@ import type { Job, NewJob } from './job.js';
 import { findKeysAcross, type KeyedJob } from './sql/findByIdempotencyKeys.js';
 import { insertJobs } from './sql/insertJobs.js';
 import { rememberIdempotencyKeys } from './sql/rememberIdempotencyKeys.js';
-import { saveSlots } from './sql/saveSlots.js';
 
 /** What one instance's acceptance batch writes, decided inside the group's transaction. */
 export interface UnitWrites {
   jobs: NewJob[];
-  /** waiting jobs a higher priority moved, with their new slots (saved under `epoch`) */
-  moved: { jobId: string; scheduledAt: number }[];
-  epoch: number;
   /** the events of the inserted jobs (in their order) */
   events(inserted: Job[]): { event: string; data: unknown }[];
 }
@@ -41,6 +41,8 @@ export interface AcceptUnit<D extends UnitWrites = UnitWrites> {
   /** idempotency keys to look up, remembered if younger than `since` */
   keys: readonly string[];
   since: number;
+  /** requests in the unit (default 1): a group holds units of at most `maxRows` requests together */
+  size?: number;
   /** Decide the batch from what its keys name. Pure: it may run again if the group is retried. */
   decide(known: Map<string, KeyedJob>): D;
 }
@@ -61,6 +63,8 @@ export interface CommitterDeps {
   maxInFlight?: number;
   /** units in one group (default 500) */
   maxUnits?: number;
+  /** requests in one group (default 1,000); a larger unit is a group alone */
+  maxRows?: number;
 }
 
 interface Waiting {
@@ -95,7 +99,7 @@ export class AcceptanceCommitter {
     setImmediate(() => {
       this.scheduled = false;
       if (this.waiting.length === 0 || this.inFlight >= (this.deps.maxInFlight ?? 2)) return;
-      const group = this.waiting.splice(0, this.deps.maxUnits ?? 500);
+      const group = this.nextGroup();
       this.inFlight += 1;
       void this.run(group).finally(() => {
         this.inFlight -= 1;
@@ -103,6 +107,21 @@ export class AcceptanceCommitter {
       });
       this.schedule();
     });
+  }
+
+  /** The waiting units, in order, up to `maxUnits` and `maxRows` (at least one unit). */
+  private nextGroup(): Waiting[] {
+    const maxUnits = this.deps.maxUnits ?? 500;
+    const maxRows = this.deps.maxRows ?? 1_000;
+    let rows = 0;
+    let n = 0;
+    for (const w of this.waiting) {
+      const size = w.unit.size ?? 1;
+      if (n >= maxUnits || (n > 0 && rows + size > maxRows)) break;
+      rows += size;
+      n += 1;
+    }
+    return this.waiting.splice(0, n);
   }
 
   private async run(group: Waiting[]): Promise<void> {
@@ -150,7 +169,6 @@ export class AcceptanceCommitter {
         out.set(w, { decided: d, jobs });
       });
       await this.deps.emit(c, events);
-      for (const d of decided) if (d.moved.length > 0) await saveSlots(c, d.moved, d.epoch);
     });
     this.stats.groups += 1;
     this.stats.units += group.length;

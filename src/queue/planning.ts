@@ -3,23 +3,38 @@
  * of the current plan. The decisions are the pure functions of plan.ts; this class only keeps their inputs and
  * outputs so that an acceptance appends to the plan in O(new jobs) and a re-plan rebuilds it.
  *
- * Every mutating call returns a proposal that takes effect on `commit()`, called once PostgreSQL committed
- * the same change, so memory never runs ahead of the truth.
+ * Every mutating call returns a proposal that takes effect on `commit()`, once PostgreSQL committed what it
+ * is about (the inserted jobs, the re-plan's epoch): memory never runs ahead of what exists and in which order.
+ * Slots are the exception: each job also remembers the slot PostgreSQL holds (`persisted`); a re-plan writes
+ * the rows that differ, the slot writer (src/queue/slot-writer.ts) those an acceptance moved. A restart
+ * re-plans from PostgreSQL, so a slot not yet written is never needed to decide anything.
  */
 import { planAll, planAppend, recheck, stableRandomDelay, type PlanJob, type PlanResult, type PlanTail, type RandomDelay, type Recheck } from './plan.js';
 import type { InstanceSettings } from './settings.js';
-import { DAY_MS } from './windows.js';
+import { DispatchHistory } from './dispatch-history.js';
+import { DispatchOrder } from './dispatch-order.js';
 
 export type { PlanJob };
 export interface MirrorJob extends PlanJob {
   scheduledAt: number | null;
 }
 
+/** A slot to write: null takes the job back to waiting without one. */
+export interface SlotWrite {
+  jobId: string;
+  scheduledAt: number | null;
+}
+
+/** A waiting job in memory: its slot in the current plan and the one PostgreSQL holds. */
+interface Held extends MirrorJob {
+  persisted: number | null;
+}
+
 export interface AddProposal {
   /** new job id → slot (null: accepted without a slot yet); absent: unreachable (TTL_UNREACHABLE) */
   slots: Map<string, number | null>;
-  /** existing jobs whose slot this acceptance moved */
-  moved: { jobId: string; scheduledAt: number }[];
+  /** existing jobs whose slot this acceptance moved (null: no slot any more); written later, not by the acceptance */
+  moved: SlotWrite[];
   /** 1-based queue position of each new job once committed (for `message.queued`, written before the commit) */
   positions: Map<string, number>;
   commit: (() => void) | null;
@@ -29,7 +44,10 @@ export interface ReplanProposal {
   slots: { jobId: string; scheduledAt: number }[];
   /** jobs left without a slot (unreachable now, or past the attempt cap): they wait for expiry or a re-plan */
   unslotted: string[];
-  commit: () => void;
+  /** the rows to write: the jobs whose new slot is not the one PostgreSQL holds (read when called) */
+  writes(): SlotWrite[];
+  /** apply the plan once `written` are committed */
+  commit(written: readonly SlotWrite[]): void;
 }
 
 const samePlanSettings = (a: InstanceSettings, b: InstanceSettings) =>
@@ -37,11 +55,11 @@ const samePlanSettings = (a: InstanceSettings, b: InstanceSettings) =>
   a.maxDelayMs === b.maxDelayMs && JSON.stringify(a.quietHours) === JSON.stringify(b.quietHours);
 
 export class Planner {
-  private jobs = new Map<string, MirrorJob>();
-  /** waiting jobs with a slot, ascending by slot: the dispatch order */
-  private order: string[] = [];
-  private history: number[] = [];
-  private lastDispatchAt: number | null = null;
+  private jobs = new Map<string, Held>();
+  /** jobs whose slot in memory is not the one PostgreSQL holds */
+  private unwritten = new Set<string>();
+  private readonly order = new DispatchOrder((id) => this.jobs.get(id));
+  private readonly history = new DispatchHistory();
   private tail: PlanTail | null = null;
   private tailSettings: InstanceSettings | null = null;
   private retryAt: number | null = null;
@@ -54,24 +72,31 @@ export class Planner {
   }
 
   load(input: { history: number[]; lastDispatchAt: number | null; waiting: MirrorJob[] }): void {
-    this.history = [...input.history].sort((a, b) => a - b);
-    this.lastDispatchAt = input.lastDispatchAt;
-    this.jobs = new Map(input.waiting.map((j) => [j.id, { ...j }]));
-    this.nextSeq = Math.max(0, ...input.waiting.map((j) => j.seq)) + 1;
+    this.history.load(input.history, input.lastDispatchAt);
+    this.jobs = new Map(input.waiting.map((j) => [j.id, { ...j, persisted: j.scheduledAt }]));
+    this.unwritten.clear();
+    this.nextSeq = input.waiting.reduce((m, j) => Math.max(m, j.seq), 0) + 1;
     this.rebuildOrder();
     this.tail = null;
   }
 
+  /** Give a job its slot in the current plan, noting whether PostgreSQL holds another. */
+  private setSlot(j: Held, at: number | null): void {
+    j.scheduledAt = at;
+    if (at === j.persisted) this.unwritten.delete(j.id);
+    else this.unwritten.add(j.id);
+  }
+
   private rebuildOrder(): void {
-    this.order = [...this.jobs.values()].filter((j) => j.scheduledAt !== null).sort((a, b) => (a.scheduledAt as number) - (b.scheduledAt as number) || a.seq - b.seq).map((j) => j.id);
+    this.order.rebuild(this.jobs.values());
   }
 
   private input(now: number, settings: InstanceSettings, extra: PlanJob[] = []) {
     return {
       jobs: [...this.jobs.values(), ...extra],
-      history: this.historySnapshot(now),
+      history: this.history.recent(now),
       settings,
-      lastDispatchAt: this.lastDispatchAt,
+      lastDispatchAt: this.history.last,
       now,
       random: this.random,
     };
@@ -93,21 +118,22 @@ export class Planner {
     }
     const slots = new Map<string, number | null>();
     const placed = new Map(result.placements.map((p) => [p.jobId, p.scheduledAt]));
+    const unplaced = new Set(result.unplaced.map((u) => u.jobId));
     for (const j of jobs) {
       if (placed.has(j.id)) slots.set(j.id, placed.get(j.id) as number);
-      else if (result.unplaced.some((u) => u.jobId === j.id)) slots.set(j.id, null);
+      else if (unplaced.has(j.id)) slots.set(j.id, null);
     }
-    const moved: { jobId: string; scheduledAt: number }[] = [];
+    const moved: SlotWrite[] = [];
     if (full) {
-      for (const p of result.placements) {
-        const old = this.jobs.get(p.jobId);
-        if (old && old.scheduledAt !== p.scheduledAt) moved.push({ jobId: p.jobId, scheduledAt: p.scheduledAt });
+      for (const old of this.jobs.values()) {
+        const at = placed.get(old.id) ?? null;
+        if (old.scheduledAt !== at) moved.push({ jobId: old.id, scheduledAt: at });
       }
     }
     // placements come in dispatch order: after an append they follow the current order, after a full plan
     // they are the whole order; jobs without a slot come after every placed one
     const positions = new Map<string, number>();
-    const base = full ? 0 : this.order.length;
+    const base = full ? 0 : this.order.size;
     result.placements.forEach((p, i) => positions.set(p.jobId, base + i + 1));
     const after = base + result.placements.length + 1;
     for (const [id, slot] of slots) if (slot === null) positions.set(id, after);
@@ -118,20 +144,22 @@ export class Planner {
       positions,
       commit: () => {
         this.nextSeq = seq0 + jobs.length;
+        // a full plan moved the jobs already waiting (a job it could not place any more waits without a slot)
+        for (const m of moved) {
+          const j = this.jobs.get(m.jobId);
+          if (j) this.setSlot(j, m.scheduledAt);
+        }
+        // new jobs are inserted with their slot
         for (const j of jobs) {
           const slot = slots.get(j.id);
-          if (slot !== undefined) this.jobs.set(j.id, { ...j, scheduledAt: slot });
+          if (slot !== undefined) this.jobs.set(j.id, { ...j, scheduledAt: slot, persisted: slot });
         }
         if (full) {
-          for (const p of r.placements) {
-            const m = this.jobs.get(p.jobId);
-            if (m) m.scheduledAt = p.scheduledAt;
-          }
           this.retryAt = r.unplaced.length > 0 ? Math.min(...r.unplaced.map((u) => u.retryAt)) : null;
           this.rebuildOrder();
         } else {
           // an append places every new job after every planned one: the dispatch order only grows at its end
-          for (const p of r.placements) this.order.push(p.jobId);
+          for (const p of r.placements) this.order.append(p.jobId);
         }
         this.tail = r.tail;
         this.tailSettings = settings;
@@ -146,8 +174,17 @@ export class Planner {
     return {
       slots: result.placements,
       unslotted,
-      commit: () => {
-        for (const j of this.jobs.values()) j.scheduledAt = placed.get(j.id) ?? null;
+      writes: () => {
+        const out: SlotWrite[] = [];
+        for (const j of this.jobs.values()) {
+          const at = placed.get(j.id) ?? null;
+          if (at !== j.persisted) out.push({ jobId: j.id, scheduledAt: at });
+        }
+        return out;
+      },
+      commit: (written) => {
+        this.persistedAs(written);
+        for (const j of this.jobs.values()) this.setSlot(j, placed.get(j.id) ?? null);
         this.retryAt = result.unplaced.length > 0 ? Math.min(...result.unplaced.map((u) => u.retryAt)) : null;
         this.tail = result.tail;
         this.tailSettings = settings;
@@ -156,10 +193,39 @@ export class Planner {
     };
   }
 
+  /** Slots memory holds and PostgreSQL does not (of `ids` only, when given). */
+  unpersisted(ids?: readonly string[]): SlotWrite[] {
+    const out: SlotWrite[] = [];
+    for (const id of ids ?? this.unwritten) {
+      const j = this.jobs.get(id);
+      if (j && this.unwritten.has(id)) out.push({ jobId: id, scheduledAt: j.scheduledAt });
+    }
+    return out;
+  }
+
+  unwrittenCount(): number {
+    return this.unwritten.size;
+  }
+
+  /** True when PostgreSQL holds the job's slot in the current plan (or the job is not waiting). */
+  isPersisted(jobId: string): boolean {
+    return !this.unwritten.has(jobId);
+  }
+
+  /** `written` are committed: PostgreSQL holds these slots now. */
+  persistedAs(written: readonly SlotWrite[]): void {
+    for (const w of written) {
+      const j = this.jobs.get(w.jobId);
+      if (!j) continue;
+      j.persisted = w.scheduledAt;
+      this.setSlot(j, j.scheduledAt);
+    }
+  }
+
   remove(jobId: string): void {
+    this.unwritten.delete(jobId);
     if (!this.jobs.delete(jobId)) return;
-    const i = this.order.indexOf(jobId);
-    if (i >= 0) this.order.splice(i, 1);
+    this.order.remove(jobId);
     // the tail still counts the removed job's slot: conservative (never over the limits); next re-plan frees it
   }
 
@@ -167,35 +233,23 @@ export class Planner {
   position(jobId: string): number {
     const job = this.jobs.get(jobId);
     if (!job) return 0;
-    if (job.scheduledAt === null) return this.order.length + 1;
-    // `order` is sorted by (slot, seq): binary search instead of a scan (positions are read on every acceptance)
-    const key = job.scheduledAt;
-    let lo = 0;
-    let hi = this.order.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      const m = this.jobs.get(this.order[mid] as string);
-      const at = m?.scheduledAt ?? Number.POSITIVE_INFINITY;
-      if (at < key || (at === key && (m?.seq ?? 0) < job.seq)) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo + 1;
+    return job.scheduledAt === null ? this.order.size + 1 : this.order.position(job.scheduledAt, job.seq);
   }
 
   nextAt(): number | null {
-    const first = this.order[0];
+    const first = this.order.head();
     return first ? (this.jobs.get(first)?.scheduledAt ?? null) : null;
+  }
+
+  /** The last plan stopped at the attempt cap and the instant it reached has come: plan again. */
+  retryDue(now: number): boolean {
+    return this.retryAt !== null && this.retryAt <= now;
   }
 
   /**
    * When the worker must look again: the next slot, the next expiry, or a re-plan after the attempt cap.
    * Without `includeSlots` (the session cannot send) only expiries and re-plans matter.
    */
-  /** The last plan stopped at the attempt cap and the instant it reached has come: plan again. */
-  retryDue(now: number): boolean {
-    return this.retryAt !== null && this.retryAt <= now;
-  }
-
   nextWake(includeSlots = true): number | null {
     let t = (includeSlots ? this.nextAt() : null) ?? Number.POSITIVE_INFINITY;
     // a job may still go out at exactly its expiresAt (the planner allows that slot): it expires after it
@@ -213,7 +267,7 @@ export class Planner {
 
   /** The job due now (earliest slot ≤ now), if any. */
   due(now: number): string | null {
-    const first = this.order[0];
+    const first = this.order.head();
     if (!first) return null;
     const at = this.jobs.get(first)?.scheduledAt;
     return at !== null && at !== undefined && at <= now ? first : null;
@@ -226,25 +280,19 @@ export class Planner {
   }
 
   recheck(now: number, settings: InstanceSettings): Recheck {
-    return recheck(now, this.historySnapshot(now), settings, this.lastDispatchAt);
+    return recheck(now, this.history.recent(now), settings, this.history.last);
   }
 
   recordDispatch(at: number): void {
-    this.history.push(at);
-    if (this.lastDispatchAt === null || at > this.lastDispatchAt) this.lastDispatchAt = at;
+    this.history.record(at);
   }
 
   forgetDispatch(at: number): void {
-    const i = this.history.lastIndexOf(at);
-    if (i >= 0) this.history.splice(i, 1);
+    this.history.forget(at);
   }
 
   historySnapshot(now: number): number[] {
-    const cut = now - DAY_MS;
-    let i = 0;
-    while (i < this.history.length && (this.history[i] as number) <= cut) i++;
-    if (i > 0) this.history = this.history.slice(i);
-    return this.history;
+    return this.history.recent(now);
   }
 
   waitingCount(): number {
@@ -252,6 +300,6 @@ export class Planner {
   }
 
   scheduledCount(): number {
-    return this.order.length;
+    return this.order.size;
   }
 }

@@ -7,6 +7,7 @@
  * decision that assigns slots runs on one serial executor (src/queue/core.ts). The parts:
  * - acceptance (src/queue/acceptance.ts): batching, idempotency, QUEUE_FULL, TTL_UNREACHABLE;
  * - timing and dispatch (src/queue/dispatch-loop.ts): the timer, claims, outcomes, expiry, re-planning;
+ * - the slot writer (src/queue/slot-writer.ts): the slots of waiting jobs a plan moved;
  * - degraded mode (src/queue/degraded.ts): direct sends, and the write-back when the store answers again.
  */
 import { DomainError, notFound } from '../errors.js';
@@ -16,6 +17,7 @@ import { Acceptance } from './acceptance.js';
 import { QueueCore } from './core.js';
 import { DegradedMode } from './degraded.js';
 import { DispatchLoop } from './dispatch-loop.js';
+import { SlotWriter } from './slot-writer.js';
 import { getJob } from './sql/getJob.js';
 import { releaseSyncCaller } from './sql/releaseSyncCaller.js';
 import { limitsObject, type LimitsObject } from './windows.js';
@@ -29,12 +31,16 @@ export class QueueWorker {
   private readonly acceptance: Acceptance;
   private readonly loop: DispatchLoop;
   private readonly degradedMode: DegradedMode;
+  private readonly slots: SlotWriter;
   private starting: Promise<void> | null = null;
+  /** re-plans asked for and not started yet, by reason: a later ask of the same reason joins it */
+  private readonly replans = new Map<string, Promise<{ affected: number; epoch: number }>>();
 
   constructor(deps: WorkerDeps) {
     this.core = new QueueCore(deps);
-    this.loop = new DispatchLoop(this.core);
-    this.acceptance = new Acceptance(this.core, () => this.loop.arm());
+    this.slots = new SlotWriter(this.core);
+    this.loop = new DispatchLoop(this.core, this.slots);
+    this.acceptance = new Acceptance(this.core, this.slots, () => this.loop.arm());
     this.degradedMode = new DegradedMode(this.core, this.loop);
   }
 
@@ -68,7 +74,10 @@ export class QueueWorker {
     const { core } = this;
     core.stopped = true;
     this.degradedMode.clearRecoveryTimer();
+    this.slots.stop();
     await this.loop.stop();
+    // slots only memory holds: written for whoever runs the instance next (it re-plans anyway)
+    await this.slots.flush().catch(() => undefined);
     // a last try for outcomes the store did not take; what is left is `sending` and becomes `unknown` at start
     if (core.writeBack.hasOutcomes) await core.serial.runFirst(() => this.loop.writeBackOutcomes()).catch(() => undefined);
     await core.serial.idle();
@@ -77,10 +86,20 @@ export class QueueWorker {
 
   /** Accept a send, answered with what acceptance decided: accepted, a replay, or a refusal. */
   async offer(req: AcceptRequest): Promise<AcceptOutcome> {
+    await this.ready();
+    return this.acceptance.offer(req);
+  }
+
+  /** Accept several sends as one batch, in their order (a send-bulk): one outcome each. */
+  async offerMany(reqs: readonly AcceptRequest[]): Promise<AcceptOutcome[]> {
+    await this.ready();
+    return this.acceptance.offerMany(reqs);
+  }
+
+  private async ready(): Promise<void> {
     // acceptances that arrive while the queue is still loading wait for it (they are serialized after it)
     if (!this.core.started && this.starting) await this.starting.catch(() => undefined);
     if (!this.core.running) throw new DomainError('INSTANCE_UNREACHABLE', 'the instance queue is not running');
-    return this.acceptance.offer(req);
   }
 
   /** Accept a send: the job, or the refusal thrown as the route's error. */
@@ -90,26 +109,41 @@ export class QueueWorker {
     return { job: o.job, replay: o.kind === 'replay', queuePosition: o.queuePosition };
   }
 
-  /** DELETE /api/v2/messages/:jobId: only before sending starts. */
-  cancel(jobId: string, reason = 'cancelled by the caller'): Promise<Job> {
+  /**
+   * DELETE /api/v2/messages/:jobId: only before sending starts. Not on the serial executor: the job machine's
+   * conditional UPDATE decides alone (a claim commits `sending` by the same kind of UPDATE, so exactly one of
+   * the two wins), and a cancel never waits behind acceptances or a re-plan. The plan forgets the job after
+   * the commit; its slot stays free until the next plan (never over the limits).
+   */
+  async cancel(jobId: string, reason = 'cancelled by the caller'): Promise<Job> {
     const { core } = this;
-    return core.serial.run(async () => {
-      const job = await getJob(core.deps.pool, core.instanceId, jobId);
-      if (!job) throw notFound('JOB_NOT_FOUND', 'no such job', { jobId });
-      if (!applyJobEvent(job.state, { type: 'CANCEL' })) throw notCancellable(jobId, job.state);
-      const moved = await core.move(job, { type: 'CANCEL' }, { terminalAt: core.now() }, { reason });
-      // moved by another path between the read and the update
-      if (!moved) throw notCancellable(jobId, (await getJob(core.deps.pool, core.instanceId, jobId))?.state);
-      core.planner.remove(jobId);
-      core.settledOne();
-      this.loop.arm();
-      return moved;
-    });
+    const job = await getJob(core.deps.pool, core.instanceId, jobId);
+    if (!job) throw notFound('JOB_NOT_FOUND', 'no such job', { jobId });
+    if (!applyJobEvent(job.state, { type: 'CANCEL' })) throw notCancellable(jobId, job.state);
+    const moved = await core.move(job, { type: 'CANCEL' }, { terminalAt: core.now() }, { reason });
+    // moved by another path between the read and the update
+    if (!moved) throw notCancellable(jobId, (await getJob(core.deps.pool, core.instanceId, jobId))?.state);
+    core.planner.remove(jobId);
+    core.settledOne();
+    this.loop.arm();
+    return moved;
   }
 
-  /** Re-plan every waiting job (POST /api/v2/queue/replan, a limit change, a backlog after an outage). */
+  /**
+   * Re-plan every waiting job (POST /api/v2/queue/replan, a limit change, a backlog after an outage). Asks
+   * that arrive while one of the same reason waits to start are answered by that one: it plans after them.
+   */
   replan(reason: string): Promise<{ affected: number; epoch: number }> {
-    return this.core.serial.run(() => this.loop.replanLocked(reason, this.core.now(), true));
+    const waiting = this.replans.get(reason);
+    if (waiting) return waiting;
+    let started = false;
+    const run = this.core.serial.run(() => {
+      started = true;
+      this.replans.delete(reason);
+      return this.loop.replanLocked(reason, this.core.now(), true);
+    });
+    if (!started) this.replans.set(reason, run);
+    return run;
   }
 
   /** Something changed that may allow sending (connected again): re-plan the backlog from now and arm. */

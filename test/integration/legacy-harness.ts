@@ -113,6 +113,8 @@ export async function startV1Harness(label: string, env: Record<string, string> 
     switch (ask.type) {
       case 'queue.accept':
         return { ...(await worker.offer(ask.request)), limits: worker.limits(mode) };
+      case 'queue.acceptMany':
+        return worker.offerMany(ask.requests);
       case 'queue.awaitOutcome':
         return worker.waitForTerminal(ask.jobId, ask.timeoutMs);
       case 'queue.releaseCaller':

@@ -55,7 +55,7 @@ class Harness {
     const r = this.planner.replan(now, this.settings);
     for (const s of r.slots) this.slots.set(s.jobId, s.scheduledAt);
     for (const id of r.unslotted) this.slots.set(id, null);
-    r.commit();
+    r.commit(r.writes());
   }
 
   cancel(id: string): void {

@@ -12,6 +12,9 @@
  *   a restart while the caller was told "queued";
  * - not connected (outside an ordered restart): 503 for the whole request, as for send-message; during an
  *   ordered restart the entries are accepted and go out once connected.
+ *
+ * The valid entries go to the queue in one ask (`queue.acceptMany`): one batch, decided in their order and
+ * committed in one transaction, instead of an ask, a batch and a commit per 200 entries.
  */
 import type { Context } from 'koa';
 import { DomainError } from '../../errors.js';
@@ -20,7 +23,8 @@ import { ok } from '../envelope.js';
 import { legacyWaitMs, type Config } from '../../config.js';
 import type { Clock } from '../../clock.js';
 import type { InstancePort, InstanceView } from '../../actors/port.js';
-import { acceptJob, withGatewayDeadline, type QueueMode } from './queue-gate.js';
+import type { QueueMode } from './queue-gate.js';
+import { refusalError, type AcceptRequest } from '../../queue/worker.js';
 import { toAcceptRequest } from './send.js';
 import { parseBulkEntry, type BulkEntry } from './legacy-parse.js';
 import { bulkQueued, bulkRejected } from './legacy-answer.js';
@@ -65,30 +69,68 @@ export async function sendBulk(
   ok(ctx, { queued: messages.length, messages: out });
 }
 
+/**
+ * Requests of one ask: all entries at once (one batch, one transaction), unless their messages are so large
+ * that a forwarded ask (src/cluster/remote-port.ts) could pass the 10 MB body limit; then in parts, in order.
+ */
+const ASK_BYTES = 4 * 1024 * 1024;
+const REQUEST_OVERHEAD_BYTES = 400;
+
+function chunks<T>(items: T[], bytes: (t: T) => number): T[][] {
+  const out: T[][] = [];
+  let part: T[] = [];
+  let size = 0;
+  for (const it of items) {
+    const b = bytes(it);
+    if (part.length > 0 && size + b > ASK_BYTES) {
+      out.push(part);
+      part = [];
+      size = 0;
+    }
+    part.push(it);
+    size += b;
+  }
+  if (part.length > 0) out.push(part);
+  return out;
+}
+
 async function queueEntries(deps: BulkDeps, port: InstancePort, entries: BulkEntry[]): Promise<Record<string, unknown>[]> {
   const { clock } = deps;
   const waitMs = legacyWaitMs(deps.config);
   const max = deps.config.QUEUE_MAX_PENDING;
-  let valid = 0;
-  // Submitted in order, so the worker's group commit keeps the batch's arrival order.
-  const answers = entries.map(async (e): Promise<Record<string, unknown>> => {
-    if (!e.ok) return bulkRejected(e.phone, e.error);
-    // entries past the ceiling can never fit: refused without a round trip through the worker
-    if (++valid > max) return bulkRejected(e.send.phone, `more than ${max} pending jobs for this instance`);
-    const req = toAcceptRequest({ ...e.send.parsed, priority: BULK_PRIORITY, idempotencyKey: null, notBefore: null, ttlSeconds: null }, '/api/send-bulk');
-    try {
-      const { job } = await acceptJob(port, req, waitMs);
-      return bulkQueued(e.send.phone, job, clock.now());
-    } catch (err) {
-      // no answer in time: the entry may have been queued (the whole answer says so below)
-      if (err instanceof DomainError && err.code !== 'INSTANCE_TIMEOUT') return bulkRejected(e.send.phone, err.message);
-      // the store went away before this entry's batch was committed: this entry was not queued
-      if (isConnectionError(err)) return bulkRejected(e.send.phone, 'the persistent queue became unreachable: not queued');
-      throw err;
+  const out: Record<string, unknown>[] = new Array(entries.length);
+  // entries past the ceiling can never fit: refused without a round trip through the worker
+  const offered: { i: number; phone: string; req: AcceptRequest }[] = [];
+  entries.forEach((e, i) => {
+    if (!e.ok) out[i] = bulkRejected(e.phone, e.error);
+    else if (offered.length >= max) out[i] = bulkRejected(e.send.phone, `more than ${max} pending jobs for this instance`);
+    else {
+      const req = toAcceptRequest({ ...e.send.parsed, priority: BULK_PRIORITY, idempotencyKey: null, notBefore: null, ttlSeconds: null }, '/api/send-bulk');
+      offered.push({ i, phone: e.send.phone, req });
     }
   });
+  const started = clock.now();
   try {
-    return await withGatewayDeadline(clock, waitMs, Promise.all(answers));
+    // offered in order: the queue decides them as one batch in that order
+    for (const part of chunks(offered, (o) => (o.req.kind === 'text' ? o.req.payload.body.length : 0) + REQUEST_OVERHEAD_BYTES)) {
+      const left = Math.max(1, waitMs - (clock.now() - started));
+      const outcomes = await port.ask({ type: 'queue.acceptMany', requests: part.map((o) => o.req) }, left)
+        .catch((err: unknown) => {
+          // no answer in time: the entries may have been queued (the whole answer says so below)
+          if (err instanceof DomainError && err.code !== 'INSTANCE_TIMEOUT') return err.message;
+          // the store went away before the batch was committed: nothing of it was queued
+          if (isConnectionError(err)) return 'the persistent queue became unreachable: not queued';
+          throw err;
+        });
+      const now = clock.now();
+      part.forEach((o, k) => {
+        const r = typeof outcomes === 'string' ? outcomes : outcomes[k];
+        out[o.i] = r === undefined ? bulkRejected(o.phone, 'the queue gave no answer for this entry: not queued')
+          : typeof r === 'string' ? bulkRejected(o.phone, r)
+          : r.kind === 'refused' ? bulkRejected(o.phone, refusalError(r).message)
+          : bulkQueued(o.phone, r.job, now);
+      });
+    }
   } catch (err) {
     // INSTANCE_TIMEOUT, or a commit whose outcome the broken connection hid (CommitOutcomeUnknown)
     if ((err instanceof DomainError && err.code === 'INSTANCE_TIMEOUT') || err instanceof CommitOutcomeUnknown) {
@@ -96,4 +138,5 @@ async function queueEntries(deps: BulkDeps, port: InstancePort, entries: BulkEnt
     }
     throw err;
   }
+  return out;
 }

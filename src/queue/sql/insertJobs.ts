@@ -4,11 +4,13 @@
  * Strategy: `unnest` of one array per column keeps a batch of hundreds to one round trip (a multi-row VALUES
  * would need a parameter per cell); WITH ORDINALITY keeps the batch's arrival order in `seq`. The state each
  * job is inserted in is the job machine's: its initial state, then PLANNED when acceptance gave it a slot.
+ * Only `seq` comes back: everything else of the job is what was just written (a send-bulk of 5,000 does not
+ * ship and parse its 5,000 rows twice).
  */
 import { acceptJob, applyJobEvent, type JobState } from '../../../machines/job.machine.js';
 import type { Queryable } from '../../store/pool.js';
 import type { Job, NewJob } from '../job.js';
-import { rowToJob, toDate, type JobRow } from './row.js';
+import { toDate } from './row.js';
 
 const INITIAL = acceptJob().next;
 const PLANNED = applyJobEvent(INITIAL, { type: 'PLANNED' })?.next;
@@ -22,7 +24,7 @@ export function insertedState(job: Pick<NewJob, 'scheduledAt'>): JobState {
 
 export async function insertJobs(q: Queryable, jobs: NewJob[]): Promise<Job[]> {
   if (jobs.length === 0) return [];
-  const { rows } = await q.query<JobRow>(
+  const { rows } = await q.query<{ id: string; seq: number }>(
     `INSERT INTO jobs (id, instance_id, state, kind, origin_route, chat_id, phone, payload, payload_hash,
         idempotency_key, priority, not_before, queued_at, scheduled_at, expires_at, previous_job_id, caller_boot)
      SELECT id, inst, state, kind, route, chat, phone, payload::jsonb, hash, key, prio, nb, qa, sa, ea, prev, boot
@@ -31,7 +33,7 @@ export async function insertJobs(q: Queryable, jobs: NewJob[]): Promise<Job[]> {
                    $14::timestamptz[], $15::timestamptz[], $16::text[], $17::text[])
             WITH ORDINALITY AS t(id, inst, state, kind, route, chat, phone, payload, hash, key, prio, nb, qa, sa, ea, prev, boot, ord)
       ORDER BY ord
-     RETURNING *`,
+     RETURNING id, seq`,
     [
       jobs.map((j) => j.id), jobs.map((j) => j.instanceId), jobs.map(insertedState), jobs.map((j) => j.kind),
       jobs.map((j) => j.originRoute), jobs.map((j) => j.chatId), jobs.map((j) => j.phone),
@@ -41,11 +43,28 @@ export async function insertJobs(q: Queryable, jobs: NewJob[]): Promise<Job[]> {
       jobs.map((j) => j.callerBoot),
     ],
   );
-  const byId = new Map(rows.map((r) => [r.id, r]));
+  const seqOf = new Map(rows.map((r) => [r.id, Number(r.seq)]));
   return jobs.map((j) => {
-    const row = byId.get(j.id);
-    if (!row) throw new Error(`job ${j.id} was not inserted`);
-    // the send is the one just written: no need to check it again
-    return rowToJob(row, j);
+    const seq = seqOf.get(j.id);
+    if (seq === undefined) throw new Error(`job ${j.id} was not inserted`);
+    return insertedJob(j, seq);
   });
+}
+
+/** A job as its insert stored it: the column defaults for everything acceptance does not write. */
+function insertedJob(j: NewJob, seq: number): Job {
+  const { callerBoot: _boot, ...fields } = j;
+  return {
+    ...fields,
+    seq,
+    state: insertedState(j),
+    dispatchedAt: null,
+    terminalAt: null,
+    attempts: 0,
+    deliveryConfidence: null,
+    messageId: null,
+    resultCode: null,
+    errorMessage: null,
+    unknownReason: null,
+  };
 }

@@ -1,21 +1,31 @@
 /**
- * Write a plan: new slots for many waiting jobs, each by the job machine's REPLANNED (the states it is
- * allowed in, the state it leads to); a job that left them meanwhile (cancelled, expired) is not touched.
+ * Write slots of waiting jobs: a new slot by the job machine's REPLANNED, no slot (null) by its UNSCHEDULED
+ * (waiting without a slot until a later plan or the job's expiry), each only from the states the event is
+ * allowed in; a job that left them meanwhile (cancelled, expired, claimed) is not touched. No `message.*`
+ * event: a new slot is not one (there is no message.scheduled).
  *
- * Strategy: one UPDATE … FROM unnest(ids, slots) for the whole plan: a re-plan of 5,000 jobs is one round
- * trip, not 5,000. No `message.*` event: a new slot is not one (there is no message.scheduled).
+ * Strategy: one UPDATE … FROM unnest(ids, slots) for every row that changed, whatever the count (a re-plan
+ * of 5,000 jobs is one round trip, not 5,000), and only those rows: the caller passes the slots that differ
+ * from what PostgreSQL holds (src/queue/planning.ts), so an unchanged job costs no row version. Returns the
+ * number of rows written.
  */
 import { bulkJobEvent } from '../../../machines/job.machine.js';
 import type { Queryable } from '../../store/pool.js';
+import type { SlotWrite } from '../planning.js';
 import { sqlStates } from './row.js';
 
-const { from, step } = bulkJobEvent('REPLANNED');
-const SQL = `UPDATE jobs j SET scheduled_at = s.at, state = '${step.next}', plan_epoch = $3
-               FROM unnest($1::text[], $2::timestamptz[]) AS s(id, at)
-              WHERE j.id = s.id AND j.state IN (${sqlStates(from)})`;
+const planned = bulkJobEvent('REPLANNED');
+const unscheduled = bulkJobEvent('UNSCHEDULED');
+const SQL = `UPDATE jobs j
+                SET scheduled_at = s.at, plan_epoch = $4,
+                    state = CASE WHEN s.at IS NULL THEN '${unscheduled.step.next}' ELSE '${planned.step.next}' END
+               FROM unnest($2::text[], $3::timestamptz[]) AS s(id, at)
+              WHERE j.id = s.id AND j.instance_id = $1
+                AND ((s.at IS NOT NULL AND j.state IN (${sqlStates(planned.from)}))
+                  OR (s.at IS NULL AND j.state IN (${sqlStates(unscheduled.from)})))`;
 
-export async function saveSlots(q: Queryable, slots: readonly { jobId: string; scheduledAt: number }[], epoch: number): Promise<number> {
+export async function saveSlots(q: Queryable, instanceId: string, slots: readonly SlotWrite[], epoch: number): Promise<number> {
   if (slots.length === 0) return 0;
-  const r = await q.query(SQL, [slots.map((s) => s.jobId), slots.map((s) => new Date(s.scheduledAt)), epoch]);
+  const r = await q.query(SQL, [instanceId, slots.map((s) => s.jobId), slots.map((s) => (s.scheduledAt === null ? null : new Date(s.scheduledAt))), epoch]);
   return r.rowCount ?? 0;
 }

@@ -1,0 +1,37 @@
+/**
+ * The planner's dispatch history: the instants that count against the sliding windows (the last 24 h,
+ * ascending) and the last dispatch (rule 2's pause starts from it). Loaded from PostgreSQL with the mirror,
+ * then moved by every claim, a send outside the queue, and a dispatch that provably did not go out.
+ */
+import { DAY_MS } from './windows.js';
+
+export class DispatchHistory {
+  private instants: number[] = [];
+  /** the last actual dispatch, or null if there never was one */
+  last: number | null = null;
+
+  load(instants: readonly number[], last: number | null): void {
+    this.instants = [...instants].sort((a, b) => a - b);
+    this.last = last;
+  }
+
+  record(at: number): void {
+    this.instants.push(at);
+    if (this.last === null || at > this.last) this.last = at;
+  }
+
+  /** A dispatch that ended provably unsent stops counting. */
+  forget(at: number): void {
+    const i = this.instants.lastIndexOf(at);
+    if (i >= 0) this.instants.splice(i, 1);
+  }
+
+  /** The instants that can still count at `now` (older ones are dropped). */
+  recent(now: number): number[] {
+    const cut = now - DAY_MS;
+    let i = 0;
+    while (i < this.instants.length && (this.instants[i] as number) <= cut) i++;
+    if (i > 0) this.instants = this.instants.slice(i);
+    return this.instants;
+  }
+}
