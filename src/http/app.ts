@@ -6,7 +6,7 @@ import Koa from 'koa';
 import type Router from '@koa/router';
 import { errorBoundary } from './envelope.js';
 import { jsonBody, refuseNulInUrl } from './body.js';
-import { guarded, notMatched, type RouteFamily } from './router.js';
+import { notMatched, routeFamilies, type RouteFamily } from './router.js';
 import { requestLog } from './request-log.js';
 import type { Logger } from '../log.js';
 
@@ -33,7 +33,7 @@ export function createApp(opts: AppOptions): Koa {
   app.use(errorBoundary(opts.log, opts.onStoreError ? { onStoreError: opts.onStoreError } : {}));
   app.use(refuseNulInUrl);
   const json = jsonBody({ limitBytes: JSON_LIMIT_BYTES });
-  for (const f of families) app.use(guarded(f, json));
+  app.use(routeFamilies(families, json));
   app.use(notMatched(families));
   return app;
 }

@@ -7,6 +7,7 @@
  */
 import { createGunzip, createInflate, createBrotliDecompress } from 'node:zlib';
 import type { Readable } from 'node:stream';
+import type { IncomingMessage } from 'node:http';
 import type { Context, Next } from 'koa';
 import { DomainError, payloadTooLarge } from '../errors.js';
 import { closeUnreadRequest } from '../media/linger.js';
@@ -15,6 +16,9 @@ import { closeUnreadRequest } from '../media/linger.js';
 export const MAX_JSON_DEPTH = 32;
 const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
 const BODYLESS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** Strict UTF-8 (a leading BOM dropped); one decoder serves every request (each decode is complete in itself). */
+const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 const bad = (field: string, message: string) => new DomainError('VALIDATION_FAILED', message, { field });
 const unsupported = (message: string) => new DomainError('UNSUPPORTED_MEDIA_TYPE', message);
@@ -26,8 +30,9 @@ function hasBody(ctx: Context): boolean {
   return len !== undefined && len !== '0';
 }
 
-function decoded(ctx: Context): Readable {
-  const encoding = (ctx.get('content-encoding') || 'identity').trim().toLowerCase();
+const encodingOf = (ctx: Context) => (ctx.get('content-encoding') || 'identity').trim().toLowerCase();
+
+function decoded(ctx: Context, encoding: string): Readable {
   switch (encoding) {
     case 'identity':
       return ctx.req;
@@ -43,6 +48,21 @@ function decoded(ctx: Context): Readable {
   }
 }
 
+/**
+ * The whole body when it arrived with the request (a small body usually comes in the same packet as the
+ * headers): read from the request's buffer at once, which also consumes the stream. Null otherwise.
+ */
+function arrived(req: IncomingMessage): Buffer | null {
+  if (!req.complete || req.readableEnded || req.readableFlowing === true) return null;
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for (let chunk = req.read() as Buffer | null; chunk !== null; chunk = req.read() as Buffer | null) {
+    chunks.push(chunk);
+    size += chunk.length;
+  }
+  return chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
+}
+
 /** The body's bytes after inflating, at most `limit` of them; the request stream is consumed or abandoned. */
 async function readAll(ctx: Context, limit: number): Promise<Buffer> {
   const declared = Number(ctx.get('content-length') || NaN);
@@ -50,7 +70,13 @@ async function readAll(ctx: Context, limit: number): Promise<Buffer> {
     closeUnreadRequest(ctx.req, ctx.res);
     throw payloadTooLarge(limit);
   }
-  const source = decoded(ctx);
+  const encoding = encodingOf(ctx);
+  const whole = encoding === 'identity' ? arrived(ctx.req) : null;
+  if (whole) {
+    if (whole.length > limit) throw payloadTooLarge(limit);
+    return whole;
+  }
+  const source = decoded(ctx, encoding);
   const chunks: Buffer[] = [];
   let size = 0;
   try {
@@ -90,8 +116,29 @@ function checkDepth(text: string): void {
   }
 }
 
+/** True when no key reaches a prototype and no key or string holds a NUL (the usual body): no paths built. */
+function clean(root: unknown): boolean {
+  const stack: unknown[] = [root];
+  while (stack.length > 0) {
+    const value = stack.pop();
+    if (typeof value === 'string') {
+      if (value.includes('\u0000')) return false;
+    } else if (Array.isArray(value)) {
+      for (const v of value) stack.push(v);
+    } else if (value !== null && typeof value === 'object') {
+      for (const k of Object.keys(value)) {
+        if (FORBIDDEN_KEYS.has(k) || k.includes('\u0000')) return false;
+        stack.push((value as Record<string, unknown>)[k]);
+      }
+    }
+  }
+  return true;
+}
+
 /** Walks the parsed value without recursion: no key that reaches a prototype, no NUL in keys or strings. */
 function checkValues(root: unknown): void {
+  if (clean(root)) return;
+  // something to refuse: walk again with paths, to name the first offending field
   const stack: Array<{ value: unknown; path: string }> = [{ value: root, path: '' }];
   const at = (path: string, key: string) => (path ? `${path}.${key}` : key);
   while (stack.length > 0) {
@@ -140,7 +187,7 @@ export function jsonBody(opts: { limitBytes: number }) {
     const bytes = await readAll(ctx, opts.limitBytes);
     let text: string;
     try {
-      text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+      text = utf8.decode(bytes);
     } catch {
       throw bad('body', 'the body is not valid UTF-8');
     }

@@ -91,24 +91,40 @@ export function literalPrefixes(router: Router): string[] {
 
 /**
  * The family's routes behind its guard: guard → body → route (validate → handler). The guard and the body
- * reader run only when one of the family's routes matched, so nothing is read for an unknown path. A path
- * that starts with none of the family's literal route prefixes cannot match any of its routes and is passed
- * on at once, without the router's matching (a request crosses many families before its own).
+ * reader run only when one of the family's routes matched, so nothing is read for an unknown path.
  */
-export function guarded(family: RouteFamily, jsonBody: Middleware): Middleware {
+function guarded(family: RouteFamily, jsonBody: Middleware): Middleware {
   assertStrict(family.name, family.router);
   if (family.auth !== 'none' && !family.guard) throw new Error(`family ${family.name} needs a guard for auth ${family.auth}`);
   const outer = createRouter();
   if (family.guard) outer.use(family.guard);
   if (family.body !== 'stream') outer.use(jsonBody);
   outer.use(family.router.routes());
-  const dispatch = outer.routes() as unknown as Middleware;
-  const prefixes = literalPrefixes(family.router);
-  if (prefixes.includes('')) return dispatch;
+  return outer.routes() as unknown as Middleware;
+}
+
+/**
+ * All families in their order, as one link of the chain: each family behind its guard (`guarded`), a request
+ * passed from one to the next when none of its routes answers. A family is tried only for a path that starts
+ * with one of its literal route prefixes: any other path cannot match its routes, so it goes on at once,
+ * without the family's router (a request crosses many families before its own).
+ */
+export function routeFamilies(families: readonly RouteFamily[], jsonBody: Middleware): Middleware {
+  const chain = families.map((f) => ({ dispatch: guarded(f, jsonBody), prefixes: literalPrefixes(f.router) }));
+  const mayMatch = (prefixes: string[], path: string) => {
+    for (const p of prefixes) if (path.startsWith(p)) return true;
+    return false;
+  };
   return function familyRoutes(ctx, next) {
     const path = ctx.path;
-    for (const p of prefixes) if (path.startsWith(p)) return dispatch(ctx, next);
-    return next();
+    const from = (i: number): Promise<unknown> => {
+      for (; i < chain.length; i++) {
+        const link = chain[i] as (typeof chain)[number];
+        if (mayMatch(link.prefixes, path)) return link.dispatch(ctx, () => from(i + 1)) as Promise<unknown>;
+      }
+      return next();
+    };
+    return from(0);
   };
 }
 

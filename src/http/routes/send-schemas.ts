@@ -131,7 +131,8 @@ export function resolveTarget(body: { phone?: string | undefined; chatId?: strin
 }
 
 function whitelistOptions(raw: unknown): Options {
-  const opts = parse(raw ?? {}, OptionsSchema);
+  if (raw === undefined || raw === null) return {}; // what the schema makes of {}
+  const opts = parse(raw, OptionsSchema);
   const out: Record<string, unknown> = {};
   for (const k of OPTION_KEYS) if (opts[k] !== undefined) out[k] = opts[k];
   return out as Options;

@@ -5,7 +5,7 @@
 import Router from '@koa/router';
 import { createRouter } from '../router.js';
 import type { Context } from 'koa';
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { DomainError } from '../../errors.js';
 import { parseGroupCreate, parseSend, type ParsedSend, type SendKind } from './send-schemas.js';
 import type { AcceptRequest } from '../../queue/worker.js';
@@ -33,7 +33,7 @@ const MEDIA_KINDS = new Set<SendKind>(['media', 'voice', 'document', 'sticker', 
 /** The fingerprint idempotency compares: what would be sent, when and how, never the key itself. */
 export function payloadHash(p: Pick<ParsedSend, 'kind' | 'chatId' | 'payload' | 'priority' | 'notBefore' | 'ttlSeconds'>): string {
   const canonical = JSON.stringify([p.kind, p.chatId, sortKeys(p.payload), p.priority, p.notBefore, p.ttlSeconds]);
-  return createHash('sha256').update(canonical).digest('hex');
+  return hash('sha256', canonical, 'hex');
 }
 
 function sortKeys(v: unknown): unknown {
