@@ -24,26 +24,82 @@ export function redact(value: unknown, depth = 0): unknown {
   return value;
 }
 
+/**
+ * Finding registered secrets in a line. A few (the admin token, some webhook secrets) are looked for one by one;
+ * many (a webhook secret per instance) by the hash of their first SECRET_HEAD characters, rolled along the
+ * line, so that a line costs the same with 10,000 secrets as with 10 (one by one, 10,000 took ~0.5 ms a line).
+ */
+const SECRET_HEAD = 8;
+const ONE_BY_ONE = 8;
+const BASE = 31;
+let BASE_HEAD = 1;
+for (let i = 0; i < SECRET_HEAD; i++) BASE_HEAD = Math.imul(BASE_HEAD, BASE);
+/** secrets by the hash of their head, longest first; rebuilt after a registration */
+let byHead: Map<number, string[]> | null = null;
+
 const extraSecrets = new Set<string>();
 /** Register a secret (e.g. the admin token) so that it is masked wherever it appears in a log line. */
 export function registerSecret(secret: string): void {
-  if (secret.length >= 8) extraSecrets.add(secret);
+  if (secret.length < SECRET_HEAD || extraSecrets.has(secret)) return;
+  extraSecrets.add(secret);
+  byHead = null;
+}
+
+const headHash = (s: string, at: number) => {
+  let h = 0;
+  for (let i = at; i < at + SECRET_HEAD; i++) h = (Math.imul(h, BASE) + s.charCodeAt(i)) | 0;
+  return h;
+};
+
+function secretIndex(): Map<number, string[]> {
+  if (byHead) return byHead;
+  const index = new Map<number, string[]>();
+  for (const secret of extraSecrets) {
+    const h = headHash(secret, 0);
+    index.set(h, [...(index.get(h) ?? []), secret].sort((a, b) => b.length - a.length));
+  }
+  return (byHead = index);
+}
+
+function maskSecrets(line: string): string {
+  if (extraSecrets.size <= ONE_BY_ONE) {
+    let out = line;
+    for (const s of extraSecrets) if (out.includes(s)) out = out.split(s).join('[redacted]');
+    return out;
+  }
+  if (line.length < SECRET_HEAD) return line;
+  const index = secretIndex();
+  let out = '';
+  let from = 0;
+  let h = headHash(line, 0);
+  for (let i = 0; ; i++) {
+    const candidates = i >= from ? index.get(h) : undefined;
+    const found = candidates?.find((s) => line.startsWith(s, i));
+    if (found) {
+      out += `${line.slice(from, i)}[redacted]`;
+      from = i + found.length;
+    }
+    if (i + SECRET_HEAD >= line.length) break;
+    h = (Math.imul(h, BASE) + line.charCodeAt(i + SECRET_HEAD) - Math.imul(line.charCodeAt(i), BASE_HEAD)) | 0;
+  }
+  return from === 0 ? line : out + line.slice(from);
 }
 
 function maskLine(line: string): string {
-  let out = line.replace(KEY_PATTERN, 'wapi_[redacted]');
-  for (const s of extraSecrets) if (out.includes(s)) out = out.split(s).join('[redacted]');
-  return out;
+  return maskSecrets(line.includes('wapi_') ? line.replace(KEY_PATTERN, 'wapi_[redacted]') : line);
 }
 
-/** A stream that writes bunyan records to `target` after masking every known secret. */
-export function redactingStream(target: NodeJS.WritableStream): Writable {
-  return new Writable({
-    write(chunk: Buffer | string, _enc, cb) {
-      target.write(maskLine(chunk.toString()));
-      cb();
+/**
+ * A stream that writes bunyan records to `target` after masking every known secret. Bunyan only calls
+ * `write` with each record's line, so a bare writer does (no stream machinery per line).
+ */
+export function redactingStream(target: NodeJS.WritableStream): NodeJS.WritableStream {
+  const writer = {
+    write(chunk: Buffer | string): boolean {
+      return target.write(maskLine(typeof chunk === 'string' ? chunk : chunk.toString()));
     },
-  });
+  };
+  return writer as unknown as NodeJS.WritableStream;
 }
 
 export function createLogger(opts: { level: bunyan.LogLevel; name?: string; stream?: NodeJS.WritableStream }): Logger {

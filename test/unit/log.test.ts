@@ -24,3 +24,16 @@ test('API keys, secrets, QR and pairing codes never reach a log line', () => {
   assert.match(out, /wapi_\[redacted\]/);
   assert.equal(lines.length, 3);
 });
+
+test('many registered secrets (one per webhook) are all masked, wherever they sit in a line', () => {
+  const { lines, stream } = capture();
+  const log = createLogger({ level: 'info', stream });
+  const secrets = Array.from({ length: 40 }, (_, i) => `whsec_many_${String(i).padStart(3, '0')}_${'x'.repeat(i % 7)}tail`);
+  for (const s of secrets) registerSecret(s);
+  // next to each other, at the start of a string, inside words, and one secret that starts another's text
+  log.info({ note: `${secrets[0]}${secrets[39]} mid${secrets[17]}dle ${secrets[5]}` }, `${secrets[38]} and ${secrets[38]}!`);
+  const out = lines.join('');
+  for (const s of secrets) assert.ok(!out.includes(s), `log contains ${s}`);
+  assert.match(out, /\[redacted\]\[redacted\] mid\[redacted\]dle \[redacted\]/);
+  assert.match(out, /"msg":"\[redacted\] and \[redacted\]!"/);
+});
