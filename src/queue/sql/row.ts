@@ -37,11 +37,14 @@ export interface JobRow {
 const ms = (d: Date | null) => (d ? d.getTime() : null);
 export const toDate = (v: number | null | undefined) => (v === null || v === undefined ? null : new Date(v));
 
-/** Map a row; `send` is given when the caller already holds the checked send (the batch it just inserted). */
+/**
+ * Map a row; `send` is given when the caller already holds the checked send. The send is spread last: V8
+ * builds a literal that starts with a spread and adds many properties after it tens of times slower (a
+ * few microseconds against a few tens) — it counts where thousands of jobs are mapped at once.
+ */
 export function rowToJob(r: JobRow, send: Send = checkSend(r.kind, r.payload)): Job {
   if (!isJobState(r.state)) throw new Error(`job ${r.id} has an unknown state`);
   return {
-    ...send,
     id: r.id,
     seq: r.seq,
     instanceId: r.instance_id,
@@ -65,6 +68,7 @@ export function rowToJob(r: JobRow, send: Send = checkSend(r.kind, r.payload)): 
     errorMessage: r.error_message,
     unknownReason: r.unknown_reason,
     previousJobId: r.previous_job_id,
+    ...send,
   };
 }
 
