@@ -44,6 +44,20 @@ const sandbox = define<string>('sandbox', (v) => {
 const WEBJS_AUTH_MODES = ['local', 'postgres'] as const;
 const webjsAuth = define<(typeof WEBJS_AUTH_MODES)[number]>('webjs auth', (v) => (WEBJS_AUTH_MODES as readonly unknown[]).includes(v) || 'must be local or postgres');
 
+/** Resource types a webjs page may be kept from loading (WEBJS_BLOCK_RESOURCES). */
+export const WEBJS_BLOCKABLE = ['image', 'media', 'font'] as const;
+export type WebjsBlockable = (typeof WEBJS_BLOCKABLE)[number];
+const blockList: Struct<WebjsBlockable[], null> = coerce(
+  define<WebjsBlockable[]>('resource types', (v) => (Array.isArray(v) && v.every((x) => (WEBJS_BLOCKABLE as readonly unknown[]).includes(x))) || `must be none or a comma-separated list of ${WEBJS_BLOCKABLE.join(', ')}`),
+  string(),
+  (v) => (v.trim() === 'none' ? [] : [...new Set(v.split(',').map((s) => s.trim()).filter(Boolean))]),
+);
+const chromeSwitches: Struct<string[], null> = coerce(
+  define<string[]>('switches', (v) => (Array.isArray(v) && v.every((a) => typeof a === 'string' && /^--[A-Za-z0-9]/.test(a))) || 'must be Chromium switches separated by spaces, each starting with --'),
+  string(),
+  (v) => v.trim().split(/\s+/).filter(Boolean),
+);
+
 const databaseUrl = define<string>('postgres URL', (v) => {
   if (typeof v !== 'string') return 'must be a postgres:// or postgresql:// URL';
   try {
@@ -85,6 +99,10 @@ export const ConfigSchema = object({
   CHROME_PATH: defaulted(fsPath('the path of the Chromium executable'), '/usr/bin/chromium'),
   /** where a webjs session's link is kept: its Chromium profile (local) or PostgreSQL (RemoteAuth; any node resumes it) */
   WEBJS_AUTH: defaulted(webjsAuth, 'local'),
+  /** Chromium switches added to the webjs driver's own (space-separated) */
+  WEBJS_CHROME_ARGS: defaulted(chromeSwitches, () => []),
+  /** resource types WhatsApp Web's page is kept from loading: image, media, font (default none) */
+  WEBJS_BLOCK_RESOURCES: defaulted(blockList, () => []),
   /** sandbox network: 'embedded' (in-process), 'off', or the URL of a separate `mgw sandbox` process */
   SANDBOX: defaulted(sandbox, 'embedded'),
   /** create a demo instance on an empty data directory */

@@ -10,6 +10,8 @@ import type { Pool } from '../store/pool.js';
 export function driverFactoryFor(deps: { config: Config; clock: Clock; log: Logger; sandbox: Sandbox | null; pool: Pool }): (kind: 'sandbox' | 'webjs') => DriverFactory {
   const webjs = webjsDriverFactory({
     chromePath: deps.config.CHROME_PATH,
+    chromeArgs: deps.config.WEBJS_CHROME_ARGS,
+    blockResources: deps.config.WEBJS_BLOCK_RESOURCES,
     clock: deps.clock,
     logger: deps.log.child({ driver: 'webjs' }),
     // WEBJS_AUTH=postgres: the link lives in PostgreSQL, so whichever node owns the instance resumes it

@@ -12,6 +12,8 @@
  * the window in which the browser is killed or frozen.
  * "No Chromium left" is checked in /proc: no running process whose command line holds the session's unique
  * --user-data-dir.
+ * The live-browser cases also run on chrome-headless-shell when it is installed (Debian `chromium-headless-shell`,
+ * the smaller browser docs/webjs.md describes), whose child processes do not repeat --user-data-dir.
  */
 import { after, describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
@@ -27,10 +29,13 @@ import { DriverError, type BrowserHealth } from '../../src/drivers/contract.js';
 import { WebjsDriver } from '../../src/drivers/webjs/driver.js';
 import { webjsDriverFactory } from '../../src/drivers/webjs/factory.js';
 import type { WebjsDriverOptions } from '../../src/drivers/webjs/options.js';
-import { isRunning, pidsWithUserDataDir } from '../../src/drivers/webjs/processes.js';
+import { isRunning, pidsWithUserDataDir, processTree } from '../../src/drivers/webjs/processes.js';
 
 const CHROME = process.env.CHROME_PATH || '/usr/bin/chromium';
 const NO_CHROME = existsSync(CHROME) ? null : `no Chromium at ${CHROME} (apt-get install -y chromium)`;
+/** The binary itself: Debian's /usr/bin/chromium-headless-shell is a script that does not exec it. */
+const SHELL = process.env.CHROME_HEADLESS_SHELL_PATH || '/usr/lib/chromium/chromium-headless-shell';
+const NO_SHELL = existsSync(SHELL) ? null : `no chrome-headless-shell at ${SHELL} (apt-get install -y chromium-headless-shell)`;
 const OFFLINE_VERSION = 'offline-test';
 
 const root = mkdtempSync(path.join(tmpdir(), 'webjs-chromium-'));
@@ -107,9 +112,9 @@ function leaderOf(userDataDir: string): number | null {
   return null;
 }
 
-function skipWithoutChrome(t: TestContext): boolean {
-  if (NO_CHROME) t.skip(NO_CHROME);
-  return NO_CHROME !== null;
+function skipWithoutChrome(t: TestContext, missing: string | null = NO_CHROME): boolean {
+  if (missing) t.skip(missing);
+  return missing !== null;
 }
 
 test('no Chromium at CHROME_PATH: a start failure that says so', async () => {
@@ -140,89 +145,8 @@ describe('webjs driver on a real Chromium, no network', { timeout: 60_000 }, () 
     assert.deepEqual(fatal, [err.message]);
     assert.equal(driver.browserHealth().alive, false);
     assert.equal(driver.browserHealth().failStreak, 1);
-    assert.ok(existsSync(path.join(driver.paths.userDataDir, 'Local State')), 'Chromium really ran with the session profile');
+    assert.ok(existsSync(path.join(driver.paths.userDataDir, 'Default')), 'Chromium really ran with the session profile');
     assert.deepEqual(processesMentioning(driver.paths.userDataDir), [], 'nothing left after the failed start');
-    await driver.destroy();
-    assert.deepEqual(processesMentioning(driver.paths.userDataDir), []);
-  });
-
-  test('a live browser killed from outside: fatal "browser disconnected", counted, no orphan', async (t) => {
-    if (skipWithoutChrome(t)) return;
-    const driver = newDriver({ dataDir: dataDir(true), webVersion: OFFLINE_VERSION, authTimeoutMs: 30_000, probeIntervalMs: 200 });
-    const { fatal } = recorder(driver);
-    const started = driver.initialize().then(
-      () => null,
-      (e: unknown) => e,
-    );
-    await until(() => driver.browserHealth().lastOkAt > 0, 20_000, 'a successful probe of the live browser');
-    assert.equal(driver.browserHealth().alive, true);
-    const leader = await until(() => leaderOf(driver.paths.userDataDir), 5_000, 'the browser main process');
-    assert.ok(pidsWithUserDataDir(driver.paths.userDataDir).length > 1, 'a real process tree (zygotes, renderers)');
-
-    process.kill(leader, 'SIGKILL');
-    const err = await started;
-    assert.ok(err instanceof DriverError, 'initialize ends when the browser dies during the start');
-    assert.deepEqual(fatal, ['browser disconnected']);
-    assert.deepEqual({ ...driver.browserHealth(), lastOkAt: 0 }, { alive: false, failStreak: 1, lastOkAt: 0 });
-    assert.deepEqual(processesMentioning(driver.paths.userDataDir), [], 'the children of the killed browser are gone too');
-    await driver.destroy();
-  });
-
-  test('a frozen browser: probes time out, fatal "browser unresponsive", the processes are killed', async (t) => {
-    if (skipWithoutChrome(t)) return;
-    const driver = newDriver({
-      dataDir: dataDir(true),
-      webVersion: OFFLINE_VERSION,
-      authTimeoutMs: 30_000,
-      probeIntervalMs: 200,
-      probeTimeoutMs: 400,
-      maxProbeFailures: 2,
-      closeTimeoutMs: 1_000,
-    });
-    const { fatal, health } = recorder(driver);
-    const started = driver.initialize().catch((e: unknown) => e);
-    await until(() => driver.browserHealth().lastOkAt > 0, 20_000, 'a successful probe of the live browser');
-    const leader = await until(() => leaderOf(driver.paths.userDataDir), 5_000, 'the browser main process');
-
-    process.kill(leader, 'SIGSTOP');
-    await until(() => fatal.length > 0, 10_000, 'the hang to be detected');
-    assert.match(fatal[0] ?? '', /^browser unresponsive: 2 probes failed$/);
-    assert.ok(health.some((h) => h.alive && h.failStreak === 1), 'the first failed probe was reported');
-    assert.deepEqual(driver.browserHealth().failStreak, 2);
-    await started;
-    assert.equal(isRunning(leader), false, 'the frozen browser was killed');
-    assert.deepEqual(processesMentioning(driver.paths.userDataDir), []);
-    await driver.destroy();
-  });
-
-  test('destroy while the browser is still being launched: nothing is left', async (t) => {
-    if (skipWithoutChrome(t)) return;
-    const driver = newDriver({ dataDir: dataDir(true), webVersion: OFFLINE_VERSION, authTimeoutMs: 30_000 });
-    const { fatal } = recorder(driver);
-    const started = driver.initialize().catch((e: unknown) => e);
-    await driver.destroy();
-    assert.ok((await started) instanceof DriverError);
-    assert.deepEqual(fatal, [], 'a requested stop is not a crash');
-    assert.deepEqual(processesMentioning(driver.paths.userDataDir), []);
-  });
-
-  test('a browser left over by an earlier run is killed before the next start', async (t) => {
-    if (skipWithoutChrome(t)) return;
-    const dir = dataDir(false);
-    const driver = newDriver({ dataDir: dir });
-    mkdirSync(driver.paths.userDataDir, { recursive: true });
-    // What a gateway killed with SIGKILL leaves behind: a detached browser on the session's profile.
-    const orphan = spawn(CHROME, ['--headless=new', '--no-sandbox', '--disable-gpu', `--user-data-dir=${driver.paths.userDataDir}`, 'about:blank'], {
-      detached: true,
-      stdio: 'ignore',
-    });
-    orphan.unref();
-    const orphanPid = orphan.pid;
-    assert.ok(orphanPid);
-    await until(() => pidsWithUserDataDir(driver.paths.userDataDir).includes(orphanPid), 10_000, 'the orphan to run');
-
-    await driver.initialize().catch(() => undefined);
-    assert.equal(isRunning(orphanPid), false, 'the orphan was killed');
     await driver.destroy();
     assert.deepEqual(processesMentioning(driver.paths.userDataDir), []);
   });
@@ -270,3 +194,94 @@ describe('webjs driver on a real Chromium, no network', { timeout: 60_000 }, () 
     assert.deepEqual(processesMentioning(profile), []);
   });
 });
+
+for (const [name, chrome, missing] of [
+  ['Chromium', CHROME, NO_CHROME],
+  ['chrome-headless-shell', SHELL, NO_SHELL],
+] as const) {
+  describe(`webjs driver on a live ${name}, no network`, { timeout: 60_000 }, () => {
+    test('a live browser killed from outside: fatal "browser disconnected", counted, no orphan', async (t) => {
+      if (skipWithoutChrome(t, missing)) return;
+      const driver = newDriver({ chromePath: chrome, dataDir: dataDir(true), webVersion: OFFLINE_VERSION, authTimeoutMs: 30_000, probeIntervalMs: 200 });
+      const { fatal } = recorder(driver);
+      const started = driver.initialize().then(
+        () => null,
+        (e: unknown) => e,
+      );
+      await until(() => driver.browserHealth().lastOkAt > 0, 20_000, 'a successful probe of the live browser');
+      assert.equal(driver.browserHealth().alive, true);
+      const leader = await until(() => leaderOf(driver.paths.userDataDir), 5_000, 'the browser main process');
+      const tree = processTree(leader);
+      assert.ok(tree.length > 1, 'a real process tree (zygotes, renderers)');
+
+      process.kill(leader, 'SIGKILL');
+      const err = await started;
+      assert.ok(err instanceof DriverError, 'initialize ends when the browser dies during the start');
+      assert.deepEqual(fatal, ['browser disconnected']);
+      assert.deepEqual({ ...driver.browserHealth(), lastOkAt: 0 }, { alive: false, failStreak: 1, lastOkAt: 0 });
+      assert.deepEqual(processesMentioning(driver.paths.userDataDir), [], 'the children of the killed browser are gone too');
+      assert.deepEqual(tree.filter(isRunning), [], 'also those that do not name the profile');
+      await driver.destroy();
+    });
+
+    test('a frozen browser: probes time out, fatal "browser unresponsive", the processes are killed', async (t) => {
+      if (skipWithoutChrome(t, missing)) return;
+      const driver = newDriver({
+        chromePath: chrome,
+        dataDir: dataDir(true),
+        webVersion: OFFLINE_VERSION,
+        authTimeoutMs: 30_000,
+        probeIntervalMs: 200,
+        probeTimeoutMs: 400,
+        maxProbeFailures: 2,
+        closeTimeoutMs: 1_000,
+      });
+      const { fatal, health } = recorder(driver);
+      const started = driver.initialize().catch((e: unknown) => e);
+      await until(() => driver.browserHealth().lastOkAt > 0, 20_000, 'a successful probe of the live browser');
+      const leader = await until(() => leaderOf(driver.paths.userDataDir), 5_000, 'the browser main process');
+
+      process.kill(leader, 'SIGSTOP');
+      await until(() => fatal.length > 0, 10_000, 'the hang to be detected');
+      assert.match(fatal[0] ?? '', /^browser unresponsive: 2 probes failed$/);
+      assert.ok(health.some((h) => h.alive && h.failStreak === 1), 'the first failed probe was reported');
+      assert.deepEqual(driver.browserHealth().failStreak, 2);
+      await started;
+      assert.equal(isRunning(leader), false, 'the frozen browser was killed');
+      assert.deepEqual(processesMentioning(driver.paths.userDataDir), []);
+      await driver.destroy();
+    });
+
+    test('destroy while the browser is still being launched: nothing is left', async (t) => {
+      if (skipWithoutChrome(t, missing)) return;
+      const driver = newDriver({ chromePath: chrome, dataDir: dataDir(true), webVersion: OFFLINE_VERSION, authTimeoutMs: 30_000 });
+      const { fatal } = recorder(driver);
+      const started = driver.initialize().catch((e: unknown) => e);
+      await driver.destroy();
+      assert.ok((await started) instanceof DriverError);
+      assert.deepEqual(fatal, [], 'a requested stop is not a crash');
+      assert.deepEqual(processesMentioning(driver.paths.userDataDir), []);
+    });
+
+    test('a browser left over by an earlier run is killed before the next start', async (t) => {
+      if (skipWithoutChrome(t, missing)) return;
+      const dir = dataDir(false);
+      const driver = newDriver({ chromePath: chrome, dataDir: dir });
+      mkdirSync(driver.paths.userDataDir, { recursive: true });
+      // What a gateway killed with SIGKILL leaves behind: a detached browser on the session's profile.
+      const orphan = spawn(chrome, ['--headless=new', '--no-sandbox', '--disable-gpu', `--user-data-dir=${driver.paths.userDataDir}`, 'about:blank'], {
+        detached: true,
+        stdio: 'ignore',
+      });
+      orphan.unref();
+      const orphanPid = orphan.pid;
+      assert.ok(orphanPid);
+      await until(() => pidsWithUserDataDir(driver.paths.userDataDir).includes(orphanPid), 10_000, 'the orphan to run');
+
+      await driver.initialize().catch(() => undefined);
+      assert.equal(isRunning(orphanPid), false, 'the orphan was killed');
+      await driver.destroy();
+      assert.deepEqual(processesMentioning(driver.paths.userDataDir), []);
+    });
+  });
+}

@@ -76,6 +76,8 @@ const BAD: [variable: string, value: string, message: string][] = [
   ['NODE_CAPACITY', '0', 'NODE_CAPACITY must be an integer from 1 to 100000'],
   ['LEASE_TTL_MS', '1000', 'LEASE_TTL_MS must be an integer from 2000 to 120000'],
   ['WEBJS_AUTH', 'remote', 'WEBJS_AUTH must be local or postgres'],
+  ['WEBJS_CHROME_ARGS', '--lang=de proxy-server=x', 'WEBJS_CHROME_ARGS must be Chromium switches separated by spaces, each starting with --'],
+  ['WEBJS_BLOCK_RESOURCES', 'image,stylesheet', 'WEBJS_BLOCK_RESOURCES must be none or a comma-separated list of image, media, font'],
   ['METRICS_TOKEN', 'hunter2-short', 'METRICS_TOKEN must be 16 to 512 characters of A-Z a-z 0-9 . _ ~ + / = -'],
   ['METRICS_TOKEN', 'hunter2 hunter2 hunter2', 'METRICS_TOKEN must be 16 to 512 characters of A-Z a-z 0-9 . _ ~ + / = -'],
 ];

@@ -10,9 +10,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import wweb from 'whatsapp-web.js';
 import { simulatedClock } from '../../src/clock.js';
+import { loadConfig } from '../../src/config.js';
 import { DriverError, type BrowserHealth } from '../../src/drivers/contract.js';
 import { WebjsDriver } from '../../src/drivers/webjs/driver.js';
-import { CHROME_ARGS } from '../../src/drivers/webjs/options.js';
+import { CHROME_ARGS, type WebjsDriverOptions } from '../../src/drivers/webjs/options.js';
 import { StandInClient, never, wid } from './webjs-standin.js';
 
 const root = mkdtempSync(path.join(tmpdir(), 'webjs-life-'));
@@ -31,7 +32,10 @@ interface Rig {
 }
 
 let seq = 0;
-function rig(prepare: (c: StandInClient) => void = () => undefined, extra: { chromePath?: string; startTimeoutMs?: number } = {}): Rig {
+function rig(
+  prepare: (c: StandInClient) => void = () => undefined,
+  extra: Pick<WebjsDriverOptions, 'chromePath' | 'startTimeoutMs' | 'chromeArgs' | 'blockResources'> = {},
+): Rig {
   const clock = simulatedClock();
   let current: StandInClient | null = null;
   const driver = new WebjsDriver({
@@ -86,13 +90,73 @@ describe('the Client it builds', () => {
     assert.equal(o.puppeteer?.executablePath, '/opt/chrome/chrome');
     assert.equal(o.puppeteer?.headless, true);
     assert.deepEqual(o.puppeteer?.args, [...CHROME_ARGS]);
-    for (const arg of ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']) {
+    for (const arg of [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-dev-shm-usage',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      // the memory switches (docs/webjs.md "Resource use")
+      '--disable-features=WebUIOmniboxPopup,WebUIOmniboxAimPopup,SpareRendererForSitePerProcess',
+      '--disable-software-rasterizer',
+    ]) {
       assert.ok(CHROME_ARGS.includes(arg), arg);
     }
     assert.equal(o.puppeteer?.handleSIGINT, false, 'puppeteer must not process.exit() on SIGINT');
     assert.deepEqual(o.webVersionCache, { type: 'local', path: path.join(root, 'wwebjs-cache') });
     assert.equal(r.driver.paths.userDataDir, path.join(root, 'sessions', 'session-life-1'));
     await r.driver.destroy();
+  });
+
+  test('WEBJS_CHROME_ARGS come after the driver\'s own switches', async () => {
+    const r = rig(undefined, { chromeArgs: ['--proxy-server=http://127.0.0.1:3128', '--lang=de'] });
+    await r.driver.initialize();
+    assert.deepEqual(r.client().options.puppeteer?.args, [...CHROME_ARGS, '--proxy-server=http://127.0.0.1:3128', '--lang=de']);
+    await r.driver.destroy();
+  });
+
+  test('WEBJS_BLOCK_RESOURCES: the auth strategy installs the blocking on the page, after its own step and once per page', async () => {
+    const plain = rig();
+    await plain.driver.initialize();
+    const own = plain.client().options.authStrategy;
+    assert.ok(own instanceof wweb.LocalAuth);
+    assert.equal(Object.hasOwn(own, 'afterBrowserInitialized'), false, 'nothing installed when nothing is blocked');
+    await plain.driver.destroy();
+
+    const r = rig(undefined, { blockResources: ['image', 'font'] });
+    await r.driver.initialize();
+    const strategy = r.client().options.authStrategy;
+    assert.ok(strategy instanceof wweb.LocalAuth, 'still the library\'s LocalAuth (same profile, same link)');
+    const sent: { method: string; params: unknown }[] = [];
+    let sessions = 0;
+    const page = {
+      createCDPSession: async () => {
+        sessions++;
+        return { on: () => undefined, send: async (method: string, params: unknown) => void sent.push({ method, params }) };
+      },
+    };
+    const client = { pupPage: page } as unknown as wweb.Client;
+    strategy.setup(client);
+    await strategy.afterBrowserInitialized();
+    await strategy.afterBrowserInitialized(); // the library repeats the step after a logout, on the same page
+    assert.equal(sessions, 1, 'one DevTools session per page');
+    assert.deepEqual(sent, [
+      {
+        method: 'Fetch.enable',
+        params: { patterns: [{ resourceType: 'Image', requestStage: 'Request' }, { resourceType: 'Font', requestStage: 'Request' }] },
+      },
+    ]);
+    await r.driver.destroy();
+  });
+
+  test('WEBJS_CHROME_ARGS and WEBJS_BLOCK_RESOURCES: none by default; lists as written, `none`, no repeats', () => {
+    assert.deepEqual(loadConfig({}).WEBJS_CHROME_ARGS, []);
+    assert.deepEqual(loadConfig({}).WEBJS_BLOCK_RESOURCES, []);
+    assert.deepEqual(loadConfig({ WEBJS_CHROME_ARGS: ' --proxy-server=http://127.0.0.1:3128   --lang=de ' }).WEBJS_CHROME_ARGS, ['--proxy-server=http://127.0.0.1:3128', '--lang=de']);
+    assert.deepEqual(loadConfig({ WEBJS_BLOCK_RESOURCES: 'image, font,image' }).WEBJS_BLOCK_RESOURCES, ['image', 'font']);
+    assert.deepEqual(loadConfig({ WEBJS_BLOCK_RESOURCES: 'none' }).WEBJS_BLOCK_RESOURCES, []);
   });
 
   test('CHROME_PATH defaults to /usr/bin/chromium', async () => {

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Clock } from '../../src/clock.js';
-import { isRunning, killSessionBrowser, pidsWithUserDataDir, processTree, treeMemory, waitGone } from '../../src/drivers/webjs/processes.js';
+import { isRunning, killSessionBrowser, pidsWithUserDataDir, processMemory, processTree, treeMemory, waitGone } from '../../src/drivers/webjs/processes.js';
 
 const root = mkdtempSync(path.join(tmpdir(), 'webjs-procs-'));
 const children: ChildProcess[] = [];
@@ -56,6 +56,33 @@ test('a leader pid takes its whole tree (and its process group) with it', async 
   assert.deepEqual([...killed].sort(), [...tree].sort());
   assert.equal(await waitGone(dir, killed, clock, 2_000), true);
   for (const pid of tree) assert.equal(isRunning(pid), false);
+});
+
+test('without a leader pid, the processes below a match go too (chrome-headless-shell\'s children do not name the profile)', async () => {
+  const dir = path.join(root, 'session-c');
+  const leader = await start([`--user-data-dir=${dir}`], true);
+  assert.ok(leader.pid);
+  const tree = processTree(leader.pid);
+  assert.equal(tree.length, 2);
+  assert.deepEqual(pidsWithUserDataDir(dir), [leader.pid], 'the child does not carry the argument');
+
+  const killed = killSessionBrowser(dir, null);
+  assert.deepEqual([...killed].sort(), [...tree].sort());
+  assert.equal(await waitGone(dir, killed, clock, 2_000), true);
+  for (const pid of tree) assert.equal(isRunning(pid), false);
+});
+
+test('memory of a process and of a tree: RSS ≥ PSS ≥ private, summed over the tree', async () => {
+  const dir = path.join(root, 'session-d');
+  const leader = await start([`--user-data-dir=${dir}`], true);
+  assert.ok(leader.pid);
+  const own = processMemory(leader.pid);
+  assert.ok(own.rssBytes >= own.pssBytes && own.pssBytes >= own.privateBytes && own.privateBytes > 0, JSON.stringify(own));
+  const tree = treeMemory(leader.pid);
+  assert.equal(tree.processes, 2);
+  assert.ok(tree.privateBytes > own.privateBytes && tree.pssBytes > own.pssBytes);
+  assert.equal(await waitGone(dir, killSessionBrowser(dir, leader.pid), clock, 2_000), true);
+  assert.deepEqual(processMemory(leader.pid), { rssBytes: 0, pssBytes: 0, privateBytes: 0 }, 'an ended process holds nothing');
 });
 
 test('nothing to kill: an empty answer, and waitGone is immediate', async () => {

@@ -5,7 +5,9 @@
  * models, and a payload we cannot read is dropped (and reported) rather than thrown back into the library's
  * page callback. The library's `remote_session_saved` has no counterpart (we use LocalAuth) and is ignored.
  */
-import type { DriverEventName, DriverEvents } from '../contract.js';
+import { EventEmitter } from 'node:events';
+import type { Logger } from '../../log.js';
+import type { DriverEventName, DriverEvents, DriverListener } from '../contract.js';
 import { bool, num, serialized, str } from './fields.js';
 import type { LibClient } from './library.js';
 import {
@@ -21,6 +23,32 @@ import {
   toAck,
   toWAState,
 } from './mapping.js';
+
+/** A session's events to its listeners; a listener that throws is logged and never breaks the emitting side. */
+export class DriverEmitter {
+  private readonly emitter = new EventEmitter();
+
+  constructor(private readonly log: Logger) {
+    this.emitter.setMaxListeners(0);
+  }
+
+  on<E extends DriverEventName>(event: E, listener: DriverListener<E>): void {
+    this.emitter.on(event, listener);
+  }
+
+  off<E extends DriverEventName>(event: E, listener: DriverListener<E>): void {
+    this.emitter.off(event, listener);
+  }
+
+  emit<E extends DriverEventName>(event: E, ...args: DriverEvents[E]): void {
+    try {
+      this.emitter.emit(event, ...args);
+    } catch (err) {
+      // e.g. the library's page callback that got us here
+      this.log.error({ err, event }, 'driver event listener threw');
+    }
+  }
+}
 
 /** The library's events: the contract's, minus the driver's own. */
 export type LibEventName = Exclude<DriverEventName, 'browser_health' | 'fatal'>;

@@ -7,12 +7,15 @@
  *                                    PostgreSQL (pg-auth-store.ts) at each start, backed up there while linked
  *   wwebjs-cache/<version>.html      WhatsApp Web's index page as last loaded (LocalWebCache)
  */
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Clock } from '../../clock.js';
+import type { WebjsBlockable } from '../../config.js';
 import type { Logger } from '../../log.js';
 import type { Pool } from '../../store/pool.js';
 import type { DriverOptions } from '../contract.js';
 import { WebjsLocalAuth, WebjsRemoteAuth, type LibClientFactory, type LibClientOptions } from './library.js';
+import { blockResources, withPageSetup } from './page-blocking.js';
 import { PgAuthStore } from './pg-auth-store.js';
 
 /**
@@ -31,8 +34,10 @@ export type WebjsAuth =
 export interface WebjsDriverOptions extends DriverOptions {
   /** CHROME_PATH: the system Chromium (puppeteer never downloads one). */
   chromePath?: string;
-  /** Extra Chromium switches, e.g. `--proxy-server=…`. */
-  chromeArgs?: string[];
+  /** Extra Chromium switches (WEBJS_CHROME_ARGS), e.g. `--proxy-server=…`; after the driver's own. */
+  chromeArgs?: readonly string[];
+  /** Resource types WhatsApp Web's page may not load (WEBJS_BLOCK_RESOURCES; page-blocking.ts). Default none. */
+  blockResources?: readonly WebjsBlockable[];
   /** Pin a WhatsApp Web version (library default otherwise). */
   webVersion?: string;
   /** The library's wait for WhatsApp Web to load in the page (its `authTimeoutMs`). */
@@ -60,7 +65,16 @@ export interface WebjsDriverOptions extends DriverOptions {
 
 export const DEFAULT_CHROME_PATH = '/usr/bin/chromium';
 
-/** Headless, no sandbox (containers), no GPU, and none of Chromium's own background traffic. */
+/**
+ * Headless, no sandbox (containers), no GPU, none of Chromium's own background traffic, and none of the
+ * processes a gateway's page never uses (docs/webjs.md "Resource use" has the measurements):
+ *   - WebUIOmniboxPopup, WebUIOmniboxAimPopup: headless Chromium preloads the address bar's popup (browser UI
+ *     in a renderer of its own, the largest after the page's) although no address bar is ever shown;
+ *   - SpareRendererForSitePerProcess: a renderer kept started for the next navigation, which never comes;
+ *   - --disable-software-rasterizer: no SwiftShader (software WebGL) in the GPU process; 2D canvas (the QR
+ *     code) is drawn without it.
+ * puppeteer merges the `--disable-features` list with its own.
+ */
 export const CHROME_ARGS: readonly string[] = [
   '--no-sandbox',
   '--disable-gpu',
@@ -69,6 +83,8 @@ export const CHROME_ARGS: readonly string[] = [
   '--disable-background-networking',
   '--disable-component-update',
   '--disable-sync',
+  '--disable-features=WebUIOmniboxPopup,WebUIOmniboxAimPopup,SpareRendererForSitePerProcess',
+  '--disable-software-rasterizer',
 ];
 
 export const DEFAULTS = {
@@ -106,6 +122,18 @@ export function sessionPaths(dataDir: string, instanceId: string, auth: WebjsAut
   };
 }
 
+/**
+ * Remove the session's link kept here: the profile on disk and, with WEBJS_AUTH=postgres, the copy in
+ * PostgreSQL (also when the library's own logout did not run or timed out).
+ */
+export async function forgetLink(o: WebjsDriverOptions, paths: SessionPaths): Promise<void> {
+  await rm(paths.userDataDir, { recursive: true, force: true, maxRetries: 4 });
+  const auth = o.auth;
+  if (auth?.kind === 'postgres') {
+    await new PgAuthStore({ pool: auth.pool, dataPath: paths.sessionsDir }).delete({ session: `RemoteAuth-${o.instanceId}` });
+  }
+}
+
 /** LocalAuth accepts only these characters in a client id. */
 export function isValidClientId(instanceId: string): boolean {
   return /^[-_\w]+$/i.test(instanceId);
@@ -132,8 +160,17 @@ export function clientOptions(o: WebjsDriverOptions, paths: SessionPaths): LibCl
   return options;
 }
 
-/** The library's auth strategy for the configured WebjsAuth; clientId is the instance id either way. */
+/**
+ * The library's auth strategy for the configured WebjsAuth (clientId is the instance id either way), with the
+ * page's resource blocking installed from it when any is configured.
+ */
 function authStrategy(o: WebjsDriverOptions, paths: SessionPaths): NonNullable<LibClientOptions['authStrategy']> {
+  const strategy = linkStrategy(o, paths);
+  const blocked = o.blockResources ?? [];
+  return blocked.length === 0 ? strategy : withPageSetup(strategy, (page) => blockResources(page, blocked));
+}
+
+function linkStrategy(o: WebjsDriverOptions, paths: SessionPaths): NonNullable<LibClientOptions['authStrategy']> {
   const auth = o.auth ?? { kind: 'local' };
   if (auth.kind === 'local') return new WebjsLocalAuth({ clientId: o.instanceId, dataPath: paths.sessionsDir });
   return new WebjsRemoteAuth({

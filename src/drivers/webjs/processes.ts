@@ -5,7 +5,9 @@
  * zygotes, renderers and utility processes. That alone is not enough when the gateway itself died earlier
  * (the browser of the last run is still there, holding the profile lock) or when the pid was never learned
  * (a launch that failed half-way). Every browser of a session is started with the session's own
- * `--user-data-dir`, unique per instance, so that argument finds them all: no broad name matching.
+ * `--user-data-dir`, unique per instance, so that argument finds it: no broad name matching. The full
+ * Chromium repeats the argument in its zygotes and renderers; chrome-headless-shell does not, so the processes
+ * below every match are taken too.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import type { Clock } from '../../clock.js';
@@ -58,13 +60,18 @@ export function pidsWithUserDataDir(dir: string): number[] {
 
 /** `pid` and every running process below it. */
 export function processTree(pid: number): number[] {
+  return processTrees([pid]);
+}
+
+/** The `roots` and every running process below them (one pass over /proc). */
+function processTrees(roots: number[]): number[] {
   const infos = allPids()
     .map(readProc)
     .filter((p): p is ProcInfo => p !== null);
   const children = new Map<number, number[]>();
   for (const p of infos) children.set(p.ppid, [...(children.get(p.ppid) ?? []), p.pid]);
   const out: number[] = [];
-  const queue = [pid];
+  const queue = [...roots];
   while (queue.length > 0) {
     const next = queue.shift();
     if (next === undefined || out.includes(next)) continue;
@@ -90,14 +97,13 @@ function signal(pid: number, sig: NodeJS.Signals): void {
 
 /**
  * SIGKILL the session's browser: its process group (when the leader pid is known), its process tree and
- * everything else started with its user data dir. Returns the pids that were signalled.
+ * everything else started with its user data dir, with the processes below those. Returns the pids that
+ * were signalled.
  */
 export function killSessionBrowser(userDataDir: string, leaderPid: number | null): number[] {
-  const targets = new Set<number>(pidsWithUserDataDir(userDataDir));
-  if (leaderPid !== null && leaderPid > 0) {
-    for (const p of processTree(leaderPid)) targets.add(p);
-    signal(-leaderPid, 'SIGKILL');
-  }
+  const leader = leaderPid !== null && leaderPid > 0 ? [leaderPid] : [];
+  const targets = new Set<number>(processTrees([...leader, ...pidsWithUserDataDir(userDataDir)]));
+  for (const pid of leader) signal(-pid, 'SIGKILL');
   targets.delete(process.pid);
   for (const pid of targets) signal(pid, 'SIGKILL');
   return [...targets];
@@ -114,12 +120,17 @@ export async function waitGone(userDataDir: string, pids: number[], clock: Clock
   }
 }
 
-export interface TreeMemory {
-  processes: number;
-  /** sum of VmRSS over the tree (counts shared pages once per process) */
+export interface ProcessMemory {
+  /** VmRSS: counts pages shared with other processes in full */
   rssBytes: number;
-  /** sum of Pss (shared pages split between their users): the fairer figure */
+  /** Pss: shared pages split between the processes that map them (the fairer figure) */
   pssBytes: number;
+  /** Private_Clean + Private_Dirty (USS): what only this process maps */
+  privateBytes: number;
+}
+
+export interface TreeMemory extends ProcessMemory {
+  processes: number;
 }
 
 function kbField(text: string, name: string): number {
@@ -127,18 +138,29 @@ function kbField(text: string, name: string): number {
   return m?.[1] ? Number(m[1]) * 1024 : 0;
 }
 
-/** Memory of a browser's whole process tree. */
+/** One process's memory from /proc; zeros when it has exited. */
+export function processMemory(pid: number): ProcessMemory {
+  try {
+    const rollup = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+    return {
+      rssBytes: kbField(readFileSync(`/proc/${pid}/status`, 'utf8'), 'VmRSS'),
+      pssBytes: kbField(rollup, 'Pss'),
+      privateBytes: kbField(rollup, 'Private_Clean') + kbField(rollup, 'Private_Dirty'),
+    };
+  } catch {
+    return { rssBytes: 0, pssBytes: 0, privateBytes: 0 };
+  }
+}
+
+/** Memory of a browser's whole process tree (sums over its processes). */
 export function treeMemory(pid: number): TreeMemory {
   const pids = processTree(pid);
-  let rssBytes = 0;
-  let pssBytes = 0;
+  const total: TreeMemory = { processes: pids.length, rssBytes: 0, pssBytes: 0, privateBytes: 0 };
   for (const p of pids) {
-    try {
-      rssBytes += kbField(readFileSync(`/proc/${p}/status`, 'utf8'), 'VmRSS');
-      pssBytes += kbField(readFileSync(`/proc/${p}/smaps_rollup`, 'utf8'), 'Pss');
-    } catch {
-      // exited meanwhile
-    }
+    const m = processMemory(p);
+    total.rssBytes += m.rssBytes;
+    total.pssBytes += m.pssBytes;
+    total.privateBytes += m.privateBytes;
   }
-  return { processes: pids.length, rssBytes, pssBytes };
+  return total;
 }

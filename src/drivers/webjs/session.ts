@@ -1,6 +1,6 @@
 /**
- * One whatsapp-web.js session: its Client, its Chromium, its lifecycle and the call gate. driver.ts puts the
- * contract's operations on top.
+ * One whatsapp-web.js session: its Client, its Chromium, its lifecycle and its call gate (gate.ts). driver.ts
+ * puts the contract's operations on top.
  *
  * Life of a session (one per driver; the instance machine builds a new driver for each start):
  *   idle ──initialize()──▶ starting ──library initialize() resolved──▶ running
@@ -9,12 +9,10 @@
  * `initialize()` resolves once the library has started (WhatsApp Web open and the QR or the stored link on
  * its way); linking progress arrives as events. A start failure emits `fatal` with the reason, then rejects.
  *
- * Every operation is one library call (or a lookup and a call) through `call()`: the session must be able to
- * take it (else NOT_CONNECTED / SESSION_CLOSED, provably not sent), it gets `callTimeoutMs`, and its failure
- * becomes a DriverError (outcome.ts). Nothing is ever retried.
+ * Every operation is one library call (or a lookup and a call) through `call()` (gate.ts): the session must be
+ * able to take it (else NOT_CONNECTED / SESSION_CLOSED, provably not sent), it gets `callTimeoutMs`, and its
+ * failure becomes a DriverError (outcome.ts). Nothing is ever retried.
  */
-import { EventEmitter } from 'node:events';
-import { rm } from 'node:fs/promises';
 import { systemClock, type Clock } from '../../clock.js';
 import { silentLogger, type Logger } from '../../log.js';
 import {
@@ -22,21 +20,19 @@ import {
   type BrowserHealth,
   type ClientInfo,
   type DriverEventName,
-  type DriverEvents,
   type DriverListener,
   type WAState,
 } from '../contract.js';
 import { BrowserWatch } from './browser.js';
 import { checkPhone } from './content.js';
-import { wireLibraryEvents, type EventSink } from './events.js';
-import type { CallOptions, Gate } from './gate.js';
+import { DriverEmitter, wireLibraryEvents, type EventSink } from './events.js';
+import { CallGate, type CallOptions, type Gate } from './gate.js';
 import type { LibClient } from './library.js';
 import { mapClientInfo, toWAState } from './mapping.js';
-import { DEFAULTS, isValidClientId, sessionPaths, type SessionPaths, type WebjsDriverOptions } from './options.js';
-import { CallTimeout, describeError, invalidInput, preSendFailure, startedCallFailure, withTimeout } from './outcome.js';
+import { DEFAULTS, forgetLink, isValidClientId, sessionPaths, type SessionPaths, type WebjsDriverOptions } from './options.js';
+import { CallTimeout, describeError, invalidInput, withTimeout } from './outcome.js';
 import { shutdownBrowser } from './shutdown.js';
 import { BrowserAttacher, buildClient, clearStaleBrowser } from './start.js';
-import { PgAuthStore } from './pg-auth-store.js';
 
 type Phase = 'idle' | 'starting' | 'running' | 'dead' | 'destroyed';
 
@@ -46,7 +42,7 @@ export class WebjsSession implements Gate {
   private readonly opts: WebjsDriverOptions;
   private readonly clock: Clock;
   private readonly log: Logger;
-  private readonly emitter = new EventEmitter();
+  private readonly events: DriverEmitter;
   private readonly watch: BrowserWatch;
   private phase: Phase = 'idle';
   private client: LibClient | null = null;
@@ -56,6 +52,7 @@ export class WebjsSession implements Gate {
   private libraryDisconnected = false;
   private started: Promise<void> | null = null;
   private readonly browser: BrowserAttacher;
+  private readonly gate: CallGate;
   private cleanup: Promise<void> | null = null;
   /** Rejects when the session ends (died or destroyed) so a pending initialize() does not wait for the library. */
   private readonly ended: Promise<never>;
@@ -66,7 +63,7 @@ export class WebjsSession implements Gate {
     this.clock = opts.clock ?? systemClock;
     this.log = (opts.logger ?? silentLogger()).child({ driver: 'webjs', instanceId: opts.instanceId });
     this.paths = sessionPaths(opts.dataDir, opts.instanceId, opts.auth?.kind);
-    this.emitter.setMaxListeners(0);
+    this.events = new DriverEmitter(this.log);
     this.ended = new Promise<never>((_resolve, reject) => {
       this.end = (reason) => reject(new DriverError(reason, 'SESSION_CLOSED', true));
     });
@@ -76,10 +73,17 @@ export class WebjsSession implements Gate {
       probeIntervalMs: opts.probeIntervalMs ?? DEFAULTS.probeIntervalMs,
       probeTimeoutMs: opts.probeTimeoutMs ?? DEFAULTS.probeTimeoutMs,
       maxProbeFailures: opts.maxProbeFailures ?? DEFAULTS.maxProbeFailures,
-      onChange: (health) => this.emit('browser_health', health),
+      onChange: (health) => this.events.emit('browser_health', health),
       onDeath: (reason, counted) => void this.die(reason, counted),
     });
     this.browser = new BrowserAttacher(this.clock, this.watch, () => this.client, () => this.phase);
+    this.gate = new CallGate({
+      state: () => ({ closed: this.phase === 'dead' || this.phase === 'destroyed', client: this.client, ready: this.ready }),
+      callTimeoutMs: opts.callTimeoutMs,
+      clock: this.clock,
+      onOk: () => this.watch.recordOk(),
+      onTimeout: () => this.callTimedOut(),
+    });
   }
 
   get info(): ClientInfo | null {
@@ -101,20 +105,11 @@ export class WebjsSession implements Gate {
   }
 
   on<E extends DriverEventName>(event: E, listener: DriverListener<E>): void {
-    this.emitter.on(event, listener);
+    this.events.on(event, listener);
   }
 
   off<E extends DriverEventName>(event: E, listener: DriverListener<E>): void {
-    this.emitter.off(event, listener);
-  }
-
-  private emit<E extends DriverEventName>(event: E, ...args: DriverEvents[E]): void {
-    try {
-      this.emitter.emit(event, ...args);
-    } catch (err) {
-      // A listener's fault must not break the session (or the library's page callback that got us here).
-      this.log.error({ err, event }, 'driver event listener threw');
-    }
+    this.events.off(event, listener);
   }
 
   // ---- lifecycle
@@ -206,12 +201,7 @@ export class WebjsSession implements Gate {
       }
     }
     await this.shutdown();
-    await rm(this.paths.userDataDir, { recursive: true, force: true, maxRetries: 4 });
-    // the link kept in PostgreSQL goes too, also when the library's own logout did not run (or timed out)
-    const auth = this.opts.auth;
-    if (auth?.kind === 'postgres') {
-      await new PgAuthStore({ pool: auth.pool, dataPath: this.paths.sessionsDir }).delete({ session: `RemoteAuth-${this.opts.instanceId}` });
-    }
+    await forgetLink(this.opts, this.paths);
   }
 
   async getState(): Promise<WAState | null> {
@@ -232,32 +222,10 @@ export class WebjsSession implements Gate {
     return code;
   }
 
-  // ---- the call gate
+  // ---- the call gate (gate.ts)
 
-  async call<T>(what: string, fn: (client: LibClient) => Promise<T>, options: CallOptions = {}): Promise<T> {
-    const client = this.callable(options.need ?? 'ready');
-    try {
-      const value = await withTimeout(
-        Promise.resolve().then(() => fn(client)),
-        this.opts.callTimeoutMs,
-        this.clock,
-        what,
-      );
-      this.watch.recordOk();
-      return value;
-    } catch (err) {
-      if (err instanceof CallTimeout) this.callTimedOut();
-      throw options.preSend ? preSendFailure(what, err) : startedCallFailure(what, err);
-    }
-  }
-
-  private callable(need: 'ready' | 'page'): LibClient {
-    if (this.phase === 'dead' || this.phase === 'destroyed') throw new DriverError('the session is closed', 'SESSION_CLOSED', true);
-    const client = this.client;
-    if (client === null) throw new DriverError('the session is not started', 'NOT_CONNECTED', true);
-    if (need === 'ready' && !this.ready) throw new DriverError('the session is not connected', 'NOT_CONNECTED', true);
-    if (need === 'page' && client.pupPage == null) throw new DriverError('WhatsApp Web is not open yet', 'NOT_CONNECTED', true);
-    return client;
+  call<T>(what: string, fn: (client: LibClient) => Promise<T>, options: CallOptions = {}): Promise<T> {
+    return this.gate.call(what, fn, options);
   }
 
   /** A hung page shows as calls that never return: they count like failed probes. */
@@ -270,7 +238,7 @@ export class WebjsSession implements Gate {
   // ---- library events
 
   private readonly sink: EventSink = {
-    emit: (event, ...args) => this.emit(event, ...args),
+    emit: (event, ...args) => this.events.emit(event, ...args),
     onReady: () => {
       this.ready = true;
       this.libraryDisconnected = false;
@@ -298,7 +266,7 @@ export class WebjsSession implements Gate {
     } else {
       this.log.warn({ reason }, 'session died');
       // `fatal` first: it carries the reason; the health report that follows only says "not alive".
-      this.emit('fatal', reason);
+      this.events.emit('fatal', reason);
     }
     this.watch.markDead(counted && !expected);
     this.watch.stop();
