@@ -50,6 +50,10 @@ export interface ReplanProposal {
   commit(written: readonly SlotWrite[]): void;
 }
 
+/** Written out rather than spread: thousands are made at once (a literal starting with a spread is slow, src/queue/sql/row.ts). */
+const held = (j: PlanJob, scheduledAt: number | null, persisted: number | null): Held =>
+  ({ id: j.id, priority: j.priority, seq: j.seq, notBefore: j.notBefore, expiresAt: j.expiresAt, scheduledAt, persisted });
+
 const samePlanSettings = (a: InstanceSettings, b: InstanceSettings) =>
   a.maxPerHour === b.maxPerHour && a.maxPer24h === b.maxPer24h && a.minDelayMs === b.minDelayMs &&
   a.maxDelayMs === b.maxDelayMs && JSON.stringify(a.quietHours) === JSON.stringify(b.quietHours);
@@ -73,7 +77,7 @@ export class Planner {
 
   load(input: { history: number[]; lastDispatchAt: number | null; waiting: MirrorJob[] }): void {
     this.history.load(input.history, input.lastDispatchAt);
-    this.jobs = new Map(input.waiting.map((j) => [j.id, { ...j, persisted: j.scheduledAt }]));
+    this.jobs = new Map(input.waiting.map((j) => [j.id, held(j, j.scheduledAt, j.scheduledAt)]));
     this.unwritten.clear();
     this.nextSeq = input.waiting.reduce((m, j) => Math.max(m, j.seq), 0) + 1;
     this.rebuildOrder();
@@ -106,7 +110,7 @@ export class Planner {
   tryAdd(newJobs: Omit<PlanJob, 'seq'>[], now: number, settings: InstanceSettings): AddProposal {
     if (newJobs.length === 0) return { slots: new Map(), moved: [], positions: new Map(), commit: null };
     const seq0 = this.nextSeq;
-    const jobs: PlanJob[] = newJobs.map((j, i) => ({ ...j, seq: seq0 + i }));
+    const jobs: PlanJob[] = newJobs.map((j, i) => ({ id: j.id, priority: j.priority, seq: seq0 + i, notBefore: j.notBefore, expiresAt: j.expiresAt }));
     let result: PlanResult | null = null;
     let full = false;
     if (this.tail && this.tailSettings && samePlanSettings(this.tailSettings, settings) && this.retryAt === null) {
@@ -152,7 +156,7 @@ export class Planner {
         // new jobs are inserted with their slot
         for (const j of jobs) {
           const slot = slots.get(j.id);
-          if (slot !== undefined) this.jobs.set(j.id, { ...j, scheduledAt: slot, persisted: slot });
+          if (slot !== undefined) this.jobs.set(j.id, held(j, slot, slot));
         }
         if (full) {
           this.retryAt = r.unplaced.length > 0 ? Math.min(...r.unplaced.map((u) => u.retryAt)) : null;
