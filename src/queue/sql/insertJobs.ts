@@ -25,22 +25,27 @@ export function insertedState(job: Pick<NewJob, 'scheduledAt'>): JobState {
   return PLANNED;
 }
 
+/** Rows per statement: a send-bulk of 5,000 is five statements of one transaction, each far inside the store's statement deadline. */
+const ROWS_PER_STATEMENT = 1_000;
+
+const SQL = `INSERT INTO jobs (id, instance_id, state, kind, origin_route, chat_id, phone, payload, payload_hash,
+    idempotency_key, priority, not_before, queued_at, scheduled_at, expires_at, previous_job_id, caller_boot)
+ SELECT id, inst, state, kind, route, chat, phone, payload, hash, key, prio,
+        to_timestamp(nb / 1000), to_timestamp(qa / 1000), to_timestamp(sa / 1000), to_timestamp(ea / 1000), prev, boot
+   FROM ROWS FROM (json_to_recordset($1::json) AS (id text, inst uuid, state text, kind text, route text, chat text,
+          phone text, payload jsonb, hash text, key text, prio smallint, nb float8, qa float8, sa float8, ea float8,
+          prev text, boot text)) WITH ORDINALITY AS t(id, inst, state, kind, route, chat, phone, payload, hash, key,
+          prio, nb, qa, sa, ea, prev, boot, ord)
+  ORDER BY ord
+ RETURNING id, seq`;
+
 export async function insertJobs(q: Queryable, jobs: NewJob[]): Promise<Job[]> {
-  if (jobs.length === 0) return [];
-  const { rows } = await q.query<{ id: string; seq: number }>(
-    `INSERT INTO jobs (id, instance_id, state, kind, origin_route, chat_id, phone, payload, payload_hash,
-        idempotency_key, priority, not_before, queued_at, scheduled_at, expires_at, previous_job_id, caller_boot)
-     SELECT id, inst, state, kind, route, chat, phone, payload, hash, key, prio,
-            to_timestamp(nb / 1000), to_timestamp(qa / 1000), to_timestamp(sa / 1000), to_timestamp(ea / 1000), prev, boot
-       FROM ROWS FROM (json_to_recordset($1::json) AS (id text, inst uuid, state text, kind text, route text, chat text,
-              phone text, payload jsonb, hash text, key text, prio smallint, nb float8, qa float8, sa float8, ea float8,
-              prev text, boot text)) WITH ORDINALITY AS t(id, inst, state, kind, route, chat, phone, payload, hash, key,
-              prio, nb, qa, sa, ea, prev, boot, ord)
-      ORDER BY ord
-     RETURNING id, seq`,
-    [JSON.stringify(jobs.map(jobRecord))],
-  );
-  const seqOf = new Map(rows.map((r) => [r.id, Number(r.seq)]));
+  const seqOf = new Map<string, number>();
+  for (let i = 0; i < jobs.length; i += ROWS_PER_STATEMENT) {
+    const part = jobs.slice(i, i + ROWS_PER_STATEMENT);
+    const { rows } = await q.query<{ id: string; seq: number }>(SQL, [JSON.stringify(part.map(jobRecord))]);
+    for (const r of rows) seqOf.set(r.id, Number(r.seq));
+  }
   return jobs.map((j) => {
     const seq = seqOf.get(j.id);
     if (seq === undefined) throw new Error(`job ${j.id} was not inserted`);
