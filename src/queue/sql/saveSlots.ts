@@ -4,8 +4,8 @@
  * allowed in; a job that left them meanwhile (cancelled, expired, claimed) is not touched. No `message.*`
  * event: a new slot is not one (there is no message.scheduled).
  *
- * Strategy: one UPDATE … FROM unnest(ids, slots) for every row that changed, whatever the count (a re-plan
- * of 5,000 jobs is one round trip, not 5,000), and only those rows: the caller passes the slots that differ
+ * Strategy: one UPDATE … FROM unnest(ids, slots) per 1,000 rows that changed (a re-plan of 5,000 jobs is five
+ * round trips, not 5,000), and only those rows: the caller passes the slots that differ
  * from what PostgreSQL holds (src/queue/planning.ts), so an unchanged job costs no row version. Returns the
  * number of rows written.
  */
@@ -24,8 +24,15 @@ const SQL = `UPDATE jobs j
                 AND ((s.at IS NOT NULL AND j.state IN (${sqlStates(planned.from)}))
                   OR (s.at IS NULL AND j.state IN (${sqlStates(unscheduled.from)})))`;
 
+/** Rows per statement: a re-plan of 5,000 is five statements of one transaction, each far inside the statement deadline. */
+const ROWS_PER_STATEMENT = 1_000;
+
 export async function saveSlots(q: Queryable, instanceId: string, slots: readonly SlotWrite[], epoch: number): Promise<number> {
-  if (slots.length === 0) return 0;
-  const r = await q.query(SQL, [instanceId, slots.map((s) => s.jobId), slots.map((s) => (s.scheduledAt === null ? null : new Date(s.scheduledAt))), epoch]);
-  return r.rowCount ?? 0;
+  let n = 0;
+  for (let i = 0; i < slots.length; i += ROWS_PER_STATEMENT) {
+    const part = slots.slice(i, i + ROWS_PER_STATEMENT);
+    const r = await q.query(SQL, [instanceId, part.map((s) => s.jobId), part.map((s) => (s.scheduledAt === null ? null : new Date(s.scheduledAt))), epoch]);
+    n += r.rowCount ?? 0;
+  }
+  return n;
 }
