@@ -5,13 +5,13 @@
  */
 import type { SandboxEvent, SandboxMethod } from '../drivers/sandbox/api.js';
 import type { SandboxStore } from './store.js';
-import type { AccountRecord, Fault, GroupRecord, NetMessage, NetworkState, NextCallFault, SessionRecord } from './types.js';
+import type { Fault, GroupRecord, NetMessage, NetworkState, NextCallFault, SessionRecord } from './types.js';
 
 /** The shared state, time, persistence and delivery every part uses. */
 export interface NetworkCore {
   readonly state: NetworkState;
   now(): number;
-  persist(now?: boolean): void;
+  persist(): void;
   /** deliver an event to the linked session of `phone` (made only when someone listens) */
   emitTo(phone: string, make: () => SandboxEvent | null): void;
   /** run `fn` after `ms` of the network's clock */
@@ -37,7 +37,8 @@ export interface MessageNetwork extends NetworkCore {
 export interface SessionNetwork extends NetworkCore {
   readonly qrRotateMs: number;
   sessionRecord(instanceId: string): SessionRecord;
-  setAccount(phone: string, patch: AccountRecord): void;
+  /** link the session to a phone (null: unlink), journaled at once */
+  setLink(instanceId: string, phone: string | null, pushname?: string | null): void;
   accountFault(phone: string): Fault | null;
   takeNextCallFault(instanceId: string, method: SandboxMethod): NextCallFault | null;
 }

@@ -46,6 +46,8 @@ export class SandboxNetwork {
   private readonly timers = new Set<TimerHandle>();
   private readonly nextFaults = new Map<string, NextCallFault[]>();
   private readonly lids = new Map<string, string>();
+  /** linked phone → the instances linked to it (one, normally): a lookup per event, not a scan of every session */
+  private readonly linked = new Map<string, Set<string>>();
   private closed = false;
 
   constructor(opts: SandboxNetworkOptions = {}) {
@@ -57,7 +59,7 @@ export class SandboxNetwork {
     this.messages = new MessageBook(this);
     this.groups = new GroupBook(this);
     for (const phone of Object.keys(this.state.accounts)) this.know(phone);
-    for (const s of Object.values(this.state.sessions)) if (s.linkedPhone) this.know(s.linkedPhone);
+    for (const [instanceId, s] of Object.entries(this.state.sessions)) if (s.linkedPhone) this.index(instanceId, s.linkedPhone);
     this.messages.reindex();
   }
 
@@ -86,8 +88,11 @@ export class SandboxNetwork {
   pushname(phone: string): string | null {
     const own = this.state.accounts[phone]?.pushname;
     if (own) return own;
-    const session = Object.values(this.state.sessions).find((s) => s.linkedPhone === phone && s.pushname);
-    return session?.pushname ?? null;
+    for (const id of this.linked.get(phone) ?? []) {
+      const name = this.state.sessions[id]?.pushname;
+      if (name) return name;
+    }
+    return null;
   }
 
   displayName(phone: string): string {
@@ -127,18 +132,44 @@ export class SandboxNetwork {
     return r;
   }
 
+  /**
+   * Link the instance's session to `phone` (null: unlink), journaled at once: a link must survive even a
+   * process killed right after it. A linked phone is a registered account.
+   */
+  setLink(instanceId: string, phone: string | null, pushname: string | null = null): void {
+    const r = this.sessionRecord(instanceId);
+    if (r.linkedPhone) this.linked.get(r.linkedPhone)?.delete(instanceId);
+    r.linkedPhone = phone;
+    r.linkedAt = phone ? this.now() : null;
+    if (phone) {
+      r.pushname = pushname ?? r.pushname;
+      this.index(instanceId, phone);
+      this.state.accounts[phone] = { ...this.state.accounts[phone], registered: true };
+    }
+    this.store.appendSession(instanceId, r);
+    this.persist();
+  }
+
   /** Is any instance linked to this phone (then its reads come from the instance, not from a timer)? */
   isLinked(phone: string): boolean {
-    return Object.values(this.state.sessions).some((s) => s.linkedPhone === phone);
+    return (this.linked.get(phone)?.size ?? 0) > 0;
   }
 
   /** Emit to every ready session linked to `phone`; `make` runs per session so no object is shared. */
   emitTo(phone: string, make: () => SandboxEvent | null): void {
-    for (const s of this.sessions.values()) {
-      if (s.phone !== phone || !s.isReady()) continue;
+    for (const id of [...(this.linked.get(phone) ?? [])]) {
+      const s = this.sessions.get(id);
+      if (!s || s.phone !== phone || !s.isReady()) continue;
       const event = make();
       if (event) s.emit(event);
     }
+  }
+
+  private index(instanceId: string, phone: string): void {
+    this.know(phone);
+    let ids = this.linked.get(phone);
+    if (!ids) this.linked.set(phone, (ids = new Set()));
+    ids.add(instanceId);
   }
 
   // ---- linking (control side)
@@ -232,10 +263,11 @@ export class SandboxNetwork {
     this.timers.add(handle);
   }
 
-  /** Save the small records (accounts, links, groups, chat state, faults); `now` for links. */
-  persist(now = false): void {
-    this.store.saveMeta(this.state, now);
+  /** Save the small records (accounts, links, groups, chat state, faults) soon. */
+  persist(): void {
+    this.store.saveMeta(this.state);
   }
+
 
   /** Journal a message after it changed (posted, acked, edited, revoked, reacted to, voted on). */
   saveMessage(m: NetMessage): void {

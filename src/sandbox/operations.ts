@@ -206,7 +206,7 @@ export async function dispatch<M extends SandboxMethod>(
     const run = lifecycle[method] as (s: SandboxSession, client: string | undefined, ...args: SandboxArgs<M>) => Promise<SandboxResult<M>>;
     return run(s, client, ...args);
   }
-  s.requireOwner(client);
+  s.clients.requireOwner(client);
   const handler = (handlers as Handlers)[method] as Handler<M>;
   return handler(s, ...args);
 }

@@ -104,7 +104,7 @@ export function createRpcHandler(network: SandboxNetwork): RpcHandler {
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
     streams.add(res);
     // detaching the owner's last stream stops the session: its simulated browser is gone
-    const detach = network.session(instanceId).attachStream(clientId, (event) => {
+    const detach = network.session(instanceId).clients.attachStream(clientId, (event) => {
       res.write(`data: ${JSON.stringify(event)}\n\n`);
     });
     res.write('event: hello\ndata: {}\n\n');

@@ -1,25 +1,24 @@
 /**
  * One instance's linked session on the sandbox network, as the driver sees it: started, showing a rotating
- * QR (a real PNG data URL) or a pairing code, linked, ready; or crashed, disconnected, stopped. A link is
+ * QR or a pairing code (session-link.ts), linked, ready; or crashed, disconnected, stopped. A link is
  * persisted, so the next initialize goes straight to authenticated → ready. Faults are applied here (what each
  * kind does: session-faults.ts), and a call that "hangs" stays pending until the session stops, when it is
  * released with SESSION_CLOSED.
  *
- * Clients (docs/sandbox.md, "Takeover"): every driver object attached to the session has a client id. The
- * session belongs to the client that initialized it last; another client's `initialize` takes it over, as a
- * second browser opening the same linked device does on the real network: the previous owner's run ends, it
- * is told `change_state('CONFLICT')` and `disconnected('CONFLICT')`, and its later calls are refused
- * NOT_CONNECTED, provably not sent. A stale client's `destroy` only detaches it, its `logout` is refused, and
- * the session's events go to the owner's listeners only. A call or listener without a client id is the
- * network's own (tests, tools): never refused, never an owner, and it sees every event.
+ * Clients (docs/sandbox.md, "Takeover"; who hears what: session-clients.ts): the session belongs to the
+ * client that initialized it last; another client's `initialize` takes it over, as a second browser opening
+ * the same linked device does on the real network: the previous owner's run ends, it is told
+ * `change_state('CONFLICT')` and `disconnected('CONFLICT')`, and its later calls are refused NOT_CONNECTED,
+ * provably not sent. A stale client's `destroy` only detaches it and its `logout` is refused.
  */
-import QRCode from 'qrcode';
 import { DriverError, type ClientInfo, type WAState } from '../drivers/contract.js';
-import { SEND_METHODS, type InitializeOptions, type SandboxEvent, type SandboxEventListener, type SandboxMethod } from '../drivers/sandbox/api.js';
-import { newPairingCode, newQrToken, normalizePhone, userId } from './ids.js';
+import { SEND_METHODS, type InitializeOptions, type SandboxEvent, type SandboxMethod } from '../drivers/sandbox/api.js';
+import { normalizePhone, userId } from './ids.js';
 import type { SessionNetwork } from './books.js';
+import { LinkScreen, type ShownQr } from './session-link.js';
+import { SessionClients } from './session-clients.js';
 import { runUnderFault, type FaultedSession } from './session-faults.js';
-import type { Fault, FaultKind, SessionRecord } from './types.js';
+import type { Fault, FaultKind } from './types.js';
 
 export type SessionPhase = 'stopped' | 'starting' | 'waiting_qr' | 'ready' | 'disconnected' | 'crashed';
 
@@ -29,11 +28,8 @@ export type SessionPhase = 'stopped' | 'starting' | 'waiting_qr' | 'ready' | 'di
  */
 export const REPLACED_REASON = 'CONFLICT';
 
-/** A listener and who holds it: `client` undefined for the network's own; `stream` for a remote event stream. */
-interface Attachment {
-  client: string | undefined;
-  stream: boolean;
-}
+/** The WAState of whatsapp-web.js each phase reports (a disconnected one: TIMEOUT when linked, else UNPAIRED). */
+const WA_STATES: Partial<Record<SessionPhase, WAState>> = { ready: 'CONNECTED', waiting_qr: 'UNPAIRED', starting: 'OPENING' };
 
 /** A phase in which a run is going on (a replaced owner is told it lost it). */
 const LIVE: ReadonlySet<SessionPhase> = new Set<SessionPhase>(['starting', 'waiting_qr', 'ready']);
@@ -41,13 +37,10 @@ const LIVE: ReadonlySet<SessionPhase> = new Set<SessionPhase>(['starting', 'wait
 /** `N`: the network as the session's callers see it (SandboxNetwork for the driver operations). */
 export class SandboxSession<N extends SessionNetwork = SessionNetwork> {
   private phaseValue: SessionPhase = 'stopped';
-  private readonly listeners = new Map<SandboxEventListener, Attachment>();
-  /** the client that initialized the session last; null until a client did */
-  private ownerId: string | null = null;
-  /** bumps on every start/stop so that timers and async QR renders of an earlier run do nothing */
-  private epoch = 0;
-  private qr: { token: string; dataUrl: string | null; expiresAt: number } | null = null;
-  private pairing: { code: string; phone: string } | null = null;
+  /** who may use the session and who hears its events */
+  readonly clients = new SessionClients(() => this.stop(new DriverError('the client that ran the session went away', 'SESSION_CLOSED', false)));
+  /** the QR or pairing code shown while the session waits for a link */
+  private readonly link: LinkScreen;
   private readonly hung = new Set<(err: DriverError) => void>();
   private failStreak = 0;
   private lastOkAt = 0;
@@ -57,10 +50,8 @@ export class SandboxSession<N extends SessionNetwork = SessionNetwork> {
   constructor(
     readonly net: N,
     readonly instanceId: string,
-  ) {}
-
-  get record(): SessionRecord {
-    return this.net.sessionRecord(this.instanceId);
+  ) {
+    this.link = new LinkScreen(net, (event) => this.emit(event));
   }
 
   get phone(): string | null {
@@ -75,64 +66,17 @@ export class SandboxSession<N extends SessionNetwork = SessionNetwork> {
     return this.phaseValue === 'ready';
   }
 
-  /** The client that initialized the session last (null until one did). */
-  get owner(): string | null {
-    return this.ownerId;
-  }
-
-  /**
-   * Receive the session's events: with a client id, only while that client owns the session (or while
-   * nobody does); without one (the network's own observers), all of them.
-   */
-  subscribe(listener: SandboxEventListener, client?: string): () => void {
-    const wrapped: SandboxEventListener = (e) => listener(e);
-    this.listeners.set(wrapped, { client, stream: false });
-    return () => void this.listeners.delete(wrapped);
-  }
-
-  /**
-   * A remote client's event stream. When the owner's last stream closes, its process is gone and the
-   * session stops, as a browser dies with its process; a stale client's stream closing changes nothing.
-   */
-  attachStream(client: string, listener: SandboxEventListener): () => void {
-    const wrapped: SandboxEventListener = (e) => listener(e);
-    this.listeners.set(wrapped, { client, stream: true });
-    return () => {
-      if (!this.listeners.delete(wrapped)) return;
-      if (client === this.ownerId && this.streamsOf(client) === 0) {
-        this.stop(new DriverError('the client that ran the session went away', 'SESSION_CLOSED', false));
-      }
-    };
-  }
-
-  /** How many event streams `client` has open on this session. */
-  streamsOf(client: string): number {
-    let n = 0;
-    for (const a of this.listeners.values()) if (a.stream && a.client === client) n++;
-    return n;
-  }
-
   /** An event of the session: to the owner's listeners and the network's own observers. */
   emit(event: SandboxEvent): void {
-    for (const [l, a] of [...this.listeners]) {
-      if (a.client === undefined || this.ownerId === null || a.client === this.ownerId) l(event);
-    }
-  }
-
-  /** Refuse a call from a client that no longer owns the session (replaced by another one). */
-  requireOwner(client: string | undefined): void {
-    if (this.isStale(client)) {
-      throw new DriverError('the session was taken over by another client', 'NOT_CONNECTED', true);
-    }
+    this.clients.emit(event);
   }
 
   // ---- lifecycle (driver side)
 
   /** Start (or restart) the session; from a client that does not own it, a takeover. */
   async initialize(opts: InitializeOptions, client?: string): Promise<void> {
-    if (client !== undefined && client !== this.ownerId) this.takeOver(client);
+    if (client !== undefined && client !== this.clients.owner) this.takeOver(client);
     this.stop(new DriverError('the session was restarted', 'SESSION_CLOSED', false));
-    const epoch = this.epoch;
     this.phaseValue = 'starting';
     if (opts.autoLink && !this.phone) {
       const phone = normalizePhone(opts.autoLink.phoneNumber);
@@ -146,12 +90,12 @@ export class SandboxSession<N extends SessionNetwork = SessionNetwork> {
     }
     this.phaseValue = 'waiting_qr';
     this.emit({ name: 'change_state', args: ['UNPAIRED'] });
-    await this.showQr(epoch);
+    this.link.show();
   }
 
   /** Stop the session; from a stale client it only detaches that client (the owner's session runs on). */
   async destroy(client?: string): Promise<void> {
-    if (this.isStale(client)) return;
+    if (this.clients.isStale(client)) return;
     this.stop(new DriverError('the session was destroyed', 'SESSION_CLOSED', false));
   }
 
@@ -160,7 +104,7 @@ export class SandboxSession<N extends SessionNetwork = SessionNetwork> {
    * belongs to the client that took the session over, and only it (or the phone) may remove it.
    */
   async logout(client?: string): Promise<void> {
-    if (this.isStale(client)) {
+    if (this.clients.isStale(client)) {
       throw new DriverError('the session was taken over by another client; log out from the one that runs it', 'NOT_CONNECTED', true);
     }
     this.unlinkRecord();
@@ -168,18 +112,8 @@ export class SandboxSession<N extends SessionNetwork = SessionNetwork> {
   }
 
   async getState(): Promise<WAState | null> {
-    switch (this.phaseValue) {
-      case 'ready':
-        return 'CONNECTED';
-      case 'waiting_qr':
-        return 'UNPAIRED';
-      case 'starting':
-        return 'OPENING';
-      case 'disconnected':
-        return this.phone ? 'TIMEOUT' : 'UNPAIRED';
-      default:
-        return null;
-    }
+    if (this.phaseValue === 'disconnected') return this.phone ? 'TIMEOUT' : 'UNPAIRED';
+    return WA_STATES[this.phaseValue] ?? null;
   }
 
   async getInfo(): Promise<ClientInfo | null> {
@@ -192,26 +126,22 @@ export class SandboxSession<N extends SessionNetwork = SessionNetwork> {
     }
     const phone = normalizePhone(phoneNumber);
     if (!phone) throw new DriverError('not a phone number', 'INVALID_INPUT', true);
-    this.pairing = { code: newPairingCode(), phone };
-    this.qr = null; // the phone now expects the code, not a scan
-    this.emit({ name: 'code', args: [this.pairing.code] });
-    return this.pairing.code;
+    return this.link.requestCode(phone);
   }
 
   // ---- linking (control side)
 
   /** The QR payload shown right now, for the control API (a test or demo "scans" it). */
-  currentQr(): { token: string; dataUrl: string | null; expiresAt: number } | null {
-    return this.phaseValue === 'waiting_qr' && this.qr ? { ...this.qr } : null;
+  currentQr(): ShownQr | null {
+    return this.phaseValue === 'waiting_qr' ? this.link.current() : null;
   }
 
   qrMatches(token: string): boolean {
-    return this.phaseValue === 'waiting_qr' && this.qr !== null && this.qr.token === token;
+    return this.phaseValue === 'waiting_qr' && this.link.matches(token);
   }
 
   pairingPhone(code: string): string | null {
-    if (this.phaseValue !== 'waiting_qr' || !this.pairing) return null;
-    return this.pairing.code === code.replace(/-/g, '').toUpperCase() ? this.pairing.phone : null;
+    return this.phaseValue === 'waiting_qr' ? this.link.pairingPhone(code) : null;
   }
 
   /** A phone linked this session (scan, code, or directly). A waiting session becomes ready now. */
@@ -250,8 +180,7 @@ export class SandboxSession<N extends SessionNetwork = SessionNetwork> {
     if (this.phaseValue === 'stopped') return;
     if (reason === 'LOGOUT') this.unlinkRecord();
     this.phaseValue = 'disconnected';
-    this.qr = null;
-    this.epoch++;
+    this.link.clear();
     this.emit({ name: 'disconnected', args: [reason] });
   }
 
@@ -298,26 +227,18 @@ export class SandboxSession<N extends SessionNetwork = SessionNetwork> {
 
   // ---- internals
 
-  private isStale(client: string | undefined): boolean {
-    return client !== undefined && this.ownerId !== null && client !== this.ownerId;
-  }
-
   /**
    * `client` takes the session over. A previous owner with a run going is told as a replaced browser is
    * (its hung calls are released with SESSION_CLOSED, outcome unknown); from now on it gets no events.
    */
   private takeOver(client: string): void {
-    const previous = this.ownerId;
-    if (previous !== null && LIVE.has(this.phaseValue)) {
-      this.stop(new DriverError('the session was taken over by another client', 'SESSION_CLOSED', false));
-      this.emitToClient(previous, { name: 'change_state', args: [REPLACED_REASON] });
-      this.emitToClient(previous, { name: 'disconnected', args: [REPLACED_REASON] });
+    const live = LIVE.has(this.phaseValue);
+    if (live) this.stop(new DriverError('the session was taken over by another client', 'SESSION_CLOSED', false));
+    const previous = this.clients.setOwner(client);
+    if (previous !== null && live) {
+      this.clients.emitTo(previous, { name: 'change_state', args: [REPLACED_REASON] });
+      this.clients.emitTo(previous, { name: 'disconnected', args: [REPLACED_REASON] });
     }
-    this.ownerId = client;
-  }
-
-  private emitToClient(client: string, event: SandboxEvent): void {
-    for (const [l, a] of [...this.listeners]) if (a.client === client) l(event);
   }
 
   private info(): ClientInfo | null {
@@ -327,8 +248,7 @@ export class SandboxSession<N extends SessionNetwork = SessionNetwork> {
   }
 
   private becomeReady(): void {
-    this.qr = null;
-    this.pairing = null;
+    this.link.clear();
     this.phaseValue = 'ready';
     this.failStreak = 0;
     this.touchOk();
@@ -337,18 +257,6 @@ export class SandboxSession<N extends SessionNetwork = SessionNetwork> {
     this.emit({ name: 'info', args: [this.info()] });
     this.emit({ name: 'change_state', args: ['CONNECTED'] });
     this.emit({ name: 'ready', args: [] });
-  }
-
-  private async showQr(epoch: number): Promise<void> {
-    if (epoch !== this.epoch || this.phaseValue !== 'waiting_qr' || this.pairing) return;
-    const token = newQrToken();
-    const qr = { token, dataUrl: null as string | null, expiresAt: this.net.now() + this.net.qrRotateMs };
-    this.qr = qr;
-    this.net.schedule(this.net.qrRotateMs, () => void this.showQr(epoch));
-    const dataUrl = await QRCode.toDataURL(token, { errorCorrectionLevel: 'L', margin: 2 });
-    if (epoch !== this.epoch || this.qr !== qr) return;
-    qr.dataUrl = dataUrl;
-    this.emit({ name: 'qr', args: [dataUrl] });
   }
 
   /** What a fault may do to this session (session-faults.ts). */
@@ -363,10 +271,8 @@ export class SandboxSession<N extends SessionNetwork = SessionNetwork> {
   };
 
   private endRun(phase: SessionPhase, err: DriverError): void {
-    this.epoch++;
     this.phaseValue = phase;
-    this.qr = null;
-    this.pairing = null;
+    this.link.clear();
     this.presence.clear();
     const pending = [...this.hung];
     this.hung.clear();
@@ -378,18 +284,10 @@ export class SandboxSession<N extends SessionNetwork = SessionNetwork> {
   }
 
   private linkRecord(phone: string, pushname: string | null): void {
-    const r = this.record;
-    r.linkedPhone = phone;
-    r.pushname = pushname ?? r.pushname;
-    r.linkedAt = this.net.now();
-    this.net.setAccount(phone, { registered: true });
-    this.net.persist(true); // a link must survive even a process killed right after it
+    this.net.setLink(this.instanceId, phone, pushname);
   }
 
   private unlinkRecord(): void {
-    const r = this.record;
-    r.linkedPhone = null;
-    r.linkedAt = null;
-    this.net.persist(true);
+    this.net.setLink(this.instanceId, null);
   }
 }

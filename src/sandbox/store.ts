@@ -3,24 +3,30 @@
  * the ledger survive a restart of whichever process hosts the network.
  *
  * Files beside `<statePath>`: the state file itself holds the small records (accounts, links, groups, chat
- * state, account faults) and is rewritten whole, at most once per event-loop turn; messages and the ledger
- * grow without bound, so they are append-only journals (`.messages.jsonl`: a full snapshot of a message per
- * change, the last one wins; `.ledger.jsonl`: one entry per line), appended synchronously so that what the
- * network received is on disk before the sender hears back. Media bytes: one file per sha256 in `.media/`.
+ * state, account faults) and is rewritten whole, at most once every META_FLUSH_MS (with ten thousand linked
+ * sessions it is a megabyte or two: rewriting it for every message or link would cost more than the rest of
+ * the network). What must not wait for that is journaled, appended synchronously, so it is on disk before the
+ * caller hears back: the links (`.sessions.jsonl`: a session's record per change, the last one wins), the
+ * messages (`.messages.jsonl`: a full snapshot of a message per change) and the ledger (`.ledger.jsonl`: one
+ * entry per line); messages and the ledger grow without bound. Loading folds the journals back (the sessions
+ * into the state file). Media bytes: one file per sha256 in `.media/`.
  */
-import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { dict, emptyState, type LedgerEntry, type NetMessage, type NetworkState } from './types.js';
+import { dict, emptyState, type LedgerEntry, type NetMessage, type NetworkState, type SessionRecord } from './types.js';
+
+/** The state file is rewritten at most this often (a kill loses at most this much of accounts, groups, chat state). */
+export const META_FLUSH_MS = 1_000;
 
 export class SandboxStore {
   private readonly media = new Map<string, Buffer>();
-  private readonly files: { meta: string; messages: string; ledger: string; media: string } | null;
+  private readonly files: { meta: string; sessions: string; messages: string; ledger: string; media: string } | null;
   private metaPending: NetworkState | null = null;
-  private flushScheduled = false;
+  private flushTimer: NodeJS.Timeout | null = null;
 
   constructor(statePath: string | null) {
     this.files = statePath
-      ? { meta: statePath, messages: `${statePath}.messages.jsonl`, ledger: `${statePath}.ledger.jsonl`, media: `${statePath}.media` }
+      ? { meta: statePath, sessions: `${statePath}.sessions.jsonl`, messages: `${statePath}.messages.jsonl`, ledger: `${statePath}.ledger.jsonl`, media: `${statePath}.media` }
       : null;
     if (this.files) mkdirSync(path.dirname(this.files.meta), { recursive: true });
   }
@@ -38,6 +44,13 @@ export class SandboxStore {
       state.chatStates = dict(parsed.chatStates);
       state.accountFaults = dict(parsed.accountFaults);
     }
+    for (const { instanceId, record } of readJournal<{ instanceId: string; record: SessionRecord }>(this.files.sessions)) state.sessions[instanceId] = record;
+    if (existsSync(this.files.sessions)) {
+      // folded into the state file, then the journal starts again (a kill in between replays the same records)
+      this.metaPending = state;
+      this.flush();
+      rmSync(this.files.sessions, { force: true });
+    }
     for (const m of readJournal<NetMessage>(this.files.messages)) state.messages[m.key] = { ...m, votes: dict(m.votes), reactions: dict(m.reactions) };
     const ledger = readJournal<LedgerEntry>(this.files.ledger);
     for (const e of ledger) (state.ledger[e.instanceId] ??= []).push(e);
@@ -45,14 +58,16 @@ export class SandboxStore {
     return state;
   }
 
-  /** Rewrite the small records soon (once per turn, however many changes); `now` writes before returning. */
-  saveMeta(state: NetworkState, now = false): void {
+  /** Rewrite the small records soon (within META_FLUSH_MS, however many changes). */
+  saveMeta(state: NetworkState): void {
     if (!this.files) return;
     this.metaPending = state;
-    if (now) return this.flush();
-    if (this.flushScheduled) return;
-    this.flushScheduled = true;
-    setImmediate(() => this.flush()).unref();
+    this.flushTimer ??= setTimeout(() => this.flush(), META_FLUSH_MS).unref();
+  }
+
+  /** A session's link changed: journaled before returning (a link survives a kill right after it). */
+  appendSession(instanceId: string, record: SessionRecord): void {
+    if (this.files) appendFileSync(this.files.sessions, `${JSON.stringify({ instanceId, record })}\n`);
   }
 
   appendMessage(m: NetMessage): void {
@@ -64,7 +79,8 @@ export class SandboxStore {
   }
 
   flush(): void {
-    this.flushScheduled = false;
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.flushTimer = null;
     const state = this.metaPending;
     if (!this.files || !state) return;
     this.metaPending = null;

@@ -159,7 +159,7 @@ describe('remote sandbox driver and control API over HTTP', () => {
     const hung = d.sendMessage(`${ALICE}@c.us`, { kind: 'text', body: 'hang' }, {});
     const outcome = hung.then(() => 'resolved', (e: unknown) => (e instanceof DriverError ? `${e.code}/${e.provablyNotSent}` : 'other'));
     const created = new Promise<void>((resolve) => {
-      const off = server.network.session('inst-remote').subscribe((e: SandboxEvent) => {
+      const off = server.network.session('inst-remote').clients.subscribe((e: SandboxEvent) => {
         if (e.name === 'message_create' && e.args[0].body === 'hang') {
           off();
           resolve();
@@ -262,7 +262,7 @@ describe('the ledger survives a SIGKILLed gateway process', () => {
     await http(server, 'PUT', `/accounts/${BOB}/fault`, { kind: 'hang' }); // the 4th send will hang after the network took it
 
     const inFlight = new Promise<void>((resolve) => {
-      const off = server.network.session('inst-crash').subscribe((e: SandboxEvent) => {
+      const off = server.network.session('inst-crash').clients.subscribe((e: SandboxEvent) => {
         if (e.name === 'message_create' && e.args[0].body === 'in flight') {
           off();
           resolve();

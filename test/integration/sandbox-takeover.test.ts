@@ -105,7 +105,7 @@ describe('takeover over the wire: two remote drivers, one sandbox server', () =>
     await d2.initialize();
     assert.deepEqual(await replaced, ['CONFLICT']);
     await ready;
-    assert.equal(session().owner, d2.clientId);
+    assert.equal(session().clients.owner, d2.clientId);
     assert.equal(session().phase, 'ready');
     assert.equal(d2.info?.wid, `${ME}@c.us`);
     assert.ok(!seen2.includes('qr'), 'a persisted link needs no QR');
@@ -144,13 +144,13 @@ describe('takeover over the wire: two remote drivers, one sandbox server', () =>
     await control('POST', `/instances/${ID}/messages/${sent.id}/ack`, { ack: 3 });
     assert.equal((await ack)[1], 3);
     // driver 1's stream is still open (it has not been destroyed), yet it heard nothing after its CONFLICT
-    assert.equal(session().streamsOf(d1.clientId), 1);
+    assert.equal(session().clients.streamsOf(d1.clientId), 1);
     assert.deepEqual(seen1.slice(seen1.indexOf('disconnected:CONFLICT') + 1), []);
   });
 
   test('driver 1 destroyed and its stream closed: driver 2’s session runs on', async () => {
     await d1.destroy();
-    await until(() => session().streamsOf(d1.clientId) === 0, 'the server to see driver 1’s stream close');
+    await until(() => session().clients.streamsOf(d1.clientId) === 0, 'the server to see driver 1’s stream close');
     assert.equal(session().phase, 'ready');
     await d2.sendMessage(`${ALICE}@c.us`, text('after stale stream closed'), {});
     assert.equal((await ledgerBodies()).at(-1), 'after stale stream closed');

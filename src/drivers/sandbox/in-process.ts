@@ -15,7 +15,7 @@ export function inProcessSandboxApi(network: SandboxNetwork): SandboxNetworkApi 
       return structuredClone(result);
     },
     async subscribe(instanceId, listener, opts) {
-      return network.session(instanceId).subscribe((event) => {
+      return network.session(instanceId).clients.subscribe((event) => {
         const copy = structuredClone(event);
         // A listener's bug must not break the network's own bookkeeping half-way; it still surfaces.
         try {
