@@ -32,15 +32,23 @@ export interface InstanceActors {
 }
 import type { InstanceAdmin } from './http/routes/admin-instances.js';
 import {
-  createInstance, deleteInstance, getInstance, listInstances, rotateKey, updateSettings, type Instance,
+  createInstances, deleteInstance, getInstance, listInstances, nameTaken, rotateKey, updateSettings, type Instance, type NewInstance,
 } from './store/instances.js';
+import { Batcher } from './store/batch.js';
 import { affectsPlan, applySettingsPatch, NEW_INSTANCE_DEFAULTS, type InstanceSettings, type SettingsPatch } from './queue/settings.js';
 import { withTransaction } from './store/pool.js';
 
 export class InstanceAdminService implements InstanceAdmin {
   private keyListeners: (() => void)[] = [];
+  /** concurrent creations are written together: one transaction of two statements (src/store/batch.ts) */
+  private readonly creations: Batcher<NewInstance, { instance: Instance; apiKey: string }>;
 
-  constructor(private readonly deps: { pool: Pool; actors: InstanceActors; clock: Clock; nodes?: ClusterView }) {}
+  constructor(private readonly deps: { pool: Pool; actors: InstanceActors; clock: Clock; nodes?: ClusterView }) {
+    this.creations = new Batcher<NewInstance, { instance: Instance; apiKey: string }>(async (inputs) => {
+      const made = await withTransaction(deps.pool, (c) => createInstances(c, inputs));
+      return made.map((m, i) => m ?? nameTaken(inputs[i]?.name ?? ''));
+    });
+  }
 
   /** The live nodes with their instance counts (GET /admin/v1/nodes). */
   async nodes(): Promise<Record<string, unknown>[]> {
@@ -74,7 +82,7 @@ export class InstanceAdminService implements InstanceAdmin {
   async create(input: { name: string; driver: 'sandbox' | 'webjs'; settings?: Partial<InstanceSettings> }): Promise<{ instance: Instance; apiKey: string }> {
     // A partial given at creation must make sense with the defaults it lands on (e.g. minDelayMs ≤ maxDelayMs).
     if (input.settings) applySettingsPatch(NEW_INSTANCE_DEFAULTS, input.settings);
-    const created = await withTransaction(this.deps.pool, (c) => createInstance(c, input));
+    const created = await this.creations.submit(input);
     await this.deps.actors.add(created.instance);
     return created;
   }

@@ -5,6 +5,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Queryable } from './pool.js';
 import { newApiKey, newInstanceId } from '../ids.js';
+import { DomainError } from '../errors.js';
 import { NEW_INSTANCE_DEFAULTS, type InstanceSettings } from '../queue/settings.js';
 
 export type DriverKind = 'sandbox' | 'webjs';
@@ -20,7 +21,7 @@ export interface Instance {
   planEpoch: number;
 }
 
-interface InstanceRow {
+export interface InstanceRow {
   id: string;
   name: string;
   driver: DriverKind;
@@ -78,26 +79,66 @@ const COLUMNS: Record<keyof InstanceSettings, string> = {
 export const hashKey = (key: string) => createHash('sha256').update(key).digest();
 const keyHint = (key: string) => key.slice(0, key.lastIndexOf('_') + 5) + '…';
 
-export async function createInstance(
-  q: Queryable,
-  input: { name: string; driver: DriverKind; settings?: Partial<InstanceSettings> },
-): Promise<{ instance: Instance; apiKey: string }> {
-  const id = newInstanceId();
-  const s: InstanceSettings = { ...NEW_INSTANCE_DEFAULTS, ...input.settings };
+export interface NewInstance {
+  name: string;
+  driver: DriverKind;
+  settings?: Partial<InstanceSettings>;
+}
+
+/**
+ * Create many instances with their first API keys in two statements (the operator API's concurrent creations,
+ * src/instances.ts): per input the instance and its key, or null when the name is taken (by an existing
+ * instance or an earlier input of the same call). Run it inside a transaction: a key never exists without
+ * its instance, nor the reverse.
+ */
+export async function createInstances(q: Queryable, inputs: readonly NewInstance[]): Promise<({ instance: Instance; apiKey: string } | null)[]> {
+  if (inputs.length === 0) return [];
+  const all = inputs.map((i) => ({ id: newInstanceId(), name: i.name, driver: i.driver, s: { ...NEW_INSTANCE_DEFAULTS, ...i.settings } }));
+  const col = <T>(f: (r: (typeof all)[number]) => T): T[] => all.map(f);
   const { rows } = await q.query<InstanceRow>(
     `INSERT INTO instances (id, name, driver, max_per_hour, max_per_24h, min_delay_ms, max_delay_ms, quiet_hours,
        default_ttl_seconds, legacy_queue_mode, queue_enabled, store_incoming_media)
-     VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12) RETURNING *`,
-    [id, input.name, input.driver, s.maxPerHour, s.maxPer24h, s.minDelayMs, s.maxDelayMs,
-      s.quietHours ? JSON.stringify(s.quietHours) : null, s.defaultTtlSeconds, s.legacyQueueMode, s.enabled, s.storeIncomingMedia],
+     SELECT id, name, driver, mph, mpd, min_ms, max_ms, qh::jsonb, ttl, mode, enabled, media
+       FROM unnest($1::uuid[], $2::text[], $3::text[], $4::int[], $5::int[], $6::int[], $7::int[], $8::text[], $9::int[],
+                   $10::text[], $11::bool[], $12::bool[]) WITH ORDINALITY
+            AS n (id, name, driver, mph, mpd, min_ms, max_ms, qh, ttl, mode, enabled, media, ord)
+      ORDER BY ord
+     ON CONFLICT (name) DO NOTHING RETURNING *`,
+    [col((r) => r.id), col((r) => r.name), col((r) => r.driver), col((r) => r.s.maxPerHour), col((r) => r.s.maxPer24h),
+      col((r) => r.s.minDelayMs), col((r) => r.s.maxDelayMs), col((r) => (r.s.quietHours ? JSON.stringify(r.s.quietHours) : null)),
+      col((r) => r.s.defaultTtlSeconds), col((r) => r.s.legacyQueueMode), col((r) => r.s.enabled), col((r) => r.s.storeIncomingMedia)],
   );
-  const apiKey = await issueKey(q, id, input.name);
-  return { instance: rowToInstance(rows[0] as InstanceRow), apiKey };
+  const made = new Map(rows.map((r) => [r.id, rowToInstance(r)]));
+  const keys = new Map([...made.values()].map((i) => [i.id, newApiKey(i.name)]));
+  await insertKeys(q, keys);
+  return all.map((r) => {
+    const instance = made.get(r.id);
+    const apiKey = keys.get(r.id);
+    return instance && apiKey ? { instance, apiKey } : null;
+  });
+}
+
+/** One instance (`createInstances` of one); throws CONFLICT when the name is taken. */
+export async function createInstance(q: Queryable, input: NewInstance): Promise<{ instance: Instance; apiKey: string }> {
+  const [created] = await createInstances(q, [input]);
+  if (!created) throw nameTaken(input.name);
+  return created;
+}
+
+export const nameTaken = (name: string) => new DomainError('CONFLICT', `an instance named ${name} exists`, { field: 'name' });
+
+/** Store keys (instance id → key) as their hashes and hints. */
+async function insertKeys(q: Queryable, keys: ReadonlyMap<string, string>): Promise<void> {
+  if (keys.size === 0) return;
+  const values = [...keys.values()];
+  await q.query('INSERT INTO api_keys (instance_id, key_hash, key_hint) SELECT * FROM unnest($1::uuid[], $2::bytea[], $3::text[])', [
+    [...keys.keys()], values.map(hashKey), values.map(keyHint),
+  ]);
 }
 
 async function issueKey(q: Queryable, instanceId: string, name: string): Promise<string> {
   const apiKey = newApiKey(name);
-  await q.query('INSERT INTO api_keys (instance_id, key_hash, key_hint) VALUES ($1, $2, $3)', [instanceId, hashKey(apiKey), keyHint(apiKey)]);
+  await insertKeys(q, new Map([[instanceId, apiKey]]));
   return apiKey;
 }
 

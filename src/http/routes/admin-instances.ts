@@ -16,6 +16,7 @@ import type { LinkView, PairingCode } from '../../actors/port.js';
 export interface InstanceAdmin {
   list(): Promise<Instance[]>;
   get(id: string): Promise<Instance | null>;
+  /** throws CONFLICT when the name is taken */
   create(input: { name: string; driver: 'sandbox' | 'webjs'; settings?: Partial<InstanceSettings> }): Promise<{ instance: Instance; apiKey: string }>;
   /** validates the merged result (e.g. minDelayMs ≤ maxDelayMs), persists, re-plans when limits changed */
   updateSettings(id: string, patch: SettingsPatch): Promise<Instance | null>;
@@ -57,9 +58,6 @@ async function inSettings<T>(f: () => T | Promise<T>): Promise<T> {
   }
 }
 
-/** PostgreSQL's unique_violation (SQLSTATE 23505). */
-const isUniqueViolation = (err: unknown): boolean => typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '23505';
-
 export function adminInstancesRouter(admin: InstanceAdmin): Router {
   const router = createRouter();
   const load = async (id: string): Promise<Instance> => {
@@ -71,13 +69,8 @@ export function adminInstancesRouter(admin: InstanceAdmin): Router {
   router.post('/admin/v1/instances', async (ctx) => {
     const input = parse(ctx.request.body, CreateSchema);
     const settings = input.settings === undefined ? undefined : await inSettings(() => parse(input.settings, SettingsPatchStruct));
-    const existing = (await admin.list()).find((i) => i.name === input.name);
-    if (existing) throw new DomainError('CONFLICT', `an instance named ${input.name} exists`, { field: 'name' });
-    const conflict = () => new DomainError('CONFLICT', `an instance named ${input.name} exists`, { field: 'name' });
-    const { instance, apiKey } = await inSettings(() => admin.create({ name: input.name, driver: input.driver, ...(settings ? { settings } : {}) })).catch((err: unknown) => {
-      // two creates of one name at once: both passed the check above, the store's unique name decides
-      throw isUniqueViolation(err) ? conflict() : err;
-    });
+    // a name already taken answers 409 CONFLICT from the store's unique name (also for two creates at once)
+    const { instance, apiKey } = await inSettings(() => admin.create({ name: input.name, driver: input.driver, ...(settings ? { settings } : {}) }));
     ok(ctx, { instance: await admin.describe(instance), apiKey }, 201);
   });
   router.get('/admin/v1/instances', async (ctx) => ok(ctx, { items: await Promise.all((await admin.list()).map((i) => admin.describe(i))) }));
