@@ -6,7 +6,9 @@
  *     renderer);
  *   - WEBJS_BLOCK_RESOURCES keeps images, media and fonts of the page from loading, and nothing else: scripts,
  *     fetch (how the library downloads media), `data:`/`blob:` images (its sticker conversion) and canvas
- *     drawing (the QR code) still work; without it everything loads.
+ *     drawing (the QR code) still work; without it everything loads;
+ *   - on Chromium and on chrome-headless-shell (when installed), what the page stores in IndexedDB and
+ *     localStorage (where WhatsApp Web keeps its link) is there again at the next start of the profile.
  * WhatsApp Web is replaced by a stand-in page served through the library's own web-version cache (as in
  * webjs-chromium.test.ts). The page loads its resources from a local HTTP server, which records what reached
  * it, and reports what it could do to that server.
@@ -24,6 +26,8 @@ import { pidsWithUserDataDir, processTree } from '../../src/drivers/webjs/proces
 
 const CHROME = process.env.CHROME_PATH || '/usr/bin/chromium';
 const NO_CHROME = existsSync(CHROME) ? null : `no Chromium at ${CHROME} (apt-get install -y chromium)`;
+const SHELL = process.env.CHROME_HEADLESS_SHELL_PATH || '/usr/lib/chromium/chromium-headless-shell';
+const NO_SHELL = existsSync(SHELL) ? null : `no chrome-headless-shell at ${SHELL} (apt-get install -y chromium-headless-shell)`;
 const VERSION = 'page-test';
 // A 1×1 PNG.
 const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==', 'base64');
@@ -37,6 +41,8 @@ interface Report {
   blobImage: number;
   fetchedBytes: number;
   pixel: number[];
+  /** What an earlier start of the same profile stored (IndexedDB and localStorage, where WhatsApp Web keeps its link). */
+  stored: { idb: string | null; ls: string | null };
 }
 
 /** The local server: what reached it, per test (a query tag tells the tests apart), and the page's reports. */
@@ -86,7 +92,13 @@ function pageScript(tag: string): string {
   const ctx = canvas.getContext('2d');
   ctx.fillStyle = '#000'; ctx.fillRect(0, 0, 2, 2);
   const fetched = await (await fetch('${base}/fetched.png' + q)).blob();
+  const db = await new Promise((res, rej) => { const o = indexedDB.open('standin', 1); o.onupgradeneeded = () => o.result.createObjectStore('s'); o.onsuccess = () => res(o.result); o.onerror = () => rej(o.error); });
+  const idb = await new Promise((res) => { const g = db.transaction('s').objectStore('s').get('link'); g.onsuccess = () => res(g.result ?? null); });
+  await new Promise((res) => { const tx = db.transaction('s', 'readwrite'); tx.objectStore('s').put('kept', 'link'); tx.oncomplete = res; });
+  const ls = localStorage.getItem('link');
+  localStorage.setItem('link', 'kept');
   const report = {
+    stored: { idb, ls },
     imgLoaded: img.naturalWidth > 0,
     dataImage: await load('data:image/png;base64,${PNG.toString('base64')}'),
     blobImage: await load(URL.createObjectURL(fetched)),
@@ -129,7 +141,7 @@ interface Run {
 const REACH_LOCAL_SERVER = '--disable-features=LocalNetworkAccessChecks';
 
 /** Start a driver on the stand-in page and wait for its report; the caller destroys the driver. */
-async function runPage(tag: string, opts: { blockResources?: WebjsBlockable[] }): Promise<Run> {
+async function runPage(tag: string, opts: { blockResources?: WebjsBlockable[]; chromePath?: string }): Promise<Run> {
   const reported = new Promise<Report>((resolve, reject) => {
     reports.set(tag, resolve);
     setTimeout(() => reject(new Error(`no report from the page (${tag}); requests seen: ${(hits.get(tag) ?? []).join(' ')}`)), 40_000).unref();
@@ -160,9 +172,9 @@ async function runPage(tag: string, opts: { blockResources?: WebjsBlockable[] })
   }
 }
 
-function skipWithoutChrome(t: TestContext): boolean {
-  if (NO_CHROME) t.skip(NO_CHROME);
-  return NO_CHROME !== null;
+function skipWithoutChrome(t: TestContext, missing: string | null = NO_CHROME): boolean {
+  if (missing) t.skip(missing);
+  return missing !== null;
 }
 
 /** A process's arguments (Chromium rewrites its children's command lines into one space-separated string). */
@@ -201,6 +213,7 @@ describe('webjs page on a real Chromium, no network', { timeout: 120_000 }, () =
       for (const p of ['/img.png', '/font.woff2', '/clip.mp4']) assert.ok(!seen.includes(p), `${p} was blocked (${seen.join(' ')})`);
       for (const p of ['/script.js', '/fetched.png', '/report']) assert.ok(seen.includes(p), `${p} went through`);
       assert.deepEqual(report, {
+        stored: { idb: null, ls: null },
         imgLoaded: false,
         dataImage: 1,
         blobImage: 1,
@@ -224,3 +237,23 @@ describe('webjs page on a real Chromium, no network', { timeout: 120_000 }, () =
     }
   });
 });
+
+for (const [name, chrome, missing] of [
+  ['Chromium', CHROME, NO_CHROME],
+  ['chrome-headless-shell', SHELL, NO_SHELL],
+] as const) {
+  test(`${name}: what the page stored is there at the next start of the profile (the LocalAuth link)`, { timeout: 120_000 }, async (t) => {
+    if (skipWithoutChrome(t, missing)) return;
+    const tag = `restart-${name}`;
+    const first = await runPage(tag, { chromePath: chrome });
+    assert.deepEqual(first.report.stored, { idb: null, ls: null }, 'a new profile');
+    await first.driver.destroy();
+    const second = await runPage(tag, { chromePath: chrome });
+    try {
+      assert.equal(second.driver.paths.userDataDir, first.driver.paths.userDataDir);
+      assert.deepEqual(second.report.stored, { idb: 'kept', ls: 'kept' });
+    } finally {
+      await second.driver.destroy();
+    }
+  });
+}
