@@ -1,13 +1,20 @@
 /**
- * The dispatch order of the planner's waiting jobs: those with a slot, ascending by (slot, arrival). Kept as
- * an array of ids so that the next due job is its head and a queue position is a binary search (positions
- * are read on every acceptance), not a scan.
+ * The dispatch order of the planner's waiting jobs: those with a slot, ascending by slot, then by rule 1
+ * (priority descending, arrival ascending) — which is the order the planner's walk placed them in (its slots
+ * never go back, and jobs placed at one instant are taken best first). Kept as an array of ids so that the
+ * next due job is its head, a queue position is a binary search (positions are read on every acceptance), and
+ * a plan that keeps a prefix of it (src/queue/plan-insert.ts) can take it as it is.
  */
 export interface Slotted {
   id: string;
+  priority: number;
   seq: number;
   scheduledAt: number | null;
 }
+
+/** a before b in the order (both with a slot) */
+const earlier = (a: Slotted, b: Slotted) =>
+  (a.scheduledAt as number) - (b.scheduledAt as number) || b.priority - a.priority || a.seq - b.seq;
 
 export class DispatchOrder {
   private ids: string[] = [];
@@ -23,15 +30,22 @@ export class DispatchOrder {
     return this.ids[0];
   }
 
-  /** Order `jobs` afresh (after a full plan). */
-  rebuild(jobs: Iterable<Slotted>): void {
-    this.ids = [...jobs].filter((j) => j.scheduledAt !== null)
-      .sort((a, b) => (a.scheduledAt as number) - (b.scheduledAt as number) || a.seq - b.seq).map((j) => j.id);
+  /** The ids in order (not to be changed by the caller). */
+  all(): readonly string[] {
+    return this.ids;
   }
 
-  /** A job placed after every ordered one (an append to the plan). */
-  append(id: string): void {
-    this.ids.push(id);
+  /** Order `jobs` afresh (after loading them). */
+  rebuild(jobs: Iterable<Slotted>): void {
+    this.ids = [...jobs].filter((j) => j.scheduledAt !== null).sort(earlier).map((j) => j.id);
+  }
+
+  /**
+   * After a plan: the ids not in `replanned` keep their places (none when null: a full plan), `placed` follow
+   * in the order given (the plan's placements, in its walk order).
+   */
+  keepThen(replanned: ReadonlySet<string> | null, placed: readonly string[]): void {
+    this.ids = replanned === null ? [...placed] : this.ids.filter((id) => !replanned.has(id)).concat(placed);
   }
 
   remove(id: string): void {
@@ -39,15 +53,14 @@ export class DispatchOrder {
     if (i >= 0) this.ids.splice(i, 1);
   }
 
-  /** 1-based position of a job with slot `at` and arrival `seq`. */
-  position(at: number, seq: number): number {
+  /** 1-based position of a job with a slot. */
+  position(job: Slotted): number {
     let lo = 0;
     let hi = this.ids.length;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
       const m = this.lookup(this.ids[mid] as string);
-      const mAt = m?.scheduledAt ?? Number.POSITIVE_INFINITY;
-      if (mAt < at || (mAt === at && (m?.seq ?? 0) < seq)) lo = mid + 1;
+      if (m && m.scheduledAt !== null && earlier(m, job) < 0) lo = mid + 1;
       else hi = mid;
     }
     return lo + 1;

@@ -27,43 +27,11 @@ import { QuietCursor, isQuiet } from './quiet-hours.js';
 import type { InstanceSettings } from './settings.js';
 import { DAY_MS, HOUR_MS, WindowCounter, countInWindow } from './windows.js';
 import { Waiting, before, type PlanJob } from './plan-waiting.js';
+import { mathRandomDelay, type RandomDelay } from './random-delay.js';
 
 export const MAX_ATTEMPTS = 200;
 
-/**
- * A random pause in [min, max], integer milliseconds. `key` names what the pause follows (a job id, or
- * `start`); sources may ignore it, or use it to make re-plans of an unchanged queue reproduce the same slots.
- */
-export type RandomDelay = (min: number, max: number, key: string) => number;
-
-export const mathRandomDelay: RandomDelay = (min, max) => min + Math.floor(Math.random() * (max - min + 1));
-
-/** mulberry32: a small deterministic generator, for tests and simulations. */
-export function seededRandomDelay(seed: number): RandomDelay {
-  let a = seed >>> 0;
-  return (min, max) => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = a;
-    x = Math.imul(x ^ (x >>> 15), x | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    const u = ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-    return min + Math.floor(u * (max - min + 1));
-  };
-}
-
-/**
- * Random-looking but a function of `key` and `salt` (FNV-1a): the pause after a given job is the same in every
- * re-plan, so re-planning an unchanged queue reproduces its slots and only moved jobs need an UPDATE.
- */
-export function stableRandomDelay(salt = ''): RandomDelay {
-  return (min, max, key) => {
-    let h = 0x811c9dc5;
-    const s = `${salt}|${key}`;
-    for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
-    h = Math.imul(h ^ (h >>> 16), 0x45d9f3b);
-    return min + (((h ^ (h >>> 16)) >>> 0) % (max - min + 1));
-  };
-}
+export { mathRandomDelay, seededRandomDelay, stableRandomDelay, type RandomDelay } from './random-delay.js';
 
 export type { PlanJob };
 
@@ -93,8 +61,12 @@ export interface Unplaced {
 }
 
 export interface PlanResult {
-  /** In dispatch order (scheduledAt ascending); the index is the queue position. */
+  /** In dispatch order (scheduledAt ascending, then rule 1); the index is the queue position. */
   placements: Placement[];
+  /** For each placement, the cursor after it (its slot plus the pause that follows it, rule 4). */
+  after: number[];
+  /** For each placement, whether the plan ran out of eligible jobs just before it (or may have: an append). */
+  idled: boolean[];
   /** Jobs whose earliest slot is after their expiresAt (or never exists: a limit of 0). */
   unreachable: string[];
   /** Jobs that hit the 200-attempt cap before their expiresAt. */
@@ -167,6 +139,10 @@ function run(jobs: readonly PlanJob[], from: PlanTail): PlanResult {
   const quiet = from.quiet;
   const waiting = new Waiting(jobs);
   const placements: Placement[] = [];
+  const after: number[] = [];
+  const idled: boolean[] = [];
+  // an append continues after a plan that may have ended idle: its first placement may follow a gap
+  let idle = from.idleUntil > Number.NEGATIVE_INFINITY;
   const unreachable: string[] = [];
   const unplaced: Unplaced[] = [];
   let cursor = from.cursor;
@@ -199,6 +175,7 @@ function run(jobs: readonly PlanJob[], from: PlanTail): PlanResult {
       // Nobody may go yet: idle until the next notBefore (rule 2's max(t, notBefore)).
       cursor = Math.max(cursor, waiting.nextNotBefore() ?? cursor);
       idleUntil = cursor;
+      idle = true;
       g = null;
       continue;
     }
@@ -210,13 +187,16 @@ function run(jobs: readonly PlanJob[], from: PlanTail): PlanResult {
     windows.seek(at);
     windows.add(at);
     cursor = at + random(s.minDelayMs, s.maxDelayMs, job.id);
+    after.push(cursor);
+    idled.push(idle);
+    idle = false;
     g = null;
   }
 
   const last = waiting.last;
   const lastJob = last === null ? from.lastJob : from.lastJob === null || before(from.lastJob, last) ? last : from.lastJob;
   const tail = new PlanTail(s, random, cursor, exhaustedAt, idleUntil, from.plannedAt, lastJob, windows, quiet);
-  return { placements, unreachable, unplaced, tail };
+  return { placements, after, idled, unreachable, unplaced, tail };
 }
 
 /** The empty plan at `now`: rule 2's start cursor, the history in the windows. */
@@ -234,6 +214,16 @@ function startTail(input: Omit<PlanInput, 'jobs'>): PlanTail {
 /** A full (re-)plan of every waiting job. */
 export function planAll(input: PlanInput): PlanResult {
   return run(input.jobs, startTail(input));
+}
+
+/**
+ * The walk continued from a point inside a plan (src/queue/plan-insert.ts): `cursor` is where the next job
+ * could go, `counted` the instants the windows count there (the history and the placements before it).
+ */
+export function planFrom(jobs: readonly PlanJob[], at: { settings: PlanSettings; random: RandomDelay; cursor: number; counted: readonly number[]; now: number }): PlanResult {
+  const windows = new WindowCounter(at.counted.filter((d) => d > at.now - DAY_MS));
+  const start = new PlanTail(at.settings, at.random, at.cursor, null, Number.NEGATIVE_INFINITY, at.now, null, windows, new QuietCursor(at.settings.quietHours));
+  return run(jobs, start);
 }
 
 /**

@@ -10,53 +10,36 @@
  * re-plans from PostgreSQL, so a slot not yet written is never needed to decide anything.
  */
 import { planAll, planAppend, recheck, stableRandomDelay, type PlanJob, type PlanResult, type PlanTail, type RandomDelay, type Recheck } from './plan.js';
+import { planInsert, type Planned } from './plan-insert.js';
+import type { AddProposal, MirrorJob, ReplanProposal, SlotWrite } from './planning-types.js';
 import type { InstanceSettings } from './settings.js';
 import { DispatchHistory } from './dispatch-history.js';
 import { DispatchOrder } from './dispatch-order.js';
 
-export type { PlanJob };
-export interface MirrorJob extends PlanJob {
-  scheduledAt: number | null;
-}
+export type { AddProposal, MirrorJob, PlanJob, ReplanProposal, SlotWrite } from './planning-types.js';
 
-/** A slot to write: null takes the job back to waiting without one. */
-export interface SlotWrite {
-  jobId: string;
-  scheduledAt: number | null;
-}
-
-/** A waiting job in memory: its slot in the current plan and the one PostgreSQL holds. */
-interface Held extends MirrorJob {
+/** A waiting job in memory: its slot in the current plan, the one PostgreSQL holds, and what its step left. */
+interface Held extends MirrorJob, Planned {
   persisted: number | null;
-}
-
-export interface AddProposal {
-  /** new job id → slot (null: accepted without a slot yet); absent: unreachable (TTL_UNREACHABLE) */
-  slots: Map<string, number | null>;
-  /** existing jobs whose slot this acceptance moved (null: no slot any more); written later, not by the acceptance */
-  moved: SlotWrite[];
-  /** 1-based queue position of each new job once committed (for `message.queued`, written before the commit) */
-  positions: Map<string, number>;
-  commit: (() => void) | null;
-}
-
-export interface ReplanProposal {
-  slots: { jobId: string; scheduledAt: number }[];
-  /** jobs left without a slot (unreachable now, or past the attempt cap): they wait for expiry or a re-plan */
-  unslotted: string[];
-  /** the rows to write: the jobs whose new slot is not the one PostgreSQL holds (read when called) */
-  writes(): SlotWrite[];
-  /** apply the plan once `written` are committed */
-  commit(written: readonly SlotWrite[]): void;
 }
 
 /** Written out rather than spread: thousands are made at once (a literal starting with a spread is slow, src/queue/sql/row.ts). */
 const held = (j: PlanJob, scheduledAt: number | null, persisted: number | null): Held =>
-  ({ id: j.id, priority: j.priority, seq: j.seq, notBefore: j.notBefore, expiresAt: j.expiresAt, scheduledAt, persisted });
+  ({ id: j.id, priority: j.priority, seq: j.seq, notBefore: j.notBefore, expiresAt: j.expiresAt, scheduledAt, persisted, after: null, idled: true });
 
 const samePlanSettings = (a: InstanceSettings, b: InstanceSettings) =>
   a.maxPerHour === b.maxPerHour && a.maxPer24h === b.maxPer24h && a.minDelayMs === b.minDelayMs &&
   a.maxDelayMs === b.maxDelayMs && JSON.stringify(a.quietHours) === JSON.stringify(b.quietHours);
+
+/**
+ * A plan of some jobs: the first `kept` of the dispatch order stay where they are, the waiting jobs `rerun`
+ * (all of them: null) were planned again with the new ones.
+ */
+interface Step {
+  result: PlanResult;
+  kept: number;
+  rerun: Held[] | null;
+}
 
 export class Planner {
   private jobs = new Map<string, Held>();
@@ -80,7 +63,7 @@ export class Planner {
     this.jobs = new Map(input.waiting.map((j) => [j.id, held(j, j.scheduledAt, j.scheduledAt)]));
     this.unwritten.clear();
     this.nextSeq = input.waiting.reduce((m, j) => Math.max(m, j.seq), 0) + 1;
-    this.rebuildOrder();
+    this.order.rebuild(this.jobs.values());
     this.tail = null;
   }
 
@@ -91,19 +74,27 @@ export class Planner {
     else this.unwritten.add(j.id);
   }
 
-  private rebuildOrder(): void {
-    this.order.rebuild(this.jobs.values());
+  private full(now: number, settings: InstanceSettings, extra: PlanJob[] = []): Step {
+    const jobs = [...this.jobs.values(), ...extra];
+    const result = planAll({ jobs, history: this.history.recent(now), settings, lastDispatchAt: this.history.last, now, random: this.random });
+    return { result, kept: 0, rerun: null };
   }
 
-  private input(now: number, settings: InstanceSettings, extra: PlanJob[] = []) {
-    return {
-      jobs: [...this.jobs.values(), ...extra],
-      history: this.history.recent(now),
-      settings,
-      lastDispatchAt: this.history.last,
-      now,
-      random: this.random,
-    };
+  /**
+   * How new jobs go into the plan: after its end (planAppend), inside it from the first step they can change
+   * (planInsert), or in a full plan; each equals the full plan (src/queue/plan-insert.ts).
+   */
+  private add(jobs: PlanJob[], now: number, settings: InstanceSettings): Step {
+    const tail = this.tail;
+    if (!tail || !this.tailSettings || !samePlanSettings(this.tailSettings, settings) || this.retryAt !== null) return this.full(now, settings, jobs);
+    const appended = planAppend(tail, jobs, now);
+    if (appended) return { result: appended, kept: this.order.size, rerun: [] };
+    if (tail.exhaustedAt !== null || now < tail.plannedAt) return this.full(now, settings, jobs);
+    const placed = this.order.all().map((id) => this.jobs.get(id) as Held);
+    const unslotted = [...this.jobs.values()].filter((j) => j.scheduledAt === null);
+    const ins = planInsert({ placed, unslotted, fresh: jobs, history: this.history.recent(now), settings, random: this.random, now });
+    if (!ins) return this.full(now, settings, jobs);
+    return { result: ins.result, kept: ins.kept, rerun: [...placed.slice(ins.kept), ...unslotted] };
   }
 
   /** Plan new jobs (in arrival order) into the current plan. */
@@ -111,15 +102,7 @@ export class Planner {
     if (newJobs.length === 0) return { slots: new Map(), moved: [], positions: new Map(), commit: null };
     const seq0 = this.nextSeq;
     const jobs: PlanJob[] = newJobs.map((j, i) => ({ id: j.id, priority: j.priority, seq: seq0 + i, notBefore: j.notBefore, expiresAt: j.expiresAt }));
-    let result: PlanResult | null = null;
-    let full = false;
-    if (this.tail && this.tailSettings && samePlanSettings(this.tailSettings, settings) && this.retryAt === null) {
-      result = planAppend(this.tail, jobs, now);
-    }
-    if (!result) {
-      result = planAll(this.input(now, settings, jobs));
-      full = true;
-    }
+    const { result, kept, rerun } = this.add(jobs, now, settings);
     const slots = new Map<string, number | null>();
     const placed = new Map(result.placements.map((p) => [p.jobId, p.scheduledAt]));
     const unplaced = new Set(result.unplaced.map((u) => u.jobId));
@@ -127,28 +110,25 @@ export class Planner {
       if (placed.has(j.id)) slots.set(j.id, placed.get(j.id) as number);
       else if (unplaced.has(j.id)) slots.set(j.id, null);
     }
+    // waiting jobs planned again that land elsewhere (a job it could not place any more waits without a slot)
     const moved: SlotWrite[] = [];
-    if (full) {
-      for (const old of this.jobs.values()) {
-        const at = placed.get(old.id) ?? null;
-        if (old.scheduledAt !== at) moved.push({ jobId: old.id, scheduledAt: at });
-      }
+    for (const old of rerun ?? this.jobs.values()) {
+      const at = placed.get(old.id) ?? null;
+      if (old.scheduledAt !== at) moved.push({ jobId: old.id, scheduledAt: at });
     }
-    // placements come in dispatch order: after an append they follow the current order, after a full plan
-    // they are the whole order; jobs without a slot come after every placed one
+    // placements follow the kept part of the dispatch order; jobs without a slot come after every placed one
     const positions = new Map<string, number>();
-    const base = full ? 0 : this.order.size;
-    result.placements.forEach((p, i) => positions.set(p.jobId, base + i + 1));
-    const after = base + result.placements.length + 1;
-    for (const [id, slot] of slots) if (slot === null) positions.set(id, after);
-    const r = result;
+    result.placements.forEach((p, i) => {
+      if (slots.has(p.jobId)) positions.set(p.jobId, kept + i + 1);
+    });
+    const last = kept + result.placements.length + 1;
+    for (const [id, slot] of slots) if (slot === null) positions.set(id, last);
     return {
       slots,
       moved,
       positions,
       commit: () => {
         this.nextSeq = seq0 + jobs.length;
-        // a full plan moved the jobs already waiting (a job it could not place any more waits without a slot)
         for (const m of moved) {
           const j = this.jobs.get(m.jobId);
           if (j) this.setSlot(j, m.scheduledAt);
@@ -158,21 +138,34 @@ export class Planner {
           const slot = slots.get(j.id);
           if (slot !== undefined) this.jobs.set(j.id, held(j, slot, slot));
         }
-        if (full) {
-          this.retryAt = r.unplaced.length > 0 ? Math.min(...r.unplaced.map((u) => u.retryAt)) : null;
-          this.rebuildOrder();
-        } else {
-          // an append places every new job after every planned one: the dispatch order only grows at its end
-          for (const p of r.placements) this.order.append(p.jobId);
-        }
-        this.tail = r.tail;
-        this.tailSettings = settings;
+        this.applyPlan(result, rerun, settings);
       },
     };
   }
 
+  /**
+   * After a plan's slots are in memory: what each step left behind, the dispatch order (the jobs not planned
+   * again keep their places, then the plan's; a job cancelled meanwhile is in neither), the tail.
+   */
+  private applyPlan(result: PlanResult, rerun: Held[] | null, settings: InstanceSettings): void {
+    const placed: string[] = [];
+    result.placements.forEach((p, i) => {
+      const j = this.jobs.get(p.jobId);
+      if (!j) return;
+      j.after = result.after[i] as number;
+      j.idled = result.idled[i] as boolean;
+      placed.push(p.jobId);
+    });
+    this.order.keepThen(rerun === null ? null : new Set([...rerun.map((j) => j.id), ...placed]), placed);
+    let retryAt: number | null = null;
+    for (const u of result.unplaced) if (retryAt === null || u.retryAt < retryAt) retryAt = u.retryAt;
+    this.retryAt = retryAt;
+    this.tail = result.tail;
+    this.tailSettings = settings;
+  }
+
   replan(now: number, settings: InstanceSettings): ReplanProposal {
-    const result = planAll(this.input(now, settings));
+    const { result } = this.full(now, settings);
     const placed = new Map(result.placements.map((p) => [p.jobId, p.scheduledAt]));
     const unslotted = [...this.jobs.keys()].filter((id) => !placed.has(id));
     return {
@@ -189,10 +182,7 @@ export class Planner {
       commit: (written) => {
         this.persistedAs(written);
         for (const j of this.jobs.values()) this.setSlot(j, placed.get(j.id) ?? null);
-        this.retryAt = result.unplaced.length > 0 ? Math.min(...result.unplaced.map((u) => u.retryAt)) : null;
-        this.tail = result.tail;
-        this.tailSettings = settings;
-        this.rebuildOrder();
+        this.applyPlan(result, null, settings);
       },
     };
   }
@@ -237,7 +227,12 @@ export class Planner {
   position(jobId: string): number {
     const job = this.jobs.get(jobId);
     if (!job) return 0;
-    return job.scheduledAt === null ? this.order.size + 1 : this.order.position(job.scheduledAt, job.seq);
+    return job.scheduledAt === null ? this.order.size + 1 : this.order.position(job);
+  }
+
+  /** A waiting job's slot in the current plan (null: none; undefined: not waiting). */
+  slotOf(jobId: string): number | null | undefined {
+    return this.jobs.get(jobId)?.scheduledAt;
   }
 
   nextAt(): number | null {

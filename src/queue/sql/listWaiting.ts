@@ -8,7 +8,7 @@
  */
 import { WAITING_JOB_STATES } from '../../../machines/job.machine.js';
 import type { Queryable } from '../../store/pool.js';
-import type { MirrorJob } from '../planning.js';
+import type { MirrorJob } from '../planning-types.js';
 import { sqlStates } from './row.js';
 
 const SQL = `SELECT id, priority, seq, not_before, expires_at, scheduled_at FROM jobs

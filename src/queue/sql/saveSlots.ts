@@ -11,7 +11,7 @@
  */
 import { bulkJobEvent } from '../../../machines/job.machine.js';
 import type { Queryable } from '../../store/pool.js';
-import type { SlotWrite } from '../planning.js';
+import type { SlotWrite } from '../planning-types.js';
 import { sqlStates } from './row.js';
 
 const planned = bulkJobEvent('REPLANNED');
