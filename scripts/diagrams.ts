@@ -210,7 +210,7 @@ export function renderDoc(mod: MachineModule): string {
 
 /**
  * The actor tree: each machine's children, from its actor sources. A source some state invokes is a child while
- * that state is active; a source no state invokes is spawned by an action (one per instance, for the supervisor).
+ * that state is active; a source no state invokes is spawned by an action (shards, and one actor per instance).
  * A child whose source is another machine (by id) is expanded under it.
  */
 export function renderActorTree(mods: MachineModule[]): string {
@@ -221,7 +221,7 @@ export function renderActorTree(mods: MachineModule[]): string {
     const invoked = invokedBy(machine);
     for (const src of Object.keys(machine.implementations.actors).sort()) {
       const at = invoked.get(src);
-      const how = at ? `invoked${at.path.length ? ` in \`${at.path.join('.')}\`` : ''}` : 'spawned, one per instance';
+      const how = at ? `invoked${at.path.length ? ` in \`${at.path.join('.')}\`` : ''}` : 'spawned';
       lines.push(`${indent}- \`${src}\` (${how})`);
       const child = machines.get(src);
       if (child && !seen.has(src)) walk(child, `${indent}  `, new Set([...seen, src]));

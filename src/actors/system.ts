@@ -10,7 +10,7 @@
  */
 import { createActor, type Actor, type AnyActorRef, type InspectionEvent } from 'xstate';
 import QRCode from 'qrcode';
-import { supervisorMachine, instanceActorId, SYSTEM_IDS } from '../../machines/supervisor.machine.js';
+import { supervisorMachine, shardMachine, instanceActorId, SYSTEM_IDS } from '../../machines/supervisor.machine.js';
 import { instanceMachine, healthCounts, viewOf, stoppedView, type InstanceSnapshot, type NotifyParams, type TraceParams, type HealthCounts, type InstanceInput, type InstanceView } from '../../machines/instance.machine.js';
 import { createSessionLogic, type Sessions } from './session.js';
 import { createWebhookSenders, type WebhookSenders } from './webhook-sender.js';
@@ -109,7 +109,6 @@ export class ActorSystem {
   private readonly replies: Replies;
   readonly webhooks: WebhookSenders;
   readonly supervisor: Actor<typeof supervisorMachine>;
-  private readonly inspectors = new Set<(ev: InspectionEvent) => void>();
 
   constructor(private readonly deps: ActorSystemDeps) {
     const records = this.records;
@@ -175,14 +174,14 @@ export class ActorSystem {
       },
     }), { orderedRestartHardMs: deps.orderedRestartHardMs, ...deps.instancePolicy });
     this.supervisor = createActor(
-      supervisorMachine.provide({ actors: { instance: instanceLogic, replies: replies.logic, events: deps.incoming.logic } }),
+      supervisorMachine.provide({
+        actors: { shard: shardMachine.provide({ actors: { instance: instanceLogic } }), replies: replies.logic, events: deps.incoming.logic },
+      }),
       {
         clock: deps.clock,
         systemId: 'supervisor',
-        inspect: (ev) => {
-          deps.inspect?.(ev);
-          for (const f of this.inspectors) f(ev);
-        },
+        // inspection costs on every event of every actor: only while someone watches (subscribe)
+        ...(deps.inspect ? { inspect: deps.inspect } : {}),
       },
     );
   }
@@ -207,12 +206,14 @@ export class ActorSystem {
     return this.records.has(instanceId);
   }
 
-  /** Register and spawn the actors of an instance. */
-  add(instance: Instance): void {
-    if (this.records.has(instance.id)) return;
-    this.records.set(instance.id, instance);
-    this.ports.set(instance.id, new LocalInstancePort(instance.id, () => this.instanceActor(instance.id), this.replies));
-    this.supervisor.send({ type: 'INSTANCE.START', instanceId: instance.id });
+  /** Register and spawn the actors of instances (one event to the supervisor for all of them). */
+  add(instances: readonly Instance[]): void {
+    const fresh = instances.filter((i) => !this.records.has(i.id));
+    for (const instance of fresh) {
+      this.records.set(instance.id, instance);
+      this.ports.set(instance.id, new LocalInstancePort(instance.id, () => this.instanceActor(instance.id), this.replies));
+    }
+    if (fresh.length > 0) this.supervisor.send({ type: 'INSTANCE.START', instanceIds: fresh.map((i) => i.id) });
   }
 
   /** Drain (an in-flight dispatch persists), then stop and forget the actors of an instance. */
@@ -269,8 +270,8 @@ export class ActorSystem {
 
   /** Live snapshots for /debug/actors/stream. */
   subscribe(f: (ev: InspectionEvent) => void): () => void {
-    this.inspectors.add(f);
-    return () => this.inspectors.delete(f);
+    const { unsubscribe } = this.supervisor.system.inspect(f);
+    return unsubscribe;
   }
 
   /** The actor tree with secret-free summaries (/debug/actors). */

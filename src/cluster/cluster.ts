@@ -4,11 +4,18 @@
  *
  * Every `tickMs` (a real-time timer: leases are about real time between processes, whatever clock the queue
  * uses) it renews its heartbeat and its leases; an instance whose lease it could not renew is stopped at once
- * (its writes are fenced anyway, src/cluster/leases.ts). Then it places every instance over the live nodes
- * (src/cluster/placement.ts): one placed here and free (or expired) is taken — its queue starts, and jobs a dead
- * owner left in `sending` become `unknown`, never sent again; one placed on another live node is handed over:
- * it stops taking asks, finishes an in-flight dispatch, persists, then releases its lease, and the new owner
- * takes it at its next tick. A graceful stop hands every instance over and leaves the cluster.
+ * (its writes are fenced anyway, src/cluster/leases.ts). Then it places instances over the live nodes
+ * (src/cluster/placement.ts): one placed here that no live node holds is taken — its queue starts, and jobs a
+ * dead owner left in `sending` become `unknown`, never sent again; one it holds that is placed on another live
+ * node is handed over: it stops taking asks, finishes an in-flight dispatch, persists, then releases its lease,
+ * and the new owner takes it at its next tick. A graceful stop hands every instance over and leaves the cluster.
+ *
+ * A round costs what changed, not how many instances there are (src/cluster/candidates.ts): one statement
+ * renews every lease and reads back only the lost ones; the instances it may take are read as those no live
+ * node holds; the placement of the held ones is computed again only when the live nodes changed, else only for
+ * those an operator pinned elsewhere. Taking is batched (one statement per TAKE_BATCH instances) and runs beside
+ * the rounds, paced by the main pool, so a start-up of ten thousand instances neither delays a renewal nor
+ * starves the requests.
  *
  * Two things keep a busy node from losing its leases to its own work: the rounds run on a pool of their own
  * (`leasePool`: they never wait for a connection behind the queue's transactions), and a hand-over — which waits
@@ -17,14 +24,17 @@
  */
 import type { Logger } from '../log.js';
 import type { Pool, Queryable } from '../store/pool.js';
-import { listInstances, type Instance } from '../store/instances.js';
-import { acquireLease, fenceLease, fenceLeases, leaseLost, liveLeases, ownerOf, releaseLease, renewLeases, type Lease, type Owner } from './leases.js';
+import type { Instance } from '../store/instances.js';
+import { Batcher } from '../store/batch.js';
+import { acquireLeases, fenceLease, fenceLeases, leaseLost, liveLeases, ownerOf, releaseLeases, renewLeases, type Lease, type Owner } from './leases.js';
 import { heartbeat, leaveCluster, liveNodes, registerNode, secretHash, type LiveNode, type NodeInfo } from './nodes.js';
 import { placeInstance } from './placement.js';
+import { pinnedAway, placements, unheldInstances } from './candidates.js';
 
 /** What the cluster needs of this node's actor system (src/actors/system.ts). */
 export interface LocalInstances {
-  add(instance: Instance): void;
+  /** register and spawn the actors of these instances */
+  add(instances: readonly Instance[]): void;
   remove(instanceId: string): Promise<void>;
   has(instanceId: string): boolean;
 }
@@ -43,6 +53,13 @@ export interface ClusterDeps {
 }
 
 const OWNER_CACHE_MS = 1_000;
+/**
+ * Instances taken in one statement and started together. The next batch waits until at most POOL_BACKLOG queries
+ * wait for a connection of the main pool: the pool stays busy with the starts (each instance's queue loads), and
+ * a request arriving meanwhile waits behind a few dozen queries, not behind thousands of starts.
+ */
+const TAKE_BATCH = 25;
+const POOL_BACKLOG = 5;
 
 export class Cluster {
   private readonly held = new Map<string, Lease>();
@@ -55,6 +72,18 @@ export class Cluster {
   /** left the cluster: no round at all */
   private left = false;
   private readonly owners = new Map<string, { owner: Owner | null; at: number }>();
+  /** the live nodes as the last round saw them (ids and capacities): placement is recomputed when they change */
+  private nodesSeen: string | null = null;
+  /** until a round went through, leases of this node's id that this process does not hold are taken back */
+  private adopted = false;
+  /** instances on their way in (taken beside the rounds, so a start-up of thousands never delays a renewal) */
+  private readonly taking = new Set<string>();
+  private readonly takes = new Batcher<Instance, void>((instances) => this.takeMany(instances), TAKE_BATCH);
+  /** leases given up at the same moment (a graceful stop hands every instance over) go in one statement */
+  private readonly releases = new Batcher<Lease, void>(async (leases) => {
+    await releaseLeases(this.deps.leasePool, leases);
+    return leases.map(() => undefined);
+  });
 
   constructor(private readonly deps: ClusterDeps) {}
 
@@ -66,7 +95,7 @@ export class Cluster {
     return Math.max(250, Math.floor(this.deps.ttlMs / 4));
   }
 
-  /** Register with this node's URL (known once the server listens), take the instances placed here. */
+  /** Register with this node's URL (known once the server listens), start taking the instances placed here. */
   async start(url: string): Promise<void> {
     this.deps.node.url = url;
     await registerNode(this.deps.leasePool, this.deps.node, secretHash(this.deps.secret), this.deps.ttlMs);
@@ -88,7 +117,7 @@ export class Cluster {
     return fenceLeases(q, leases);
   };
 
-  /** Run one round now (after a create or a move, instead of waiting for the timer). */
+  /** Run one round now (after a move, instead of waiting for the timer). */
   tick(): Promise<void> {
     if (this.left) return Promise.resolve();
     this.ticking ??= this.round()
@@ -97,36 +126,72 @@ export class Cluster {
     return this.ticking;
   }
 
+  /**
+   * Heartbeat, renew every held lease (one statement; only lost ones come back), hand over what is placed
+   * elsewhere now, and queue for taking what no live node holds and is placed here. Its reads are sized by
+   * what changed: placement over the held instances is recomputed only when the live nodes changed.
+   */
   private async round(): Promise<void> {
     const { leasePool: pool, node, ttlMs } = this.deps;
     await heartbeat(pool, node.id);
-    const kept = await renewLeases(pool, node.id, [...this.held.values()], ttlMs);
-    for (const [id] of this.held) {
-      if (kept.has(id)) continue;
-      this.held.delete(id);
+    const lost = await renewLeases(pool, node.id, [...this.held.values()], ttlMs);
+    for (const id of lost) {
+      if (!this.held.delete(id)) continue;
       this.deps.log.warn({ instanceId: id }, 'lease lost: the instance is stopped here (another node owns it now)');
       // its writes are fenced already; stopping it (no lease left to release) runs beside the rounds too
       void this.handOver(id).catch((err: unknown) => this.deps.log.warn({ err, instanceId: id }, 'stopping a lost instance failed'));
     }
     if (this.stopped) return;
     const nodes = await liveNodes(pool, ttlMs);
-    const pins = await placements(pool);
-    for (const instance of await listInstances(pool)) {
-      if (this.stopped) return;
-      const want = placeInstance(instance.id, nodes, pins.get(instance.id) ?? null);
-      const mine = this.held.has(instance.id);
-      if (want === node.id && !mine && !this.leaving.has(instance.id)) await this.take(instance);
+    const seen = nodes.map((n) => `${n.id}:${n.capacity}`).join(',');
+    const nodesChanged = seen !== this.nodesSeen;
+    // what an operator pinned elsewhere, and with other nodes come or gone, everything held
+    const pins = nodesChanged ? await placements(pool) : await pinnedAway(pool, node.id);
+    for (const id of nodesChanged ? [...this.held.keys()] : [...pins.keys()]) {
+      const want = placeInstance(id, nodes, pins.get(id) ?? null);
       // beside the rounds: the next ones renew the other leases while this one drains
-      else if (want !== null && want !== node.id && mine) void this.handOver(instance.id).catch((err: unknown) => this.deps.log.warn({ err, instanceId: instance.id }, 'hand-over failed'));
+      if (want !== null && want !== node.id && this.held.has(id)) void this.handOver(id).catch((err: unknown) => this.deps.log.warn({ err, instanceId: id }, 'hand-over failed'));
     }
+    this.nodesSeen = seen;
+    for (const { instance, pinned } of await unheldInstances(pool, node.id, !this.adopted)) {
+      if (this.stopped) return;
+      const id = instance.id;
+      if (placeInstance(id, nodes, pinned) !== node.id || this.held.has(id) || this.leaving.has(id) || this.taking.has(id)) continue;
+      this.taking.add(id);
+      // a take that failed (the store) is tried again by a later round
+      void this.takes
+        .submit(instance)
+        .catch((err: unknown) => this.deps.log.warn({ err, instanceId: id }, 'taking an instance failed'))
+        .finally(() => this.taking.delete(id));
+    }
+    this.adopted = true;
   }
 
-  private async take(instance: Instance): Promise<void> {
-    const lease = await acquireLease(this.deps.leasePool, instance.id, this.deps.node.id, this.deps.ttlMs);
-    if (!lease) return; // still held by a live owner: taken once it hands over or its lease expires
-    this.held.set(instance.id, lease);
-    this.owners.delete(instance.id);
-    if (!this.deps.local.has(instance.id)) this.deps.local.add(instance);
+  /**
+   * Take the leases of these instances in one statement and start the ones taken; the next batch waits until
+   * the pool has room again, so a start-up of thousands of instances does not starve the requests.
+   */
+  private async takeMany(instances: Instance[]): Promise<void[]> {
+    const wanted = instances.filter((i) => !this.stopped && !this.held.has(i.id) && !this.leaving.has(i.id));
+    // still held by a live owner: taken once it hands over or its lease expires
+    const leases = await acquireLeases(this.deps.leasePool, wanted.map((i) => i.id), this.deps.node.id, this.deps.ttlMs);
+    const taken = wanted.filter((i) => {
+      const lease = leases.get(i.id);
+      if (!lease || this.stopped) return false;
+      this.held.set(i.id, lease);
+      this.owners.delete(i.id);
+      return !this.deps.local.has(i.id);
+    });
+    if (taken.length > 0) this.deps.local.add(taken);
+    await this.poolRoom();
+    return instances.map(() => undefined);
+  }
+
+  /** Resolves once at most POOL_BACKLOG queries wait for a connection (after the started actors issued theirs). */
+  private async poolRoom(): Promise<void> {
+    const { pool } = this.deps;
+    await new Promise((r) => setImmediate(r));
+    while (pool.waitingCount > POOL_BACKLOG && !this.stopped) await new Promise((r) => pool.once('release', r));
   }
 
   /**
@@ -141,7 +206,7 @@ export class Cluster {
       try {
         await this.deps.local.remove(instanceId);
         const lease = this.held.get(instanceId);
-        if (lease) await releaseLease(this.deps.leasePool, lease);
+        if (lease) await this.releases.submit(lease);
       } finally {
         this.held.delete(instanceId);
         this.leaving.delete(instanceId);
@@ -152,11 +217,21 @@ export class Cluster {
     return done;
   }
 
-  /** A new instance: take it now when it is placed here (another node takes it at its next round). */
+  /**
+   * A new instance: take it now when it is placed here (another node takes it at its next round). Creations
+   * at the same moment are placed together: one read of the live nodes, one statement for their leases.
+   */
   async place(instance: Instance): Promise<void> {
-    const nodes = await liveNodes(this.deps.leasePool, this.deps.ttlMs);
-    if (placeInstance(instance.id, nodes) === this.deps.node.id) await this.take(instance);
+    if (this.stopped) return;
+    const nodes = await this.placing.submit(null);
+    if (placeInstance(instance.id, nodes) === this.deps.node.id) await this.takes.submit(instance);
   }
+
+  /** The live nodes, read once for all the creations placed at one moment. */
+  private readonly placing = new Batcher<null, LiveNode[]>(async (calls) => {
+    const nodes = await liveNodes(this.deps.leasePool, this.deps.ttlMs);
+    return calls.map(() => nodes);
+  });
 
   /** The instance is being deleted: stop it here if it runs here. */
   async forget(instanceId: string): Promise<void> {
@@ -191,8 +266,9 @@ export class Cluster {
     return nodes.map((n) => ({ ...n, instances: counts.get(n.id) ?? 0, self: n.id === this.deps.node.id }));
   }
 
-  /** The node that owns an instance now, or null. */
+  /** The node that owns an instance now, or null (this node, without a query, while it holds the lease). */
   async nodeOf(instanceId: string): Promise<string | null> {
+    if (this.held.has(instanceId)) return this.deps.node.id;
     return (await this.owner(instanceId, true))?.nodeId ?? null;
   }
 
@@ -207,6 +283,7 @@ export class Cluster {
     // up to the call deadline, longer than a lease, and its outcome is written under the lease
     this.stopped = true;
     await this.ticking;
+    await this.takes.idle();
     const ids = new Set([...this.held.keys(), ...this.leaving.keys()]);
     await Promise.all([...ids].map((id) => this.handOver(id).catch((err: unknown) => this.deps.log.warn({ err, instanceId: id }, 'hand-over failed'))));
     this.left = true;
@@ -214,9 +291,4 @@ export class Cluster {
     await this.ticking;
     await leaveCluster(this.deps.leasePool, this.deps.node.id).catch((err: unknown) => this.deps.log.warn({ err }, 'leaving the cluster failed'));
   }
-}
-
-async function placements(q: Queryable): Promise<Map<string, string>> {
-  const { rows } = await q.query<{ instance_id: string; node_id: string }>('SELECT instance_id, node_id FROM instance_placement');
-  return new Map(rows.map((r) => [r.instance_id, r.node_id]));
 }

@@ -1,15 +1,15 @@
 /**
  * Ownership of an instance: a lease row (node, epoch, expiry) in PostgreSQL, all times on the database's clock.
  *
- * - `acquireLease`: take a free or expired lease, or keep one's own; every take by another node bumps the epoch.
- * - `renewLeases`: extend the leases this node still holds at the epochs it knows; answers which ones it kept.
+ * - `acquireLeases`: take free or expired leases, or keep one's own; every take by another node bumps the epoch.
+ * - `renewLeases`: extend the leases this node still holds at the epochs it knows; answers which ones it lost.
  * - `fenceLease`: inside a transaction that writes an instance's queue, read the lease row FOR KEY SHARE at this
  *   node's epoch: no row means the lease was lost (expired and taken, or released) and the write is refused. The
  *   epoch is part of a unique key (sql/0006), so a takeover, which changes it, is a key update and waits until
  *   the writing transaction ends; a renewal or a release changes only the expiry and never waits for it. A node
  *   paused past its lease (GC stop, SIGSTOP, partition) therefore never plans or dispatches for that instance
  *   again, and a busy instance's own writes never hold up the renewal of its lease.
- * - `releaseLease`: give a lease up (graceful stop, hand-over), effective at once.
+ * - `releaseLeases`: give leases up (graceful stop, hand-over), effective at once.
  */
 import { DomainError } from '../errors.js';
 import type { Queryable } from '../store/pool.js';
@@ -23,31 +23,47 @@ export interface Lease {
 /** This node no longer owns the instance: nothing was done (502: safe to retry, at the new owner). */
 export const leaseLost = () => new DomainError('INSTANCE_UNREACHABLE', 'this node no longer owns the instance; nothing was done');
 
-export async function acquireLease(q: Queryable, instanceId: string, nodeId: string, ttlMs: number): Promise<Lease | null> {
-  const { rows } = await q.query<{ epoch: number }>(
+/**
+ * Take many leases in one statement: each free or expired one, or keep this node's own live one (its epoch
+ * kept); answers the leases taken, by instance id. Rows are locked in id order, so two nodes taking overlapping
+ * sets at once wait for each other instead of deadlocking.
+ */
+export async function acquireLeases(q: Queryable, instanceIds: readonly string[], nodeId: string, ttlMs: number): Promise<Map<string, Lease>> {
+  if (instanceIds.length === 0) return new Map();
+  const { rows } = await q.query<{ instance_id: string; epoch: number }>(
     `INSERT INTO instance_leases AS l (instance_id, node_id, epoch, expires_at)
-       SELECT $1, $2, 1, now() + $3 * interval '1 millisecond'
-       WHERE EXISTS (SELECT 1 FROM instances WHERE id = $1)
+       SELECT i.id, $2, 1, now() + $3 * interval '1 millisecond'
+         FROM instances i WHERE i.id = ANY ($1::uuid[]) ORDER BY i.id
      ON CONFLICT (instance_id) DO UPDATE
        SET node_id = EXCLUDED.node_id,
            epoch = CASE WHEN l.node_id = EXCLUDED.node_id AND l.expires_at > now() THEN l.epoch ELSE l.epoch + 1 END,
            expires_at = EXCLUDED.expires_at
        WHERE l.node_id = EXCLUDED.node_id OR l.expires_at <= now()
-     RETURNING epoch`,
-    [instanceId, nodeId, ttlMs],
+     RETURNING instance_id, epoch`,
+    [instanceIds, nodeId, ttlMs],
   );
-  const epoch = rows[0]?.epoch;
-  return epoch === undefined ? null : { instanceId, nodeId, epoch: Number(epoch) };
+  return new Map(rows.map((r) => [r.instance_id, { instanceId: r.instance_id, nodeId, epoch: Number(r.epoch) }]));
 }
 
-/** Extend the held leases; answers the instance ids whose lease this node still holds. */
+/** `acquireLeases` of one instance: its lease, or null while another live node holds it. */
+export async function acquireLease(q: Queryable, instanceId: string, nodeId: string, ttlMs: number): Promise<Lease | null> {
+  return (await acquireLeases(q, [instanceId], nodeId, ttlMs)).get(instanceId) ?? null;
+}
+
+/**
+ * Extend the held leases at the epochs this node knows, in one statement; answers only the instance ids whose
+ * lease it no longer holds (normally none, so a round of ten thousand leases reads nothing back).
+ */
 export async function renewLeases(q: Queryable, nodeId: string, held: readonly Lease[], ttlMs: number): Promise<Set<string>> {
   if (held.length === 0) return new Set();
   const { rows } = await q.query<{ instance_id: string }>(
-    `UPDATE instance_leases AS l SET expires_at = now() + $2 * interval '1 millisecond'
-       FROM unnest($3::uuid[], $4::bigint[]) AS h (instance_id, epoch)
-      WHERE l.instance_id = h.instance_id AND l.epoch = h.epoch AND l.node_id = $1 AND l.expires_at > now()
-      RETURNING l.instance_id`,
+    `WITH h AS (SELECT * FROM unnest($3::uuid[], $4::bigint[]) AS h (instance_id, epoch)),
+          kept AS (
+            UPDATE instance_leases AS l SET expires_at = now() + $2 * interval '1 millisecond'
+              FROM h
+             WHERE l.instance_id = h.instance_id AND l.epoch = h.epoch AND l.node_id = $1 AND l.expires_at > now()
+            RETURNING l.instance_id)
+     SELECT instance_id FROM h EXCEPT SELECT instance_id FROM kept`,
     [nodeId, ttlMs, held.map((l) => l.instanceId), held.map((l) => l.epoch)],
   );
   return new Set(rows.map((r) => r.instance_id));
@@ -71,11 +87,19 @@ export async function fenceLeases(q: Queryable, leases: readonly Lease[]): Promi
   return new Set(rows.map((r) => r.instance_id));
 }
 
-export async function releaseLease(q: Queryable, lease: Lease): Promise<void> {
+/** Give leases up in one statement (a graceful stop hands every instance over at once). */
+export async function releaseLeases(q: Queryable, leases: readonly Lease[]): Promise<void> {
+  if (leases.length === 0) return;
   await q.query(
-    'UPDATE instance_leases SET expires_at = now() WHERE instance_id = $1 AND node_id = $2 AND epoch = $3',
-    [lease.instanceId, lease.nodeId, lease.epoch],
+    `UPDATE instance_leases AS l SET expires_at = now()
+       FROM unnest($1::uuid[], $2::text[], $3::bigint[]) AS h (instance_id, node_id, epoch)
+      WHERE l.instance_id = h.instance_id AND l.node_id = h.node_id AND l.epoch = h.epoch`,
+    [leases.map((l) => l.instanceId), leases.map((l) => l.nodeId), leases.map((l) => l.epoch)],
   );
+}
+
+export async function releaseLease(q: Queryable, lease: Lease): Promise<void> {
+  await releaseLeases(q, [lease]);
 }
 
 export interface Owner {

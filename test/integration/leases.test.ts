@@ -9,7 +9,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { createTestDb, type TestDb } from '../helpers/db.js';
-import { acquireLease, fenceLease, ownerOf, releaseLease, renewLeases, type Lease } from '../../src/cluster/leases.js';
+import { acquireLease, acquireLeases, fenceLease, ownerOf, releaseLease, releaseLeases, renewLeases, type Lease } from '../../src/cluster/leases.js';
 import { registerNode } from '../../src/cluster/nodes.js';
 import { withTransaction, type PoolClient } from '../../src/store/pool.js';
 
@@ -65,8 +65,8 @@ test('a renewal and a release do not wait for the owner\'s open queue transactio
   const tx = await openFenced(lease);
   try {
     // with the transaction still open: both statements must come back (a lock wait would hang until it ends)
-    const kept = await renewLeases(db.pool, 'node-a', [lease], TTL);
-    assert.deepEqual([...kept], [id]);
+    const lost = await renewLeases(db.pool, 'node-a', [lease], TTL);
+    assert.deepEqual([...lost], [], 'renewed, none lost');
     assert.equal(await someoneWaitsForALock(), false);
   } finally {
     await tx.release();
@@ -96,7 +96,7 @@ test('a takeover waits for the old owner\'s open queue transaction, then the old
   assert.deepEqual(taken, { instanceId: id, nodeId: 'node-b', epoch: old.epoch + 1 });
   await assert.rejects(withTransaction(db.pool, (c) => fenceLease(c, old)), { code: 'INSTANCE_UNREACHABLE' });
   await withTransaction(db.pool, (c) => fenceLease(c, taken as Lease));
-  assert.deepEqual([...(await renewLeases(db.pool, 'node-a', [old], TTL))], [], 'the old owner renews nothing');
+  assert.deepEqual([...(await renewLeases(db.pool, 'node-a', [old], TTL))], [id], 'the old owner renews nothing: its lease is lost');
 });
 
 test('the owner keeps its epoch when it takes its own live lease again; another node cannot take a live lease', async () => {
@@ -108,4 +108,25 @@ test('the owner keeps its epoch when it takes its own live lease again; another 
   await releaseLease(db.pool, again);
   const other = (await acquireLease(db.pool, id, 'node-b', TTL)) as Lease;
   assert.equal(other.epoch, first.epoch + 1, 'a takeover after a release bumps the epoch');
+});
+
+test('many leases in one statement: free, expired and own ones are taken, another live one is not; a renewal reads back only the lost', async () => {
+  const [free, expired, own, others, gone] = [await newInstance(), await newInstance(), await newInstance(), await newInstance(), randomUUID()];
+  const ownFirst = (await acquireLease(db.pool, own, 'node-a', TTL)) as Lease;
+  const expiredOld = (await acquireLease(db.pool, expired, 'node-b', TTL)) as Lease;
+  await db.pool.query(`UPDATE instance_leases SET expires_at = now() - interval '1 second' WHERE instance_id = $1`, [expired]);
+  await acquireLease(db.pool, others, 'node-b', TTL);
+  const taken = await acquireLeases(db.pool, [free, expired, own, others, gone], 'node-a', TTL);
+  assert.deepEqual([...taken.keys()].sort(), [free, expired, own].sort(), 'not the live lease of node-b, not an instance that does not exist');
+  assert.equal(taken.get(own)?.epoch, ownFirst.epoch, 'its own lease keeps its epoch');
+  assert.equal(taken.get(expired)?.epoch, expiredOld.epoch + 1, 'an expired one taken over bumps it');
+
+  const held = [...taken.values()];
+  assert.deepEqual([...(await renewLeases(db.pool, 'node-a', held, TTL))], [], 'all renewed, nothing read back');
+  // one lease runs out and node-b takes it; another is released
+  await db.pool.query(`UPDATE instance_leases SET expires_at = now() - interval '1 second' WHERE instance_id = $1`, [free]);
+  assert.ok(await acquireLease(db.pool, free, 'node-b', TTL));
+  await releaseLeases(db.pool, [taken.get(own) as Lease]);
+  assert.deepEqual([...(await renewLeases(db.pool, 'node-a', held, TTL))].sort(), [free, own].sort(), 'the lost ones, and only they');
+  assert.equal((await ownerOf(db.pool, expired))?.nodeId, 'node-a');
 });
