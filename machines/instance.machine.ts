@@ -168,7 +168,16 @@ export const instanceMachine = instanceSetup.createMachine({
                       tags: 'online',
                       entry: [raise({ type: 'RESTART_SETTLED' }), { type: 'sendable', params: { on: true } }],
                       exit: { type: 'sendable', params: { on: false } },
-                      after: { stable: { actions: 'resetFailStreak' } },
+                      initial: 'settling',
+                      states: {
+                        settling: {
+                          description: 'Failures are still counted: after `stable` connected the streak is reset.',
+                          // with no streak to reset no timer waits (ten thousand pending timers slow every actor's stop)
+                          always: { guard: 'noFailStreak', target: 'steady' },
+                          after: { stable: { target: 'steady', actions: 'resetFailStreak' } },
+                        },
+                        steady: { description: 'Connected with no failure streak.' },
+                      },
                     },
                   },
                 },

@@ -110,6 +110,7 @@ export const instanceSetup = setup({
     displaced: ({ event }) => event.type === 'disconnected' && DISPLACED_REASONS.includes(event.reason),
     browserDead: ({ event }) => event.type === 'browser_health' && !event.health.alive,
     tooManyFailures: ({ context }) => context.recentFailures.length >= context.policy.quarantine.maxFailures,
+    noFailStreak: ({ context }) => context.browser.failStreak === 0,
   },
   delays: {
     backoff: ({ context }) => context.backoffMs,

@@ -92,6 +92,22 @@ describe('instance machine: crash and backoff', () => {
     h.actor.stop();
   });
 
+  test('connected with no failure streak waits on no timer; with a streak, on the one that resets it', () => {
+    const h = harness();
+    const pending = () => (h.clock as unknown as { timeouts: Map<unknown, unknown> }).timeouts.size;
+    h.connect();
+    assert.ok(h.snap().matches({ active: { lifecycle: { running: { connection: { connected: 'steady' } } } } }));
+    assert.equal(pending(), 0, 'ten thousand connected instances leave no timer each');
+    h.crash();
+    h.clock.increment(h.snap().context.backoffMs);
+    h.connect();
+    assert.ok(h.snap().matches({ active: { lifecycle: { running: { connection: { connected: 'settling' } } } } }));
+    h.clock.increment(DEFAULT_POLICY.stableMs);
+    assert.ok(h.snap().matches({ active: { lifecycle: { running: { connection: { connected: 'steady' } } } } }));
+    assert.equal(h.snap().context.browser.failStreak, 0);
+    h.actor.stop();
+  });
+
   test('browser death reported by the driver, and a start that hangs, are failures too', () => {
     const h = harness({ startTimeoutMs: 90_000 });
     h.session().send({ type: 'browser_health', health: { alive: false, failStreak: 3, lastOkAt: 1 }, at: h.clock.now() });

@@ -255,11 +255,19 @@ describe('instance machine: what the runtime reads', () => {
       ...leaves(instanceMachine.root.states.active!.states.lifecycle!),
       instanceMachine.root.states.stopped!,
     ];
-    assert.equal(lifecycleLeaves.length, 12);
+    assert.equal(lifecycleLeaves.length, 13);
+    // what a snapshot in the leaf reads: the tags and the status of the leaf and its ancestors
+    const lineage = (node: (typeof instanceMachine)['root']) => {
+      const out: (typeof instanceMachine)['root'][] = [];
+      for (let n: typeof node | undefined = node; n; n = n.parent) out.push(n);
+      return out;
+    };
     for (const node of lifecycleLeaves) {
-      const health = node.tags.filter((t) => (HEALTH_TAGS as readonly string[]).includes(t));
-      assert.equal(health.length, 1, `${node.id}: ${node.tags.join(',')}`);
-      assert.ok(node.meta && typeof node.meta.status === 'string', `${node.id} has a status`);
+      const tags = lineage(node).flatMap((n) => n.tags);
+      const health = tags.filter((t) => (HEALTH_TAGS as readonly string[]).includes(t));
+      assert.equal(health.length, 1, `${node.id}: ${tags.join(',')}`);
+      const statuses = lineage(node).filter((n) => typeof n.meta?.status === 'string');
+      assert.equal(statuses.length, 1, `${node.id} has one status`);
     }
   });
 
