@@ -7,6 +7,7 @@ import type { Pool, Queryable } from '../store/pool.js';
 import type { Clock } from '../clock.js';
 import { enqueueEvent, enqueueEventsAcross } from '../webhooks/outbox.js';
 import { isEventName, type EventOf } from '../webhooks/events.js';
+import { Batcher } from '../store/batch.js';
 
 export interface EventBus {
   /** Write `event` for the instance inside the caller's transaction (commits with the change that caused it). */
@@ -18,6 +19,8 @@ export interface EventBus {
   /**
    * Write and wake the sender: the one way out for events with no state change of their own (network and
    * lifecycle events, mapped by src/webhooks/driver-events.ts and published by src/actors/network-events.ts).
+   * Events published by many instances at once are written together (src/store/batch.ts); a sender is woken
+   * only when its webhook took the event.
    */
   publish(instanceId: string, event: EventOf): Promise<void>;
 }
@@ -33,13 +36,29 @@ export function createEventBus(deps: { pool: Pool; clock: Clock; wake: (instance
     for (const it of items) if (!isEventName(it.event)) throw new Error(`unknown event ${it.event}`);
     await enqueueEventsAcross(q, items as (EventOf & { instanceId: string })[], deps.clock.now());
   };
+  // Published at the same moment by many instances (a start-up: each instance's ready, change_state…): written
+  // together, one statement for the subscriptions and one for the rows, each instance's events in their order.
+  const publishing = new Batcher<EventOf & { instanceId: string; at: number }, void>(async (items) => {
+    const written = new Set<string>();
+    for (let i = 0; i < items.length; ) {
+      const at = items[i]?.at ?? deps.clock.now();
+      let j = i;
+      while (j < items.length && items[j]?.at === at) j++;
+      const run = items.slice(i, j);
+      (await enqueueEventsAcross(deps.pool, run, at)).forEach((r, k) => {
+        const id = run[k]?.instanceId;
+        if (r && id) written.add(id);
+      });
+      i = j;
+    }
+    // only a sender with something new to deliver is woken
+    for (const instanceId of written) deps.wake(instanceId);
+    return items.map(() => undefined);
+  });
   return {
     emit,
     emitMany: (q, instanceId, items) => emitAcross(q, items.map((it) => ({ ...it, instanceId }))),
     emitAcross,
-    async publish(instanceId, event) {
-      await enqueueEvent(deps.pool, { ...event, instanceId, now: deps.clock.now() });
-      deps.wake(instanceId);
-    },
+    publish: (instanceId, event) => publishing.submit({ ...event, instanceId, at: deps.clock.now() }),
   };
 }

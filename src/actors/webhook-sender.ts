@@ -10,7 +10,9 @@
  *
  * The fallback poll is shared: one query every `pollMs` finds which of this node's instances have pending
  * rows and wakes those senders, instead of one query per instance. It catches events nobody notified about
- * (written by another node, a lost wake-up) and resumes senders after the store comes back.
+ * (written by another node, a lost wake-up) and resumes senders after the store comes back. A newly spawned
+ * sender is resumed the same way (one poll, right away, for all spawned at one moment): what an earlier owner
+ * left pending is delivered at once, and the many senders with nothing pending cost no query each.
  */
 import { fromCallback, type CallbackActorLogic } from 'xstate';
 import type { Clock, TimerHandle } from '../clock.js';
@@ -64,21 +66,37 @@ export function createWebhookSenders(deps: WebhookSendersDeps): WebhookSenders {
     if (pollTimer === null && !closed && live.size > 0) {
       pollTimer = deps.clock.setTimeout(() => {
         pollTimer = null;
-        polling = poll().finally(() => (polling = null));
+        runPoll();
       }, pollMs);
     }
   };
+  // Which instances have pending rows: one query for the whole node (the partial index of pending rows holds
+  // few), filtered here to the senders this node runs.
   const poll = async () => {
     try {
-      const { rows } = await deps.db.query<{ instance_id: string }>(
-        `SELECT DISTINCT instance_id FROM outbox WHERE state = 'pending' AND instance_id = ANY ($1::uuid[])`,
-        [[...live.keys()]],
-      );
+      const { rows } = await deps.db.query<{ instance_id: string }>(`SELECT DISTINCT instance_id FROM outbox WHERE state = 'pending'`);
       for (const r of rows) live.get(r.instance_id)?.notify();
     } catch (err) {
       deps.log?.warn({ err }, 'webhook poll failed');
     }
     armPoll();
+  };
+  const runPoll = () => {
+    const p = poll().finally(() => {
+      if (polling === p) polling = null;
+    });
+    polling = p;
+  };
+  // Senders spawned together (a start-up takes instances in batches) are resumed by one poll right away,
+  // instead of each reading its own pending rows: most have none.
+  let pollQueued = false;
+  const pollSoon = () => {
+    if (pollQueued || closed) return;
+    pollQueued = true;
+    setImmediate(() => {
+      pollQueued = false;
+      if (!closed) runPoll();
+    });
   };
 
   const logic = fromCallback<WebhookSenderEvent, WebhookSenderInput>(({ input, receive }) => {
@@ -92,8 +110,7 @@ export function createWebhookSenders(deps: WebhookSendersDeps): WebhookSenders {
       log: deps.log?.child({ actor: 'webhookSender', instanceId: input.instanceId }),
     });
     live.set(input.instanceId, sender);
-    armPoll();
-    sender.start();
+    pollSoon();
     receive((event) => {
       if (event.type === 'webhook.notify') sender.notify();
     });
