@@ -9,7 +9,8 @@
  *    in three days) behind it, so that a new priority-5 job does not simply go after every waiting one.
  * 2. A priority-9 acceptance into the full queue (it goes in front of every waiting job, so every slot
  *    moves): its answer time and the waiting rows written by its commit (row versions, xmin).
- * 3. POST /api/v2/queue/replan of the full queue, nothing changed since the last plan: time and rows written.
+ * 3. POST /api/v2/queue/replan of the full queue, nothing changed since the last plan: time and rows written;
+ *    then after a cancel of the first job, which moves every slot behind it: time and rows written.
  * 4. DELETE /api/v2/messages/:jobId and POST /api/v2/queue/replan at 5,000 pending while acceptance runs
  *    against the same instance: latency percentiles, and how many answered 504 (the gateway deadline is 10 s).
  *
@@ -79,6 +80,23 @@ for (let i = 0; i < SAMPLES; i++) {
   replanRows.push(rowsWritten(before, await rowVersions(pool, full.instance.id)));
 }
 
+const replanMoved: number[] = [];
+const replanMovedRows: number[] = [];
+for (let i = 0; i < 3; i++) {
+  const first = (await pool.query<{ id: string }>(
+    "SELECT id FROM jobs WHERE instance_id = $1 AND state IN ('queued','scheduled') ORDER BY scheduled_at, seq LIMIT 1", [full.instance.id])).rows[0]?.id;
+  const c = await timed(`${t.url}/api/v2/messages/${first}`, full.apiKey, 'DELETE');
+  if (c.status !== 200) throw new Error(`cancel: ${c.status} ${JSON.stringify(c.body)}`);
+  const before = await rowVersions(pool, full.instance.id);
+  const r = await timed(`${t.url}/api/v2/queue/replan`, full.apiKey, 'POST');
+  if (r.status !== 200) throw new Error(`replan: ${r.status} ${JSON.stringify(r.body)}`);
+  replanMoved.push(r.ms);
+  replanMovedRows.push(rowsWritten(before, await rowVersions(pool, full.instance.id)));
+  // back to 4,999
+  const again = await timed(`${t.url}/api/v2/send-message`, full.apiKey, 'POST', JSON.stringify({ phone: '4915112345678', message: `again ${i}` }));
+  if (again.status !== 202) throw new Error(`send: ${again.status} ${JSON.stringify(again.body)}`);
+}
+
 // ---- 1: acceptance, empty vs full (a warm-up on a third instance first)
 await load(warm.apiKey, 'warm', 1_000);
 const e0 = await pendingOf(empty.instance.id);
@@ -119,6 +137,7 @@ console.log(`ratio full / empty:               ${fmt(e.rps / f.rps, 2)}  (time p
 console.log(`priority-9 acceptance, full:      median ${fmt(median(p9), 1)} ms  (${p9.map((x) => fmt(x, 0)).join(', ')} ms)`);
 console.log(`  rows written per priority-9:    median ${median(p9Rows)}  (${p9Rows.join(', ')}; within a second of the answer)`);
 console.log(`replan, full queue, nothing new:  median ${fmt(median(replanIdle), 1)} ms  rows written median ${median(replanRows)} (${replanRows.join(', ')})`);
+console.log(`replan after the first job left:  median ${fmt(median(replanMoved), 1)} ms  rows written median ${median(replanMovedRows)} (${replanMoved.map((x) => fmt(x, 0)).join(', ')} ms)`);
 console.log(`cancel while accepting:           ${cancels.length} calls  ${ms(cancels)}  (${cancelled} cancelled)`);
 console.log(`replan while accepting:           ${replans.length} calls  ${ms(replans)}`);
 console.log(`504 INSTANCE_TIMEOUT (cancel + replan): ${timeouts}   (acceptance meanwhile ${fmt(b.rps, 0)} req/s, errors ${b.errors})`);
