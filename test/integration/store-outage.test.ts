@@ -80,7 +80,13 @@ async function recovered(instanceId: string, key: string, accepted: Map<string, 
   const q = await t.api(key, 'GET', '/api/v2/queue');
   assert.equal(q.status, 200, q.text);
   assert.equal((q.body.data as { mode: string }).mode, 'pg');
-  const back = await v2(key, `${instanceId}-after`);
+  // a partition longer than the lease leaves the instance without a valid lease until the next renewal round
+  // (real time): until then a send is 502 INSTANCE_UNREACHABLE, nothing accepted, which a client may retry
+  let back = await v2(key, `${instanceId}-after`);
+  for (let i = 0; i < 100 && back.status === 502 && back.body.code === 'INSTANCE_UNREACHABLE'; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    back = await v2(key, `${instanceId}-after`);
+  }
   assert.equal(back.status, 202, back.text);
   accepted.set(String(back.body.data?.jobId), `${instanceId}-after`);
   await t.advanceUntil(
