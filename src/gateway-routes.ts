@@ -1,0 +1,156 @@
+/**
+ * The gateway's route families, each with its authentication (the guard is the first link of each route's chain,
+ * src/http/router.ts): health and the API reference open, the operator API behind the admin token (or the
+ * console's cookie), every instance route behind its API key and the instance's port. The composition root
+ * (src/gateway.ts) hands in what it built; nothing here starts or stops anything but the console sessions and
+ * the presence keep-alives it returns for the root to stop.
+ */
+import type { Context, Middleware } from 'koa';
+import type Router from '@koa/router';
+import type { Config } from './config.js';
+import type { Clock } from './clock.js';
+import type { Logger } from './log.js';
+import type { Pool } from './store/pool.js';
+import type { RouteFamily, RouteInfo } from './http/router.js';
+import type { StoreHealth } from './store/health.js';
+import { requireApiKey, type KeyResolver } from './http/auth.js';
+import { queuePaused } from './errors.js';
+import { healthRouter } from './http/routes/health.js';
+import { adminInstancesRouter } from './http/routes/admin-instances.js';
+import { sendRouter } from './http/routes/send.js';
+import { queueRouter } from './http/routes/queue.js';
+import { adminQueueRouter } from './http/routes/admin-queue.js';
+import { statusRouter } from './http/routes/status.js';
+import { debugRouter } from './http/routes/debug.js';
+import type { ActorSystem } from './actors/system.js';
+import { DEADLINES, type InstancePort, type InstanceView } from './actors/port.js';
+import type { InstanceAdminService } from './instances.js';
+import { getInstance, type Instance } from './store/instances.js';
+import type { Cluster } from './cluster/cluster.js';
+import { internalRouter, requireCluster } from './http/routes/internal.js';
+import { openApiRouter } from './http/openapi/index.js';
+import { cachedFor } from './memo.js';
+import { ConsoleSessions, consoleApiRouter, consoleRouter, requireAdminOrConsole } from './console/index.js';
+import { metricsRouter, requireMetricsToken, type GatewayMetrics } from './metrics/index.js';
+import type { Sandbox } from './sandbox/embed.js';
+import { createSandboxControlRouter } from './http/routes/sandbox-control.js';
+import type { MediaServices } from './media/services.js';
+import { createWebhookAdminRouter } from './http/routes/webhooks.js';
+import { createMediaRouter } from './http/routes/media.js';
+import { interactionsRouter } from './http/routes/interactions.js';
+import { readsRouter } from './http/routes/reads.js';
+import { groupsRouter } from './http/routes/groups.js';
+import { InteractionLimiter } from './http/rate-limit.js';
+import { PresenceManager } from './actors/presence.js';
+import { legacyRouter, v1Guard } from './http/routes/legacy.js';
+import { messageMediaRouter } from './http/routes/message-media.js';
+
+export interface RouteDeps {
+  config: Config;
+  clock: Clock;
+  log: Logger;
+  pool: Pool;
+  rt: ActorSystem;
+  cluster: Cluster;
+  admin: { token: string };
+  instances: InstanceAdminService;
+  keys: KeyResolver;
+  /** the port of an instance: this node's own, or one forwarding to the node that owns it */
+  portOfInstance(instanceId: string): InstancePort;
+  media: MediaServices;
+  store: StoreHealth;
+  sandbox: Sandbox | null;
+  metrics: GatewayMetrics;
+  /** wake an instance's webhook sender */
+  wake(instanceId: string): void;
+  /** the mounted route table (the API reference is built from it) */
+  routes(): RouteInfo[];
+  version: string;
+}
+
+export interface Families {
+  families: RouteFamily[];
+  consoleSessions: ConsoleSessions;
+  presence: PresenceManager;
+}
+
+export function routeFamilies(deps: RouteDeps): Families {
+  const { config, clock, log, pool, rt, cluster, admin, instances, keys, portOfInstance, media, store, sandbox, metrics, wake } = deps;
+  const VERSION = deps.version;
+  // the one way into an instance: the port of the instance the request's key names
+  // (this node's own, or a port forwarding to the node that owns it)
+  const portOf = (ctx: Context): InstancePort => portOfInstance((ctx.state.instance as Instance).id);
+  // an instance another node owns: its record read from the store, kept a second (what a forwarding node needs of it)
+  const recordOf = cachedFor(1_000, (id: string) => getInstance(pool, id));
+  const apiKey = requireApiKey(keys, async (id) => rt.record(id) ?? (await recordOf(id)));
+  // the operator console signs in with the admin token into an HttpOnly cookie session (src/console)
+  const consoleSessions = new ConsoleSessions(clock);
+  const adminAuth = requireAdminOrConsole(admin.token, consoleSessions);
+  const limiter = new InteractionLimiter(clock, { points: config.INTERACTION_RATE_POINTS });
+  const presence = new PresenceManager(clock, { onError: (err, where) => log.warn({ err, ...where }, 'presence keep-alive failed') });
+  const networkDeps = { portOf, clock, limiter, presence, fetchMessagesMax: config.FETCH_MESSAGES_MAX };
+
+  // Every route family with its authentication: the guard is part of each route's chain (src/http/router.ts).
+  // SPEC.md: during an ordered restart every /api/v2/* route answers 503 QUEUE_PAUSED (v1 routes wait)
+  const v2Key: Middleware = (ctx, next) =>
+    apiKey(ctx, async () => {
+      const view = await portOf(ctx).ask({ type: 'view' }, DEADLINES.queueStatus);
+      if (view.paused) throw queuePaused();
+      // the send routes' gate reads the same view instead of asking again
+      (ctx.state as { view?: InstanceView }).view = view;
+      return next();
+    });
+  const instanceFamily = (name: string, router: Router, body?: 'stream'): RouteFamily => ({
+    name,
+    auth: 'instance',
+    guard: name.startsWith('v2-') ? v2Key : apiKey,
+    router,
+    ...(body ? { body } : {}),
+  });
+  const adminFamily = (name: string, router: Router): RouteFamily => ({ name, auth: 'admin', guard: adminAuth, router });
+  const consoleDeps = { adminToken: admin.token, sessions: consoleSessions, instances, portOf: portOfInstance, log };
+  const families: RouteFamily[] = [
+    {
+      name: 'health',
+      auth: 'none',
+      guard: null,
+      router: healthRouter({ version: VERSION, now: () => clock.now(), counts: () => ({ instances: rt.health(), queue: { degraded: rt.degradedCount() }, cluster: cluster.counts() }) }),
+    },
+    { name: 'openapi', auth: 'none', guard: null, router: openApiRouter(deps.routes, VERSION) },
+    { name: 'metrics', auth: 'admin', guard: requireMetricsToken(admin.token, config.METRICS_TOKEN), router: metricsRouter({ metrics, pool, actors: rt, clock }) },
+    {
+      name: 'internal',
+      auth: 'cluster',
+      guard: requireCluster(config.CLUSTER_SECRET),
+      router: internalRouter({ localPort: (id) => rt.port(id), update: (instance, replan) => rt.update(instance, replan), log }),
+    },
+    adminFamily('admin-instances', adminInstancesRouter(instances)),
+    adminFamily('admin-webhooks', createWebhookAdminRouter({ db: pool, clock, wake, allowPrivate: config.WEBHOOK_ALLOW_PRIVATE })),
+    adminFamily('admin-queue', adminQueueRouter({ pool, clock, portOf: portOfInstance, degradedSince: () => store.since })),
+    adminFamily('debug', debugRouter(rt)),
+    { name: 'console', auth: 'none', guard: null, router: consoleRouter(consoleDeps) },
+    adminFamily('console-api', consoleApiRouter(consoleDeps)),
+    instanceFamily('status', statusRouter({ pool, clock, portOf })),
+    instanceFamily('v2-queue', queueRouter({ pool, clock, portOf, degradedSince: () => store.since })),
+    instanceFamily('v2-send', sendRouter({ portOf, clock, validateMedia: media.validateAtAcceptance })),
+    {
+      ...instanceFamily(
+        'v1',
+        legacyRouter({ portOf, clock, config, log, validateMedia: media.validateAtAcceptance, onStoreError: () => void store.suspect() }),
+      ),
+      // an API key that cannot be verified while the store is unreachable: 503 in v1's shape
+      guard: v1Guard(apiKey),
+    },
+    instanceFamily('v2-message-media', messageMediaRouter({ portOf, store: media.store })),
+    instanceFamily('v2-groups', groupsRouter(networkDeps)),
+    instanceFamily('v2-interactions', interactionsRouter(networkDeps)),
+    instanceFamily('v2-reads', readsRouter(networkDeps)),
+    instanceFamily(
+      'v2-media',
+      createMediaRouter({ store: media.store, uploadMaxBytes: config.MEDIA_UPLOAD_MAX_BYTES, getInstanceId: (ctx) => (ctx.state.instance as Instance).id }),
+      'stream',
+    ),
+    ...(sandbox?.network ? [adminFamily('sandbox-control', createSandboxControlRouter(sandbox.network))] : []),
+  ];
+  return { families, consoleSessions, presence };
+}
