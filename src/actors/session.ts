@@ -87,7 +87,34 @@ export const DRIVER_EVENT_NAMES = Object.keys(ALL_EVENTS) as DriverEventName[];
 const defaultRenderQr = (qr: string) => QRCode.toDataURL(qr, { errorCorrectionLevel: 'M', margin: 2 });
 const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
-type Translate<E extends DriverEventName> = (at: number, ...args: DriverEvents[E]) => SessionEvent | Promise<SessionEvent>;
+/** What translating an event needs of its session. */
+interface Translating {
+  driver: Driver;
+  /** the QR as a PNG data URL; null when it could not be drawn (reported) */
+  render(qr: string): Promise<string | null>;
+}
+
+type Translate<E extends DriverEventName> = (t: Translating, at: number, ...args: DriverEvents[E]) => SessionEvent | Promise<SessionEvent>;
+
+/**
+ * Each lifecycle event of the driver as the machine's event, stamped `at`. One table for every session (a session
+ * subscribes with one bound listener per event name, not with closures of its own: ten thousand sessions).
+ */
+const TRANSLATIONS: { [E in (typeof LIFECYCLE_EVENTS)[number]]: Translate<E> } = {
+  qr: async (t, at, qr) => ({ type: 'qr', qr, dataUrl: await t.render(qr), at }),
+  code: (_, at, code) => ({ type: 'code', code, at }),
+  authenticated: (_, at) => ({ type: 'authenticated', at }),
+  // driver.info belongs to this moment: translated when the event comes, delivered in order
+  ready: (t, at) => ({ type: 'ready', wid: t.driver.info?.wid ?? null, at }),
+  auth_failure: (_, at, message) => ({ type: 'auth_failure', message, at }),
+  disconnected: (_, at, reason) => ({ type: 'disconnected', reason, at }),
+  change_state: (_, at, state) => ({ type: 'change_state', state, at }),
+  loading_screen: (_, at, percent, message) => ({ type: 'loading_screen', percent, message, at }),
+  browser_health: (_, at, health) => ({ type: 'browser_health', health, at }),
+  fatal: (_, at, reason) => ({ type: 'fatal', reason, at }),
+};
+const translationOf = (name: DriverEventName): Translate<DriverEventName> | undefined =>
+  (TRANSLATIONS as Partial<Record<DriverEventName, Translate<DriverEventName>>>)[name];
 
 /**
  * Run one session on `driver` until the returned `stop()`; `after` delays `initialize()` (previous destroy).
@@ -116,39 +143,22 @@ export function runSession(
       .catch((err: unknown) => report(err, 'forward'));
   };
 
-  const translations: { [E in (typeof LIFECYCLE_EVENTS)[number]]: Translate<E> } = {
-    qr: async (at, qr) => {
-      const dataUrl = await renderQr(qr).catch((err: unknown) => (report(err, 'render_qr'), null));
-      return { type: 'qr', qr, dataUrl, at };
-    },
-    code: (at, code) => ({ type: 'code', code, at }),
-    authenticated: (at) => ({ type: 'authenticated', at }),
-    ready: (at) => ({ type: 'ready', wid: driver.info?.wid ?? null, at }),
-    auth_failure: (at, message) => ({ type: 'auth_failure', message, at }),
-    disconnected: (at, reason) => ({ type: 'disconnected', reason, at }),
-    change_state: (at, state) => ({ type: 'change_state', state, at }),
-    loading_screen: (at, percent, message) => ({ type: 'loading_screen', percent, message, at }),
-    browser_health: (at, health) => ({ type: 'browser_health', health, at }),
-    fatal: (at, reason) => ({ type: 'fatal', reason, at }),
+  const translating: Translating = {
+    driver,
+    render: (qr) => renderQr(qr).catch((err: unknown) => (report(err, 'render_qr'), null)),
   };
-
   const download: Driver['downloadMedia'] = (msgId) => driver.downloadMedia(msgId);
-  const unsubscribes: (() => void)[] = [];
-  const subscribe = <E extends DriverEventName>(name: E) => {
-    const translate = (translations as Partial<Record<DriverEventName, Translate<E>>>)[name];
-    const listener = (...args: DriverEvents[E]) => {
-      if (stopped) return;
-      opts.onNetworkEvent?.(name, args, download);
-      if (translate) {
-        // Translated now (driver.info belongs to this moment), delivered in order.
-        const event = translate(clock.now(), ...args);
-        forward(() => event);
-      }
-    };
-    driver.on(name, listener);
-    unsubscribes.push(() => driver.off(name, listener));
+  const onEvent = (name: DriverEventName, ...args: DriverEvents[DriverEventName]) => {
+    if (stopped) return;
+    opts.onNetworkEvent?.(name, args, download);
+    const translate = translationOf(name);
+    if (translate) {
+      const event = translate(translating, clock.now(), ...args);
+      forward(() => event);
+    }
   };
-  for (const name of DRIVER_EVENT_NAMES) subscribe(name);
+  const listeners = DRIVER_EVENT_NAMES.map((name) => ({ name, listener: onEvent.bind(null, name) }));
+  for (const { name, listener } of listeners) driver.on(name, listener);
 
   const initialized = after.then(() => {
     if (!stopped) return driver.initialize();
@@ -176,7 +186,7 @@ export function runSession(
   return {
     stop() {
       stopped = true;
-      for (const off of unsubscribes.splice(0)) off();
+      for (const { name, listener } of listeners.splice(0)) driver.off(name, listener);
       // Called now (the executor runs synchronously), so the browser starts closing with the actor's stop.
       return new Promise<void>((resolve) => resolve(driver.destroy())).catch((err: unknown) => report(err, 'destroy'));
     },
