@@ -37,28 +37,18 @@ export function createEventBus(deps: { pool: Pool; clock: Clock; wake: (instance
     await enqueueEventsAcross(q, items as (EventOf & { instanceId: string })[], deps.clock.now());
   };
   // Published at the same moment by many instances (a start-up: each instance's ready, change_state…): written
-  // together, one statement for the subscriptions and one for the rows, each instance's events in their order.
-  const publishing = new Batcher<EventOf & { instanceId: string; at: number }, void>(async (items) => {
-    const written = new Set<string>();
-    for (let i = 0; i < items.length; ) {
-      const at = items[i]?.at ?? deps.clock.now();
-      let j = i;
-      while (j < items.length && items[j]?.at === at) j++;
-      const run = items.slice(i, j);
-      (await enqueueEventsAcross(deps.pool, run, at)).forEach((r, k) => {
-        const id = run[k]?.instanceId;
-        if (r && id) written.add(id);
-      });
-      i = j;
-    }
+  // together, one statement for the subscriptions and one for the rows, each instance's events in their order,
+  // stamped with the time they are written (as one publish was).
+  const publishing = new Batcher<EventOf & { instanceId: string }, void>(async (items) => {
+    const written = await enqueueEventsAcross(deps.pool, items, deps.clock.now());
     // only a sender with something new to deliver is woken
-    for (const instanceId of written) deps.wake(instanceId);
+    for (const instanceId of new Set(items.filter((_, i) => written[i]).map((it) => it.instanceId))) deps.wake(instanceId);
     return items.map(() => undefined);
   });
   return {
     emit,
     emitMany: (q, instanceId, items) => emitAcross(q, items.map((it) => ({ ...it, instanceId }))),
     emitAcross,
-    publish: (instanceId, event) => publishing.submit({ ...event, instanceId, at: deps.clock.now() }),
+    publish: (instanceId, event) => publishing.submit({ ...event, instanceId }),
   };
 }

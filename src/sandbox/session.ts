@@ -194,7 +194,7 @@ export class SandboxSession<N extends SessionNetwork = SessionNetwork> {
   /** Run `deliver` under `fault` (session-faults.ts says what each kind does). */
   async withFault<T>(fault: Fault | null, deliver: (tag: FaultKind | null) => T): Promise<T> {
     if (!fault) return deliver(null);
-    return runUnderFault(this.faulted, fault, deliver);
+    return runUnderFault(this.faulted(), fault, deliver);
   }
 
   /** The linked phone of a ready session; anything else is refused before the network is touched. */
@@ -259,16 +259,18 @@ export class SandboxSession<N extends SessionNetwork = SessionNetwork> {
     this.emit({ name: 'ready', args: [] });
   }
 
-  /** What a fault may do to this session (session-faults.ts). */
-  private readonly faulted: FaultedSession = {
-    crash: (reason) => this.crash(reason),
-    browserDeath: (reason) => this.browserDeath(reason),
-    disconnect: (reason) => this.disconnect(reason),
-    hang: () =>
-      new Promise<never>((_resolve, reject) => {
-        this.hung.add(reject);
-      }),
-  };
+  /** What a fault may do to this session (session-faults.ts); made when a fault strikes (rarely), not per session. */
+  private faulted(): FaultedSession {
+    return {
+      crash: (reason) => this.crash(reason),
+      browserDeath: (reason) => this.browserDeath(reason),
+      disconnect: (reason) => this.disconnect(reason),
+      hang: () =>
+        new Promise<never>((_resolve, reject) => {
+          this.hung.add(reject);
+        }),
+    };
+  }
 
   private endRun(phase: SessionPhase, err: DriverError): void {
     this.phaseValue = phase;
