@@ -220,7 +220,9 @@ for (const [name, chrome, missing] of [
       assert.deepEqual(fatal, ['browser disconnected']);
       assert.deepEqual({ ...driver.browserHealth(), lastOkAt: 0 }, { alive: false, failStreak: 1, lastOkAt: 0 });
       assert.deepEqual(processesMentioning(driver.paths.userDataDir), [], 'the children of the killed browser are gone too');
-      assert.deepEqual(tree.filter(isRunning), [], 'also those that do not name the profile');
+      // those that do not name the profile (chrome-headless-shell's) end when the killed browser's pipes close:
+      // under load that can come a moment after the driver reported the death
+      await until(() => tree.filter(isRunning).length === 0 || null, 5_000, 'the rest of the killed browser\'s tree to end');
       await driver.destroy();
     });
 
