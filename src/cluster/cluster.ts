@@ -26,7 +26,7 @@ import type { Logger } from '../log.js';
 import type { Pool, Queryable } from '../store/pool.js';
 import type { Instance } from '../store/instances.js';
 import { Batcher } from '../store/batch.js';
-import { acquireLeases, fenceLease, fenceLeases, leaseLost, liveLeases, ownerOf, releaseLeases, renewLeases, type Lease, type Owner } from './leases.js';
+import { HeldLeases, acquireLeases, fenceLease, fenceLeases, leaseLost, liveLeases, ownerOf, releaseLeases, renewLeases, type Lease, type Owner } from './leases.js';
 import { heartbeat, leaveCluster, liveNodes, registerNode, secretHash, type LiveNode, type NodeInfo } from './nodes.js';
 import { placeInstance } from './placement.js';
 import { pinnedAway, placements, unheldInstances } from './candidates.js';
@@ -62,7 +62,7 @@ const TAKE_BATCH = 25;
 const POOL_BACKLOG = 5;
 
 export class Cluster {
-  private readonly held = new Map<string, Lease>();
+  private readonly held = new HeldLeases();
   /** hand-overs under way: the instance is not taken again until it ended */
   private readonly leaving = new Map<string, Promise<void>>();
   private timer: NodeJS.Timeout | null = null;
@@ -134,7 +134,7 @@ export class Cluster {
   private async round(): Promise<void> {
     const { leasePool: pool, node, ttlMs } = this.deps;
     await heartbeat(pool, node.id);
-    const lost = await renewLeases(pool, node.id, [...this.held.values()], ttlMs);
+    const lost = await renewLeases(pool, node.id, this.held.all(), ttlMs);
     for (const id of lost) {
       if (!this.held.delete(id)) continue;
       this.deps.log.warn({ instanceId: id }, 'lease lost: the instance is stopped here (another node owns it now)');

@@ -50,6 +50,37 @@ export async function acquireLease(q: Queryable, instanceId: string, nodeId: str
   return (await acquireLeases(q, [instanceId], nodeId, ttlMs)).get(instanceId) ?? null;
 }
 
+/** The leases this node holds, with their list made once per change (a round renews them all). */
+export class HeldLeases extends Map<string, Lease> {
+  private list: Lease[] | null = null;
+
+  override set(instanceId: string, lease: Lease): this {
+    this.list = null;
+    return super.set(instanceId, lease);
+  }
+
+  override delete(instanceId: string): boolean {
+    this.list = null;
+    return super.delete(instanceId);
+  }
+
+  all(): readonly Lease[] {
+    return (this.list ??= [...this.values()]);
+  }
+}
+
+/**
+ * Every round sends all held leases: as two joined strings rather than two arrays (pg's array encoding, an
+ * escape per element, cost more than the rest of an idle node's work), joined once per list (a node passes the
+ * same list while what it holds does not change).
+ */
+const joined = new WeakMap<readonly Lease[], [string, string]>();
+function joinedOf(held: readonly Lease[]): [string, string] {
+  let j = joined.get(held);
+  if (!j) joined.set(held, (j = [held.map((l) => l.instanceId).join(','), held.map((l) => l.epoch).join(',')]));
+  return j;
+}
+
 /**
  * Extend the held leases at the epochs this node knows, in one statement; answers only the instance ids whose
  * lease it no longer holds (normally none, so a round of ten thousand leases reads nothing back).
@@ -64,9 +95,7 @@ export async function renewLeases(q: Queryable, nodeId: string, held: readonly L
              WHERE l.instance_id = h.instance_id AND l.epoch = h.epoch AND l.node_id = $1 AND l.expires_at > now()
             RETURNING l.instance_id)
      SELECT instance_id FROM h EXCEPT SELECT instance_id FROM kept`,
-    // two joined strings rather than two arrays: every round sends all held leases, and pg's array encoding
-    // (an escape per element) cost more than the rest of an idle node's work
-    [nodeId, ttlMs, held.map((l) => l.instanceId).join(','), held.map((l) => l.epoch).join(',')],
+    [nodeId, ttlMs, ...joinedOf(held)],
   );
   return new Set(rows.map((r) => r.instance_id));
 }
