@@ -93,6 +93,15 @@ const BENCHES: Bench[] = [
     figures: [{ figure: 'webhook commit → receipt p99 (1 instance)', goal: '≤ 50 ms', unit: ' ms', read: num(/latency\s+1 instance\(s\):.*?p99 ([\d.]+) ms/), met: (v) => v <= 50 }],
   },
   {
+    name: 'instances', file: 'bench/instances.ts', needs: 'postgres',
+    figures: [
+      { figure: 'instances created through the operator API', goal: '≥ 500/s', unit: '/s', read: num(/creation rate: ([\d.]+) instances\/s/), met: (v) => v >= 500 },
+      { figure: 'memory per sandbox instance (RSS after GC)', goal: '≤ 256 KiB', unit: ' KiB', read: num(/memory per instance: rss ([\d.]+) KiB/), met: (v) => v <= 256 },
+      { figure: 'idle CPU with every instance connected', goal: '≤ 2 %', unit: ' %', read: num(/idle CPU with \d+ connected instances: ([\d.]+) %/), met: (v) => v <= 2 },
+      { figure: 'start-up until every instance is connected', goal: '≤ 30 s', unit: ' s', read: num(/start-up until all \d+ connected: ([\d.]+) s/), met: (v) => v <= 30 },
+    ],
+  },
+  {
     name: 'cluster', file: 'bench/cluster.ts', needs: 'postgres', env: { BENCH_KILLS: process.env.BENCH_KILLS ?? '20' },
     figures: [
       { figure: 'failover p99 (LEASE_TTL_MS 3000)', goal: '≤ 15,000 ms', unit: ' ms', read: num(/failover .*?p99 ([\d.]+) ms/), met: (v) => v <= 15_000 },

@@ -1,0 +1,184 @@
+/**
+ * Many sandbox instances in one gateway process. Goals (issue 18): 10,000 at ≤ 256 KiB each and ≤ 2 % of a core
+ * idle, created at ≥ 500/s, all connected again ≤ 30 s after a restart.
+ *
+ * 1. A gateway on a fresh database with the in-process sandbox network; its memory after GC is the baseline.
+ * 2. N instances created through the operator API (POST /admin/v1/instances) by a client process with
+ *    BENCH_CONCURRENCY requests in flight: instances per second, and the gateway's CPU per creation.
+ * 3. Each linked on the sandbox network (a phone scanning its QR), in turns of 50, until all N are connected.
+ * 4. Once nothing is in flight: memory after GC minus the baseline, divided by N (RSS and heapUsed).
+ * 5. Idle: the process's CPU time over BENCH_IDLE_MS with nothing to do, as % of one core.
+ * 6. The gateway stops and starts again on the same database and data directory: time from the start until all
+ *    N are connected, its CPU, and how an operator read (GET /admin/v1/instances/:id) answers meanwhile.
+ *
+ *   TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npx tsx bench/instances.ts
+ *   BENCH_INSTANCES=10000 BENCH_CONCURRENCY=32 BENCH_IDLE_MS=10000
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadConfig } from '../src/config.js';
+import { startGateway, type Gateway } from '../src/gateway.js';
+import { silentLogger } from '../src/log.js';
+import { listInstances } from '../src/store/instances.js';
+import { createTestDb } from '../test/helpers/db.js';
+import { ADMIN_TOKEN } from '../test/helpers/gateway.js';
+import { postMany } from './lib/post-many.js';
+import { fmt } from './lib/load.js';
+
+// memory after GC needs --expose-gc: run again with it (npm run bench starts benchmarks without)
+const gc = (globalThis as { gc?: () => void }).gc;
+if (!gc) {
+  const r = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', fileURLToPath(import.meta.url)], { stdio: 'inherit' });
+  process.exit(r.status ?? 1);
+}
+if (!process.env.TEST_DATABASE_URL) {
+  console.error('bench/instances.ts needs TEST_DATABASE_URL (a PostgreSQL server)');
+  process.exit(2);
+}
+const N = Number(process.env.BENCH_INSTANCES ?? 10_000);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
+const IDLE_MS = Number(process.env.BENCH_IDLE_MS ?? 10_000);
+const KiB = 1024;
+const MiB = 2 ** 20;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const cpuMs = (since: NodeJS.CpuUsage) => {
+  const c = process.cpuUsage(since);
+  return (c.user + c.system) / 1000;
+};
+
+function memory(): { rss: number; heap: number } {
+  // two full collections (the second takes what the first's finalizers let go); each stops the process for about
+  // a second at ten thousand instances, so not more
+  for (let i = 0; i < 2; i++) gc?.();
+  const m = process.memoryUsage();
+  return { rss: m.rss, heap: m.heapUsed };
+}
+
+/** Until all N instances are connected (or `limitMs` passed): the time it took since `t0`, or null. */
+async function untilConnected(gw: Gateway, t0: number, limitMs: number): Promise<number | null> {
+  while (performance.now() - t0 < limitMs) {
+    if (gw.actors.health().online >= N) return performance.now() - t0;
+    await sleep(50);
+  }
+  return null;
+}
+
+/** Until the gateway has had no query in flight or waiting for 3 s (at most `limitMs`). */
+async function untilQuiet(gw: Gateway, limitMs: number): Promise<void> {
+  const t0 = performance.now();
+  let quietSince = performance.now();
+  while (performance.now() - t0 < limitMs && performance.now() - quietSince < 3_000) {
+    await sleep(100);
+    if (gw.pool.waitingCount > 0 || gw.pool.idleCount < gw.pool.totalCount) quietSince = performance.now();
+  }
+}
+
+/** The process's CPU time over `ms` of nothing to do, as % of one core. */
+async function idleCpu(ms: number): Promise<number> {
+  const cpu0 = process.cpuUsage();
+  const wall0 = performance.now();
+  await sleep(ms);
+  return (cpuMs(cpu0) / (performance.now() - wall0)) * 100;
+}
+
+/** GET an instance through the operator API every 200 ms until `stop()`: the latencies seen. */
+function probe(url: string, id: string): { stop(): Promise<number[]> } {
+  const seen: number[] = [];
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const t0 = performance.now();
+      const ok = await fetch(`${url}/admin/v1/instances/${id}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }).then((r) => r.ok, () => false);
+      if (ok) seen.push(performance.now() - t0);
+      await sleep(200);
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      return seen.sort((a, b) => a - b);
+    },
+  };
+}
+
+async function measure(start: () => Promise<Gateway>, db: Awaited<ReturnType<typeof createTestDb>>): Promise<void> {
+  let gw = await start();
+  try {
+    // ---- 1. baseline
+    await sleep(1_000);
+    const empty = memory();
+    const emptyIdle = await idleCpu(IDLE_MS);
+
+    // ---- 2. creation through the operator API
+    const cpuCreate = process.cpuUsage();
+    const created = await postMany({
+      url: `${gw.url}/admin/v1/instances`,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      body: '{"name":"bench-{{n}}","driver":"sandbox"}',
+      total: N,
+      concurrency: CONCURRENCY,
+    });
+    const createCpu = cpuMs(cpuCreate);
+    console.log(`created ${created.ok} instances in ${fmt(created.elapsedMs / 1000, 2)} s (${CONCURRENCY} concurrent requests), errors ${created.errors}${created.firstError ? ` (first: ${created.firstError})` : ''}`);
+    console.log(`  request latency p50 ${fmt(created.p50, 1)} ms  p99 ${fmt(created.p99, 1)} ms; gateway CPU ${fmt(createCpu / N, 2)} ms per instance`);
+    console.log(`creation rate: ${fmt(created.ok / (created.elapsedMs / 1000), 0)} instances/s  (goal ≥ 500)`);
+
+    // ---- 3. link every instance on the sandbox network, in turns of 50 as scans arriving one by one would
+    const network = gw.sandbox?.network;
+    if (!network) throw new Error('the bench needs the in-process sandbox network');
+    const ids = (await listInstances(db.pool)).map((i) => i.id);
+    const tLink = performance.now();
+    for (let i = 0; i < ids.length; i++) {
+      network.link(ids[i] as string, { phoneNumber: `4915${String(i).padStart(8, '0')}` });
+      if (i % 50 === 49) await new Promise((r) => setImmediate(r));
+    }
+    const linked = await untilConnected(gw, tLink, 600_000);
+    console.log(`linked and connected ${ids.length} instances in ${linked === null ? 'more than 600 s' : `${fmt(linked / 1000, 2)} s`}`);
+
+    // ---- 4. memory per instance, once what the links set off (events and their writes) is done
+    await untilQuiet(gw, 120_000);
+    const full = memory();
+    console.log(`memory after GC: empty gateway rss ${fmt(empty.rss / MiB, 0)} MiB heap ${fmt(empty.heap / MiB, 0)} MiB; with ${N} instances rss ${fmt(full.rss / MiB, 0)} MiB heap ${fmt(full.heap / MiB, 0)} MiB`);
+    console.log(`memory per instance: rss ${fmt((full.rss - empty.rss) / N / KiB, 1)} KiB  heapUsed ${fmt((full.heap - empty.heap) / N / KiB, 1)} KiB  (goal ≤ 256 KiB)`);
+
+    // ---- 5. idle CPU
+    await untilQuiet(gw, 60_000);
+    const idlePct = await idleCpu(IDLE_MS);
+    const still = gw.actors.health().online;
+    console.log(`idle CPU with ${N} connected instances: ${fmt(idlePct, 2)} % of one core over ${IDLE_MS / 1000} s (the empty gateway: ${fmt(emptyIdle, 2)} %; connected at the end: ${still})  (goal ≤ 2 %)`);
+
+    // ---- 6. restart on the same database and data directory
+    const tStop = performance.now();
+    await gw.stop();
+    console.log(`stopped (every instance handed over) in ${fmt((performance.now() - tStop) / 1000, 2)} s`);
+    const cpuStart = process.cpuUsage();
+    const tStart = performance.now();
+    gw = await start();
+    const listening = performance.now() - tStart;
+    const reads = probe(gw.url, ids[0] as string);
+    const ready = await untilConnected(gw, tStart, 300_000);
+    const startCpu = cpuMs(cpuStart);
+    const lat = await reads.stop();
+    const pct = (p: number) => lat[Math.min(lat.length - 1, Math.floor(p * lat.length))] ?? 0;
+    console.log(`restart: listening after ${fmt(listening / 1000, 2)} s; gateway CPU ${fmt(startCpu / 1000, 1)} s (${fmt(startCpu / N, 2)} ms per instance)`);
+    console.log(`  an operator read meanwhile: p50 ${fmt(pct(0.5), 0)} ms  max ${fmt(lat.at(-1) ?? 0, 0)} ms (${lat.length} reads)`);
+    console.log(`start-up until all ${N} connected: ${ready === null ? 'more than 300 s' : `${fmt(ready / 1000, 2)} s`}  (goal ≤ 30 s)`);
+  } finally {
+    await gw.stop();
+  }
+}
+
+const db = await createTestDb('bench_instances');
+const dataDir = await mkdtemp(path.join(os.tmpdir(), 'mgw-bench-instances-'));
+try {
+  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, ADMIN_TOKEN, DEMO_INSTANCE: 'false', LOG_LEVEL: 'fatal' });
+  await measure(() => startGateway({ config, database: db.config, log: silentLogger() }), db);
+} finally {
+  await db.close();
+  await rm(dataDir, { recursive: true, force: true });
+}
