@@ -1,10 +1,9 @@
 // Reads a LoadSpec on stdin, runs it, prints a LoadResult as JSON.
 import http from 'node:http';
 import type { LoadResult, LoadSpec } from './load.js';
+import { readSpec } from './worker-process.js';
 
-const chunks: Buffer[] = [];
-for await (const c of process.stdin) chunks.push(c as Buffer);
-const spec = JSON.parse(Buffer.concat(chunks).toString()) as LoadSpec;
+const spec = await readSpec<LoadSpec>();
 const agent = new http.Agent({ keepAlive: true, maxSockets: spec.concurrency });
 const u = new URL(spec.url);
 const latencies: number[] = [];

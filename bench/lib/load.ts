@@ -3,9 +3,7 @@
  * `durationMs`, reporting requests per second and latency percentiles. Runs in its own process
  * (bench/lib/load-worker.ts) so the server under test does not share its event loop.
  */
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import path from 'node:path';
+import { runWorker } from './worker-process.js';
 
 export interface LoadResult {
   requests: number;
@@ -30,18 +28,7 @@ export interface LoadSpec {
 }
 
 export function runLoad(spec: LoadSpec): Promise<LoadResult> {
-  const worker = path.join(path.dirname(fileURLToPath(import.meta.url)), 'load-worker.ts');
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', worker], { stdio: ['pipe', 'pipe', 'inherit'] });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      if (code !== 0) return reject(new Error(`load worker exited ${code}`));
-      resolve(JSON.parse(out) as LoadResult);
-    });
-    child.stdin.end(JSON.stringify(spec));
-  });
+  return runWorker<LoadResult>('load-worker.ts', spec);
 }
 
 export const fmt = (n: number, digits = 1) => n.toFixed(digits);

@@ -1,10 +1,9 @@
 // Reads a PostManySpec on stdin, sends its requests, prints a PostManyResult as JSON.
 import http from 'node:http';
 import type { PostManyResult, PostManySpec } from './post-many.js';
+import { readSpec } from './worker-process.js';
 
-const chunks: Buffer[] = [];
-for await (const c of process.stdin) chunks.push(c as Buffer);
-const spec = JSON.parse(Buffer.concat(chunks).toString()) as PostManySpec;
+const spec = await readSpec<PostManySpec>();
 const agent = new http.Agent({ keepAlive: true, maxSockets: spec.concurrency });
 const u = new URL(spec.url);
 const latencies: number[] = [];

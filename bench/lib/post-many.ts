@@ -4,9 +4,7 @@
  * test does not share its event loop. Used where each request makes something that must exist afterwards
  * (bench/instances.ts creates N instances).
  */
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import path from 'node:path';
+import { runWorker } from './worker-process.js';
 
 export interface PostManySpec {
   url: string;
@@ -28,16 +26,5 @@ export interface PostManyResult {
 }
 
 export function postMany(spec: PostManySpec): Promise<PostManyResult> {
-  const worker = path.join(path.dirname(fileURLToPath(import.meta.url)), 'post-many-worker.ts');
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', worker], { stdio: ['pipe', 'pipe', 'inherit'] });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      if (code !== 0) return reject(new Error(`post-many worker exited ${code}`));
-      resolve(JSON.parse(out) as PostManyResult);
-    });
-    child.stdin.end(JSON.stringify(spec));
-  });
+  return runWorker<PostManyResult>('post-many-worker.ts', spec);
 }
