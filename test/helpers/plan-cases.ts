@@ -3,7 +3,7 @@
  * plan-insert.test.ts): seeded, reproducible queues with priorities, notBefore, limits, quiet hours (with a DST
  * night), pauses, short TTLs and dispatch history, arriving in groups while time passes.
  */
-import { seededRandomDelay, stableRandomDelay, type PlanJob, type PlanSettings, type RandomDelay } from '../../src/queue/plan.js';
+import { seededRandomDelay, stableRandomDelay, type PlanInput, type PlanJob, type PlanSettings, type RandomDelay } from '../../src/queue/plan.js';
 import { DAY_MS, HOUR_MS } from '../../src/queue/windows.js';
 
 const MINUTE = 60_000;
@@ -45,6 +45,11 @@ export interface Case {
   nows: number[];
   random: RandomDelay;
 }
+
+/** The planner's input for `jobs` of case `c` at `now`. */
+export const inputOf = (c: Case, jobs: PlanJob[], now: number): PlanInput => ({
+  jobs, history: c.history, settings: c.settings, lastDispatchAt: c.lastDispatchAt, now, random: c.random,
+});
 
 export function genCase(seed: number): Case {
   const rng = rngOf(seed);

@@ -6,12 +6,12 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { planAll, stableRandomDelay, type PlanInput, type PlanJob, type PlanResult } from '../../src/queue/plan.js';
+import { planAll, stableRandomDelay, type PlanJob, type PlanResult } from '../../src/queue/plan.js';
 import { Planner } from '../../src/queue/planning.js';
 import { EXISTING_INSTANCE_DEFAULTS } from '../../src/queue/settings.js';
 import { planInsert, type Planned } from '../../src/queue/plan-insert.js';
 import { HOUR_MS } from '../../src/queue/windows.js';
-import { BASE, genCase, type Case } from '../helpers/plan-cases.js';
+import { BASE, genCase, inputOf } from '../helpers/plan-cases.js';
 
 interface Outcome {
   placements: { jobId: string; scheduledAt: number }[];
@@ -49,9 +49,6 @@ function stateOf(prefix: Planned[], r: PlanResult, jobs: readonly PlanJob[]): St
 const CASES = 5000;
 
 test(`planInsert equals planAll over ${CASES} random queues, or refuses`, () => {
-  const input = (c: Case, jobs: PlanJob[], now: number): PlanInput => ({
-    jobs, history: c.history, settings: c.settings, lastDispatchAt: c.lastDispatchAt, now, random: c.random,
-  });
   let compared = 0;
   let keptSome = 0;
   let movedAfter = 0;
@@ -59,19 +56,19 @@ test(`planInsert equals planAll over ${CASES} random queues, or refuses`, () => 
   for (let seed = 1; seed <= CASES; seed++) {
     const c = genCase(seed);
     let jobs = [...c.groups[0]!];
-    let state = stateOf([], planAll(input(c, jobs, c.nows[0]!)), jobs);
+    let state = stateOf([], planAll(inputOf(c, jobs, c.nows[0]!)), jobs);
     for (let g = 1; g < c.groups.length; g++) {
       const fresh = c.groups[g]!;
       const now = c.nows[g]!;
       const all = [...jobs, ...fresh];
-      const full = planAll(input(c, all, now));
+      const full = planAll(inputOf(c, all, now));
       const ins = planInsert({ placed: state.placed, unslotted: state.unslotted, fresh, history: c.history, settings: c.settings, random: c.random, now });
       if (ins === null) {
         refused++;
         state = stateOf([], full, all);
       } else {
         const next = stateOf(state.placed.slice(0, ins.kept), ins.result, all);
-        const stay = JSON.stringify(norm(planAll(input(c, jobs, now)))) === JSON.stringify(norm(state.outcome));
+        const stay = JSON.stringify(norm(planAll(inputOf(c, jobs, now)))) === JSON.stringify(norm(state.outcome));
         if (stay) {
           compared++;
           if (ins.kept > 0) keptSome++;

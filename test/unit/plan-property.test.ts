@@ -16,9 +16,9 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { planAll, planAppend, stableRandomDelay, type PlanInput, type PlanJob, type PlanSettings } from '../../src/queue/plan.js';
+import { planAll, planAppend, stableRandomDelay, type PlanJob, type PlanSettings } from '../../src/queue/plan.js';
 import { DAY_MS, HOUR_MS } from '../../src/queue/windows.js';
-import { BASE, genCase, type Case } from '../helpers/plan-cases.js';
+import { BASE, genCase, inputOf } from '../helpers/plan-cases.js';
 
 interface Outcome {
   placements: { jobId: string; scheduledAt: number }[];
@@ -39,9 +39,6 @@ const join = (a: Outcome, b: Outcome): Outcome => ({
 const CASES = 6000;
 
 test(`planAppend equals planAll over ${CASES} random queues, or refuses`, () => {
-  const input = (c: Case, jobs: PlanJob[], now: number): PlanInput => ({
-    jobs, history: c.history, settings: c.settings, lastDispatchAt: c.lastDispatchAt, now, random: c.random,
-  });
   let compared = 0;
   let comparedAfterTime = 0;
   let appended = 0;
@@ -51,7 +48,7 @@ test(`planAppend equals planAll over ${CASES} random queues, or refuses`, () => 
   for (let seed = 1; seed <= CASES; seed++) {
     const c = genCase(seed);
     let jobs = [...c.groups[0]!];
-    const first = planAll(input(c, jobs, c.nows[0]!));
+    const first = planAll(inputOf(c, jobs, c.nows[0]!));
     let sofar: Outcome = first;
     let tail = first.tail;
     let sofarNow = c.nows[0]!;
@@ -60,7 +57,7 @@ test(`planAppend equals planAll over ${CASES} random queues, or refuses`, () => 
       const now = c.nows[g]!;
       const all = [...jobs, ...fresh];
       const r = planAppend(tail, fresh, now);
-      const full = planAll(input(c, all, now));
+      const full = planAll(inputOf(c, all, now));
       const where = `seed ${seed}, group ${g}`;
       if (full.unplaced.length > 0) capped++;
       if (r === null) {
@@ -74,7 +71,7 @@ test(`planAppend equals planAll over ${CASES} random queues, or refuses`, () => 
       } else {
         appended++;
         // the earlier jobs would stay where they are under a full plan now: the append must agree with it
-        const stay = JSON.stringify(norm(planAll(input(c, jobs, now)))) === JSON.stringify(norm(sofar));
+        const stay = JSON.stringify(norm(planAll(inputOf(c, jobs, now)))) === JSON.stringify(norm(sofar));
         if (stay) {
           compared++;
           if (sofarNow !== now) comparedAfterTime++;
