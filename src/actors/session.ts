@@ -26,7 +26,7 @@
  */
 import { fromCallback, type CallbackActorLogic } from 'xstate';
 import QRCode from 'qrcode';
-import type { Driver, DriverEventName, DriverEvents, DriverFactory, DriverOptions } from '../drivers/contract.js';
+import { NO_SESSION_DRIVER_CODES, type Driver, type DriverEventName, type DriverEvents, type DriverFactory, type DriverOptions } from '../drivers/contract.js';
 import type { SessionCommand, SessionControl, SessionEvent, SessionInput } from '../../machines/instance.machine.js';
 import { answer } from './local-port.js';
 import { performCall, type CallOutcome } from './call.js';
@@ -213,9 +213,6 @@ export interface Sessions {
   settledAll(): Promise<void>;
 }
 
-/** Driver refusals that say there is no session to send on. */
-const SESSIONLESS_CODES: ReadonlySet<string> = new Set(['NOT_CONNECTED', 'SESSION_CLOSED']);
-
 export function createSessionLogic(deps: SessionDeps): Sessions {
   const destroying = new Stopping();
   const logic = fromCallback<SessionCommand, SessionInput>(({ input, sendBack, receive, system }) => {
@@ -245,7 +242,7 @@ export function createSessionLogic(deps: SessionDeps): Sessions {
           // The driver refused a send as having no session although it reported `ready` and no disconnect
           // since: its state and ours disagree, and every put-back job would come straight back to the same
           // refusal. The session has failed; the machine restarts it (backoff) and the jobs wait for `ready`.
-          if (sendable && o.kind === 'driver_error' && o.provablyNotSent && SESSIONLESS_CODES.has(o.code)) {
+          if (sendable && o.kind === 'driver_error' && o.provablyNotSent && NO_SESSION_DRIVER_CODES.has(o.code)) {
             sendable = false;
             sendBack({ type: 'SESSION_FAILED', message: `the driver refused a send (${o.code}) although it had reported ready`, at: clock.now() });
           }

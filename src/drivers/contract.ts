@@ -81,6 +81,9 @@ export class DriverError extends Error {
   }
 }
 
+/** Driver refusals that say there is no session to send on (with `provablyNotSent`: the call never started). */
+export const NO_SESSION_DRIVER_CODES: ReadonlySet<DriverError['code']> = new Set<DriverError['code']>(['NOT_CONNECTED', 'SESSION_CLOSED']);
+
 export interface FetchMessagesOptions {
   limit: number;
   fromMe?: boolean;

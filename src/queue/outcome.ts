@@ -7,11 +7,12 @@
  * back to `scheduled` (event RETURNED), stops counting against the windows and waits for the reconnect.
  */
 import type { JobEvent } from '../../machines/job.machine.js';
+import { NO_SESSION_DRIVER_CODES } from '../drivers/contract.js';
 import type { TransitionFields } from './jobs.js';
 import type { DispatchOutcome } from './types.js';
 
 /** Result codes of a provably unsent call that no session took (src/queue/dispatch.ts, the drivers). */
-const NO_SESSION_CODES: ReadonlySet<string> = new Set(['INSTANCE_OFFLINE', 'NOT_CONNECTED', 'SESSION_CLOSED']);
+const NO_SESSION_CODES: ReadonlySet<string> = new Set<string>(['INSTANCE_OFFLINE', ...NO_SESSION_DRIVER_CODES]);
 
 /** The call never reached the network because there was no session to take it. */
 export function neverReachedNetwork(outcome: DispatchOutcome): boolean {
