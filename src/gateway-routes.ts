@@ -74,7 +74,7 @@ export interface Families {
   presence: PresenceManager;
 }
 
-export function routeFamilies(deps: RouteDeps): Families {
+export function gatewayFamilies(deps: RouteDeps): Families {
   const { config, clock, log, pool, rt, cluster, admin, instances, keys, portOfInstance, media, store, sandbox, metrics, wake } = deps;
   const VERSION = deps.version;
   // the one way into an instance: the port of the instance the request's key names

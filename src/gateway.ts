@@ -16,7 +16,7 @@ import { ensureDataDir, resolveAdminToken } from './bootstrap.js';
 import { createApp } from './http/app.js';
 import { answerClientErrors } from './http/client-error.js';
 import { routeTable, type RouteInfo } from './http/router.js';
-import { routeFamilies } from './gateway-routes.js';
+import { gatewayFamilies } from './gateway-routes.js';
 import { StoreHealth } from './store/health.js';
 import { startHousekeeping } from './store/housekeeping.js';
 import { KeyResolver } from './http/auth.js';
@@ -163,7 +163,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   // ---- HTTP
   const keys = new KeyResolver(pool, clock);
   instances.onKeysChanged(() => keys.clear());
-  const { families, consoleSessions, presence } = routeFamilies({
+  const { families, consoleSessions, presence } = gatewayFamilies({
     config, clock, log, pool, rt, cluster, admin, instances, keys, portOfInstance, media, store, sandbox, metrics, wake,
     routes: () => routes,
     version: VERSION,
