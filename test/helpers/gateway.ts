@@ -31,8 +31,13 @@ export interface TestGateway {
   createInstance(name: string, opts?: { settings?: Partial<InstanceSettings>; link?: boolean; phone?: string }): Promise<{ instance: Instance; apiKey: string; phone: string }>;
   /** advance simulated time in steps, letting I/O settle between steps */
   advance(ms: number, stepMs?: number): Promise<void>;
-  /** advance simulated time step by step until `cond` holds (at most `maxMs` of simulated time) */
-  advanceUntil<T>(cond: () => T | Promise<T>, what: string, opts?: { stepMs?: number; maxMs?: number }): Promise<NonNullable<T>>;
+  /**
+   * advance simulated time step by step until `cond` holds (at most `maxMs` of simulated time). Between steps
+   * real I/O gets `realWaitMs` (default 3 ms): where the awaited thing is real I/O (a reconnect, a delivery),
+   * small steps with a longer real wait keep simulated time from running past it (a delivery timeout on the
+   * simulated clock would fire before the receiver answered).
+   */
+  advanceUntil<T>(cond: () => T | Promise<T>, what: string, opts?: { stepMs?: number; maxMs?: number; realWaitMs?: number }): Promise<NonNullable<T>>;
   stop(): Promise<void>;
 }
 
@@ -159,7 +164,7 @@ export async function startTestGateway(
         await settle();
       }
     },
-    async advanceUntil<T>(cond: () => T | Promise<T>, what: string, o: { stepMs?: number; maxMs?: number } = {}): Promise<NonNullable<T>> {
+    async advanceUntil<T>(cond: () => T | Promise<T>, what: string, o: { stepMs?: number; maxMs?: number; realWaitMs?: number } = {}): Promise<NonNullable<T>> {
       if (!sim) throw new Error('advanceUntil() needs simulated: true');
       const maxJump = o.stepMs ?? 60_000;
       const until = sim.now() + (o.maxMs ?? 3_600_000);
@@ -168,7 +173,7 @@ export async function startTestGateway(
         let v = await cond();
         if (!v) {
           // real I/O started by the last timer (a dispatch, a webhook) gets a moment to finish
-          await new Promise((r) => setTimeout(r, 3));
+          await new Promise((r) => setTimeout(r, o.realWaitMs ?? 3));
           v = await cond();
         }
         if (v) return v as NonNullable<T>;

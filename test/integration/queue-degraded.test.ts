@@ -40,10 +40,7 @@ after(async () => {
   receiver.close();
 });
 
-// todo: since 19:20 on 2026-11-23 this fails on this machine also on eaf31d1, the last commit CI passed (it passed
-// here at 19:00 on both): after the outage neither queue.degraded nor queue.recovered reaches the outbox and
-// pending deliveries stay pending. Not explained yet; reported in the closing note as the first item of work.
-test('degraded and recovered with nothing lost', { todo: 'fails here since 2026-11-23 19:20 also on the last landed commit; under investigation', skip: !process.env.TEST_DATABASE_URL && 'needs a PostgreSQL server (TEST_DATABASE_URL) to put a proxy in front of' }, async () => {
+test('degraded and recovered with nothing lost', { skip: !process.env.TEST_DATABASE_URL && 'needs a PostgreSQL server (TEST_DATABASE_URL) to put a proxy in front of' }, async () => {
   const { instance, apiKey } = await t.createInstance('deg', { settings: { minDelayMs: 1000, maxDelayMs: 1000, quietHours: null, maxPerHour: 3, maxPer24h: null } });
   const hook = await t.admin('PUT', `/admin/v1/instances/${instance.id}/webhook`, { url: receiverUrl, secret: 'a-webhook-secret-of-some-length', events: ['*'] });
   assert.equal(hook.status, 200, hook.text);
@@ -95,10 +92,13 @@ test('degraded and recovered with nothing lost', { todo: 'fails here since 2026-
 
   // restore; the probe notices, what went out is written back, the two queue events are delivered
   await proxy.restore();
-  // the probe's reconnect is real I/O while simulated time jumps from timer to timer: on a loaded machine
-  // 30 simulated seconds passed before the first new connection was up, so allow the probe many more tries
-  await t.advanceUntil(() => t.gw.actors.degradedCount() === 0, 'recovery', { maxMs: 600_000 });
-  await t.advanceUntil(() => received.some((e) => e.event === 'queue.recovered'), 'queue.recovered', { maxMs: 60_000 });
+  // The probe's reconnect, writing the window's events and delivering them are real I/O (the pool reconnects,
+  // the receiver answers). Jumping from timer to timer, 60 simulated seconds once passed in ~100 ms of real
+  // time, before the sender's first query was answered (a run that failed here had everything delivered
+  // 215 ms later), and 600 simulated seconds before the probe's new connection was up: small steps with a
+  // real pause each, so that simulated time does not outrun the I/O.
+  await t.advanceUntil(() => t.gw.actors.degradedCount() === 0, 'recovery', { stepMs: 500, maxMs: 600_000, realWaitMs: 25 });
+  await t.advanceUntil(() => received.some((e) => e.event === 'queue.recovered'), 'queue.recovered', { stepMs: 100, maxMs: 120_000, realWaitMs: 25 });
   const during = received.slice(eventsBefore).map((e) => e.event);
   assert.deepEqual(during.filter((e) => e.startsWith('queue.')), ['queue.degraded', 'queue.recovered']);
   assert.ok(!during.some((e) => e.startsWith('message.')), 'no message.* event for the degraded window');
