@@ -5,7 +5,7 @@ import type { Context } from 'koa';
 import { ok } from '../envelope.js';
 import { DEADLINES, type InstancePort } from '../../actors/port.js';
 import type { Instance } from '../../store/instances.js';
-import { cachedFor } from '../../memo.js';
+import { staleWhileRevalidate } from '../../memo.js';
 import type { Pool } from '../../store/pool.js';
 import type { Clock } from '../../clock.js';
 
@@ -25,7 +25,7 @@ const QR_WAIT_MESSAGES: Record<string, string> = {
 
 export function statusRouter(deps: StatusRouteDeps): Router {
   const router = createRouter('/api');
-  const receivedOf = cachedFor(1_000, async (instanceId: string) => {
+  const receivedOf = staleWhileRevalidate(1_000, async (instanceId: string) => {
     const { rows } = await deps.pool.query<{ n: number }>(
       'SELECT count(*)::int AS n FROM inbound_messages WHERE instance_id = $1 AND received_at > $2',
       [instanceId, new Date(deps.clock.now() - 86_400_000)],
@@ -38,7 +38,8 @@ export function statusRouter(deps: StatusRouteDeps): Router {
     const [v, summary] = await Promise.all([port.ask({ type: 'view' }, DEADLINES.queueStatus), port.ask({ type: 'queue.summary' }, DEADLINES.queueStatus)]);
     const { mode, nextAt } = summary;
     // counts kept by the queue (no query; also while PostgreSQL is unreachable); messages received in the last
-    // 24 h are read at most once a second per instance, and are 0 while the store does not answer
+    // 24 h are answered from memory and refreshed in the background at most once a second per instance, so a
+    // slow or unreachable store never holds the answer (it keeps the last count; 0 if it never answered)
     const c = summary.counts;
     const received = await receivedOf(port.instanceId).catch(() => 0);
     ok(ctx, {
