@@ -14,8 +14,11 @@ export interface EventBus {
   emit(q: Queryable, instanceId: string, event: string, data: unknown): Promise<void>;
   /** Several events of one instance in one statement, in order. */
   emitMany(q: Queryable, instanceId: string, items: { event: string; data: unknown }[]): Promise<void>;
-  /** Events of many instances in one statement, each instance's in order (the node-wide group commit). */
-  emitAcross(q: Queryable, items: { instanceId: string; event: string; data: unknown }[]): Promise<void>;
+  /**
+   * Events of many instances in one statement, each instance's in order (the node-wide group commit). Answers
+   * per item whether it was written (its webhook wanted it), so that only a sender with something new is woken.
+   */
+  emitAcross(q: Queryable, items: { instanceId: string; event: string; data: unknown }[]): Promise<readonly ({ eventId: string } | null)[]>;
   /**
    * Write and wake the sender: the one way out for events with no state change of their own (network and
    * lifecycle events, mapped by src/webhooks/driver-events.ts and published by src/actors/network-events.ts).
@@ -31,10 +34,10 @@ export function createEventBus(deps: { pool: Pool; clock: Clock; wake: (instance
     // The catalogue (webhooks/events.ts) types each payload; callers build them from the same tables.
     await enqueueEvent(q, { instanceId, now: deps.clock.now(), event, data } as EventOf & { instanceId: string; now: number });
   };
-  const emitAcross = async (q: Queryable, items: { instanceId: string; event: string; data: unknown }[]): Promise<void> => {
-    if (items.length === 0) return;
+  const emitAcross = async (q: Queryable, items: { instanceId: string; event: string; data: unknown }[]): Promise<readonly ({ eventId: string } | null)[]> => {
+    if (items.length === 0) return [];
     for (const it of items) if (!isEventName(it.event)) throw new Error(`unknown event ${it.event}`);
-    await enqueueEventsAcross(q, items as (EventOf & { instanceId: string })[], deps.clock.now());
+    return enqueueEventsAcross(q, items as (EventOf & { instanceId: string })[], deps.clock.now());
   };
   // Published at the same moment by many instances (a start-up: each instance's ready, change_state…): written
   // together, one statement for the subscriptions and one for the rows, each instance's events in their order,
@@ -47,7 +50,7 @@ export function createEventBus(deps: { pool: Pool; clock: Clock; wake: (instance
   });
   return {
     emit,
-    emitMany: (q, instanceId, items) => emitAcross(q, items.map((it) => ({ ...it, instanceId }))),
+    emitMany: async (q, instanceId, items) => void (await emitAcross(q, items.map((it) => ({ ...it, instanceId })))),
     emitAcross,
     publish: (instanceId, event) => publishing.submit({ ...event, instanceId }),
   };

@@ -66,6 +66,7 @@ export class Acceptance {
       pool: deps.pool,
       maxInFlight: 1,
       ...(fence ? { fence: async (q: Queryable, ids: readonly string[]) => (await fence(q), new Set(ids)) } : {}),
+      // answers nothing: a batch with events wakes the sender
       emit: (q, items) => deps.events.emitMany(q, items.map((it) => ({ event: it.event, data: it.data as Record<string, unknown> }))),
     });
   }
@@ -146,7 +147,7 @@ export class Acceptance {
     const keys = [...new Set(batch.map((p) => p.req.idempotencyKey).filter((k): k is string => k !== null))];
     // decided inside the (node-wide) group's transaction, on this instance's serial executor: the previous
     // batch is committed and applied, nothing else of this instance's queue runs meanwhile
-    const { decided, jobs } = await this.committer.commit({
+    const { decided, jobs, evented } = await this.committer.commit({
       instanceId: deps.instanceId,
       keys,
       since: now - IDEMPOTENCY_RETENTION_MS,
@@ -162,7 +163,8 @@ export class Acceptance {
       const a = decided.accepted[i];
       if (a) inserted.set(a, job);
     });
-    deps.events.flushed();
+    // the webhook sender only when an event of this batch reached the outbox (else it would read it for nothing)
+    if (evented) deps.events.flushed();
     for (const p of batch) {
       const d = decided.decisions.get(p);
       const job = d?.kind === 'sibling' ? inserted.get(d.of) : inserted.get(p);

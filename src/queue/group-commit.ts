@@ -7,8 +7,9 @@
  * then one transaction of a fixed number of statements, however many instances it holds:
  *
  *   fence every instance's lease (one statement; a unit whose lease is gone is refused alone) → look up every
- *   unit's keys (one) → each unit decides (in memory) → insert every job (one) → remember every key (one) →
- *   every `message.queued` event (one; each instance's in its order) → COMMIT.
+ *   unit's keys (one; none without keys) → each unit decides (in memory) → insert every job and remember every
+ *   key (one) → every `message.queued` event (one, none when no webhook wants them; each instance's in its
+ *   order) → COMMIT.
  *
  * Only the new rows: slots of waiting jobs a priority jump moved are written by the instance's slot writer
  * after the commit (src/queue/slot-writer.ts), so one instance's jump never slows the others' group. A unit
@@ -27,7 +28,6 @@ import { DomainError } from '../errors.js';
 import type { Job, NewJob } from './job.js';
 import { findKeysAcross, type KeyedJob } from './sql/findByIdempotencyKeys.js';
 import { insertJobs } from './sql/insertJobs.js';
-import { rememberIdempotencyKeys } from './sql/rememberIdempotencyKeys.js';
 
 /** What one instance's acceptance batch writes, decided inside the group's transaction. */
 export interface UnitWrites {
@@ -51,14 +51,19 @@ export interface UnitResult<D extends UnitWrites = UnitWrites> {
   decided: D;
   /** the inserted jobs, in the order of `decided.jobs` */
   jobs: Job[];
+  /** an event of this unit reached the outbox (its instance's webhook sender has something new to deliver) */
+  evented: boolean;
 }
 
 export interface CommitterDeps {
   pool: Pool;
   /** the instances (of `instanceIds`) whose lease this node holds, read FOR KEY SHARE in the transaction */
   fence?: (q: Queryable, instanceIds: readonly string[]) => Promise<Set<string>>;
-  /** write events of many instances in one statement, inside the transaction */
-  emit(q: Queryable, items: { instanceId: string; event: string; data: unknown }[]): Promise<void>;
+  /**
+   * Write events of many instances in one statement, inside the transaction; per item whether it was written
+   * (nothing answered: every unit with events counts as evented).
+   */
+  emit(q: Queryable, items: { instanceId: string; event: string; data: unknown }[]): Promise<readonly ({ eventId: string } | null)[] | void>;
   /** groups committing at once (default 2) */
   maxInFlight?: number;
   /** units in one group (default 500) */
@@ -157,18 +162,28 @@ export class AcceptanceCommitter {
       const known = await findKeysAcross(c, live.map((w) => ({ instanceId: w.unit.instanceId, keys: w.unit.keys, since: w.unit.since })));
       const decided = live.map((w) => w.unit.decide(known.get(w.unit.instanceId) ?? new Map()));
       const all = decided.flatMap((d) => d.jobs);
+      // the jobs and their keys, one statement
       const inserted = await insertJobs(c, all);
-      await rememberIdempotencyKeys(c, all);
       const events: { instanceId: string; event: string; data: unknown }[] = [];
+      /** per live unit, where its events end in `events` */
+      const ends: number[] = [];
       let at = 0;
       live.forEach((w, i) => {
         const d = decided[i] as UnitWrites;
         const jobs = inserted.slice(at, at + d.jobs.length);
         at += d.jobs.length;
-        for (const e of d.events(jobs)) events.push({ instanceId: w.unit.instanceId, ...e });
-        out.set(w, { decided: d, jobs });
+        for (const e of d.events(jobs)) events.push({ instanceId: w.unit.instanceId, event: e.event, data: e.data });
+        ends.push(events.length);
+        out.set(w, { decided: d, jobs, evented: false });
       });
-      await this.deps.emit(c, events);
+      const written = events.length > 0 ? await this.deps.emit(c, events) : [];
+      let from = 0;
+      live.forEach((w, i) => {
+        const end = ends[i] as number;
+        const r = out.get(w);
+        if (r && !(r instanceof Error)) r.evented = written ? written.slice(from, end).some((x) => x !== null) : end > from;
+        from = end;
+      });
     });
     this.stats.groups += 1;
     this.stats.units += group.length;
