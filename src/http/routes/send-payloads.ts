@@ -30,11 +30,14 @@ function mediaSource(b: { mediaUrl?: string | undefined; mediaBase64?: string | 
   return src;
 }
 
+/** A string field of the body, else undefined. */
+const stringOf = (b: Record<string, unknown>, k: string) => (typeof b[k] === 'string' ? (b[k] as string) : undefined);
+
 export function buildPayload(kind: Exclude<SendKind, 'group_create' | 'forward'>, b: Record<string, unknown>, warnings: string[]): Record<string, unknown> {
-  const str = (k: string) => (typeof b[k] === 'string' ? (b[k] as string) : undefined);
+  // the text of every send: before the closure below, which is built for the other kinds only
+  if (kind === 'text') return { body: stringOf(b, 'message') };
+  const str = (k: string) => stringOf(b, k);
   switch (kind) {
-    case 'text':
-      return { body: str('message') };
     case 'media':
     case 'video': {
       const src = mediaSource(b, false);

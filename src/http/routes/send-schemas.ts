@@ -196,6 +196,10 @@ export function parseSend(kind: Exclude<SendKind, 'group_create'>, body: unknown
   const options = kind === 'poll' ? {} : whitelistOptions(common.options);
   const routeOptions = ROUTE_OPTIONS[kind](payload);
   if (Object.keys(options).length + Object.keys(routeOptions).length > 0) payload.options = { ...options, ...routeOptions };
+  // a text without options is built typed as it is (the same fields in the same order); the rest is checked
+  const send = kind === 'text' && payload.options === undefined && typeof payload.body === 'string'
+    ? sendOf('text', { body: payload.body, chatId: target.chatId })
+    : checkSend(kind, payload);
   return {
     chatId: target.chatId,
     phone: target.phone,
@@ -206,7 +210,7 @@ export function parseSend(kind: Exclude<SendKind, 'group_create'>, body: unknown
     warnings,
     // the payload built above, checked against its kind's shape (a mismatch is a bug here, not bad input);
     // last: a literal that starts with a spread is slow to build (src/queue/sql/row.ts)
-    ...checkSend(kind, payload),
+    ...send,
   };
 }
 
@@ -219,10 +223,37 @@ type BodyOf = Record<string, unknown> & {
   options?: unknown;
 };
 
+const optionalString = (v: unknown) => v === undefined || typeof v === 'string';
+const optionalIntegerIn = (v: unknown, lo: number, hi: number) => v === undefined || (typeof v === 'number' && Number.isInteger(v) && v >= lo && v <= hi);
+
+/**
+ * The common fields as `Common` accepts them, checked without superstruct (a send-bulk checks thousands of
+ * entries, and superstruct's walk of every schema key costs several microseconds each). Only a yes: anything
+ * else is left to the schema, which names the field and the rule.
+ */
+function commonValid(b: Record<string, unknown>): boolean {
+  const { options, notBefore, idempotencyKey } = b;
+  return optionalString(b.phone) && optionalString(b.chatId) &&
+    (idempotencyKey === undefined || (typeof idempotencyKey === 'string' && IDEMPOTENCY_KEY.test(idempotencyKey))) &&
+    optionalIntegerIn(b.priority, 1, 9) && optionalIntegerIn(b.ttlSeconds, 60, 2_592_000) &&
+    (notBefore === undefined || isoTimestamp.is(notBefore)) &&
+    (options === undefined || (options !== null && typeof options === 'object' && !Array.isArray(options)));
+}
+
+/**
+ * A text body the schema would accept as it is (what `parse` would answer: the same fields; its copy is not
+ * needed, nothing changes the body), or null to let the schema decide.
+ */
+function plainText(body: unknown): BodyOf | null {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return null;
+  const b = body as Record<string, unknown>;
+  return typeof b.message === 'string' && b.message.length > 0 && commonValid(b) ? (b as BodyOf) : null;
+}
+
 /** Validate a body against its route's schema (one call per kind keeps the struct types precise). */
 function parseBody(kind: Exclude<SendKind, 'group_create' | 'forward'>, body: unknown): BodyOf {
   switch (kind) {
-    case 'text': return parse(body, SCHEMAS.text);
+    case 'text': return plainText(body) ?? parse(body, SCHEMAS.text);
     case 'media': return parse(body, SCHEMAS.media);
     case 'voice': return parse(body, SCHEMAS.voice);
     case 'document': return parse(body, SCHEMAS.document);

@@ -30,10 +30,34 @@ const ROUTES: [string, Exclude<SendKind, 'group_create' | 'forward'>][] = [
 ];
 const MEDIA_KINDS = new Set<SendKind>(['media', 'voice', 'document', 'sticker', 'video']);
 
-/** The fingerprint idempotency compares: what would be sent, when and how, never the key itself. */
+/**
+ * The fingerprint idempotency compares: what would be sent, when and how, never the key itself. Its text is
+ * that of the payload with every object's keys sorted; a payload whose keys are in that order already (the
+ * usual one: built field by field) is written as it is, without a sorted copy.
+ */
 export function payloadHash(p: Pick<ParsedSend, 'kind' | 'chatId' | 'payload' | 'priority' | 'notBefore' | 'ttlSeconds'>): string {
-  const canonical = JSON.stringify([p.kind, p.chatId, sortKeys(p.payload), p.priority, p.notBefore, p.ttlSeconds]);
+  const payload = isSorted(p.payload) ? p.payload : sortKeys(p.payload);
+  const canonical = JSON.stringify([p.kind, p.chatId, payload, p.priority, p.notBefore, p.ttlSeconds]);
   return hash('sha256', canonical, 'hex');
+}
+
+/**
+ * True when `sortKeys(v)` would write the same text as `v`: every plain object's keys in ascending order
+ * (anything but plain objects, arrays and primitives answers false, and is left to sortKeys).
+ */
+function isSorted(v: unknown): boolean {
+  if (v === null || typeof v !== 'object') return true;
+  if (Array.isArray(v)) return v.every(isSorted);
+  const proto = Object.getPrototypeOf(v) as unknown;
+  if (proto !== Object.prototype && proto !== null) return false;
+  let prev: string | null = null;
+  for (const k in v) {
+    if (!Object.hasOwn(v, k)) return false;
+    if (prev !== null && !(prev < k)) return false;
+    if (!isSorted((v as Record<string, unknown>)[k])) return false;
+    prev = k;
+  }
+  return true;
 }
 
 function sortKeys(v: unknown): unknown {
