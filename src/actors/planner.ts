@@ -26,6 +26,7 @@ import { Stopping } from './stopping.js';
 import { failureReply, okReply, type AskEnvelope, type OperatorAsk, type QueueAsk, type QueueSummary } from './port.js';
 import type { ChildEvent, PlannerNotice } from '../../machines/instance.types.js';
 import type { AcceptanceCommitter } from '../queue/group-commit.js';
+import type { QueueStarts } from '../queue/starts.js';
 
 /** How much longer than the call deadline the planner waits for the dispatcher before it records `unknown`. */
 export const DISPATCH_GRACE_MS = 5_000;
@@ -57,6 +58,10 @@ export interface PlannerDeps {
   metrics?: QueueMetrics;
   /** the node's group commit of acceptances */
   committer?: AcceptanceCommitter;
+  /** the node's batched start reads (src/queue/starts.ts) */
+  starts?: QueueStarts;
+  /** whether the instance is brand-new (its queue starts empty, without reads); asked once, as its planner starts */
+  fresh?: (instanceId: string) => boolean;
 }
 
 export interface Planners {
@@ -106,7 +111,7 @@ export function createPlanners(deps: PlannerDeps): Planners {
             .request((address) => (sendBack({ type: 'DISPATCH', ...address, job }), true), deps.callTimeoutMs + DISPATCH_GRACE_MS, () => new Error('no answer'))
             .then((r) => (r.ok ? (r.value as DispatchOutcome) : NO_ANSWER), () => NO_ANSWER),
       },
-    });
+    }, { fresh: deps.fresh?.(instanceId) ?? false, ...(deps.starts ? { starts: deps.starts } : {}) });
 
     const mode = (): QueueMode => (!record().settings.enabled ? 'disabled' : storeDegraded ? 'memory-degraded' : 'pg');
     let reported: QueueMode | null = null;
@@ -161,7 +166,8 @@ export function createPlanners(deps: PlannerDeps): Planners {
       void worker.setDegraded(degraded, since).catch((err: unknown) => log.warn({ err }, 'queue recovery failed; staying degraded'));
     };
 
-    void worker.start().catch((err: unknown) => log.error({ err }, 'queue failed to start'));
+    // a failed start is logged and tried again by the worker
+    void worker.start().catch(() => undefined);
     if (storeDegraded) setStore(true, deps.store.since ?? deps.clock.now());
     reportMode();
 

@@ -28,6 +28,7 @@ import type { WebhookMetrics } from '../webhooks/deliver.js';
 import { createReplies, LocalInstancePort, type Replies } from './local-port.js';
 import { createPlanners, type Planners } from './planner.js';
 import { AcceptanceCommitter } from '../queue/group-commit.js';
+import { QueueStarts } from '../queue/starts.js';
 import { createDispatcherLogic } from './dispatcher.js';
 import { DEADLINES, type InstancePort } from './port.js';
 import { describeActors, type ActorSummary } from './describe.js';
@@ -102,6 +103,8 @@ const renderQr = (qr: string) => (qr.startsWith('data:image/png;base64,') ? Prom
 export class ActorSystem {
   private readonly records = new Map<string, Instance>();
   private readonly ports = new Map<string, InstancePort>();
+  /** instances added as brand-new whose planner has not started yet: their queues start empty, without reads */
+  private readonly fresh = new Set<string>();
   private readonly sessions: Sessions;
   private readonly planners: Planners;
   /** acceptances of every instance of this node, committed together (src/queue/group-commit.ts) */
@@ -152,6 +155,8 @@ export class ActorSystem {
       ...(deps.fence ? { fence: deps.fence } : {}),
       ...(deps.metrics ? { metrics: deps.metrics.queue } : {}),
       committer: this.groupCommit,
+      starts: new QueueStarts(deps.pool, deps.clock),
+      fresh: (id) => this.fresh.delete(id),
     });
     const dispatcher = createDispatcherLogic({ clock: deps.clock, callTimeoutMs: deps.callTimeoutMs, resolveMedia: deps.resolveMedia, replies });
 
@@ -206,10 +211,14 @@ export class ActorSystem {
     return this.records.has(instanceId);
   }
 
-  /** Register and spawn the actors of instances (one event to the supervisor for all of them). */
-  add(instances: readonly Instance[]): void {
+  /**
+   * Register and spawn the actors of instances (one event to the supervisor for all of them). `brandNew`: those
+   * never owned by any node before (just created, src/cluster/cluster.ts): nothing of theirs is in PostgreSQL yet.
+   */
+  add(instances: readonly Instance[], brandNew: ReadonlySet<string> = new Set()): void {
     const fresh = instances.filter((i) => !this.records.has(i.id));
     for (const instance of fresh) {
+      if (brandNew.has(instance.id)) this.fresh.add(instance.id);
       this.records.set(instance.id, instance);
       this.ports.set(instance.id, new LocalInstancePort(instance.id, () => this.instanceActor(instance.id), this.replies));
     }
@@ -221,6 +230,7 @@ export class ActorSystem {
     const port = this.ports.get(instanceId);
     if (!port) return;
     this.ports.delete(instanceId);
+    this.fresh.delete(instanceId);
     await port.ask({ type: 'drain' }, this.deps.callTimeoutMs + DEADLINES.operator).catch((err: unknown) => this.deps.log.warn({ err, instanceId }, 'drain failed'));
     this.supervisor.send({ type: 'INSTANCE.STOP', instanceId });
     await Promise.all([this.sessions.settled(instanceId), this.planners.settled(instanceId)]);

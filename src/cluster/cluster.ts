@@ -3,7 +3,8 @@
  * owns, placement and hand-over. One node alone is a cluster of one (every instance is placed on it).
  *
  * Every `tickMs` (a real-time timer: leases are about real time between processes, whatever clock the queue
- * uses) it renews its heartbeat and its leases; an instance whose lease it could not renew is stopped at once
+ * uses) it renews its heartbeat and its leases; a lease that only ran out (the store away longer than the TTL)
+ * and that nobody took is taken back at its epoch; an instance whose lease another node took is stopped at once
  * (its writes are fenced anyway, src/cluster/leases.ts). Then it places instances over the live nodes
  * (src/cluster/placement.ts): one placed here that no live node holds is taken — its queue starts, and jobs a
  * dead owner left in `sending` become `unknown`, never sent again; one it holds that is placed on another live
@@ -26,15 +27,15 @@ import type { Logger } from '../log.js';
 import type { Pool, Queryable } from '../store/pool.js';
 import type { Instance } from '../store/instances.js';
 import { Batcher } from '../store/batch.js';
-import { HeldLeases, acquireLeases, fenceLease, fenceLeases, leaseLost, liveLeases, ownerOf, releaseLeases, renewLeases, type Lease, type Owner } from './leases.js';
+import { HeldLeases, acquireLeases, fenceLease, fenceLeases, leaseLost, liveLeases, ownerOf, releaseLeases, renewLeases, retakeLeases, type Lease, type Owner } from './leases.js';
 import { heartbeat, leaveCluster, liveNodes, registerNode, secretHash, type LiveNode, type NodeInfo } from './nodes.js';
 import { placeInstance } from './placement.js';
 import { pinnedAway, placements, unheldInstances } from './candidates.js';
 
 /** What the cluster needs of this node's actor system (src/actors/system.ts). */
 export interface LocalInstances {
-  /** register and spawn the actors of these instances */
-  add(instances: readonly Instance[]): void;
+  /** register and spawn the actors of these instances; `brandNew`: those never owned before (nothing stored yet) */
+  add(instances: readonly Instance[], brandNew: ReadonlySet<string>): void;
   remove(instanceId: string): Promise<void>;
   has(instanceId: string): boolean;
 }
@@ -61,6 +62,12 @@ const OWNER_CACHE_MS = 1_000;
 const TAKE_BATCH = 25;
 const POOL_BACKLOG = 5;
 
+/** An instance to take; `created`: just created by this node's operator API (Cluster.place). */
+interface Take {
+  instance: Instance;
+  created: boolean;
+}
+
 export class Cluster {
   private readonly held = new HeldLeases();
   /** hand-overs under way: the instance is not taken again until it ended */
@@ -78,7 +85,7 @@ export class Cluster {
   private adopted = false;
   /** instances on their way in (taken beside the rounds, so a start-up of thousands never delays a renewal) */
   private readonly taking = new Set<string>();
-  private readonly takes = new Batcher<Instance, void>((instances) => this.takeMany(instances), TAKE_BATCH);
+  private readonly takes = new Batcher<Take, void>((instances) => this.takeMany(instances), TAKE_BATCH);
   /** leases given up at the same moment (a graceful stop hands every instance over) go in one statement */
   private readonly releases = new Batcher<Lease, void>(async (leases) => {
     await releaseLeases(this.deps.leasePool, leases);
@@ -135,6 +142,12 @@ export class Cluster {
     const { leasePool: pool, node, ttlMs } = this.deps;
     await heartbeat(pool, node.id);
     const lost = await renewLeases(pool, node.id, this.held.all(), ttlMs);
+    // ran out (the store was away longer than a lease) and nobody took them: taken back at once, not stopped
+    // here to be taken again by a later round; never those handed over (released)
+    const retake = [...lost].map((id) => this.held.get(id)).filter((l): l is Lease => l !== undefined && !this.leaving.has(l.instanceId));
+    const retaken = await retakeLeases(pool, node.id, retake, ttlMs);
+    for (const id of retaken) lost.delete(id);
+    if (retaken.size > 0) this.deps.log.warn({ instances: retaken.size }, 'leases ran out and nobody took them: taken back');
     for (const id of lost) {
       if (!this.held.delete(id)) continue;
       this.deps.log.warn({ instanceId: id }, 'lease lost: the instance is stopped here (another node owns it now)');
@@ -160,7 +173,7 @@ export class Cluster {
       this.taking.add(id);
       // a take that failed (the store) is tried again by a later round
       void this.takes
-        .submit(instance)
+        .submit({ instance, created: false })
         .catch((err: unknown) => this.deps.log.warn({ err, instanceId: id }, 'taking an instance failed'))
         .finally(() => this.taking.delete(id));
     }
@@ -171,20 +184,26 @@ export class Cluster {
    * Take the leases of these instances in one statement and start the ones taken; the next batch waits until
    * the pool has room again, so a start-up of thousands of instances does not starve the requests.
    */
-  private async takeMany(instances: Instance[]): Promise<void[]> {
-    const wanted = instances.filter((i) => !this.stopped && !this.held.has(i.id) && !this.leaving.has(i.id));
+  private async takeMany(takes: Take[]): Promise<void[]> {
+    // an instance both placed at its creation and found by a round is taken once
+    const created = new Set(takes.filter((t) => t.created).map((t) => t.instance.id));
+    const byId = new Map(takes.map((t) => [t.instance.id, t.instance]));
+    const wanted = [...byId.values()].filter((i) => !this.stopped && !this.held.has(i.id) && !this.leaving.has(i.id));
     // still held by a live owner: taken once it hands over or its lease expires
     const leases = await acquireLeases(this.deps.leasePool, wanted.map((i) => i.id), this.deps.node.id, this.deps.ttlMs);
+    const brandNew = new Set<string>();
     const taken = wanted.filter((i) => {
       const lease = leases.get(i.id);
       if (!lease || this.stopped) return false;
       this.held.set(i.id, lease);
       this.owners.delete(i.id);
+      // the first lease ever (epoch 1) of an instance created here: no node ever wrote anything of its queue
+      if (created.has(i.id) && lease.epoch === 1) brandNew.add(i.id);
       return !this.deps.local.has(i.id);
     });
-    if (taken.length > 0) this.deps.local.add(taken);
+    if (taken.length > 0) this.deps.local.add(taken, brandNew);
     await this.poolRoom();
-    return instances.map(() => undefined);
+    return takes.map(() => undefined);
   }
 
   /** Resolves once at most POOL_BACKLOG queries wait for a connection (after the started actors issued theirs). */
@@ -224,7 +243,7 @@ export class Cluster {
   async place(instance: Instance): Promise<void> {
     if (this.stopped) return;
     const nodes = await this.placing.submit(null);
-    if (placeInstance(instance.id, nodes) === this.deps.node.id) await this.takes.submit(instance);
+    if (placeInstance(instance.id, nodes) === this.deps.node.id) await this.takes.submit({ instance, created: true });
   }
 
   /** The live nodes, read once for all the creations placed at one moment. */

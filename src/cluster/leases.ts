@@ -3,6 +3,9 @@
  *
  * - `acquireLeases`: take free or expired leases, or keep one's own; every take by another node bumps the epoch.
  * - `renewLeases`: extend the leases this node still holds at the epochs it knows; answers which ones it lost.
+ * - `retakeLeases`: of those, take back the ones that only ran out (a partition, a pause longer than the TTL) and
+ *   that no node took meanwhile, at the same epoch: nothing was written under them while they were out (every
+ *   write is fenced by an unexpired lease), and a take by another node would have changed node and epoch.
  * - `fenceLease`: inside a transaction that writes an instance's queue, read the lease row FOR KEY SHARE at this
  *   node's epoch: no row means the lease was lost (expired and taken, or released) and the write is refused. The
  *   epoch is part of a unique key (sql/0006), so a takeover, which changes it, is a key update and waits until
@@ -96,6 +99,23 @@ export async function renewLeases(q: Queryable, nodeId: string, held: readonly L
             RETURNING l.instance_id)
      SELECT instance_id FROM h EXCEPT SELECT instance_id FROM kept`,
     [nodeId, ttlMs, ...joinedOf(held)],
+  );
+  return new Set(rows.map((r) => r.instance_id));
+}
+
+/**
+ * Take back, at the epochs this node knows, leases that ran out while nobody took them (still this node's, at
+ * the same epoch, expired); answers the instance ids taken back. Never for a lease this node released: the
+ * caller passes only leases it did not give up (a release also leaves the row expired at the same epoch).
+ */
+export async function retakeLeases(q: Queryable, nodeId: string, leases: readonly Lease[], ttlMs: number): Promise<Set<string>> {
+  if (leases.length === 0) return new Set();
+  const { rows } = await q.query<{ instance_id: string }>(
+    `UPDATE instance_leases AS l SET expires_at = now() + $2 * interval '1 millisecond'
+       FROM unnest($3::uuid[], $4::bigint[]) AS h (instance_id, epoch)
+      WHERE l.instance_id = h.instance_id AND l.epoch = h.epoch AND l.node_id = $1 AND l.expires_at <= now()
+     RETURNING l.instance_id`,
+    [nodeId, ttlMs, leases.map((l) => l.instanceId), leases.map((l) => l.epoch)],
   );
   return new Set(rows.map((r) => r.instance_id));
 }

@@ -18,6 +18,8 @@ import { QueueCore } from './core.js';
 import { DegradedMode } from './degraded.js';
 import { DispatchLoop } from './dispatch-loop.js';
 import { SlotWriter } from './slot-writer.js';
+import type { TimerHandle } from '../clock.js';
+import type { QueueStarts } from './starts.js';
 import { getJob } from './sql/getJob.js';
 import { releaseSyncCaller } from './sql/releaseSyncCaller.js';
 import { limitsObject, type LimitsObject } from './windows.js';
@@ -26,6 +28,21 @@ import type { AcceptOutcome, AcceptRequest, AcceptResult, DirectOutcome, DirectS
 export type { AcceptOutcome, AcceptRequest, AcceptResult, Dispatcher, DirectOutcome, DirectSend, DispatchOutcome, QueueEventSink, Refusal, WorkerDeps } from './types.js';
 export { IDEMPOTENCY_RETENTION_MS } from './acceptance.js';
 
+/** How a queue starts (src/actors/planner.ts knows which applies). */
+export interface StartOptions {
+  /**
+   * A brand-new instance, never owned before (src/cluster/cluster.ts decides): no job, no dispatch, epoch 0 —
+   * its queue starts empty, without a recovery or a read.
+   */
+  fresh?: boolean;
+  /** the node's batched start reads (none: this queue reads alone, as QueueCore.reload does) */
+  starts?: QueueStarts;
+}
+
+/** A start that failed (the store, a pool timeout) is tried again after this, doubling up to the maximum. */
+export const START_RETRY_MS = 1_000;
+export const START_RETRY_MAX_MS = 15_000;
+
 export class QueueWorker {
   private readonly core: QueueCore;
   private readonly acceptance: Acceptance;
@@ -33,10 +50,12 @@ export class QueueWorker {
   private readonly degradedMode: DegradedMode;
   private readonly slots: SlotWriter;
   private starting: Promise<void> | null = null;
+  private startRetry: TimerHandle | null = null;
+  private startRetryMs = START_RETRY_MS;
   /** re-plans asked for and not started yet, by reason: a later ask of the same reason joins it */
   private readonly replans = new Map<string, Promise<{ affected: number; epoch: number }>>();
 
-  constructor(deps: WorkerDeps) {
+  constructor(deps: WorkerDeps, private readonly how: StartOptions = {}) {
     this.core = new QueueCore(deps);
     this.slots = new SlotWriter(this.core);
     this.loop = new DispatchLoop(this.core, this.slots);
@@ -56,23 +75,64 @@ export class QueueWorker {
     return this.core.degraded;
   }
 
-  /** Recover, load the mirror, plan what has no slot, arm the timer. */
+  /**
+   * Recover, load the mirror, plan what has no slot, arm the timer. A start that fails (the store) is tried
+   * again after a pause, until it succeeds or the queue stops; meanwhile asks answer INSTANCE_UNREACHABLE.
+   */
   start(): Promise<void> {
+    if (!this.starting) {
+      const attempt = this.core.serial.run(() => this.startLocked());
+      this.starting = attempt;
+      attempt.then(() => (this.startRetryMs = START_RETRY_MS), (err: unknown) => this.startFailed(attempt, err));
+    }
+    return this.starting;
+  }
+
+  private async startLocked(): Promise<void> {
     const { core } = this;
-    this.starting ??= core.serial.run(async () => {
-      const now = core.now();
+    if (core.stopped) return;
+    const now = core.now();
+    if (this.how.fresh) {
+      // nothing in PostgreSQL yet: the mirror, the epoch, the counts and the tally are their empty selves
+      core.started = true;
+      this.loop.arm();
+      return;
+    }
+    const state = this.how.starts ? await this.how.starts.load(core.instanceId) : null;
+    if (!state || state.needsRecovery) {
       await this.loop.recoverAtStart(now);
       await core.reload(now);
-      core.started = true;
-      await this.loop.replanLocked('start', now, false);
-    });
-    return this.starting;
+    } else {
+      // what QueueCore.reload sets, from the reads made together with other queues' starts
+      core.epoch = state.epoch;
+      core.pending = state.pending;
+      core.tally.load(state.outcomes);
+      core.planner.load({ history: state.history, lastDispatchAt: state.lastDispatchAt, waiting: state.waiting });
+    }
+    core.started = true;
+    // with no waiting job a plan would change nothing but the epoch
+    if (core.planner.waitingCount() > 0) await this.loop.replanLocked('start', now, false);
+    else this.loop.arm();
+  }
+
+  private startFailed(attempt: Promise<void>, err: unknown): void {
+    const { core } = this;
+    if (core.stopped || this.starting !== attempt) return;
+    core.deps.log.warn({ err, retryInMs: this.startRetryMs }, 'queue start failed; trying again');
+    this.starting = null;
+    this.startRetry = core.deps.clock.setTimeout(() => {
+      this.startRetry = null;
+      if (!core.stopped) void this.start().catch(() => undefined);
+    }, this.startRetryMs);
+    this.startRetryMs = Math.min(this.startRetryMs * 2, START_RETRY_MAX_MS);
   }
 
   /** Stop timers; wait for an in-flight dispatch to finish and persist its outcome. */
   async stop(): Promise<void> {
     const { core } = this;
     core.stopped = true;
+    if (this.startRetry !== null) core.deps.clock.clearTimeout(this.startRetry);
+    this.startRetry = null;
     this.degradedMode.clearRecoveryTimer();
     this.slots.stop();
     await this.loop.stop();

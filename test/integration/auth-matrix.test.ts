@@ -30,11 +30,10 @@ before(async () => {
   assert.equal(r.status, 202, r.text);
   aJob = String(r.body.data?.jobId);
   // What the instances write on their own must be in before the digests: the number linking reports after
-  // `connected` (written by the events actor) and the planner's start-up plan (plan_epoch 0 → 1), which B's
-  // planner may commit after A's send was answered.
+  // `connected` (written by the events actor). (A brand-new instance's queue starts without writing.)
   let settling = -1;
   for (let i = 0; i < 1_500 && settling !== 0; i++) {
-    const { rows } = await t.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM instances WHERE phone_number IS NULL OR plan_epoch = 0');
+    const { rows } = await t.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM instances WHERE phone_number IS NULL');
     settling = rows[0]?.n ?? -1;
     if (settling !== 0) await new Promise((res) => setTimeout(res, 20));
   }

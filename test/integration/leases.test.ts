@@ -9,7 +9,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { createTestDb, type TestDb } from '../helpers/db.js';
-import { acquireLease, acquireLeases, fenceLease, ownerOf, releaseLease, releaseLeases, renewLeases, type Lease } from '../../src/cluster/leases.js';
+import { acquireLease, acquireLeases, fenceLease, ownerOf, releaseLease, releaseLeases, renewLeases, retakeLeases, type Lease } from '../../src/cluster/leases.js';
 import { registerNode } from '../../src/cluster/nodes.js';
 import { withTransaction, type PoolClient } from '../../src/store/pool.js';
 
@@ -129,4 +129,23 @@ test('many leases in one statement: free, expired and own ones are taken, anothe
   await releaseLeases(db.pool, [taken.get(own) as Lease]);
   assert.deepEqual([...(await renewLeases(db.pool, 'node-a', held, TTL))].sort(), [free, own].sort(), 'the lost ones, and only they');
   assert.equal((await ownerOf(db.pool, expired))?.nodeId, 'node-a');
+});
+
+test('a lease that ran out while nobody took it is taken back at its epoch; one another node took is not', async () => {
+  const [untaken, taken, live] = [await newInstance(), await newInstance(), await newInstance()];
+  const held = [...(await acquireLeases(db.pool, [untaken, taken, live], 'node-a', TTL)).values()];
+  // a partition longer than the lease: two run out, node-b takes one of them
+  await db.pool.query(`UPDATE instance_leases SET expires_at = now() - interval '1 second' WHERE instance_id = ANY($1)`, [[untaken, taken]]);
+  assert.ok(await acquireLease(db.pool, taken, 'node-b', TTL));
+  const lost = await renewLeases(db.pool, 'node-a', held, TTL);
+  assert.deepEqual([...lost].sort(), [untaken, taken].sort());
+  const back = await retakeLeases(db.pool, 'node-a', held.filter((l) => lost.has(l.instanceId)), TTL);
+  assert.deepEqual([...back], [untaken], 'only the one nobody took');
+  assert.equal((await ownerOf(db.pool, untaken))?.nodeId, 'node-a');
+  const { rows } = await db.pool.query<{ node_id: string }>('SELECT node_id FROM instance_leases WHERE instance_id = $1', [taken]);
+  assert.equal(rows[0]?.node_id, 'node-b', 'node-b keeps what it took');
+  const old = held.find((l) => l.instanceId === untaken) as Lease;
+  await withTransaction(db.pool, (c) => fenceLease(c, old));
+  assert.deepEqual([...(await renewLeases(db.pool, 'node-a', [old], TTL))], [], 'held again at the same epoch');
+  assert.deepEqual([...(await retakeLeases(db.pool, 'node-a', [old], TTL))], [], 'a live lease is not taken back (nothing to do)');
 });

@@ -1,0 +1,110 @@
+/**
+ * What the queues of many instances start from, read together (src/queue/starts.ts): one statement per kind of
+ * read for all of them instead of one per instance, so a start-up of ten thousand instances costs a few
+ * hundred statements, not a hundred thousand. The same reads as QueueCore.reload (src/queue/core.ts) makes for
+ * one instance — plan state, dispatch history, waiting jobs, pending count, outcomes — plus whether an instance
+ * has anything for the recovery at start (jobs left `sending`, waiting jobs of a dead synchronous caller).
+ *
+ * Strategy: `instance_id = ANY($1)` over the indexes the one-instance reads use (jobs_waiting,
+ * jobs_instance_state, jobs_terminal, dispatches_window, jobs_caller_boot); rows come back sorted by instance
+ * and are split in one pass.
+ */
+import { OUTCOME_JOB_STATES, PENDING_JOB_STATES, WAITING_JOB_STATES, bulkJobEvent, statesAccepting } from '../../../machines/job.machine.js';
+import type { Queryable } from '../../store/pool.js';
+import type { MirrorJob } from '../planning-types.js';
+import type { LoadedOutcomes, Outcome } from './loadOutcomes.js';
+import { sqlStates } from './row.js';
+
+const DAY_MS = 86_400_000;
+
+/** One instance's queue as PostgreSQL holds it when the queue starts. */
+export interface StartState {
+  epoch: number;
+  lastDispatchAt: number | null;
+  history: number[];
+  waiting: MirrorJob[];
+  pending: number;
+  outcomes: LoadedOutcomes;
+  /** jobs left `sending` or orphaned synchronous jobs: the recovery at start has work (then the queue reads again) */
+  needsRecovery: boolean;
+}
+
+const PLAN = 'SELECT id, last_dispatch_at AS last, plan_epoch AS epoch FROM instances WHERE id = ANY ($1::uuid[])';
+const HISTORY = `SELECT instance_id, dispatched_at AS at FROM dispatches
+                  WHERE instance_id = ANY ($1::uuid[]) AND dispatched_at > $2 ORDER BY instance_id, dispatched_at`;
+const WAITING = `SELECT instance_id, id, priority, seq, not_before, expires_at, scheduled_at FROM jobs
+                  WHERE instance_id = ANY ($1::uuid[]) AND state IN (${sqlStates(WAITING_JOB_STATES)})
+                  ORDER BY instance_id, priority DESC, seq`;
+const COUNTS = `SELECT instance_id, state, count(*)::int AS n FROM jobs
+                 WHERE instance_id = ANY ($1::uuid[]) AND state IN (${sqlStates([...new Set([...PENDING_JOB_STATES, ...OUTCOME_JOB_STATES])])})
+                 GROUP BY instance_id, state`;
+const RECENT = `SELECT instance_id, state, terminal_at FROM jobs
+                 WHERE instance_id = ANY ($1::uuid[]) AND state = ANY ($2::text[]) AND terminal_at > $3
+                 ORDER BY instance_id, terminal_at`;
+// the two selections of DispatchLoop.recoverAtStart (recoverSending.ts, orphanedSyncJobs.ts), as a yes/no
+const RECOVERY = `SELECT DISTINCT instance_id FROM jobs
+                   WHERE instance_id = ANY ($1::uuid[])
+                     AND (state IN (${sqlStates(bulkJobEvent('RECOVERED_SENDING').from)})
+                          OR (caller_boot IS NOT NULL AND caller_boot <> $2 AND state IN (${sqlStates(statesAccepting('EXPIRE'))})))`;
+
+interface WaitingRow {
+  instance_id: string;
+  id: string;
+  priority: number;
+  seq: number;
+  not_before: Date | null;
+  expires_at: Date;
+  scheduled_at: Date | null;
+}
+
+/** The start state of each instance (by id) at `now`; `bootId`: this process's (sync-callers.ts). */
+export async function loadStarts(q: Queryable, instanceIds: readonly string[], now: number, bootId: string): Promise<Map<string, StartState>> {
+  const ids = [...instanceIds];
+  const since = new Date(now - DAY_MS);
+  // one after another: a start-up's batches already keep the pool busy, and this takes one connection at a time
+  const plan = await q.query<{ id: string; last: Date | null; epoch: number }>(PLAN, [ids]);
+  const history = await q.query<{ instance_id: string; at: Date }>(HISTORY, [ids, since]);
+  const waiting = await q.query<WaitingRow>(WAITING, [ids]);
+  const counts = await q.query<{ instance_id: string; state: string; n: number }>(COUNTS, [ids]);
+  const recent = await q.query<{ instance_id: string; state: Outcome; terminal_at: Date }>(RECENT, [ids, OUTCOME_JOB_STATES, since]);
+  const recovery = await q.query<{ instance_id: string }>(RECOVERY, [ids, bootId]);
+
+  const out = new Map<string, StartState>();
+  for (const id of ids) {
+    out.set(id, {
+      epoch: 0, lastDispatchAt: null, history: [], waiting: [], pending: 0,
+      outcomes: { totals: { sent: 0, failed: 0, unknown: 0 }, recent: [] }, needsRecovery: false,
+    });
+  }
+  const of = (id: string): StartState | undefined => out.get(id);
+  for (const r of plan.rows) {
+    const s = of(r.id);
+    if (s) {
+      s.epoch = r.epoch;
+      s.lastDispatchAt = r.last ? r.last.getTime() : null;
+    }
+  }
+  for (const r of history.rows) of(r.instance_id)?.history.push(r.at.getTime());
+  for (const r of waiting.rows) {
+    of(r.instance_id)?.waiting.push({
+      id: r.id, priority: r.priority, seq: r.seq,
+      notBefore: r.not_before ? r.not_before.getTime() : null,
+      expiresAt: r.expires_at.getTime(),
+      scheduledAt: r.scheduled_at ? r.scheduled_at.getTime() : null,
+    });
+  }
+  const pendingStates = new Set<string>(PENDING_JOB_STATES);
+  const outcomeStates = new Set<string>(OUTCOME_JOB_STATES);
+  for (const r of counts.rows) {
+    const s = of(r.instance_id);
+    if (!s) continue;
+    if (pendingStates.has(r.state)) s.pending += r.n;
+    if (outcomeStates.has(r.state)) s.outcomes.totals[r.state as Outcome] += r.n;
+  }
+  for (const r of recent.rows) of(r.instance_id)?.outcomes.recent.push({ state: r.state, at: r.terminal_at.getTime() });
+  for (const r of recovery.rows) {
+    const s = of(r.instance_id);
+    if (s) s.needsRecovery = true;
+  }
+  return out;
+}
