@@ -4,10 +4,13 @@
  * dispatch, never more than maxPerHour in any sliding hour. Goal: p99 lateness ≤ 50 ms, zero violations —
  * measured twice in one run: on an otherwise idle gateway, and while v2 acceptance runs at full speed on other
  * instances (BENCH_LOAD_INSTANCES of them, BENCH_CONCURRENCY clients), where the dispatch lane must not wait
- * behind acceptance batches.
+ * behind acceptance batches. Also printed: the gateway's event-loop delay meanwhile (it runs in this process):
+ * every round trip of a claim waits for the loop, so a saturated loop (or a CPU-starved machine: see `uptime`)
+ * shows up here before it shows up as lateness.
  *
  *   TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npx tsx bench/dispatch.ts
  */
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { startTestGateway } from '../test/helpers/gateway.js';
 import { fmt, runLoad, type LoadResult } from './lib/load.js';
 
@@ -22,9 +25,12 @@ const t = await startTestGateway({ label: 'bench_dispatch', env: { QUEUE_MAX_PEN
 
 /** Queue JOBS on a fresh instance, let them go out (optionally under load), and check lateness and limits. */
 async function measure(label: string, load: (() => Promise<LoadResult>) | null): Promise<void> {
-  const { instance, apiKey } = await t.createInstance(`lateness-${label}`, {
+  // an instance name is a slug (no spaces): the label's words joined by '-'
+  const { instance, apiKey } = await t.createInstance(`lateness-${label.replace(/[^A-Za-z0-9]+/g, '-')}`, {
     settings: { minDelayMs: MIN, maxDelayMs: MAX, maxPerHour: PER_HOUR, maxPer24h: null, quietHours: null },
   });
+  const loop = monitorEventLoopDelay({ resolution: 5 });
+  loop.enable();
   // the load starts first, so the jobs are accepted and dispatched while it runs
   const loading = load?.();
   for (let i = 0; i < JOBS; i += 25) {
@@ -40,6 +46,7 @@ async function measure(label: string, load: (() => Promise<LoadResult>) | null):
     if (Date.now() - started > 120_000) throw new Error('dispatch did not finish in time');
     await new Promise((r) => setTimeout(r, 100));
   }
+  loop.disable();
   const loaded = await loading;
   const { rows: jobs } = await t.db.pool.query<{ s: Date; d: Date }>(
     `SELECT scheduled_at AS s, dispatched_at AS d FROM jobs WHERE instance_id = $1 AND dispatched_at IS NOT NULL ORDER BY dispatched_at`,
@@ -67,6 +74,8 @@ async function measure(label: string, load: (() => Promise<LoadResult>) | null):
   console.log(`lateness vs scheduledAt (${label}): p50 ${fmt(pct(0.5), 0)} ms  p99 ${fmt(pct(0.99), 0)} ms  max ${fmt(late[late.length - 1] ?? 0, 0)} ms  (goal p99 ≤ 50 ms)`);
   console.log(`worst five (dispatch index: ms): ${lateInOrder.map((v, i) => [i, v] as const).sort((a, b) => b[1] - a[1]).slice(0, 5).map(([i, v]) => `#${i}: ${v}`).join(', ')}`);
   console.log(`limit violations (${label}): spacing ${spacing}, hourly ${hourly}  (goal 0)`);
+  const loopMs = (p: number) => fmt(loop.percentile(p) / 1e6, 0);
+  console.log(`gateway event-loop delay meanwhile: p50 ${loopMs(50)} ms  p99 ${loopMs(99)} ms  max ${fmt(loop.max / 1e6, 0)} ms`);
 }
 
 await measure('idle', null);

@@ -15,9 +15,15 @@ export class DispatchHistory {
     this.last = last;
   }
 
-  record(at: number): void {
+  /** Count a dispatch; answers how to take it back entirely (a claim that did not happen after all). */
+  record(at: number): () => void {
+    const before = this.last;
     this.instants.push(at);
     if (this.last === null || at > this.last) this.last = at;
+    return () => {
+      this.forget(at);
+      if (this.last === at) this.last = before;
+    };
   }
 
   /** A dispatch that ended provably unsent stops counting. */

@@ -1,21 +1,20 @@
 /**
  * Timing and dispatch of one instance's queue, driven by the clock: one timer set to the next due slot or
  * expiry; at it, expire what is due, re-check the limits and claim the next job (committed as `sending`
- * before the network is called: at most once), call the network outside the serial section and persist the
- * outcome. Re-planning (a limit change, a failed re-check, a backlog) lives here too: it moves slots.
+ * before the network is called: at most once), call the network and persist the outcome. The claim is one
+ * conditional statement off the serial executor (a due slot never waits behind an acceptance batch); the
+ * outcome is written while the lane goes on. Re-planning (a limit change, a failed re-check, a backlog) lives
+ * here too: it moves slots, on the serial executor.
  */
 import { performance } from 'node:perf_hooks';
 import type { TimerHandle } from '../clock.js';
-import { statesAccepting } from '../../machines/job.machine.js';
 import type { Job } from './job.js';
-import { StoredPayloadInvalid } from './payload.js';
 import type { QueueCore } from './core.js';
+import { claimDue, readStored, type ClaimHelpers } from './dispatch-claim.js';
 import { neverReachedNetwork, outcomeStep } from './outcome.js';
 import { ORPHAN_REASON, BOOT_ID } from './sync-callers.js';
 import { WRITE_BACK_RETRY_MS } from './write-back.js';
 import { forgetDispatch } from './sql/forgetDispatch.js';
-import { getJob } from './sql/getJob.js';
-import { insertDispatches } from './sql/insertDispatches.js';
 import { orphanedSyncJobs } from './sql/orphanedSyncJobs.js';
 import { recoverSending } from './sql/recoverSending.js';
 import { saveSlots } from './sql/saveSlots.js';
@@ -23,22 +22,30 @@ import { setPlanEpoch } from './sql/setPlanEpoch.js';
 import type { SlotWriter } from './slot-writer.js';
 import type { DispatchOutcome } from './types.js';
 
-/** A claim whose call was never made goes back by RETURNED: the states it is allowed in are the claimed ones. */
-const CLAIMED = statesAccepting('RETURNED');
-
 export class DispatchLoop {
   private timer: TimerHandle | null = null;
   private timerAt = Number.POSITIVE_INFINITY;
+  /** the lane: a step, and the call of the job it claimed */
   private dispatching: Promise<void> | null = null;
+  /** outcomes being written after the lane moved on */
+  private readonly outcomes = new Set<Promise<void>>();
+
+  private readonly claimHelpers: ClaimHelpers = {
+    writeSlot: (id) => this.slots.flush([id]),
+    putBack: (job, now) => this.putBack(job, now),
+  };
 
   constructor(private readonly core: QueueCore, private readonly slots: SlotWriter) {}
 
-  /** the job claimed (committed `sending`) whose outcome is not persisted yet */
-  private claimedId: string | null = null;
+  /** jobs between their committed claim and their persisted outcome (PostgreSQL: `sending`): one called, one written */
+  private readonly claimed = new Set<string>();
 
-  /** A job is between its committed claim and its persisted outcome (what PostgreSQL shows as `sending`). */
   get inFlight(): boolean {
-    return this.claimedId !== null;
+    return this.claimed.size > 0;
+  }
+
+  get sendingCount(): number {
+    return this.claimed.size;
   }
 
   /**
@@ -130,13 +137,19 @@ export class DispatchLoop {
   async stop(): Promise<void> {
     this.disarm();
     await this.dispatching;
+    await Promise.all(this.outcomes);
   }
 
+  /**
+   * The dispatch lane: not on the serial executor, so a due slot never waits behind an acceptance batch (which
+   * holds the executor until its group commits) or a re-plan's writes. What needs the executor goes through
+   * `runFirst`: a re-plan, a write-back, a job put back (the mirror is read again). The lane is free again once
+   * the call returned; the outcome is written beside the next claim (`outcomes`).
+   */
   private tick(): void {
     const { core } = this;
     if (core.stopped || this.dispatching || core.degraded) return;
-    this.dispatching = core.serial
-      .runFirst(() => this.step())
+    this.dispatching = this.step()
       .then(async (claimed) => {
         if (claimed) await this.finish(claimed);
       })
@@ -152,62 +165,38 @@ export class DispatchLoop {
     const { core } = this;
     const { planner, deps } = core;
     // nothing is claimed while an earlier outcome is still unwritten (a failure here ends the step; arm retries)
-    if (core.writeBack.hasOutcomes) await this.writeBackOutcomes();
-    const now = core.now();
-    await this.expireDue(now);
+    if (core.writeBack.hasOutcomes) await core.serial.runFirst(() => this.writeBackOutcomes());
+    await this.expireDue(core.now());
     // the plan stopped at the attempt cap: plan again once the instant it reached has come
-    if (planner.retryDue(now)) await this.replanLocked('backlog', now, true);
+    if (planner.retryDue(core.now())) await core.serial.runFirst(() => this.replanLocked('backlog', core.now(), true));
+    const now = core.now();
     const due = planner.due(now);
     if (!due) return null;
     if (!deps.dispatcher.connected()) return null; // resume() re-arms when connected again
     if (!planner.recheck(now, deps.settings()).ok) {
       // A constraint no longer holds (limits changed, a send outside the queue): not sent; new slots for all.
-      await this.replanLocked('recheck', now, false);
+      await core.serial.runFirst(() => this.replanLocked('recheck', core.now(), false));
       return null;
     }
-    // its row must be `scheduled` for the claim: a slot an acceptance moved may not be written yet
-    if (!planner.isPersisted(due)) await this.slots.flush([due]);
-    let job = await this.readDue(due);
-    // still claimed: an earlier claim of ours committed but its answer was lost, so the call was never made
-    if (job && CLAIMED.includes(job.state)) job = await this.putBack(job, now);
-    if (!job) {
-      planner.remove(due);
-      return null;
-    }
-    const claim = job;
-    const claimed = await core.transaction(async (c) => {
-      const moved = await core.moveIn(c, claim, { type: 'DISPATCH' }, { dispatchedAt: now, attemptsIncrement: true });
-      if (moved) await insertDispatches(c, deps.instanceId, [{ jobId: claim.id, at: now }]);
-      return moved;
-    });
-    planner.remove(due);
-    if (claimed) {
-      planner.recordDispatch(now);
-      this.claimedId = claimed.id;
-    }
-    return claimed;
-  }
-
-  /**
-   * The due job as stored. A row whose payload is not a send of its kind (written by something else than
-   * this gateway's acceptance) cannot be dispatched: it leaves the mirror, logged, instead of failing every
-   * step (the timer would fire again at once, for ever).
-   */
-  private async readDue(id: string): Promise<Job | null> {
+    // The instant is counted at once, with no await after the re-check: a send outside the queue
+    // (src/queue/degraded.ts) re-checks against it. It stops counting if nothing is claimed.
+    const takeBack = planner.recordDispatch(now);
+    let claimed: Job | null = null;
     try {
-      return await getJob(this.core.deps.pool, this.core.instanceId, id);
-    } catch (err) {
-      if (!(err instanceof StoredPayloadInvalid)) throw err;
-      this.core.deps.log.error({ err, jobId: id }, 'a stored job cannot be read as a send; it is not dispatched');
-      return null;
+      claimed = await claimDue(core, this.claimHelpers, due, planner.slotOf(due) ?? now, now);
+    } finally {
+      if (!claimed) takeBack();
     }
+    planner.remove(due);
+    if (claimed) this.claimed.add(claimed.id);
+    return claimed;
   }
 
   /** Waiting jobs whose TTL ran out before a slot came free. */
   private async expireDue(now: number): Promise<void> {
     const { core } = this;
     for (const id of core.planner.expiredAt(now)) {
-      const job = await this.readDue(id);
+      const job = await readStored(core, id);
       const moved = job ? await core.move(job, { type: 'EXPIRE' }, { terminalAt: now }, { reason: 'ttl elapsed before a slot came free' }) : null;
       // out of the mirror only once the store has the outcome: a failed write leaves it to expire on the next step
       core.planner.remove(id);
@@ -216,8 +205,10 @@ export class DispatchLoop {
   }
 
   /**
-   * Call the network (outside the serial section) and persist the outcome. A session that went away since the
-   * claim is not called at all: the job goes back. An outcome the store does not take is kept for write-back.
+   * Call the network and persist the outcome. A session that went away since the claim is not called at all:
+   * the job goes back, on the serial executor (the mirror is read again), before the lane moves on. Any other
+   * outcome is written while the lane goes on to the next slot (the call has returned: the next one may be
+   * made); an outcome the store does not take is kept for write-back.
    */
   private async finish(job: Job): Promise<void> {
     const { core } = this;
@@ -227,18 +218,30 @@ export class DispatchLoop {
       : { kind: 'failed', resultCode: 'INSTANCE_OFFLINE', errorMessage: 'the session went away before the call' };
     const at = core.now();
     if (!neverReachedNetwork(outcome)) core.settledOne();
-    await core.serial.runFirst(async () => {
-      try {
-        await this.persistOutcome(job, outcome, at);
-      } catch (err) {
-        core.writeBack.keepOutcome({ job, outcome, at });
-        core.deps.log.warn({ err, jobId: job.id, outcome: outcome.kind }, 'dispatch outcome not written; kept for write-back');
-      } finally {
-        if (this.claimedId === job.id) this.claimedId = null;
-      }
-    });
     const late = job.scheduledAt === null ? 0 : (job.dispatchedAt ?? at) - job.scheduledAt;
-    core.deps.metrics?.dispatched(neverReachedNetwork(outcome) ? 'returned' : outcome.kind, performance.now() - t0, late);
+    // one outcome at a time is written beside the lane: the previous one (begun before this claim) first
+    await Promise.all(this.outcomes);
+    const written = this.persistOrKeep(job, outcome, at).then(() => {
+      core.deps.metrics?.dispatched(neverReachedNetwork(outcome) ? 'returned' : outcome.kind, performance.now() - t0, late);
+    });
+    if (neverReachedNetwork(outcome)) return written;
+    this.outcomes.add(written);
+    void written.finally(() => this.outcomes.delete(written));
+  }
+
+  /** Persist an outcome; one the store does not take is kept for write-back (never throws). */
+  private async persistOrKeep(job: Job, outcome: DispatchOutcome, at: number): Promise<void> {
+    const { core } = this;
+    const write = () => this.persistOutcome(job, outcome, at);
+    try {
+      // a job put back reads the mirror again: on the executor
+      await (neverReachedNetwork(outcome) ? core.serial.runFirst(write) : write());
+    } catch (err) {
+      core.writeBack.keepOutcome({ job, outcome, at });
+      core.deps.log.warn({ err, jobId: job.id, outcome: outcome.kind }, 'dispatch outcome not written; kept for write-back');
+    } finally {
+      this.claimed.delete(job.id);
+    }
   }
 
   /** Write one outcome with its event (once: the move is conditional on `sending`). */

@@ -197,9 +197,7 @@ export class Planner {
     return out;
   }
 
-  unwrittenCount(): number {
-    return this.unwritten.size;
-  }
+  unwrittenCount(): number { return this.unwritten.size; }
 
   /** True when PostgreSQL holds the job's slot in the current plan (or the job is not waiting). */
   isPersisted(jobId: string): boolean {
@@ -282,23 +280,16 @@ export class Planner {
     return recheck(now, this.history.recent(now), settings, this.history.last);
   }
 
-  recordDispatch(at: number): void {
-    this.history.record(at);
+  /** Count a dispatch at `at`; answers how to take it back if it did not happen after all. */
+  recordDispatch(at: number): () => void {
+    return this.history.record(at);
   }
 
   forgetDispatch(at: number): void {
     this.history.forget(at);
   }
 
-  historySnapshot(now: number): number[] {
-    return this.history.recent(now);
-  }
-
-  waitingCount(): number {
-    return this.jobs.size;
-  }
-
-  scheduledCount(): number {
-    return this.order.size;
-  }
+  historySnapshot(now: number): number[] { return this.history.recent(now); }
+  waitingCount(): number { return this.jobs.size; }
+  scheduledCount(): number { return this.order.size; }
 }

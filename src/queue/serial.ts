@@ -1,9 +1,10 @@
 /**
- * A per-instance serial executor: tasks run one at a time. The planner's decisions (acceptance, re-plan,
- * cancel, dispatch claim) go through one of these, so slot assignment and TTL_UNREACHABLE are decided in one
- * place without a lock in PostgreSQL.
+ * A per-instance serial executor: tasks run one at a time. The planner's decisions that assign slots
+ * (acceptance, re-plan) go through one of these, so slot assignment and TTL_UNREACHABLE are decided in one
+ * place without a lock in PostgreSQL. A cancel and a dispatch claim do not: each is one conditional UPDATE
+ * that decides alone (src/queue/dispatch-loop.ts), so neither waits behind an acceptance batch's group commit.
  *
- * Two lanes: `runFirst` (dispatch claims and outcomes: a due slot must not wait behind a burst of acceptances)
+ * Two lanes: `runFirst` (what the dispatch lane needs serialized: its re-plans, a write-back, a job put back)
  * goes before `run` (everything else); within a lane, submission order.
  */
 type Task = () => Promise<void>;

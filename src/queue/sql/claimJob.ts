@@ -1,0 +1,41 @@
+/**
+ * Claim one due job for dispatch: the job machine's DISPATCH as a conditional UPDATE (only from the states it
+ * is allowed in, so a claim and a cancel or an expiry never both win), its dispatch instant recorded in the
+ * history the sliding windows count, and the instance's `last_dispatch_at` moved forward — one statement.
+ *
+ * The slot the planner dispatched it at is written with it (`scheduled_at`): a slot an acceptance moved may
+ * not have been written yet (src/queue/slot-writer.ts), and the row then says when it was due. No `message.*`
+ * event: DISPATCH emits none.
+ *
+ * Strategy: one statement of three data-modifying CTEs instead of a read, an UPDATE and an INSERT: the
+ * dispatch lane's claim is what a due slot waits for, and every round trip is a turn of a busy event loop.
+ * Zero rows: the job was not in a claimable state (cancelled, expired, still claimed by an earlier claim whose
+ * answer was lost, or waiting without a stored slot); the caller reads it to find out which.
+ */
+import { bulkJobEvent } from '../../../machines/job.machine.js';
+import type { Queryable } from '../../store/pool.js';
+import type { Job } from '../job.js';
+import { rowToJob, type JobRow } from './row.js';
+
+const dispatch = bulkJobEvent('DISPATCH');
+
+const SQL = `WITH moved AS (
+       UPDATE jobs SET state = $3, scheduled_at = $4, dispatched_at = $5, attempts = attempts + 1,
+                       delivery_confidence = COALESCE($6, delivery_confidence)
+        WHERE id = $1 AND instance_id = $2 AND state = ANY($7::text[])
+       RETURNING *),
+     d AS (
+       INSERT INTO dispatches (instance_id, job_id, dispatched_at)
+       SELECT instance_id, id, dispatched_at FROM moved
+       RETURNING dispatched_at),
+     i AS (
+       UPDATE instances SET last_dispatch_at = GREATEST(COALESCE(last_dispatch_at, d.dispatched_at), d.dispatched_at)
+         FROM d
+        WHERE id = $2)
+     SELECT * FROM moved`;
+
+/** Claim `jobId` (due at `slot`) at `at`; the claimed job, or null when it was not claimable. */
+export async function claimJob(q: Queryable, instanceId: string, jobId: string, slot: number, at: number): Promise<Job | null> {
+  const { rows } = await q.query<JobRow>(SQL, [jobId, instanceId, dispatch.step.next, new Date(slot), new Date(at), dispatch.step.deliveryConfidence, dispatch.from]);
+  return rows[0] ? rowToJob(rows[0]) : null;
+}
