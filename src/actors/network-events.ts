@@ -55,6 +55,8 @@ export interface IncomingCommand extends Work {
   name: string;
   /** the session's download of an incoming attachment (network events) */
   download?: Driver['downloadMedia'];
+  /** a `ready` whose number the store holds already (a restart): not written again */
+  numberStored?: boolean;
 }
 
 /** A driver event as the session forwarded it, with the session's own media download. */
@@ -68,8 +70,8 @@ export function networkCommand<E extends DriverEventName>(
 }
 
 /** A lifecycle event as the instance machine notified it. */
-export function lifecycleCommand(instance: Instance, p: NotifyParams): IncomingCommand {
-  return { type: 'incoming', instance, name: p.event, map: () => Promise.resolve(lifecycleEventOf(p.event, p.data)) };
+export function lifecycleCommand(instance: Instance, p: NotifyParams, numberStored = false): IncomingCommand {
+  return { type: 'incoming', instance, name: p.event, map: () => Promise.resolve(lifecycleEventOf(p.event, p.data)), numberStored };
 }
 
 /** `p`, or a rejection as soon as `signal` aborts (the listener is removed either way). */
@@ -117,7 +119,7 @@ export function createIncomingEvents(deps: IncomingEventsDeps): IncomingEvents {
     };
     const event = await cmd.map(ctx, signal);
     if (!event) return;
-    if (event.event === 'ready' && event.data.phoneNumber) await setPhoneNumber(deps.pool, instance.id, event.data.phoneNumber);
+    if (event.event === 'ready' && event.data.phoneNumber && !cmd.numberStored) await setPhoneNumber(deps.pool, instance.id, event.data.phoneNumber);
     await deps.events.publish(instance.id, event);
   }
 

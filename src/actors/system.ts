@@ -170,7 +170,8 @@ export class ActorSystem {
           const phone = params.event === 'ready' ? params.data.phoneNumber : null;
           const current = phone && phone !== record.phoneNumber ? { ...record, phoneNumber: phone } : record;
           if (current !== record) records.set(record.id, current);
-          events()?.send(lifecycleCommand(current, params));
+          // a `ready` with the number the record (read from the store) has already: no write (a restart)
+          events()?.send(lifecycleCommand(current, params, phone !== null && current === record));
           // the operator's lifecycle lines (qr and code are secrets and never logged; the rest is noise)
           const line = LIFECYCLE_LINES[params.event];
           if (line) deps.log.info({ instanceId: context.instanceId, ...lifecycleFields(params) }, line);
