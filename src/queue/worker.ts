@@ -242,7 +242,7 @@ export class QueueWorker {
     const scheduled = planner.scheduledCount();
     const { totals, last24h } = this.core.tally.read(this.core.now());
     return {
-      queued: waiting - scheduled, scheduled, sending: this.loop.inFlight ? 1 : 0,
+      queued: waiting - scheduled, scheduled, sending: this.loop.sendingCount,
       sent: totals.sent, failed: totals.failed, unknown: totals.unknown,
       sent24h: last24h.sent, failed24h: last24h.failed, unknown24h: last24h.unknown,
     };
