@@ -10,8 +10,11 @@ import { isEventName, type EventOf } from '../webhooks/events.js';
 import { Batcher } from '../store/batch.js';
 
 export interface EventBus {
-  /** Write `event` for the instance inside the caller's transaction (commits with the change that caused it). */
-  emit(q: Queryable, instanceId: string, event: string, data: unknown): Promise<void>;
+  /**
+   * Write `event` for the instance inside the caller's transaction (commits with the change that caused it);
+   * false when its webhook does not want it (nothing written).
+   */
+  emit(q: Queryable, instanceId: string, event: string, data: unknown): Promise<boolean>;
   /** Several events of one instance in one statement, in order. */
   emitMany(q: Queryable, instanceId: string, items: { event: string; data: unknown }[]): Promise<void>;
   /**
@@ -29,10 +32,10 @@ export interface EventBus {
 }
 
 export function createEventBus(deps: { pool: Pool; clock: Clock; wake: (instanceId: string) => void }): EventBus {
-  const emit = async (q: Queryable, instanceId: string, event: string, data: unknown): Promise<void> => {
+  const emit = async (q: Queryable, instanceId: string, event: string, data: unknown): Promise<boolean> => {
     if (!isEventName(event)) throw new Error(`unknown event ${event}`);
     // The catalogue (webhooks/events.ts) types each payload; callers build them from the same tables.
-    await enqueueEvent(q, { instanceId, now: deps.clock.now(), event, data } as EventOf & { instanceId: string; now: number });
+    return (await enqueueEvent(q, { instanceId, now: deps.clock.now(), event, data } as EventOf & { instanceId: string; now: number })) !== null;
   };
   const emitAcross = async (q: Queryable, items: { instanceId: string; event: string; data: unknown }[]): Promise<readonly ({ eventId: string } | null)[]> => {
     if (items.length === 0) return [];

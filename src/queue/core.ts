@@ -36,6 +36,8 @@ export class QueueCore {
   readonly tally = new Tally();
   /** outcomes moved inside a transaction not yet committed, by its client */
   private readonly uncommitted = new Map<PoolClient, { state: Outcome; at: number }[]>();
+  /** transactions not yet committed that wrote an event: their commit wakes the webhook sender */
+  private readonly evented = new Set<PoolClient>();
   /** jobs not final yet (waiting or being sent): QUEUE_FULL compares it with maxPending */
   pending = 0;
   epoch = 0;
@@ -79,7 +81,11 @@ export class QueueCore {
     this.planner.load({ history, lastDispatchAt: state.lastDispatchAt, waiting });
   }
 
-  /** A transaction that writes the queue: fenced by the instance's lease first (WorkerDeps.fence). */
+  /**
+   * A transaction that writes the queue: fenced by the instance's lease first (WorkerDeps.fence). Its commit
+   * wakes the webhook sender if it wrote an event (`emit`): only then, so that an instance without a webhook
+   * costs its sender no outbox read per dispatch.
+   */
   transaction<T>(work: (c: PoolClient) => Promise<T>): Promise<T> {
     const ended: { state: Outcome; at: number }[] = [];
     let client: PoolClient | null = null;
@@ -90,12 +96,16 @@ export class QueueCore {
       return work(c);
     }).then(
       (result) => {
-        // committed: the outcomes it wrote count now
+        // committed: the outcomes it wrote count now, the events it wrote can go
         for (const e of ended) this.tally.ended(e.state, e.at);
+        if (client && this.evented.has(client)) this.deps.events.flushed();
         return result;
       },
     ).finally(() => {
-      if (client) this.uncommitted.delete(client);
+      if (client) {
+        this.uncommitted.delete(client);
+        this.evented.delete(client);
+      }
     });
   }
 
@@ -106,7 +116,6 @@ export class QueueCore {
       if (m && also) await also(c);
       return m;
     });
-    this.deps.events.flushed();
     if (moved && isTerminal(moved.state)) this.waiters.settle(moved);
     return moved;
   }
@@ -123,8 +132,14 @@ export class QueueCore {
     return moved.job;
   }
 
-  async emitFor(q: Queryable, job: Job, event: QueueEventName, extra: MoveExtra = {}): Promise<void> {
+  async emitFor(c: PoolClient, job: Job, event: QueueEventName, extra: MoveExtra = {}): Promise<void> {
     const data = queueEventData(event, job, { now: this.now(), position: this.planner.position(job.id), reason: extra.reason });
-    await this.deps.events.emit(q, event, data);
+    await this.emit(c, event, data);
+  }
+
+  /** Write an event inside one of this queue's transactions (`transaction`), whose commit then wakes the sender. */
+  async emit(c: PoolClient, event: string, data: Record<string, unknown>): Promise<void> {
+    if (!this.uncommitted.has(c)) throw new Error('QueueCore.emit outside one of its transactions');
+    if ((await this.deps.events.emit(c, event, data)) !== false) this.evented.add(c);
   }
 }

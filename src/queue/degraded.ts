@@ -72,12 +72,11 @@ export class DegradedMode {
         // kept sends belong to no job
         await insertDispatches(c, core.instanceId, sends.map((at) => ({ jobId: null, at })));
         // The outbox lives in PostgreSQL: the window's two events are written when it is reachable again.
-        await core.deps.events.emit(c, 'queue.degraded', { queueMode: 'memory-degraded', limitsEnforced: true, since: new Date(since).toISOString() });
-        await core.deps.events.emit(c, 'queue.recovered', { queueMode: 'pg', sentWhileDegraded: sends.length });
+        await core.emit(c, 'queue.degraded', { queueMode: 'memory-degraded', limitsEnforced: true, since: new Date(since).toISOString() });
+        await core.emit(c, 'queue.recovered', { queueMode: 'pg', sentWhileDegraded: sends.length });
       });
       core.writeBack.dispatchesWritten(sends.length);
       core.degraded = false;
-      core.deps.events.flushed();
       // outcomes of sends that went out during the outage, each with its message.* event; arm() retries a failure
       await this.loop.writeBackOutcomes().catch((err: unknown) => core.deps.log.warn({ err }, 'kept outcomes not written yet'));
     }).then(

@@ -63,7 +63,6 @@ export class DispatchLoop {
       return moved.map((m) => m.job.id);
     });
     if (recovered.length > 0) {
-      core.deps.events.flushed();
       core.deps.log.warn({ instanceId: core.instanceId, jobs: recovered }, 'jobs found in sending at start are unknown');
     }
   }
@@ -83,12 +82,11 @@ export class DispatchLoop {
       await core.transaction(async (c) => {
         await saveSlots(c, core.instanceId, writes, epoch);
         await setPlanEpoch(c, core.instanceId, epoch);
-        if (announce) await core.deps.events.emit(c, 'queue.replanned', { affected: plan.slots.length, epoch, reason });
+        if (announce) await core.emit(c, 'queue.replanned', { affected: plan.slots.length, epoch, reason });
       });
       core.epoch = epoch;
       plan.commit(writes);
     });
-    if (announce) core.deps.events.flushed();
     this.arm();
     return { affected: plan.slots.length, epoch };
   }
