@@ -145,9 +145,12 @@ interface CacheEntry {
   loadedAt: number;
 }
 const cache = new Map<string, CacheEntry>();
+/** bumped by every invalidation: a read that began before one does not fill the cache (it may be stale) */
+let generation = 0;
 
 /** Forget what is cached for one instance (after any change to its webhook), or for all. */
 export function invalidateWebhookConfig(instanceId?: string): void {
+  generation += 1;
   if (instanceId === undefined) cache.clear();
   else cache.delete(instanceId);
 }
@@ -160,27 +163,44 @@ export async function subscribedEvents(q: Queryable, instanceId: string, now = D
   return (await subscribedEventsOf(q, [instanceId], now)).get(instanceId) ?? null;
 }
 
-/** The same for many instances: the cache first, one query for all the others. */
+/** Entries at least this old are read again with a miss (see subscribedEventsOf), up to REFRESH_MAX of them. */
+const REFRESH_AGE_MS = CACHE_TTL_MS / 2;
+const REFRESH_MAX = 1_000;
+
+/**
+ * The same for many instances: the cache first, one query for all the others. That query also reads again
+ * the entries past half their lifetime: without it, the entries of many instances (the node-wide group commit
+ * of acceptances spread over 500 of them) expire each at its own moment and cost one query each; read
+ * together, they expire together and cost one query per lifetime. The cache is kept in the order entries
+ * were read, oldest first.
+ */
 export async function subscribedEventsOf(q: Queryable, instanceIds: readonly string[], now = Date.now()): Promise<Map<string, readonly string[] | null>> {
   const out = new Map<string, readonly string[] | null>();
-  const missing: string[] = [];
-  for (const id of new Set(instanceIds)) {
+  const missing = new Set<string>();
+  for (const id of instanceIds) {
     const hit = cache.get(id);
     if (hit && now - hit.loadedAt < CACHE_TTL_MS) out.set(id, hit.events);
-    else missing.push(id);
+    else missing.add(id);
   }
-  if (missing.length === 0) return out;
+  if (missing.size === 0) return out;
+  const read = new Set(missing);
+  for (const [id, entry] of cache) {
+    if (now - entry.loadedAt < REFRESH_AGE_MS || read.size >= missing.size + REFRESH_MAX) break;
+    read.add(id);
+  }
+  const began = generation;
   const { rows } = await q.query<{ instance_id: string; events: string[]; enabled: boolean }>(
     'SELECT instance_id, events, enabled FROM webhooks WHERE instance_id = ANY ($1::uuid[])',
-    [missing],
+    [[...read]],
   );
   const found = new Map(rows.map((r) => [r.instance_id, r.enabled ? r.events : null]));
-  for (const id of missing) {
-    const events = found.get(id) ?? null;
+  for (const id of missing) out.set(id, found.get(id) ?? null);
+  if (generation !== began) return out;
+  for (const id of read) {
+    cache.delete(id);
     const oldest = cache.size >= CACHE_MAX ? cache.keys().next().value : undefined;
     if (oldest !== undefined) cache.delete(oldest);
-    cache.set(id, { events, loadedAt: now });
-    out.set(id, events);
+    cache.set(id, { events: found.get(id) ?? null, loadedAt: now });
   }
   return out;
 }

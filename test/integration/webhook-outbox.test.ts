@@ -119,3 +119,44 @@ test('enqueueEvents: one statement, input order, unsubscribed entries null', asy
   const none = await instance();
   assert.deepEqual(await enqueueEvents(db.pool, none, items, NOW), [null, null, null, null]);
 });
+
+test('the subscription cache: a miss reads again the entries past half their lifetime, so they expire together', async () => {
+  const { subscribedEventsOf, CACHE_TTL_MS } = await import('../../src/webhooks/config.js');
+  invalidateWebhookConfig();
+  const [a, b, c] = [await instance(), await instance(), await instance()];
+  await putWebhook(db.pool, b, { url: 'https://example.com/hook', secret: SECRET, events: ['message'] });
+  const reads: string[][] = [];
+  const counting = { query: (text: string, values: unknown[]) => (reads.push((values[0] as string[]).slice().sort()), db.pool.query(text, values)) } as unknown as typeof db.pool;
+  const t0 = 1_000_000_000_000;
+  await subscribedEventsOf(counting, [a], t0);
+  await subscribedEventsOf(counting, [b], t0 + CACHE_TTL_MS / 2 - 1);
+  assert.deepEqual(reads, [[a], [b]], 'a, not half way through its lifetime yet, is not read again with b');
+  // a expired: its read takes b along (half its lifetime gone), not c (never asked for)
+  const seen = await subscribedEventsOf(counting, [a], t0 + CACHE_TTL_MS);
+  assert.deepEqual(reads[2], [a, b].sort());
+  assert.deepEqual([...seen.entries()], [[a, null]], 'only what was asked for is answered');
+  // b is fresh again: no query for it, then both expire together
+  const both = await subscribedEventsOf(counting, [a, b], t0 + CACHE_TTL_MS + CACHE_TTL_MS / 2);
+  assert.equal(reads.length, 3, 'both answered from the cache');
+  assert.deepEqual(both.get(b), ['message']);
+  await subscribedEventsOf(counting, [c, a, b], t0 + 2 * CACHE_TTL_MS);
+  assert.equal(reads.length, 4, 'one query for all three');
+});
+
+test('the subscription cache: a read that began before an invalidation fills nothing in', async () => {
+  const { subscribedEventsOf } = await import('../../src/webhooks/config.js');
+  invalidateWebhookConfig();
+  const id = await instance();
+  let release: () => void = () => undefined;
+  const gate = new Promise<void>((r) => (release = r));
+  // the query runs at once; its answer arrives after the gate opens
+  const slow = { query: async (text: string, values: unknown[]) => { const r = await db.pool.query(text, values); await gate; return r; } } as unknown as typeof db.pool;
+  const t0 = Date.now();
+  const pending = subscribedEventsOf(slow, [id], t0);
+  // meanwhile the webhook is added on this node (which invalidates)
+  await putWebhook(db.pool, id, { url: 'https://example.com/hook', secret: SECRET, events: ['message'] });
+  release();
+  assert.equal((await pending).get(id), null, 'the read saw the table before the webhook');
+  const fresh = await subscribedEventsOf(db.pool, [id], t0 + 1);
+  assert.deepEqual(fresh.get(id), ['message'], 'the stale answer was not cached');
+});
