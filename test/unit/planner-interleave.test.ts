@@ -1,0 +1,94 @@
+/**
+ * The dispatch lane is off the serial executor (src/queue/dispatch-loop.ts): it removes a claimed job from the
+ * planner (and a cancel removes one) while an acceptance's proposal (Planner.tryAdd) or a re-plan
+ * (Planner.replan) computed before that removal waits for its commit. Property over random planner cases
+ * (test/helpers/plan-cases.ts): a job removed between a proposal and its commit never comes back — not due,
+ * not in the dispatch order, no slot, not among the slots to write — and every other job is exactly where
+ * the commit put it. A claimed job back in the planner would be claimed again: its stored row says
+ * `sending`, which the lane takes for a claim of its own whose answer was lost, puts back and sends again.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Planner, type SlotWrite } from '../../src/queue/planning.js';
+import { EXISTING_INSTANCE_DEFAULTS } from '../../src/queue/settings.js';
+import { genCase, rngOf } from '../helpers/plan-cases.js';
+
+const SEEDS = 400;
+
+/** Everything the planner answers about its jobs: waiting ones with their slot, and the order `due` walks. */
+function snapshot(planner: Planner, ids: readonly string[]): { slots: Map<string, number | null>; order: string[] } {
+  const slots = new Map<string, number | null>();
+  for (const id of ids) {
+    const s = planner.slotOf(id);
+    if (s !== undefined) slots.set(id, s);
+  }
+  const order = ids.filter((id) => planner.slotOf(id) !== undefined && planner.slotOf(id) !== null)
+    .sort((a, b) => planner.position(a) - planner.position(b));
+  return { slots, order };
+}
+
+function check(planner: Planner, removed: ReadonlySet<string>, all: readonly string[], label: string): void {
+  for (const id of removed) {
+    assert.equal(planner.slotOf(id), undefined, `${label}: removed ${id} is waiting again`);
+    assert.equal(planner.position(id), 0, `${label}: removed ${id} has a queue position`);
+  }
+  assert.deepEqual(planner.unpersisted().filter((w) => removed.has(w.jobId)), [], `${label}: a removed job's slot is to be written`);
+  const waiting = all.filter((id) => planner.slotOf(id) !== undefined);
+  assert.equal(planner.waitingCount(), waiting.length, `${label}: waiting count`);
+  const slotted = waiting.filter((id) => planner.slotOf(id) !== null);
+  assert.equal(planner.scheduledCount(), slotted.length, `${label}: the dispatch order holds a job that is not waiting`);
+  // the lane's walk: due → remove, to the end of the plan; each slotted job once, none of the removed
+  const seen: string[] = [];
+  for (let guard = 0; guard <= slotted.length; guard++) {
+    const due = planner.due(Number.MAX_SAFE_INTEGER);
+    if (due === null) break;
+    assert.ok(!removed.has(due), `${label}: removed ${due} is due again`);
+    seen.push(due);
+    planner.remove(due);
+  }
+  assert.deepEqual([...seen].sort(), [...slotted].sort(), `${label}: the walk of the dispatch order`);
+}
+
+test('a job removed between a proposal and its commit stays removed (acceptance and re-plan beside the lane)', () => {
+  for (let seed = 0; seed < SEEDS; seed++) {
+    const c = genCase(seed);
+    const rng = rngOf(seed + 1_000_000);
+    const settings = { ...EXISTING_INSTANCE_DEFAULTS, ...c.settings, enabled: true };
+    const planner = new Planner({ salt: `i${seed}` });
+    planner.load({ history: c.history, lastDispatchAt: c.lastDispatchAt, waiting: [] });
+    const all: string[] = [];
+    const removed = new Set<string>();
+    for (let g = 0; g < c.groups.length; g++) {
+      const group = c.groups[g] ?? [];
+      const now = c.nows[g] ?? c.now0;
+      const replan = rng(0, 3) === 0;
+      const add = replan ? null : planner.tryAdd(group.map(({ seq: _seq, ...j }) => j), now, settings);
+      const re = replan ? planner.replan(now, settings) : null;
+      // what the lane (head: a claim) and cancels (anywhere) remove before the commit
+      const waitingNow = all.filter((id) => planner.slotOf(id) !== undefined);
+      for (let k = rng(0, 3); k > 0; k--) {
+        const id = rng(0, 1) === 0 ? planner.due(Number.MAX_SAFE_INTEGER) : waitingNow[rng(0, Math.max(0, waitingNow.length - 1))];
+        if (!id) continue;
+        planner.remove(id);
+        removed.add(id);
+      }
+      const before = snapshot(planner, all);
+      if (add) {
+        add.commit?.();
+        for (const j of group) all.push(j.id);
+        // the jobs already waiting and not removed keep what the proposal gave them, the removed stay out
+        for (const [id, slot] of before.slots) {
+          const moved: SlotWrite | undefined = add.moved.find((m) => m.jobId === id);
+          assert.equal(planner.slotOf(id), moved ? moved.scheduledAt : slot, `seed ${seed}: ${id} after the acceptance`);
+        }
+        for (const [id, slot] of add.slots) assert.equal(planner.slotOf(id), slot, `seed ${seed}: new ${id}`);
+      } else if (re) {
+        const writes = re.writes();
+        assert.deepEqual(writes.filter((w) => removed.has(w.jobId)), [], `seed ${seed}: the re-plan writes a removed job's slot`);
+        re.commit(writes);
+      }
+      for (const id of removed) assert.equal(planner.slotOf(id), undefined, `seed ${seed}: removed ${id} is waiting again after group ${g}`);
+    }
+    check(planner, removed, all, `seed ${seed}`);
+  }
+});
