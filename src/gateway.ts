@@ -127,6 +127,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     ...(opts.instancePolicy ? { instancePolicy: opts.instancePolicy } : {}),
     // every write of an instance's queue is made under this node's lease of it (src/cluster/leases.ts)
     fence: (instanceId: string, q: Queryable): Promise<void> => cluster.fence(instanceId, q),
+    leaseOf: (instanceId: string) => cluster.leaseOf(instanceId),
     fenceMany: (q: Queryable, instanceIds: readonly string[]) => cluster.fenceMany(q, instanceIds),
     nodeId: defaultNodeId(config),
     metrics,

@@ -19,7 +19,7 @@ import type { Pool, Queryable } from '../store/pool.js';
 import type { Instance } from '../store/instances.js';
 import type { QueueMode } from '../queue/settings.js';
 import { QueueWorker, type DispatchOutcome } from '../queue/worker.js';
-import type { QueueMetrics } from '../queue/types.js';
+import type { LeaseRef, QueueMetrics } from '../queue/types.js';
 import type { EventBus } from './events.js';
 import { answer, type Replies } from './local-port.js';
 import { Stopping } from './stopping.js';
@@ -54,6 +54,8 @@ export interface PlannerDeps {
   wake(instanceId: string): void;
   /** the write fence of the instance's lease (src/cluster/cluster.ts); none: unfenced */
   fence?: (instanceId: string, q: Queryable) => Promise<void>;
+  /** the lease this node holds of the instance, for a write that fences itself in one statement */
+  leaseOf?: (instanceId: string) => LeaseRef | null;
   /** acceptance and dispatch figures for /metrics */
   metrics?: QueueMetrics;
   /** the node's group commit of acceptances */
@@ -98,6 +100,7 @@ export function createPlanners(deps: PlannerDeps): Planners {
       maxPending: deps.maxPending,
       ...(deps.metrics ? { metrics: deps.metrics } : {}),
       ...(deps.fence ? { fence: (q: Queryable) => (deps.fence as NonNullable<PlannerDeps['fence']>)(instanceId, q) } : {}),
+      ...(deps.fence && deps.leaseOf ? { lease: () => (deps.leaseOf as NonNullable<PlannerDeps['leaseOf']>)(instanceId) } : {}),
       ...(deps.committer ? { committer: deps.committer } : {}),
       events: {
         emit: (q, event, data) => deps.events.emit(q, instanceId, event, data),

@@ -23,7 +23,7 @@ import { lifecycleCommand, networkCommand, type IncomingEvents } from './network
 import type { MediaResolver } from '../queue/dispatch.js';
 import type { EventBus } from './events.js';
 import type { StoreHealth } from '../store/health.js';
-import type { QueueMetrics } from '../queue/types.js';
+import type { LeaseRef, QueueMetrics } from '../queue/types.js';
 import type { WebhookMetrics } from '../webhooks/deliver.js';
 import { createReplies, LocalInstancePort, type Replies } from './local-port.js';
 import { createPlanners, type Planners } from './planner.js';
@@ -54,6 +54,8 @@ export interface ActorSystemDeps {
   store: StoreHealth;
   /** the write fence of an instance's lease (src/cluster/cluster.ts) */
   fence?: (instanceId: string, q: Queryable) => Promise<void>;
+  /** the lease this node holds of an instance (src/cluster/cluster.ts), for a write fenced in one statement */
+  leaseOf?: (instanceId: string) => LeaseRef | null;
   /** the same for many instances at once, for the node-wide group commit of acceptances */
   fenceMany?: (q: Queryable, instanceIds: readonly string[]) => Promise<Set<string>>;
   /** this node's id among several (shown by /debug/actors) */
@@ -153,6 +155,7 @@ export class ActorSystem {
       store: deps.store,
       wake: (id) => void this.webhooks.notify(id),
       ...(deps.fence ? { fence: deps.fence } : {}),
+      ...(deps.leaseOf ? { leaseOf: deps.leaseOf } : {}),
       ...(deps.metrics ? { metrics: deps.metrics.queue } : {}),
       committer: this.groupCommit,
       starts: new QueueStarts(deps.pool, deps.clock),

@@ -118,6 +118,9 @@ export class Cluster {
     await fenceLease(q, lease);
   };
 
+  /** The lease this node holds of an instance (null: none), for a write that fences itself in its one statement. */
+  leaseOf = (instanceId: string): Lease | null => this.held.get(instanceId) ?? null;
+
   /** The same for many instances in one statement (the node-wide group commit): the ones still held. */
   fenceMany = async (q: Queryable, instanceIds: readonly string[]): Promise<Set<string>> => {
     const leases = instanceIds.map((id) => this.held.get(id)).filter((l): l is Lease => l !== undefined);

@@ -2,7 +2,8 @@
  * The dispatch lane's claim of a due job (src/queue/dispatch-loop.ts): one statement in the common case
  * (src/queue/sql/claimJob.ts), the stored row read only when the claim found it not claimable, to learn why.
  */
-import { statesAccepting } from '../../machines/job.machine.js';
+import { bulkJobEvent, statesAccepting } from '../../machines/job.machine.js';
+import { DomainError } from '../errors.js';
 import type { Job } from './job.js';
 import { StoredPayloadInvalid } from './payload.js';
 import type { QueueCore } from './core.js';
@@ -11,6 +12,10 @@ import { getJob } from './sql/getJob.js';
 
 /** A claim whose call was never made goes back by RETURNED: the states it is allowed in are the claimed ones. */
 const CLAIMED = statesAccepting('RETURNED');
+/** The states a claim (DISPATCH) moves a job from. */
+const CLAIMABLE: readonly string[] = bulkJobEvent('DISPATCH').from;
+
+const notHeld = () => new DomainError('INSTANCE_UNREACHABLE', 'the due job was not claimed: this node does not hold the instance\'s lease now; it stays in the plan');
 
 /** A row that cannot be read as a send (a claim of it rolled back) is not dispatched: null, logged. */
 export async function unlessInvalid(core: QueueCore, id: string, work: () => Promise<Job | null>): Promise<Job | null> {
@@ -36,12 +41,20 @@ export interface ClaimHelpers {
 }
 
 /**
- * Claim `id`, due at `slot`, at `now`. When the row is not claimable it says why: still claimed by an earlier
- * claim of ours whose answer was lost (the call was never made: put back, then claimed), or waiting without a
- * stored slot (written, then claimed); otherwise it left the queue meanwhile (null).
+ * Claim `id`, due at `slot`, at `now`: one statement fenced by the lease inside it where the queue knows its
+ * lease (WorkerDeps.lease), else in a fenced transaction. When the row is not claimed, the stored row says
+ * why: still claimed by an earlier claim of ours whose answer was lost (the call was never made: put back,
+ * then claimed), waiting without a stored slot (written, then claimed), claimable (so the lease was not this
+ * node's: refused, and it stays in the plan), or it left the queue meanwhile (null).
  */
 export async function claimDue(core: QueueCore, helpers: ClaimHelpers, id: string, slot: number, now: number): Promise<Job | null> {
-  const claimOnce = () => unlessInvalid(core, id, () => core.transaction((c) => claimJob(c, core.instanceId, id, slot, now)));
+  const claimOnce = () => unlessInvalid(core, id, () => {
+    const { deps } = core;
+    if (!deps.fence || !deps.lease) return core.transaction((c) => claimJob(c, core.instanceId, id, slot, now));
+    const lease = deps.lease();
+    if (!lease) throw notHeld();
+    return claimJob(deps.pool, core.instanceId, id, slot, now, lease);
+  });
   const claimed = await claimOnce();
   if (claimed) return claimed;
   const job = await readStored(core, id);
@@ -50,6 +63,8 @@ export async function claimDue(core: QueueCore, helpers: ClaimHelpers, id: strin
     if (!(await helpers.putBack(job, now))) return null;
   } else if (job.state === 'queued' && !core.planner.isPersisted(id)) {
     await helpers.writeSlot(id);
+  } else if (CLAIMABLE.includes(job.state)) {
+    throw notHeld();
   } else return null;
   return claimOnce();
 }

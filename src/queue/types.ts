@@ -46,6 +46,12 @@ export interface QueueMetrics {
   dispatched(outcome: DispatchOutcome['kind'] | 'returned', callMs: number, lateMs: number): void;
 }
 
+/** A lease of an instance as a fenced write checks it: held by `nodeId` at `epoch`, and not expired. */
+export interface LeaseRef {
+  nodeId: string;
+  epoch: number;
+}
+
 export interface WorkerDeps {
   instanceId: string;
   pool: Pool;
@@ -63,6 +69,12 @@ export interface WorkerDeps {
    * still holds the instance's lease, and holds the lease row until the commit, so a takeover waits for it.
    */
   fence?: (q: Queryable) => Promise<void>;
+  /**
+   * The lease this node holds of the instance (null: none), given with `fence`: a write that is one statement
+   * (the dispatch claim, src/queue/sql/claimJob.ts) fences itself inside it, instead of a transaction that
+   * starts with `fence` (BEGIN, fence, write, COMMIT: four round trips where one does).
+   */
+  lease?: () => LeaseRef | null;
   /** observations for /metrics (none: not observed) */
   metrics?: QueueMetrics;
   /** the node's group commit of acceptances (none: the queue commits its batches alone) */

@@ -3,7 +3,9 @@
  * - a renewal or a release never waits for the owner's own open queue transaction (they change only the expiry);
  * - a takeover (an epoch change, a key update) waits until that transaction ended, and the old epoch is refused
  *   from then on;
- * - an owner keeps its epoch when it takes its own live lease again; another node bumps it.
+ * - an owner keeps its epoch when it takes its own live lease again; another node bumps it;
+ * - the dispatch claim, one statement that fences itself (src/queue/sql/claimJob.ts), claims only under the live
+ *   lease and holds its row as a fenced transaction does.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -148,4 +150,68 @@ test('a lease that ran out while nobody took it is taken back at its epoch; one 
   await withTransaction(db.pool, (c) => fenceLease(c, old));
   assert.deepEqual([...(await renewLeases(db.pool, 'node-a', [old], TTL))], [], 'held again at the same epoch');
   assert.deepEqual([...(await retakeLeases(db.pool, 'node-a', [old], TTL))], [], 'a live lease is not taken back (nothing to do)');
+});
+
+test('a dispatch claim fenced inside its one statement: claimed under the live lease, refused under an old epoch or an expired lease', async () => {
+  const { claimJob } = await import('../../src/queue/sql/claimJob.js');
+  const { insertJobs } = await import('../../src/queue/sql/insertJobs.js');
+  const { newJobId } = await import('../../src/ids.js');
+  const id = await newInstance();
+  const now = Date.now();
+  const jobs = await insertJobs(db.pool, [0, 1].map((i) => ({
+    id: newJobId(), instanceId: id, originRoute: '/api/v2/send-message', chatId: '4915112345678@c.us', phone: '4915112345678',
+    payloadHash: `h${i}`, idempotencyKey: null, priority: 5, notBefore: null, queuedAt: now, scheduledAt: now,
+    expiresAt: now + TTL, previousJobId: null, callerBoot: null, kind: 'text' as const, payload: { body: `m${i}`, chatId: '4915112345678@c.us' },
+  })));
+  await db.pool.query(`UPDATE jobs SET state = 'scheduled' WHERE instance_id = $1`, [id]);
+  const [first, second] = jobs.map((j) => j.id);
+  const old = (await acquireLease(db.pool, id, 'node-a', TTL)) as Lease;
+  // node-b took the instance over after node-a's lease ran out: node-a's epoch claims nothing
+  await db.pool.query(`UPDATE instance_leases SET expires_at = now() - interval '1 second' WHERE instance_id = $1`, [id]);
+  const taken = (await acquireLease(db.pool, id, 'node-b', TTL)) as Lease;
+  assert.equal(await claimJob(db.pool, id, first as string, now, now, old), null, 'an old epoch claims nothing');
+  const claimed = await claimJob(db.pool, id, first as string, now, now, taken);
+  assert.equal(claimed?.state, 'sending', 'the live lease claims');
+  const { rows } = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM dispatches WHERE instance_id = $1', [id]);
+  assert.equal(rows[0]?.n, 1, 'one dispatch row, for the one claim');
+  // an expired lease, even this node's at its epoch, claims nothing
+  await db.pool.query(`UPDATE instance_leases SET expires_at = now() - interval '1 second' WHERE instance_id = $1`, [id]);
+  assert.equal(await claimJob(db.pool, id, second as string, now, now, taken), null, 'an expired lease claims nothing');
+  const { rows: states } = await db.pool.query<{ state: string }>('SELECT state FROM jobs WHERE id = $1', [second]);
+  assert.equal(states[0]?.state, 'scheduled', 'the refused job still waits');
+});
+
+test('a fenced claim statement locks the lease row: a takeover waits until it committed', async () => {
+  const { claimJob } = await import('../../src/queue/sql/claimJob.js');
+  const { insertJobs } = await import('../../src/queue/sql/insertJobs.js');
+  const { newJobId } = await import('../../src/ids.js');
+  const id = await newInstance();
+  const now = Date.now();
+  const [job] = await insertJobs(db.pool, [{
+    id: newJobId(), instanceId: id, originRoute: '/api/v2/send-message', chatId: '4915112345678@c.us', phone: '4915112345678',
+    payloadHash: 'h', idempotencyKey: null, priority: 5, notBefore: null, queuedAt: now, scheduledAt: now,
+    expiresAt: now + TTL, previousJobId: null, callerBoot: null, kind: 'text' as const, payload: { body: 'm', chatId: '4915112345678@c.us' },
+  }]);
+  await db.pool.query(`UPDATE jobs SET state = 'scheduled' WHERE id = $1`, [job?.id]);
+  const lease = (await acquireLease(db.pool, id, 'node-a', TTL)) as Lease;
+  // the claim statement inside a transaction held open, as if its commit were slow
+  let finish!: () => void;
+  const finished = new Promise<void>((r) => (finish = r));
+  let claimed!: (ok: boolean) => void;
+  const didClaim = new Promise<boolean>((r) => (claimed = r));
+  const tx = withTransaction(db.pool, async (c: PoolClient) => {
+    claimed((await claimJob(c, id, job?.id as string, now, now, lease)) !== null);
+    await finished;
+  });
+  assert.equal(await didClaim, true);
+  await db.pool.query(`UPDATE instance_leases SET expires_at = now() - interval '1 second' WHERE instance_id = $1`, [id]);
+  let taken: Lease | null | undefined;
+  const takeover = acquireLease(db.pool, id, 'node-b', TTL).then((l) => (taken = l));
+  for (let i = 0; i < 500 && !(await someoneWaitsForALock()); i++) await new Promise((r) => setImmediate(r));
+  assert.equal(await someoneWaitsForALock(), true, 'the takeover waits for the claim');
+  assert.equal(taken, undefined);
+  finish();
+  await tx;
+  await takeover;
+  assert.equal((taken as Lease | null | undefined)?.nodeId, 'node-b');
 });

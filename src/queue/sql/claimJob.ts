@@ -10,19 +10,30 @@
  * Strategy: one statement of three data-modifying CTEs instead of a read, an UPDATE and an INSERT: the
  * dispatch lane's claim is what a due slot waits for, and every round trip is a turn of a busy event loop.
  * Zero rows: the job was not in a claimable state (cancelled, expired, still claimed by an earlier claim whose
- * answer was lost, or waiting without a stored slot); the caller reads it to find out which.
+ * answer was lost, or waiting without a stored slot), or, with a lease, the lease is no longer this node's;
+ * the caller reads it to find out which.
+ *
+ * With `lease` the statement fences itself: the lease row is read FOR KEY SHARE at this node's epoch, unexpired,
+ * and nothing moves without it (what src/cluster/leases.ts fenceLeases does first in a transaction; a takeover,
+ * which changes the epoch, waits for the statement). Without it the caller runs the claim in a fenced
+ * transaction.
  */
 import { bulkJobEvent } from '../../../machines/job.machine.js';
 import type { Queryable } from '../../store/pool.js';
 import type { Job } from '../job.js';
+import type { LeaseRef } from '../types.js';
 import { rowToJob, type JobRow } from './row.js';
 
 const dispatch = bulkJobEvent('DISPATCH');
 
-const SQL = `WITH moved AS (
+const claim = (fence: boolean) => `WITH ${fence ? `held AS (
+       SELECT 1 FROM instance_leases
+        WHERE instance_id = $2 AND node_id = $8 AND epoch = $9 AND expires_at > now()
+        FOR KEY SHARE),
+     ` : ''}moved AS (
        UPDATE jobs SET state = $3, scheduled_at = $4, dispatched_at = $5, attempts = attempts + 1,
                        delivery_confidence = COALESCE($6, delivery_confidence)
-        WHERE id = $1 AND instance_id = $2 AND state = ANY($7::text[])
+        WHERE id = $1 AND instance_id = $2 AND state = ANY($7::text[])${fence ? ' AND EXISTS (SELECT 1 FROM held)' : ''}
        RETURNING *),
      d AS (
        INSERT INTO dispatches (instance_id, job_id, dispatched_at)
@@ -33,9 +44,12 @@ const SQL = `WITH moved AS (
          FROM d
         WHERE id = $2)
      SELECT * FROM moved`;
+const SQL = claim(false);
+const FENCED = claim(true);
 
-/** Claim `jobId` (due at `slot`) at `at`; the claimed job, or null when it was not claimable. */
-export async function claimJob(q: Queryable, instanceId: string, jobId: string, slot: number, at: number): Promise<Job | null> {
-  const { rows } = await q.query<JobRow>(SQL, [jobId, instanceId, dispatch.step.next, new Date(slot), new Date(at), dispatch.step.deliveryConfidence, dispatch.from]);
+/** Claim `jobId` (due at `slot`) at `at`, under `lease` if given; the claimed job, or null when it was not claimed. */
+export async function claimJob(q: Queryable, instanceId: string, jobId: string, slot: number, at: number, lease?: LeaseRef): Promise<Job | null> {
+  const values: unknown[] = [jobId, instanceId, dispatch.step.next, new Date(slot), new Date(at), dispatch.step.deliveryConfidence, dispatch.from];
+  const { rows } = await q.query<JobRow>(lease ? FENCED : SQL, lease ? [...values, lease.nodeId, lease.epoch] : values);
   return rows[0] ? rowToJob(rows[0]) : null;
 }
