@@ -11,9 +11,10 @@
  * - Attempts: a 2xx is success; anything else (status, network error, SSRF refusal, 10 s timeout) is a failed
  *   attempt. After attempt k of max_attempts the row waits BACKOFF_MS[k-1] (on the Clock) and next_attempt_at
  *   is persisted, so a new sender after a restart resumes where this one stopped.
- * - Persistence is batched: results of a batch are written in one statement (see pending.ts) before the next
- *   batch is read, before any wait, and before `stop()` returns. A crash between a receipt and that write
- *   can repeat at most that batch: delivery is at least once, receivers deduplicate by X-Event-Id.
+ * - Persistence is batched: results of a batch are written in one statement (see pending.ts) while the next
+ *   batch is read and delivered, and all of them before any wait and before `stop()` returns. A crash between
+ *   a receipt and that write can repeat at most those two batches: delivery is at least once, receivers
+ *   deduplicate by X-Event-Id.
  * - Wake-ups: `notify()` (after a commit that enqueued), the retry timer, and a poll every `pollMs` as the
  *   fallback that keeps it correct when nobody notifies (events written by another node, lost hints).
  */
@@ -98,6 +99,8 @@ export class WebhookSender {
   private stopping = false;
   private timer: TimerHandle | null = null;
   private unflushed: AttemptResult[] = [];
+  /** the result writes under way (src/webhooks/pending.ts recordResults), one after the other */
+  private writing: Promise<void> = Promise.resolve();
   readonly stats: SenderStats = { attempts: 0, delivered: 0, failed: 0 };
 
   constructor(opts: WebhookSenderOptions) {
@@ -150,33 +153,56 @@ export class WebhookSender {
     }
   }
 
-  /** One pass. Returns when the head row is next due, or null when there is nothing to wait for. */
+  /**
+   * One pass. Returns when the head row is next due, or null when there is nothing to wait for. A batch's
+   * results are written while the next batch is read and delivered (one write at a time, in order; the next
+   * read leaves out the rows whose results are still on their way), and every result is written before the
+   * pass ends: before any wait. Events committed meanwhile (`notify()`) continue the pass.
+   */
   private async drain(): Promise<number | null> {
     await this.flush();
-    for (;;) {
-      const { rows, receiver: cfg } = await fetchPending(this.o.db, this.instanceId, this.o.batchSize);
-      if (rows.length === 0) return null;
-      if (!cfg) {
-        const n = await failOrphaned(this.o.db, this.instanceId, this.o.clock.now());
-        this.stats.failed += n;
-        return null;
-      }
-      for (const row of rows) {
-        if (this.stopping) return null;
-        if (row.nextAttemptAt > this.o.clock.now()) {
-          await this.flush();
-          return row.nextAttemptAt;
+    try {
+      for (;;) {
+        const { rows, receiver: cfg } = await fetchPending(this.o.db, this.instanceId, this.o.batchSize, this.unflushed.map((r) => r.outboxId));
+        if (rows.length === 0) return null;
+        if (!cfg) {
+          // nothing can deliver what is pending; what was delivered is written first, so it stays delivered
+          await this.writesDone();
+          const n = await failOrphaned(this.o.db, this.instanceId, this.o.clock.now());
+          this.stats.failed += n;
+          return null;
         }
-        const result = await this.attempt(row, cfg);
-        this.unflushed.push(result);
-        if (result.state === 'pending') {
-          await this.flush();
-          return result.nextAttemptAt;
+        for (const row of rows) {
+          if (this.stopping) return null;
+          if (row.nextAttemptAt > this.o.clock.now()) return row.nextAttemptAt;
+          const result = await this.attempt(row, cfg);
+          this.unflushed.push(result);
+          if (result.state === 'pending') return result.nextAttemptAt;
         }
+        this.writeBehind();
+        if (rows.length < this.o.batchSize && !this.wakeRequested) return null;
+        this.wakeRequested = false;
       }
-      await this.flush();
-      if (rows.length < this.o.batchSize) return null;
+    } finally {
+      this.writeBehind();
+      await this.writesDone();
     }
+  }
+
+  /** Start writing the unflushed results behind the writes under way, without waiting for it. */
+  private writeBehind(): void {
+    if (this.unflushed.length === 0) return;
+    const next = this.writing.then(() => this.flush());
+    // awaited by writesDone(); until then a failure must not count as unhandled
+    next.catch(() => undefined);
+    this.writing = next;
+  }
+
+  /** Wait for the writes under way; a failed one throws (its results stay unflushed and are written next time). */
+  private async writesDone(): Promise<void> {
+    const w = this.writing;
+    this.writing = Promise.resolve();
+    await w;
   }
 
   private async attempt(row: PendingRow, cfg: Receiver): Promise<AttemptResult> {
@@ -228,10 +254,11 @@ export class WebhookSender {
 
   private async flush(): Promise<void> {
     if (this.unflushed.length === 0) return;
-    const batch = this.unflushed;
-    await recordResults(this.o.db, batch);
+    // a copy: results of the next batch are added while this one is written (writeBehind)
+    const n = this.unflushed.length;
+    await recordResults(this.o.db, this.unflushed.slice(0, n));
     // Only now: if the write failed, the results stay and are written before anything is re-read.
-    this.unflushed = this.unflushed.slice(batch.length);
+    this.unflushed = this.unflushed.slice(n);
   }
 
   private clearTimer(): void {

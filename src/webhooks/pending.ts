@@ -47,9 +47,10 @@ export interface Receiver {
 /**
  * The oldest pending rows of the instance, in delivery order (outbox id), together with its enabled
  * webhook (null when removed or disabled). One query: the configuration is read fresh for every batch, so a
- * changed URL or secret applies from the next batch on, without a second round trip.
+ * changed URL or secret applies from the next batch on, without a second round trip. `except`: rows the
+ * sender attempted whose results are still being written (they are still `pending` in the table).
  */
-export async function fetchPending(q: Queryable, instanceId: string, limit: number): Promise<{ rows: PendingRow[]; receiver: Receiver | null }> {
+export async function fetchPending(q: Queryable, instanceId: string, limit: number, except: readonly number[] = []): Promise<{ rows: PendingRow[]; receiver: Receiver | null }> {
   const { rows } = await q.query<{
     id: number;
     event_id: string;
@@ -65,9 +66,9 @@ export async function fetchPending(q: Queryable, instanceId: string, limit: numb
     `SELECT o.id, o.event_id, o.event, o.body, o.attempts, o.max_attempts, o.next_attempt_at,
             w.url, w.secret, w.allow_private
        FROM outbox o LEFT JOIN webhooks w ON w.instance_id = o.instance_id AND w.enabled
-      WHERE o.instance_id = $1 AND o.state = 'pending'
+      WHERE o.instance_id = $1 AND o.state = 'pending' AND o.id <> ALL ($3::bigint[])
       ORDER BY o.id LIMIT $2`,
-    [instanceId, limit],
+    [instanceId, limit, except],
   );
   const first = rows[0];
   const receiver =
