@@ -3,7 +3,9 @@
  * as JSON text (valid or invalid in every field, extra keys, prototype keys, numbers JSON.stringify cannot write),
  * idempotency headers, and nested JSON payloads for the fingerprint. Seeded (fuzz-values.ts Rng).
  */
+import { hash } from 'node:crypto';
 import { Rng, hugeString, junkString, rawNumber, toJsonText } from './fuzz-values.js';
+import type { payloadHash } from '../../src/http/routes/send.js';
 
 export { Rng };
 
@@ -151,4 +153,16 @@ function withoutPrototypes(v: unknown): unknown {
   const out = Object.create(null) as Record<string, unknown>;
   for (const [k, x] of Object.entries(v)) out[k] = withoutPrototypes(x);
   return out;
+}
+
+/** The payload fingerprint as first defined (the reference of src/http/routes/send.ts payloadHash): a sorted copy. */
+export function sortedCopyHash(p: Parameters<typeof payloadHash>[0]): string {
+  const sortKeys = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map(sortKeys);
+    if (v && typeof v === 'object') {
+      return Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, x]) => [k, sortKeys(x)]));
+    }
+    return v;
+  };
+  return hash('sha256', JSON.stringify([p.kind, p.chatId, sortKeys(p.payload), p.priority, p.notBefore, p.ttlSeconds]), 'hex');
 }

@@ -14,6 +14,9 @@ import { createTestDb, type TestDb } from '../helpers/db.js';
 import { acquireLease, acquireLeases, fenceLease, ownerOf, releaseLease, releaseLeases, renewLeases, retakeLeases, type Lease } from '../../src/cluster/leases.js';
 import { registerNode } from '../../src/cluster/nodes.js';
 import { withTransaction, type PoolClient } from '../../src/store/pool.js';
+import { claimJob } from '../../src/queue/sql/claimJob.js';
+import { insertJobs } from '../../src/queue/sql/insertJobs.js';
+import { newJobId } from '../../src/ids.js';
 
 let db: TestDb;
 const TTL = 60_000;
@@ -81,6 +84,17 @@ test('a renewal and a release do not wait for the owner\'s open queue transactio
     await tx2.release();
   }
 });
+
+/** `n` text jobs of the instance, scheduled at `now`: what a dispatch claim takes. */
+async function scheduledJobs(instanceId: string, n: number, now: number): Promise<string[]> {
+  const jobs = await insertJobs(db.pool, Array.from({ length: n }, (_, i) => ({
+    id: newJobId(), instanceId, originRoute: '/api/v2/send-message', chatId: '4915112345678@c.us', phone: '4915112345678',
+    payloadHash: `h${i}`, idempotencyKey: null, priority: 5, notBefore: null, queuedAt: now, scheduledAt: now,
+    expiresAt: now + TTL, previousJobId: null, callerBoot: null, kind: 'text' as const, payload: { body: `m${i}`, chatId: '4915112345678@c.us' },
+  })));
+  await db.pool.query(`UPDATE jobs SET state = 'scheduled' WHERE instance_id = $1`, [instanceId]);
+  return jobs.map((j) => j.id);
+}
 
 test('a takeover waits for the old owner\'s open queue transaction, then the old epoch is refused', async () => {
   const id = await newInstance();
@@ -153,18 +167,9 @@ test('a lease that ran out while nobody took it is taken back at its epoch; one 
 });
 
 test('a dispatch claim fenced inside its one statement: claimed under the live lease, refused under an old epoch or an expired lease', async () => {
-  const { claimJob } = await import('../../src/queue/sql/claimJob.js');
-  const { insertJobs } = await import('../../src/queue/sql/insertJobs.js');
-  const { newJobId } = await import('../../src/ids.js');
   const id = await newInstance();
   const now = Date.now();
-  const jobs = await insertJobs(db.pool, [0, 1].map((i) => ({
-    id: newJobId(), instanceId: id, originRoute: '/api/v2/send-message', chatId: '4915112345678@c.us', phone: '4915112345678',
-    payloadHash: `h${i}`, idempotencyKey: null, priority: 5, notBefore: null, queuedAt: now, scheduledAt: now,
-    expiresAt: now + TTL, previousJobId: null, callerBoot: null, kind: 'text' as const, payload: { body: `m${i}`, chatId: '4915112345678@c.us' },
-  })));
-  await db.pool.query(`UPDATE jobs SET state = 'scheduled' WHERE instance_id = $1`, [id]);
-  const [first, second] = jobs.map((j) => j.id);
+  const [first, second] = await scheduledJobs(id, 2, now);
   const old = (await acquireLease(db.pool, id, 'node-a', TTL)) as Lease;
   // node-b took the instance over after node-a's lease ran out: node-a's epoch claims nothing
   await db.pool.query(`UPDATE instance_leases SET expires_at = now() - interval '1 second' WHERE instance_id = $1`, [id]);
@@ -182,17 +187,9 @@ test('a dispatch claim fenced inside its one statement: claimed under the live l
 });
 
 test('a fenced claim statement locks the lease row: a takeover waits until it committed', async () => {
-  const { claimJob } = await import('../../src/queue/sql/claimJob.js');
-  const { insertJobs } = await import('../../src/queue/sql/insertJobs.js');
-  const { newJobId } = await import('../../src/ids.js');
   const id = await newInstance();
   const now = Date.now();
-  const [job] = await insertJobs(db.pool, [{
-    id: newJobId(), instanceId: id, originRoute: '/api/v2/send-message', chatId: '4915112345678@c.us', phone: '4915112345678',
-    payloadHash: 'h', idempotencyKey: null, priority: 5, notBefore: null, queuedAt: now, scheduledAt: now,
-    expiresAt: now + TTL, previousJobId: null, callerBoot: null, kind: 'text' as const, payload: { body: 'm', chatId: '4915112345678@c.us' },
-  }]);
-  await db.pool.query(`UPDATE jobs SET state = 'scheduled' WHERE id = $1`, [job?.id]);
+  const [job] = await scheduledJobs(id, 1, now);
   const lease = (await acquireLease(db.pool, id, 'node-a', TTL)) as Lease;
   // the claim statement inside a transaction held open, as if its commit were slow
   let finish!: () => void;
@@ -200,7 +197,7 @@ test('a fenced claim statement locks the lease row: a takeover waits until it co
   let claimed!: (ok: boolean) => void;
   const didClaim = new Promise<boolean>((r) => (claimed = r));
   const tx = withTransaction(db.pool, async (c: PoolClient) => {
-    claimed((await claimJob(c, id, job?.id as string, now, now, lease)) !== null);
+    claimed((await claimJob(c, id, job as string, now, now, lease)) !== null);
     await finished;
   });
   assert.equal(await didClaim, true);

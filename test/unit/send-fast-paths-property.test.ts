@@ -12,7 +12,6 @@
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { hash } from 'node:crypto';
 import { StructError } from 'superstruct';
 import { idempotencyKeyOf, parseSend, resolveTarget, SCHEMAS, type ParsedSend } from '../../src/http/routes/send-schemas.js';
 import { payloadHash } from '../../src/http/routes/send.js';
@@ -21,7 +20,7 @@ import { checkSend } from '../../src/queue/payload.js';
 import { DomainError } from '../../src/errors.js';
 import { V1Error } from '../../src/http/errors.js';
 import { parseBulkEntry, parseV1Send } from '../../src/http/routes/legacy-parse.js';
-import { Rng, randomHeader, randomJson, randomOwnNumber, randomTextBody } from '../helpers/send-property-gen.js';
+import { Rng, randomHeader, randomJson, randomOwnNumber, randomTextBody, sortedCopyHash } from '../helpers/send-property-gen.js';
 
 const SEED = Number(process.env.PROPERTY_SEED ?? 20261123);
 const CASES = 4000;
@@ -70,17 +69,6 @@ function viaSchema(body: unknown, header: string | undefined, own: string | null
   };
 }
 
-/** The fingerprint as first defined: the payload copied with sorted keys at every level. */
-function sortedCopyHash(p: Parameters<typeof payloadHash>[0]): string {
-  const sortKeys = (v: unknown): unknown => {
-    if (Array.isArray(v)) return v.map(sortKeys);
-    if (v && typeof v === 'object') {
-      return Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, x]) => [k, sortKeys(x)]));
-    }
-    return v;
-  };
-  return hash('sha256', JSON.stringify([p.kind, p.chatId, sortKeys(p.payload), p.priority, p.notBefore, p.ttlSeconds]), 'hex');
-}
 
 function eachCase(label: string, run: (rng: Rng, i: number) => void): void {
   const rng = new Rng(SEED);

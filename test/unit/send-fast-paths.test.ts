@@ -6,23 +6,12 @@
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { hash } from 'node:crypto';
 import { StructError } from 'superstruct';
 import { parseSend, SCHEMAS } from '../../src/http/routes/send-schemas.js';
 import { payloadHash } from '../../src/http/routes/send.js';
 import { parse, structMessage } from '../../src/http/validate.js';
+import { sortedCopyHash } from '../helpers/send-property-gen.js';
 
-/** The fingerprint as it was first defined: the payload copied with sorted keys at every level. */
-function slowHash(p: Parameters<typeof payloadHash>[0]): string {
-  const sortKeys = (v: unknown): unknown => {
-    if (Array.isArray(v)) return v.map(sortKeys);
-    if (v && typeof v === 'object') {
-      return Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, x]) => [k, sortKeys(x)]));
-    }
-    return v;
-  };
-  return hash('sha256', JSON.stringify([p.kind, p.chatId, sortKeys(p.payload), p.priority, p.notBefore, p.ttlSeconds]), 'hex');
-}
 
 const base = { kind: 'text' as const, chatId: '4915112345678@c.us', priority: 5, notBefore: null, ttlSeconds: null };
 
@@ -40,7 +29,7 @@ describe('send fast paths', () => {
     ];
     for (const payload of payloads) {
       const p = { ...base, payload } as unknown as Parameters<typeof payloadHash>[0];
-      assert.equal(payloadHash(p), slowHash(p), JSON.stringify(payload));
+      assert.equal(payloadHash(p), sortedCopyHash(p), JSON.stringify(payload));
     }
   });
 

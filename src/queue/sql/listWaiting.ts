@@ -14,7 +14,8 @@ import { sqlStates } from './row.js';
 const SQL = `SELECT id, priority, seq, not_before, expires_at, scheduled_at FROM jobs
               WHERE instance_id = $1 AND state IN (${sqlStates(WAITING_JOB_STATES)}) ORDER BY priority DESC, seq`;
 
-interface Row {
+/** A waiting job's row as the mirror reads it (also src/queue/sql/loadStarts.ts, for many instances). */
+export interface WaitingRow {
   id: string;
   priority: number;
   seq: number;
@@ -24,13 +25,17 @@ interface Row {
 }
 
 export async function listWaiting(q: Queryable, instanceId: string): Promise<MirrorJob[]> {
-  const { rows } = await q.query<Row>(SQL, [instanceId]);
-  return rows.map((r) => ({
+  const { rows } = await q.query<WaitingRow>(SQL, [instanceId]);
+  return rows.map(mirrorJobOf);
+}
+
+export function mirrorJobOf(r: WaitingRow): MirrorJob {
+  return {
     id: r.id,
     priority: r.priority,
     seq: r.seq,
     notBefore: r.not_before ? r.not_before.getTime() : null,
     expiresAt: r.expires_at.getTime(),
     scheduledAt: r.scheduled_at ? r.scheduled_at.getTime() : null,
-  }));
+  };
 }

@@ -14,6 +14,7 @@ import type { Queryable } from '../../store/pool.js';
 import type { MirrorJob } from '../planning-types.js';
 import type { LoadedOutcomes, Outcome } from './loadOutcomes.js';
 import { sqlStates } from './row.js';
+import { mirrorJobOf, type WaitingRow } from './listWaiting.js';
 
 const DAY_MS = 86_400_000;
 
@@ -47,15 +48,6 @@ const RECOVERY = `SELECT DISTINCT instance_id FROM jobs
                      AND (state IN (${sqlStates(bulkJobEvent('RECOVERED_SENDING').from)})
                           OR (caller_boot IS NOT NULL AND caller_boot <> $2 AND state IN (${sqlStates(statesAccepting('EXPIRE'))})))`;
 
-interface WaitingRow {
-  instance_id: string;
-  id: string;
-  priority: number;
-  seq: number;
-  not_before: Date | null;
-  expires_at: Date;
-  scheduled_at: Date | null;
-}
 
 /** The start state of each instance (by id) at `now`; `bootId`: this process's (sync-callers.ts). */
 export async function loadStarts(q: Queryable, instanceIds: readonly string[], now: number, bootId: string): Promise<Map<string, StartState>> {
@@ -64,7 +56,7 @@ export async function loadStarts(q: Queryable, instanceIds: readonly string[], n
   // one after another: a start-up's batches already keep the pool busy, and this takes one connection at a time
   const plan = await q.query<{ id: string; last: Date | null; epoch: number }>(PLAN, [ids]);
   const history = await q.query<{ instance_id: string; at: Date }>(HISTORY, [ids, since]);
-  const waiting = await q.query<WaitingRow>(WAITING, [ids]);
+  const waiting = await q.query<WaitingRow & { instance_id: string }>(WAITING, [ids]);
   const counts = await q.query<{ instance_id: string; state: string; n: number }>(COUNTS, [ids]);
   const recent = await q.query<{ instance_id: string; state: Outcome; terminal_at: Date }>(RECENT, [ids, OUTCOME_JOB_STATES, since]);
   const recovery = await q.query<{ instance_id: string }>(RECOVERY, [ids, bootId]);
@@ -85,14 +77,7 @@ export async function loadStarts(q: Queryable, instanceIds: readonly string[], n
     }
   }
   for (const r of history.rows) of(r.instance_id)?.history.push(r.at.getTime());
-  for (const r of waiting.rows) {
-    of(r.instance_id)?.waiting.push({
-      id: r.id, priority: r.priority, seq: r.seq,
-      notBefore: r.not_before ? r.not_before.getTime() : null,
-      expiresAt: r.expires_at.getTime(),
-      scheduledAt: r.scheduled_at ? r.scheduled_at.getTime() : null,
-    });
-  }
+  for (const r of waiting.rows) of(r.instance_id)?.waiting.push(mirrorJobOf(r));
   const pendingStates = new Set<string>(PENDING_JOB_STATES);
   const outcomeStates = new Set<string>(OUTCOME_JOB_STATES);
   for (const r of counts.rows) {
