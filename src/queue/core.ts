@@ -20,6 +20,7 @@ import { transitionJob } from './sql/transitionJob.js';
 import { loadOutcomes, type Outcome } from './sql/loadOutcomes.js';
 import { isOutcome, Tally } from './tally.js';
 import type { WorkerDeps } from './types.js';
+import type { StartState } from './sql/loadStarts.js';
 
 /** Extra data of a move's event (`reason` of message.cancelled / message.expired). */
 export interface MoveExtra {
@@ -69,16 +70,23 @@ export class QueueCore {
     this.pending = Math.max(0, this.pending - 1);
   }
 
-  /** Load the mirror (waiting jobs, dispatch history, epoch, pending count) from PostgreSQL. */
+  /** Load the mirror (waiting jobs, dispatch history, epoch, pending count, outcome tally) from PostgreSQL. */
   async reload(now: number): Promise<void> {
     const { pool, instanceId } = this.deps;
-    const state = await loadPlanState(pool, instanceId);
-    this.epoch = state.epoch;
+    const plan = await loadPlanState(pool, instanceId);
     const history = await loadHistory(pool, instanceId, now);
     const waiting = await listWaiting(pool, instanceId);
-    this.pending = await countPending(pool, instanceId);
-    this.tally.load(await loadOutcomes(pool, instanceId, now));
-    this.planner.load({ history, lastDispatchAt: state.lastDispatchAt, waiting });
+    const pending = await countPending(pool, instanceId);
+    const outcomes = await loadOutcomes(pool, instanceId, now);
+    this.load({ epoch: plan.epoch, lastDispatchAt: plan.lastDispatchAt, history, waiting, pending, outcomes });
+  }
+
+  /** Take what the queue starts from, read alone (`reload`) or with other queues' starts (src/queue/starts.ts). */
+  load(state: Omit<StartState, 'needsRecovery'>): void {
+    this.epoch = state.epoch;
+    this.pending = state.pending;
+    this.tally.load(state.outcomes);
+    this.planner.load({ history: state.history, lastDispatchAt: state.lastDispatchAt, waiting: state.waiting });
   }
 
   /**

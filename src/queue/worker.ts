@@ -103,11 +103,8 @@ export class QueueWorker {
       await this.loop.recoverAtStart(now);
       await core.reload(now);
     } else {
-      // what QueueCore.reload sets, from the reads made together with other queues' starts
-      core.epoch = state.epoch;
-      core.pending = state.pending;
-      core.tally.load(state.outcomes);
-      core.planner.load({ history: state.history, lastDispatchAt: state.lastDispatchAt, waiting: state.waiting });
+      // from the reads made together with other queues' starts
+      core.load(state);
     }
     core.started = true;
     // with no waiting job a plan would change nothing but the epoch
