@@ -126,9 +126,9 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     store,
     ...(opts.instancePolicy ? { instancePolicy: opts.instancePolicy } : {}),
     // every write of an instance's queue is made under this node's lease of it (src/cluster/leases.ts)
-    fence: (instanceId: string, q: Queryable): Promise<void> => cluster.fence(instanceId, q),
-    leaseOf: (instanceId: string) => cluster.leaseOf(instanceId),
-    fenceMany: (q: Queryable, instanceIds: readonly string[]) => cluster.fenceMany(q, instanceIds),
+    fence: (instanceId: string, q: Queryable): Promise<void> => cluster.writeFence.fence(instanceId, q),
+    leaseOf: (instanceId: string) => cluster.writeFence.leaseOf(instanceId),
+    fenceMany: (q: Queryable, instanceIds: readonly string[]) => cluster.writeFence.fenceMany(q, instanceIds),
     nodeId: defaultNodeId(config),
     metrics,
   });

@@ -27,9 +27,10 @@ import type { Logger } from '../log.js';
 import type { Pool, Queryable } from '../store/pool.js';
 import type { Instance } from '../store/instances.js';
 import { Batcher } from '../store/batch.js';
-import { HeldLeases, acquireLeases, fenceLease, fenceLeases, leaseLost, liveLeases, ownerOf, releaseLeases, renewLeases, retakeLeases, type Lease, type Owner } from './leases.js';
+import { HeldLeases, acquireLeases, liveLeases, ownerOf, releaseLeases, renewLeases, retakeLeases, type Lease, type Owner } from './leases.js';
 import { heartbeat, leaveCluster, liveNodes, registerNode, secretHash, type LiveNode, type NodeInfo } from './nodes.js';
 import { placeInstance } from './placement.js';
+import { WriteFence } from './write-fence.js';
 import { pinnedAway, placements, unheldInstances } from './candidates.js';
 
 /** What the cluster needs of this node's actor system (src/actors/system.ts). */
@@ -70,6 +71,8 @@ interface Take {
 
 export class Cluster {
   private readonly held = new HeldLeases();
+  /** what every write of an instance's queue on this node is made under */
+  readonly writeFence = new WriteFence(this.held);
   /** hand-overs under way: the instance is not taken again until it ended */
   private readonly leaving = new Map<string, Promise<void>>();
   private timer: NodeJS.Timeout | null = null;
@@ -110,22 +113,6 @@ export class Cluster {
     this.timer = setInterval(() => void this.tick(), this.tickMs);
     this.timer.unref();
   }
-
-  /** The write fence of an instance's queue (WorkerDeps.fence). */
-  fence = async (instanceId: string, q: Queryable): Promise<void> => {
-    const lease = this.held.get(instanceId);
-    if (!lease) throw leaseLost();
-    await fenceLease(q, lease);
-  };
-
-  /** The lease this node holds of an instance (null: none), for a write that fences itself in its one statement. */
-  leaseOf = (instanceId: string): Lease | null => this.held.get(instanceId) ?? null;
-
-  /** The same for many instances in one statement (the node-wide group commit): the ones still held. */
-  fenceMany = async (q: Queryable, instanceIds: readonly string[]): Promise<Set<string>> => {
-    const leases = instanceIds.map((id) => this.held.get(id)).filter((l): l is Lease => l !== undefined);
-    return fenceLeases(q, leases);
-  };
 
   /** Run one round now (after a move, instead of waiting for the timer). */
   tick(): Promise<void> {
