@@ -20,6 +20,7 @@ import type { Pool, Queryable } from '../store/pool.js';
 import type { Instance } from '../store/instances.js';
 import type { DriverFactory } from '../drivers/contract.js';
 import { lifecycleCommand, networkCommand, type IncomingEvents } from './network-events.js';
+import { logLifecycle } from './lifecycle-log.js';
 import type { MediaResolver } from '../queue/dispatch.js';
 import type { EventBus } from './events.js';
 import type { StoreHealth } from '../store/health.js';
@@ -74,28 +75,6 @@ function withInput(logic: InstanceLogic, policy: Partial<InstanceInput>): Instan
   const wrapped = Object.create(logic) as InstanceLogic;
   wrapped.getInitialSnapshot = (scope, input) => logic.getInitialSnapshot(scope, { ...policy, ...input } as InstanceInput);
   return wrapped;
-}
-
-/** Lifecycle events an operator reads in the log, at info. */
-const LIFECYCLE_LINES: Partial<Record<NotifyParams['event'], string>> = {
-  ready: 'instance linked and connected',
-  disconnected: 'instance disconnected',
-  auth_failure: 'instance link refused by the network (a new QR scan is needed)',
-  instance_restarting: 'instance restarting',
-};
-
-/** What a lifecycle line may carry: the reason or the number, never a QR or a pairing code. */
-function lifecycleFields(p: NotifyParams): Record<string, unknown> {
-  switch (p.event) {
-    case 'ready':
-      return { phoneNumber: p.data.phoneNumber };
-    case 'disconnected':
-      return { reason: p.data.reason };
-    case 'instance_restarting':
-      return { reason: p.data.reason };
-    default:
-      return {};
-  }
 }
 
 // whatsapp-web.js emits the raw QR string; the sandbox emits it already rendered as a PNG data URL, which does
@@ -175,9 +154,7 @@ export class ActorSystem {
           if (current !== record) records.set(record.id, current);
           // a `ready` with the number the record (read from the store) has already: no write (a restart)
           events()?.send(lifecycleCommand(current, params, phone !== null && current === record));
-          // the operator's lifecycle lines (qr and code are secrets and never logged; the rest is noise)
-          const line = LIFECYCLE_LINES[params.event];
-          if (line) deps.log.info({ instanceId: context.instanceId, ...lifecycleFields(params) }, line);
+          logLifecycle(deps.log, context.instanceId, params);
         },
         trace: ({ context }, params: TraceParams) => deps.log.info({ instanceId: context.instanceId, ...params }, `instance ${params.kind}`),
       },
