@@ -40,10 +40,6 @@ export class DispatchLoop {
   /** jobs between their committed claim and their persisted outcome (PostgreSQL: `sending`): one called, one written */
   private readonly claimed = new Set<string>();
 
-  get inFlight(): boolean {
-    return this.claimed.size > 0;
-  }
-
   get sendingCount(): number {
     return this.claimed.size;
   }
