@@ -148,6 +148,6 @@ export class QueueCore {
   /** Write an event inside one of this queue's transactions (`transaction`), whose commit then wakes the sender. */
   async emit(c: PoolClient, event: string, data: Record<string, unknown>): Promise<void> {
     if (!this.uncommitted.has(c)) throw new Error('QueueCore.emit outside one of its transactions');
-    if ((await this.deps.events.emit(c, event, data)) !== false) this.evented.add(c);
+    if (await this.deps.events.emit(c, event, data)) this.evented.add(c);
   }
 }

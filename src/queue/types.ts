@@ -9,10 +9,10 @@ import type { AcceptanceCommitter } from './group-commit.js';
 
 export interface QueueEventSink {
   /**
-   * Write an event to the outbox inside the caller's transaction. `false`: nothing was written (no webhook
-   * wants it), so its commit need not wake the sender; anything else may have written.
+   * Write an event to the outbox inside the caller's transaction; whether it was written (false: no webhook
+   * wants it, so its commit need not wake the sender).
    */
-  emit(q: Queryable, event: string, data: Record<string, unknown>): Promise<boolean | void>;
+  emit(q: Queryable, event: string, data: Record<string, unknown>): Promise<boolean>;
   /** Several events in one statement, in order (the `message.queued` events of an acceptance batch). */
   emitMany(q: Queryable, items: { event: string; data: Record<string, unknown> }[]): Promise<void>;
   /** Called after a commit that wrote events (QueueCore.transaction knows): wake the webhook sender. */

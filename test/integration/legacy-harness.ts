@@ -193,7 +193,7 @@ export async function startV1Harness(label: string, env: Record<string, string> 
         settings: () => s,
         maxPending: opts.maxPending ?? config.QUEUE_MAX_PENDING,
         events: {
-          emit: async (_q, event, data) => void events.push({ event, data }),
+          emit: async (_q, event, data) => (events.push({ event, data }), true),
           emitMany: async (_q, items) => void events.push(...items),
           flushed: () => undefined,
         },

@@ -65,7 +65,7 @@ async function seeded(sending: boolean): Promise<string> {
 function worker(instanceId: string, how: StartOptions = {}): QueueWorker {
   return new QueueWorker({
     instanceId, pool: db.pool, clock, log: silentLogger(), settings: () => settings, maxPending: 100,
-    events: { emit: async () => undefined, emitMany: async () => undefined, flushed: () => undefined },
+    events: { emit: async () => false, emitMany: async () => undefined, flushed: () => undefined },
     dispatcher: { connected: () => false, send: async () => ({ kind: 'unknown', unknownReason: 'not in this test' }) },
     random: (min) => min,
   }, how);
