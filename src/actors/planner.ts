@@ -91,6 +91,7 @@ export function createPlanners(deps: PlannerDeps): Planners {
     };
     let sendable = false;
     let storeDegraded = deps.store.degraded;
+    const { fence, leaseOf } = deps;
     const worker = new QueueWorker({
       instanceId,
       pool: deps.pool,
@@ -99,8 +100,8 @@ export function createPlanners(deps: PlannerDeps): Planners {
       settings: () => record().settings,
       maxPending: deps.maxPending,
       ...(deps.metrics ? { metrics: deps.metrics } : {}),
-      ...(deps.fence ? { fence: (q: Queryable) => (deps.fence as NonNullable<PlannerDeps['fence']>)(instanceId, q) } : {}),
-      ...(deps.fence && deps.leaseOf ? { lease: () => (deps.leaseOf as NonNullable<PlannerDeps['leaseOf']>)(instanceId) } : {}),
+      ...(fence ? { fence: (q: Queryable) => fence(instanceId, q) } : {}),
+      ...(fence && leaseOf ? { lease: () => leaseOf(instanceId) } : {}),
       ...(deps.committer ? { committer: deps.committer } : {}),
       events: {
         emit: (q, event, data) => deps.events.emit(q, instanceId, event, data),
