@@ -6,8 +6,8 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import pg from 'pg';
-import { startTestGateway, waitFor, type TestGateway } from '../helpers/gateway.js';
+import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { stalledAcceptance } from '../helpers/stalled-acceptance.js';
 
 let t: TestGateway;
 before(async () => {
@@ -27,20 +27,10 @@ test('a due job is claimed and sent while an acceptance of its instance is stuck
   assert.equal(due.status, 202, due.text);
   const jobId = String(due.body.data?.jobId);
 
-  const holder = new pg.Client(t.db.config);
-  await holder.connect();
-  await holder.query('BEGIN');
-  await holder.query('LOCK TABLE idempotency_keys IN ACCESS EXCLUSIVE MODE');
-  const stuck = t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'keyed', idempotencyKey: 'lane-stuck-acceptance' });
+  const stuck = await stalledAcceptance(t, apiKey, 'lane-stuck-acceptance');
   let answered = false;
-  void stuck.finally(() => (answered = true));
+  void stuck.answer.finally(() => (answered = true));
   try {
-    await waitFor(async () => {
-      const { rows } = await t.db.pool.query<{ n: number }>(
-        "SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted AND relation = 'idempotency_keys'::regclass");
-      return (rows[0]?.n ?? 0) > 0;
-    }, 'the acceptance waiting for the key table');
-
     const sent = await t.advanceUntil(async () => {
       const { rows } = await t.db.pool.query<{ state: string; attempts: number }>('SELECT state, attempts FROM jobs WHERE id = $1', [jobId]);
       return rows[0]?.state === 'sent' ? rows[0] : null;
@@ -48,10 +38,9 @@ test('a due job is claimed and sent while an acceptance of its instance is stuck
     assert.equal(sent.attempts, 1);
     assert.equal(answered, false, 'the acceptance is still held while the due job went out');
   } finally {
-    await holder.query('ROLLBACK');
-    await holder.end();
+    await stuck.release();
   }
-  const accepted = await stuck;
+  const accepted = await stuck.answer;
   assert.equal(accepted.status, 202, accepted.text);
   const { rows: dispatches } = await t.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM dispatches WHERE instance_id = $1 AND job_id = $2', [instance.id, jobId]);
   assert.equal(dispatches[0]?.n, 1, 'the due job was dispatched once');

@@ -7,8 +7,8 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import pg from 'pg';
 import { startTestGateway, settle, waitFor, type TestGateway } from '../helpers/gateway.js';
+import { stalledAcceptance } from '../helpers/stalled-acceptance.js';
 
 let t: TestGateway;
 let instanceId = '';
@@ -83,17 +83,8 @@ test('a limit change re-plans and writes only the rows whose slot changed', asyn
 
 test('a cancel answers while an acceptance is stuck in its commit; re-plans asked meanwhile are one, after it', async () => {
   // an acceptance with a key stops at its key lookup while another session holds the key table
-  const holder = new pg.Client(t.db.config);
-  await holder.connect();
-  await holder.query('BEGIN');
-  await holder.query('LOCK TABLE idempotency_keys IN ACCESS EXCLUSIVE MODE');
-  const stuck = t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'keyed', idempotencyKey: 'stuck-acceptance-1' });
+  const stuck = await stalledAcceptance(t, apiKey, 'stuck-acceptance-1');
   try {
-    await waitFor(async () => {
-      const { rows } = await t.db.pool.query<{ n: number }>(
-        "SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted AND relation = 'idempotency_keys'::regclass");
-      return (rows[0]?.n ?? 0) > 0;
-    }, 'the acceptance waiting for the key table');
     const port = t.gw.actors.port(instanceId);
     assert.ok(port);
     const replans = [1, 2, 3].map(() => port.ask({ type: 'queue.replan', reason: 'api' }, 10_000));
@@ -105,8 +96,8 @@ test('a cancel answers while an acceptance is stuck in its commit; re-plans aske
     const { rows } = await t.db.pool.query<{ state: string }>('SELECT state FROM jobs WHERE id = $1', [chain[2]]);
     assert.equal(rows[0]?.state, 'cancelled');
 
-    await holder.query('ROLLBACK');
-    const accepted = await stuck;
+    await stuck.release();
+    const accepted = await stuck.answer;
     assert.equal(accepted.status, 202, accepted.text);
     const epochs = new Set((await Promise.all(replans)).map((r) => r.epoch));
     assert.equal(epochs.size, 1, 'the three re-plans asked while one was waiting are that one');
@@ -114,7 +105,7 @@ test('a cancel answers while an acceptance is stuck in its commit; re-plans aske
     const counts = summary.body.data?.counts as { queued: number; scheduled: number };
     assert.equal(counts.queued + counts.scheduled, chain.length + reminders.length + 2 - 1, 'the cancelled job left the plan');
   } finally {
-    await holder.end();
+    await stuck.release();
   }
 });
 
