@@ -123,7 +123,12 @@ export class WebhookSender {
   notify(): void {
     if (this.stopping) return;
     this.wakeRequested = true;
-    if (!this.running) this.running = this.loop().finally(() => (this.running = null));
+    if (this.running) return;
+    this.running = this.loop().finally(() => {
+      this.running = null;
+      // a notify() between the loop's last look at wakeRequested and here found it still running: honour it
+      if (this.wakeRequested && !this.stopping) this.notify();
+    });
   }
 
   /** Stop: no new attempts; the one in flight finishes (≤ timeout) and every result is persisted. */

@@ -480,6 +480,43 @@ describe('webhook delivery', () => {
     assert.equal((await row(unnotified)).state, 'delivered');
   });
 
+  test('a wake-up that arrives while a pass is ending is not lost (no poll to fall back on)', async () => {
+    // The pass ends in a few microtask turns after its last read; a notify() in any of them must still lead to
+    // another pass. Each round notifies once, `hops` turns after the read answered, and counts the reads.
+    const clock = simulatedClock();
+    const id = await instance('http://127.0.0.1:9/never');
+    let reads = 0;
+    let hops = -1;
+    const hop = async (n: number) => { for (let i = 0; i < n; i++) await Promise.resolve(); };
+    let s: WebhookSender | null = null;
+    const observed = {
+      query: async (text: string, values: unknown[]) => {
+        const r = await db.pool.query(text, values);
+        if (text.includes('LEFT JOIN webhooks')) {
+          reads += 1;
+          if (hops >= 0) {
+            const n = hops;
+            hops = -1;
+            void hop(n).then(() => s?.notify());
+          }
+        }
+        return r;
+      },
+    } as unknown as typeof db.pool;
+    s = sender(id, clock, { db: observed, pollMs: null });
+    for (let n = 0; n <= 40; n++) {
+      await s.idle();
+      const before = reads;
+      hops = n;
+      s.notify();
+      await s.idle();
+      await hop(60);
+      await s.idle();
+      assert.equal(reads - before, 2, `a notify ${n} turns after the read gets its own pass`);
+    }
+    await s.stop();
+  });
+
   test('without a wake-up, a standalone sender finds new events by its poll', async () => {
     const clock = simulatedClock();
     const rcv = await receiver();
