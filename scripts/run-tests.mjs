@@ -19,7 +19,8 @@ if (files.length === 0) {
 }
 const r = spawnSync(
   process.execPath,
-  ['--import', 'tsx', '--test', '--test-reporter=spec', `--test-concurrency=${process.env.TEST_CONCURRENCY ?? 2}`, ...files],
+  // a test that hangs fails after TEST_TIMEOUT_MS (default 10 min) with its name, instead of holding the run
+  ['--import', 'tsx', '--test', '--test-reporter=spec', `--test-concurrency=${process.env.TEST_CONCURRENCY ?? 2}`, `--test-timeout=${process.env.TEST_TIMEOUT_MS ?? 600_000}`, ...files],
   { stdio: 'inherit' },
 );
 process.exit(r.status ?? 1);

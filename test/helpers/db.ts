@@ -21,6 +21,14 @@ export interface TestDb {
   close(): Promise<void>;
 }
 
+/**
+ * The option of a test that needs two backends at once (a lock held by one session while another works): the
+ * embedded PostgreSQL (PGlite) serializes sessions, so without a server such a test would wait forever.
+ */
+export const NEEDS_SERVER = {
+  skip: !process.env.TEST_DATABASE_URL && 'needs a PostgreSQL server (TEST_DATABASE_URL): the embedded one has a single backend, so no lock is ever waited for',
+};
+
 export async function createTestDb(label = 'test', opts: { migrate?: boolean } = {}): Promise<TestDb> {
   const base = process.env.TEST_DATABASE_URL;
   if (base) {

@@ -10,7 +10,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { createTestDb, type TestDb } from '../helpers/db.js';
+import { createTestDb, NEEDS_SERVER, type TestDb } from '../helpers/db.js';
 import { acquireLease, acquireLeases, fenceLease, ownerOf, releaseLease, releaseLeases, renewLeases, retakeLeases, type Lease } from '../../src/cluster/leases.js';
 import { registerNode } from '../../src/cluster/nodes.js';
 import { withTransaction, type PoolClient } from '../../src/store/pool.js';
@@ -63,7 +63,7 @@ async function someoneWaitsForALock(): Promise<boolean> {
   return (rows[0]?.n ?? 0) > 0;
 }
 
-test('a renewal and a release do not wait for the owner\'s open queue transaction', async () => {
+test('a renewal and a release do not wait for the owner\'s open queue transaction', NEEDS_SERVER, async () => {
   const id = await newInstance();
   const lease = (await acquireLease(db.pool, id, 'node-a', TTL)) as Lease;
   assert.equal(lease.epoch, 1);
@@ -96,7 +96,7 @@ async function scheduledJobs(instanceId: string, n: number, now: number): Promis
   return jobs.map((j) => j.id);
 }
 
-test('a takeover waits for the old owner\'s open queue transaction, then the old epoch is refused', async () => {
+test('a takeover waits for the old owner\'s open queue transaction, then the old epoch is refused', NEEDS_SERVER, async () => {
   const id = await newInstance();
   const old = (await acquireLease(db.pool, id, 'node-a', TTL)) as Lease;
   const tx = await openFenced(old);
@@ -186,7 +186,7 @@ test('a dispatch claim fenced inside its one statement: claimed under the live l
   assert.equal(states[0]?.state, 'scheduled', 'the refused job still waits');
 });
 
-test('a fenced claim statement locks the lease row: a takeover waits until it committed', async () => {
+test('a fenced claim statement locks the lease row: a takeover waits until it committed', NEEDS_SERVER, async () => {
   const id = await newInstance();
   const now = Date.now();
   const [job] = await scheduledJobs(id, 1, now);

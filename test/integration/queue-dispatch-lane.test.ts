@@ -8,6 +8,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { stalledAcceptance } from '../helpers/stalled-acceptance.js';
+import { NEEDS_SERVER } from '../helpers/db.js';
 
 let t: TestGateway;
 before(async () => {
@@ -19,7 +20,7 @@ after(async () => {
 
 const SETTINGS = { minDelayMs: 1_000, maxDelayMs: 1_000, quietHours: null, maxPerHour: null, maxPer24h: null };
 
-test('a due job is claimed and sent while an acceptance of its instance is stuck in its commit', async () => {
+test('a due job is claimed and sent while an acceptance of its instance is stuck in its commit', NEEDS_SERVER, async () => {
   const { instance, apiKey } = await t.createInstance('lane', { settings: SETTINGS });
   const due = await t.api(apiKey, 'POST', '/api/v2/send-message', {
     phone: '4915112345678', message: 'due soon', notBefore: new Date(t.clock.now() + 3_000).toISOString(),

@@ -9,6 +9,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestGateway, settle, waitFor, type TestGateway } from '../helpers/gateway.js';
 import { stalledAcceptance } from '../helpers/stalled-acceptance.js';
+import { NEEDS_SERVER } from '../helpers/db.js';
 
 let t: TestGateway;
 let instanceId = '';
@@ -81,7 +82,7 @@ test('a limit change re-plans and writes only the rows whose slot changed', asyn
   assert.deepEqual(written(before, after), changed);
 });
 
-test('a cancel answers while an acceptance is stuck in its commit; re-plans asked meanwhile are one, after it', async () => {
+test('a cancel answers while an acceptance is stuck in its commit; re-plans asked meanwhile are one, after it', NEEDS_SERVER, async () => {
   // an acceptance with a key stops at its key lookup while another session holds the key table
   const stuck = await stalledAcceptance(t, apiKey, 'stuck-acceptance-1');
   try {
