@@ -101,6 +101,26 @@ export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) =>
 }
 
 /**
+ * One statement as its own transaction (autocommit): all of it or nothing. A connection that breaks while it
+ * is on its way leaves its outcome unknown (it may have committed): CommitOutcomeUnknown, as a broken COMMIT.
+ */
+export async function oneStatement<R extends pg.QueryResultRow>(pool: Pool, text: string, values: unknown[]): Promise<pg.QueryResult<R>> {
+  const { client, release } = await checkout(pool);
+  let fault: Error | undefined;
+  try {
+    return await client.query<R>(text, values);
+  } catch (err) {
+    if (brokenConnection(err)) {
+      fault = err;
+      throw new CommitOutcomeUnknown(err);
+    }
+    throw err;
+  } finally {
+    release(fault);
+  }
+}
+
+/**
  * The connection broke while COMMIT was on its way: the change may or may not have been committed. Not a
  * "nothing happened" connection error: whoever answers a caller must not say that nothing was accepted.
  */

@@ -29,14 +29,14 @@ export function insertedState(job: Pick<NewJob, 'scheduledAt'>): JobState {
 }
 
 /** Rows per statement: a send-bulk of 5,000 is five statements of one transaction, each far inside the store's statement deadline. */
-const ROWS_PER_STATEMENT = 1_000;
+export const ROWS_PER_STATEMENT = 1_000;
 
-const ROWS = `SELECT * FROM ROWS FROM (json_to_recordset($1::json) AS (id text, inst uuid, state text, kind text, route text,
+export const ROWS = `SELECT * FROM ROWS FROM (json_to_recordset($1::json) AS (id text, inst uuid, state text, kind text, route text,
           chat text, phone text, payload jsonb, hash text, key text, prio smallint, nb float8, qa float8, sa float8,
           ea float8, prev text, boot text)) WITH ORDINALITY AS t(id, inst, state, kind, route, chat, phone, payload,
           hash, key, prio, nb, qa, sa, ea, prev, boot, ord)`;
 
-const INSERT = `INSERT INTO jobs (id, instance_id, state, kind, origin_route, chat_id, phone, payload, payload_hash,
+export const INSERT = `INSERT INTO jobs (id, instance_id, state, kind, origin_route, chat_id, phone, payload, payload_hash,
     idempotency_key, priority, not_before, queued_at, scheduled_at, expires_at, previous_job_id, caller_boot)
  SELECT id, inst, state, kind, route, chat, phone, payload, hash, key, prio,
         to_timestamp(nb / 1000), to_timestamp(qa / 1000), to_timestamp(sa / 1000), to_timestamp(ea / 1000), prev, boot
@@ -74,7 +74,7 @@ export async function insertJobs(q: Queryable, jobs: NewJob[]): Promise<Job[]> {
 }
 
 /** One job as a record of the batch's JSON (instants as epoch milliseconds). */
-const jobRecord = (j: NewJob) => ({
+export const jobRecord = (j: NewJob) => ({
   id: j.id, inst: j.instanceId, state: insertedState(j), kind: j.kind, route: j.originRoute, chat: j.chatId, phone: j.phone,
   payload: j.payload, hash: j.payloadHash, key: j.idempotencyKey, prio: j.priority, nb: j.notBefore, qa: j.queuedAt,
   sa: j.scheduledAt, ea: j.expiresAt, prev: j.previousJobId, boot: j.callerBoot,
@@ -84,7 +84,7 @@ const jobRecord = (j: NewJob) => ({
  * A job as its insert stored it: the column defaults for everything acceptance does not write. Written out
  * field by field, the send last: a literal that starts with a spread is far slower to build (src/queue/sql/row.ts).
  */
-function insertedJob(j: NewJob, seq: number): Job {
+export function insertedJob(j: NewJob, seq: number): Job {
   return {
     id: j.id,
     seq,
