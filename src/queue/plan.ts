@@ -63,6 +63,8 @@ export interface Unplaced {
 export interface PlanResult {
   /** In dispatch order (scheduledAt ascending, then rule 1); the index is the queue position. */
   placements: Placement[];
+  /** For each placement, the job object the plan was given (the same object, not a copy). */
+  placedJobs: PlanJob[];
   /** For each placement, the cursor after it (its slot plus the pause that follows it, rule 4). */
   after: number[];
   /** For each placement, whether the plan ran out of eligible jobs just before it (or may have: an append). */
@@ -139,6 +141,7 @@ function run(jobs: readonly PlanJob[], from: PlanTail): PlanResult {
   const quiet = from.quiet;
   const waiting = new Waiting(jobs);
   const placements: Placement[] = [];
+  const placedJobs: PlanJob[] = [];
   const after: number[] = [];
   const idled: boolean[] = [];
   // an append continues after a plan that may have ended idle: its first placement may follow a gap
@@ -184,6 +187,7 @@ function run(jobs: readonly PlanJob[], from: PlanTail): PlanResult {
       continue;
     }
     placements.push({ jobId: job.id, scheduledAt: at });
+    placedJobs.push(job);
     windows.seek(at);
     windows.add(at);
     cursor = at + random(s.minDelayMs, s.maxDelayMs, job.id);
@@ -196,7 +200,7 @@ function run(jobs: readonly PlanJob[], from: PlanTail): PlanResult {
   const last = waiting.last;
   const lastJob = last === null ? from.lastJob : from.lastJob === null || before(from.lastJob, last) ? last : from.lastJob;
   const tail = new PlanTail(s, random, cursor, exhaustedAt, idleUntil, from.plannedAt, lastJob, windows, quiet);
-  return { placements, after, idled, unreachable, unplaced, tail };
+  return { placements, placedJobs, after, idled, unreachable, unplaced, tail };
 }
 
 /** The empty plan at `now`: rule 2's start cursor, the history in the windows. */

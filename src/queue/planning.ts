@@ -9,7 +9,7 @@
  * the rows that differ, the slot writer (src/queue/slot-writer.ts) those an acceptance moved. A restart
  * re-plans from PostgreSQL, so a slot not yet written is never needed to decide anything.
  */
-import { planAll, planAppend, recheck, stableRandomDelay, type PlanJob, type PlanResult, type PlanTail, type RandomDelay, type Recheck } from './plan.js';
+import { planAll, planAppend, recheck, stableRandomDelay, type Placement, type PlanJob, type PlanResult, type PlanTail, type RandomDelay, type Recheck } from './plan.js';
 import { planInsert, type Planned } from './plan-insert.js';
 import type { AddProposal, MirrorJob, ReplanProposal, SlotWrite } from './planning-types.js';
 import type { InstanceSettings } from './settings.js';
@@ -18,14 +18,22 @@ import { DispatchOrder } from './dispatch-order.js';
 
 export type { AddProposal, MirrorJob, PlanJob, ReplanProposal, SlotWrite } from './planning-types.js';
 
-/** A waiting job in memory: its slot in the current plan, the one PostgreSQL holds, and what its step left. */
+/**
+ * A waiting job in memory: its slot in the current plan, the one PostgreSQL holds, and what its step left.
+ * `pos` is its 1-based place in the dispatch order as of order version `posAt` (a hint: valid while the
+ * order has not changed since).
+ */
 interface Held extends MirrorJob, Planned {
   persisted: number | null;
+  pos: number;
+  posAt: number;
 }
 
 /** Written out rather than spread: thousands are made at once (a literal starting with a spread is slow, src/queue/sql/row.ts). */
 const held = (j: PlanJob, scheduledAt: number | null, persisted: number | null): Held =>
-  ({ id: j.id, priority: j.priority, seq: j.seq, notBefore: j.notBefore, expiresAt: j.expiresAt, scheduledAt, persisted, after: null, idled: true });
+  ({ id: j.id, priority: j.priority, seq: j.seq, notBefore: j.notBefore, expiresAt: j.expiresAt, scheduledAt, persisted, after: null, idled: true, pos: 0, posAt: -1 });
+
+const NO_IDS: ReadonlySet<string> = new Set();
 
 const samePlanSettings = (a: InstanceSettings, b: InstanceSettings) =>
   a.maxPerHour === b.maxPerHour && a.maxPer24h === b.maxPer24h && a.minDelayMs === b.minDelayMs &&
@@ -51,6 +59,8 @@ export class Planner {
   private tailSettings: InstanceSettings | null = null;
   private retryAt: number | null = null;
   private nextSeq = 1;
+  /** bumped whenever the dispatch order changes: a job's `pos` hint holds while its `posAt` equals it */
+  private orderVersion = 0;
   private readonly random: RandomDelay;
 
   constructor(opts: { random?: ((min: number, max: number) => number) | undefined; salt?: string }) {
@@ -64,6 +74,7 @@ export class Planner {
     this.unwritten.clear();
     this.nextSeq = input.waiting.reduce((m, j) => Math.max(m, j.seq), 0) + 1;
     this.order.rebuild(this.jobs.values());
+    this.orderVersion++;
     this.tail = null;
   }
 
@@ -97,66 +108,115 @@ export class Planner {
     return { result: ins.result, kept: ins.kept, rerun: [...placed.slice(ins.kept), ...unslotted] };
   }
 
-  /** Plan new jobs (in arrival order) into the current plan. */
+  /**
+   * Plan new jobs (in arrival order) into the current plan. The plan is given the very objects memory will
+   * hold once committed (filled in by `commit`, never before), so its result names them by identity: a
+   * placement of a new job is recognised by its seq, without a lookup by id.
+   */
   tryAdd(newJobs: Omit<PlanJob, 'seq'>[], now: number, settings: InstanceSettings): AddProposal {
     if (newJobs.length === 0) return { slots: new Map(), moved: [], positions: new Map(), commit: null };
     const seq0 = this.nextSeq;
-    const jobs: PlanJob[] = newJobs.map((j, i) => ({ id: j.id, priority: j.priority, seq: seq0 + i, notBefore: j.notBefore, expiresAt: j.expiresAt }));
+    const n = newJobs.length;
+    const jobs: Held[] = new Array<Held>(n);
+    for (let i = 0; i < n; i++) {
+      const j = newJobs[i] as Omit<PlanJob, 'seq'>;
+      jobs[i] = { id: j.id, priority: j.priority, seq: seq0 + i, notBefore: j.notBefore, expiresAt: j.expiresAt, scheduledAt: null, persisted: null, after: null, idled: true, pos: 0, posAt: -1 };
+    }
     const { result, kept, rerun } = this.add(jobs, now, settings);
-    const slots = new Map<string, number | null>();
-    const placed = new Map(result.placements.map((p) => [p.jobId, p.scheduledAt]));
-    const unplaced = new Set(result.unplaced.map((u) => u.jobId));
-    for (const j of jobs) {
-      if (placed.has(j.id)) slots.set(j.id, placed.get(j.id) as number);
-      else if (unplaced.has(j.id)) slots.set(j.id, null);
+    // per new job: its slot (undefined: unreachable, null: accepted without a slot) and its queue position
+    const slotOf = new Array<number | null | undefined>(n).fill(undefined);
+    const posOf = new Array<number>(n).fill(0);
+    // slots of the waiting jobs the plan placed again
+    let again: Map<string, number> | null = null;
+    const { placements, placedJobs } = result;
+    for (let i = 0; i < placements.length; i++) {
+      const job = placedJobs[i] as PlanJob;
+      const at = (placements[i] as Placement).scheduledAt;
+      const k = job.seq - seq0;
+      if (k >= 0 && k < n && jobs[k] === job) {
+        slotOf[k] = at;
+        // placements follow the kept part of the dispatch order
+        posOf[k] = kept + i + 1;
+      } else (again ??= new Map()).set(job.id, at);
+    }
+    if (result.unplaced.length > 0) {
+      // jobs without a slot come after every placed one
+      const last = kept + placements.length + 1;
+      const index = new Map(jobs.map((j, k) => [j.id, k]));
+      for (const u of result.unplaced) {
+        const k = index.get(u.jobId);
+        if (k === undefined) continue;
+        slotOf[k] = null;
+        posOf[k] = last;
+      }
     }
     // waiting jobs planned again that land elsewhere (a job it could not place any more waits without a slot)
     const moved: SlotWrite[] = [];
     for (const old of rerun ?? this.jobs.values()) {
-      const at = placed.get(old.id) ?? null;
+      const at = again?.get(old.id) ?? null;
       if (old.scheduledAt !== at) moved.push({ jobId: old.id, scheduledAt: at });
     }
-    // placements follow the kept part of the dispatch order; jobs without a slot come after every placed one
+    const slots = new Map<string, number | null>();
     const positions = new Map<string, number>();
-    result.placements.forEach((p, i) => {
-      if (slots.has(p.jobId)) positions.set(p.jobId, kept + i + 1);
-    });
-    const last = kept + result.placements.length + 1;
-    for (const [id, slot] of slots) if (slot === null) positions.set(id, last);
+    for (let k = 0; k < n; k++) {
+      const slot = slotOf[k];
+      if (slot === undefined) continue;
+      const id = (jobs[k] as Held).id;
+      slots.set(id, slot);
+      positions.set(id, posOf[k] as number);
+    }
     return {
       slots,
       moved,
       positions,
       commit: () => {
-        this.nextSeq = seq0 + jobs.length;
+        this.nextSeq = seq0 + n;
         for (const m of moved) {
           const j = this.jobs.get(m.jobId);
           if (j) this.setSlot(j, m.scheduledAt);
         }
         // new jobs are inserted with their slot
-        for (const j of jobs) {
-          const slot = slots.get(j.id);
-          if (slot !== undefined) this.jobs.set(j.id, held(j, slot, slot));
+        for (let k = 0; k < n; k++) {
+          const slot = slotOf[k];
+          if (slot === undefined) continue;
+          const j = jobs[k] as Held;
+          j.scheduledAt = slot;
+          j.persisted = slot;
+          this.jobs.set(j.id, j);
         }
-        this.applyPlan(result, rerun, settings);
+        this.applyPlan(result, rerun, settings, seq0, jobs);
       },
     };
   }
 
   /**
    * After a plan's slots are in memory: what each step left behind, the dispatch order (the jobs not planned
-   * again keep their places, then the plan's; a job cancelled meanwhile is in neither), the tail.
+   * again keep their places, then the plan's; a job cancelled meanwhile is in neither), the tail. `fresh`
+   * are the new jobs of an acceptance (seq from `seq0` on), already in memory: placed ones need no lookup.
    */
-  private applyPlan(result: PlanResult, rerun: Held[] | null, settings: InstanceSettings): void {
+  private applyPlan(result: PlanResult, rerun: Held[] | null, settings: InstanceSettings, seq0 = 0, fresh: readonly Held[] = []): void {
     const placed: string[] = [];
-    result.placements.forEach((p, i) => {
-      const j = this.jobs.get(p.jobId);
-      if (!j) return;
+    const placedHeld: Held[] = [];
+    const { placements, placedJobs } = result;
+    for (let i = 0; i < placements.length; i++) {
+      const pj = placedJobs[i] as PlanJob;
+      const k = pj.seq - seq0;
+      const j = k >= 0 && k < fresh.length && fresh[k] === pj ? (fresh[k] as Held) : this.jobs.get(pj.id);
+      if (!j) continue;
       j.after = result.after[i] as number;
       j.idled = result.idled[i] as boolean;
-      placed.push(p.jobId);
+      placed.push(j.id);
+      placedHeld.push(j);
+    }
+    // the placed jobs that were not planned again are new: they are in neither part of the order yet
+    this.order.keepThen(rerun === null ? null : rerun.length === 0 ? NO_IDS : new Set(rerun.map((j) => j.id)), placed);
+    const version = ++this.orderVersion;
+    // the plan's jobs are the order's end, in the plan's order
+    const base = this.order.size - placedHeld.length;
+    placedHeld.forEach((j, k) => {
+      j.pos = base + k + 1;
+      j.posAt = version;
     });
-    this.order.keepThen(rerun === null ? null : new Set([...rerun.map((j) => j.id), ...placed]), placed);
     let retryAt: number | null = null;
     for (const u of result.unplaced) if (retryAt === null || u.retryAt < retryAt) retryAt = u.retryAt;
     this.retryAt = retryAt;
@@ -218,6 +278,7 @@ export class Planner {
     this.unwritten.delete(jobId);
     if (!this.jobs.delete(jobId)) return;
     this.order.remove(jobId);
+    this.orderVersion++;
     // the tail still counts the removed job's slot: conservative (never over the limits); next re-plan frees it
   }
 
@@ -225,7 +286,9 @@ export class Planner {
   position(jobId: string): number {
     const job = this.jobs.get(jobId);
     if (!job) return 0;
-    return job.scheduledAt === null ? this.order.size + 1 : this.order.position(job);
+    if (job.scheduledAt === null) return this.order.size + 1;
+    // placed by the last change of the order: its place is known (a binary search would find the same)
+    return job.posAt === this.orderVersion ? job.pos : this.order.position(job);
   }
 
   /** A waiting job's slot in the current plan (null: none; undefined: not waiting). */

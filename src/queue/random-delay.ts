@@ -26,11 +26,16 @@ export function seededRandomDelay(seed: number): RandomDelay {
  * re-plan, so re-planning an unchanged queue reproduces its slots and only moved jobs need an UPDATE.
  */
 export function stableRandomDelay(salt = ''): RandomDelay {
+  // FNV-1a runs left to right: the state after `${salt}|` is the same for every key, so it is computed once
+  const h0 = fnv1a(0x811c9dc5, `${salt}|`);
   return (min, max, key) => {
-    let h = 0x811c9dc5;
-    const s = `${salt}|${key}`;
-    for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+    let h = fnv1a(h0, key);
     h = Math.imul(h ^ (h >>> 16), 0x45d9f3b);
     return min + (((h ^ (h >>> 16)) >>> 0) % (max - min + 1));
   };
+}
+
+function fnv1a(h: number, s: string): number {
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+  return h;
 }
