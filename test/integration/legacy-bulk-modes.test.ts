@@ -56,6 +56,34 @@ describe('send-bulk', () => {
     assert.deepEqual(inst.net.sent.map((s) => s.chatId), ['4915111111111@c.us', '4915133333333@c.us', '4915144444444@c.us', '123456789012345@lid']);
   });
 
+  test('entries of more than one ask (4 MB of messages) go to the queue in parts, in order, each answered', async () => {
+    const inst = await h.add('parts', {});
+    const big = (c: string) => c.repeat(1_500_000);
+    // 1.5 MB each: asks of two, two and one; a rejected entry in between takes no place in any ask
+    const messages = [
+      { phone: '4915111111111', message: big('a') },
+      { phone: '4915122222222', message: big('b') },
+      { phone: '12', message: 'bad number' },
+      { phone: '4915133333333', message: big('c') },
+      { phone: '4915144444444', message: big('d') },
+      { phone: '4915155555555', message: big('e') },
+    ];
+    const r = await h.post(inst, '/api/send-bulk', { messages });
+    assert.equal(r.status, 200);
+    const entries = entriesOf(r.body.data);
+    assert.deepEqual(entries.map((e) => [e.phone, e.status]), [
+      ['4915111111111', 'queued'],
+      ['4915122222222', 'queued'],
+      ['12', 'rejected'],
+      ['4915133333333', 'queued'],
+      ['4915144444444', 'queued'],
+      ['4915155555555', 'queued'],
+    ]);
+    const jobs = await h.jobs(inst);
+    assert.deepEqual(jobs.map((j) => j.id), entries.filter((e) => e.status === 'queued').map((e) => e.jobId));
+    assert.deepEqual(jobs.map((j) => (j.payload.body as string)[0]), ['a', 'b', 'c', 'd', 'e']);
+  });
+
   test('a v1 send-message (priority 9) goes out before the rest of a batch (priority 5)', async () => {
     const inst = await h.add('priority', {});
     const messages = Array.from({ length: 5 }, (_, i) => ({ phone: '4915111111111', message: `bulk ${i}` }));

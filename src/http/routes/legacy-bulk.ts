@@ -25,7 +25,6 @@ import type { Clock } from '../../clock.js';
 import type { InstancePort, InstanceView } from '../../actors/port.js';
 import type { QueueMode } from './queue-gate.js';
 import { refusalError, type AcceptRequest } from '../../queue/worker.js';
-import { sendPart } from '../../queue/payload.js';
 import { toAcceptRequest } from './send.js';
 import { parseBulkEntry, type BulkEntry } from './legacy-parse.js';
 import { bulkQueued, bulkRejected } from './legacy-answer.js';
@@ -73,26 +72,25 @@ export async function sendBulk(
 /**
  * Requests of one ask: all entries at once (one batch, one transaction), unless their messages are so large
  * that a forwarded ask (src/cluster/remote-port.ts) could pass the 10 MB body limit; then in parts, in order.
+ * Answers where each part ends (exclusive), the last at `reqs.length`.
  */
 const ASK_BYTES = 4 * 1024 * 1024;
 const REQUEST_OVERHEAD_BYTES = 400;
 
-function chunks<T>(items: T[], bytes: (t: T) => number): T[][] {
-  const out: T[][] = [];
-  let part: T[] = [];
+function partEnds(reqs: readonly AcceptRequest[]): number[] {
+  const ends: number[] = [];
   let size = 0;
-  for (const it of items) {
-    const b = bytes(it);
-    if (part.length > 0 && size + b > ASK_BYTES) {
-      out.push(part);
-      part = [];
+  for (let k = 0; k < reqs.length; k++) {
+    const r = reqs[k] as AcceptRequest;
+    const b = (r.kind === 'text' ? r.payload.body.length : 0) + REQUEST_OVERHEAD_BYTES;
+    if (size > 0 && size + b > ASK_BYTES) {
+      ends.push(k);
       size = 0;
     }
-    part.push(it);
     size += b;
   }
-  if (part.length > 0) out.push(part);
-  return out;
+  if (reqs.length > 0) ends.push(reqs.length);
+  return ends;
 }
 
 async function queueEntries(deps: BulkDeps, port: InstancePort, entries: BulkEntry[]): Promise<Record<string, unknown>[]> {
@@ -100,26 +98,34 @@ async function queueEntries(deps: BulkDeps, port: InstancePort, entries: BulkEnt
   const waitMs = legacyWaitMs(deps.config);
   const max = deps.config.QUEUE_MAX_PENDING;
   const out: Record<string, unknown>[] = new Array(entries.length);
-  // entries past the ceiling can never fit: refused without a round trip through the worker
-  const offered: { i: number; phone: string; req: AcceptRequest }[] = [];
-  entries.forEach((e, i) => {
+  // the entries offered to the queue, in order: their index in the batch, their phone, their request
+  // (entries past the ceiling can never fit: refused without a round trip through the worker)
+  const at: number[] = [];
+  const phones: string[] = [];
+  const reqs: AcceptRequest[] = [];
+  for (let i = 0; i < entries.length; i++) {
+    const e = entries[i] as BulkEntry;
     if (!e.ok) out[i] = bulkRejected(e.phone, e.error);
-    else if (offered.length >= max) out[i] = bulkRejected(e.send.phone, `more than ${max} pending jobs for this instance`);
+    else if (reqs.length >= max) out[i] = bulkRejected(e.send.phone, `more than ${max} pending jobs for this instance`);
     else {
+      // the parse is this entry's own: it takes the bulk's settings in place (v1 entries carry none of them)
       const p = e.send.parsed;
-      // written out, the send last: a literal starting with a spread is slow to build (src/queue/sql/row.ts)
-      const req = toAcceptRequest({
-        chatId: p.chatId, phone: p.phone, warnings: p.warnings, priority: BULK_PRIORITY, idempotencyKey: null, notBefore: null, ttlSeconds: null, ...sendPart(p),
-      }, '/api/send-bulk');
-      offered.push({ i, phone: e.send.phone, req });
+      p.priority = BULK_PRIORITY;
+      p.idempotencyKey = null;
+      p.notBefore = null;
+      p.ttlSeconds = null;
+      at.push(i);
+      phones.push(e.send.phone);
+      reqs.push(toAcceptRequest(p, '/api/send-bulk'));
     }
-  });
+  }
   const started = clock.now();
   try {
     // offered in order: the queue decides them as one batch in that order
-    for (const part of chunks(offered, (o) => (o.req.kind === 'text' ? o.req.payload.body.length : 0) + REQUEST_OVERHEAD_BYTES)) {
+    let from = 0;
+    for (const end of partEnds(reqs)) {
       const left = Math.max(1, waitMs - (clock.now() - started));
-      const outcomes = await port.ask({ type: 'queue.acceptMany', requests: part.map((o) => o.req) }, left)
+      const outcomes = await port.ask({ type: 'queue.acceptMany', requests: from === 0 && end === reqs.length ? reqs : reqs.slice(from, end) }, left)
         .catch((err: unknown) => {
           // no answer in time: the entries may have been queued (the whole answer says so below)
           if (err instanceof DomainError && err.code !== 'INSTANCE_TIMEOUT') return err.message;
@@ -128,13 +134,15 @@ async function queueEntries(deps: BulkDeps, port: InstancePort, entries: BulkEnt
           throw err;
         });
       const now = clock.now();
-      part.forEach((o, k) => {
-        const r = typeof outcomes === 'string' ? outcomes : outcomes[k];
-        out[o.i] = r === undefined ? bulkRejected(o.phone, 'the queue gave no answer for this entry: not queued')
-          : typeof r === 'string' ? bulkRejected(o.phone, r)
-          : r.kind === 'refused' ? bulkRejected(o.phone, refusalError(r).message)
-          : bulkQueued(o.phone, r.job, now);
-      });
+      for (let k = from; k < end; k++) {
+        const r = typeof outcomes === 'string' ? outcomes : outcomes[k - from];
+        const phone = phones[k] as string;
+        out[at[k] as number] = r === undefined ? bulkRejected(phone, 'the queue gave no answer for this entry: not queued')
+          : typeof r === 'string' ? bulkRejected(phone, r)
+          : r.kind === 'refused' ? bulkRejected(phone, refusalError(r).message)
+          : bulkQueued(phone, r.job, now);
+      }
+      from = end;
     }
   } catch (err) {
     // INSTANCE_TIMEOUT, or a commit whose outcome the broken connection hid (CommitOutcomeUnknown)

@@ -68,18 +68,20 @@ const asRecord = (body: unknown): Record<string, unknown> =>
 export function parseV1Send(kind: V1Kind, body: unknown, ownNumber: string | null): V1Send {
   const b = asRecord(body);
   const to = target(b);
-  let fields: Record<string, unknown>;
+  let v2Body: Record<string, unknown>;
   if (kind === 'text') {
     if (!present(b.message)) throw missing('message is required');
-    fields = pick(b, ['message']);
+    // the recipient and `message` written out, not `{ ...to, ...pick(b, ['message']) }`: a send-bulk parses
+    // thousands, and the spread of a spread builds an object that V8 also reads slowly (the v2 parser reads it)
+    v2Body = 'chatId' in to ? { chatId: to.chatId, message: b.message } : { phone: to.phone, message: b.message };
   } else {
     if (!present(b.mediaUrl) && !present(b.mediaBase64)) throw missing('mediaUrl or mediaBase64 is required');
     if (present(b.mediaUrl) && present(b.mediaBase64)) throw invalid('give either mediaUrl or mediaBase64, not both');
     if (present(b.mediaBase64) && !present(b.mimetype)) throw missing('mimetype is required with mediaBase64');
     // `message` is the v1 alias of `caption` (the v2 parser applies it: caption wins when both are given)
-    fields = pick(b, ['mediaUrl', 'mediaBase64', 'mimetype', 'filename', 'caption', 'message']);
+    v2Body = { ...to, ...pick(b, ['mediaUrl', 'mediaBase64', 'mimetype', 'filename', 'caption', 'message']) };
   }
-  const parsed = asV1Failure(() => parseSend(kind, { ...to, ...fields }, undefined, ownNumber));
+  const parsed = asV1Failure(() => parseSend(kind, v2Body, undefined, ownNumber));
   return { kind, parsed, phone: v1Phone(parsed) };
 }
 
