@@ -6,7 +6,8 @@
 import type { Pool, Queryable } from '../store/pool.js';
 import type { Clock } from '../clock.js';
 import { enqueueEvent, enqueueEventsAcross } from '../webhooks/outbox.js';
-import { isEventName, type EventOf } from '../webhooks/events.js';
+import { isEventName, isSubscribed, type EventOf } from '../webhooks/events.js';
+import { subscribedEventsOf } from '../webhooks/config.js';
 import { Batcher } from '../store/batch.js';
 
 export interface EventBus {
@@ -22,6 +23,12 @@ export interface EventBus {
    * per item whether it was written (its webhook wanted it), so that only a sender with something new is woken.
    */
   emitAcross(q: Queryable, items: { instanceId: string; event: string; data: unknown }[]): Promise<readonly ({ eventId: string } | null)[]>;
+  /**
+   * Whether any of these instances' webhooks wants `event`: what `emit` would decide for each (the
+   * subscription cache, then one query for the instances it does not hold). False lets a writer skip the
+   * event's statement altogether.
+   */
+  wantedBy(instanceIds: readonly string[], event: string): Promise<boolean>;
   /**
    * Write and wake the sender: the one way out for events with no state change of their own (network and
    * lifecycle events, mapped by src/webhooks/driver-events.ts and published by src/actors/network-events.ts).
@@ -56,5 +63,11 @@ export function createEventBus(deps: { pool: Pool; clock: Clock; wake: (instance
     emitMany: async (q, instanceId, items) => void (await emitAcross(q, items.map((it) => ({ ...it, instanceId })))),
     emitAcross,
     publish: (instanceId, event) => publishing.submit({ ...event, instanceId }),
+    wantedBy: async (instanceIds, event) => {
+      if (!isEventName(event)) throw new Error(`unknown event ${event}`);
+      const subscribed = await subscribedEventsOf(deps.pool, instanceIds);
+      for (const events of subscribed.values()) if (events !== null && isSubscribed(events, event)) return true;
+      return false;
+    },
   };
 }

@@ -29,6 +29,7 @@ import type { WebhookMetrics } from '../webhooks/deliver.js';
 import { createReplies, LocalInstancePort, type Replies } from './local-port.js';
 import { createPlanners, type Planners } from './planner.js';
 import { AcceptanceCommitter } from '../queue/group-commit.js';
+import { QUEUED_EVENT } from '../queue/acceptance.js';
 import { QueueStarts } from '../queue/starts.js';
 import { createDispatcherLogic } from './dispatcher.js';
 import { DEADLINES, type InstancePort } from './port.js';
@@ -117,10 +118,17 @@ export class ActorSystem {
       db: deps.pool, clock: deps.clock, log: deps.log, allowPrivate: deps.webhookAllowPrivate,
       ...(deps.metrics ? { options: { metrics: deps.metrics.webhooks } } : {}),
     });
+    const leaseOf = deps.leaseOf;
     this.groupCommit = new AcceptanceCommitter({
       pool: deps.pool,
       ...(deps.fenceMany ? { fence: deps.fenceMany } : {}),
       emit: (q, items) => deps.events.emitAcross(q, items),
+      // a group nobody's webhook hears of is one fenced statement (src/queue/sql/insertJobsFenced.ts)
+      quiet: async (ids) => !(await deps.events.wantedBy(ids, QUEUED_EVENT)),
+      ...(leaseOf ? { leasesOf: (ids: readonly string[]) => ids.flatMap((instanceId) => {
+        const l = leaseOf(instanceId);
+        return l ? [{ instanceId, nodeId: l.nodeId, epoch: l.epoch }] : [];
+      }) } : {}),
     });
     this.planners = createPlanners({
       pool: deps.pool,

@@ -29,7 +29,7 @@ import type { AcceptOutcome, AcceptRequest, Refusal } from './types.js';
 export const IDEMPOTENCY_RETENTION_MS = 7 * 86_400_000;
 
 /** What acceptance emits, read once from the job machine's initial transition. */
-const QUEUED_EVENT: QueueEventName = acceptJob().emits ?? 'message.queued';
+export const QUEUED_EVENT: QueueEventName = acceptJob().emits ?? 'message.queued';
 
 interface Pending {
   req: AcceptRequest;
@@ -48,10 +48,14 @@ interface BatchDecision extends UnitWrites {
   placed: AddProposal;
 }
 
+/** How often a queue tries again to read itself from PostgreSQL after a commit of unknown outcome. */
+const RECONCILE_RETRY_MS = 1_000;
+
 export class Acceptance {
   /** offers waiting for a batch: one request each, or all entries of a send-bulk */
   private inbox: Pending[][] = [];
   private draining = false;
+  private reconciling = false;
 
   private readonly committer: AcceptanceCommitter;
 
@@ -131,12 +135,46 @@ export class Acceptance {
       // (CommitOutcomeUnknown); retrying members one by one could accept a job without a key twice.
       if (batch.length === 1 || isConnectionError(err) || err instanceof CommitOutcomeUnknown) {
         for (const p of batch) p.reject(err);
+        if (err instanceof CommitOutcomeUnknown) this.reconcile();
         return;
       }
       // A batch failed as a whole for one member (e.g. a concurrent node took a key): retry its members one
       // by one so that one bad request cannot fail the others.
       for (const p of batch) await this.acceptBatch([p]).catch((e: unknown) => p.reject(e));
     }
+  }
+
+  /**
+   * A batch whose commit's outcome is unknown may be in PostgreSQL (committed just before the connection
+   * broke) though memory does not hold it: the queue reads its mirror again from PostgreSQL once the store
+   * answers (now, then every RECONCILE_RETRY_MS on the clock until it succeeds or the queue stops), so that a
+   * job committed that way is planned and sent instead of waiting unseen until the next start.
+   */
+  private reconcile(): void {
+    if (this.reconciling) return;
+    this.reconciling = true;
+    const { core } = this;
+    const attempt = (): void => {
+      if (core.stopped) {
+        this.reconciling = false;
+        return;
+      }
+      void core.serial.run(async () => {
+        // what only memory holds (moved slots) is written first, as a job put back does (dispatch-loop.ts)
+        await this.slots.flush();
+        await core.reload(core.now());
+      }).then(
+        () => {
+          this.reconciling = false;
+          this.accepted();
+        },
+        (err: unknown) => {
+          core.deps.log.warn({ err, instanceId: core.instanceId }, 'queue not read again yet after a commit of unknown outcome; retrying');
+          core.deps.clock.setTimeout(attempt, RECONCILE_RETRY_MS);
+        },
+      );
+    };
+    attempt();
   }
 
   private async acceptBatch(batch: Pending[]): Promise<void> {

@@ -11,6 +11,13 @@
  *   key (one) → every `message.queued` event (one, none when no webhook wants them; each instance's in its
  *   order) → COMMIT.
  *
+ * A group without idempotency keys whose `message.queued` no webhook wants (the usual send, and what an
+ * operator's many instances send) is instead ONE statement, its own transaction, fenced inside it
+ * (src/queue/sql/insertJobsFenced.ts): one round trip instead of four, which is most of what an acceptance
+ * waits for. Its price: a connection that breaks while that statement is on its way leaves the outcome
+ * unknown (CommitOutcomeUnknown) where BEGIN would have failed first, and the instance's queue then reads
+ * itself again from PostgreSQL (src/queue/acceptance.ts `reconcile`).
+ *
  * Only the new rows: slots of waiting jobs a priority jump moved are written by the instance's slot writer
  * after the commit (src/queue/slot-writer.ts), so one instance's jump never slows the others' group. A unit
  * as large as a send-bulk (`size`) goes in a group of its own (`maxRows`), so that it does not hold up the
@@ -27,7 +34,9 @@ import { isConnectionError } from '../store/health.js';
 import { DomainError } from '../errors.js';
 import type { Job, NewJob } from './job.js';
 import { findKeysAcross, type KeyedJob } from './sql/findByIdempotencyKeys.js';
-import { insertJobs } from './sql/insertJobs.js';
+import { insertJobs, ROWS_PER_STATEMENT } from './sql/insertJobs.js';
+import { insertJobsFenced } from './sql/insertJobsFenced.js';
+import type { InstanceLeaseRef } from './types.js';
 
 /** What one instance's acceptance batch writes, decided inside the group's transaction. */
 export interface UnitWrites {
@@ -64,6 +73,15 @@ export interface CommitterDeps {
    * (nothing answered: every unit with events counts as evented).
    */
   emit(q: Queryable, items: { instanceId: string; event: string; data: unknown }[]): Promise<readonly ({ eventId: string } | null)[] | void>;
+  /**
+   * One statement instead of a transaction, for a group without idempotency keys whose events no webhook
+   * wants (src/queue/sql/insertJobsFenced.ts): `quiet` answers whether none of these instances' webhooks wants
+   * an event acceptance writes (the subscription cache `emit` reads too); `leasesOf` the leases this node
+   * holds of them, with which the statement fences itself (required when `fence` is set). Without `quiet`,
+   * every group is a transaction.
+   */
+  quiet?: (instanceIds: readonly string[]) => Promise<boolean>;
+  leasesOf?: (instanceIds: readonly string[]) => InstanceLeaseRef[];
   /** groups committing at once (default 2) */
   maxInFlight?: number;
   /** units in one group (default 500) */
@@ -151,6 +169,8 @@ export class AcceptanceCommitter {
   }
 
   private async transact(group: Waiting[]): Promise<Map<Waiting, UnitResult | Error>> {
+    const one = await this.asOneStatement(group);
+    if (one) return one;
     const out = new Map<Waiting, UnitResult | Error>();
     await withTransaction(this.deps.pool, async (c) => {
       let live = group;
@@ -184,6 +204,41 @@ export class AcceptanceCommitter {
         if (r && !(r instanceof Error)) r.evented = written ? written.slice(from, end).some((x) => x !== null) : end > from;
         from = end;
       });
+    });
+    this.stats.groups += 1;
+    this.stats.units += group.length;
+    return out;
+  }
+
+  /**
+   * A group that can be one statement (CommitterDeps.quiet): decided, then written by one statement fenced
+   * inside it; null when it cannot be (keys to look up, an event a webhook wants, more rows than one
+   * statement takes), and the transaction writes it.
+   */
+  private async asOneStatement(group: Waiting[]): Promise<Map<Waiting, UnitResult | Error> | null> {
+    const { quiet, fence, leasesOf } = this.deps;
+    if (!quiet || (fence && !leasesOf)) return null;
+    let rows = 0;
+    for (const w of group) {
+      if (w.unit.keys.length > 0) return null;
+      rows += w.unit.size ?? 1;
+    }
+    if (rows > ROWS_PER_STATEMENT) return null;
+    const instanceIds = [...new Set(group.map((w) => w.unit.instanceId))];
+    if (!(await quiet(instanceIds))) return null;
+    const decided = group.map((w) => w.unit.decide(new Map()));
+    const all = decided.flatMap((d) => d.jobs);
+    // a unit keyless in its request may still carry keys in its jobs (a requeue derives one): the transaction
+    if (all.length > ROWS_PER_STATEMENT || all.some((j) => j.idempotencyKey !== null)) return null;
+    const { held, jobs } = await insertJobsFenced(this.deps.pool, all, fence && leasesOf ? leasesOf(instanceIds) : null);
+    const out = new Map<Waiting, UnitResult | Error>();
+    let at = 0;
+    group.forEach((w, i) => {
+      const d = decided[i] as UnitWrites;
+      const mine = jobs.slice(at, at + d.jobs.length);
+      at += d.jobs.length;
+      if (held && !held.has(w.unit.instanceId)) out.set(w, notOwned());
+      else out.set(w, { decided: d, jobs: mine.filter((j): j is Job => j !== null), evented: false });
     });
     this.stats.groups += 1;
     this.stats.units += group.length;

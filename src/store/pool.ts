@@ -131,7 +131,13 @@ export class CommitOutcomeUnknown extends Error {
   }
 }
 
-/** The error says the connection itself is unusable (closed, reset, or no answer within `queryMs`). */
+/**
+ * The error says the connection itself is unusable: closed, reset, no answer within `queryMs`, or the server
+ * ending the session (a FATAL error: an administrator's or a shutdown's termination, 57P01/57P02). What was
+ * on its way then may or may not have been done.
+ */
 function brokenConnection(err: unknown): err is Error {
-  return err instanceof Error && /Connection terminated|Query read timeout|not queryable|ECONNRESET|EPIPE/i.test(err.message);
+  if (!(err instanceof Error)) return false;
+  if ((err as { severity?: unknown }).severity === 'FATAL') return true;
+  return /Connection terminated|Query read timeout|not queryable|ECONNRESET|EPIPE/i.test(err.message);
 }

@@ -12,6 +12,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestGateway, waitFor, type ApiResponse, type TestGateway } from '../helpers/gateway.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
+import { COMMIT_UNKNOWN } from '../../src/http/errors.js';
 
 const SKIP = !process.env.TEST_DATABASE_URL && 'needs a PostgreSQL server (TEST_DATABASE_URL) to put a proxy in front of';
 const TO = '4915112345678';
@@ -67,10 +68,16 @@ async function ledger(instanceId: string): Promise<{ body: string | null; timest
  * The answer of a v1 send whose store went away under it: what is true, never the 500 "internal error":
  * 200 sent, 503 nothing sent, or (limits active) 504 still queued, then it goes out after the restore.
  */
-function truthfulV1(r: ApiResponse, what: string, limitsActive: boolean): void {
+/**
+ * A v1 send's answer is one of its truthful ones: 200 sent, 503 nothing sent, 504 queued (when limits hold it),
+ * or, with `unknownAllowed`, 500 "may have been queued: do not resend": a store that stops answering while the
+ * acceptance's one statement is on its way (src/queue/sql/insertJobsFenced.ts) hides whether it committed.
+ */
+function truthfulV1(r: ApiResponse, what: string, limitsActive: boolean, unknownAllowed = false): void {
   assert.notEqual(r.body.error, 'internal error', `${what}: ${r.text}`);
   const still = limitsActive && r.status === 504 && r.body.code === 'QUEUE_WAIT_TIMEOUT';
-  assert.ok(r.status === 200 || r.status === 503 || still, `${what}: 200 sent, 503 nothing sent${limitsActive ? ' or 504 queued' : ''}, got ${r.status} ${r.text}`);
+  const unknown = unknownAllowed && r.status === 500 && r.body.error === COMMIT_UNKNOWN;
+  assert.ok(r.status === 200 || r.status === 503 || still || unknown, `${what}: 200 sent, 503 nothing sent${limitsActive ? ' or 504 queued' : ''}${unknownAllowed ? ' or 500 unknown' : ''}, got ${r.status} ${r.text}`);
   if (r.status === 503) assert.deepEqual(Object.keys(r.body), ['success', 'error'], `${what}: v1's frozen shape`);
 }
 
@@ -207,7 +214,7 @@ test('a partition: nothing passes, nothing closed', { skip: SKIP }, async () => 
   await waitFor(degraded, 'memory-degraded in a partition: an unanswered probe is a failed one', 1_000);
   assert.ok(t.clock.now() - cutAt <= 5_000);
   const first = await realAnswer(inFlight, 'the in-flight v1 answer (bounded by the store deadlines)');
-  truthfulV1(first, 'the v1 send in flight at the partition', false);
+  truthfulV1(first, 'the v1 send in flight at the partition', false, true);
 
   const v2During = await v2(apiKey, 'p-v2-during');
   assert.equal(v2During.status, 503, v2During.text);
@@ -220,6 +227,7 @@ test('a partition: nothing passes, nothing closed', { skip: SKIP }, async () => 
   await proxy.restore();
   await recovered(instance.id, apiKey, accepted);
   const bodies = (await ledger(instance.id)).map((e) => e.body);
-  assert.equal(bodies.includes('p-v1-inflight'), first.status === 200, 'the in-flight v1 send went out exactly when it was answered 200');
+  // 200: it went out; 503: it did not; 500 (unknown): either, at most once (recovered() checks every body)
+  if (first.status !== 500) assert.equal(bodies.includes('p-v1-inflight'), first.status === 200, 'the in-flight v1 send went out exactly when it was answered 200');
   assert.deepEqual(crashes, [], 'no unhandled error');
 });

@@ -1,0 +1,73 @@
+/**
+ * Insert a group commit's jobs (no idempotency keys) as one statement that is its own transaction, fenced
+ * inside it: the leases of the group's instances are read FOR KEY SHARE at this node's epochs, unexpired, and
+ * only the jobs of the instances whose lease holds are inserted (what BEGIN, src/cluster/leases.ts
+ * fenceLeases, insertJobs and COMMIT do in four round trips; src/queue/sql/claimJob.ts fences the same way).
+ * A takeover, which changes the epoch, waits for the statement; an old epoch inserts nothing.
+ *
+ * Strategy: the row source and the insert of insertJobs.ts, with the fence as a CTE; the answer is the held
+ * instances and the inserted jobs' seq, in one result. At most ROWS_PER_STATEMENT jobs (one statement).
+ */
+import { oneStatement, type Pool } from '../../store/pool.js';
+import type { Job, NewJob } from '../job.js';
+import type { InstanceLeaseRef } from '../types.js';
+import { INSERT, ROWS, ROWS_PER_STATEMENT, insertedJob, jobRecord } from './insertJobs.js';
+
+/** The insert, of the rows whose instance's lease held. */
+const INSERT_HELD = INSERT.replace('FROM t ORDER BY ord', 'FROM t WHERE t.inst IN (SELECT instance_id FROM f) ORDER BY ord');
+if (INSERT_HELD === INSERT) throw new Error('insertJobsFenced: the insert of insertJobs.ts changed shape; its fence would not apply');
+
+const FENCED = `WITH f AS (
+       SELECT l.instance_id FROM instance_leases l
+         JOIN unnest($2::uuid[], $3::text[], $4::bigint[]) AS h (instance_id, node_id, epoch)
+           ON l.instance_id = h.instance_id AND l.node_id = h.node_id AND l.epoch = h.epoch
+        WHERE l.expires_at > now()
+        FOR KEY SHARE OF l),
+     t AS (${ROWS}),
+     j AS (${INSERT_HELD})
+   SELECT instance_id::text AS held, NULL::text AS id, NULL::bigint AS seq FROM f
+   UNION ALL
+   SELECT NULL, id, seq FROM j`;
+
+const UNFENCED = `WITH t AS (${ROWS}) ${INSERT}`;
+
+export interface FencedInsert {
+  /** the instances whose lease held (null: no fence asked) */
+  held: Set<string> | null;
+  /** per job in the given order: as inserted, or null when its instance's lease did not hold */
+  jobs: (Job | null)[];
+}
+
+/**
+ * Insert `jobs` (none with an idempotency key) in one statement, under `leases` unless null. A broken
+ * connection meanwhile is CommitOutcomeUnknown (src/store/pool.ts oneStatement).
+ */
+export async function insertJobsFenced(pool: Pool, jobs: readonly NewJob[], leases: readonly InstanceLeaseRef[] | null): Promise<FencedInsert> {
+  if (jobs.length > ROWS_PER_STATEMENT) throw new Error(`insertJobsFenced takes at most ${ROWS_PER_STATEMENT} jobs`);
+  for (const j of jobs) if (j.idempotencyKey !== null) throw new Error('insertJobsFenced takes no idempotency keys (insertJobs remembers them)');
+  const records = JSON.stringify(jobs.map(jobRecord));
+  type Row = { held?: string | null; id: string | null; seq: number | null };
+  const { rows } = leases
+    ? await oneStatement<Row>(pool, FENCED, [
+      records,
+      leases.map((l) => l.instanceId),
+      leases.map((l) => l.nodeId),
+      leases.map((l) => l.epoch),
+    ])
+    : await oneStatement<Row>(pool, UNFENCED, [records]);
+  const held = leases ? new Set<string>() : null;
+  const seqOf = new Map<string, number>();
+  for (const r of rows) {
+    if (r.held) held?.add(r.held);
+    else if (r.id && r.seq !== null) seqOf.set(r.id, Number(r.seq));
+  }
+  return {
+    held,
+    jobs: jobs.map((j) => {
+      const seq = seqOf.get(j.id);
+      if (seq !== undefined) return insertedJob(j, seq);
+      if (held && !held.has(j.instanceId)) return null;
+      throw new Error(`job ${j.id} was not inserted`);
+    }),
+  };
+}

@@ -1,0 +1,146 @@
+/**
+ * The group commit's one-statement path (src/queue/group-commit.ts `quiet`, src/queue/sql/insertJobsFenced.ts)
+ * against a real PostgreSQL: a group without keys and without wanted events is one statement that fences itself
+ * with each instance's lease (an old epoch, a released lease or none at all inserts nothing of that instance and
+ * refuses its unit alone); a group with keys or with a wanted event is still a transaction; a connection that
+ * breaks under the statement is an unknown outcome, not "nothing happened".
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { createTestDb, NEEDS_SERVER, type TestDb } from '../helpers/db.js';
+import { waitFor } from '../helpers/gateway.js';
+import { acquireLease, fenceLeases, releaseLease, type Lease } from '../../src/cluster/leases.js';
+import { registerNode } from '../../src/cluster/nodes.js';
+import { AcceptanceCommitter, type AcceptUnit, type CommitterDeps, type UnitWrites } from '../../src/queue/group-commit.js';
+import { CommitOutcomeUnknown, oneStatement } from '../../src/store/pool.js';
+import { newJobId } from '../../src/ids.js';
+import type { NewJob } from '../../src/queue/job.js';
+import type { InstanceLeaseRef } from '../../src/queue/types.js';
+
+let db: TestDb;
+const TTL = 60_000;
+const NOW = Date.now();
+
+before(async () => {
+  db = await createTestDb('group_one_statement');
+  // the second node is refused without a cluster secret; its row is all a lease needs
+  for (const id of ['node-a', 'node-b']) await registerNode(db.pool, { id, url: `http://${id}`, capacity: 1 }, null, TTL).catch(() => undefined);
+});
+after(async () => {
+  await db?.close();
+});
+
+async function newInstance(): Promise<string> {
+  const id = randomUUID();
+  await db.pool.query(`INSERT INTO instances (id, name, driver) VALUES ($1, $2, 'sandbox')`, [id, `one-${id.slice(0, 8)}`]);
+  return id;
+}
+
+function job(instanceId: string, n: number, key: string | null = null): NewJob {
+  return {
+    id: newJobId(), instanceId, originRoute: '/api/v2/send-message', chatId: '4915112345678@c.us', phone: '4915112345678',
+    payloadHash: `h${n}`, idempotencyKey: key, priority: 5, notBefore: null, queuedAt: NOW, scheduledAt: NOW + 1_000 * n,
+    expiresAt: NOW + TTL, previousJobId: null, callerBoot: null, kind: 'text', payload: { body: `m${n}`, chatId: '4915112345678@c.us' },
+  };
+}
+
+/** A unit of `jobs`, each with an event. */
+function unit(instanceId: string, jobs: NewJob[]): AcceptUnit {
+  return {
+    instanceId,
+    keys: jobs.flatMap((j) => (j.idempotencyKey === null ? [] : [j.idempotencyKey])),
+    since: NOW - TTL,
+    size: jobs.length,
+    decide: (): UnitWrites => ({ jobs, events: (inserted) => inserted.map((j) => ({ event: 'message.queued', data: { jobId: j.id } })) }),
+  };
+}
+
+/** A committer as the actor system builds it: fenced with node-a's leases; `wanted` says which instances' webhooks hear of acceptances. */
+function committer(held: Map<string, Lease>, wanted: Set<string> = new Set()): { c: AcceptanceCommitter; emitted: string[] } {
+  const emitted: string[] = [];
+  const deps: CommitterDeps = {
+    pool: db.pool,
+    fence: (q, ids) => fenceLeases(q, ids.flatMap((id) => held.get(id) ?? [])),
+    leasesOf: (ids): InstanceLeaseRef[] => ids.flatMap((id) => held.get(id) ?? []),
+    quiet: async (ids) => !ids.some((id) => wanted.has(id)),
+    emit: async (_q, items) => {
+      for (const it of items) emitted.push(it.instanceId);
+      return items.map(() => null);
+    },
+  };
+  return { c: new AcceptanceCommitter(deps), emitted };
+}
+
+const stored = async (instanceId: string): Promise<string[]> =>
+  (await db.pool.query<{ id: string }>('SELECT id FROM jobs WHERE instance_id = $1 ORDER BY seq', [instanceId])).rows.map((r) => r.id);
+
+test('one statement fences each instance: the held one commits, an old epoch, a released lease and no lease commit nothing and are refused alone', async () => {
+  const [held, old, released, none] = [await newInstance(), await newInstance(), await newInstance(), await newInstance()];
+  const leases = new Map<string, Lease>();
+  for (const id of [held, old, released]) leases.set(id, (await acquireLease(db.pool, id, 'node-a', TTL)) as Lease);
+  // node-b takes `old` over (its lease ran out and was taken at a new epoch); node-a still believes it holds it
+  await db.pool.query(`UPDATE instance_leases SET node_id = 'node-b', epoch = epoch + 1 WHERE instance_id = $1`, [old]);
+  await releaseLease(db.pool, leases.get(released) as Lease);
+  const { c, emitted } = committer(leases);
+  const jobsOf = [held, old, released, none].map((id, i) => [job(id, 2 * i), job(id, 2 * i + 1)]);
+  const units = [held, old, released, none].map((id, i) => unit(id, jobsOf[i] as NewJob[]));
+  const results = await Promise.allSettled(units.map((u) => c.commit(u)));
+
+  const [ok, ...refused] = results;
+  assert.equal(ok?.status, 'fulfilled');
+  if (ok?.status === 'fulfilled') {
+    assert.deepEqual(ok.value.jobs.map((j) => j.id), jobsOf[0]?.map((j) => j.id), 'the held instance: both jobs, in order');
+    assert.ok(ok.value.jobs.every((j) => j.seq > 0 && j.state === 'scheduled'));
+    assert.equal(ok.value.evented, false);
+  }
+  for (const r of refused) {
+    assert.equal(r.status, 'rejected');
+    if (r.status === 'rejected') assert.equal((r.reason as { code?: string }).code, 'INSTANCE_UNREACHABLE');
+  }
+  assert.equal((await stored(held)).length, 2);
+  for (const id of [old, released, none]) assert.deepEqual(await stored(id), [], 'nothing of an instance whose lease did not hold');
+  assert.deepEqual(emitted, [], 'no event was asked for: nobody wants one');
+  assert.equal(c.stats.groups, 1, 'one group for the four units');
+});
+
+test('a group with a wanted event, or with keys, is still a transaction (events and keys written)', async () => {
+  const [a, b] = [await newInstance(), await newInstance()];
+  const leases = new Map<string, Lease>();
+  for (const id of [a, b]) leases.set(id, (await acquireLease(db.pool, id, 'node-a', TTL)) as Lease);
+  const { c, emitted } = committer(leases, new Set([a]));
+  await Promise.all([c.commit(unit(a, [job(a, 1)])), c.commit(unit(b, [job(b, 2)]))]);
+  assert.deepEqual(emitted.sort(), [a, b].sort(), 'the events of the group were written (the webhook of one wants them)');
+
+  const { c: keyed, emitted: none } = committer(leases);
+  const r = await keyed.commit(unit(b, [job(b, 3, 'one-statement-key')]));
+  assert.equal(r.jobs.length, 1);
+  const { rows } = await db.pool.query<{ job_id: string }>('SELECT job_id FROM idempotency_keys WHERE instance_id = $1 AND key = $2', [b, 'one-statement-key']);
+  assert.equal(rows[0]?.job_id, r.jobs[0]?.id, 'the key is remembered with its job');
+  assert.deepEqual(none, [b], 'the transaction path writes its events (emit decides what the webhook wants)');
+});
+
+test('a connection that breaks under the one statement: CommitOutcomeUnknown, never "nothing was written"', NEEDS_SERVER, async () => {
+  const holder = new pg.Client(db.config);
+  await holder.connect();
+  await holder.query('BEGIN');
+  await holder.query('LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE');
+  const id = await newInstance();
+  const r = oneStatement(db.pool, 'INSERT INTO jobs (id, instance_id, state, kind, origin_route, payload, payload_hash, priority, queued_at, expires_at) VALUES ($1, $2, \'scheduled\', \'text\', \'/t\', \'{}\', \'h\', 5, now(), now())', [newJobId(), id]).then(
+    () => null,
+    (err: unknown) => err,
+  );
+  try {
+    const pid = await waitFor(async () => {
+      const { rows } = await db.pool.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'INSERT INTO jobs%'");
+      return rows[0]?.pid;
+    }, 'the statement waiting for the lock');
+    await db.pool.query('SELECT pg_terminate_backend($1)', [pid]);
+    const err = await r;
+    assert.ok(err instanceof CommitOutcomeUnknown, `an unknown outcome, got ${String(err)}`);
+  } finally {
+    await holder.query('ROLLBACK');
+    await holder.end();
+  }
+});
