@@ -10,6 +10,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
 import { startTestGateway, waitFor, type TestGateway } from '../helpers/gateway.js';
+import { NEEDS_SERVER } from '../helpers/db.js';
 
 let t: TestGateway;
 before(async () => {
@@ -36,7 +37,7 @@ async function jobRow(id: string): Promise<{ state: string; dispatches: number }
 }
 
 for (const first of ['claim', 'cancel'] as const) {
-  test(`the ${first} reaches the job row first: it alone wins, and the other side says so`, async () => {
+  test(`the ${first} reaches the job row first: it alone wins, and the other side says so`, NEEDS_SERVER, async () => {
     const { apiKey } = await t.createInstance(`race-${first}`, { settings: SETTINGS });
     const send = async (message: string, inMs: number) => {
       const r = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message, notBefore: new Date(t.clock.now() + inMs).toISOString() });
