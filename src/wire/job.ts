@@ -4,8 +4,35 @@
  */
 import type { Job } from '../queue/jobs.js';
 
-/** ms since the epoch → ISO 8601, null kept */
-export const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+const DAY_MS = 86_400_000;
+/** year 10000: from there on toISOString writes six-digit years */
+const YEAR_10000 = 253_402_300_800_000;
+const pad2 = (n: number) => (n < 10 ? `0${n}` : `${n}`);
+const pad3 = (n: number) => (n < 10 ? `00${n}` : n < 100 ? `0${n}` : `${n}`);
+// the date part of the last day written: a send-bulk writes thousands of instants, most on a few days
+let lastDay = Number.NaN;
+let lastDate = '';
+
+/**
+ * ms since the epoch → ISO 8601, null kept. Exactly `new Date(ms).toISOString()`: whole milliseconds from 1970
+ * to 9999 are written here (the date part once per day, the time of day by arithmetic), anything else by Date.
+ */
+export function iso(ms: number | null): string | null {
+  if (ms === null) return null;
+  if (!(ms >= 0 && ms < YEAR_10000 && Number.isInteger(ms))) return new Date(ms).toISOString();
+  const day = Math.floor(ms / DAY_MS);
+  if (day !== lastDay) {
+    lastDate = new Date(day * DAY_MS).toISOString().slice(0, 11);
+    lastDay = day;
+  }
+  let rest = ms - day * DAY_MS;
+  const h = Math.floor(rest / 3_600_000);
+  rest -= h * 3_600_000;
+  const m = Math.floor(rest / 60_000);
+  rest -= m * 60_000;
+  const s = Math.floor(rest / 1000);
+  return `${lastDate}${pad2(h)}:${pad2(m)}:${pad2(s)}.${pad3(rest - s * 1000)}Z`;
+}
 /** whole seconds from `now` to the slot, never negative; null without a slot */
 export const etaSeconds = (scheduledAt: number | null, now: number) =>
   scheduledAt === null ? null : Math.max(0, Math.ceil((scheduledAt - now) / 1000));
