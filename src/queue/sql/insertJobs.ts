@@ -55,19 +55,40 @@ const SQL_KEYED = `WITH t AS (${ROWS}),
   k AS (${rememberKeysFrom('SELECT inst, key, id, hash, to_timestamp(qa / 1000) FROM t WHERE key IS NOT NULL')})
  SELECT id, seq, (SELECT count(*) FROM k) AS remembered FROM j`;
 
-/** Insert the jobs and remember their idempotency keys; throws (the caller rolls back) when a key was taken meanwhile. */
+/** The JSON parameter of the statement for `jobs[from, from + ROWS_PER_STATEMENT)`. */
+const partJson = (jobs: readonly NewJob[], from: number) => JSON.stringify(jobs.slice(from, from + ROWS_PER_STATEMENT).map(jobRecord));
+
+/**
+ * Insert the jobs and remember their idempotency keys; throws (the caller rolls back) when a key was taken
+ * meanwhile. The statements run one after the other; the next one's JSON is written while PostgreSQL runs the
+ * current one.
+ */
 export async function insertJobs(q: Queryable, jobs: NewJob[]): Promise<Job[]> {
-  const seqOf = new Map<string, number>();
+  const seqs = new Array<number | undefined>(jobs.length).fill(undefined);
+  let json = jobs.length > 0 ? partJson(jobs, 0) : '';
   for (let i = 0; i < jobs.length; i += ROWS_PER_STATEMENT) {
-    const part = jobs.slice(i, i + ROWS_PER_STATEMENT);
+    const end = Math.min(jobs.length, i + ROWS_PER_STATEMENT);
     let keyed = 0;
-    for (const j of part) if (j.idempotencyKey !== null) keyed += 1;
-    const { rows } = await q.query<{ id: string; seq: number; remembered?: number }>(keyed > 0 ? SQL_KEYED : SQL, [JSON.stringify(part.map(jobRecord))]);
+    for (let k = i; k < end; k++) if ((jobs[k] as NewJob).idempotencyKey !== null) keyed += 1;
+    const pending = q.query<{ id: string; seq: number; remembered?: number }>(keyed > 0 ? SQL_KEYED : SQL, [json]);
+    if (end < jobs.length) {
+      // (were the writing to throw, the statement's own failure is not left unhandled: the caller rolls back)
+      pending.catch(() => undefined);
+      json = partJson(jobs, end);
+    }
+    const { rows } = await pending;
     if (keyed > 0 && Number(rows[0]?.remembered ?? 0) !== keyed) throw keyTakenConcurrently();
-    for (const r of rows) seqOf.set(r.id, Number(r.seq));
+    // RETURNING gives the rows in the order inserted (the batch's): matched by position, by id if not
+    let inOrder = rows.length === end - i;
+    for (let r = 0; inOrder && r < rows.length; r++) inOrder = (rows[r] as { id: string }).id === (jobs[i + r] as NewJob).id;
+    if (inOrder) rows.forEach((row, r) => (seqs[i + r] = Number(row.seq)));
+    else {
+      const seqOf = new Map(rows.map((row) => [row.id, Number(row.seq)]));
+      for (let k = i; k < end; k++) seqs[k] = seqOf.get((jobs[k] as NewJob).id);
+    }
   }
-  return jobs.map((j) => {
-    const seq = seqOf.get(j.id);
+  return jobs.map((j, k) => {
+    const seq = seqs[k];
     if (seq === undefined) throw new Error(`job ${j.id} was not inserted`);
     return insertedJob(j, seq);
   });
