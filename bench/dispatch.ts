@@ -13,6 +13,7 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { startTestGateway } from '../test/helpers/gateway.js';
 import { fmt, runLoad, type LoadResult } from './lib/load.js';
+import { laneTrace, type LaneTiming } from '../src/queue/dispatch-loop.js';
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 250);
 const LOAD_INSTANCES = Number(process.env.BENCH_LOAD_INSTANCES ?? 50);
@@ -31,11 +32,21 @@ async function measure(label: string, load: (() => Promise<LoadResult>) | null):
   });
   const loop = monitorEventLoopDelay({ resolution: 5 });
   loop.enable();
+  // where each pass of this instance's dispatch lane spent its time
+  const passes: LaneTiming[] = [];
+  laneTrace.sink = (p) => {
+    if (p.instanceId === instance.id) passes.push(p);
+  };
   // the load starts first, so the jobs are accepted and dispatched while it runs
   const loading = load?.();
+  // when each acceptance was answered, by its slot: a slot that came before its answer was late from the start
+  const answered = new Map<number, number>();
   for (let i = 0; i < JOBS; i += 25) {
-    await Promise.all(Array.from({ length: Math.min(25, JOBS - i) }, (_, k) =>
-      t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: `lateness ${i + k}` })));
+    await Promise.all(Array.from({ length: Math.min(25, JOBS - i) }, async (_, k) => {
+      const r = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: `lateness ${i + k}` });
+      const slot = r.body.data?.scheduledAt;
+      if (typeof slot === 'string') answered.set(Date.parse(slot), Date.now());
+    }));
   }
   // everything that fits the hour goes out; the rest waits for the window
   const expected = Math.min(JOBS, PER_HOUR);
@@ -48,8 +59,9 @@ async function measure(label: string, load: (() => Promise<LoadResult>) | null):
   }
   loop.disable();
   const loaded = await loading;
-  const { rows: jobs } = await t.db.pool.query<{ s: Date; d: Date }>(
-    `SELECT scheduled_at AS s, dispatched_at AS d FROM jobs WHERE instance_id = $1 AND dispatched_at IS NOT NULL ORDER BY dispatched_at`,
+  laneTrace.sink = null;
+  const { rows: jobs } = await t.db.pool.query<{ s: Date; d: Date; q: Date }>(
+    `SELECT scheduled_at AS s, dispatched_at AS d, queued_at AS q FROM jobs WHERE instance_id = $1 AND dispatched_at IS NOT NULL ORDER BY dispatched_at`,
     [instance.id],
   );
   const lateInOrder = jobs.map((j) => j.d.getTime() - j.s.getTime());
@@ -75,6 +87,7 @@ async function measure(label: string, load: (() => Promise<LoadResult>) | null):
   console.log(`worst five (dispatch index: ms): ${lateInOrder.map((v, i) => [i, v] as const).sort((a, b) => b[1] - a[1]).slice(0, 5).map(([i, v]) => `#${i}: ${v}`).join(', ')}`);
   console.log(`limit violations (${label}): spacing ${spacing}, hourly ${hourly}  (goal 0)`);
   const loopMs = (p: number) => fmt(loop.percentile(p) / 1e6, 0);
+  printBreakdown(passes, new Map(jobs.map((j) => [j.s.getTime(), j.d.getTime() - j.s.getTime()])), new Map(jobs.map((j) => [j.s.getTime(), j.q.getTime()])), answered);
   console.log(`gateway event-loop delay meanwhile: p50 ${loopMs(50)} ms  p99 ${loopMs(99)} ms  max ${fmt(loop.max / 1e6, 0)} ms`);
 }
 
@@ -95,3 +108,45 @@ await measure('under acceptance load', () => runLoad({
   durationMs: loadMs,
 }));
 await t.stop();
+
+/**
+ * The lane's passes: lateness is the timer's delay (its callback after the slot: the event loop) plus the time
+ * the step spent before its claim (the serial executor: a write-back, a re-plan); a lane still busy with the
+ * previous pass (its claim, its call, the outcome before it) when the next slot came shows as `busyAt`.
+ */
+function printBreakdown(passes: LaneTiming[], lateBySlot: Map<number, number>, queuedBySlot: Map<number, number>, answeredBySlot: Map<number, number>): void {
+  const claimed = passes.filter((p) => p.claimed);
+  const q = (xs: number[], p: number) => {
+    const s = [...xs].sort((a, b) => a - b);
+    return s[Math.min(s.length - 1, Math.floor(p * s.length))] ?? 0;
+  };
+  const row = (name: string, xs: number[]) =>
+    console.log(`  ${name.padEnd(34)} p50 ${fmt(q(xs, 0.5), 1)}  p99 ${fmt(q(xs, 0.99), 1)}  max ${fmt(q(xs, 1), 1)} ms`);
+  const d = (a: number | null, b: number | null) => (a === null || b === null ? 0 : b - a);
+  const answeredLate = claimed.filter((p) => (answeredBySlot.get(p.dueAt) ?? 0) > p.dueAt);
+  console.log(`slot already past when its acceptance was answered: ${answeredLate.length} jobs (by p50 ${fmt(q(answeredLate.map((p) => (answeredBySlot.get(p.dueAt) ?? 0) - p.dueAt), 0.5), 0)}, max ${fmt(q(answeredLate.map((p) => (answeredBySlot.get(p.dueAt) ?? 0) - p.dueAt), 1), 0)} ms)`);
+  console.log(`lane passes: ${passes.length} (${claimed.length} claimed); lane busy when the slot came: ${claimed.filter((p) => p.busyAt !== null).length}; claim queued for a pool connection: ${claimed.filter((p) => (p.pool?.waiting ?? 0) > 0 || (p.pool?.idle ?? 0) === 0).length}`);
+  row('timer callback after the slot', claimed.map((p) => p.firedAt - p.dueAt));
+  const armedLate = claimed.filter((p) => p.armedAt > p.dueAt);
+  console.log(`  slot already due when the lane was armed for it: ${armedLate.length} (by p50 ${fmt(q(armedLate.map((p) => p.armedAt - p.dueAt), 0.5), 0)}, max ${fmt(q(armedLate.map((p) => p.armedAt - p.dueAt), 1), 0)} ms)`);
+  // the lane was free at the slot and learned of it later: the job (or its slot) entered the plan after its slot
+  // (an acceptance's group commit, planned at the batch's start, committed later)
+  const enteredLate = armedLate.filter((p) => p.laneFreeAt <= p.dueAt && p.busyAt === null);
+  console.log(`  of them with the lane free at the slot (the job entered the plan after its slot): ${enteredLate.length} (by p50 ${fmt(q(enteredLate.map((p) => p.armedAt - p.dueAt), 0.5), 0)}, max ${fmt(q(enteredLate.map((p) => p.armedAt - p.dueAt), 1), 0)} ms)`);
+  row('lane busy at the slot (until fired)', claimed.filter((p) => p.busyAt !== null).map((p) => p.firedAt - (p.busyAt as number)));
+  row('serial executor before the claim', claimed.map((p) => p.serialMs));
+  const replans = passes.filter((p) => p.replanned);
+  console.log(`  re-check failed (a late dispatch before it), re-planned: ${replans.length}; the re-plan took p50 ${fmt(q(replans.map((p) => p.serialMs), 0.5), 0)}, max ${fmt(q(replans.map((p) => p.serialMs), 1), 0)} ms`);
+  row('claim round trip (pool wait + SQL)', claimed.map((p) => d(p.claimSent, p.claimAnswered)));
+  row('claim answered → driver send', claimed.map((p) => d(p.claimAnswered, p.sendStarted)));
+  row('driver send → answer', claimed.map((p) => d(p.sendStarted, p.sendAnswered)));
+  row('wait for earlier outcomes', claimed.map((p) => d(p.sendAnswered, p.previousOutcomeWritten)));
+  row('outcome write', claimed.map((p) => d(p.previousOutcomeWritten, p.outcomeWritten)));
+  row('lane occupied (step → lane free)', claimed.map((p) => d(p.step, p.previousOutcomeWritten)));
+  const worst = [...claimed].sort((a, b) => (lateBySlot.get(b.dueAt) ?? 0) - (lateBySlot.get(a.dueAt) ?? 0)).slice(0, 5);
+  for (const p of worst) {
+    const queued = queuedBySlot.get(p.dueAt);
+    const answer = answeredBySlot.get(p.dueAt);
+    console.log(`  late ${lateBySlot.get(p.dueAt) ?? '?'} ms: ${queued === undefined ? '' : `slot = queuedAt+${p.dueAt - queued}, `}${answer === undefined ? '' : `answered at slot${answer >= p.dueAt ? '+' : ''}${answer - p.dueAt}, `}armed at slot${p.armedAt >= p.dueAt ? '+' : ''}${p.armedAt - p.dueAt}, timer +${p.firedAt - p.dueAt}${p.busyAt !== null ? ` (lane busy from slot+${p.busyAt - p.dueAt})` : ''}, lane free at slot${p.laneFreeAt >= p.dueAt ? '+' : ''}${p.laneFreeAt - p.dueAt}, serial ${fmt(p.serialMs, 0)}, claim ${fmt(d(p.claimSent, p.claimAnswered), 0)} (pool waiting ${p.pool?.waiting}, idle ${p.pool?.idle}/${p.pool?.total}), send ${fmt(d(p.sendStarted, p.sendAnswered), 0)}, prev outcome ${fmt(d(p.sendAnswered, p.previousOutcomeWritten), 0)}`);
+  }
+}

@@ -7,6 +7,7 @@ import { DomainError } from '../errors.js';
 import type { Job } from './job.js';
 import { StoredPayloadInvalid } from './payload.js';
 import type { QueueCore } from './core.js';
+import { claimPool } from '../store/pool.js';
 import { claimJob } from './sql/claimJob.js';
 import { getJob } from './sql/getJob.js';
 
@@ -42,7 +43,8 @@ export interface ClaimHelpers {
 
 /**
  * Claim `id`, due at `slot`, at `now`: one statement fenced by the lease inside it where the queue knows its
- * lease (WorkerDeps.lease), else in a fenced transaction. When the row is not claimed, the stored row says
+ * lease (WorkerDeps.lease), on the claims' own connections (src/store/pool.ts claimPool), else in a fenced
+ * transaction. When the row is not claimed, the stored row says
  * why: still claimed by an earlier claim of ours whose answer was lost (the call was never made: put back,
  * then claimed), waiting without a stored slot (written, then claimed), claimable (so the lease was not this
  * node's: refused, and it stays in the plan), or it left the queue meanwhile (null).
@@ -53,7 +55,8 @@ export async function claimDue(core: QueueCore, helpers: ClaimHelpers, id: strin
     if (!deps.fence || !deps.lease) return core.transaction((c) => claimJob(c, core.instanceId, id, slot, now));
     const lease = deps.lease();
     if (!lease) throw notHeld();
-    return claimJob(deps.pool, core.instanceId, id, slot, now, lease);
+    // on the claims' own connections: never queued behind acceptance group commits for one of the pool's
+    return claimJob(claimPool(deps.pool), core.instanceId, id, slot, now, lease);
   });
   const claimed = await claimOnce();
   if (claimed) return claimed;

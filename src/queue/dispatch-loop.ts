@@ -20,15 +20,62 @@ import { recoverSending } from './sql/recoverSending.js';
 import { saveSlots } from './sql/saveSlots.js';
 import { setPlanEpoch } from './sql/setPlanEpoch.js';
 import type { SlotWriter } from './slot-writer.js';
+import { claimPool } from '../store/pool.js';
 import type { DispatchOutcome } from './types.js';
+
+/**
+ * Where one pass of the lane spent its time, for a benchmark's breakdown (bench/dispatch.ts); all instants in
+ * real milliseconds (performance.now()). Nothing is observed unless a sink is set.
+ */
+export interface LaneTiming {
+  instanceId: string;
+  /** the slot or expiry the timer was set to, on the queue's clock, and the clock when it fired */
+  dueAt: number;
+  /** the clock when the timer was set for it (after dueAt: the slot was already due when the lane learned of it) */
+  armedAt: number;
+  firedAt: number;
+  /** the lane was still busy with the previous pass when a timer for this slot fired: the clock then */
+  busyAt: number | null;
+  /** the clock when the lane's previous pass ended (before dueAt and armedAt after it: the slot was already past when its job entered the plan) */
+  laneFreeAt: number;
+  /** the step began */
+  step: number;
+  claimSent: number | null;
+  claimAnswered: number | null;
+  sendStarted: number | null;
+  sendAnswered: number | null;
+  /** the lane went on: fewer than OUTCOMES_BESIDE_LANE earlier outcomes unwritten */
+  previousOutcomeWritten: number | null;
+  outcomeWritten: number | null;
+  /** the pool when the claim was sent: clients waiting for a connection, idle ones, all */
+  pool: { waiting: number; idle: number; total: number } | null;
+  /** real ms from the step's start to its claim (or to the end of its re-plan): the serial executor, expiries */
+  serialMs: number;
+  claimed: boolean;
+  /** the re-check at the slot failed: nothing claimed, the waiting jobs got new slots (replanAtOnce) */
+  replanned: boolean;
+}
+/** Set `sink` to observe every pass of every lane in this process that had a due job (bench/dispatch.ts does). */
+export const laneTrace: { sink: ((t: LaneTiming) => void) | null } = { sink: null };
+
+/**
+ * How many outcomes may be unwritten while the lane claims and calls the next job: the one being written and
+ * the one after it. Each is a job in `sending` until then (after a crash: `unknown`, never resent).
+ */
+export const OUTCOMES_BESIDE_LANE = 2;
 
 export class DispatchLoop {
   private timer: TimerHandle | null = null;
   private timerAt = Number.POSITIVE_INFINITY;
   /** the lane: a step, and the call of the job it claimed */
   private dispatching: Promise<void> | null = null;
-  /** outcomes being written after the lane moved on */
+  /** for laneTrace: a timer that found the lane busy, and when the lane was last free */
+  private busyAt: { dueAt: number; at: number } | null = null;
+  private laneFreeAt = 0;
+  /** outcomes being written (or waiting for the one before them) after the lane moved on */
   private readonly outcomes = new Set<Promise<void>>();
+  /** the last outcome write begun: the next one follows it */
+  private lastOutcome: Promise<void> = Promise.resolve();
 
   private readonly claimHelpers: ClaimHelpers = {
     writeSlot: (id) => this.slots.flush([id]),
@@ -88,6 +135,21 @@ export class DispatchLoop {
   }
 
   /**
+   * Re-plan every waiting job in memory and write the slots that moved right after (the slot writer), for a
+   * failed re-check (on the serial executor: the caller holds it). The lane goes on with the new plan at once:
+   * its first slot is `last dispatch + pause`, a few tens of milliseconds away, and a re-plan that waited for
+   * its transaction first (a pool connection behind acceptance group commits, then its round trips) armed the
+   * lane for slots already past — the next dispatch late by the write, and so the next re-check failing too.
+   * Like the slots an acceptance moved, these are written with the current epoch and no event (a re-check's
+   * re-plan announces none); a claim before the write writes its own slot (src/queue/dispatch-claim.ts), and a
+   * slot lost with a crash is planned again at start.
+   */
+  private replanAtOnce(now: number): void {
+    this.core.planner.replan(now, this.core.deps.settings()).commit([]);
+    this.slots.soon();
+  }
+
+  /**
    * Something changed that may allow sending (connected again, the store back): re-plan the backlog from now
    * and arm; slots not written while the store was away are written.
    */
@@ -120,10 +182,11 @@ export class DispatchLoop {
     if (this.timer !== null && this.timerAt <= next) return;
     this.disarm();
     this.timerAt = next;
+    const armedAt = core.now();
     this.timer = core.deps.clock.setTimeout(() => {
       this.timer = null;
       this.timerAt = Number.POSITIVE_INFINITY;
-      this.tick();
+      this.tick(next, armedAt);
     }, Math.max(0, next - core.now()));
   }
 
@@ -138,26 +201,39 @@ export class DispatchLoop {
    * The dispatch lane: not on the serial executor, so a due slot never waits behind an acceptance batch (which
    * holds the executor until its group commits) or a re-plan's writes. What needs the executor goes through
    * `runFirst`: a re-plan, a write-back, a job put back (the mirror is read again). The lane is free again once
-   * the call returned; the outcome is written beside the next claim (`outcomes`).
+   * the call returned; the outcome is written beside the next claims (`outcomes`, OUTCOMES_BESIDE_LANE).
    */
-  private tick(): void {
+  private tick(dueAt: number, armedAt: number): void {
     const { core } = this;
+    if (this.dispatching && laneTrace.sink) this.busyAt ??= { dueAt, at: core.now() };
     if (core.stopped || this.dispatching || core.degraded) return;
-    this.dispatching = this.step()
+    const busy = this.busyAt;
+    this.busyAt = null;
+    const trace: LaneTiming | null = laneTrace.sink
+      ? { instanceId: core.instanceId, dueAt, armedAt, firedAt: core.now(), busyAt: busy?.at ?? null, laneFreeAt: this.laneFreeAt, step: performance.now(), claimSent: null, claimAnswered: null, sendStarted: null, sendAnswered: null, previousOutcomeWritten: null, outcomeWritten: null, pool: null, serialMs: 0, claimed: false, replanned: false }
+      : null;
+    this.dispatching = this.step(trace)
       .then(async (claimed) => {
-        if (claimed) await this.finish(claimed);
+        if (claimed) await this.finish(claimed, trace);
       })
       .catch((err: unknown) => core.deps.log.error({ err, instanceId: core.instanceId }, 'queue step failed'))
       .finally(() => {
         this.dispatching = null;
+        this.laneFreeAt = core.now();
         this.arm();
+        if (trace && trace.claimed) {
+          // reported once its outcome is written
+          const written = [...this.outcomes];
+          void Promise.all(written).then(() => laneTrace.sink?.(trace));
+        } else if (trace && (trace.claimSent !== null || trace.replanned)) laneTrace.sink?.(trace);
       });
   }
 
   /** Expire what is due; claim the next due job if every constraint holds (commit `sending`). */
-  private async step(): Promise<Job | null> {
+  private async step(trace: LaneTiming | null = null): Promise<Job | null> {
     const { core } = this;
     const { planner, deps } = core;
+    const s0 = performance.now();
     // nothing is claimed while an earlier outcome is still unwritten (a failure here ends the step; arm retries)
     if (core.writeBack.hasOutcomes) await core.serial.runFirst(() => this.writeBackOutcomes());
     await this.expireDue(core.now());
@@ -168,16 +244,31 @@ export class DispatchLoop {
     if (!due) return null;
     if (!deps.dispatcher.connected()) return null; // resume() re-arms when connected again
     if (!planner.recheck(now, deps.settings()).ok) {
-      // A constraint no longer holds (limits changed, a send outside the queue): not sent; new slots for all.
-      await core.serial.runFirst(() => this.replanLocked('recheck', core.now(), false));
+      // A constraint no longer holds (a dispatch before this one went out late, limits changed, a send outside
+      // the queue): not sent; new slots for all, taken at once (see replanAtOnce).
+      await core.serial.runFirst(async () => this.replanAtOnce(core.now()));
+      if (trace) {
+        trace.serialMs += performance.now() - s0;
+        trace.replanned = true;
+      }
       return null;
     }
     // The instant is counted at once, with no await after the re-check: a send outside the queue
     // (src/queue/degraded.ts) re-checks against it. It stops counting if nothing is claimed.
     const takeBack = planner.recordDispatch(now);
     let claimed: Job | null = null;
+    if (trace) {
+      trace.serialMs += performance.now() - s0;
+      trace.claimSent = performance.now();
+      const p = deps.lease ? claimPool(deps.pool) : deps.pool;
+      trace.pool = { waiting: p.waitingCount, idle: p.idleCount, total: p.totalCount };
+    }
     try {
       claimed = await claimDue(core, this.claimHelpers, due, planner.slotOf(due) ?? now, now);
+      if (trace) {
+        trace.claimAnswered = performance.now();
+        trace.claimed = claimed !== null;
+      }
     } finally {
       if (!claimed) takeBack();
     }
@@ -202,23 +293,33 @@ export class DispatchLoop {
    * Call the network and persist the outcome. A session that went away since the claim is not called at all:
    * the job goes back, on the serial executor (the mirror is read again), before the lane moves on. Any other
    * outcome is written while the lane goes on to the next slot (the call has returned: the next one may be
-   * made); an outcome the store does not take is kept for write-back.
+   * made), after the outcomes before it; an outcome the store does not take is kept for write-back.
    */
-  private async finish(job: Job): Promise<void> {
+  private async finish(job: Job, trace: LaneTiming | null = null): Promise<void> {
     const { core } = this;
     const t0 = performance.now();
+    if (trace) trace.sendStarted = t0;
     const outcome: DispatchOutcome = core.deps.dispatcher.connected()
       ? await core.deps.dispatcher.send(job)
       : { kind: 'failed', resultCode: 'INSTANCE_OFFLINE', errorMessage: 'the session went away before the call' };
     const at = core.now();
+    if (trace) trace.sendAnswered = performance.now();
     if (!neverReachedNetwork(outcome)) core.settledOne();
     const late = job.scheduledAt === null ? 0 : (job.dispatchedAt ?? at) - job.scheduledAt;
-    // one outcome at a time is written beside the lane: the previous one (begun before this claim) first
-    await Promise.all(this.outcomes);
-    const written = this.persistOrKeep(job, outcome, at).then(() => {
-      core.deps.metrics?.dispatched(neverReachedNetwork(outcome) ? 'returned' : outcome.kind, performance.now() - t0, late);
+    const back = neverReachedNetwork(outcome);
+    // Outcomes are written one at a time, in the order of their calls, beside the lane. The lane goes on once
+    // fewer than OUTCOMES_BESIDE_LANE are unwritten: one outcome write slower than a pause (a transaction
+    // queued for a pool connection behind acceptance group commits) does not hold the next claim back.
+    // A job put back is written before the lane goes on, after all earlier outcomes (the mirror is read again).
+    if (back) await Promise.all(this.outcomes);
+    else while (this.outcomes.size >= OUTCOMES_BESIDE_LANE) await Promise.race(this.outcomes);
+    if (trace) trace.previousOutcomeWritten = performance.now();
+    const written = this.lastOutcome.then(() => this.persistOrKeep(job, outcome, at)).then(() => {
+      if (trace) trace.outcomeWritten = performance.now();
+      core.deps.metrics?.dispatched(back ? 'returned' : outcome.kind, performance.now() - t0, late);
     });
-    if (neverReachedNetwork(outcome)) return written;
+    this.lastOutcome = written.catch(() => undefined);
+    if (back) return written;
     this.outcomes.add(written);
     void written.finally(() => this.outcomes.delete(written));
   }

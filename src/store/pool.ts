@@ -27,8 +27,52 @@ export const STORE_DEADLINES = { connectMs: 3_000, statementMs: 4_000, queryMs: 
 /** Per-query settings of a statement that may run as long as it needs (a migration, its lock wait). */
 export const unbounded = { query_timeout: 24 * 3_600_000 } as const;
 
+/**
+ * Connections of their own for the dispatch lane's claims (`claimPool`), beside the pool's `max`: a due slot's
+ * claim is one short statement, and it must not queue for a connection behind acceptance group commits and
+ * outcome writes that hold all of the pool's (measured under acceptance load: 30–40 callers waiting, a claim
+ * 150–400 ms instead of 5–15). Two: the lanes of all instances share them, one claim at a time each.
+ */
+export const CLAIM_CONNECTIONS = 2;
+
+/**
+ * The pool, with the claims' connections opened on first use (a pool that never dispatches opens none) and
+ * closed by its `end`. A pool of at most two connections (the embedded PostgreSQL takes one) has none: claims
+ * use the pool.
+ */
+class StorePool extends pg.Pool {
+  private claims: pg.Pool | null = null;
+
+  constructor(private readonly storeSettings: pg.PoolConfig) {
+    super(storeSettings);
+  }
+
+  /** The claims' pool (this pool itself when it has none, or once it was ended). */
+  claimPool(): pg.Pool {
+    // (`ended`: pg-pool's, set by end())
+    if (this.ended || (this.storeSettings.max ?? 10) <= 2) return this;
+    this.claims ??= watch(new pg.Pool({ ...this.storeSettings, max: CLAIM_CONNECTIONS }), this);
+    return this.claims;
+  }
+
+  override end(): Promise<void>;
+  override end(callback: () => void): void;
+  override end(callback?: () => void): Promise<void> | void {
+    const claims = this.claims;
+    this.claims = null;
+    const both = Promise.all([super.end(), claims?.end()]).then(() => undefined);
+    if (!callback) return both;
+    void both.then(callback, callback);
+  }
+}
+
+/** The pool the dispatch lane sends its claims to: the claims' own connections of a pool made by `createPool`. */
+export function claimPool(pool: Pool): Pool {
+  return pool instanceof StorePool ? pool.claimPool() : pool;
+}
+
 export function createPool(config: PoolConfig): Pool {
-  const pool = new pg.Pool({
+  const pool = new StorePool({
     max: 10,
     idleTimeoutMillis: 10_000,
     connectionTimeoutMillis: STORE_DEADLINES.connectMs,
@@ -38,13 +82,21 @@ export function createPool(config: PoolConfig): Pool {
     keepAliveInitialDelayMillis: 10_000,
     ...config,
   });
-  // An idle client losing its server must not crash the process; the next query reports the fault (and the
-  // store health, listening on the pool, probes at once).
-  pool.on('error', () => undefined);
-  // Nor may a client that is checked out (a transaction, a migration) when its connection breaks: pg emits
-  // 'error' on the client, and an EventEmitter without a listener throws it. The query in progress, or the
-  // next one, rejects with the fault, so the holder still learns of it. The pool's 'error' event then means
-  // "a connection of this pool broke", checked out or idle (the store health probes on it).
+  return watch(pool, pool);
+}
+
+/**
+ * An idle client losing its server must not crash the process; the next query reports the fault (and the
+ * store health, listening on `reportTo`, probes at once). Nor may a client that is checked out (a transaction,
+ * a migration) when its connection breaks: pg emits 'error' on the client, and an EventEmitter without a
+ * listener throws it. The query in progress, or the next one, rejects with the fault, so the holder still
+ * learns of it. `reportTo`'s 'error' event then means "a connection of this pool (or of its claims' pool)
+ * broke", checked out or idle.
+ */
+function watch(pool: pg.Pool, reportTo: pg.Pool): pg.Pool {
+  pool.on('error', (err, client) => {
+    if (pool !== reportTo) reportTo.emit('error', err, client);
+  });
   pool.on('connect', (client) => {
     // (an idle client's error reaches the pool's 'error' twice, through pg-pool too: harmless)
     client.on('error', (err) => void pool.emit('error', err, client));

@@ -1,0 +1,62 @@
+/**
+ * A dispatch that went out late makes the next slot too close to it: the re-check at that slot fails, the job
+ * is not sent then, and the waiting jobs get new slots from the late dispatch on (src/queue/dispatch-loop.ts
+ * replanAtOnce: taken in memory at once, their rows written right after). The minimum pause holds between the
+ * actual dispatch instants, each job goes out once, and PostgreSQL ends up with the slots the jobs went out at.
+ * Real HTTP, real PostgreSQL, the sandbox network, simulated time.
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+
+let t: TestGateway;
+before(async () => {
+  t = await startTestGateway({ label: 'queue_dispatch_recheck', simulated: true });
+});
+after(async () => {
+  await t.stop();
+});
+
+const SETTINGS = { minDelayMs: 1_000, maxDelayMs: 1_000, quietHours: null, maxPerHour: null, maxPer24h: null };
+
+interface Row { state: string; scheduledAt: Date | null; dispatchedAt: Date | null; dispatches: number }
+
+async function jobRows(ids: string[]): Promise<Row[]> {
+  const { rows } = await t.db.pool.query<Row & { id: string }>(
+    `SELECT id, state, scheduled_at AS "scheduledAt", dispatched_at AS "dispatchedAt",
+            (SELECT count(*)::int FROM dispatches d WHERE d.job_id = j.id) AS dispatches
+       FROM jobs j WHERE id = ANY($1::text[])`, [ids]);
+  return ids.map((id) => {
+    const r = rows.find((x) => x.id === id);
+    if (!r) throw new Error(`no job ${id}`);
+    return r;
+  });
+}
+
+test('after a late dispatch the next job gets a new slot one pause after it, and the rows say so', async () => {
+  const { apiKey } = await t.createInstance('recheck-late', { settings: SETTINGS });
+  const first = t.clock.now() + 3_000;
+  const ids: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    const r = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: `late ${i}`, notBefore: new Date(first).toISOString() });
+    assert.equal(r.status, 202, r.text);
+    ids.push(String(r.body.data?.jobId));
+  }
+  const planned = await jobRows(ids);
+  assert.deepEqual(planned.map((j) => (j.scheduledAt as Date).getTime()), [first, first + 1_000, first + 2_000]);
+
+  // one step of simulated time past the first two slots: the first goes out late, at the step's end
+  await t.advance(first + 1_500 - t.clock.now(), first + 1_500 - t.clock.now());
+  const done = await t.advanceUntil(async () => {
+    const r = await jobRows(ids);
+    return r.every((j) => j.state === 'sent') ? r : null;
+  }, 'all three sent', { maxMs: 10_000, stepMs: 100 });
+
+  assert.deepEqual(done.map((j) => j.dispatches), [1, 1, 1], 'each sent once');
+  const at = done.map((j) => (j.dispatchedAt as Date).getTime());
+  assert.ok((at[0] as number) >= first + 1_500, 'the first went out late');
+  for (let i = 1; i < at.length; i++) assert.ok((at[i] as number) - (at[i - 1] as number) >= SETTINGS.minDelayMs, `pause ${i} ≥ minDelayMs (actual dispatch instants)`);
+  // the second was not sent at its first slot (too close to the late first): a new slot, one pause after the first
+  assert.equal((done[1]?.scheduledAt as Date).getTime(), (at[0] as number) + SETTINGS.minDelayMs);
+  assert.equal((done[2]?.scheduledAt as Date).getTime(), (at[0] as number) + 2 * SETTINGS.minDelayMs);
+});
