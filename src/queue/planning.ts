@@ -58,6 +58,12 @@ export class Planner {
   private tail: PlanTail | null = null;
   private tailSettings: InstanceSettings | null = null;
   private retryAt: number | null = null;
+  /**
+   * The earliest expiresAt of the waiting jobs (Infinity: none), or null when a removal may have taken it and
+   * it is found again on the next read: every arm of the dispatch timer and every dispatch step asks, and a
+   * scan of every waiting job per ask cost an acceptance at 15,000 pending more than its plan did.
+   */
+  private firstExpiry: number | null = null;
   private nextSeq = 1;
   /** bumped whenever the dispatch order changes: a job's `pos` hint holds while its `posAt` equals it */
   private orderVersion = 0;
@@ -71,6 +77,7 @@ export class Planner {
   load(input: { history: number[]; lastDispatchAt: number | null; waiting: MirrorJob[] }): void {
     this.history.load(input.history, input.lastDispatchAt);
     this.jobs = new Map(input.waiting.map((j) => [j.id, held(j, j.scheduledAt, j.scheduledAt)]));
+    this.firstExpiry = null;
     this.unwritten.clear();
     this.nextSeq = input.waiting.reduce((m, j) => Math.max(m, j.seq), 0) + 1;
     this.order.rebuild(this.jobs.values());
@@ -183,6 +190,7 @@ export class Planner {
           j.scheduledAt = slot;
           j.persisted = slot;
           this.jobs.set(j.id, j);
+          if (this.firstExpiry !== null && j.expiresAt < this.firstExpiry) this.firstExpiry = j.expiresAt;
         }
         this.applyPlan(result, rerun, settings, seq0, jobs);
       },
@@ -276,7 +284,10 @@ export class Planner {
 
   remove(jobId: string): void {
     this.unwritten.delete(jobId);
-    if (!this.jobs.delete(jobId)) return;
+    const job = this.jobs.get(jobId);
+    if (!job) return;
+    this.jobs.delete(jobId);
+    if (this.firstExpiry !== null && job.expiresAt <= this.firstExpiry) this.firstExpiry = null;
     this.order.remove(jobId);
     this.orderVersion++;
     // the tail still counts the removed job's slot: conservative (never over the limits); next re-plan frees it
@@ -313,7 +324,8 @@ export class Planner {
   nextWake(includeSlots = true): number | null {
     let t = (includeSlots ? this.nextAt() : null) ?? Number.POSITIVE_INFINITY;
     // a job may still go out at exactly its expiresAt (the planner allows that slot): it expires after it
-    for (const j of this.jobs.values()) if (j.expiresAt + 1 < t) t = j.expiresAt + 1;
+    const expiry = this.earliestExpiry();
+    if (expiry + 1 < t) t = expiry + 1;
     if (this.retryAt !== null && this.retryAt < t) t = this.retryAt;
     return Number.isFinite(t) ? t : null;
   }
@@ -321,8 +333,19 @@ export class Planner {
   /** Waiting jobs whose validity ended before they could go. */
   expiredAt(now: number): string[] {
     const out: string[] = [];
+    if (this.earliestExpiry() >= now) return out;
     for (const j of this.jobs.values()) if (j.expiresAt < now) out.push(j.id);
     return out;
+  }
+
+  /** The earliest expiresAt of the waiting jobs (Infinity: none), kept as jobs come and found again after a removal. */
+  private earliestExpiry(): number {
+    if (this.firstExpiry === null) {
+      let t = Number.POSITIVE_INFINITY;
+      for (const j of this.jobs.values()) if (j.expiresAt < t) t = j.expiresAt;
+      this.firstExpiry = t;
+    }
+    return this.firstExpiry;
   }
 
   /** The job due now (earliest slot ≤ now), if any. */
