@@ -45,7 +45,11 @@ export class DispatchOrder {
    * in the order given (the plan's placements, in its walk order).
    */
   keepThen(replanned: ReadonlySet<string> | null, placed: readonly string[]): void {
-    this.ids = replanned === null ? [...placed] : this.ids.filter((id) => !replanned.has(id)).concat(placed);
+    if (replanned === null) this.ids = [...placed];
+    else if (replanned.size === 0) {
+      // an append (the usual acceptance): the order grows at its end, without a copy of what it holds
+      for (const id of placed) this.ids.push(id);
+    } else this.ids = this.ids.filter((id) => !replanned.has(id)).concat(placed);
   }
 
   remove(id: string): void {
