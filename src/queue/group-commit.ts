@@ -35,8 +35,7 @@ import { DomainError } from '../errors.js';
 import type { Job, NewJob } from './job.js';
 import { findKeysAcross, type KeyedJob } from './sql/findByIdempotencyKeys.js';
 import { insertJobs, ROWS_PER_STATEMENT } from './sql/insertJobs.js';
-import { insertJobsFenced } from './sql/insertJobsFenced.js';
-import type { InstanceLeaseRef } from './types.js';
+import { insertJobsFenced, type InstanceLeaseRef } from './sql/insertJobsFenced.js';
 
 /** What one instance's acceptance batch writes, decided inside the group's transaction. */
 export interface UnitWrites {

@@ -52,11 +52,6 @@ export interface LeaseRef {
   epoch: number;
 }
 
-/** The same, naming its instance (a statement that fences the writes of many instances). */
-export interface InstanceLeaseRef extends LeaseRef {
-  instanceId: string;
-}
-
 export interface WorkerDeps {
   instanceId: string;
   pool: Pool;

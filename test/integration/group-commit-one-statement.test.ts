@@ -17,7 +17,7 @@ import { AcceptanceCommitter, type AcceptUnit, type CommitterDeps, type UnitWrit
 import { CommitOutcomeUnknown, oneStatement } from '../../src/store/pool.js';
 import { newJobId } from '../../src/ids.js';
 import type { NewJob } from '../../src/queue/job.js';
-import type { InstanceLeaseRef } from '../../src/queue/types.js';
+import type { InstanceLeaseRef } from '../../src/queue/sql/insertJobsFenced.js';
 
 let db: TestDb;
 const TTL = 60_000;

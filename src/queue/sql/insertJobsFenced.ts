@@ -10,7 +10,6 @@
  */
 import { oneStatement, type Pool } from '../../store/pool.js';
 import type { Job, NewJob } from '../job.js';
-import type { InstanceLeaseRef } from '../types.js';
 import { INSERT, ROWS, ROWS_PER_STATEMENT, insertedJob, jobRecord } from './insertJobs.js';
 
 /** The insert, of the rows whose instance's lease held. */
@@ -30,6 +29,13 @@ const FENCED = `WITH f AS (
    SELECT NULL, id, seq FROM j`;
 
 const UNFENCED = `WITH t AS (${ROWS}) ${INSERT}`;
+
+/** A lease the statement fences with: held by `nodeId` at `epoch` (src/queue/types.ts LeaseRef), of its instance. */
+export interface InstanceLeaseRef {
+  instanceId: string;
+  nodeId: string;
+  epoch: number;
+}
 
 export interface FencedInsert {
   /** the instances whose lease held (null: no fence asked) */
