@@ -143,6 +143,13 @@ function printBreakdown(passes: LaneTiming[], lateBySlot: Map<number, number>, q
   row('wait for earlier outcomes', claimed.map((p) => d(p.sendAnswered, p.previousOutcomeWritten)));
   row('outcome write', claimed.map((p) => d(p.previousOutcomeWritten, p.outcomeWritten)));
   row('lane occupied (step → lane free)', claimed.map((p) => d(p.step, p.previousOutcomeWritten)));
+  // BENCH_DISPATCH_TRACE=1: every pass of the first ones, in order (ms relative to the first slot)
+  if (process.env.BENCH_DISPATCH_TRACE === '1') {
+    const t0 = passes[0]?.dueAt ?? 0;
+    for (const p of passes.slice(0, 60)) {
+      console.log(`    due ${p.dueAt - t0} fired +${p.firedAt - p.dueAt} freeAt ${p.laneFreeAt - t0} ${p.replanned ? 'REPLAN' : ''} serial ${fmt(p.serialMs, 0)} claim ${fmt(d(p.claimSent, p.claimAnswered), 0)} send ${fmt(d(p.sendStarted, p.sendAnswered), 0)} wait ${fmt(d(p.sendAnswered, p.previousOutcomeWritten), 0)} step→free ${fmt(d(p.step, p.previousOutcomeWritten), 0)} late ${lateBySlot.get(p.dueAt) ?? '-'}`);
+    }
+  }
   const worst = [...claimed].sort((a, b) => (lateBySlot.get(b.dueAt) ?? 0) - (lateBySlot.get(a.dueAt) ?? 0)).slice(0, 5);
   for (const p of worst) {
     const queued = queuedBySlot.get(p.dueAt);

@@ -20,7 +20,7 @@ import { recoverSending } from './sql/recoverSending.js';
 import { saveSlots } from './sql/saveSlots.js';
 import { setPlanEpoch } from './sql/setPlanEpoch.js';
 import type { SlotWriter } from './slot-writer.js';
-import { claimPool } from '../store/pool.js';
+import { claimPool, warmClaimPool } from '../store/pool.js';
 import type { DispatchOutcome } from './types.js';
 
 /**
@@ -82,7 +82,10 @@ export class DispatchLoop {
     putBack: (job, now) => this.putBack(job, now),
   };
 
-  constructor(private readonly core: QueueCore, private readonly slots: SlotWriter) {}
+  constructor(private readonly core: QueueCore, private readonly slots: SlotWriter) {
+    // the claims go to connections of their own (src/queue/dispatch-claim.ts): one is opened before the first is due
+    if (core.deps.lease) void warmClaimPool(core.deps.pool);
+  }
 
   /** jobs between their committed claim and their persisted outcome (PostgreSQL: `sending`): one called, one written */
   private readonly claimed = new Set<string>();

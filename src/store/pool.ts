@@ -31,17 +31,22 @@ export const unbounded = { query_timeout: 24 * 3_600_000 } as const;
  * Connections of their own for the dispatch lane's claims (`claimPool`), beside the pool's `max`: a due slot's
  * claim is one short statement, and it must not queue for a connection behind acceptance group commits and
  * outcome writes that hold all of the pool's (measured under acceptance load: 30–40 callers waiting, a claim
- * 150–400 ms instead of 5–15). Two: the lanes of all instances share them, one claim at a time each.
+ * 150–400 ms instead of 5–15). The lanes of all instances share them, one claim at a time each; four, because
+ * the slots of many instances come due together (bench/dispatch.ts: 50 instances' first jobs at once; the
+ * slowest claim of that burst took 370–470 ms with two connections, 210–335 ms with four, two runs each).
  */
-export const CLAIM_CONNECTIONS = 2;
+export const CLAIM_CONNECTIONS = 4;
 
 /**
- * The pool, with the claims' connections opened on first use (a pool that never dispatches opens none) and
- * closed by its `end`. A pool of at most two connections (the embedded PostgreSQL takes one) has none: claims
+ * The pool, with the claims' connections: opened when the first queue that claims starts (`warmClaimPool`),
+ * kept open, closed by the pool's `end` (a pool that never dispatches opens none). Opening one takes a
+ * round trip and authentication: measured on a loaded machine, a claim that had to open its connection took
+ * 80–400 ms where one on an open connection takes 5–15. A pool of at most two connections (the embedded PostgreSQL takes one) has none: claims
  * use the pool.
  */
 class StorePool extends pg.Pool {
   private claims: pg.Pool | null = null;
+  private warming: Promise<void> | null = null;
 
   constructor(private readonly storeSettings: pg.PoolConfig) {
     super(storeSettings);
@@ -51,8 +56,22 @@ class StorePool extends pg.Pool {
   claimPool(): pg.Pool {
     // (`ended`: pg-pool's, set by end())
     if (this.ended || (this.storeSettings.max ?? 10) <= 2) return this;
-    this.claims ??= watch(new pg.Pool({ ...this.storeSettings, max: CLAIM_CONNECTIONS }), this);
+    // kept open once opened (no idle timeout): a claim must not pay for a new connection
+    this.claims ??= watch(new pg.Pool({ ...this.storeSettings, max: CLAIM_CONNECTIONS, idleTimeoutMillis: 0 }), this);
     return this.claims;
+  }
+
+  /** Open the claim connections ahead of the first claim, unless they are open or opening (never throws). */
+  warmClaims(): Promise<void> {
+    const claims = this.claimPool();
+    if (claims === this || claims.totalCount > 0) return Promise.resolve();
+    // all at once (each connect() given a connection of its own), then back to the claims pool, idle
+    this.warming ??= Promise.allSettled(Array.from({ length: CLAIM_CONNECTIONS }, () => claims.connect()))
+      .then((opened) => {
+        for (const o of opened) if (o.status === 'fulfilled') o.value.release();
+      })
+      .finally(() => (this.warming = null));
+    return this.warming;
   }
 
   override end(): Promise<void>;
@@ -69,6 +88,11 @@ class StorePool extends pg.Pool {
 /** The pool the dispatch lane sends its claims to: the claims' own connections of a pool made by `createPool`. */
 export function claimPool(pool: Pool): Pool {
   return pool instanceof StorePool ? pool.claimPool() : pool;
+}
+
+/** Open the claim connections of `pool` now, so that a due claim finds one open (never throws). */
+export function warmClaimPool(pool: Pool): Promise<void> {
+  return pool instanceof StorePool ? pool.warmClaims() : Promise.resolve();
 }
 
 export function createPool(config: PoolConfig): Pool {

@@ -7,7 +7,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createTestDb, NEEDS_SERVER, type TestDb } from '../helpers/db.js';
 import { waitFor } from '../helpers/gateway.js';
-import { CLAIM_CONNECTIONS, checkout, claimPool, createPool } from '../../src/store/pool.js';
+import { CLAIM_CONNECTIONS, checkout, claimPool, createPool, warmClaimPool } from '../../src/store/pool.js';
 
 let db: TestDb;
 before(async () => {
@@ -39,10 +39,30 @@ test('a claim is answered while every connection of the pool is checked out', NE
   assert.equal(claimPool(pool), pool);
 });
 
+test('the claim connections are opened ahead of the first claim and stay open', NEEDS_SERVER, async () => {
+  const pool = createPool({ ...db.config, max: 3 });
+  try {
+    await Promise.all([warmClaimPool(pool), warmClaimPool(pool)]);
+    const claims = claimPool(pool);
+    assert.equal(claims.totalCount, CLAIM_CONNECTIONS, 'all of them, opened once');
+    assert.equal(claims.idleCount, CLAIM_CONNECTIONS);
+    assert.equal(pool.totalCount, 0, 'none of the pool\'s');
+    await warmClaimPool(pool);
+    assert.equal(claims.totalCount, CLAIM_CONNECTIONS, 'open ones are enough');
+    // claims take them as they are
+    await Promise.all(Array.from({ length: CLAIM_CONNECTIONS }, () => claims.query('SELECT 1')));
+    assert.equal(claims.totalCount, CLAIM_CONNECTIONS);
+  } finally {
+    await pool.end();
+  }
+});
+
 test('a pool of at most two connections (the embedded PostgreSQL takes one) has no claims pool of its own', async () => {
   const pool = createPool({ ...db.config, max: 2 });
   try {
     assert.equal(claimPool(pool), pool);
+    await warmClaimPool(pool);
+    assert.equal(pool.totalCount, 0, 'nothing opened');
   } finally {
     await pool.end();
   }
