@@ -8,8 +8,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Planner } from '../../src/queue/planning.js';
-import { seededRandomDelay } from '../../src/queue/plan.js';
+import type { Planner } from '../../src/queue/planning.js';
+import { emptyPlanners, seededInts } from '../helpers/random-planners.js';
 import { EXISTING_INSTANCE_DEFAULTS, type InstanceSettings } from '../../src/queue/settings.js';
 import { DAY_MS, HOUR_MS } from '../../src/queue/windows.js';
 
@@ -36,12 +36,9 @@ function expectedPositions(p: Planner, known: Map<string, Known>): Map<string, n
 }
 
 test('position() and the positions of an acceptance follow the dispatch order, over random histories', () => {
-  const rnd = seededRandomDelay(29);
-  const r = (min: number, max: number) => rnd(min, max, '');
+  const r = seededInts(29);
   let arrivals = 0;
-  for (let run = 0; run < 30; run++) {
-    const p = new Planner({ salt: `run${run}` });
-    p.load({ history: [], lastDispatchAt: null, waiting: [] });
+  for (const { p, run } of emptyPlanners(30, 'run')) {
     const known = new Map<string, Known>();
     let now = T0;
     for (let step = 0; step < 120; step++) {

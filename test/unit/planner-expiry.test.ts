@@ -6,8 +6,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Planner } from '../../src/queue/planning.js';
-import { seededRandomDelay } from '../../src/queue/plan.js';
+import { emptyPlanners, seededInts } from '../helpers/random-planners.js';
 import { EXISTING_INSTANCE_DEFAULTS, type InstanceSettings } from '../../src/queue/settings.js';
 import { DAY_MS, HOUR_MS } from '../../src/queue/windows.js';
 
@@ -15,12 +14,9 @@ const T0 = Date.parse('2026-01-05T10:00:00Z');
 const S: InstanceSettings = { ...EXISTING_INSTANCE_DEFAULTS, enabled: true, maxPerHour: null, maxPer24h: null, minDelayMs: 1000, maxDelayMs: 60_000 };
 
 test('nextWake and expiredAt equal a look at every waiting job, over random histories', () => {
-  const rnd = seededRandomDelay(41);
-  const r = (min: number, max: number) => rnd(min, max, '');
+  const r = seededInts(41);
   let arrivals = 0;
-  for (let run = 0; run < 30; run++) {
-    const p = new Planner({ salt: `expiry${run}` });
-    p.load({ history: [], lastDispatchAt: null, waiting: [] });
+  for (const { p, run } of emptyPlanners(30, 'expiry')) {
     /** waiting job → its expiresAt */
     const known = new Map<string, number>();
     let now = T0;
