@@ -129,6 +129,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     fence: (instanceId: string, q: Queryable): Promise<void> => cluster.writeFence.fence(instanceId, q),
     leaseOf: (instanceId: string) => cluster.writeFence.leaseOf(instanceId),
     fenceMany: (q: Queryable, instanceIds: readonly string[]) => cluster.writeFence.fenceMany(q, instanceIds),
+    leasesOf: (instanceIds: readonly string[]) => cluster.writeFence.leasesOf(instanceIds),
     nodeId: defaultNodeId(config),
     metrics,
   });

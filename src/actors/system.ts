@@ -29,6 +29,7 @@ import type { WebhookMetrics } from '../webhooks/deliver.js';
 import { createReplies, LocalInstancePort, type Replies } from './local-port.js';
 import { createPlanners, type Planners } from './planner.js';
 import { AcceptanceCommitter } from '../queue/group-commit.js';
+import type { InstanceLeaseRef } from '../queue/sql/insertJobsFenced.js';
 import { QUEUED_EVENT } from '../queue/acceptance.js';
 import { QueueStarts } from '../queue/starts.js';
 import { createDispatcherLogic } from './dispatcher.js';
@@ -60,6 +61,8 @@ export interface ActorSystemDeps {
   leaseOf?: (instanceId: string) => LeaseRef | null;
   /** the same for many instances at once, for the node-wide group commit of acceptances */
   fenceMany?: (q: Queryable, instanceIds: readonly string[]) => Promise<Set<string>>;
+  /** the leases this node holds of these instances, for the group commit's statement that fences itself */
+  leasesOf?: (instanceIds: readonly string[]) => InstanceLeaseRef[];
   /** this node's id among several (shown by /debug/actors) */
   nodeId?: string;
   /** the hooks of /metrics (src/metrics) */
@@ -118,17 +121,13 @@ export class ActorSystem {
       db: deps.pool, clock: deps.clock, log: deps.log, allowPrivate: deps.webhookAllowPrivate,
       ...(deps.metrics ? { options: { metrics: deps.metrics.webhooks } } : {}),
     });
-    const leaseOf = deps.leaseOf;
     this.groupCommit = new AcceptanceCommitter({
       pool: deps.pool,
       ...(deps.fenceMany ? { fence: deps.fenceMany } : {}),
       emit: (q, items) => deps.events.emitAcross(q, items),
       // a group nobody's webhook hears of is one fenced statement (src/queue/sql/insertJobsFenced.ts)
       quiet: async (ids) => !(await deps.events.wantedBy(ids, QUEUED_EVENT)),
-      ...(leaseOf ? { leasesOf: (ids: readonly string[]) => ids.flatMap((instanceId) => {
-        const l = leaseOf(instanceId);
-        return l ? [{ instanceId, nodeId: l.nodeId, epoch: l.epoch }] : [];
-      }) } : {}),
+      ...(deps.leasesOf ? { leasesOf: deps.leasesOf } : {}),
     });
     this.planners = createPlanners({
       pool: deps.pool,

@@ -19,10 +19,10 @@ export class WriteFence {
   };
 
   /** The same for many instances in one statement (the node-wide group commit): the ones still held. */
-  fenceMany = async (q: Queryable, instanceIds: readonly string[]): Promise<Set<string>> => {
-    const leases = instanceIds.map((id) => this.held.get(id)).filter((l): l is Lease => l !== undefined);
-    return fenceLeases(q, leases);
-  };
+  fenceMany = async (q: Queryable, instanceIds: readonly string[]): Promise<Set<string>> => fenceLeases(q, this.leasesOf(instanceIds));
+
+  /** The leases this node holds of these instances (the others have none here), for `fenceMany` or a statement that fences itself. */
+  leasesOf = (instanceIds: readonly string[]): Lease[] => instanceIds.map((id) => this.held.get(id)).filter((l): l is Lease => l !== undefined);
 
   /** The lease this node holds of an instance (null: none), for a write that fences itself in its one statement. */
   leaseOf = (instanceId: string): Lease | null => this.held.get(instanceId) ?? null;

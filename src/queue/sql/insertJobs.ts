@@ -44,7 +44,7 @@ export const INSERT = `INSERT INTO jobs (id, instance_id, state, kind, origin_ro
  RETURNING id, seq`;
 
 /** Jobs without keys. */
-const SQL = `WITH t AS (${ROWS}) ${INSERT}`;
+export const INSERT_UNKEYED = `WITH t AS (${ROWS}) ${INSERT}`;
 
 /**
  * Jobs of which some have keys: the keys are remembered in the same statement (created at the job's queued_at);
@@ -70,7 +70,7 @@ export async function insertJobs(q: Queryable, jobs: NewJob[]): Promise<Job[]> {
     const end = Math.min(jobs.length, i + ROWS_PER_STATEMENT);
     let keyed = 0;
     for (let k = i; k < end; k++) if ((jobs[k] as NewJob).idempotencyKey !== null) keyed += 1;
-    const pending = q.query<{ id: string; seq: number; remembered?: number }>(keyed > 0 ? SQL_KEYED : SQL, [json]);
+    const pending = q.query<{ id: string; seq: number; remembered?: number }>(keyed > 0 ? SQL_KEYED : INSERT_UNKEYED, [json]);
     if (end < jobs.length) {
       // (were the writing to throw, the statement's own failure is not left unhandled: the caller rolls back)
       pending.catch(() => undefined);

@@ -10,7 +10,7 @@
  */
 import { oneStatement, type Pool } from '../../store/pool.js';
 import type { Job, NewJob } from '../job.js';
-import { INSERT, ROWS, ROWS_PER_STATEMENT, insertedJob, jobRecord } from './insertJobs.js';
+import { INSERT, INSERT_UNKEYED, ROWS, ROWS_PER_STATEMENT, insertedJob, jobRecord } from './insertJobs.js';
 
 /** The insert, of the rows whose instance's lease held. */
 const INSERT_HELD = INSERT.replace('FROM t ORDER BY ord', 'FROM t WHERE t.inst IN (SELECT instance_id FROM f) ORDER BY ord');
@@ -27,8 +27,6 @@ const FENCED = `WITH f AS (
    SELECT instance_id::text AS held, NULL::text AS id, NULL::bigint AS seq FROM f
    UNION ALL
    SELECT NULL, id, seq FROM j`;
-
-const UNFENCED = `WITH t AS (${ROWS}) ${INSERT}`;
 
 /** A lease the statement fences with: held by `nodeId` at `epoch` (src/queue/types.ts LeaseRef), of its instance. */
 export interface InstanceLeaseRef {
@@ -60,7 +58,7 @@ export async function insertJobsFenced(pool: Pool, jobs: readonly NewJob[], leas
       leases.map((l) => l.nodeId),
       leases.map((l) => l.epoch),
     ])
-    : await oneStatement<Row>(pool, UNFENCED, [records]);
+    : await oneStatement<Row>(pool, INSERT_UNKEYED, [records]);
   const held = leases ? new Set<string>() : null;
   const seqOf = new Map<string, number>();
   for (const r of rows) {
