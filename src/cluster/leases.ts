@@ -16,6 +16,7 @@
  */
 import { DomainError } from '../errors.js';
 import type { Queryable } from '../store/pool.js';
+import { heldLeasesSql } from '../store/lease-fence-sql.js';
 
 export interface Lease {
   instanceId: string;
@@ -124,15 +125,13 @@ export async function fenceLease(q: Queryable, lease: Lease): Promise<void> {
   if (!(await fenceLeases(q, [lease])).has(lease.instanceId)) throw leaseLost();
 }
 
+const FENCE_LEASES = heldLeasesSql(1);
+
 /** `fenceLease` for many instances in one statement: answers the instance ids whose lease still holds. */
 export async function fenceLeases(q: Queryable, leases: readonly Lease[]): Promise<Set<string>> {
   if (leases.length === 0) return new Set();
   const { rows } = await q.query<{ instance_id: string }>(
-    `SELECT l.instance_id FROM instance_leases l
-       JOIN unnest($1::uuid[], $2::text[], $3::bigint[]) AS h (instance_id, node_id, epoch)
-         ON l.instance_id = h.instance_id AND l.node_id = h.node_id AND l.epoch = h.epoch
-      WHERE l.expires_at > now()
-      FOR KEY SHARE OF l`,
+    FENCE_LEASES,
     [leases.map((l) => l.instanceId), leases.map((l) => l.nodeId), leases.map((l) => l.epoch)],
   );
   return new Set(rows.map((r) => r.instance_id));

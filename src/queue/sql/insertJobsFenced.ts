@@ -9,6 +9,7 @@
  * instances and the inserted jobs' seq, in one result. At most ROWS_PER_STATEMENT jobs (one statement).
  */
 import { oneStatement, type Pool } from '../../store/pool.js';
+import { heldLeasesSql } from '../../store/lease-fence-sql.js';
 import type { Job, NewJob } from '../job.js';
 import { INSERT, INSERT_UNKEYED, ROWS, ROWS_PER_STATEMENT, insertedJob, jobRecord } from './insertJobs.js';
 
@@ -16,12 +17,7 @@ import { INSERT, INSERT_UNKEYED, ROWS, ROWS_PER_STATEMENT, insertedJob, jobRecor
 const INSERT_HELD = INSERT.replace('FROM t ORDER BY ord', 'FROM t WHERE t.inst IN (SELECT instance_id FROM f) ORDER BY ord');
 if (INSERT_HELD === INSERT) throw new Error('insertJobsFenced: the insert of insertJobs.ts changed shape; its fence would not apply');
 
-const FENCED = `WITH f AS (
-       SELECT l.instance_id FROM instance_leases l
-         JOIN unnest($2::uuid[], $3::text[], $4::bigint[]) AS h (instance_id, node_id, epoch)
-           ON l.instance_id = h.instance_id AND l.node_id = h.node_id AND l.epoch = h.epoch
-        WHERE l.expires_at > now()
-        FOR KEY SHARE OF l),
+const FENCED = `WITH f AS (${heldLeasesSql(2)}),
      t AS (${ROWS}),
      j AS (${INSERT_HELD})
    SELECT instance_id::text AS held, NULL::text AS id, NULL::bigint AS seq FROM f
