@@ -8,7 +8,7 @@
  *   BENCH_INSTANCES=500 BENCH_CONCURRENCY=50 BENCH_MS=8000
  */
 import { startTestGateway } from '../test/helpers/gateway.js';
-import { runLoad, fmt } from './lib/load.js';
+import { runLoad, fmt, errorsText } from './lib/load.js';
 import { pgbenchInsertTps } from './lib/pgbench.js';
 
 const base = process.env.TEST_DATABASE_URL;
@@ -42,7 +42,7 @@ const r = await runLoad({ ...spec, body: spec.body.replace('spread-', 'spread-m-
 const after = t.gw.groupCommitStats();
 
 console.log(`pgbench single-row INSERT:        ${fmt(tps, 0)} tps (${CONCURRENCY} clients)`);
-console.log(`acceptance over ${INSTANCES} instances:   ${fmt(r.rps, 0)} req/s  p50 ${fmt(r.p50, 2)} ms  p99 ${fmt(r.p99, 2)} ms  errors ${r.errors}`);
+console.log(`acceptance over ${INSTANCES} instances:   ${fmt(r.rps, 0)} req/s  p50 ${fmt(r.p50, 2)} ms  p99 ${fmt(r.p99, 2)} ms  ${errorsText(r)}`);
 if (before && after && after.groups > before.groups) {
   console.log(`group commit:                     ${after.groups - before.groups} transactions, ${fmt((after.units - before.units) / (after.groups - before.groups), 1)} instance batches each`);
 }

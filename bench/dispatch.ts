@@ -12,7 +12,7 @@
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { startTestGateway } from '../test/helpers/gateway.js';
-import { fmt, runLoad, type LoadResult } from './lib/load.js';
+import { fmt, runLoad, type LoadResult, errorsText } from './lib/load.js';
 import { laneTrace, type LaneTiming } from '../src/queue/dispatch-loop.js';
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 250);
@@ -80,7 +80,7 @@ async function measure(label: string, load: (() => Promise<LoadResult>) | null):
   }
   console.log(`--- ${label}`);
   if (loaded) {
-    console.log(`acceptance on ${LOAD_INSTANCES} other instances meanwhile: ${fmt(loaded.rps, 0)} req/s  p99 ${fmt(loaded.p99, 1)} ms  errors ${loaded.errors}`);
+    console.log(`acceptance on ${LOAD_INSTANCES} other instances meanwhile: ${fmt(loaded.rps, 0)} req/s  p99 ${fmt(loaded.p99, 1)} ms  ${errorsText(loaded)}`);
   }
   console.log(`dispatched ${late.length} of ${JOBS} (maxPerHour ${PER_HOUR}, pauses ${MIN}–${MAX} ms)`);
   console.log(`lateness vs scheduledAt (${label}): p50 ${fmt(pct(0.5), 0)} ms  p99 ${fmt(pct(0.99), 0)} ms  max ${fmt(late[late.length - 1] ?? 0, 0)} ms  (goal p99 ≤ 50 ms)`);

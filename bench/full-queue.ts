@@ -19,7 +19,7 @@
  *   BENCH_MS=3000 BENCH_CONCURRENCY=16
  */
 import { startTestGateway } from '../test/helpers/gateway.js';
-import { runLoad, fmt } from './lib/load.js';
+import { runLoad, fmt, errorsText } from './lib/load.js';
 import { fill, holdSettings, median, percentile, rowVersions, rowsWritten, timed } from './lib/queue-fixture.js';
 import { withTransaction } from '../src/store/pool.js';
 import { saveSlots } from '../src/queue/sql/saveSlots.js';
@@ -151,8 +151,8 @@ const b = await busy;
 
 const ms = (xs: number[]) => `p50 ${fmt(percentile(xs, 50), 1)} ms  p99 ${fmt(percentile(xs, 99), 1)} ms  max ${fmt(Math.max(...xs), 1)} ms`;
 console.log(`full queue: one instance, new-instance limits with quiet hours now, ${CONCURRENCY} clients, ${DURATION} ms per load`);
-console.log(`acceptance, empty queue:          ${fmt(e.rps, 0)} req/s  p50 ${fmt(e.p50, 2)} ms  p99 ${fmt(e.p99, 2)} ms  errors ${e.errors}  (pending ${e0} → ${e1})`);
-console.log(`acceptance, full queue:           ${fmt(f.rps, 0)} req/s  p50 ${fmt(f.p50, 2)} ms  p99 ${fmt(f.p99, 2)} ms  errors ${f.errors}  (pending ${f0} → ${f1})`);
+console.log(`acceptance, empty queue:          ${fmt(e.rps, 0)} req/s  p50 ${fmt(e.p50, 2)} ms  p99 ${fmt(e.p99, 2)} ms  ${errorsText(e)}  (pending ${e0} → ${e1})`);
+console.log(`acceptance, full queue:           ${fmt(f.rps, 0)} req/s  p50 ${fmt(f.p50, 2)} ms  p99 ${fmt(f.p99, 2)} ms  ${errorsText(f)}  (pending ${f0} → ${f1})`);
 console.log(`ratio full / empty:               ${fmt(e.rps / f.rps, 2)}  (time per request; p99 ${fmt(f.p99 / e.p99, 2)}; goal ≤ 2)`);
 console.log(`priority-9 acceptance, full:      median ${fmt(median(p9), 1)} ms  (${p9.map((x) => fmt(x, 0)).join(', ')} ms)`);
 console.log(`  rows written per priority-9:    median ${median(p9Rows)}  (${p9Rows.join(', ')}; within a second of the answer)`);
@@ -161,5 +161,5 @@ console.log(`replan after the first job left:  median ${fmt(median(replanMoved),
 console.log(`  its write alone (${slotRows} rows): median ${fmt(median(slotWrite), 1)} ms  (${slotWrite.map((x) => fmt(x, 0)).join(', ')} ms; goal ≤ 50 ms)`);
 console.log(`cancel while accepting:           ${cancels.length} calls  ${ms(cancels)}  (${cancelled} cancelled)`);
 console.log(`replan while accepting:           ${replans.length} calls  ${ms(replans)}`);
-console.log(`504 INSTANCE_TIMEOUT (cancel + replan): ${timeouts}   (acceptance meanwhile ${fmt(b.rps, 0)} req/s, errors ${b.errors})`);
+console.log(`504 INSTANCE_TIMEOUT (cancel + replan): ${timeouts}   (acceptance meanwhile ${fmt(b.rps, 0)} req/s, ${errorsText(b)})`);
 await t.stop();

@@ -8,6 +8,10 @@ import { runWorker } from './worker-process.js';
 export interface LoadResult {
   requests: number;
   errors: number;
+  /** what the errors were: an HTTP status or a socket error code, with how many times */
+  failures: Record<string, number>;
+  /** the first failed response: its status and the start of its body */
+  sample?: string;
   rps: number;
   p50: number;
   p99: number;
@@ -32,3 +36,7 @@ export function runLoad(spec: LoadSpec): Promise<LoadResult> {
 }
 
 export const fmt = (n: number, digits = 1) => n.toFixed(digits);
+
+/** `errors N`, and when there were any, what they were and the first one's body (a bench must not hide them) */
+export const errorsText = (r: LoadResult) =>
+  r.errors === 0 ? 'errors 0' : `errors ${r.errors} ${JSON.stringify(r.failures)}${r.sample ? ` first: ${r.sample}` : ''}`;
