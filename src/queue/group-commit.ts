@@ -11,12 +11,13 @@
  *   key (one) → every `message.queued` event (one, none when no webhook wants them; each instance's in its
  *   order) → COMMIT.
  *
- * A group without idempotency keys whose `message.queued` no webhook wants (the usual send, and what an
- * operator's many instances send) is instead ONE statement, its own transaction, fenced inside it
- * (src/queue/sql/insertJobsFenced.ts): one round trip instead of four, which is most of what an acceptance
- * waits for. Its price: a connection that breaks while that statement is on its way leaves the outcome
- * unknown (CommitOutcomeUnknown) where BEGIN would have failed first, and the instance's queue then reads
- * itself again from PostgreSQL (src/queue/acceptance.ts `reconcile`).
+ * A group whose `message.queued` no webhook wants (the usual send, and what an operator's many instances
+ * send) is instead ONE statement, its own transaction, fenced inside it, that remembers the jobs' idempotency
+ * keys too (src/queue/sql/insertJobsFenced.ts), after one read of its keys if it has any: one or two round
+ * trips instead of four or five, which is most of what an acceptance waits for. Its price: a connection that
+ * breaks while that statement is on its way leaves the outcome unknown (CommitOutcomeUnknown) where BEGIN
+ * would have failed first, and the instance's queue then reads itself again from PostgreSQL
+ * (src/queue/acceptance.ts `reconcile`).
  *
  * Only the new rows: slots of waiting jobs a priority jump moved are written by the instance's slot writer
  * after the commit (src/queue/slot-writer.ts), so one instance's jump never slows the others' group. A unit
@@ -73,8 +74,8 @@ export interface CommitterDeps {
    */
   emit(q: Queryable, items: { instanceId: string; event: string; data: unknown }[]): Promise<readonly ({ eventId: string } | null)[] | void>;
   /**
-   * One statement instead of a transaction, for a group without idempotency keys whose events no webhook
-   * wants (src/queue/sql/insertJobsFenced.ts): `quiet` answers whether none of these instances' webhooks wants
+   * One statement instead of a transaction (after a read of its keys, if any), for a group whose events no
+   * webhook wants (src/queue/sql/insertJobsFenced.ts): `quiet` answers whether none of these instances' webhooks wants
    * an event acceptance writes (the subscription cache `emit` reads too); `leasesOf` the leases this node
    * holds of them, with which the statement fences itself (required when `fence` is set). Without `quiet`,
    * every group is a transaction.
@@ -210,25 +211,35 @@ export class AcceptanceCommitter {
   }
 
   /**
-   * A group that can be one statement (CommitterDeps.quiet): decided, then written by one statement fenced
-   * inside it; null when it cannot be (keys to look up, an event a webhook wants, more rows than one
-   * statement takes), and the transaction writes it.
+   * A group that can be one statement (CommitterDeps.quiet): its keys looked up first (one read, no
+   * transaction), decided, then written by one statement fenced inside it that remembers the keys too; null
+   * when it cannot be (an event a webhook wants, more rows than one statement takes), and the transaction
+   * writes it.
+   *
+   * The look-up outside the write's transaction sees every key it must: an instance's keys are written only by
+   * the node that holds its lease, one batch after the other (a batch is decided once the one before it is
+   * committed), and a previous holder's writes were committed before its lease could be taken over (they hold
+   * it FOR KEY SHARE). A key written in between anyway fails the statement whole (insertJobsFenced), and the
+   * units are then tried again one by one, each deciding again from a fresh look-up.
    */
   private async asOneStatement(group: Waiting[]): Promise<Map<Waiting, UnitResult | Error> | null> {
     const { quiet, fence, leasesOf } = this.deps;
     if (!quiet || (fence && !leasesOf)) return null;
     let rows = 0;
+    let keyed = false;
     for (const w of group) {
-      if (w.unit.keys.length > 0) return null;
+      keyed ||= w.unit.keys.length > 0;
       rows += w.unit.size ?? 1;
     }
     if (rows > ROWS_PER_STATEMENT) return null;
     const instanceIds = [...new Set(group.map((w) => w.unit.instanceId))];
     if (!(await quiet(instanceIds))) return null;
-    const decided = group.map((w) => w.unit.decide(new Map()));
+    const known = keyed
+      ? await findKeysAcross(this.deps.pool, group.map((w) => ({ instanceId: w.unit.instanceId, keys: w.unit.keys, since: w.unit.since })))
+      : new Map<string, Map<string, KeyedJob>>();
+    const decided = group.map((w) => w.unit.decide(known.get(w.unit.instanceId) ?? new Map()));
     const all = decided.flatMap((d) => d.jobs);
-    // a unit keyless in its request may still carry keys in its jobs (a requeue derives one): the transaction
-    if (all.length > ROWS_PER_STATEMENT || all.some((j) => j.idempotencyKey !== null)) return null;
+    if (all.length > ROWS_PER_STATEMENT) return null;
     const { held, jobs } = await insertJobsFenced(this.deps.pool, all, fence && leasesOf ? leasesOf(instanceIds) : null);
     const out = new Map<Waiting, UnitResult | Error>();
     let at = 0;

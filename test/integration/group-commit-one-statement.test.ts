@@ -2,8 +2,9 @@
  * The group commit's one-statement path (src/queue/group-commit.ts `quiet`, src/queue/sql/insertJobsFenced.ts)
  * against a real PostgreSQL: a group without keys and without wanted events is one statement that fences itself
  * with each instance's lease (an old epoch, a released lease or none at all inserts nothing of that instance and
- * refuses its unit alone); a group with keys or with a wanted event is still a transaction; a connection that
- * breaks under the statement is an unknown outcome, not "nothing happened".
+ * refuses its unit alone), and so does a group with keys, which it remembers (of held instances only); a group
+ * with a wanted event is still a transaction; a connection that breaks under the statement is an unknown
+ * outcome, not "nothing happened".
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -105,7 +106,7 @@ test('one statement fences each instance: the held one commits, an old epoch, a 
   assert.equal(c.stats.groups, 1, 'one group for the four units');
 });
 
-test('a group with a wanted event, or with keys, is still a transaction (events and keys written)', async () => {
+test('a group with a wanted event is still a transaction (events written); a group with keys is one statement that remembers them', async () => {
   const [a, b] = [await newInstance(), await newInstance()];
   const leases = new Map<string, Lease>();
   for (const id of [a, b]) leases.set(id, (await acquireLease(db.pool, id, 'node-a', TTL)) as Lease);
@@ -114,11 +115,21 @@ test('a group with a wanted event, or with keys, is still a transaction (events 
   assert.deepEqual(emitted.sort(), [a, b].sort(), 'the events of the group were written (the webhook of one wants them)');
 
   const { c: keyed, emitted: none } = committer(leases);
-  const r = await keyed.commit(unit(b, [job(b, 3, 'one-statement-key')]));
-  assert.equal(r.jobs.length, 1);
+  const k = job(b, 3, 'one-statement-key');
+  const r = await keyed.commit(unit(b, [k, job(b, 4)]));
+  assert.equal(r.jobs.length, 2);
   const { rows } = await db.pool.query<{ job_id: string }>('SELECT job_id FROM idempotency_keys WHERE instance_id = $1 AND key = $2', [b, 'one-statement-key']);
-  assert.equal(rows[0]?.job_id, r.jobs[0]?.id, 'the key is remembered with its job');
-  assert.deepEqual(none, [b], 'the transaction path writes its events (emit decides what the webhook wants)');
+  assert.equal(rows[0]?.job_id, k.id, 'the key is remembered with its job');
+  assert.deepEqual(none, [], 'one statement: no event asked for (nobody wants one)');
+
+  // the one statement fences the keys too: an instance whose lease does not hold remembers none
+  const gone = await newInstance();
+  const stale = new Map<string, Lease>([[gone, { instanceId: gone, nodeId: 'node-a', epoch: 99 }]]);
+  const { c: fenced } = committer(stale);
+  await assert.rejects(fenced.commit(unit(gone, [job(gone, 5, 'fenced-out-key')])), (err: { code?: string }) => err.code === 'INSTANCE_UNREACHABLE');
+  const { rowCount } = await db.pool.query('SELECT 1 FROM idempotency_keys WHERE instance_id = $1', [gone]);
+  assert.equal(rowCount, 0, 'no key of an instance whose lease did not hold');
+  assert.deepEqual(await stored(gone), []);
 });
 
 test('a connection that breaks under the one statement: CommitOutcomeUnknown, never "nothing was written"', NEEDS_SERVER, async () => {

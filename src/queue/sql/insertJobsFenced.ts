@@ -1,9 +1,14 @@
 /**
- * Insert a group commit's jobs (no idempotency keys) as one statement that is its own transaction, fenced
- * inside it: the leases of the group's instances are read FOR KEY SHARE at this node's epochs, unexpired, and
- * only the jobs of the instances whose lease holds are inserted (what BEGIN, src/cluster/leases.ts
- * fenceLeases, insertJobs and COMMIT do in four round trips; src/queue/sql/claimJob.ts fences the same way).
- * A takeover, which changes the epoch, waits for the statement; an old epoch inserts nothing.
+ * Insert a group commit's jobs as one statement that is its own transaction, fenced inside it: the leases of
+ * the group's instances are read FOR KEY SHARE at this node's epochs, unexpired, and only the jobs of the
+ * instances whose lease holds are inserted (what BEGIN, src/cluster/leases.ts fenceLeases, insertJobs and
+ * COMMIT do in four round trips; src/queue/sql/claimJob.ts fences the same way). A takeover, which changes
+ * the epoch, waits for the statement; an old epoch inserts nothing.
+ *
+ * Jobs with idempotency keys have them remembered by the same statement (src/queue/sql/
+ * rememberIdempotencyKeys.ts), of the held instances only; were one of them held by a younger job (another
+ * writer took it since the caller looked it up), the statement fails as a whole (a unique_violation,
+ * sql/0009_key_taken.sql): nothing of it is written, and the caller's transaction-per-unit retry decides again.
  *
  * Strategy: the row source and the insert of insertJobs.ts, with the fence as a CTE; the answer is the held
  * instances and the inserted jobs' seq, in one result. At most ROWS_PER_STATEMENT jobs (one statement).
@@ -12,6 +17,7 @@ import { oneStatement, type Pool } from '../../store/pool.js';
 import { heldLeasesSql } from '../../store/lease-fence-sql.js';
 import type { Job, NewJob } from '../job.js';
 import { INSERT, INSERT_UNKEYED, ROWS, ROWS_PER_STATEMENT, insertedJob, jobRecord } from './insertJobs.js';
+import { allKeysRemembered, isKeyTakenError, keyTakenConcurrently, rememberKeysFrom } from './rememberIdempotencyKeys.js';
 
 /** The insert, of the rows whose instance's lease held. */
 const INSERT_HELD = INSERT.replace('FROM t ORDER BY ord', 'FROM t WHERE t.inst IN (SELECT instance_id FROM f) ORDER BY ord');
@@ -23,6 +29,33 @@ const FENCED = `WITH f AS (${heldLeasesSql(2)}),
    SELECT instance_id::text AS held, NULL::text AS id, NULL::bigint AS seq FROM f
    UNION ALL
    SELECT NULL, id, seq FROM j`;
+
+/** The keys of the rows to insert (`held`: of the held instances) remembered, or the statement fails. */
+const rememberAll = (held: boolean) => {
+  const rows = `FROM t WHERE key IS NOT NULL${held ? ' AND t.inst IN (SELECT instance_id FROM f)' : ''}`;
+  return `k AS (${rememberKeysFrom(`SELECT inst, key, id, hash, to_timestamp(qa / 1000) ${rows}`)})`;
+};
+const KEYS_CHECKED = (held: boolean) =>
+  `SELECT NULL, NULL, NULL WHERE NOT ${allKeysRemembered('SELECT count(*) FROM k', `SELECT count(*) ${held ? 'FROM t WHERE key IS NOT NULL AND t.inst IN (SELECT instance_id FROM f)' : 'FROM t WHERE key IS NOT NULL'}`)}`;
+
+/** Fenced, some jobs with keys. */
+const FENCED_KEYED = `WITH f AS (${heldLeasesSql(2)}),
+     t AS (${ROWS}),
+     j AS (${INSERT_HELD}),
+     ${rememberAll(true)}
+   SELECT instance_id::text AS held, NULL::text AS id, NULL::bigint AS seq FROM f
+   UNION ALL
+   SELECT NULL, id, seq FROM j
+   UNION ALL
+   ${KEYS_CHECKED(true)}`;
+
+/** Unfenced, some jobs with keys. */
+const KEYED = `WITH t AS (${ROWS}),
+     j AS (${INSERT}),
+     ${rememberAll(false)}
+   SELECT NULL::text AS held, id, seq FROM j
+   UNION ALL
+   ${KEYS_CHECKED(false)}`;
 
 /** A lease the statement fences with: held by `nodeId` at `epoch` (src/queue/types.ts LeaseRef), of its instance. */
 export interface InstanceLeaseRef {
@@ -39,22 +72,29 @@ export interface FencedInsert {
 }
 
 /**
- * Insert `jobs` (none with an idempotency key) in one statement, under `leases` unless null. A broken
- * connection meanwhile is CommitOutcomeUnknown (src/store/pool.ts oneStatement).
+ * Insert `jobs`, remembering their idempotency keys, in one statement, under `leases` unless null. A broken
+ * connection meanwhile is CommitOutcomeUnknown (src/store/pool.ts oneStatement); a key taken meanwhile fails
+ * it whole with `keyTakenConcurrently`.
  */
 export async function insertJobsFenced(pool: Pool, jobs: readonly NewJob[], leases: readonly InstanceLeaseRef[] | null): Promise<FencedInsert> {
   if (jobs.length > ROWS_PER_STATEMENT) throw new Error(`insertJobsFenced takes at most ${ROWS_PER_STATEMENT} jobs`);
-  for (const j of jobs) if (j.idempotencyKey !== null) throw new Error('insertJobsFenced takes no idempotency keys (insertJobs remembers them)');
+  const keyed = jobs.some((j) => j.idempotencyKey !== null);
   const records = JSON.stringify(jobs.map(jobRecord));
   type Row = { held?: string | null; id: string | null; seq: number | null };
-  const { rows } = leases
-    ? await oneStatement<Row>(pool, FENCED, [
-      records,
-      leases.map((l) => l.instanceId),
-      leases.map((l) => l.nodeId),
-      leases.map((l) => l.epoch),
-    ])
-    : await oneStatement<Row>(pool, INSERT_UNKEYED, [records]);
+  let rows: Row[];
+  try {
+    ({ rows } = leases
+      ? await oneStatement<Row>(pool, keyed ? FENCED_KEYED : FENCED, [
+        records,
+        leases.map((l) => l.instanceId),
+        leases.map((l) => l.nodeId),
+        leases.map((l) => l.epoch),
+      ])
+      : await oneStatement<Row>(pool, keyed ? KEYED : INSERT_UNKEYED, [records]));
+  } catch (err) {
+    if (isKeyTakenError(err)) throw keyTakenConcurrently();
+    throw err;
+  }
   const held = leases ? new Set<string>() : null;
   const seqOf = new Map<string, number>();
   for (const r of rows) {

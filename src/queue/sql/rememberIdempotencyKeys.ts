@@ -21,3 +21,16 @@ export function rememberKeysFrom(rows: string): string {
 }
 
 export const keyTakenConcurrently = () => new Error('idempotency key taken concurrently');
+
+/**
+ * For a statement that is its own transaction: a condition (in a WHERE) that raises a unique_violation, and so
+ * undoes the whole statement, when `remembered` (a count over the upsert's RETURNING) is not `expected`
+ * (sql/0009_key_taken.sql).
+ */
+export const allKeysRemembered = (remembered: string, expected: string) => `idempotency_keys_remembered((${remembered}), (${expected}))`;
+
+/** The error of `allKeysRemembered` (PostgreSQL's unique_violation with its message). */
+export function isKeyTakenError(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  return e !== null && typeof e === 'object' && e.code === '23505' && typeof e.message === 'string' && e.message.startsWith('idempotency key taken concurrently');
+}
