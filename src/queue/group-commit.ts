@@ -179,8 +179,7 @@ export class AcceptanceCommitter {
         live = group.filter((w) => held.has(w.unit.instanceId));
         for (const w of group) if (!held.has(w.unit.instanceId)) out.set(w, notOwned());
       }
-      const known = await findKeysAcross(c, live.map((w) => ({ instanceId: w.unit.instanceId, keys: w.unit.keys, since: w.unit.since })));
-      const decided = live.map((w) => w.unit.decide(known.get(w.unit.instanceId) ?? new Map()));
+      const decided = await lookUpAndDecide(c, live);
       const all = decided.flatMap((d) => d.jobs);
       // the jobs and their keys, one statement
       const inserted = await insertJobs(c, all);
@@ -226,18 +225,11 @@ export class AcceptanceCommitter {
     const { quiet, fence, leasesOf } = this.deps;
     if (!quiet || (fence && !leasesOf)) return null;
     let rows = 0;
-    let keyed = false;
-    for (const w of group) {
-      keyed ||= w.unit.keys.length > 0;
-      rows += w.unit.size ?? 1;
-    }
+    for (const w of group) rows += w.unit.size ?? 1;
     if (rows > ROWS_PER_STATEMENT) return null;
     const instanceIds = [...new Set(group.map((w) => w.unit.instanceId))];
     if (!(await quiet(instanceIds))) return null;
-    const known = keyed
-      ? await findKeysAcross(this.deps.pool, group.map((w) => ({ instanceId: w.unit.instanceId, keys: w.unit.keys, since: w.unit.since })))
-      : new Map<string, Map<string, KeyedJob>>();
-    const decided = group.map((w) => w.unit.decide(known.get(w.unit.instanceId) ?? new Map()));
+    const decided = await lookUpAndDecide(this.deps.pool, group);
     const all = decided.flatMap((d) => d.jobs);
     if (all.length > ROWS_PER_STATEMENT) return null;
     const { held, jobs } = await insertJobsFenced(this.deps.pool, all, fence && leasesOf ? leasesOf(instanceIds) : null);
@@ -254,6 +246,12 @@ export class AcceptanceCommitter {
     this.stats.units += group.length;
     return out;
   }
+}
+
+/** Look up the units' keys (one statement; none when no unit has keys) and let each decide from what they name. */
+async function lookUpAndDecide(q: Queryable, units: readonly Waiting[]): Promise<UnitWrites[]> {
+  const known = await findKeysAcross(q, units.map((w) => ({ instanceId: w.unit.instanceId, keys: w.unit.keys, since: w.unit.since })));
+  return units.map((w) => w.unit.decide(known.get(w.unit.instanceId) ?? new Map()));
 }
 
 function settle(w: Waiting, r: UnitResult | Error | undefined): void {
