@@ -50,9 +50,12 @@ export const INSERT_UNKEYED = `WITH t AS (${ROWS}) ${INSERT}`;
  * Jobs of which some have keys: the keys are remembered in the same statement (created at the job's queued_at);
  * `remembered` is how many were (every row carries it; a key another node holds is not).
  */
+/** The keys of the rows of `t`, as rememberKeysFrom takes them (created at the job's queued_at). */
+export const KEY_ROWS = 'SELECT inst, key, id, hash, to_timestamp(qa / 1000) FROM t WHERE key IS NOT NULL';
+
 const SQL_KEYED = `WITH t AS (${ROWS}),
   j AS (${INSERT}),
-  k AS (${rememberKeysFrom('SELECT inst, key, id, hash, to_timestamp(qa / 1000) FROM t WHERE key IS NOT NULL')})
+  k AS (${rememberKeysFrom(KEY_ROWS)})
  SELECT id, seq, (SELECT count(*) FROM k) AS remembered FROM j`;
 
 /** The JSON parameter of the statement for `jobs[from, from + ROWS_PER_STATEMENT)`. */

@@ -16,11 +16,14 @@
 import { oneStatement, type Pool } from '../../store/pool.js';
 import { heldLeasesSql } from '../../store/lease-fence-sql.js';
 import type { Job, NewJob } from '../job.js';
-import { INSERT, INSERT_UNKEYED, ROWS, ROWS_PER_STATEMENT, insertedJob, jobRecord } from './insertJobs.js';
+import { INSERT, INSERT_UNKEYED, KEY_ROWS, ROWS, ROWS_PER_STATEMENT, insertedJob, jobRecord } from './insertJobs.js';
 import { allKeysRemembered, isKeyTakenError, keyTakenConcurrently, rememberKeysFrom } from './rememberIdempotencyKeys.js';
 
+/** A row of `t` whose instance's lease held. */
+const HELD = 't.inst IN (SELECT instance_id FROM f)';
+
 /** The insert, of the rows whose instance's lease held. */
-const INSERT_HELD = INSERT.replace('FROM t ORDER BY ord', 'FROM t WHERE t.inst IN (SELECT instance_id FROM f) ORDER BY ord');
+const INSERT_HELD = INSERT.replace('FROM t ORDER BY ord', `FROM t WHERE ${HELD} ORDER BY ord`);
 if (INSERT_HELD === INSERT) throw new Error('insertJobsFenced: the insert of insertJobs.ts changed shape; its fence would not apply');
 
 const FENCED = `WITH f AS (${heldLeasesSql(2)}),
@@ -30,13 +33,12 @@ const FENCED = `WITH f AS (${heldLeasesSql(2)}),
    UNION ALL
    SELECT NULL, id, seq FROM j`;
 
-/** The keys of the rows to insert (`held`: of the held instances) remembered, or the statement fails. */
-const rememberAll = (held: boolean) => {
-  const rows = `FROM t WHERE key IS NOT NULL${held ? ' AND t.inst IN (SELECT instance_id FROM f)' : ''}`;
-  return `k AS (${rememberKeysFrom(`SELECT inst, key, id, hash, to_timestamp(qa / 1000) ${rows}`)})`;
-};
+/** The keys to remember: of every row, or (`held`) of the held instances' rows. */
+const keyRows = (held: boolean) => (held ? `${KEY_ROWS} AND ${HELD}` : KEY_ROWS);
+/** Those keys remembered (`k`), and a row that fails the statement unless every one of them was. */
+const rememberAll = (held: boolean) => `k AS (${rememberKeysFrom(keyRows(held))})`;
 const KEYS_CHECKED = (held: boolean) =>
-  `SELECT NULL, NULL, NULL WHERE NOT ${allKeysRemembered('SELECT count(*) FROM k', `SELECT count(*) ${held ? 'FROM t WHERE key IS NOT NULL AND t.inst IN (SELECT instance_id FROM f)' : 'FROM t WHERE key IS NOT NULL'}`)}`;
+  `SELECT NULL, NULL, NULL WHERE NOT ${allKeysRemembered('SELECT count(*) FROM k', `SELECT count(*) FROM (${keyRows(held)}) AS w`)}`;
 
 /** Fenced, some jobs with keys. */
 const FENCED_KEYED = `WITH f AS (${heldLeasesSql(2)}),
