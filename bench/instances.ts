@@ -27,6 +27,7 @@ import { createTestDb } from '../test/helpers/db.js';
 import { ADMIN_TOKEN } from '../test/helpers/gateway.js';
 import { postMany } from './lib/post-many.js';
 import { fmt } from './lib/load.js';
+import { untilStoreQuiet } from './lib/quiet.js';
 
 // memory after GC needs --expose-gc: run again with it (npm run bench starts benchmarks without)
 const gc = (globalThis as { gc?: () => void }).gc;
@@ -65,16 +66,6 @@ async function untilConnected(gw: Gateway, t0: number, limitMs: number): Promise
     await sleep(50);
   }
   return null;
-}
-
-/** Until the gateway has had no query in flight or waiting for 3 s (at most `limitMs`). */
-async function untilQuiet(gw: Gateway, limitMs: number): Promise<void> {
-  const t0 = performance.now();
-  let quietSince = performance.now();
-  while (performance.now() - t0 < limitMs && performance.now() - quietSince < 3_000) {
-    await sleep(100);
-    if (gw.pool.waitingCount > 0 || gw.pool.idleCount < gw.pool.totalCount) quietSince = performance.now();
-  }
 }
 
 /** The process's CPU time over `ms` of nothing to do, as % of one core. */
@@ -141,13 +132,13 @@ async function measure(start: () => Promise<Gateway>, db: Awaited<ReturnType<typ
     console.log(`linked and connected ${ids.length} instances in ${linked === null ? 'more than 600 s' : `${fmt(linked / 1000, 2)} s`}`);
 
     // ---- 4. memory per instance, once what the links set off (events and their writes) is done
-    await untilQuiet(gw, 120_000);
+    await untilStoreQuiet(gw.pool, 3_000, 120_000, 'go on');
     const full = memory();
     console.log(`memory after GC: empty gateway rss ${fmt(empty.rss / MiB, 0)} MiB heap ${fmt(empty.heap / MiB, 0)} MiB; with ${N} instances rss ${fmt(full.rss / MiB, 0)} MiB heap ${fmt(full.heap / MiB, 0)} MiB`);
     console.log(`memory per instance: rss ${fmt((full.rss - empty.rss) / N / KiB, 1)} KiB  heapUsed ${fmt((full.heap - empty.heap) / N / KiB, 1)} KiB  (goal ≤ 256 KiB)`);
 
     // ---- 5. idle CPU
-    await untilQuiet(gw, 60_000);
+    await untilStoreQuiet(gw.pool, 3_000, 60_000, 'go on');
     const idlePct = await idleCpu(IDLE_MS);
     const still = gw.actors.health().online;
     console.log(`idle CPU with ${N} connected instances: ${fmt(idlePct, 2)} % of one core over ${IDLE_MS / 1000} s (the empty gateway: ${fmt(emptyIdle, 2)} %; connected at the end: ${still})  (goal ≤ 2 %)`);
