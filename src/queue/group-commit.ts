@@ -169,7 +169,8 @@ export class AcceptanceCommitter {
   }
 
   private async transact(group: Waiting[]): Promise<Map<Waiting, UnitResult | Error>> {
-    const one = await this.asOneStatement(group);
+    const quiet = this.deps.quiet ? await this.deps.quiet([...new Set(group.map((w) => w.unit.instanceId))]) : false;
+    const one = quiet ? await this.asOneStatement(group) : null;
     if (one) return one;
     const out = new Map<Waiting, UnitResult | Error>();
     await withTransaction(this.deps.pool, async (c) => {
@@ -191,7 +192,8 @@ export class AcceptanceCommitter {
         const d = decided[i] as UnitWrites;
         const jobs = inserted.slice(at, at + d.jobs.length);
         at += d.jobs.length;
-        for (const e of d.events(jobs)) events.push({ instanceId: w.unit.instanceId, event: e.event, data: e.data });
+        // nobody's webhook hears of these acceptances (a send-bulk too large for the one statement): no events to build
+        if (!quiet) for (const e of d.events(jobs)) events.push({ instanceId: w.unit.instanceId, event: e.event, data: e.data });
         ends.push(events.length);
         out.set(w, { decided: d, jobs, evented: false });
       });
@@ -210,10 +212,10 @@ export class AcceptanceCommitter {
   }
 
   /**
-   * A group that can be one statement (CommitterDeps.quiet): its keys looked up first (one read, no
-   * transaction), decided, then written by one statement fenced inside it that remembers the keys too; null
-   * when it cannot be (an event a webhook wants, more rows than one statement takes), and the transaction
-   * writes it.
+   * A quiet group (CommitterDeps.quiet: no webhook wants its events) as one statement: its keys looked up
+   * first (one read, no transaction), decided, then written by one statement fenced inside it that remembers
+   * the keys too; null when it cannot be (more rows than one statement takes), and the transaction writes it,
+   * without building events nobody wants.
    *
    * The look-up outside the write's transaction sees every key it must: an instance's keys are written only by
    * the node that holds its lease, one batch after the other (a batch is decided once the one before it is
@@ -222,13 +224,12 @@ export class AcceptanceCommitter {
    * units are then tried again one by one, each deciding again from a fresh look-up.
    */
   private async asOneStatement(group: Waiting[]): Promise<Map<Waiting, UnitResult | Error> | null> {
-    const { quiet, fence, leasesOf } = this.deps;
-    if (!quiet || (fence && !leasesOf)) return null;
+    const { fence, leasesOf } = this.deps;
+    if (fence && !leasesOf) return null;
     let rows = 0;
     for (const w of group) rows += w.unit.size ?? 1;
     if (rows > ROWS_PER_STATEMENT) return null;
     const instanceIds = [...new Set(group.map((w) => w.unit.instanceId))];
-    if (!(await quiet(instanceIds))) return null;
     const decided = await lookUpAndDecide(this.deps.pool, group);
     const all = decided.flatMap((d) => d.jobs);
     if (all.length > ROWS_PER_STATEMENT) return null;

@@ -19,6 +19,7 @@ import { CommitOutcomeUnknown, oneStatement } from '../../src/store/pool.js';
 import { newJobId } from '../../src/ids.js';
 import type { NewJob } from '../../src/queue/job.js';
 import type { InstanceLeaseRef } from '../../src/queue/sql/insertJobsFenced.js';
+import { ROWS_PER_STATEMENT } from '../../src/queue/sql/insertJobs.js';
 
 let db: TestDb;
 const TTL = 60_000;
@@ -130,6 +131,27 @@ test('a group with a wanted event is still a transaction (events written); a gro
   const { rowCount } = await db.pool.query('SELECT 1 FROM idempotency_keys WHERE instance_id = $1', [gone]);
   assert.equal(rowCount, 0, 'no key of an instance whose lease did not hold');
   assert.deepEqual(await stored(gone), []);
+});
+
+test('a quiet unit too large for one statement is a transaction that builds no events; a wanted one writes them', async () => {
+  const [quiet, heard] = [await newInstance(), await newInstance()];
+  const leases = new Map<string, Lease>();
+  for (const id of [quiet, heard]) leases.set(id, (await acquireLease(db.pool, id, 'node-a', TTL)) as Lease);
+  const { c, emitted } = committer(leases, new Set([heard]));
+  const many = (id: string) => Array.from({ length: ROWS_PER_STATEMENT + 1 }, (_, n) => job(id, n));
+  let built = 0;
+  const counted = (u: AcceptUnit): AcceptUnit => ({ ...u, decide: (known) => {
+    const d = u.decide(known);
+    return { ...d, events: (inserted) => (built++, d.events(inserted)) };
+  } });
+  const r = await c.commit(counted(unit(quiet, many(quiet))));
+  assert.equal(r.jobs.length, ROWS_PER_STATEMENT + 1);
+  assert.equal((await stored(quiet)).length, ROWS_PER_STATEMENT + 1, 'all committed, in statements of its transaction');
+  assert.equal(built, 0, 'no events built for a group nobody hears of');
+  assert.deepEqual(emitted, []);
+  await c.commit(counted(unit(heard, many(heard))));
+  assert.equal(built, 1);
+  assert.equal(emitted.length, ROWS_PER_STATEMENT + 1, 'the events of a group a webhook hears of are written');
 });
 
 test('a connection that breaks under the one statement: CommitOutcomeUnknown, never "nothing was written"', NEEDS_SERVER, async () => {
