@@ -6,20 +6,23 @@
  *
  * Strategy: one UPDATE … FROM unnest(ids, slots) per 1,000 rows that changed (a re-plan of 5,000 jobs is five
  * round trips, not 5,000), and only those rows: the caller passes the slots that differ
- * from what PostgreSQL holds (src/queue/planning.ts), so an unchanged job costs no row version. Returns the
- * number of rows written.
+ * from what PostgreSQL holds (src/queue/planning.ts), so an unchanged job costs no row version. Slots travel
+ * as epoch milliseconds (exact through float8 / 1000, as in src/queue/sql/insertJobs.ts), not as timestamps:
+ * 1,000 Date objects turned to text by the client and parsed back by the server cost a re-plan of 5,000 moved
+ * slots about a quarter of its write (46 → 34 ms, median of 8 in turn here); the statement is named (planned once
+ * per connection). Returns the number of rows written.
  */
 import { bulkJobEvent } from '../../../machines/job.machine.js';
-import type { Queryable } from '../../store/pool.js';
+import { named, type Queryable } from '../../store/pool.js';
 import type { SlotWrite } from '../planning-types.js';
 import { sqlStates } from './row.js';
 
 const planned = bulkJobEvent('REPLANNED');
 const unscheduled = bulkJobEvent('UNSCHEDULED');
 const SQL = `UPDATE jobs j
-                SET scheduled_at = s.at, plan_epoch = $4,
+                SET scheduled_at = to_timestamp(s.at / 1000), plan_epoch = $4,
                     state = CASE WHEN s.at IS NULL THEN '${unscheduled.step.next}' ELSE '${planned.step.next}' END
-               FROM unnest($2::text[], $3::timestamptz[]) AS s(id, at)
+               FROM unnest($2::text[], $3::float8[]) AS s(id, at)
               WHERE j.id = s.id AND j.instance_id = $1
                 AND ((s.at IS NOT NULL AND j.state IN (${sqlStates(planned.from)}))
                   OR (s.at IS NULL AND j.state IN (${sqlStates(unscheduled.from)})))`;
@@ -31,7 +34,7 @@ export async function saveSlots(q: Queryable, instanceId: string, slots: readonl
   let n = 0;
   for (let i = 0; i < slots.length; i += ROWS_PER_STATEMENT) {
     const part = slots.slice(i, i + ROWS_PER_STATEMENT);
-    const r = await q.query(SQL, [instanceId, part.map((s) => s.jobId), part.map((s) => (s.scheduledAt === null ? null : new Date(s.scheduledAt))), epoch]);
+    const r = await q.query(named('save_slots', SQL, [instanceId, part.map((s) => s.jobId), part.map((s) => s.scheduledAt), epoch]));
     n += r.rowCount ?? 0;
   }
   return n;
