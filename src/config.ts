@@ -93,11 +93,6 @@ export const ConfigSchema = object({
   PORT: defaulted(int(0, 65535), 3000),
   HOST: defaulted(text('a host name or address (e.g. 127.0.0.1, 0.0.0.0)'), '127.0.0.1'),
   DATABASE_URL: optional(databaseUrl),
-  /**
-   * name the hot statements so that PostgreSQL plans them once per connection; false behind a pooler that
-   * hands one client's statements to different server sessions (PgBouncer in transaction mode before 1.21)
-   */
-  DB_PREPARED_STATEMENTS: defaulted(bool, true),
   DATA_DIR: defaulted(fsPath('a directory path'), path.resolve('data')),
   ADMIN_TOKEN: optional(adminToken),
   LOG_LEVEL: defaulted(logLevel, 'info'),

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import type { Config } from './config.js';
 import { systemClock, type Clock } from './clock.js';
 import { createLogger, registerSecret, type Logger } from './log.js';
-import { createPool, sessionsAreShared, withTransaction, type Pool, type PoolConfig, type Queryable } from './store/pool.js';
+import { createPool, withTransaction, type Pool, type PoolConfig, type Queryable } from './store/pool.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './store/embedded.js';
 import { migrate } from './store/migrate.js';
 import { ensureDataDir, resolveAdminToken } from './bootstrap.js';
@@ -82,7 +82,6 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   // ---- store
   let embedded: EmbeddedPostgres | null = null;
   let dbConfig: PoolConfig;
-  if (!config.DB_PREPARED_STATEMENTS) sessionsAreShared();
   if (opts.database) dbConfig = opts.database;
   else if (config.DATABASE_URL) dbConfig = { connectionString: config.DATABASE_URL };
   else {

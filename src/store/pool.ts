@@ -179,12 +179,11 @@ export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) =>
 /**
  * Whether a named statement may be used: each connection is its own session. Not so with the embedded store
  * (src/store/embedded.ts), whose connections share PGlite's one session, where the second connection to
- * prepare a name would find it taken, nor behind a pooler that runs a client's statements in whichever server
- * session is free (DB_PREPARED_STATEMENTS=false), where a name prepared in one may be missing in the next.
+ * prepare a name would find it taken.
  */
 let namedStatements = true;
 
-/** The connections of this process's store do not each keep a session of their own: statements are not named. */
+/** The connections of this process's store share one session: statements are not named (src/store/embedded.ts). */
 export function sessionsAreShared(): void {
   namedStatements = false;
 }

@@ -58,7 +58,6 @@ const BAD: [variable: string, value: string, message: string][] = [
   ['SANDBOX', 'ftp://sandbox', 'SANDBOX must be embedded, off, or the http(s) URL of a `mgw sandbox` process'],
   ['DEMO_INSTANCE', 'maybe', 'DEMO_INSTANCE must be true or false (also 1/0, yes/no, on/off)'],
   ['WEBHOOK_ALLOW_PRIVATE', '2', 'WEBHOOK_ALLOW_PRIVATE must be true or false (also 1/0, yes/no, on/off)'],
-  ['DB_PREPARED_STATEMENTS', 'sometimes', 'DB_PREPARED_STATEMENTS must be true or false (also 1/0, yes/no, on/off)'],
   ['MEDIA_MAX_BYTES', '0', 'MEDIA_MAX_BYTES must be an integer of at least 1'],
   ['MEDIA_BASE64_MAX_BYTES', '7MB', 'MEDIA_BASE64_MAX_BYTES must be an integer of at least 1'],
   ['MEDIA_UPLOAD_MAX_BYTES', '-5', 'MEDIA_UPLOAD_MAX_BYTES must be an integer of at least 1'],
