@@ -15,7 +15,7 @@
  * - `releaseLeases`: give leases up (graceful stop, hand-over), effective at once.
  */
 import { DomainError } from '../errors.js';
-import { named, type Queryable } from '../store/pool.js';
+import type { Queryable } from '../store/pool.js';
 import { heldLeasesSql } from '../store/lease-fence-sql.js';
 
 export interface Lease {
@@ -130,10 +130,10 @@ const FENCE_LEASES = heldLeasesSql(1);
 /** `fenceLease` for many instances in one statement: answers the instance ids whose lease still holds. */
 export async function fenceLeases(q: Queryable, leases: readonly Lease[]): Promise<Set<string>> {
   if (leases.length === 0) return new Set();
-  // every write transaction of the queue starts with it: planned once per connection
-  const { rows } = await q.query<{ instance_id: string }>(named('fence_leases', FENCE_LEASES, [
-    leases.map((l) => l.instanceId), leases.map((l) => l.nodeId), leases.map((l) => l.epoch),
-  ]));
+  const { rows } = await q.query<{ instance_id: string }>(
+    FENCE_LEASES,
+    [leases.map((l) => l.instanceId), leases.map((l) => l.nodeId), leases.map((l) => l.epoch)],
+  );
   return new Set(rows.map((r) => r.instance_id));
 }
 

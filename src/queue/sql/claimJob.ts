@@ -19,10 +19,10 @@
  * transaction.
  */
 import { bulkJobEvent } from '../../../machines/job.machine.js';
-import { named, type Queryable } from '../../store/pool.js';
+import type { Queryable } from '../../store/pool.js';
 import type { Job } from '../job.js';
 import type { LeaseRef } from '../types.js';
-import { jobColumns, rowToJob, type JobRow } from './row.js';
+import { rowToJob, type JobRow } from './row.js';
 
 const dispatch = bulkJobEvent('DISPATCH');
 
@@ -34,7 +34,7 @@ const claim = (fence: boolean) => `WITH ${fence ? `held AS (
        UPDATE jobs SET state = $3, scheduled_at = $4, dispatched_at = $5, attempts = attempts + 1,
                        delivery_confidence = COALESCE($6, delivery_confidence)
         WHERE id = $1 AND instance_id = $2 AND state = ANY($7::text[])${fence ? ' AND EXISTS (SELECT 1 FROM held)' : ''}
-       RETURNING ${jobColumns()}),
+       RETURNING *),
      d AS (
        INSERT INTO dispatches (instance_id, job_id, dispatched_at)
        SELECT instance_id, id, dispatched_at FROM moved
@@ -50,6 +50,6 @@ const FENCED = claim(true);
 /** Claim `jobId` (due at `slot`) at `at`, under `lease` if given; the claimed job, or null when it was not claimed. */
 export async function claimJob(q: Queryable, instanceId: string, jobId: string, slot: number, at: number, lease?: LeaseRef): Promise<Job | null> {
   const values: unknown[] = [jobId, instanceId, dispatch.step.next, new Date(slot), new Date(at), dispatch.step.deliveryConfidence, dispatch.from];
-  const { rows } = await q.query<JobRow>(lease ? named('claim_job_fenced', FENCED, [...values, lease.nodeId, lease.epoch]) : named('claim_job', SQL, values));
+  const { rows } = await q.query<JobRow>(lease ? FENCED : SQL, lease ? [...values, lease.nodeId, lease.epoch] : values);
   return rows[0] ? rowToJob(rows[0]) : null;
 }

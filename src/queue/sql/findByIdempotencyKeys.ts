@@ -5,9 +5,9 @@
  * once) rather than a query per request or per instance; the key's own payload hash comes along, since the job
  * may be a requeue whose hash is its own.
  */
-import { named, type Queryable } from '../../store/pool.js';
+import type { Queryable } from '../../store/pool.js';
 import type { Job } from '../job.js';
-import { jobColumns, rowToJob, type JobRow } from './row.js';
+import { rowToJob, type JobRow } from './row.js';
 
 export interface KeyedJob {
   job: Job;
@@ -18,11 +18,6 @@ export interface KeyedJob {
 export async function findByIdempotencyKey(q: Queryable, instanceId: string, key: string, since: number): Promise<KeyedJob | null> {
   return (await findKeysAcross(q, [{ instanceId, keys: [key], since }])).get(instanceId)?.get(key) ?? null;
 }
-
-const FIND_ACROSS = `SELECT ${jobColumns('j')}, k.payload_hash AS key_hash, k.key AS key
-       FROM unnest($1::uuid[], $2::text[], $3::timestamptz[]) AS w(instance_id, key, since)
-       JOIN idempotency_keys k ON k.instance_id = w.instance_id AND k.key = w.key AND k.created_at > w.since
-       JOIN jobs j ON j.id = k.job_id`;
 
 /** The remembered keys of many instances' batches in one query: instance id → key → job. */
 export async function findKeysAcross(
@@ -35,7 +30,13 @@ export async function findKeysAcross(
   const since: Date[] = [];
   for (const w of wanted) for (const k of w.keys) (instances.push(w.instanceId), keys.push(k), since.push(new Date(w.since)));
   if (keys.length === 0) return out;
-  const { rows } = await q.query<JobRow & { key_hash: string; key: string }>(named('find_keys_across', FIND_ACROSS, [instances, keys, since]));
+  const { rows } = await q.query<JobRow & { key_hash: string; key: string }>(
+    `SELECT j.*, k.payload_hash AS key_hash, k.key AS key
+       FROM unnest($1::uuid[], $2::text[], $3::timestamptz[]) AS w(instance_id, key, since)
+       JOIN idempotency_keys k ON k.instance_id = w.instance_id AND k.key = w.key AND k.created_at > w.since
+       JOIN jobs j ON j.id = k.job_id`,
+    [instances, keys, since],
+  );
   for (const r of rows) {
     const job = rowToJob(r);
     let m = out.get(job.instanceId);

@@ -34,23 +34,6 @@ export interface JobRow {
   previous_job_id: string | null;
 }
 
-/** Every column of JobRow, once each (the compiler checks that none is missing). */
-const JOB_ROW_COLUMNS: Record<keyof JobRow, true> = {
-  id: true, seq: true, instance_id: true, state: true, kind: true, origin_route: true, chat_id: true, phone: true,
-  payload: true, payload_hash: true, idempotency_key: true, priority: true, not_before: true, queued_at: true,
-  scheduled_at: true, dispatched_at: true, terminal_at: true, expires_at: true, attempts: true,
-  delivery_confidence: true, message_id: true, result_code: true, error_message: true, unknown_reason: true,
-  previous_job_id: true,
-};
-
-/**
- * The columns of a JobRow, qualified by `alias` when given: for a named statement, which must not select or
- * return `*` of a table (src/store/pool.ts `named`).
- */
-export function jobColumns(alias?: string): string {
-  return Object.keys(JOB_ROW_COLUMNS).map((c) => (alias ? `${alias}.${c}` : c)).join(', ');
-}
-
 const ms = (d: Date | null) => (d ? d.getTime() : null);
 export const toDate = (v: number | null | undefined) => (v === null || v === undefined ? null : new Date(v));
 

@@ -8,35 +8,33 @@
  * every move shares one query text (and one plan); a column not given is left as it is.
  */
 import { bulkJobEvent, type JobEvent, type JobStep } from '../../../machines/job.machine.js';
-import { named, type Queryable } from '../../store/pool.js';
+import type { Queryable } from '../../store/pool.js';
 import type { Job, TransitionFields } from '../job.js';
-import { jobColumns, rowToJob, toDate, type JobRow } from './row.js';
+import { rowToJob, toDate, type JobRow } from './row.js';
 
 export interface Moved {
   job: Job;
   step: JobStep;
 }
 
-/** One text for every transition (a named statement: planned once per connection). */
-const TRANSITION = `UPDATE jobs SET state = $3,
-      scheduled_at = CASE WHEN $4::boolean THEN $5::timestamptz ELSE scheduled_at END,
-      dispatched_at = CASE WHEN $6::boolean THEN $7::timestamptz ELSE dispatched_at END,
-      terminal_at = COALESCE($8::timestamptz, terminal_at),
-      delivery_confidence = COALESCE($9, delivery_confidence),
-      message_id = COALESCE($10, message_id),
-      result_code = COALESCE($11, result_code),
-      error_message = COALESCE($12, error_message),
-      unknown_reason = COALESCE($13, unknown_reason),
-      attempts = attempts + CASE WHEN $14::boolean THEN 1 ELSE 0 END
-    WHERE id = $1 AND state = ANY($2::text[])
-    RETURNING ${jobColumns()}`;
-
 export async function transitionJob(q: Queryable, jobId: string, event: JobEvent, f: TransitionFields = {}): Promise<Moved | null> {
   const { from, step } = bulkJobEvent(event.type);
-  const { rows } = await q.query<JobRow>(named('transition_job', TRANSITION, [
-    jobId, from, step.next, f.scheduledAt !== undefined, toDate(f.scheduledAt), f.dispatchedAt !== undefined,
-    toDate(f.dispatchedAt), toDate(f.terminalAt), step.deliveryConfidence, f.messageId ?? null, f.resultCode ?? null,
-    f.errorMessage ?? null, f.unknownReason ?? null, f.attemptsIncrement ?? false,
-  ]));
+  const { rows } = await q.query<JobRow>(
+    `UPDATE jobs SET state = $3,
+        scheduled_at = CASE WHEN $4::boolean THEN $5::timestamptz ELSE scheduled_at END,
+        dispatched_at = CASE WHEN $6::boolean THEN $7::timestamptz ELSE dispatched_at END,
+        terminal_at = COALESCE($8::timestamptz, terminal_at),
+        delivery_confidence = COALESCE($9, delivery_confidence),
+        message_id = COALESCE($10, message_id),
+        result_code = COALESCE($11, result_code),
+        error_message = COALESCE($12, error_message),
+        unknown_reason = COALESCE($13, unknown_reason),
+        attempts = attempts + CASE WHEN $14::boolean THEN 1 ELSE 0 END
+      WHERE id = $1 AND state = ANY($2::text[])
+      RETURNING *`,
+    [jobId, from, step.next, f.scheduledAt !== undefined, toDate(f.scheduledAt), f.dispatchedAt !== undefined,
+      toDate(f.dispatchedAt), toDate(f.terminalAt), step.deliveryConfidence, f.messageId ?? null, f.resultCode ?? null,
+      f.errorMessage ?? null, f.unknownReason ?? null, f.attemptsIncrement ?? false],
+  );
   return rows[0] ? { job: rowToJob(rows[0]), step } : null;
 }
