@@ -7,7 +7,6 @@ import { mkdir, chmod, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
-import { sessionsAreShared } from './pool.js';
 
 export interface EmbeddedPostgres {
   /** connection settings for `pg` */
@@ -26,8 +25,6 @@ export async function startEmbeddedPostgres(dataDir: string): Promise<EmbeddedPo
   const socketPath = path.join(runDir, `.s.PGSQL.${SOCKET_PORT}`);
   // A socket file left by a killed process would make listen() fail.
   await rm(socketPath, { force: true });
-  // every socket connection is a turn at PGlite's one session: no named statements (src/store/pool.ts `named`)
-  sessionsAreShared();
   const db = await PGlite.create(pgDir);
   const server = new PGLiteSocketServer({ db, path: socketPath, maxConnections: 64 });
   await server.start();

@@ -177,37 +177,14 @@ export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) =>
 }
 
 /**
- * Whether a named statement may be used: each connection is its own session. Not so with the embedded store
- * (src/store/embedded.ts), whose connections share PGlite's one session, where the second connection to
- * prepare a name would find it taken.
- */
-let namedStatements = true;
-
-/** The connections of this process's store share one session: statements are not named (src/store/embedded.ts). */
-export function sessionsAreShared(): void {
-  namedStatements = false;
-}
-
-/**
- * A statement PostgreSQL parses and plans once per connection (a named prepared statement) instead of on every
- * execution: for the hot statements whose planning costs more than their work (the group commit's fenced
- * insert of 15 rows: 2.2 ms of backend CPU unnamed, 1.3 ms named, measured here). `name` must be unique to
- * `text`; the statement must not select `*` from a table (a column added by a later migration would change a
- * prepared statement's result type).
- */
-export function named(name: string, text: string, values: unknown[]): pg.QueryConfig {
-  return namedStatements ? { name, text, values } : { text, values };
-}
-
-/**
  * One statement as its own transaction (autocommit): all of it or nothing. A connection that breaks while it
  * is on its way leaves its outcome unknown (it may have committed): CommitOutcomeUnknown, as a broken COMMIT.
  */
-export async function oneStatement<R extends pg.QueryResultRow>(pool: Pool, statement: pg.QueryConfig): Promise<pg.QueryResult<R>> {
+export async function oneStatement<R extends pg.QueryResultRow>(pool: Pool, text: string, values: unknown[]): Promise<pg.QueryResult<R>> {
   const { client, release } = await checkout(pool);
   let fault: Error | undefined;
   try {
-    return await client.query<R>(statement);
+    return await client.query<R>(text, values);
   } catch (err) {
     if (brokenConnection(err)) {
       fault = err;

@@ -160,7 +160,7 @@ test('a connection that breaks under the one statement: CommitOutcomeUnknown, ne
   await holder.query('BEGIN');
   await holder.query('LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE');
   const id = await newInstance();
-  const r = oneStatement(db.pool, { text: 'INSERT INTO jobs (id, instance_id, state, kind, origin_route, payload, payload_hash, priority, queued_at, expires_at) VALUES ($1, $2, \'scheduled\', \'text\', \'/t\', \'{}\', \'h\', 5, now(), now())', values: [newJobId(), id] }).then(
+  const r = oneStatement(db.pool, 'INSERT INTO jobs (id, instance_id, state, kind, origin_route, payload, payload_hash, priority, queued_at, expires_at) VALUES ($1, $2, \'scheduled\', \'text\', \'/t\', \'{}\', \'h\', 5, now(), now())', [newJobId(), id]).then(
     () => null,
     (err: unknown) => err,
   );

@@ -13,7 +13,7 @@
  * holds its rule): one round trip fewer for every group commit with keys.
  */
 import { acceptJob, applyJobEvent, type JobState } from '../../../machines/job.machine.js';
-import { named, type Queryable } from '../../store/pool.js';
+import type { Queryable } from '../../store/pool.js';
 import type { Job, NewJob } from '../job.js';
 import { sendPart } from '../payload.js';
 import { rememberKeysFrom, keyTakenConcurrently } from './rememberIdempotencyKeys.js';
@@ -73,7 +73,7 @@ export async function insertJobs(q: Queryable, jobs: NewJob[]): Promise<Job[]> {
     const end = Math.min(jobs.length, i + ROWS_PER_STATEMENT);
     let keyed = 0;
     for (let k = i; k < end; k++) if ((jobs[k] as NewJob).idempotencyKey !== null) keyed += 1;
-    const pending = q.query<{ id: string; seq: number; remembered?: number }>(keyed > 0 ? named('insert_jobs_keyed', SQL_KEYED, [json]) : named('insert_jobs', INSERT_UNKEYED, [json]));
+    const pending = q.query<{ id: string; seq: number; remembered?: number }>(keyed > 0 ? SQL_KEYED : INSERT_UNKEYED, [json]);
     if (end < jobs.length) {
       // (were the writing to throw, the statement's own failure is not left unhandled: the caller rolls back)
       pending.catch(() => undefined);

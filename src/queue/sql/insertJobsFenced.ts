@@ -13,7 +13,7 @@
  * Strategy: the row source and the insert of insertJobs.ts, with the fence as a CTE; the answer is the held
  * instances and the inserted jobs' seq, in one result. At most ROWS_PER_STATEMENT jobs (one statement).
  */
-import { named, oneStatement, type Pool } from '../../store/pool.js';
+import { oneStatement, type Pool } from '../../store/pool.js';
 import { heldLeasesSql } from '../../store/lease-fence-sql.js';
 import type { Job, NewJob } from '../job.js';
 import { INSERT, INSERT_UNKEYED, KEY_ROWS, ROWS, ROWS_PER_STATEMENT, insertedJob, jobRecord } from './insertJobs.js';
@@ -86,13 +86,13 @@ export async function insertJobsFenced(pool: Pool, jobs: readonly NewJob[], leas
   let rows: Row[];
   try {
     ({ rows } = leases
-      ? await oneStatement<Row>(pool, named(keyed ? 'insert_jobs_fenced_keyed' : 'insert_jobs_fenced', keyed ? FENCED_KEYED : FENCED, [
+      ? await oneStatement<Row>(pool, keyed ? FENCED_KEYED : FENCED, [
         records,
         leases.map((l) => l.instanceId),
         leases.map((l) => l.nodeId),
         leases.map((l) => l.epoch),
-      ]))
-      : await oneStatement<Row>(pool, named(keyed ? 'insert_jobs_keyed_checked' : 'insert_jobs', keyed ? KEYED : INSERT_UNKEYED, [records])));
+      ])
+      : await oneStatement<Row>(pool, keyed ? KEYED : INSERT_UNKEYED, [records]));
   } catch (err) {
     if (isKeyTakenError(err)) throw keyTakenConcurrently();
     throw err;
