@@ -169,14 +169,15 @@ export class AcceptanceCommitter {
   }
 
   private async transact(group: Waiting[]): Promise<Map<Waiting, UnitResult | Error>> {
-    const quiet = this.deps.quiet ? await this.deps.quiet([...new Set(group.map((w) => w.unit.instanceId))]) : false;
-    const one = quiet ? await this.asOneStatement(group) : null;
+    const instanceIds = [...new Set(group.map((w) => w.unit.instanceId))];
+    const quiet = this.deps.quiet ? await this.deps.quiet(instanceIds) : false;
+    const one = quiet ? await this.asOneStatement(group, instanceIds) : null;
     if (one) return one;
     const out = new Map<Waiting, UnitResult | Error>();
     await withTransaction(this.deps.pool, async (c) => {
       let live = group;
       if (this.deps.fence) {
-        const held = await this.deps.fence(c, [...new Set(group.map((w) => w.unit.instanceId))]);
+        const held = await this.deps.fence(c, instanceIds);
         live = group.filter((w) => held.has(w.unit.instanceId));
         for (const w of group) if (!held.has(w.unit.instanceId)) out.set(w, notOwned());
       }
@@ -212,10 +213,10 @@ export class AcceptanceCommitter {
   }
 
   /**
-   * A quiet group (CommitterDeps.quiet: no webhook wants its events) as one statement: its keys looked up
-   * first (one read, no transaction), decided, then written by one statement fenced inside it that remembers
-   * the keys too; null when it cannot be (more rows than one statement takes), and the transaction writes it,
-   * without building events nobody wants.
+   * A quiet group (CommitterDeps.quiet: no webhook wants its events) of `instanceIds` as one statement: its
+   * keys looked up first (one read, no transaction), decided, then written by one statement fenced inside it
+   * that remembers the keys too; null when it cannot be (more rows than one statement takes), and the
+   * transaction writes it, without building events nobody wants.
    *
    * The look-up outside the write's transaction sees every key it must: an instance's keys are written only by
    * the node that holds its lease, one batch after the other (a batch is decided once the one before it is
@@ -223,13 +224,12 @@ export class AcceptanceCommitter {
    * it FOR KEY SHARE). A key written in between anyway fails the statement whole (insertJobsFenced), and the
    * units are then tried again one by one, each deciding again from a fresh look-up.
    */
-  private async asOneStatement(group: Waiting[]): Promise<Map<Waiting, UnitResult | Error> | null> {
+  private async asOneStatement(group: Waiting[], instanceIds: readonly string[]): Promise<Map<Waiting, UnitResult | Error> | null> {
     const { fence, leasesOf } = this.deps;
     if (fence && !leasesOf) return null;
     let rows = 0;
     for (const w of group) rows += w.unit.size ?? 1;
     if (rows > ROWS_PER_STATEMENT) return null;
-    const instanceIds = [...new Set(group.map((w) => w.unit.instanceId))];
     const decided = await lookUpAndDecide(this.deps.pool, group);
     const all = decided.flatMap((d) => d.jobs);
     if (all.length > ROWS_PER_STATEMENT) return null;
