@@ -16,10 +16,7 @@ const fail = (what: string) => {
 };
 let n = 0;
 const ok = new Set(spec.okStatus ?? []);
-const start = performance.now();
-const end = start + spec.durationMs;
-/** [start, latency] of every success when the spec asks for `slowest` */
-const timeline: [number, number][] | null = spec.slowest ? [] : null;
+const end = performance.now() + spec.durationMs;
 
 function one(): Promise<void> {
   return new Promise((resolve) => {
@@ -38,11 +35,8 @@ function one(): Promise<void> {
         } else res.resume();
         res.on('end', () => {
           const s = res.statusCode ?? 0;
-          if ((s >= 200 && s < 300) || ok.has(s)) {
-            const ms = performance.now() - t0;
-            latencies.push(ms);
-            if (timeline) timeline.push([t0 - start, ms]);
-          } else fail(String(s));
+          if ((s >= 200 && s < 300) || ok.has(s)) latencies.push(performance.now() - t0);
+          else fail(String(s));
           resolve();
         });
       },
@@ -63,9 +57,5 @@ const elapsed = (performance.now() - t0) / 1000;
 latencies.sort((a, b) => a - b);
 const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] ?? 0;
 const result: LoadResult = { requests: latencies.length, errors, failures, ...(sample ? { sample } : {}), rps: latencies.length / elapsed, p50: pct(0.5), p99: pct(0.99) };
-if (timeline && spec.slowest) {
-  result.slowest = timeline.sort((a, b) => b[1] - a[1]).slice(0, spec.slowest).map(([at, ms]) => ({ at: Math.round(at), ms: Math.round(ms * 10) / 10 }));
-  result.startedAt = performance.timeOrigin + start;
-}
 process.stdout.write(JSON.stringify(result));
 agent.destroy();

@@ -12,10 +12,6 @@ export interface LoadResult {
   failures: Record<string, number>;
   /** the first failed response: its status and the start of its body */
   sample?: string;
-  /** the slowest successes (when the spec asked for them): when each began (ms into the run) and its latency */
-  slowest?: { at: number; ms: number }[];
-  /** with `slowest`: the run's start (epoch ms, fractional), the instant `at` counts from */
-  startedAt?: number;
   rps: number;
   p50: number;
   p99: number;
@@ -33,8 +29,6 @@ export interface LoadSpec {
   keys?: string[];
   /** status codes counted as success (default 2xx) */
   okStatus?: number[];
-  /** report this many slowest successes with when they began (finding what the tail waits for) */
-  slowest?: number;
 }
 
 export function runLoad(spec: LoadSpec): Promise<LoadResult> {
