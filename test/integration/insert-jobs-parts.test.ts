@@ -2,13 +2,16 @@
  * insertJobs (src/queue/sql/insertJobs.ts) over more than one statement (1,000 rows each): 2,345 jobs, some
  * with idempotency keys in the middle statement, come back in the batch's order with ascending seqs that
  * match the rows, every field as written; the keys are remembered. Inside one transaction, as the group
- * commit runs it.
+ * commit runs it. And every column round-trips whatever its text holds, in both forms of the rows (JSON, arrays)
+ * and through both inserts (a transaction's, the group commit's one statement).
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { createTestDb, type TestDb } from '../helpers/db.js';
 import { insertJobs, ROWS_PER_STATEMENT } from '../../src/queue/sql/insertJobs.js';
+import { insertJobsFenced } from '../../src/queue/sql/insertJobsFenced.js';
+import { ARRAY_ROWS, ARRAYS_FROM, JSON_ROWS, rowSource } from '../../src/queue/sql/job-rows.js';
 import { withTransaction } from '../../src/store/pool.js';
 import { newJobId } from '../../src/ids.js';
 import type { NewJob } from '../../src/queue/job.js';
@@ -49,4 +52,69 @@ test('2,345 jobs in three statements: batch order, ascending seqs as stored, key
   });
   const keys = await db.pool.query<{ n: string }>('SELECT count(*) AS n FROM idempotency_keys WHERE instance_id = $1', [inst]);
   assert.equal(Number(keys.rows[0]!.n), jobs.filter((j) => j.idempotencyKey !== null).length);
+});
+
+const TRICKY = ['"', '\\', '\\"', '{a,b}', ' lead and trail ', 'NULL', 'null', '', 'line\nbreak\ttab', '😀 ü ß 中', '{"json":"in text"}', ','];
+
+/** `n` jobs of a new instance whose text columns hold the TRICKY strings in turn (and nulls). */
+async function trickyJobs(name: string, n: number): Promise<NewJob[]> {
+  const other = randomUUID();
+  await db.pool.query('INSERT INTO instances (id, name, driver) VALUES ($1, $2, \'sandbox\')', [other, name]);
+  return Array.from({ length: n }, (_, i) => {
+    const s = TRICKY[i % TRICKY.length]!;
+    return {
+      id: newJobId(), instanceId: other, originRoute: `/route ${s}`, chatId: i % 2 === 0 ? `${s}@c.us` : null, phone: i % 3 === 0 ? null : s,
+      payloadHash: `h ${s}`, idempotencyKey: i % 4 === 1 ? `key ${s} ${i}` : null, priority: 1 + (i % 9),
+      notBefore: i % 2 === 0 ? null : NOW + i, queuedAt: NOW - i, scheduledAt: i % 5 === 0 ? null : NOW + i * 1_001, expiresAt: NOW + 86_400_000 + i,
+      previousJobId: i % 2 === 1 ? `wq_prev ${s}` : null, callerBoot: i % 3 === 1 ? `boot ${s}` : null,
+      kind: 'text', payload: { body: `${s} "quoted" \\ back\nslash`, chatId: `${s}@c.us` },
+    };
+  });
+}
+
+/** Every column of the jobs as stored, against what was given. */
+async function assertStored(jobs: NewJob[], inserted: { id: string; state: string }[]): Promise<void> {
+  assert.deepEqual(inserted.map((j) => j.id), jobs.map((j) => j.id));
+  const { rows } = await db.pool.query<Record<string, unknown>>(
+    `SELECT id, origin_route, chat_id, phone, payload_hash, idempotency_key, priority, not_before, queued_at, scheduled_at,
+            expires_at, previous_job_id, caller_boot, kind, payload, state FROM jobs WHERE instance_id = $1 ORDER BY seq`, [jobs[0]!.instanceId]);
+  const ms = (v: unknown) => (v instanceof Date ? v.getTime() : v);
+  assert.equal(rows.length, jobs.length);
+  rows.forEach((r, i) => {
+    const j = jobs[i]!;
+    assert.deepEqual(
+      [r.id, r.origin_route, r.chat_id, r.phone, r.payload_hash, r.idempotency_key, r.priority, ms(r.not_before), ms(r.queued_at),
+        ms(r.scheduled_at), ms(r.expires_at), r.previous_job_id, r.caller_boot, r.kind, r.payload, r.state],
+      [j.id, j.originRoute, j.chatId, j.phone, j.payloadHash, j.idempotencyKey, j.priority, j.notBefore, j.queuedAt,
+        j.scheduledAt, j.expiresAt, j.previousJobId, j.callerBoot, j.kind, j.payload, inserted[i]!.state],
+      `job ${i} (${JSON.stringify(TRICKY[i % TRICKY.length])})`,
+    );
+  });
+  const keys = await db.pool.query<{ key: string; job_id: string }>('SELECT key, job_id FROM idempotency_keys WHERE instance_id = $1', [jobs[0]!.instanceId]);
+  assert.deepEqual(keys.rows.map((k) => [k.key, k.job_id]).sort(),
+    jobs.filter((j) => j.idempotencyKey !== null).map((j) => [j.idempotencyKey, j.id]).sort());
+}
+
+// both forms of the rows (src/queue/sql/job-rows.ts): the JSON document below ARRAYS_FROM rows, the arrays from it
+for (const n of [TRICKY.length, ARRAYS_FROM + TRICKY.length]) {
+  const form = rowSource(n) === JSON_ROWS ? 'JSON' : 'arrays';
+  test(`${n} jobs (${form}): every column comes back as written, whatever its text holds: quotes, backslashes, braces, commas, blanks, the word NULL, emoji, nulls`, async () => {
+    const jobs = await trickyJobs(`tricky-${n}`, n);
+    await assertStored(jobs, await withTransaction(db.pool, (c) => insertJobs(c, jobs)));
+  });
+  test(`${n} jobs (${form}), as one statement (the group commit's): every column as written`, async () => {
+    const jobs = await trickyJobs(`tricky-one-${n}`, n);
+    const { jobs: inserted } = await insertJobsFenced(db.pool, jobs, null);
+    await assertStored(jobs, inserted.map((j) => {
+      if (!j) throw new Error('not inserted');
+      return j;
+    }));
+  });
+}
+
+test('the forms change where they should', () => {
+  assert.equal(rowSource(1), JSON_ROWS);
+  assert.equal(rowSource(ARRAYS_FROM - 1), JSON_ROWS);
+  assert.equal(rowSource(ARRAYS_FROM), ARRAY_ROWS);
+  assert.equal(rowSource(ROWS_PER_STATEMENT), ARRAY_ROWS);
 });

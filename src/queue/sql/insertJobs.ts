@@ -1,40 +1,23 @@
 /**
  * Insert an acceptance batch's jobs in one statement. Returns them with their seq, in the batch's order.
  *
- * Strategy: the whole batch as one JSON parameter read by json_to_recordset keeps a batch of thousands to one
- * round trip and one parameter (a multi-row VALUES would need a parameter per cell; one array per column costs
- * the client an escaped text element per cell, which dominated a send-bulk of 5,000); WITH ORDINALITY keeps
- * the batch's arrival order in `seq`. Instants travel as epoch milliseconds (exact through float8 / 1000).
- * The state each job is inserted in is the job machine's: its initial state, then PLANNED when acceptance
- * gave it a slot.
+ * Strategy: the batch travels as the rows of src/queue/sql/job-rows.ts (one JSON document for a small batch,
+ * one array per column for a large one); ORDER BY its `ord` keeps the batch's arrival order in `seq`.
  * Only `seq` comes back: everything else of the job is what was just written (a send-bulk of 5,000 does not
  * ship and parse its 5,000 rows twice).
  * The jobs' idempotency keys are remembered by the same statement (src/queue/sql/rememberIdempotencyKeys.ts
  * holds its rule): one round trip fewer for every group commit with keys.
  */
-import { acceptJob, applyJobEvent, type JobState } from '../../../machines/job.machine.js';
 import type { Queryable } from '../../store/pool.js';
 import type { Job, NewJob } from '../job.js';
 import { sendPart } from '../payload.js';
 import { rememberKeysFrom, keyTakenConcurrently } from './rememberIdempotencyKeys.js';
+import { insertedState, perRowSource, rowSource, type RowSource } from './job-rows.js';
 
-const INITIAL = acceptJob().next;
-const PLANNED = applyJobEvent(INITIAL, { type: 'PLANNED' })?.next;
-
-/** The state a new job is stored in. */
-export function insertedState(job: Pick<NewJob, 'scheduledAt'>): JobState {
-  if (job.scheduledAt === null) return INITIAL;
-  if (PLANNED === undefined) throw new Error('the job machine does not allow PLANNED from its initial state');
-  return PLANNED;
-}
+export { insertedState };
 
 /** Rows per statement: a send-bulk of 5,000 is five statements of one transaction, each far inside the store's statement deadline. */
 export const ROWS_PER_STATEMENT = 1_000;
-
-export const ROWS = `SELECT * FROM ROWS FROM (json_to_recordset($1::json) AS (id text, inst uuid, state text, kind text, route text,
-          chat text, phone text, payload jsonb, hash text, key text, prio smallint, nb float8, qa float8, sa float8,
-          ea float8, prev text, boot text)) WITH ORDINALITY AS t(id, inst, state, kind, route, chat, phone, payload,
-          hash, key, prio, nb, qa, sa, ea, prev, boot, ord)`;
 
 export const INSERT = `INSERT INTO jobs (id, instance_id, state, kind, origin_route, chat_id, phone, payload, payload_hash,
     idempotency_key, priority, not_before, queued_at, scheduled_at, expires_at, previous_job_id, caller_boot)
@@ -44,40 +27,44 @@ export const INSERT = `INSERT INTO jobs (id, instance_id, state, kind, origin_ro
  RETURNING id, seq`;
 
 /** Jobs without keys. */
-export const INSERT_UNKEYED = `WITH t AS (${ROWS}) ${INSERT}`;
+export const insertUnkeyed = (rows: RowSource) => `WITH t AS (${rows.sql}) ${INSERT}`;
+const unkeyedSql = perRowSource(insertUnkeyed);
+
+/** The keys of the rows of `t`, as rememberKeysFrom takes them (created at the job's queued_at). */
+export const KEY_ROWS = 'SELECT inst, key, id, hash, to_timestamp(qa / 1000) FROM t WHERE key IS NOT NULL';
 
 /**
  * Jobs of which some have keys: the keys are remembered in the same statement (created at the job's queued_at);
  * `remembered` is how many were (every row carries it; a key another node holds is not).
  */
-/** The keys of the rows of `t`, as rememberKeysFrom takes them (created at the job's queued_at). */
-export const KEY_ROWS = 'SELECT inst, key, id, hash, to_timestamp(qa / 1000) FROM t WHERE key IS NOT NULL';
-
-const SQL_KEYED = `WITH t AS (${ROWS}),
+const keyedSql = perRowSource((rows) => `WITH t AS (${rows.sql}),
   j AS (${INSERT}),
   k AS (${rememberKeysFrom(KEY_ROWS)})
- SELECT id, seq, (SELECT count(*) FROM k) AS remembered FROM j`;
-
-/** The JSON parameter of the statement for `jobs[from, from + ROWS_PER_STATEMENT)`. */
-const partJson = (jobs: readonly NewJob[], from: number) => JSON.stringify(jobs.slice(from, from + ROWS_PER_STATEMENT).map(jobRecord));
+ SELECT id, seq, (SELECT count(*) FROM k) AS remembered FROM j`);
 
 /**
  * Insert the jobs and remember their idempotency keys; throws (the caller rolls back) when a key was taken
- * meanwhile. The statements run one after the other; the next one's JSON is written while PostgreSQL runs the
- * current one.
+ * meanwhile. The statements run one after the other; the next one's parameters are written while PostgreSQL
+ * runs the current one.
  */
 export async function insertJobs(q: Queryable, jobs: NewJob[]): Promise<Job[]> {
   const seqs = new Array<number | undefined>(jobs.length).fill(undefined);
-  let json = jobs.length > 0 ? partJson(jobs, 0) : '';
-  for (let i = 0; i < jobs.length; i += ROWS_PER_STATEMENT) {
+  const part = (from: number) => {
+    const to = Math.min(jobs.length, from + ROWS_PER_STATEMENT);
+    const source = rowSource(to - from);
+    return { source, params: source.values(jobs, from, to) };
+  };
+  let next = jobs.length > 0 ? part(0) : null;
+  for (let i = 0; i < jobs.length && next; i += ROWS_PER_STATEMENT) {
+    const { source, params } = next;
     const end = Math.min(jobs.length, i + ROWS_PER_STATEMENT);
     let keyed = 0;
     for (let k = i; k < end; k++) if ((jobs[k] as NewJob).idempotencyKey !== null) keyed += 1;
-    const pending = q.query<{ id: string; seq: number; remembered?: number }>(keyed > 0 ? SQL_KEYED : INSERT_UNKEYED, [json]);
+    const pending = q.query<{ id: string; seq: number; remembered?: number }>(keyed > 0 ? keyedSql(source) : unkeyedSql(source), params);
     if (end < jobs.length) {
       // (were the writing to throw, the statement's own failure is not left unhandled: the caller rolls back)
       pending.catch(() => undefined);
-      json = partJson(jobs, end);
+      next = part(end);
     }
     const { rows } = await pending;
     if (keyed > 0 && Number(rows[0]?.remembered ?? 0) !== keyed) throw keyTakenConcurrently();
@@ -96,13 +83,6 @@ export async function insertJobs(q: Queryable, jobs: NewJob[]): Promise<Job[]> {
     return insertedJob(j, seq);
   });
 }
-
-/** One job as a record of the batch's JSON (instants as epoch milliseconds). */
-export const jobRecord = (j: NewJob) => ({
-  id: j.id, inst: j.instanceId, state: insertedState(j), kind: j.kind, route: j.originRoute, chat: j.chatId, phone: j.phone,
-  payload: j.payload, hash: j.payloadHash, key: j.idempotencyKey, prio: j.priority, nb: j.notBefore, qa: j.queuedAt,
-  sa: j.scheduledAt, ea: j.expiresAt, prev: j.previousJobId, boot: j.callerBoot,
-});
 
 /**
  * A job as its insert stored it: the column defaults for everything acceptance does not write. Written out

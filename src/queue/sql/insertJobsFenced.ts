@@ -10,13 +10,14 @@
  * writer took it since the caller looked it up), the statement fails as a whole (a unique_violation,
  * sql/0009_key_taken.sql): nothing of it is written, and the caller's transaction-per-unit retry decides again.
  *
- * Strategy: the row source and the insert of insertJobs.ts, with the fence as a CTE; the answer is the held
+ * Strategy: the rows (src/queue/sql/job-rows.ts) and the insert of insertJobs.ts, with the fence as a CTE; the answer is the held
  * instances and the inserted jobs' seq, in one result. At most ROWS_PER_STATEMENT jobs (one statement).
  */
 import { oneStatement, type Pool } from '../../store/pool.js';
 import { heldLeasesSql } from '../../store/lease-fence-sql.js';
 import type { Job, NewJob } from '../job.js';
-import { INSERT, INSERT_UNKEYED, KEY_ROWS, ROWS, ROWS_PER_STATEMENT, insertedJob, jobRecord } from './insertJobs.js';
+import { INSERT, KEY_ROWS, ROWS_PER_STATEMENT, insertUnkeyed, insertedJob } from './insertJobs.js';
+import { perRowSource, rowSource, type RowSource } from './job-rows.js';
 import { allKeysRemembered, isKeyTakenError, keyTakenConcurrently, rememberKeysFrom } from './rememberIdempotencyKeys.js';
 
 /** A row of `t` whose instance's lease held. */
@@ -26,12 +27,12 @@ const HELD = 't.inst IN (SELECT instance_id FROM f)';
 const INSERT_HELD = INSERT.replace('FROM t ORDER BY ord', `FROM t WHERE ${HELD} ORDER BY ord`);
 if (INSERT_HELD === INSERT) throw new Error('insertJobsFenced: the insert of insertJobs.ts changed shape; its fence would not apply');
 
-const FENCED = `WITH f AS (${heldLeasesSql(2)}),
-     t AS (${ROWS}),
+const FENCED = perRowSource((rows) => `WITH f AS (${heldLeasesSql(rows.params + 1)}),
+     t AS (${rows.sql}),
      j AS (${INSERT_HELD})
    SELECT instance_id::text AS held, NULL::text AS id, NULL::bigint AS seq FROM f
    UNION ALL
-   SELECT NULL, id, seq FROM j`;
+   SELECT NULL, id, seq FROM j`);
 
 /** The keys to remember: of every row, or (`held`) of the held instances' rows. */
 const keyRows = (held: boolean) => (held ? `${KEY_ROWS} AND ${HELD}` : KEY_ROWS);
@@ -41,23 +42,24 @@ const KEYS_CHECKED = (held: boolean) =>
   `SELECT NULL, NULL, NULL WHERE NOT ${allKeysRemembered('SELECT count(*) FROM k', `SELECT count(*) FROM (${keyRows(held)}) AS w`)}`;
 
 /** Fenced, some jobs with keys. */
-const FENCED_KEYED = `WITH f AS (${heldLeasesSql(2)}),
-     t AS (${ROWS}),
+const FENCED_KEYED = perRowSource((rows) => `WITH f AS (${heldLeasesSql(rows.params + 1)}),
+     t AS (${rows.sql}),
      j AS (${INSERT_HELD}),
      ${rememberAll(true)}
    SELECT instance_id::text AS held, NULL::text AS id, NULL::bigint AS seq FROM f
    UNION ALL
    SELECT NULL, id, seq FROM j
    UNION ALL
-   ${KEYS_CHECKED(true)}`;
+   ${KEYS_CHECKED(true)}`);
 
 /** Unfenced, some jobs with keys. */
-const KEYED = `WITH t AS (${ROWS}),
+const KEYED = perRowSource((rows) => `WITH t AS (${rows.sql}),
      j AS (${INSERT}),
      ${rememberAll(false)}
    SELECT NULL::text AS held, id, seq FROM j
    UNION ALL
-   ${KEYS_CHECKED(false)}`;
+   ${KEYS_CHECKED(false)}`);
+const UNKEYED = perRowSource(insertUnkeyed);
 
 /** A lease the statement fences with: held by `nodeId` at `epoch` (src/queue/types.ts LeaseRef), of its instance. */
 export interface InstanceLeaseRef {
@@ -81,18 +83,19 @@ export interface FencedInsert {
 export async function insertJobsFenced(pool: Pool, jobs: readonly NewJob[], leases: readonly InstanceLeaseRef[] | null): Promise<FencedInsert> {
   if (jobs.length > ROWS_PER_STATEMENT) throw new Error(`insertJobsFenced takes at most ${ROWS_PER_STATEMENT} jobs`);
   const keyed = jobs.some((j) => j.idempotencyKey !== null);
-  const records = JSON.stringify(jobs.map(jobRecord));
+  const source: RowSource = rowSource(jobs.length);
+  const values = source.values(jobs, 0, jobs.length);
   type Row = { held?: string | null; id: string | null; seq: number | null };
   let rows: Row[];
   try {
     ({ rows } = leases
-      ? await oneStatement<Row>(pool, keyed ? FENCED_KEYED : FENCED, [
-        records,
+      ? await oneStatement<Row>(pool, keyed ? FENCED_KEYED(source) : FENCED(source), [
+        ...values,
         leases.map((l) => l.instanceId),
         leases.map((l) => l.nodeId),
         leases.map((l) => l.epoch),
       ])
-      : await oneStatement<Row>(pool, keyed ? KEYED : INSERT_UNKEYED, [records]));
+      : await oneStatement<Row>(pool, keyed ? KEYED(source) : UNKEYED(source), values));
   } catch (err) {
     if (isKeyTakenError(err)) throw keyTakenConcurrently();
     throw err;
