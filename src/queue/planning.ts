@@ -9,12 +9,14 @@
  * the rows that differ, the slot writer (src/queue/slot-writer.ts) those an acceptance moved. A restart
  * re-plans from PostgreSQL, so a slot not yet written is never needed to decide anything.
  */
-import { planAll, planAppend, recheck, stableRandomDelay, type Placement, type PlanJob, type PlanResult, type PlanTail, type RandomDelay, type Recheck } from './plan.js';
+import { planAll, planAppend, recheck, stableRandomDelay, type PlanJob, type PlanResult, type PlanTail, type RandomDelay, type Recheck } from './plan.js';
 import { planInsert, type Planned } from './plan-insert.js';
+import { placeNewJobs } from './plan-placement.js';
 import type { AddProposal, MirrorJob, ReplanProposal, SlotWrite } from './planning-types.js';
 import type { InstanceSettings } from './settings.js';
 import { DispatchHistory } from './dispatch-history.js';
 import { DispatchOrder } from './dispatch-order.js';
+import { EarliestExpiry } from './earliest-expiry.js';
 
 export type { AddProposal, MirrorJob, PlanJob, ReplanProposal, SlotWrite } from './planning-types.js';
 
@@ -58,12 +60,7 @@ export class Planner {
   private tail: PlanTail | null = null;
   private tailSettings: InstanceSettings | null = null;
   private retryAt: number | null = null;
-  /**
-   * The earliest expiresAt of the waiting jobs (Infinity: none), or null when a removal may have taken it and
-   * it is found again on the next read: every arm of the dispatch timer and every dispatch step asks, and a
-   * scan of every waiting job per ask cost an acceptance at 15,000 pending more than its plan did.
-   */
-  private firstExpiry: number | null = null;
+  private readonly expiry = new EarliestExpiry();
   private nextSeq = 1;
   /** bumped whenever the dispatch order changes: a job's `pos` hint holds while its `posAt` equals it */
   private orderVersion = 0;
@@ -77,7 +74,7 @@ export class Planner {
   load(input: { history: number[]; lastDispatchAt: number | null; waiting: MirrorJob[] }): void {
     this.history.load(input.history, input.lastDispatchAt);
     this.jobs = new Map(input.waiting.map((j) => [j.id, held(j, j.scheduledAt, j.scheduledAt)]));
-    this.firstExpiry = null;
+    this.expiry.reset();
     this.unwritten.clear();
     this.nextSeq = input.waiting.reduce((m, j) => Math.max(m, j.seq), 0) + 1;
     this.order.rebuild(this.jobs.values());
@@ -117,8 +114,8 @@ export class Planner {
 
   /**
    * Plan new jobs (in arrival order) into the current plan. The plan is given the very objects memory will
-   * hold once committed (filled in by `commit`, never before), so its result names them by identity: a
-   * placement of a new job is recognised by its seq, without a lookup by id.
+   * hold once committed (filled in by `commit`, never before), so its result names them by identity
+   * (src/queue/plan-placement.ts).
    */
   tryAdd(newJobs: Omit<PlanJob, 'seq'>[], now: number, settings: InstanceSettings): AddProposal {
     if (newJobs.length === 0) return { slots: new Map(), moved: [], positions: new Map(), commit: null };
@@ -130,48 +127,7 @@ export class Planner {
       jobs[i] = { id: j.id, priority: j.priority, seq: seq0 + i, notBefore: j.notBefore, expiresAt: j.expiresAt, scheduledAt: null, persisted: null, after: null, idled: true, pos: 0, posAt: -1 };
     }
     const { result, kept, rerun } = this.add(jobs, now, settings);
-    // per new job: its slot (undefined: unreachable, null: accepted without a slot) and its queue position
-    const slotOf = new Array<number | null | undefined>(n).fill(undefined);
-    const posOf = new Array<number>(n).fill(0);
-    // slots of the waiting jobs the plan placed again
-    let again: Map<string, number> | null = null;
-    const { placements, placedJobs } = result;
-    for (let i = 0; i < placements.length; i++) {
-      const job = placedJobs[i] as PlanJob;
-      const at = (placements[i] as Placement).scheduledAt;
-      const k = job.seq - seq0;
-      if (k >= 0 && k < n && jobs[k] === job) {
-        slotOf[k] = at;
-        // placements follow the kept part of the dispatch order
-        posOf[k] = kept + i + 1;
-      } else (again ??= new Map()).set(job.id, at);
-    }
-    if (result.unplaced.length > 0) {
-      // jobs without a slot come after every placed one
-      const last = kept + placements.length + 1;
-      const index = new Map(jobs.map((j, k) => [j.id, k]));
-      for (const u of result.unplaced) {
-        const k = index.get(u.jobId);
-        if (k === undefined) continue;
-        slotOf[k] = null;
-        posOf[k] = last;
-      }
-    }
-    // waiting jobs planned again that land elsewhere (a job it could not place any more waits without a slot)
-    const moved: SlotWrite[] = [];
-    for (const old of rerun ?? this.jobs.values()) {
-      const at = again?.get(old.id) ?? null;
-      if (old.scheduledAt !== at) moved.push({ jobId: old.id, scheduledAt: at });
-    }
-    const slots = new Map<string, number | null>();
-    const positions = new Map<string, number>();
-    for (let k = 0; k < n; k++) {
-      const slot = slotOf[k];
-      if (slot === undefined) continue;
-      const id = (jobs[k] as Held).id;
-      slots.set(id, slot);
-      positions.set(id, posOf[k] as number);
-    }
+    const { slotOf, slots, positions, moved } = placeNewJobs(result, kept, jobs, seq0, rerun ?? this.jobs.values());
     return {
       slots,
       moved,
@@ -190,7 +146,7 @@ export class Planner {
           j.scheduledAt = slot;
           j.persisted = slot;
           this.jobs.set(j.id, j);
-          if (this.firstExpiry !== null && j.expiresAt < this.firstExpiry) this.firstExpiry = j.expiresAt;
+          this.expiry.added(j.expiresAt);
         }
         this.applyPlan(result, rerun, settings, seq0, jobs);
       },
@@ -287,7 +243,7 @@ export class Planner {
     const job = this.jobs.get(jobId);
     if (!job) return;
     this.jobs.delete(jobId);
-    if (this.firstExpiry !== null && job.expiresAt <= this.firstExpiry) this.firstExpiry = null;
+    this.expiry.removed(job.expiresAt);
     this.order.remove(jobId);
     this.orderVersion++;
     // the tail still counts the removed job's slot: conservative (never over the limits); next re-plan frees it
@@ -324,7 +280,7 @@ export class Planner {
   nextWake(includeSlots = true): number | null {
     let t = (includeSlots ? this.nextAt() : null) ?? Number.POSITIVE_INFINITY;
     // a job may still go out at exactly its expiresAt (the planner allows that slot): it expires after it
-    const expiry = this.earliestExpiry();
+    const expiry = this.expiry.of(this.jobs.values());
     if (expiry + 1 < t) t = expiry + 1;
     if (this.retryAt !== null && this.retryAt < t) t = this.retryAt;
     return Number.isFinite(t) ? t : null;
@@ -333,19 +289,9 @@ export class Planner {
   /** Waiting jobs whose validity ended before they could go. */
   expiredAt(now: number): string[] {
     const out: string[] = [];
-    if (this.earliestExpiry() >= now) return out;
+    if (this.expiry.of(this.jobs.values()) >= now) return out;
     for (const j of this.jobs.values()) if (j.expiresAt < now) out.push(j.id);
     return out;
-  }
-
-  /** The earliest expiresAt of the waiting jobs (Infinity: none), kept as jobs come and found again after a removal. */
-  private earliestExpiry(): number {
-    if (this.firstExpiry === null) {
-      let t = Number.POSITIVE_INFINITY;
-      for (const j of this.jobs.values()) if (j.expiresAt < t) t = j.expiresAt;
-      this.firstExpiry = t;
-    }
-    return this.firstExpiry;
   }
 
   /** The job due now (earliest slot ≤ now), if any. */
