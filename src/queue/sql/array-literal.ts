@@ -8,7 +8,7 @@
  * Strategy: JSON.stringify of the whole column is that literal between `[` and `]` whenever it escapes nothing
  * but `"` and `\`, which holds for strings without control characters or surrogates (JSON writes those as
  * `\n`, `\u…`, which array input would read differently): one native call per column instead of a quote and
- * an escape per element, which cost 2–3 µs a row over 17 columns. A column with such a string takes the
+ * an escape per element, which cost 3–5 µs a row over 17 columns. A column with such a string takes the
  * element-by-element path. A JSON text (JSON.stringify's own output) never holds a control character or a lone
  * surrogate, so `pushJson` skips the check (a message with emoji keeps the fast path).
  */

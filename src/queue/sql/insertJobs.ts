@@ -14,8 +14,6 @@ import { sendPart } from '../payload.js';
 import { rememberKeysFrom, keyTakenConcurrently } from './rememberIdempotencyKeys.js';
 import { insertedState, perRowSource, rowSource, type RowSource } from './job-rows.js';
 
-export { insertedState };
-
 /** Rows per statement: a send-bulk of 5,000 is five statements of one transaction, each far inside the store's statement deadline. */
 export const ROWS_PER_STATEMENT = 1_000;
 

@@ -10,8 +10,9 @@
  * writer took it since the caller looked it up), the statement fails as a whole (a unique_violation,
  * sql/0009_key_taken.sql): nothing of it is written, and the caller's transaction-per-unit retry decides again.
  *
- * Strategy: the rows (src/queue/sql/job-rows.ts) and the insert of insertJobs.ts, with the fence as a CTE; the answer is the held
- * instances and the inserted jobs' seq, in one result. At most ROWS_PER_STATEMENT jobs (one statement).
+ * Strategy: the rows (src/queue/sql/job-rows.ts) and the insert of insertJobs.ts, with the fence as a CTE;
+ * the answer is the held instances and the inserted jobs' seq, in one result. At most ROWS_PER_STATEMENT jobs
+ * (one statement).
  */
 import { oneStatement, type Pool } from '../../store/pool.js';
 import { heldLeasesSql } from '../../store/lease-fence-sql.js';
