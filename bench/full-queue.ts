@@ -13,7 +13,9 @@
  *    then after a cancel of the first job, which moves every slot behind it: time and rows written; and the
  *    write of those ~5,000 slots alone (saveSlots in a transaction, the same statements; goal ≤ 50 ms).
  * 4. DELETE /api/v2/messages/:jobId and POST /api/v2/queue/replan at 5,000 pending while acceptance runs
- *    against the same instance: latency percentiles, and how many answered 504 (the gateway deadline is 10 s).
+ *    against the same instance: latency percentiles, how many answered 504 (the gateway deadline is 10 s), and
+ *    that acceptance's rate as a share of the full queue's alone in step 1 (under 0.1: a stall, as an earlier
+ *    build showed with 10–166 req/s where ~500 is usual).
  *
  *   TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npx tsx bench/full-queue.ts
  *   BENCH_MS=3000 BENCH_CONCURRENCY=16
@@ -162,4 +164,7 @@ console.log(`  its write alone (${slotRows} rows): median ${fmt(median(slotWrite
 console.log(`cancel while accepting:           ${cancels.length} calls  ${ms(cancels)}  (${cancelled} cancelled)`);
 console.log(`replan while accepting:           ${replans.length} calls  ${ms(replans)}`);
 console.log(`504 INSTANCE_TIMEOUT (cancel + replan): ${timeouts}   (acceptance meanwhile ${fmt(b.rps, 0)} req/s, ${errorsText(b)})`);
+// a collapse of acceptance while cancels and re-plans share the instance (a stall: a plan or a write that
+// waits far too long) is a figure of its own, not only a slow call among the cancels and re-plans
+console.log(`acceptance during cancels and re-plans / full queue alone: ${fmt(b.rps / f.rps, 2)}  (${fmt(b.rps, 0)} / ${fmt(f.rps, 0)} req/s; a stall if under 0.1)`);
 await t.stop();
