@@ -13,7 +13,7 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { startTestGateway } from '../test/helpers/gateway.js';
 import { fmt, runLoad, type LoadResult, errorsText } from './lib/load.js';
-import { laneTrace, type LaneTiming } from '../src/queue/dispatch-loop.js';
+import { laneTrace, type LaneTiming } from '../src/queue/lane-trace.js';
 import { untilStoreQuiet } from './lib/quiet.js';
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 250);

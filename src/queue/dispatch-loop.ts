@@ -22,41 +22,7 @@ import { setPlanEpoch } from './sql/setPlanEpoch.js';
 import type { SlotWriter } from './slot-writer.js';
 import { claimPool, warmClaimPool } from '../store/pool.js';
 import type { DispatchOutcome } from './types.js';
-
-/**
- * Where one pass of the lane spent its time, for a benchmark's breakdown (bench/dispatch.ts); all instants in
- * real milliseconds (performance.now()). Nothing is observed unless a sink is set.
- */
-export interface LaneTiming {
-  instanceId: string;
-  /** the slot or expiry the timer was set to, on the queue's clock, and the clock when it fired */
-  dueAt: number;
-  /** the clock when the timer was set for it (after dueAt: the slot was already due when the lane learned of it) */
-  armedAt: number;
-  firedAt: number;
-  /** the lane was still busy with the previous pass when a timer for this slot fired: the clock then */
-  busyAt: number | null;
-  /** the clock when the lane's previous pass ended (before dueAt and armedAt after it: the slot was already past when its job entered the plan) */
-  laneFreeAt: number;
-  /** the step began */
-  step: number;
-  claimSent: number | null;
-  claimAnswered: number | null;
-  sendStarted: number | null;
-  sendAnswered: number | null;
-  /** the lane went on: fewer than OUTCOMES_BESIDE_LANE earlier outcomes unwritten */
-  previousOutcomeWritten: number | null;
-  outcomeWritten: number | null;
-  /** the pool when the claim was sent: clients waiting for a connection, idle ones, all */
-  pool: { waiting: number; idle: number; total: number } | null;
-  /** real ms from the step's start to its claim (or to the end of its re-plan): the serial executor, expiries */
-  serialMs: number;
-  claimed: boolean;
-  /** the re-check at the slot failed: nothing claimed, the waiting jobs got new slots (replanAtOnce) */
-  replanned: boolean;
-}
-/** Set `sink` to observe every pass of every lane in this process that had a due job (bench/dispatch.ts does). */
-export const laneTrace: { sink: ((t: LaneTiming) => void) | null } = { sink: null };
+import { laneTrace, startLaneTiming, type LaneTiming } from './lane-trace.js';
 
 /**
  * How many outcomes may be unwritten while the lane claims and calls the next job: the one being written and
@@ -212,9 +178,7 @@ export class DispatchLoop {
     if (core.stopped || this.dispatching || core.degraded) return;
     const busy = this.busyAt;
     this.busyAt = null;
-    const trace: LaneTiming | null = laneTrace.sink
-      ? { instanceId: core.instanceId, dueAt, armedAt, firedAt: core.now(), busyAt: busy?.at ?? null, laneFreeAt: this.laneFreeAt, step: performance.now(), claimSent: null, claimAnswered: null, sendStarted: null, sendAnswered: null, previousOutcomeWritten: null, outcomeWritten: null, pool: null, serialMs: 0, claimed: false, replanned: false }
-      : null;
+    const trace = startLaneTiming({ instanceId: core.instanceId, dueAt, armedAt, firedAt: core.now(), busyAt: busy?.at ?? null, laneFreeAt: this.laneFreeAt });
     this.dispatching = this.step(trace)
       .then(async (claimed) => {
         if (claimed) await this.finish(claimed, trace);
