@@ -80,6 +80,13 @@ const BENCHES: Bench[] = [
     figures: [{ figure: 'send-bulk of 5,000 entries, median', goal: '≤ 250 ms', unit: ' ms', read: num(/send-bulk of\s+5000 entries: median ([\d.]+) ms/), met: (v) => v <= 250 }],
   },
   {
+    name: 'job-rows', file: 'bench/job-rows.ts', needs: 'postgres',
+    figures: [
+      { figure: 'insert of 8 jobs: arrays / JSON (the gateway sends JSON)', goal: '> 1', unit: '', read: num(/^\s*8 rows:.*?arrays \/ JSON ([\d.]+)/m), met: (v) => v > 1 },
+      { figure: 'insert of 1,000 jobs: arrays / JSON (the gateway sends arrays)', goal: '< 1', unit: '', read: num(/^\s*1000 rows:.*?arrays \/ JSON ([\d.]+)/m), met: (v) => v < 1 },
+    ],
+  },
+  {
     name: 'dispatch', file: 'bench/dispatch.ts', needs: 'postgres',
     figures: [
       { figure: 'dispatch lateness p99 (idle)', goal: '≤ 50 ms', unit: ' ms', read: num(/lateness vs scheduledAt \(idle\):.*?p99 ([\d.]+) ms/), met: (v) => v <= 50 },

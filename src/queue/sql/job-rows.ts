@@ -7,12 +7,13 @@
  *
  * Two forms, chosen by the batch's size (`rowSource`), because each wins at one end:
  * - **JSON** (`$1`, one document read by json_to_recordset): that function builds a hash table for every object
- *   it reads, about 16 µs a row in PostgreSQL;
- * - **arrays** (`$1 … $17`, one per column, unnested WITH ORDINALITY): about 1 µs a row, but resolving the 17
+ *   it reads, which makes each row about 15 µs dearer in PostgreSQL than from the arrays;
+ * - **arrays** (`$1 … $17`, one per column, unnested WITH ORDINALITY): cheap per row, but resolving the 17
  *   unnest calls costs every statement about 0.5 ms of parse analysis.
- * Measured here, one statement in turn with the other, median of 40 × 50: 15 rows 1.20 / 1.69 ms (JSON /
- * arrays), 50 rows 3.44 / 2.90, 100 rows 4.76 / 3.29, 1,000 rows 34–36 / 16–19 ms. An acceptance batch (one
- * to a few dozen requests) takes the JSON, a send-bulk the arrays.
+ * bench/job-rows.ts runs one form's statement in turn with the other's (each a median of 20 rounds; arrays /
+ * JSON, three runs): 1.64–1.65 at 8 rows, 1.24–1.32 at 16, 1.12–1.20 at 32, 0.99–1.11 at 64, 0.55–0.61 at
+ * 1,000; at 128 two runs gave 0.62–0.63 and one 1.08–1.10. So the arrays from 64 rows on, where they stop
+ * losing. An acceptance batch (one to a few dozen requests) takes the JSON, a send-bulk the arrays.
  * The arrays are PostgreSQL array literals written here (src/queue/sql/array-literal.ts): pg's own array
  * serialisation escapes each cell by a slower path, which dominated a send-bulk of 5,000 when it was tried.
  */
@@ -77,8 +78,8 @@ export const ARRAY_ROWS: RowSource = {
   },
 };
 
-/** From this many rows a statement takes the arrays (see above: between 15 and 50 they break even). */
-export const ARRAYS_FROM = 32;
+/** From this many rows a statement takes the arrays (see above: around it the two forms are close). */
+export const ARRAYS_FROM = 64;
 
 /** The form for a statement of `rows` jobs. */
 export const rowSource = (rows: number): RowSource => (rows >= ARRAYS_FROM ? ARRAY_ROWS : JSON_ROWS);
