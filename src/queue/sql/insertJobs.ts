@@ -12,7 +12,7 @@ import type { Queryable } from '../../store/pool.js';
 import type { Job, NewJob } from '../job.js';
 import { sendPart } from '../payload.js';
 import { rememberKeysFrom, keyTakenConcurrently } from './rememberIdempotencyKeys.js';
-import { insertedState, perRowSource, rowSource, type RowSource } from './job-rows.js';
+import { insertedState, perRowSource, rowSource } from './job-rows.js';
 
 /** Rows per statement: a send-bulk of 5,000 is five statements of one transaction, each far inside the store's statement deadline. */
 export const ROWS_PER_STATEMENT = 1_000;
@@ -24,9 +24,8 @@ export const INSERT = `INSERT INTO jobs (id, instance_id, state, kind, origin_ro
    FROM t ORDER BY ord
  RETURNING id, seq`;
 
-/** Jobs without keys. */
-export const insertUnkeyed = (rows: RowSource) => `WITH t AS (${rows.sql}) ${INSERT}`;
-const unkeyedSql = perRowSource(insertUnkeyed);
+/** Jobs without keys (built once for each form of the rows). */
+export const insertUnkeyed = perRowSource((rows) => `WITH t AS (${rows.sql}) ${INSERT}`);
 
 /** The keys of the rows of `t`, as rememberKeysFrom takes them (created at the job's queued_at). */
 export const KEY_ROWS = 'SELECT inst, key, id, hash, to_timestamp(qa / 1000) FROM t WHERE key IS NOT NULL';
@@ -58,7 +57,7 @@ export async function insertJobs(q: Queryable, jobs: NewJob[]): Promise<Job[]> {
     const end = Math.min(jobs.length, i + ROWS_PER_STATEMENT);
     let keyed = 0;
     for (let k = i; k < end; k++) if ((jobs[k] as NewJob).idempotencyKey !== null) keyed += 1;
-    const pending = q.query<{ id: string; seq: number; remembered?: number }>(keyed > 0 ? keyedSql(source) : unkeyedSql(source), params);
+    const pending = q.query<{ id: string; seq: number; remembered?: number }>(keyed > 0 ? keyedSql(source) : insertUnkeyed(source), params);
     if (end < jobs.length) {
       // (were the writing to throw, the statement's own failure is not left unhandled: the caller rolls back)
       pending.catch(() => undefined);

@@ -18,7 +18,7 @@ import { oneStatement, type Pool } from '../../store/pool.js';
 import { heldLeasesSql } from '../../store/lease-fence-sql.js';
 import type { Job, NewJob } from '../job.js';
 import { INSERT, KEY_ROWS, ROWS_PER_STATEMENT, insertUnkeyed, insertedJob } from './insertJobs.js';
-import { perRowSource, rowSource, type RowSource } from './job-rows.js';
+import { perRowSource, rowSource } from './job-rows.js';
 import { allKeysRemembered, isKeyTakenError, keyTakenConcurrently, rememberKeysFrom } from './rememberIdempotencyKeys.js';
 
 /** A row of `t` whose instance's lease held. */
@@ -60,7 +60,6 @@ const KEYED = perRowSource((rows) => `WITH t AS (${rows.sql}),
    SELECT NULL::text AS held, id, seq FROM j
    UNION ALL
    ${KEYS_CHECKED(false)}`);
-const UNKEYED = perRowSource(insertUnkeyed);
 
 /** A lease the statement fences with: held by `nodeId` at `epoch` (src/queue/types.ts LeaseRef), of its instance. */
 export interface InstanceLeaseRef {
@@ -84,7 +83,7 @@ export interface FencedInsert {
 export async function insertJobsFenced(pool: Pool, jobs: readonly NewJob[], leases: readonly InstanceLeaseRef[] | null): Promise<FencedInsert> {
   if (jobs.length > ROWS_PER_STATEMENT) throw new Error(`insertJobsFenced takes at most ${ROWS_PER_STATEMENT} jobs`);
   const keyed = jobs.some((j) => j.idempotencyKey !== null);
-  const source: RowSource = rowSource(jobs.length);
+  const source = rowSource(jobs.length);
   const values = source.values(jobs, 0, jobs.length);
   type Row = { held?: string | null; id: string | null; seq: number | null };
   let rows: Row[];
@@ -96,7 +95,7 @@ export async function insertJobsFenced(pool: Pool, jobs: readonly NewJob[], leas
         leases.map((l) => l.nodeId),
         leases.map((l) => l.epoch),
       ])
-      : await oneStatement<Row>(pool, keyed ? KEYED(source) : UNKEYED(source), values));
+      : await oneStatement<Row>(pool, keyed ? KEYED(source) : insertUnkeyed(source), values));
   } catch (err) {
     if (isKeyTakenError(err)) throw keyTakenConcurrently();
     throw err;
