@@ -1,6 +1,6 @@
 /**
  * PostgreSQL array literals (`{"a","b",NULL}`, `{1,2,NULL}`) of one-dimensional arrays, for statements that
- * take a batch as one array per column (src/queue/sql/insertJobs.ts). Every text element is quoted, so that
+ * take a batch as one array per column (src/queue/sql/job-rows.ts). Every text element is quoted, so that
  * nothing in it (braces, commas, blanks, the word NULL) is read as syntax; inside quotes only `"` and `\` are
  * special, escaped with `\`; a null is the unquoted word (array input reads it in any case). A string with a
  * NUL character cannot be stored by PostgreSQL at all; request bodies refuse them (src/http/body.ts).
