@@ -2,14 +2,15 @@
  * v2 send-message acceptance spread over many instances (one request per instance in turn, as an operator's
  * traffic looks), as a ratio of pgbench's single-row INSERT TPS measured in the same run on the same server
  * (goal ≥ 0.6, p99 ≤ 25 ms). The node-wide group commit (src/queue/group-commit.ts) commits the batches of
- * many instances together; the figures of its groups are printed too.
+ * many instances together; the figures of its groups are printed too. The acceptance runs in rounds with
+ * pgbench before and after each (bench/lib/rounds.ts): the figures are the medians over the rounds.
  *
  *   TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npx tsx bench/accept-spread.ts
- *   BENCH_INSTANCES=500 BENCH_CONCURRENCY=50 BENCH_MS=8000
+ *   BENCH_INSTANCES=500 BENCH_CONCURRENCY=50 BENCH_MS=4000 (each run) BENCH_ROUNDS=4
  */
 import { startTestGateway } from '../test/helpers/gateway.js';
 import { runLoad, fmt, errorsText } from './lib/load.js';
-import { pgbenchInsertTps } from './lib/pgbench.js';
+import { listed, median, medianRun, roundsAgainstPgbench } from './lib/rounds.js';
 import { untilStoreQuiet } from './lib/quiet.js';
 
 const base = process.env.TEST_DATABASE_URL;
@@ -17,12 +18,10 @@ if (!base) {
   console.error('bench/accept-spread.ts needs TEST_DATABASE_URL (a PostgreSQL server; pgbench runs against it)');
   process.exit(2);
 }
-const DURATION = Number(process.env.BENCH_MS ?? 8_000);
+const DURATION = Number(process.env.BENCH_MS ?? 4_000);
+const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 4));
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 50);
 const INSTANCES = Number(process.env.BENCH_INSTANCES ?? 500);
-
-// ---- pgbench: one-row INSERTs, same client count (bench/lib/pgbench.ts)
-const tps = await pgbenchInsertTps(base, CONCURRENCY, DURATION);
 
 // ---- the gateway with INSTANCES instances; each request goes to the next instance
 const t = await startTestGateway({ label: 'bench_spread', env: { QUEUE_MAX_PENDING: '10000000' } });
@@ -52,14 +51,18 @@ await untilStoreQuiet(t.gw.pool, 6_000);
 const warmS = (performance.now() - warm) / 1000;
 const stats = t.gw.groupCommitStats();
 const before = stats ? { ...stats } : null;
-const r = await runLoad({ ...spec, body: spec.body.replace('spread-', 'spread-m-'), durationMs: DURATION });
+// rounds with pgbench (one-row INSERTs, same client count) before and after each; each round its own keys
+const rounds = await roundsAgainstPgbench(base, CONCURRENCY, ROUNDS, (i) => ({ ...spec, body: spec.body.replace('spread-', `spread-m${i}-`), durationMs: DURATION }));
 const after = t.gw.groupCommitStats();
+const r = medianRun(rounds.runs);
+const tps = median(rounds.tps);
 
-console.log(`pgbench single-row INSERT:        ${fmt(tps, 0)} tps (${CONCURRENCY} clients)`);
-console.log(`acceptance over ${INSTANCES} instances:   ${fmt(r.rps, 0)} req/s  p50 ${fmt(r.p50, 2)} ms  p99 ${fmt(r.p99, 2)} ms  ${errorsText(r)}`);
+console.log(`pgbench single-row INSERT:        ${fmt(tps, 0)} tps (${CONCURRENCY} clients; median of ${rounds.tps.length}: ${listed(rounds.tps, 0)})`);
+console.log(`acceptance over ${INSTANCES} instances:   ${fmt(r.rps, 0)} req/s  p50 ${fmt(r.p50, 2)} ms  p99 ${fmt(r.p99, 2)} ms  ${errorsText(r)}  (medians of ${ROUNDS} rounds of ${DURATION / 1000} s)`);
+console.log(`  rounds:                         ${listed(rounds.runs.map((x) => x.rps), 0)} req/s; p99 ${listed(rounds.runs.map((x) => x.p99), 1)} ms; ratios ${listed(rounds.ratios, 3)}`);
 if (before && after && after.groups > before.groups) {
   console.log(`group commit:                     ${after.groups - before.groups} transactions, ${fmt((after.units - before.units) / (after.groups - before.groups), 1)} instance batches each`);
 }
 console.log(`warm-up (every instance's first message, sent and read) ${fmt(warmS, 1)} s before the measured run`);
-console.log(`ratio spread acceptance / pgbench: ${fmt(r.rps / tps, 3)}  (goal ≥ 0.6; p99 goal ≤ 25 ms)`);
+console.log(`ratio spread acceptance / pgbench: ${fmt(median(rounds.ratios), 3)}  (median of the rounds' ratios, each to the pgbench runs around it; goal ≥ 0.6; p99 goal ≤ 25 ms)`);
 await t.stop();

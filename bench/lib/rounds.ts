@@ -1,0 +1,57 @@
+/**
+ * Rounds of a load against the gateway with pgbench's single-row INSERT rate measured before and after each,
+ * so that a ratio compares two rates of the same minute: this machine's speed changes by up to 2x from one
+ * minute to the next, and a yardstick measured once, a minute away, moved the ratio as much as the code did.
+ * A round's ratio is its rate over the mean of the pgbench rates around it; the figure is the median of the
+ * rounds (each is printed too).
+ */
+import { pgbenchInsertTps } from './pgbench.js';
+import { fmt, runLoad, type LoadResult, type LoadSpec } from './load.js';
+import { median } from './queue-fixture.js';
+
+export interface Rounds {
+  /** the gateway's load runs, in order */
+  runs: LoadResult[];
+  /** pgbench before the first round, then after each */
+  tps: number[];
+  /** per round: its rate over the mean of the pgbench rates around it */
+  ratios: number[];
+}
+
+/**
+ * `rounds` load runs of `specOf(round)` (a round's own idempotency keys: a load's `{{n}}` counts from 0 in
+ * every run), with pgbench (`pgClients` clients, as long as a run) before the first and after each.
+ */
+export async function roundsAgainstPgbench(base: string, pgClients: number, rounds: number, specOf: (round: number) => LoadSpec): Promise<Rounds> {
+  const runs: LoadResult[] = [];
+  const tps: number[] = [];
+  for (let i = 0; i < rounds; i++) {
+    const spec = specOf(i);
+    if (i === 0) tps.push(await pgbenchInsertTps(base, pgClients, spec.durationMs));
+    runs.push(await runLoad(spec));
+    tps.push(await pgbenchInsertTps(base, pgClients, spec.durationMs));
+  }
+  const ratios = runs.map((r, i) => r.rps / (((tps[i] as number) + (tps[i + 1] as number)) / 2));
+  return { runs, tps, ratios };
+}
+
+/** "0.51, 0.48, 0.55": one figure per round */
+export const listed = (xs: readonly number[], digits: number) => xs.map((x) => fmt(x, digits)).join(', ');
+
+/** The rounds' load figures as one: the median of each (rate, p50, p99) over the rounds, and their errors summed. */
+export function medianRun(runs: readonly LoadResult[]): LoadResult {
+  const failures: Record<string, number> = {};
+  for (const r of runs) for (const [k, n] of Object.entries(r.failures)) failures[k] = (failures[k] ?? 0) + n;
+  const sample = runs.find((r) => r.sample !== undefined)?.sample;
+  return {
+    requests: runs.reduce((n, r) => n + r.requests, 0),
+    errors: runs.reduce((n, r) => n + r.errors, 0),
+    failures,
+    ...(sample !== undefined ? { sample } : {}),
+    rps: median(runs.map((r) => r.rps)),
+    p50: median(runs.map((r) => r.p50)),
+    p99: median(runs.map((r) => r.p99)),
+  };
+}
+
+export { median };
