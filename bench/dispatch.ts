@@ -159,6 +159,10 @@ function printBreakdown(passes: LaneTiming[], lateBySlot: Map<number, number>, q
   for (const p of worst) {
     const queued = queuedBySlot.get(p.dueAt);
     const answer = answeredBySlot.get(p.dueAt);
-    console.log(`  late ${lateBySlot.get(p.dueAt) ?? '?'} ms: ${queued === undefined ? '' : `slot = queuedAt+${p.dueAt - queued}, `}${answer === undefined ? '' : `answered at slot${answer >= p.dueAt ? '+' : ''}${answer - p.dueAt}, `}armed at slot${p.armedAt >= p.dueAt ? '+' : ''}${p.armedAt - p.dueAt}, timer +${p.firedAt - p.dueAt}${p.busyAt !== null ? ` (lane busy from slot+${p.busyAt - p.dueAt})` : ''}, lane free at slot${p.laneFreeAt >= p.dueAt ? '+' : ''}${p.laneFreeAt - p.dueAt}, serial ${fmt(p.serialMs, 0)}, claim ${fmt(d(p.claimSent, p.claimAnswered), 0)} (pool waiting ${p.pool?.waiting}, idle ${p.pool?.idle}/${p.pool?.total}), send ${fmt(d(p.sendStarted, p.sendAnswered), 0)}, prev outcome ${fmt(d(p.sendAnswered, p.previousOutcomeWritten), 0)}`);
+    // an instant relative to the slot: "slot+15", "slot-65"
+    const at = (t: number) => `slot${t >= p.dueAt ? '+' : ''}${t - p.dueAt}`;
+    // laneFreeAt 0: the lane had not finished a pass yet (this instance's first dispatch)
+    const free = p.laneFreeAt === 0 ? 'lane not used before' : `lane free at ${at(p.laneFreeAt)}`;
+    console.log(`  late ${lateBySlot.get(p.dueAt) ?? '?'} ms: ${queued === undefined ? '' : `slot = queuedAt+${p.dueAt - queued}, `}${answer === undefined ? '' : `answered at ${at(answer)}, `}armed at ${at(p.armedAt)}, timer +${p.firedAt - p.dueAt}${p.busyAt !== null ? ` (lane busy from ${at(p.busyAt)})` : ''}, ${free}, serial ${fmt(p.serialMs, 0)}, claim ${fmt(d(p.claimSent, p.claimAnswered), 0)} (pool waiting ${p.pool?.waiting}, idle ${p.pool?.idle}/${p.pool?.total}), send ${fmt(d(p.sendStarted, p.sendAnswered), 0)}, prev outcome ${fmt(d(p.sendAnswered, p.previousOutcomeWritten), 0)}`);
   }
 }
