@@ -50,12 +50,14 @@ function one(): Promise<void> {
 }
 
 const t0 = performance.now();
+const cpu0 = process.cpuUsage();
 await Promise.all(Array.from({ length: spec.concurrency }, async () => {
   while (performance.now() < end) await one();
 }));
 const elapsed = (performance.now() - t0) / 1000;
+const cpu = process.cpuUsage(cpu0);
 latencies.sort((a, b) => a - b);
 const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] ?? 0;
-const result: LoadResult = { requests: latencies.length, errors, failures, ...(sample ? { sample } : {}), rps: latencies.length / elapsed, p50: pct(0.5), p99: pct(0.99) };
+const result: LoadResult = { requests: latencies.length, errors, failures, ...(sample ? { sample } : {}), rps: latencies.length / elapsed, p50: pct(0.5), p99: pct(0.99), clientCpuUs: (cpu.user + cpu.system) / Math.max(1, latencies.length + errors) };
 process.stdout.write(JSON.stringify(result));
 agent.destroy();

@@ -15,6 +15,8 @@ export interface LoadResult {
   rps: number;
   p50: number;
   p99: number;
+  /** the load generator's own CPU time per request (µs): it shares the machine with the server under test */
+  clientCpuUs: number;
 }
 
 export interface LoadSpec {

@@ -16,6 +16,8 @@ export interface Rounds {
   tps: number[];
   /** per round: its rate over the mean of the pgbench rates around it */
   ratios: number[];
+  /** per round: this process's CPU time per answered request (µs), when the server under test runs in it */
+  serverCpuUs: number[];
 }
 
 /**
@@ -25,14 +27,19 @@ export interface Rounds {
 export async function roundsAgainstPgbench(base: string, pgClients: number, rounds: number, specOf: (round: number) => LoadSpec): Promise<Rounds> {
   const runs: LoadResult[] = [];
   const tps: number[] = [];
+  const serverCpuUs: number[] = [];
   for (let i = 0; i < rounds; i++) {
     const spec = specOf(i);
     if (i === 0) tps.push(await pgbenchInsertTps(base, pgClients, spec.durationMs));
-    runs.push(await runLoad(spec));
+    const cpu0 = process.cpuUsage();
+    const run = await runLoad(spec);
+    const cpu = process.cpuUsage(cpu0);
+    runs.push(run);
+    serverCpuUs.push((cpu.user + cpu.system) / Math.max(1, run.requests));
     tps.push(await pgbenchInsertTps(base, pgClients, spec.durationMs));
   }
   const ratios = runs.map((r, i) => r.rps / (((tps[i] as number) + (tps[i + 1] as number)) / 2));
-  return { runs, tps, ratios };
+  return { runs, tps, ratios, serverCpuUs };
 }
 
 /** "0.51, 0.48, 0.55": one figure per round */
@@ -51,6 +58,7 @@ export function medianRun(runs: readonly LoadResult[]): LoadResult {
     rps: median(runs.map((r) => r.rps)),
     p50: median(runs.map((r) => r.p50)),
     p99: median(runs.map((r) => r.p99)),
+    clientCpuUs: median(runs.map((r) => r.clientCpuUs)),
   };
 }
 
