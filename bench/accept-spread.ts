@@ -3,7 +3,8 @@
  * traffic looks), as a ratio of pgbench's single-row INSERT TPS measured in the same run on the same server
  * (goal ≥ 0.6, p99 ≤ 25 ms). The node-wide group commit (src/queue/group-commit.ts) commits the batches of
  * many instances together; the figures of its groups are printed too. The acceptance runs in rounds with
- * pgbench before and after each (bench/lib/rounds.ts): the figures are the medians over the rounds.
+ * pgbench before and after each (bench/lib/rounds.ts): the figures are the medians over the rounds. The load
+ * generator writes HTTP on plain sockets, as bench/accept.ts explains; node's http client is run in turn too.
  *
  *   TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npx tsx bench/accept-spread.ts
  *   BENCH_INSTANCES=500 BENCH_CONCURRENCY=50 BENCH_MS=4000 (each run) BENCH_ROUNDS=4
@@ -34,6 +35,7 @@ const spec = {
   keys,
   body: '{"phone":"4915112345678","message":"hello {{n}}","idempotencyKey":"spread-key-{{n}}"}',
   concurrency: CONCURRENCY,
+  client: 'raw' as const,
 };
 // Warm-up until every instance has had a message. An instance's first message is due at once (one a minute:
 // the next ones are not), so a warm-up that missed some would measure their first dispatches (a claim, the
@@ -55,12 +57,16 @@ const before = stats ? { ...stats } : null;
 const rounds = await roundsAgainstPgbench(base, CONCURRENCY, ROUNDS, (i) => ({ ...spec, body: spec.body.replace('spread-', `spread-m${i}-`), durationMs: DURATION }));
 const after = t.gw.groupCommitStats();
 const r = medianRun(rounds.runs);
+// the two load generators in turn, in the same minute (bench/accept.ts says why)
+const viaHttp = await runLoad({ ...spec, body: spec.body.replace('spread-', 'spread-h-'), durationMs: DURATION, client: 'node-http' });
+const viaRaw = await runLoad({ ...spec, body: spec.body.replace('spread-', 'spread-r-'), durationMs: DURATION, client: 'raw' });
 const tps = median(rounds.tps);
 
 console.log(`pgbench single-row INSERT:        ${fmt(tps, 0)} tps (${CONCURRENCY} clients; median of ${rounds.tps.length}: ${listed(rounds.tps, 0)})`);
 console.log(`acceptance over ${INSTANCES} instances:   ${fmt(r.rps, 0)} req/s  p50 ${fmt(r.p50, 2)} ms  p99 ${fmt(r.p99, 2)} ms  ${errorsText(r)}  (medians of ${ROUNDS} rounds of ${DURATION / 1000} s)`);
 console.log(`  rounds:                         ${listed(rounds.runs.map((x) => x.rps), 0)} req/s; p99 ${listed(rounds.runs.map((x) => x.p99), 1)} ms; ratios ${listed(rounds.ratios, 3)}`);
 console.log(`  CPU per request:                the gateway ${fmt(median(rounds.serverCpuUs), 0)} µs, the load generator ${fmt(r.clientCpuUs, 0)} µs (medians of the rounds; the two share the machine with PostgreSQL)`);
+console.log(`  load generators in turn:       node's http client ${fmt(viaHttp.rps, 0)} req/s (p99 ${fmt(viaHttp.p99, 1)} ms, its CPU ${fmt(viaHttp.clientCpuUs, 0)} µs per request); plain sockets ${fmt(viaRaw.rps, 0)} req/s (p99 ${fmt(viaRaw.p99, 1)} ms, ${fmt(viaRaw.clientCpuUs, 0)} µs); ratio ${fmt(viaRaw.rps / viaHttp.rps, 2)}`);
 if (before && after && after.groups > before.groups) {
   console.log(`group commit:                     ${after.groups - before.groups} transactions, ${fmt((after.units - before.units) / (after.groups - before.groups), 1)} instance batches each`);
 }

@@ -2,7 +2,9 @@
  * v2 send-message acceptance against real PostgreSQL, as a ratio of pgbench's single-row insert TPS measured
  * in the same run on the same server (goal ≥ 0.6), with the acceptance latency p99 (goal ≤ 25 ms). The
  * acceptance runs in rounds with pgbench before and after each (bench/lib/rounds.ts): the figures are the
- * medians over the rounds.
+ * medians over the rounds. The load generator writes HTTP on plain sockets (bench/lib/raw-load-worker.ts): it
+ * shares the machine with the gateway and PostgreSQL, as pgbench's lean client does; node's http client spends
+ * three to four times its CPU per request, and the two are run in turn too, so its effect is printed.
  *
  * It also measures the ceiling of any HTTP API on this machine: a bare Koa server that reads the same JSON body
  * and answers 202, with no auth, no validation and no database, under the same load generator. The gateway
@@ -44,6 +46,7 @@ const bareSpec = {
   method: 'POST',
   body: '{"phone":"4915112345678","message":"hello {{n}}"}',
   concurrency: CONCURRENCY,
+  client: 'raw' as const,
 };
 await runLoad({ ...bareSpec, durationMs: 1_000 }); // warm-up
 const ceiling = await runLoad({ ...bareSpec, durationMs: DURATION });
@@ -61,6 +64,7 @@ const specOf = (apiKey: string) => ({
   headers: { authorization: `Bearer ${apiKey}` },
   body: '{"phone":"4915112345678","message":"hello {{n}}"}',
   concurrency: CONCURRENCY,
+  client: 'raw' as const,
 });
 const roundKeys: string[] = [];
 for (let i = 0; i < ROUNDS; i++) roundKeys.push(await apiKeyOf(`bench-${i}`));
@@ -72,11 +76,15 @@ const rounds = await roundsAgainstPgbench(base, CONCURRENCY, ROUNDS, (i) => ({ .
 const r = medianRun(rounds.runs);
 const tps = median(rounds.tps);
 const keyed = await runLoad({ ...specOf(keyedApiKey), body: '{"phone":"4915112345678","message":"hello {{n}}","idempotencyKey":"bench-key-{{n}}-x"}', durationMs: DURATION });
+// the two load generators in turn, in the same minute, each on an instance of its own
+const viaHttp = await runLoad({ ...specOf(await apiKeyOf('bench-http')), durationMs: DURATION, client: 'node-http' });
+const viaRaw = await runLoad({ ...specOf(await apiKeyOf('bench-raw')), durationMs: DURATION, client: 'raw' });
 
 console.log(`pgbench single-row INSERT:        ${fmt(tps, 0)} tps (${CONCURRENCY} clients; median of ${rounds.tps.length}: ${listed(rounds.tps, 0)})`);
 console.log(`v2 send-message acceptance:       ${fmt(r.rps, 0)} req/s  p50 ${fmt(r.p50, 2)} ms  p99 ${fmt(r.p99, 2)} ms  ${errorsText(r)}  (medians of ${ROUNDS} rounds of ${DURATION / 1000} s)`);
 console.log(`  rounds:                         ${listed(rounds.runs.map((x) => x.rps), 0)} req/s; p99 ${listed(rounds.runs.map((x) => x.p99), 1)} ms; ratios ${listed(rounds.ratios, 3)}`);
 console.log(`  CPU per request:                the gateway ${fmt(median(rounds.serverCpuUs), 0)} µs, the load generator ${fmt(r.clientCpuUs, 0)} µs (medians of the rounds; the two share the machine with PostgreSQL)`);
+console.log(`  load generators in turn:       node's http client ${fmt(viaHttp.rps, 0)} req/s (p99 ${fmt(viaHttp.p99, 1)} ms, its CPU ${fmt(viaHttp.clientCpuUs, 0)} µs per request); plain sockets ${fmt(viaRaw.rps, 0)} req/s (p99 ${fmt(viaRaw.p99, 1)} ms, ${fmt(viaRaw.clientCpuUs, 0)} µs); ratio ${fmt(viaRaw.rps / viaHttp.rps, 2)}`);
 console.log(`  … with idempotency keys:        ${fmt(keyed.rps, 0)} req/s  p50 ${fmt(keyed.p50, 2)} ms  p99 ${fmt(keyed.p99, 2)} ms  ${errorsText(keyed)}`);
 console.log(`bare Koa POST (the HTTP ceiling):  ${fmt(ceiling.rps, 0)} req/s  p50 ${fmt(ceiling.p50, 2)} ms  p99 ${fmt(ceiling.p99, 2)} ms  ${errorsText(ceiling)}`);
 console.log(`ratio acceptance / pgbench:       ${fmt(median(rounds.ratios), 3)}  (median of the rounds' ratios, each to the pgbench runs around it; goal ≥ 0.6; p99 goal ≤ 25 ms)`);

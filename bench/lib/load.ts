@@ -31,10 +31,15 @@ export interface LoadSpec {
   keys?: string[];
   /** status codes counted as success (default 2xx) */
   okStatus?: number[];
+  /**
+   * The load generator: node's http client (default), or HTTP/1.1 on plain sockets (bench/lib/raw-load-worker.ts),
+   * a quarter of the CPU per request: the acceptance benchmarks' yardstick, pgbench, has a lean client too.
+   */
+  client?: 'node-http' | 'raw';
 }
 
 export function runLoad(spec: LoadSpec): Promise<LoadResult> {
-  return runWorker<LoadResult>('load-worker.ts', spec);
+  return runWorker<LoadResult>(spec.client === 'raw' ? 'raw-load-worker.ts' : 'load-worker.ts', spec);
 }
 
 export const fmt = (n: number, digits = 1) => n.toFixed(digits);
