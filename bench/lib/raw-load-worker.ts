@@ -5,7 +5,8 @@
 // Each connection has one request in flight; a response is read by its Content-Length (or to the end of a
 // chunked body), and a `Connection: close` answer opens a new connection.
 import net from 'node:net';
-import type { LoadResult, LoadSpec } from './load.js';
+import type { LoadSpec } from './load.js';
+import { LoadTally } from './load-tally.js';
 import { readSpec } from './worker-process.js';
 
 const spec = await readSpec<LoadSpec>();
@@ -16,23 +17,12 @@ const fixedHeaders = Object.entries(spec.headers ?? {})
   .map(([k, v]) => `${k}: ${v}\r\n`)
   .join('');
 const head = `${method} ${u.pathname}${u.search} HTTP/1.1\r\nHost: ${u.host}\r\n${fixedHeaders}`;
-const latencies: number[] = [];
-let errors = 0;
-const failures: Record<string, number> = {};
-let sample: string | undefined;
-const fail = (what: string) => {
-  errors++;
-  failures[what] = (failures[what] ?? 0) + 1;
-};
-let n = 0;
-const ok = new Set(spec.okStatus ?? []);
+const tally = new LoadTally(spec);
 const CRLF2 = Buffer.from('\r\n\r\n');
 const CHUNKED_END = Buffer.from('\r\n0\r\n\r\n');
 
 function request(): Buffer {
-  const i = n++;
-  const body = spec.body?.replaceAll('{{n}}', String(i));
-  const key = spec.keys && spec.keys.length > 0 ? spec.keys[i % spec.keys.length] : undefined;
+  const { body, key } = tally.next();
   let text = head;
   if (key) text += `authorization: Bearer ${key}\r\n`;
   if (body !== undefined) text += `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
@@ -61,8 +51,6 @@ function parse(buf: Buffer): { end: number; status: number; close: boolean; body
   return { end: buf.length, status, close: true, bodyAt };
 }
 
-const end = performance.now() + spec.durationMs;
-
 /** One connection's loop: a request, its response, the next, until the time is up (a closed one is opened again). */
 function connection(): Promise<void> {
   return new Promise((resolve) => {
@@ -71,7 +59,7 @@ function connection(): Promise<void> {
       let t0 = 0;
       let waiting = false;
       const next = () => {
-        if (performance.now() >= end) {
+        if (performance.now() >= tally.end) {
           socket.destroy();
           return;
         }
@@ -86,22 +74,22 @@ function connection(): Promise<void> {
         if (!r) return;
         waiting = false;
         const s = r.status;
-        if ((s >= 200 && s < 300) || ok.has(s)) latencies.push(performance.now() - t0);
+        if (tally.isOk(s)) tally.answered(performance.now() - t0);
         else {
-          fail(String(s));
-          sample ??= `${s} ${buf.toString('utf8', r.bodyAt, Math.min(r.end, r.bodyAt + 300))}`;
+          tally.fail(String(s));
+          if (tally.wantsSample()) tally.keepSample(`${s} ${buf.toString('utf8', r.bodyAt, Math.min(r.end, r.bodyAt + 300))}`);
         }
         buf = buf.subarray(r.end);
         if (r.close) socket.destroy();
         else next();
       });
       socket.on('error', (e: NodeJS.ErrnoException) => {
-        if (waiting) fail(e.code ?? e.message);
+        if (waiting) tally.fail(e.code ?? e.message);
         waiting = false;
       });
       socket.on('close', () => {
-        if (waiting) fail('closed by the server');
-        if (performance.now() < end) open();
+        if (waiting) tally.fail('closed by the server');
+        if (performance.now() < tally.end) open();
         else resolve();
       });
     };
@@ -109,12 +97,5 @@ function connection(): Promise<void> {
   });
 }
 
-const t0 = performance.now();
-const cpu0 = process.cpuUsage();
-await Promise.all(Array.from({ length: spec.concurrency }, connection));
-const elapsed = (performance.now() - t0) / 1000;
-const cpu = process.cpuUsage(cpu0);
-latencies.sort((a, b) => a - b);
-const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] ?? 0;
-const result: LoadResult = { requests: latencies.length, errors, failures, ...(sample ? { sample } : {}), rps: latencies.length / elapsed, p50: pct(0.5), p99: pct(0.99), clientCpuUs: (cpu.user + cpu.system) / Math.max(1, latencies.length + errors) };
+const result = await tally.run(connection);
 process.stdout.write(JSON.stringify(result));
