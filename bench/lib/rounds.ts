@@ -5,7 +5,7 @@
  * A round's ratio is its rate over the mean of the pgbench rates around it; the figure is the median of the
  * rounds (each is printed too).
  */
-import { pgbenchInsertTps } from './pgbench.js';
+import { openPgbench } from './pgbench.js';
 import { fmt, runLoad, type LoadResult, type LoadSpec } from './load.js';
 import { median } from './queue-fixture.js';
 
@@ -28,15 +28,21 @@ export async function roundsAgainstPgbench(base: string, pgClients: number, roun
   const runs: LoadResult[] = [];
   const tps: number[] = [];
   const serverCpuUs: number[] = [];
-  for (let i = 0; i < rounds; i++) {
-    const spec = specOf(i);
-    if (i === 0) tps.push(await pgbenchInsertTps(base, pgClients, spec.durationMs));
-    const cpu0 = process.cpuUsage();
-    const run = await runLoad(spec);
-    const cpu = process.cpuUsage(cpu0);
-    runs.push(run);
-    serverCpuUs.push((cpu.user + cpu.system) / Math.max(1, run.requests));
-    tps.push(await pgbenchInsertTps(base, pgClients, spec.durationMs));
+  // one database for all of pgbench's runs (bench/lib/pgbench.ts: a drop between rounds forced a checkpoint)
+  const pgbench = await openPgbench(base);
+  try {
+    for (let i = 0; i < rounds; i++) {
+      const spec = specOf(i);
+      if (i === 0) tps.push(await pgbench.tps(pgClients, spec.durationMs));
+      const cpu0 = process.cpuUsage();
+      const run = await runLoad(spec);
+      const cpu = process.cpuUsage(cpu0);
+      runs.push(run);
+      serverCpuUs.push((cpu.user + cpu.system) / Math.max(1, run.requests));
+      tps.push(await pgbench.tps(pgClients, spec.durationMs));
+    }
+  } finally {
+    await pgbench.close();
   }
   const ratios = runs.map((r, i) => r.rps / (((tps[i] as number) + (tps[i + 1] as number)) / 2));
   return { runs, tps, ratios, serverCpuUs };
