@@ -56,7 +56,13 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 /** The browser's main process: the one with the session's profile that this process started. */
 function leaderOf(userDataDir: string): number | null {
   for (const pid of pidsWithUserDataDir(userDataDir)) {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    } catch {
+      // ended since it was listed (a run with 10 sessions stopped on ENOENT here)
+      continue;
+    }
     if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === process.pid) return pid;
   }
   return null;
