@@ -11,7 +11,8 @@
  */
 import { startTestGateway } from '../test/helpers/gateway.js';
 import { runLoad, fmt, errorsText } from './lib/load.js';
-import { listed, median, medianRun, roundsAgainstPgbench } from './lib/rounds.js';
+import { median } from './lib/queue-fixture.js';
+import { medianRun, printPgbench, printRounds, roundsAgainstPgbench } from './lib/rounds.js';
 import { untilStoreQuiet } from './lib/quiet.js';
 
 const base = process.env.TEST_DATABASE_URL;
@@ -62,13 +63,10 @@ const r = medianRun(rounds.runs);
 // the two load generators in turn, in the same minute (bench/accept.ts says why)
 const viaHttp = await runLoad({ ...spec, body: spec.body.replace('spread-', 'spread-h-'), durationMs: DURATION, client: 'node-http' });
 const viaRaw = await runLoad({ ...spec, body: spec.body.replace('spread-', 'spread-r-'), durationMs: DURATION, client: 'raw' });
-const tps = median(rounds.tps);
 
-console.log(`pgbench single-row INSERT:        ${fmt(tps, 0)} tps (${CONCURRENCY} clients; median of ${rounds.tps.length}: ${listed(rounds.tps, 0)})`);
+printPgbench(rounds, CONCURRENCY);
 console.log(`acceptance over ${INSTANCES} instances:   ${fmt(r.rps, 0)} req/s  p50 ${fmt(r.p50, 2)} ms  p99 ${fmt(r.p99, 2)} ms  ${errorsText(r)}  (medians of ${ROUNDS} rounds of ${DURATION / 1000} s)`);
-console.log(`  rounds:                         ${listed(rounds.runs.map((x) => x.rps), 0)} req/s; p99 ${listed(rounds.runs.map((x) => x.p99), 1)} ms; ratios ${listed(rounds.ratios, 3)}`);
-console.log(`  CPU per request:                the gateway ${fmt(median(rounds.serverCpuUs), 0)} µs, the load generator ${fmt(r.clientCpuUs, 0)} µs (medians of the rounds; the two share the machine with PostgreSQL)`);
-console.log(`  load generators in turn:       node's http client ${fmt(viaHttp.rps, 0)} req/s (p99 ${fmt(viaHttp.p99, 1)} ms, its CPU ${fmt(viaHttp.clientCpuUs, 0)} µs per request); plain sockets ${fmt(viaRaw.rps, 0)} req/s (p99 ${fmt(viaRaw.p99, 1)} ms, ${fmt(viaRaw.clientCpuUs, 0)} µs); ratio ${fmt(viaRaw.rps / viaHttp.rps, 2)}`);
+printRounds(rounds, viaHttp, viaRaw);
 if (before && after && after.groups > before.groups) {
   console.log(`group commit:                     ${after.groups - before.groups} transactions, ${fmt((after.units - before.units) / (after.groups - before.groups), 1)} instance batches each`);
 }

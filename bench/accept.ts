@@ -18,7 +18,8 @@ import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import { startTestGateway } from '../test/helpers/gateway.js';
 import { runLoad, fmt, errorsText } from './lib/load.js';
-import { listed, medianRun, median, roundsAgainstPgbench } from './lib/rounds.js';
+import { median } from './lib/queue-fixture.js';
+import { medianRun, printPgbench, printRounds, roundsAgainstPgbench } from './lib/rounds.js';
 
 const base = process.env.TEST_DATABASE_URL;
 if (!base) {
@@ -74,20 +75,17 @@ await runLoad({ ...specOf(await apiKeyOf('bench-warm')), durationMs: WARMUP_MS }
 // rounds of acceptance with pgbench (one-row INSERTs, same client count) before and after each
 const rounds = await roundsAgainstPgbench(base, CONCURRENCY, ROUNDS, (i) => ({ ...specOf(roundKeys[i] as string), durationMs: DURATION }));
 const r = medianRun(rounds.runs);
-const tps = median(rounds.tps);
 const keyed = await runLoad({ ...specOf(keyedApiKey), body: '{"phone":"4915112345678","message":"hello {{n}}","idempotencyKey":"bench-key-{{n}}-x"}', durationMs: DURATION });
 // the two load generators in turn, in the same minute, each on an instance of its own
 const viaHttp = await runLoad({ ...specOf(await apiKeyOf('bench-http')), durationMs: DURATION, client: 'node-http' });
 const viaRaw = await runLoad({ ...specOf(await apiKeyOf('bench-raw')), durationMs: DURATION, client: 'raw' });
 
-console.log(`pgbench single-row INSERT:        ${fmt(tps, 0)} tps (${CONCURRENCY} clients; median of ${rounds.tps.length}: ${listed(rounds.tps, 0)})`);
+printPgbench(rounds, CONCURRENCY);
 console.log(`v2 send-message acceptance:       ${fmt(r.rps, 0)} req/s  p50 ${fmt(r.p50, 2)} ms  p99 ${fmt(r.p99, 2)} ms  ${errorsText(r)}  (medians of ${ROUNDS} rounds of ${DURATION / 1000} s)`);
-console.log(`  rounds:                         ${listed(rounds.runs.map((x) => x.rps), 0)} req/s; p99 ${listed(rounds.runs.map((x) => x.p99), 1)} ms; ratios ${listed(rounds.ratios, 3)}`);
-console.log(`  CPU per request:                the gateway ${fmt(median(rounds.serverCpuUs), 0)} µs, the load generator ${fmt(r.clientCpuUs, 0)} µs (medians of the rounds; the two share the machine with PostgreSQL)`);
-console.log(`  load generators in turn:       node's http client ${fmt(viaHttp.rps, 0)} req/s (p99 ${fmt(viaHttp.p99, 1)} ms, its CPU ${fmt(viaHttp.clientCpuUs, 0)} µs per request); plain sockets ${fmt(viaRaw.rps, 0)} req/s (p99 ${fmt(viaRaw.p99, 1)} ms, ${fmt(viaRaw.clientCpuUs, 0)} µs); ratio ${fmt(viaRaw.rps / viaHttp.rps, 2)}`);
+printRounds(rounds, viaHttp, viaRaw);
 console.log(`  … with idempotency keys:        ${fmt(keyed.rps, 0)} req/s  p50 ${fmt(keyed.p50, 2)} ms  p99 ${fmt(keyed.p99, 2)} ms  ${errorsText(keyed)}`);
 console.log(`bare Koa POST (the HTTP ceiling):  ${fmt(ceiling.rps, 0)} req/s  p50 ${fmt(ceiling.p50, 2)} ms  p99 ${fmt(ceiling.p99, 2)} ms  ${errorsText(ceiling)}`);
 console.log(`ratio acceptance / pgbench:       ${fmt(median(rounds.ratios), 3)}  (median of the rounds' ratios, each to the pgbench runs around it; goal ≥ 0.6; p99 goal ≤ 25 ms)`);
-console.log(`ratio ceiling / pgbench:          ${fmt(ceiling.rps / tps, 3)}  (what a bare HTTP server reaches on this machine)`);
+console.log(`ratio ceiling / pgbench:          ${fmt(ceiling.rps / median(rounds.tps), 3)}  (what a bare HTTP server reaches on this machine)`);
 console.log(`ratio acceptance / ceiling:       ${fmt(r.rps / ceiling.rps, 3)}`);
 await t.stop();

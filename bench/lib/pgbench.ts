@@ -3,7 +3,7 @@
  * same client count, into a table of a database of its own (dropped at the end).
  *
  * A run of rounds (bench/lib/rounds.ts) keeps that database for all its pgbench runs and empties the table
- * before each: DROP DATABASE forces a checkpoint, and after a checkpoint every page's first change writes the
+ * before each, instead of a database per run: DROP DATABASE forces a checkpoint, and after a checkpoint every page's first change writes the
  * whole page to the WAL again, so a drop between rounds slowed the gateway's next round, not pgbench's.
  */
 import { execFileSync } from 'node:child_process';
@@ -51,12 +51,3 @@ export async function openPgbench(base: string): Promise<Pgbench> {
   };
 }
 
-/** One pgbench run in a database made for it. */
-export async function pgbenchInsertTps(base: string, clients: number, durationMs: number): Promise<number> {
-  const p = await openPgbench(base);
-  try {
-    return await p.tps(clients, durationMs);
-  } finally {
-    await p.close();
-  }
-}

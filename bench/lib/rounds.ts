@@ -68,4 +68,18 @@ export function medianRun(runs: readonly LoadResult[]): LoadResult {
   };
 }
 
-export { median };
+/** The pgbench line: the median of its runs, and each run. */
+export function printPgbench(rounds: Rounds, clients: number): void {
+  console.log(`pgbench single-row INSERT:        ${fmt(median(rounds.tps), 0)} tps (${clients} clients; median of ${rounds.tps.length}: ${listed(rounds.tps, 0)})`);
+}
+
+/**
+ * Under the acceptance line: each round, the CPU per request of the gateway and of the load generator, and the
+ * two load generators run in turn in the same minute (`viaHttp`: node's http client, `viaRaw`: plain sockets).
+ */
+export function printRounds(rounds: Rounds, viaHttp: LoadResult, viaRaw: LoadResult): void {
+  const r = medianRun(rounds.runs);
+  console.log(`  rounds:                         ${listed(rounds.runs.map((x) => x.rps), 0)} req/s; p99 ${listed(rounds.runs.map((x) => x.p99), 1)} ms; ratios ${listed(rounds.ratios, 3)}`);
+  console.log(`  CPU per request:                the gateway ${fmt(median(rounds.serverCpuUs), 0)} µs, the load generator ${fmt(r.clientCpuUs, 0)} µs (medians of the rounds; the two share the machine with PostgreSQL)`);
+  console.log(`  load generators in turn:       node's http client ${fmt(viaHttp.rps, 0)} req/s (p99 ${fmt(viaHttp.p99, 1)} ms, its CPU ${fmt(viaHttp.clientCpuUs, 0)} µs per request); plain sockets ${fmt(viaRaw.rps, 0)} req/s (p99 ${fmt(viaRaw.p99, 1)} ms, ${fmt(viaRaw.clientCpuUs, 0)} µs); ratio ${fmt(viaRaw.rps / viaHttp.rps, 2)}`);
+}
