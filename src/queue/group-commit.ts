@@ -13,8 +13,10 @@
  *
  * A group whose `message.queued` no webhook wants (the usual send, and what an operator's many instances
  * send) is instead ONE statement, its own transaction, fenced inside it, that remembers the jobs' idempotency
- * keys too (src/queue/sql/insertJobsFenced.ts), after one read of its keys if it has any: one or two round
- * trips instead of four or five, which is most of what an acceptance waits for. Its price: a connection that
+ * keys too and looks them up itself (src/queue/sql/insertJobsFenced.ts): its units decide as if no key were
+ * known, and only the instances of which it finds a key remembered (a replay) decide again, from a read of
+ * their keys, for a second statement. One round trip instead of four or five, which is most of what an
+ * acceptance waits for. Its price: a connection that
  * breaks while that statement is on its way leaves the outcome unknown (CommitOutcomeUnknown) where BEGIN
  * would have failed first, and the instance's queue then reads itself again from PostgreSQL
  * (src/queue/acceptance.ts `reconcile`).
@@ -36,7 +38,7 @@ import { DomainError } from '../errors.js';
 import type { Job, NewJob } from './job.js';
 import { findKeysAcross, type KeyedJob } from './sql/findByIdempotencyKeys.js';
 import { insertJobs, ROWS_PER_STATEMENT } from './sql/insertJobs.js';
-import { insertJobsFenced, type InstanceLeaseRef } from './sql/insertJobsFenced.js';
+import { insertJobsFenced, type InstanceLeaseRef, type KeyCheck } from './sql/insertJobsFenced.js';
 
 /** What one instance's acceptance batch writes, decided inside the group's transaction. */
 export interface UnitWrites {
@@ -74,7 +76,7 @@ export interface CommitterDeps {
    */
   emit(q: Queryable, items: { instanceId: string; event: string; data: unknown }[]): Promise<readonly ({ eventId: string } | null)[] | void>;
   /**
-   * One statement instead of a transaction (after a read of its keys, if any), for a group whose events no
+   * One statement instead of a transaction (it looks up its keys itself), for a group whose events no
    * webhook wants (src/queue/sql/insertJobsFenced.ts): `quiet` answers whether none of these instances' webhooks wants
    * an event acceptance writes (the subscription cache `emit` reads too); `leasesOf` the leases this node
    * holds of them, with which the statement fences itself (required when `fence` is set). Without `quiet`,
@@ -213,16 +215,20 @@ export class AcceptanceCommitter {
   }
 
   /**
-   * A quiet group (CommitterDeps.quiet: no webhook wants its events) of `instanceIds` as one statement: its
-   * keys looked up first (one read, no transaction), decided, then written by one statement fenced inside it
-   * that remembers the keys too; null when it cannot be (more rows than one statement takes), and the
-   * transaction writes it, without building events nobody wants.
+   * A quiet group (CommitterDeps.quiet: no webhook wants its events) of `instanceIds` as one statement that
+   * writes the jobs and remembers their keys, fenced inside it; null when it cannot be (more rows than one
+   * statement takes), and the transaction writes it, without building events nobody wants.
    *
-   * The look-up outside the write's transaction sees every key it must: an instance's keys are written only by
-   * the node that holds its lease, one batch after the other (a batch is decided once the one before it is
+   * Optimistic about keys: every unit decides as if none of its keys were remembered (the usual case: a retry
+   * is rare), and the statement itself looks them up. An instance of which it finds one writes nothing in it
+   * (`known`); those units decide again from a look-up of their keys and are written by a second statement.
+   * So a group without replays is one round trip, not two, and a replay costs its group one more.
+   *
+   * A look-up outside the write's statement sees every key it must: an instance's keys are written only by the
+   * node that holds its lease, one batch after the other (a batch is decided once the one before it is
    * committed), and a previous holder's writes were committed before its lease could be taken over (they hold
    * it FOR KEY SHARE). A key written in between anyway fails the statement whole (insertJobsFenced), and the
-   * units are then tried again one by one, each deciding again from a fresh look-up.
+   * units are then tried again one by one.
    */
   private async asOneStatement(group: Waiting[], instanceIds: readonly string[]): Promise<Map<Waiting, UnitResult | Error> | null> {
     const { fence, leasesOf } = this.deps;
@@ -230,10 +236,30 @@ export class AcceptanceCommitter {
     let rows = 0;
     for (const w of group) rows += w.unit.size ?? 1;
     if (rows > ROWS_PER_STATEMENT) return null;
-    const decided = await lookUpAndDecide(this.deps.pool, group);
+    const none = new Map<string, KeyedJob>();
+    const out = await this.writeOne(group, instanceIds, group.map((w) => w.unit.decide(none)), keyCheck(group));
+    if (!out) return null;
+    const again = group.filter((w) => !out.has(w));
+    if (again.length > 0) {
+      // a key of these instances is remembered: decided again from what the keys name
+      const ids = [...new Set(again.map((w) => w.unit.instanceId))];
+      const retried = await this.writeOne(again, ids, await lookUpAndDecide(this.deps.pool, again), null);
+      for (const w of again) out.set(w, retried?.get(w) ?? new Error('the group commit lost a unit'));
+    }
+    this.stats.groups += 1;
+    this.stats.units += group.length;
+    return out;
+  }
+
+  /**
+   * The units' decisions written by one statement (null: more rows than it takes); a unit of an instance named
+   * `known` by `check` is left out of the answer (its decision assumed its keys unknown).
+   */
+  private async writeOne(group: Waiting[], instanceIds: readonly string[], decided: UnitWrites[], check: KeyCheck | null): Promise<Map<Waiting, UnitResult | Error> | null> {
+    const { fence, leasesOf } = this.deps;
     const all = decided.flatMap((d) => d.jobs);
     if (all.length > ROWS_PER_STATEMENT) return null;
-    const { held, jobs } = await insertJobsFenced(this.deps.pool, all, fence && leasesOf ? leasesOf(instanceIds) : null);
+    const { held, known, jobs } = await insertJobsFenced(this.deps.pool, all, fence && leasesOf ? leasesOf(instanceIds) : null, check);
     const out = new Map<Waiting, UnitResult | Error>();
     let at = 0;
     group.forEach((w, i) => {
@@ -241,12 +267,22 @@ export class AcceptanceCommitter {
       const mine = jobs.slice(at, at + d.jobs.length);
       at += d.jobs.length;
       if (held && !held.has(w.unit.instanceId)) out.set(w, notOwned());
-      else out.set(w, { decided: d, jobs: mine.filter((j): j is Job => j !== null), evented: false });
+      else if (!known.has(w.unit.instanceId)) out.set(w, { decided: d, jobs: mine.filter((j): j is Job => j !== null), evented: false });
     });
-    this.stats.groups += 1;
-    this.stats.units += group.length;
     return out;
   }
+}
+
+/** The keys of the units, for the statement to look up itself (null: none has keys). */
+function keyCheck(group: readonly Waiting[]): KeyCheck | null {
+  const check: KeyCheck = { instanceIds: [], keys: [], since: Infinity };
+  for (const { unit } of group) {
+    for (const k of unit.keys) (check.instanceIds.push(unit.instanceId), check.keys.push(k));
+    // the oldest retention of the group: a key a unit would count as expired may count as known, and that
+    // unit is decided again from an exact look-up
+    if (unit.keys.length > 0) check.since = Math.min(check.since, unit.since);
+  }
+  return check.keys.length > 0 ? check : null;
 }
 
 /** Look up the units' keys (one statement; none when no unit has keys) and let each decide from what they name. */

@@ -3,7 +3,8 @@
  * against a real PostgreSQL: a group without keys and without wanted events is one statement that fences itself
  * with each instance's lease (an old epoch, a released lease or none at all inserts nothing of that instance and
  * refuses its unit alone), and so does a group with keys, which it remembers (of held instances only); a group
- * with a wanted event is still a transaction; a connection that breaks under the statement is an unknown
+ * with a wanted event is still a transaction; the statement looks up the group's keys itself, and only the units
+ * of a replay decide again, from a read of their keys; a connection that breaks under the statement is an unknown
  * outcome, not "nothing happened".
  */
 import { test, before, after } from 'node:test';
@@ -131,6 +132,59 @@ test('a group with a wanted event is still a transaction (events written); a gro
   const { rowCount } = await db.pool.query('SELECT 1 FROM idempotency_keys WHERE instance_id = $1', [gone]);
   assert.equal(rowCount, 0, 'no key of an instance whose lease did not hold');
   assert.deepEqual(await stored(gone), []);
+});
+
+test('the one statement looks up the keys itself: no replay is one round trip; a replay\'s unit decides again from its keys, alone', async () => {
+  const DAY = 86_400_000;
+  const [a, b, c, d] = [await newInstance(), await newInstance(), await newInstance(), await newInstance()];
+  const leases = new Map<string, Lease>();
+  for (const id of [a, b, c, d]) leases.set(id, (await acquireLease(db.pool, id, 'node-a', TTL)) as Lease);
+  const { c: committer1 } = committer(leases);
+  let checkouts = 0;
+  const counted = () => void (checkouts += 1);
+  db.pool.on('acquire', counted);
+  try {
+    /** As acceptance decides: a known key is a replay (no job), else a new job with it; `full`: nothing new fits (QUEUE_FULL). */
+    const seen: { instanceId: string; known: string[] }[] = [];
+    const keyed = (instanceId: string, key: string, n: number, full = false): AcceptUnit => ({
+      instanceId, keys: [key], since: NOW - 7 * DAY, size: 1,
+      decide: (known) => {
+        seen.push({ instanceId, known: [...known.keys()] });
+        return { jobs: known.has(key) || full ? [] : [job(instanceId, n, key)], events: () => [] };
+      },
+    });
+    // the first jobs of b and d, with their keys; c's key was remembered 8 days ago (past the retention)
+    const first = await Promise.all([committer1.commit(keyed(b, 'seen-b', 1)), committer1.commit(keyed(d, 'seen-d', 2))]);
+    assert.equal(checkouts, 1, 'two fresh keys: one statement, no read before it');
+    await db.pool.query(
+      `INSERT INTO idempotency_keys (instance_id, key, job_id, payload_hash, created_at) VALUES ($1, 'old-c', 'wq_long_gone', 'h', $2)`,
+      [c, new Date(NOW - 8 * DAY)],
+    );
+    checkouts = 0;
+    seen.length = 0;
+    const [ra, rb, rc, rd] = await Promise.all([
+      committer1.commit(keyed(a, 'fresh-a', 3)),
+      committer1.commit(keyed(b, 'seen-b', 4)),
+      committer1.commit(keyed(c, 'old-c', 5)),
+      // its queue is full: the optimistic decision writes nothing, yet its key names a job (a replay, not QUEUE_FULL)
+      committer1.commit(keyed(d, 'seen-d', 6, true)),
+    ]);
+    assert.equal(checkouts, 3, 'the statement, the read of the replays\' keys, the statement of their units');
+    assert.equal(ra.jobs.length, 1);
+    assert.equal(rc.jobs.length, 1, 'a key past the retention is no replay');
+    assert.deepEqual([rb.jobs.length, rd.jobs.length], [0, 0], 'the replays insert nothing');
+    const decidedWith = (id: string) => seen.filter((x) => x.instanceId === id).map((x) => x.known);
+    assert.deepEqual(decidedWith(a), [[]], 'decided once, as if no key were known');
+    assert.deepEqual(decidedWith(c), [[]]);
+    assert.deepEqual(decidedWith(b), [[], ['seen-b']], 'decided again from what its key names');
+    assert.deepEqual(decidedWith(d), [[], ['seen-d']]);
+    assert.deepEqual(await stored(b), first[0].jobs.map((j) => j.id), 'no second job for the replayed key');
+    assert.deepEqual(await stored(d), first[1].jobs.map((j) => j.id));
+    const { rows } = await db.pool.query<{ job_id: string }>('SELECT job_id FROM idempotency_keys WHERE instance_id = $1 AND key = \'old-c\'', [c]);
+    assert.equal(rows[0]?.job_id, rc.jobs[0]?.id, 'the expired key is taken over by the new job');
+  } finally {
+    db.pool.off('acquire', counted);
+  }
 });
 
 test('a quiet unit too large for one statement is a transaction that builds no events; a wanted one writes them', async () => {

@@ -10,56 +10,68 @@
  * writer took it since the caller looked it up), the statement fails as a whole (a unique_violation,
  * sql/0009_key_taken.sql): nothing of it is written, and the caller's transaction-per-unit retry decides again.
  *
- * Strategy: the rows (src/queue/sql/job-rows.ts) and the insert of insertJobs.ts, with the fence as a CTE;
- * the answer is the held instances and the inserted jobs' seq, in one result. At most ROWS_PER_STATEMENT jobs
- * (one statement).
+ * It can look up keys itself (`KeyCheck`): for an acceptance decided as if none of its keys were remembered,
+ * the instances of which one is remembered write nothing and are named in the answer (their batches are decided
+ * again by the caller), so a group without replays needs no read before its write.
+ *
+ * Strategy: the rows (src/queue/sql/job-rows.ts) and the insert of insertJobs.ts, with the fence and the key
+ * check as CTEs (every CTE of a statement reads the same snapshot: the check does not see the keys the
+ * statement itself remembers); the answer is the held instances, the instances with a known key and the
+ * inserted jobs' seq, in one result. At most ROWS_PER_STATEMENT jobs (one statement).
  */
 import { oneStatement, type Pool } from '../../store/pool.js';
 import { heldLeasesSql } from '../../store/lease-fence-sql.js';
 import type { Job, NewJob } from '../job.js';
-import { INSERT, KEY_ROWS, ROWS_PER_STATEMENT, insertUnkeyed, insertedJob } from './insertJobs.js';
-import { perRowSource, rowSource } from './job-rows.js';
+import { INSERT, KEY_ROWS, ROWS_PER_STATEMENT, insertedJob } from './insertJobs.js';
+import { perRowSource, rowSource, type RowSource } from './job-rows.js';
 import { allKeysRemembered, isKeyTakenError, keyTakenConcurrently, rememberKeysFrom } from './rememberIdempotencyKeys.js';
 
 /** A row of `t` whose instance's lease held. */
 const HELD = 't.inst IN (SELECT instance_id FROM f)';
+/** A row of `t` whose instance has none of the checked keys remembered. */
+const UNKNOWN = 't.inst NOT IN (SELECT inst FROM x)';
 
-/** The insert, of the rows whose instance's lease held. */
-const INSERT_HELD = INSERT.replace('FROM t ORDER BY ord', `FROM t WHERE ${HELD} ORDER BY ord`);
-if (INSERT_HELD === INSERT) throw new Error('insertJobsFenced: the insert of insertJobs.ts changed shape; its fence would not apply');
+/**
+ * The instances (`x`) of which one of the checked keys is remembered, younger than the retention: the pairs are
+ * two arrays (instance ids, keys) from `$first` on, the oldest instant still remembered (epoch ms) after them.
+ */
+const knownKeysSql = (first: number) => `SELECT DISTINCT w.inst FROM unnest($${first}::uuid[], $${first + 1}::text[]) AS w (inst, key)
+       JOIN idempotency_keys ik ON ik.instance_id = w.inst AND ik.key = w.key
+      WHERE ik.created_at > to_timestamp($${first + 2}::float8 / 1000)`;
 
-const FENCED = perRowSource((rows) => `WITH f AS (${heldLeasesSql(rows.params + 1)}),
-     t AS (${rows.sql}),
-     j AS (${INSERT_HELD})
-   SELECT instance_id::text AS held, NULL::text AS id, NULL::bigint AS seq FROM f
-   UNION ALL
-   SELECT NULL, id, seq FROM j`);
+/**
+ * The statement, one text per form of the rows and per choice: `fenced` (the leases' three arrays follow the
+ * rows' parameters), `keyed` (some jobs have keys: remembered, and the statement fails whole unless every one
+ * was), `checked` (the keys to look for follow: their instances write nothing). Its rows: the held instances
+ * (`held`), the instances with a known key (`known`), the inserted jobs (`id`, `seq`).
+ */
+function statement(fenced: boolean, keyed: boolean, checked: boolean): (rows: RowSource) => string {
+  return perRowSource((rows) => {
+    const conditions = [...(fenced ? [HELD] : []), ...(checked ? [UNKNOWN] : [])];
+    const where = conditions.join(' AND ');
+    const insert = where ? INSERT.replace('FROM t ORDER BY ord', `FROM t WHERE ${where} ORDER BY ord`) : INSERT;
+    if (insert === INSERT && where) throw new Error('insertJobsFenced: the insert of insertJobs.ts changed shape; its conditions would not apply');
+    const keyRows = where ? `${KEY_ROWS} AND ${where}` : KEY_ROWS;
+    const ctes = [
+      ...(fenced ? [`f AS (${heldLeasesSql(rows.params + 1)})`] : []),
+      `t AS (${rows.sql})`,
+      ...(checked ? [`x AS (${knownKeysSql(rows.params + (fenced ? 4 : 1))})`] : []),
+      `j AS (${insert})`,
+      ...(keyed ? [`k AS (${rememberKeysFrom(keyRows)})`] : []),
+    ];
+    const answers = [
+      'SELECT NULL::text AS held, NULL::text AS known, id, seq FROM j',
+      ...(fenced ? ['SELECT instance_id::text, NULL, NULL, NULL FROM f'] : []),
+      ...(checked ? ['SELECT NULL, inst::text, NULL, NULL FROM x'] : []),
+      // a key that another writer took after the caller looked (or did not look): nothing of the statement stays
+      ...(keyed ? [`SELECT NULL, NULL, NULL, NULL WHERE NOT ${allKeysRemembered('SELECT count(*) FROM k', `SELECT count(*) FROM (${keyRows}) AS w`)}`] : []),
+    ];
+    return `WITH ${ctes.join(',\n     ')}\n   ${answers.join('\n   UNION ALL\n   ')}`;
+  });
+}
 
-/** The keys to remember: of every row, or (`held`) of the held instances' rows. */
-const keyRows = (held: boolean) => (held ? `${KEY_ROWS} AND ${HELD}` : KEY_ROWS);
-/** Those keys remembered (`k`), and a row that fails the statement unless every one of them was. */
-const rememberAll = (held: boolean) => `k AS (${rememberKeysFrom(keyRows(held))})`;
-const KEYS_CHECKED = (held: boolean) =>
-  `SELECT NULL, NULL, NULL WHERE NOT ${allKeysRemembered('SELECT count(*) FROM k', `SELECT count(*) FROM (${keyRows(held)}) AS w`)}`;
-
-/** Fenced, some jobs with keys. */
-const FENCED_KEYED = perRowSource((rows) => `WITH f AS (${heldLeasesSql(rows.params + 1)}),
-     t AS (${rows.sql}),
-     j AS (${INSERT_HELD}),
-     ${rememberAll(true)}
-   SELECT instance_id::text AS held, NULL::text AS id, NULL::bigint AS seq FROM f
-   UNION ALL
-   SELECT NULL, id, seq FROM j
-   UNION ALL
-   ${KEYS_CHECKED(true)}`);
-
-/** Unfenced, some jobs with keys. */
-const KEYED = perRowSource((rows) => `WITH t AS (${rows.sql}),
-     j AS (${INSERT}),
-     ${rememberAll(false)}
-   SELECT NULL::text AS held, id, seq FROM j
-   UNION ALL
-   ${KEYS_CHECKED(false)}`);
+/** Every statement, built once: index fenced * 4 + keyed * 2 + checked. */
+const STATEMENTS = [false, true].flatMap((fenced) => [false, true].flatMap((keyed) => [false, true].map((checked) => statement(fenced, keyed, checked))));
 
 /** A lease the statement fences with: held by `nodeId` at `epoch` (src/queue/types.ts LeaseRef), of its instance. */
 export interface InstanceLeaseRef {
@@ -68,50 +80,65 @@ export interface InstanceLeaseRef {
   epoch: number;
 }
 
+/**
+ * Idempotency keys the statement looks for itself (an optimistic acceptance decided as if none were known): an
+ * instance of which one is remembered, younger than `since`, writes nothing and is named in `known`.
+ */
+export interface KeyCheck {
+  /** pairs: `keys[i]` of `instanceIds[i]` */
+  instanceIds: string[];
+  keys: string[];
+  /** epoch ms: a key remembered at or before it is past the retention */
+  since: number;
+}
+
 export interface FencedInsert {
   /** the instances whose lease held (null: no fence asked) */
   held: Set<string> | null;
-  /** per job in the given order: as inserted, or null when its instance's lease did not hold */
+  /** the instances of which a checked key is remembered: none of their jobs was inserted */
+  known: Set<string>;
+  /** per job in the given order: as inserted, or null when its instance's lease did not hold or it is `known` */
   jobs: (Job | null)[];
 }
 
 /**
- * Insert `jobs`, remembering their idempotency keys, in one statement, under `leases` unless null. A broken
- * connection meanwhile is CommitOutcomeUnknown (src/store/pool.ts oneStatement); a key taken meanwhile fails
- * it whole with `keyTakenConcurrently`.
+ * Insert `jobs`, remembering their idempotency keys, in one statement, under `leases` unless null, skipping
+ * the instances of which a key of `check` is already remembered. A broken connection meanwhile is
+ * CommitOutcomeUnknown (src/store/pool.ts oneStatement); a key taken meanwhile fails it whole with
+ * `keyTakenConcurrently`.
  */
-export async function insertJobsFenced(pool: Pool, jobs: readonly NewJob[], leases: readonly InstanceLeaseRef[] | null): Promise<FencedInsert> {
+export async function insertJobsFenced(pool: Pool, jobs: readonly NewJob[], leases: readonly InstanceLeaseRef[] | null, check: KeyCheck | null = null): Promise<FencedInsert> {
   if (jobs.length > ROWS_PER_STATEMENT) throw new Error(`insertJobsFenced takes at most ${ROWS_PER_STATEMENT} jobs`);
   const keyed = jobs.some((j) => j.idempotencyKey !== null);
+  const checked = check !== null && check.keys.length > 0;
   const source = rowSource(jobs.length);
-  const values = source.values(jobs, 0, jobs.length);
-  type Row = { held?: string | null; id: string | null; seq: number | null };
+  const sql = (STATEMENTS[(leases ? 4 : 0) + (keyed ? 2 : 0) + (checked ? 1 : 0)] as (rows: RowSource) => string)(source);
+  const params: unknown[] = source.values(jobs, 0, jobs.length);
+  if (leases) params.push(leases.map((l) => l.instanceId), leases.map((l) => l.nodeId), leases.map((l) => l.epoch));
+  if (checked) params.push(check.instanceIds, check.keys, check.since);
+  type Row = { held: string | null; known: string | null; id: string | null; seq: number | null };
   let rows: Row[];
   try {
-    ({ rows } = leases
-      ? await oneStatement<Row>(pool, keyed ? FENCED_KEYED(source) : FENCED(source), [
-        ...values,
-        leases.map((l) => l.instanceId),
-        leases.map((l) => l.nodeId),
-        leases.map((l) => l.epoch),
-      ])
-      : await oneStatement<Row>(pool, keyed ? KEYED(source) : insertUnkeyed(source), values));
+    ({ rows } = await oneStatement<Row>(pool, sql, params));
   } catch (err) {
     if (isKeyTakenError(err)) throw keyTakenConcurrently();
     throw err;
   }
   const held = leases ? new Set<string>() : null;
+  const known = new Set<string>();
   const seqOf = new Map<string, number>();
   for (const r of rows) {
     if (r.held) held?.add(r.held);
+    else if (r.known) known.add(r.known);
     else if (r.id && r.seq !== null) seqOf.set(r.id, Number(r.seq));
   }
   return {
     held,
+    known,
     jobs: jobs.map((j) => {
       const seq = seqOf.get(j.id);
       if (seq !== undefined) return insertedJob(j, seq);
-      if (held && !held.has(j.instanceId)) return null;
+      if ((held && !held.has(j.instanceId)) || known.has(j.instanceId)) return null;
       throw new Error(`job ${j.id} was not inserted`);
     }),
   };
