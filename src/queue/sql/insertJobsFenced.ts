@@ -34,10 +34,14 @@ const UNKNOWN = 't.inst NOT IN (SELECT inst FROM x)';
 /**
  * The instances (`x`) of which one of the checked keys is remembered, younger than the retention: the pairs are
  * two arrays (instance ids, keys) from `$first` on, the oldest instant still remembered (epoch ms) after them.
+ * Each pair is one probe of the keys' primary key (the LIMIT keeps the lateral a nested loop): a join the
+ * planner is free to turn around could read every key younger than the retention instead, on a table it
+ * believes small.
  */
-const knownKeysSql = (first: number) => `SELECT DISTINCT w.inst FROM unnest($${first}::uuid[], $${first + 1}::text[]) AS w (inst, key)
-       JOIN idempotency_keys ik ON ik.instance_id = w.inst AND ik.key = w.key
-      WHERE ik.created_at > to_timestamp($${first + 2}::float8 / 1000)`;
+const knownKeysSql = (first: number) => `SELECT w.inst FROM unnest($${first}::uuid[], $${first + 1}::text[]) AS w (inst, key)
+       CROSS JOIN LATERAL (SELECT 1 FROM idempotency_keys ik
+                            WHERE ik.instance_id = w.inst AND ik.key = w.key AND ik.created_at > to_timestamp($${first + 2}::float8 / 1000)
+                            LIMIT 1) AS hit`;
 
 /**
  * The statement, one text per form of the rows and per choice: `fenced` (the leases' three arrays follow the
