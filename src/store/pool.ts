@@ -179,12 +179,14 @@ export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) =>
 /**
  * One statement as its own transaction (autocommit): all of it or nothing. A connection that breaks while it
  * is on its way leaves its outcome unknown (it may have committed): CommitOutcomeUnknown, as a broken COMMIT.
+ * With a `name`, the statement is prepared under it on each connection that runs it (pg keeps the names a
+ * connection has prepared): only for a text that is always the same under that name.
  */
-export async function oneStatement<R extends pg.QueryResultRow>(pool: Pool, text: string, values: unknown[]): Promise<pg.QueryResult<R>> {
+export async function oneStatement<R extends pg.QueryResultRow>(pool: Pool, text: string, values: unknown[], name?: string): Promise<pg.QueryResult<R>> {
   const { client, release } = await checkout(pool);
   let fault: Error | undefined;
   try {
-    return await client.query<R>(text, values);
+    return await (name ? client.query<R>({ name, text, values }) : client.query<R>(text, values));
   } catch (err) {
     if (brokenConnection(err)) {
       fault = err;

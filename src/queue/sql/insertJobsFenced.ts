@@ -23,7 +23,7 @@ import { oneStatement, type Pool } from '../../store/pool.js';
 import { heldLeasesSql } from '../../store/lease-fence-sql.js';
 import type { Job, NewJob } from '../job.js';
 import { INSERT, KEY_ROWS, ROWS_PER_STATEMENT, insertedJob } from './insertJobs.js';
-import { perRowSource, rowSource, type RowSource } from './job-rows.js';
+import { ARRAY_ROWS, JSON_ROWS, perRowSource, rowSource, type RowSource } from './job-rows.js';
 import { allKeysRemembered, isKeyTakenError, keyTakenConcurrently, rememberKeysFrom } from './rememberIdempotencyKeys.js';
 
 /** A row of `t` whose instance's lease held. */
@@ -77,6 +77,19 @@ function statement(fenced: boolean, keyed: boolean, checked: boolean): (rows: Ro
 /** Every statement, built once: index fenced * 4 + keyed * 2 + checked. */
 const STATEMENTS = [false, true].flatMap((fenced) => [false, true].flatMap((keyed) => [false, true].map((checked) => statement(fenced, keyed, checked))));
 
+/**
+ * Each statement is prepared under its own name on each connection (src/store/pool.ts oneStatement): parsed
+ * once per connection instead of for every group, and planned once PostgreSQL finds its generic plan no
+ * dearer than the custom ones. The text under a name never changes (one per index and form of the rows).
+ * Measured: 16 rows of 16 instances, sequential on an idle machine, three pairs alternating:
+ * p50 2.1-2.9 ms prepared against 3.0-4.1 ms parsed and planned each time.
+ */
+function statementName(which: number, rows: RowSource): string | undefined {
+  if (rows === JSON_ROWS) return `insert_jobs_fenced_${which}_json`;
+  if (rows === ARRAY_ROWS) return `insert_jobs_fenced_${which}_arrays`;
+  return undefined;
+}
+
 /** A lease the statement fences with: held by `nodeId` at `epoch` (src/queue/types.ts LeaseRef), of its instance. */
 export interface InstanceLeaseRef {
   instanceId: string;
@@ -116,14 +129,15 @@ export async function insertJobsFenced(pool: Pool, jobs: readonly NewJob[], leas
   const keyed = jobs.some((j) => j.idempotencyKey !== null);
   const checked = check !== null && check.keys.length > 0;
   const source = rowSource(jobs.length);
-  const sql = (STATEMENTS[(leases ? 4 : 0) + (keyed ? 2 : 0) + (checked ? 1 : 0)] as (rows: RowSource) => string)(source);
+  const which = (leases ? 4 : 0) + (keyed ? 2 : 0) + (checked ? 1 : 0);
+  const sql = (STATEMENTS[which] as (rows: RowSource) => string)(source);
   const params: unknown[] = source.values(jobs, 0, jobs.length);
   if (leases) params.push(leases.map((l) => l.instanceId), leases.map((l) => l.nodeId), leases.map((l) => l.epoch));
   if (checked) params.push(check.instanceIds, check.keys, check.since);
   type Row = { held: string | null; known: string | null; id: string | null; seq: number | null };
   let rows: Row[];
   try {
-    ({ rows } = await oneStatement<Row>(pool, sql, params));
+    ({ rows } = await oneStatement<Row>(pool, sql, params, statementName(which, source)));
   } catch (err) {
     if (isKeyTakenError(err)) throw keyTakenConcurrently();
     throw err;
