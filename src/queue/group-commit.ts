@@ -150,23 +150,7 @@ export class AcceptanceCommitter {
   }
 
   private async run(group: Waiting[]): Promise<void> {
-    let results: Map<Waiting, UnitResult | Error>;
-    try {
-      results = await this.transact(group);
-    } catch (err) {
-      if (group.length === 1 || isConnectionError(err) || err instanceof CommitOutcomeUnknown) {
-        for (const w of group) w.reject(err);
-        return;
-      }
-      // one unit failed the whole group: each alone, so that it fails only itself
-      for (const w of group) {
-        await this.transact([w]).then(
-          (r) => settle(w, r.get(w)),
-          (e: unknown) => w.reject(e),
-        );
-      }
-      return;
-    }
+    const results = await outcomes(group, (units) => this.transact(units));
     for (const w of group) settle(w, results.get(w));
   }
 
@@ -242,10 +226,16 @@ export class AcceptanceCommitter {
     if (!out) return null;
     const again = group.filter((w) => !out.has(w));
     if (again.length > 0) {
-      // a key of these instances is remembered: decided again from what the keys name
-      const ids = [...new Set(again.map((w) => w.unit.instanceId))];
-      const retried = await this.writeOne(again, ids, await lookUpAndDecide(this.deps.pool, again), null);
-      for (const w of again) out.set(w, retried?.get(w) ?? new Error('the group commit lost a unit'));
+      // The other units' outcomes are final (committed, or refused): answered now, not after the replays'
+      // read and statement (settling them again with the group does nothing). Whatever befalls the replays
+      // from here is theirs alone: a failure of their statement must never send a committed unit round again.
+      for (const [w, r] of out) settle(w, r);
+      const retried = await outcomes(again, async (units) => {
+        // a key of these instances is remembered: decided again from what the keys name
+        const ids = [...new Set(units.map((w) => w.unit.instanceId))];
+        return this.writeOne(units, ids, await lookUpAndDecide(this.deps.pool, units), null);
+      });
+      for (const w of again) out.set(w, retried.get(w) ?? lost());
     }
     this.stats.groups += 1;
     this.stats.units += group.length;
@@ -274,6 +264,32 @@ export class AcceptanceCommitter {
   }
 }
 
+/**
+ * What `write` gives each of `units`. When it fails as a whole: that failure for each, if it was a lost
+ * connection or an unknown commit (as each alone would have failed) or there is one unit; else (one unit failed
+ * the others, a key another node took meanwhile) each unit written alone, so that it fails only itself.
+ */
+async function outcomes(
+  units: Waiting[],
+  write: (units: Waiting[]) => Promise<Map<Waiting, UnitResult | Error> | null>,
+): Promise<Map<Waiting, UnitResult | Error>> {
+  const out = new Map<Waiting, UnitResult | Error>();
+  try {
+    const written = await write(units);
+    for (const w of units) out.set(w, written?.get(w) ?? lost());
+  } catch (err) {
+    if (units.length === 1 || isConnectionError(err) || err instanceof CommitOutcomeUnknown) {
+      for (const w of units) out.set(w, asError(err));
+    } else {
+      for (const w of units) out.set(w, (await outcomes([w], write)).get(w) ?? lost());
+    }
+  }
+  return out;
+}
+
+const lost = () => new Error('the group commit lost a unit');
+const asError = (err: unknown): Error => (err instanceof Error ? err : new Error(String(err)));
+
 /** The keys of the units, for the statement to look up itself (null: none has keys). */
 function keyCheck(group: readonly Waiting[]): KeyCheck | null {
   const check: KeyCheck = { instanceIds: [], keys: [], since: Infinity };
@@ -293,7 +309,7 @@ async function lookUpAndDecide(q: Queryable, units: readonly Waiting[]): Promise
 }
 
 function settle(w: Waiting, r: UnitResult | Error | undefined): void {
-  if (r === undefined) w.reject(new Error('the group commit lost a unit'));
+  if (r === undefined) w.reject(lost());
   else if (r instanceof Error) w.reject(r);
   else w.resolve(r);
 }

@@ -187,6 +187,42 @@ test('the one statement looks up the keys itself: no replay is one round trip; a
   }
 });
 
+test('a replay\'s second statement that fails fails only the replay: the group\'s other unit is answered before it and written once', async () => {
+  const DAY = 86_400_000;
+  const [a, b] = [await newInstance(), await newInstance()];
+  const leases = new Map<string, Lease>();
+  for (const id of [a, b]) leases.set(id, (await acquireLease(db.pool, id, 'node-a', TTL)) as Lease);
+  const { c } = committer(leases);
+  const first = await c.commit(unit(b, [job(b, 1, 'seen-key-b')]));
+  // a key of b that b's next decision will write, held by another job: taken after b looked (its statement fails)
+  await db.pool.query(
+    `INSERT INTO idempotency_keys (instance_id, key, job_id, payload_hash, created_at) VALUES ($1, 'taken-meanwhile', 'wq_elsewhere', 'h', $2)`,
+    [b, new Date(NOW)],
+  );
+  let n = 10;
+  let aAnswered = false;
+  let aAnsweredAtRetry: boolean | null = null;
+  // as acceptance decides: a new job (a new id) every time it decides
+  const fresh: AcceptUnit = { instanceId: a, keys: [], since: NOW - 7 * DAY, size: 1, decide: () => ({ jobs: [job(a, n++)], events: () => [] }) };
+  const replay: AcceptUnit = {
+    instanceId: b, keys: ['seen-key-b'], since: NOW - 7 * DAY, size: 1,
+    decide: (known) => {
+      if (known.size === 0) return { jobs: [job(b, n++, 'seen-key-b')], events: () => [] };
+      aAnsweredAtRetry = aAnswered;
+      return { jobs: [job(b, n++, 'taken-meanwhile')], events: () => [] };
+    },
+  };
+  const [ra, rb] = await Promise.allSettled([c.commit(fresh).finally(() => (aAnswered = true)), c.commit(replay)]);
+  assert.equal(ra.status, 'fulfilled', 'the other unit committed with the first statement');
+  assert.equal(rb.status, 'rejected');
+  assert.match(String((rb as PromiseRejectedResult).reason), /taken concurrently/);
+  assert.equal(aAnsweredAtRetry, true, 'answered before the replay decided again');
+  const storedA = await stored(a);
+  assert.equal(storedA.length, 1, 'written once: the replay\'s failure did not send it round again');
+  assert.deepEqual(storedA, (ra as PromiseFulfilledResult<{ jobs: { id: string }[] }>).value.jobs.map((j) => j.id));
+  assert.deepEqual(await stored(b), first.jobs.map((j) => j.id), 'nothing new of the replay');
+});
+
 test('a quiet unit too large for one statement is a transaction that builds no events; a wanted one writes them', async () => {
   const [quiet, heard] = [await newInstance(), await newInstance()];
   const leases = new Map<string, Lease>();
