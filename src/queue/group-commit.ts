@@ -206,8 +206,8 @@ export class AcceptanceCommitter {
    * Optimistic about keys: every unit decides as if none of its keys were remembered (the usual case: a retry
    * is rare), and the statement itself looks them up. An instance of which it finds one writes nothing in it
    * (`known`); those units decide again from a look-up of their keys and are written by a second statement.
-   * So a group without replays is one round trip, not two; a replay costs its group two more (the read and the
-   * second statement), and the group's other units wait for them too.
+   * So a group without replays is one round trip, not two; a replay costs two more (the read and the second
+   * statement), which the group's other units do not wait for: they are answered once the first commits.
    *
    * A look-up outside the write's statement sees every key it must: an instance's keys are written only by the
    * node that holds its lease, one batch after the other (a batch is decided once the one before it is
