@@ -24,6 +24,7 @@ import { ROWS_PER_STATEMENT } from '../../src/queue/sql/insertJobs.js';
 
 let db: TestDb;
 const TTL = 60_000;
+const DAY = 86_400_000;
 const NOW = Date.now();
 
 before(async () => {
@@ -135,7 +136,6 @@ test('a group with a wanted event is still a transaction (events written); a gro
 });
 
 test('the one statement looks up the keys itself: no replay is one round trip; a replay\'s unit decides again from its keys, alone', async () => {
-  const DAY = 86_400_000;
   const [a, b, c, d] = [await newInstance(), await newInstance(), await newInstance(), await newInstance()];
   const leases = new Map<string, Lease>();
   for (const id of [a, b, c, d]) leases.set(id, (await acquireLease(db.pool, id, 'node-a', TTL)) as Lease);
@@ -188,7 +188,6 @@ test('the one statement looks up the keys itself: no replay is one round trip; a
 });
 
 test('a replay\'s second statement that fails fails only the replay: the group\'s other unit is answered before it and written once', async () => {
-  const DAY = 86_400_000;
   const [a, b] = [await newInstance(), await newInstance()];
   const leases = new Map<string, Lease>();
   for (const id of [a, b]) leases.set(id, (await acquireLease(db.pool, id, 'node-a', TTL)) as Lease);
