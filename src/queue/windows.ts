@@ -30,10 +30,10 @@ export function remaining(limit: number | null, used: number): number | null {
   return limit === null ? null : Math.max(0, limit - used);
 }
 
-/** First index in sorted `a` whose value is > x. */
-function upperBound(a: readonly number[], x: number, from = 0): number {
+/** First index in sorted `a[from, to)` whose value is > x (`to` when none). */
+function upperBound(a: readonly number[], x: number, from: number, to: number): number {
   let lo = from;
-  let hi = a.length;
+  let hi = to;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
     if (a[mid]! <= x) lo = mid + 1;
@@ -46,28 +46,41 @@ function upperBound(a: readonly number[], x: number, from = 0): number {
  * Hourly and daily window counts over a growing set of dispatch instants, for non-decreasing query times.
  * `seek(t)` positions the window edges at t; `used`/`oldest` then answer for t. Going back in time works
  * (binary search) but is not the fast path.
+ *
+ * A counter is a view `[start, end)` of a sorted array it may share with its clones. A plan's tail keeps one,
+ * and every acceptance appended to it clones it (the tail is immutable: a proposal that is not committed
+ * leaves the old one valid). The clone shares the array instead of copying it: only the clone that appends at
+ * the array's end pushes onto it; any other add (a clone of an older view, an insert in the middle) copies
+ * its view first. An instance with a day of planned slots used to copy them all (and promote the copy to the
+ * old generation, as it lives until the instance's next acceptance) for every message it accepted.
  */
 export class WindowCounter {
   private times: number[];
+  /** the view: `times[start, end)`, sorted */
+  private start = 0;
+  private end: number;
   private at = Number.NEGATIVE_INFINITY;
+  // edges as indices into `times`, within [start, end]
   private hi = 0; // first index > at
   private loHour = 0; // first index > at - 1 h
   private loDay = 0; // first index > at - 24 h
 
   constructor(instants: readonly number[] = []) {
     this.times = [...instants].sort((a, b) => a - b);
+    this.end = this.times.length;
   }
 
   seek(t: number): void {
     const a = this.times;
+    const end = this.end;
     if (t < this.at) {
-      this.hi = upperBound(a, t);
-      this.loHour = upperBound(a, t - HOUR_MS);
-      this.loDay = upperBound(a, t - DAY_MS);
+      this.hi = upperBound(a, t, this.start, end);
+      this.loHour = upperBound(a, t - HOUR_MS, this.start, end);
+      this.loDay = upperBound(a, t - DAY_MS, this.start, end);
     } else {
-      while (this.hi < a.length && a[this.hi]! <= t) this.hi++;
-      while (this.loHour < a.length && a[this.loHour]! <= t - HOUR_MS) this.loHour++;
-      while (this.loDay < a.length && a[this.loDay]! <= t - DAY_MS) this.loDay++;
+      while (this.hi < end && a[this.hi]! <= t) this.hi++;
+      while (this.loHour < end && a[this.loHour]! <= t - HOUR_MS) this.loHour++;
+      while (this.loDay < end && a[this.loDay]! <= t - DAY_MS) this.loDay++;
     }
     this.at = t;
   }
@@ -91,46 +104,75 @@ export class WindowCounter {
 
   /** Record a dispatch. Appending at or after the newest instant is O(1); anything else is inserted in order. */
   add(instant: number): void {
-    const a = this.times;
-    const t = this.at;
-    if (a.length === 0 || a[a.length - 1]! <= instant) {
+    if (this.end === this.start || this.times[this.end - 1]! <= instant) {
       // Appended after every other instant, so the edges only move if they sat at the old end.
-      const end = a.length;
-      a.push(instant);
+      if (this.end !== this.times.length) this.own();
+      const end = this.end;
+      const t = this.at;
+      this.times.push(instant);
+      this.end = end + 1;
       if (instant <= t) this.hi++;
       if (this.loHour === end && instant <= t - HOUR_MS) this.loHour++;
       if (this.loDay === end && instant <= t - DAY_MS) this.loDay++;
       return;
     }
-    a.splice(upperBound(a, instant), 0, instant);
-    this.hi = upperBound(a, t);
-    this.loHour = upperBound(a, t - HOUR_MS);
-    this.loDay = upperBound(a, t - DAY_MS);
+    this.own();
+    const a = this.times;
+    a.splice(upperBound(a, instant, 0, a.length), 0, instant);
+    this.end = a.length;
+    this.seekAgain();
   }
 
   /** Newest recorded instant, or null. */
   newest(): number | null {
-    return this.times.length > 0 ? this.times[this.times.length - 1]! : null;
+    return this.end > this.start ? this.times[this.end - 1]! : null;
   }
 
   /**
-   * An independent copy for queries at `from` or later, without the instants that can no longer count then
+   * An independent counter for queries at `from` or later, without the instants that can no longer count then
    * (at or before `from` - 24 h). `from`, not the sought time: a plan may have looked ahead (a gate past a job
    * that then proved unreachable) while its cursor stayed behind, and the next plan starts from that cursor.
+   * O(log n): it shares this one's array (see the class).
    */
   clone(from: number = this.at): WindowCounter {
-    const cut = upperBound(this.times, from - DAY_MS);
+    const cut = upperBound(this.times, from - DAY_MS, this.start, this.end);
     const c = new WindowCounter();
-    c.times = this.times.slice(cut);
+    c.times = this.times;
+    c.start = cut;
+    c.end = this.end;
     if (this.at >= from) {
       // every edge is at or after the cut (loDay is the first instant after at - 24 h ≥ from - 24 h)
       c.at = this.at;
-      c.hi = this.hi - cut;
-      c.loHour = this.loHour - cut;
-      c.loDay = this.loDay - cut;
+      c.hi = this.hi;
+      c.loHour = this.loHour;
+      c.loDay = this.loDay;
+    } else {
+      // unsought (at = -∞): the first seek places the edges
+      c.hi = c.loHour = c.loDay = cut;
     }
-    // otherwise the copy starts unsought (at = -∞, edges 0) and the first seek places its edges
+    // an array whose live part is under half of it is copied: what the cuts dropped is then freed
+    if (cut > 64 && cut * 2 > c.end) c.own();
     return c;
+  }
+
+  /** Copy the view into an array of this counter's own (before a change its clones must not see). */
+  private own(): void {
+    const shift = this.start;
+    this.times = this.times.slice(shift, this.end);
+    this.start = 0;
+    this.end = this.times.length;
+    this.hi -= shift;
+    this.loHour -= shift;
+    this.loDay -= shift;
+  }
+
+  /** The edges again, for the sought time (after an insert in the middle). */
+  private seekAgain(): void {
+    const a = this.times;
+    const t = this.at;
+    this.hi = upperBound(a, t, this.start, this.end);
+    this.loHour = upperBound(a, t - HOUR_MS, this.start, this.end);
+    this.loDay = upperBound(a, t - DAY_MS, this.start, this.end);
   }
 }
 

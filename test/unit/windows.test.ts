@@ -59,6 +59,47 @@ describe('WindowCounter (the planner form)', () => {
     assert.equal(w.usedHour(), 2);
     assert.equal(c.oldestDay(), now - 10);
   });
+
+  test('clones share their array but never see each other: a branch appended, the old view appended, clones of clones', () => {
+    // A plan's tail is cloned for every acceptance and the clone appended to; a proposal that is not committed
+    // leaves the old tail to be cloned again. Counters branch into a tree here, each checked against a plain
+    // list of what it holds, so an add that leaked into a sibling through the shared array is caught.
+    const rnd = seededRandomDelay(11);
+    type Node = { w: WindowCounter; all: number[]; t: number };
+    const history = Array.from({ length: 200 }, () => now - rnd(0, DAY_MS + HOUR_MS, ''));
+    const nodes: Node[] = [{ w: new WindowCounter(history), all: [...history], t: now }];
+    nodes[0]!.w.seek(now);
+    const check = (n: Node, what: string) => {
+      n.w.seek(n.t);
+      assert.equal(n.w.usedHour(), countInWindow(n.all, n.t, HOUR_MS), `hour: ${what}`);
+      assert.equal(n.w.usedDay(), countInWindow(n.all, n.t, DAY_MS), `day: ${what}`);
+      assert.equal(n.w.oldestHour(), oldestInWindow(n.all, n.t, HOUR_MS), `oldest hour: ${what}`);
+      assert.equal(n.w.oldestDay(), oldestInWindow(n.all, n.t, DAY_MS), `oldest day: ${what}`);
+      assert.equal(n.w.newest(), n.all.length === 0 ? null : Math.max(...n.all), `newest: ${what}`);
+    };
+    for (let i = 0; i < 3000; i++) {
+      // mostly the newest counters (the planner's chain), sometimes an old one (a dropped proposal's parent)
+      const k = i % 7 === 0 ? rnd(0, nodes.length - 1, '') : nodes.length - 1 - rnd(0, Math.min(2, nodes.length - 1), '');
+      const n = nodes[k]!;
+      const op = rnd(0, 9, '');
+      if (op < 4) {
+        // clone at a later cursor (what a plan continues from); it drops what can no longer count
+        const from = n.t + rnd(0, 3 * HOUR_MS, '');
+        const c = { w: n.w.clone(from), all: n.all.filter((d) => d > from - DAY_MS), t: from };
+        nodes.push(c);
+        check(c, `clone ${i}`);
+      } else {
+        // an add: at the newest instant or after (the planner's case), sometimes in the middle
+        const d = op < 8 ? Math.max(n.t, n.w.newest() ?? n.t) + rnd(0, 600_000, '') : n.t - rnd(0, 2 * HOUR_MS, '');
+        n.w.seek(n.t);
+        n.w.add(d);
+        n.all.push(d);
+        if (op === 9) n.t += rnd(0, 20 * 60_000, '');
+      }
+      if (i % 50 === 0) for (const [j, m] of nodes.entries()) check(m, `counter ${j} at step ${i}`);
+    }
+    for (const [j, m] of nodes.entries()) check(m, `counter ${j} at the end`);
+  });
 });
 
 describe('limitsObject (SPEC.md "Limits object")', () => {
