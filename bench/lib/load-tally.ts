@@ -27,8 +27,9 @@ export class LoadTally {
     return { body: this.spec.body?.replaceAll('{{n}}', String(i)), key: keys && keys.length > 0 ? keys[i % keys.length] : undefined };
   }
 
-  /** A status counted as success: 2xx, or one of `okStatus`. */
+  /** A status counted as success: one of `onlyStatus` when given, else 2xx or one of `okStatus`. */
   isOk(status: number): boolean {
+    if (this.spec.onlyStatus) return this.spec.onlyStatus.includes(status);
     return (status >= 200 && status < 300) || this.ok.has(status);
   }
 

@@ -29,8 +29,10 @@ export interface LoadSpec {
   durationMs: number;
   /** bearer keys taken in turn, one per request (requests spread over many instances); overrides authorization */
   keys?: string[];
-  /** status codes counted as success (default 2xx) */
+  /** status codes counted as success besides 2xx */
   okStatus?: number[];
+  /** the only status codes counted as success (another 2xx is an error): e.g. [200], every answer a replay */
+  onlyStatus?: number[];
   /**
    * The load generator: node's http client (default), or HTTP/1.1 on plain sockets (bench/lib/raw-load-worker.ts),
    * a quarter of the CPU per request: the acceptance benchmarks' yardstick, pgbench, has a lean client too.

@@ -206,8 +206,9 @@ export class AcceptanceCommitter {
    * Optimistic about keys: every unit decides as if none of its keys were remembered (the usual case: a retry
    * is rare), and the statement itself looks them up. An instance of which it finds one writes nothing in it
    * (`known`); those units decide again from a look-up of their keys and are written by a second statement.
-   * So a group without replays is one round trip, not two; a replay costs two more (the read and the second
-   * statement), which the group's other units do not wait for: they are answered once the first commits.
+   * So a group without replays is one round trip, not two; a replay costs one more (the read), and a unit that
+   * mixes replays with fresh requests a second statement too, which the group's other units do not wait for:
+   * they are answered once the first commits.
    *
    * A look-up outside the write's statement sees every key it must: an instance's keys are written only by the
    * node that holds its lease, one batch after the other (a batch is decided once the one before it is
@@ -232,8 +233,19 @@ export class AcceptanceCommitter {
       for (const [w, r] of out) settle(w, r);
       const retried = await outcomes(again, async (units) => {
         // a key of these instances is remembered: decided again from what the keys name
-        const ids = [...new Set(units.map((w) => w.unit.instanceId))];
-        return this.writeOne(units, ids, await lookUpAndDecide(this.deps.pool, units), null);
+        const decided = await lookUpAndDecide(this.deps.pool, units);
+        // units that now write nothing (every request a replay, or refused) are answered from the read: the
+        // first statement found their lease held, and there is nothing to fence. The others: a second statement.
+        const writing = units.filter((_, i) => (decided[i] as UnitWrites).jobs.length > 0);
+        const written = writing.length > 0
+          ? await this.writeOne(writing, [...new Set(writing.map((w) => w.unit.instanceId))], decided.filter((d) => d.jobs.length > 0), null)
+          : new Map<Waiting, UnitResult | Error>();
+        if (!written) return null;
+        units.forEach((w, i) => {
+          const d = decided[i] as UnitWrites;
+          if (d.jobs.length === 0) written.set(w, { decided: d, jobs: [], evented: false });
+        });
+        return written;
       });
       for (const w of again) out.set(w, retried.get(w) ?? lost());
     }

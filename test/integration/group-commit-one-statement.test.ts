@@ -169,7 +169,7 @@ test('the one statement looks up the keys itself: no replay is one round trip; a
       // its queue is full: the optimistic decision writes nothing, yet its key names a job (a replay, not QUEUE_FULL)
       committer1.commit(keyed(d, 'seen-d', 6, true)),
     ]);
-    assert.equal(checkouts, 3, 'the statement, the read of the replays\' keys, the statement of their units');
+    assert.equal(checkouts, 2, 'the statement and the read of the replays\' keys: the replays write nothing, no second statement');
     assert.equal(ra.jobs.length, 1);
     assert.equal(rc.jobs.length, 1, 'a key past the retention is no replay');
     assert.deepEqual([rb.jobs.length, rd.jobs.length], [0, 0], 'the replays insert nothing');
@@ -182,6 +182,17 @@ test('the one statement looks up the keys itself: no replay is one round trip; a
     assert.deepEqual(await stored(d), first[1].jobs.map((j) => j.id));
     const { rows } = await db.pool.query<{ job_id: string }>('SELECT job_id FROM idempotency_keys WHERE instance_id = $1 AND key = \'old-c\'', [c]);
     assert.equal(rows[0]?.job_id, rc.jobs[0]?.id, 'the expired key is taken over by the new job');
+
+    // a unit with a replay and a fresh request: decided again, and its fresh job written by a second statement
+    checkouts = 0;
+    const mixed: AcceptUnit = {
+      instanceId: b, keys: ['seen-b', 'fresh-b'], since: NOW - 7 * DAY, size: 2,
+      decide: (known) => ({ jobs: known.has('seen-b') ? [job(b, 8, 'fresh-b')] : [job(b, 7, 'seen-b'), job(b, 8, 'fresh-b')], events: () => [] }),
+    };
+    const rm = await committer1.commit(mixed);
+    assert.equal(checkouts, 3, 'the statement, the read, the statement of the unit\'s fresh job');
+    assert.equal(rm.jobs.length, 1);
+    assert.deepEqual(await stored(b), [...first[0].jobs, ...rm.jobs].map((j) => j.id), 'the fresh job once, no second job for the replayed key');
   } finally {
     db.pool.off('acquire', counted);
   }
