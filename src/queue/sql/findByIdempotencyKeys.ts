@@ -7,7 +7,7 @@
  */
 import type { Queryable } from '../../store/pool.js';
 import type { Job } from '../job.js';
-import { rowToJob, type JobRow } from './row.js';
+import { JOB_ROW_COLUMNS, rowToJob, type JobRow } from './row.js';
 
 export interface KeyedJob {
   job: Job;
@@ -30,13 +30,17 @@ export async function findKeysAcross(
   const since: Date[] = [];
   for (const w of wanted) for (const k of w.keys) (instances.push(w.instanceId), keys.push(k), since.push(new Date(w.since)));
   if (keys.length === 0) return out;
-  const { rows } = await q.query<JobRow & { key_hash: string; key: string }>(
-    `SELECT j.*, k.payload_hash AS key_hash, k.key AS key
+  // Prepared once per connection (as the group commit's statement, src/queue/sql/insertJobsFenced.ts): a replay
+  // over many instances runs it for every group. The columns are named, not j.*: a prepared statement whose
+  // result would change shape (a column another node's migration added) fails instead of answering.
+  const { rows } = await q.query<JobRow & { key_hash: string; key: string }>({
+    name: 'find_keys_across',
+    text: `SELECT ${JOB_ROW_COLUMNS}, k.payload_hash AS key_hash, k.key AS key
        FROM unnest($1::uuid[], $2::text[], $3::timestamptz[]) AS w(instance_id, key, since)
        JOIN idempotency_keys k ON k.instance_id = w.instance_id AND k.key = w.key AND k.created_at > w.since
        JOIN jobs j ON j.id = k.job_id`,
-    [instances, keys, since],
-  );
+    values: [instances, keys, since],
+  });
   for (const r of rows) {
     const job = rowToJob(r);
     let m = out.get(job.instanceId);

@@ -34,6 +34,18 @@ export interface JobRow {
   previous_job_id: string | null;
 }
 
+/**
+ * The columns of a JobRow, of `jobs` aliased `j`: for a prepared statement, whose result must keep its shape.
+ * A record of every key, so that a column JobRow gains or loses fails to compile until it is listed here.
+ */
+const JOB_ROW_KEYS: Record<keyof JobRow, true> = {
+  id: true, seq: true, instance_id: true, state: true, kind: true, origin_route: true, chat_id: true, phone: true, payload: true,
+  payload_hash: true, idempotency_key: true, priority: true, not_before: true, queued_at: true, scheduled_at: true,
+  dispatched_at: true, terminal_at: true, expires_at: true, attempts: true, delivery_confidence: true, message_id: true,
+  result_code: true, error_message: true, unknown_reason: true, previous_job_id: true,
+};
+export const JOB_ROW_COLUMNS = Object.keys(JOB_ROW_KEYS).map((c) => `j.${c}`).join(', ');
+
 const ms = (d: Date | null) => (d ? d.getTime() : null);
 export const toDate = (v: number | null | undefined) => (v === null || v === undefined ? null : new Date(v));
 
