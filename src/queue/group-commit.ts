@@ -14,8 +14,8 @@
  * A group whose `message.queued` no webhook wants (the usual send, and what an operator's many instances
  * send) is instead ONE statement, its own transaction, fenced inside it, that remembers the jobs' idempotency
  * keys too and looks them up itself (src/queue/sql/insertJobsFenced.ts): its units decide as if no key were
- * known, and only the instances of which it finds a key remembered (a replay) decide again, from a read of
- * their keys, for a second statement. One round trip instead of four or five, which is most of what an
+ * known, and only the instances of which it finds a key remembered (a replay) decide again, from the keys and
+ * jobs it answers for them, and a second statement when they still write something. One round trip instead of four or five, which is most of what an
  * acceptance waits for. Its price: a connection that
  * breaks while that statement is on its way leaves the outcome unknown (CommitOutcomeUnknown) where BEGIN
  * would have failed first, and the instance's queue then reads itself again from PostgreSQL
@@ -38,7 +38,7 @@ import { DomainError } from '../errors.js';
 import type { Job, NewJob } from './job.js';
 import { findKeysAcross, type KeyedJob } from './sql/findByIdempotencyKeys.js';
 import { insertJobs, ROWS_PER_STATEMENT } from './sql/insertJobs.js';
-import { insertJobsFenced, type InstanceLeaseRef, type KeyCheck } from './sql/insertJobsFenced.js';
+import { insertJobsFenced, type FencedInsert, type InstanceLeaseRef, type KeyCheck, type RememberedKey } from './sql/insertJobsFenced.js';
 
 /** What one instance's acceptance batch writes, decided inside the group's transaction. */
 export interface UnitWrites {
@@ -205,16 +205,17 @@ export class AcceptanceCommitter {
    *
    * Optimistic about keys: every unit decides as if none of its keys were remembered (the usual case: a retry
    * is rare), and the statement itself looks them up. An instance of which it finds one writes nothing in it
-   * (`known`); those units decide again from a look-up of their keys and are written by a second statement.
-   * So a group without replays is one round trip, not two; a replay costs one more (the read), and a unit that
-   * mixes replays with fresh requests a second statement too, which the group's other units do not wait for:
-   * they are answered once the first commits.
+   * (`known`) and answers its remembered keys with their jobs; those units decide again from that answer, and a
+   * second statement writes what they still write. So a group is one round trip, replays or not (not two, as a
+   * read before the write would make it); a unit that mixes replays with fresh requests costs a second
+   * statement, which the group's other units do not wait for: they are answered once the first commits.
    *
-   * A look-up outside the write's statement sees every key it must: an instance's keys are written only by the
-   * node that holds its lease, one batch after the other (a batch is decided once the one before it is
-   * committed), and a previous holder's writes were committed before its lease could be taken over (they hold
-   * it FOR KEY SHARE). A key written in between anyway fails the statement whole (insertJobsFenced), and the
-   * units are then tried again one by one.
+   * The keys the first statement found are all the replays' units need, and so is a look-up outside any write
+   * (a unit retried alone reads its keys again): an instance's keys are written only by the node that holds its
+   * lease, one batch after the other (a batch is decided once the one before it is committed), and a previous
+   * holder's writes were committed before its lease could be taken over (they hold it FOR KEY SHARE). A key
+   * written in between anyway fails the statement whole (insertJobsFenced), and the units are then tried again
+   * one by one.
    */
   private async asOneStatement(group: Waiting[], instanceIds: readonly string[]): Promise<Map<Waiting, UnitResult | Error> | null> {
     const { fence, leasesOf } = this.deps;
@@ -223,24 +224,32 @@ export class AcceptanceCommitter {
     for (const w of group) rows += w.unit.size ?? 1;
     if (rows > ROWS_PER_STATEMENT) return null;
     const none = new Map<string, KeyedJob>();
-    const out = await this.writeOne(group, instanceIds, group.map((w) => w.unit.decide(none)), keyCheck(group));
-    if (!out) return null;
+    const first = await this.writeOne(group, instanceIds, group.map((w) => w.unit.decide(none)), keyCheck(group));
+    if (!first) return null;
+    const { out, remembered } = first;
     const again = group.filter((w) => !out.has(w));
     if (again.length > 0) {
       // The other units' outcomes are final (committed, or refused): answered now, not after the replays'
-      // read and statement (settling them again with the group does nothing). Whatever befalls the replays
-      // from here is theirs alone: a failure of their statement must never send a committed unit round again.
+      // statement (settling them again with the group does nothing). Whatever befalls the replays from here is
+      // theirs alone: a failure of their statement must never send a committed unit round again.
       for (const [w, r] of out) settle(w, r);
+      let fromStatement = true;
       const retried = await outcomes(again, async (units) => {
-        // a key of these instances is remembered: decided again from what the keys name
-        const decided = await lookUpAndDecide(this.deps.pool, units);
-        // units that now write nothing (every request a replay, or refused) are answered from the read: the
+        // A key of these instances is remembered: decided again from what the keys name. The statement answered
+        // them (under the group's oldest retention: each unit keeps the keys younger than its own). A retry
+        // one by one (the second statement failed for another unit) reads them again: they may have changed.
+        const decided = fromStatement
+          ? units.map((w) => w.unit.decide(rememberedFor(w.unit, remembered.get(w.unit.instanceId))))
+          : await lookUpAndDecide(this.deps.pool, units);
+        fromStatement = false;
+        // units that now write nothing (every request a replay, or refused) are answered from their keys: the
         // first statement found their lease held, and there is nothing to fence. The others: a second statement.
         const writing = units.filter((_, i) => (decided[i] as UnitWrites).jobs.length > 0);
-        const written = writing.length > 0
+        const second = writing.length > 0
           ? await this.writeOne(writing, [...new Set(writing.map((w) => w.unit.instanceId))], decided.filter((d) => d.jobs.length > 0), null)
-          : new Map<Waiting, UnitResult | Error>();
-        if (!written) return null;
+          : { out: new Map<Waiting, UnitResult | Error>() };
+        if (!second) return null;
+        const written = second.out;
         units.forEach((w, i) => {
           const d = decided[i] as UnitWrites;
           if (d.jobs.length === 0) written.set(w, { decided: d, jobs: [], evented: false });
@@ -258,11 +267,11 @@ export class AcceptanceCommitter {
    * The units' decisions written by one statement (null: more rows than it takes); a unit of an instance named
    * `known` by `check` is left out of the answer (its decision assumed its keys unknown).
    */
-  private async writeOne(group: Waiting[], instanceIds: readonly string[], decided: UnitWrites[], check: KeyCheck | null): Promise<Map<Waiting, UnitResult | Error> | null> {
+  private async writeOne(group: Waiting[], instanceIds: readonly string[], decided: UnitWrites[], check: KeyCheck | null): Promise<{ out: Map<Waiting, UnitResult | Error>; remembered: FencedInsert['remembered'] } | null> {
     const { fence, leasesOf } = this.deps;
     const all = decided.flatMap((d) => d.jobs);
     if (all.length > ROWS_PER_STATEMENT) return null;
-    const { held, known, jobs } = await insertJobsFenced(this.deps.pool, all, fence && leasesOf ? leasesOf(instanceIds) : null, check);
+    const { held, known, remembered, jobs } = await insertJobsFenced(this.deps.pool, all, fence && leasesOf ? leasesOf(instanceIds) : null, check);
     const out = new Map<Waiting, UnitResult | Error>();
     let at = 0;
     group.forEach((w, i) => {
@@ -272,7 +281,7 @@ export class AcceptanceCommitter {
       if (held && !held.has(w.unit.instanceId)) out.set(w, notOwned());
       else if (!known.has(w.unit.instanceId)) out.set(w, { decided: d, jobs: mine.filter((j): j is Job => j !== null), evented: false });
     });
-    return out;
+    return { out, remembered };
   }
 }
 
@@ -312,6 +321,17 @@ function keyCheck(group: readonly Waiting[]): KeyCheck | null {
     if (unit.keys.length > 0) check.since = Math.min(check.since, unit.since);
   }
   return check.keys.length > 0 ? check : null;
+}
+
+/** What a unit decides from: its keys among those the statement found remembered, younger than its own retention. */
+function rememberedFor(unit: AcceptUnit, found: ReadonlyMap<string, RememberedKey> | undefined): Map<string, KeyedJob> {
+  const known = new Map<string, KeyedJob>();
+  if (!found) return known;
+  for (const key of unit.keys) {
+    const r = found.get(key);
+    if (r && r.at > unit.since) known.set(key, { job: r.job, payloadHash: r.payloadHash });
+  }
+  return known;
 }
 
 /** Look up the units' keys (one statement; none when no unit has keys) and let each decide from what they name. */

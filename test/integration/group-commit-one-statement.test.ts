@@ -3,8 +3,8 @@
  * against a real PostgreSQL: a group without keys and without wanted events is one statement that fences itself
  * with each instance's lease (an old epoch, a released lease or none at all inserts nothing of that instance and
  * refuses its unit alone), and so does a group with keys, which it remembers (of held instances only); a group
- * with a wanted event is still a transaction; the statement looks up the group's keys itself, and only the units
- * of a replay decide again, from a read of their keys; a connection that breaks under the statement is an unknown
+ * with a wanted event is still a transaction; the statement looks up the group's keys itself and answers the
+ * remembered ones with their jobs, and only the units of a replay decide again, from that answer; a connection that breaks under the statement is an unknown
  * outcome, not "nothing happened".
  */
 import { test, before, after } from 'node:test';
@@ -19,7 +19,8 @@ import { AcceptanceCommitter, type AcceptUnit, type CommitterDeps, type UnitWrit
 import { CommitOutcomeUnknown, oneStatement } from '../../src/store/pool.js';
 import { newJobId } from '../../src/ids.js';
 import type { NewJob } from '../../src/queue/job.js';
-import type { InstanceLeaseRef } from '../../src/queue/sql/insertJobsFenced.js';
+import { insertJobsFenced, type InstanceLeaseRef } from '../../src/queue/sql/insertJobsFenced.js';
+import { findKeysAcross } from '../../src/queue/sql/findByIdempotencyKeys.js';
 import { ROWS_PER_STATEMENT } from '../../src/queue/sql/insertJobs.js';
 
 let db: TestDb;
@@ -135,7 +136,7 @@ test('a group with a wanted event is still a transaction (events written); a gro
   assert.deepEqual(await stored(gone), []);
 });
 
-test('the one statement looks up the keys itself: no replay is one round trip; a replay\'s unit decides again from its keys, alone', async () => {
+test('the one statement looks up the keys itself: a group is one round trip, replays or not; a replay\'s unit decides again from its keys, alone', async () => {
   const [a, b, c, d] = [await newInstance(), await newInstance(), await newInstance(), await newInstance()];
   const leases = new Map<string, Lease>();
   for (const id of [a, b, c, d]) leases.set(id, (await acquireLease(db.pool, id, 'node-a', TTL)) as Lease);
@@ -169,7 +170,7 @@ test('the one statement looks up the keys itself: no replay is one round trip; a
       // its queue is full: the optimistic decision writes nothing, yet its key names a job (a replay, not QUEUE_FULL)
       committer1.commit(keyed(d, 'seen-d', 6, true)),
     ]);
-    assert.equal(checkouts, 2, 'the statement and the read of the replays\' keys: the replays write nothing, no second statement');
+    assert.equal(checkouts, 1, 'one statement: it answers the replays\' keys with their jobs, and the replays write nothing');
     assert.equal(ra.jobs.length, 1);
     assert.equal(rc.jobs.length, 1, 'a key past the retention is no replay');
     assert.deepEqual([rb.jobs.length, rd.jobs.length], [0, 0], 'the replays insert nothing');
@@ -190,11 +191,38 @@ test('the one statement looks up the keys itself: no replay is one round trip; a
       decide: (known) => ({ jobs: known.has('seen-b') ? [job(b, 8, 'fresh-b')] : [job(b, 7, 'seen-b'), job(b, 8, 'fresh-b')], events: () => [] }),
     };
     const rm = await committer1.commit(mixed);
-    assert.equal(checkouts, 3, 'the statement, the read, the statement of the unit\'s fresh job');
+    assert.equal(checkouts, 2, 'the statement, then the statement of the unit\'s fresh job');
     assert.equal(rm.jobs.length, 1);
     assert.deepEqual(await stored(b), [...first[0].jobs, ...rm.jobs].map((j) => j.id), 'the fresh job once, no second job for the replayed key');
   } finally {
     db.pool.off('acquire', counted);
+  }
+});
+
+test('a remembered key\'s job as the statement answers it is the job a read of the key finds, every column', async () => {
+  const a = await newInstance();
+  const lease = (await acquireLease(db.pool, a, 'node-a', TTL)) as Lease;
+  const j1 = { ...job(a, 1, 'answered-key'), notBefore: NOW + 5_000, previousJobId: 'wq_before' };
+  const j2 = job(a, 2, 'answered-key-2');
+  await insertJobsFenced(db.pool, [j1, j2], [lease]);
+  // every nullable column set on one of them (a job that was sent), as a replay of a finished job answers it
+  await db.pool.query(
+    `UPDATE jobs SET state = 'sent', dispatched_at = $2, terminal_at = $3, attempts = 1, delivery_confidence = 'confirmed',
+            message_id = 'msg-1', result_code = 'OK', error_message = 'none', unknown_reason = 'none' WHERE id = $1`,
+    [j1.id, new Date(NOW + 6_001), new Date(NOW + 6_502)],
+  );
+  const since = NOW - DAY;
+  const r = await insertJobsFenced(db.pool, [job(a, 3, 'answered-key'), job(a, 4, 'answered-key-2')], [lease], { instanceIds: [a, a], keys: ['answered-key', 'answered-key-2'], since });
+  assert.deepEqual(r.jobs, [null, null], 'a known instance writes nothing');
+  const read = (await findKeysAcross(db.pool, [{ instanceId: a, keys: ['answered-key', 'answered-key-2'], since }])).get(a);
+  const answered = r.remembered.get(a);
+  assert.ok(read && answered);
+  assert.deepEqual([...answered.keys()].sort(), ['answered-key', 'answered-key-2']);
+  for (const [key, found] of read) {
+    const got = answered.get(key);
+    assert.ok(got, key);
+    assert.deepEqual({ job: got.job, payloadHash: got.payloadHash }, found, `the job of ${key} as the statement answered it`);
+    assert.equal(got.at, NOW, 'remembered at the job\'s queued_at');
   }
 });
 
@@ -218,7 +246,8 @@ test('a replay\'s second statement that fails fails only the replay: the group\'
     instanceId: b, keys: ['seen-key-b'], since: NOW - 7 * DAY, size: 1,
     decide: (known) => {
       if (known.size === 0) return { jobs: [job(b, n++, 'seen-key-b')], events: () => [] };
-      aAnsweredAtRetry = aAnswered;
+      // after what is already queued: the other unit's answer, if it was settled before this decision
+      queueMicrotask(() => (aAnsweredAtRetry = aAnswered));
       return { jobs: [job(b, n++, 'taken-meanwhile')], events: () => [] };
     },
   };

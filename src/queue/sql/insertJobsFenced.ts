@@ -11,13 +11,15 @@
  * sql/0009_key_taken.sql): nothing of it is written, and the caller's transaction-per-unit retry decides again.
  *
  * It can look up keys itself (`KeyCheck`): for an acceptance decided as if none of its keys were remembered,
- * the instances of which one is remembered write nothing and are named in the answer (their batches are decided
- * again by the caller), so a group without replays needs no read before its write.
+ * the instances of which one is remembered write nothing and are named in the answer with their remembered keys
+ * and those keys' jobs (their batches are decided again by the caller, from that), so a group needs no read
+ * before its write, nor after it for its replays.
  *
  * Strategy: the rows (src/queue/sql/job-rows.ts) and the insert of insertJobs.ts, with the fence and the key
  * check as CTEs (every CTE of a statement reads the same snapshot: the check does not see the keys the
- * statement itself remembers); the answer is the held instances, the instances with a known key and the
- * inserted jobs' seq, in one result. At most ROWS_PER_STATEMENT jobs (one statement).
+ * statement itself remembers); the answer is the held instances, the instances with a known key (their keys'
+ * jobs as json, src/queue/sql/row.ts JOB_ROW_JSON: a union's rows share their columns) and the inserted jobs'
+ * seq, in one result. At most ROWS_PER_STATEMENT jobs (one statement).
  */
 import { oneStatement, type Pool } from '../../store/pool.js';
 import { heldLeasesSql } from '../../store/lease-fence-sql.js';
@@ -25,6 +27,8 @@ import type { Job, NewJob } from '../job.js';
 import { INSERT, KEY_ROWS, ROWS_PER_STATEMENT, insertedJob } from './insertJobs.js';
 import { ARRAY_ROWS, JSON_ROWS, perRowSource, rowSource, type RowSource } from './job-rows.js';
 import { allKeysRemembered, isKeyTakenError, keyTakenConcurrently, rememberKeysFrom } from './rememberIdempotencyKeys.js';
+import { JOB_ROW_JSON, jobRowFromJson, rowToJob } from './row.js';
+import type { KeyedJob } from './findByIdempotencyKeys.js';
 
 /** A row of `t` whose instance's lease held. */
 const HELD = 't.inst IN (SELECT instance_id FROM f)';
@@ -44,13 +48,28 @@ const knownKeysSql = (first: number) => `SELECT w.inst FROM unnest($${first}::uu
                             LIMIT 1) AS hit`;
 
 /**
+ * The remembered keys of the instances in `x`, with their jobs (`y`): what those instances' batches decide
+ * again from, so that a replay needs no read after the statement. Same pairs and retention as `x`; each pair
+ * one probe of the keys' primary key, only for the pairs of instances in `x` (none in a group without replays).
+ */
+const rememberedSql = (first: number) => `SELECT w.inst, w.key, hit.key_hash, hit.key_at, hit.job
+       FROM unnest($${first}::uuid[], $${first + 1}::text[]) AS w (inst, key)
+       CROSS JOIN LATERAL (SELECT ik.payload_hash AS key_hash, (extract(epoch FROM ik.created_at) * 1000)::float8 AS key_at, ${JOB_ROW_JSON} AS job
+                             FROM idempotency_keys ik JOIN jobs j ON j.id = ik.job_id
+                            WHERE ik.instance_id = w.inst AND ik.key = w.key AND ik.created_at > to_timestamp($${first + 2}::float8 / 1000)
+                            LIMIT 1) AS hit
+      WHERE w.inst IN (SELECT inst FROM x)`;
+
+/**
  * The statement, one text per form of the rows and per choice: `fenced` (the leases' three arrays follow the
  * rows' parameters), `keyed` (some jobs have keys: remembered, and the statement fails whole unless every one
  * was), `checked` (the keys to look for follow: their instances write nothing). Its rows: the held instances
- * (`held`), the instances with a known key (`known`), the inserted jobs (`id`, `seq`).
+ * (`held`), the instances with a known key (`known`; with `checked`, a row per remembered key of theirs too:
+ * `key`, `key_hash`, `key_at`, `job`), the inserted jobs (`id`, `seq`).
  */
 function statement(fenced: boolean, keyed: boolean, checked: boolean): (rows: RowSource) => string {
   return perRowSource((rows) => {
+    const checkAt = rows.params + (fenced ? 4 : 1);
     const conditions = [...(fenced ? [HELD] : []), ...(checked ? [UNKNOWN] : [])];
     const where = conditions.join(' AND ');
     const insert = where ? INSERT.replace('FROM t ORDER BY ord', `FROM t WHERE ${where} ORDER BY ord`) : INSERT;
@@ -59,16 +78,16 @@ function statement(fenced: boolean, keyed: boolean, checked: boolean): (rows: Ro
     const ctes = [
       ...(fenced ? [`f AS (${heldLeasesSql(rows.params + 1)})`] : []),
       `t AS (${rows.sql})`,
-      ...(checked ? [`x AS (${knownKeysSql(rows.params + (fenced ? 4 : 1))})`] : []),
+      ...(checked ? [`x AS (${knownKeysSql(checkAt)})`, `y AS (${rememberedSql(checkAt)})`] : []),
       `j AS (${insert})`,
       ...(keyed ? [`k AS (${rememberKeysFrom(keyRows)})`] : []),
     ];
     const answers = [
-      'SELECT NULL::text AS held, NULL::text AS known, id, seq FROM j',
-      ...(fenced ? ['SELECT instance_id::text, NULL, NULL, NULL FROM f'] : []),
-      ...(checked ? ['SELECT NULL, inst::text, NULL, NULL FROM x'] : []),
+      `SELECT NULL::text AS held, NULL::text AS known, id, seq${checked ? ', NULL::text AS key, NULL::text AS key_hash, NULL::float8 AS key_at, NULL::json AS job' : ''} FROM j`,
+      ...(fenced ? [`SELECT instance_id::text, NULL, NULL, NULL${checked ? ', NULL, NULL, NULL, NULL' : ''} FROM f`] : []),
+      ...(checked ? ['SELECT NULL, inst::text, NULL, NULL, NULL, NULL, NULL, NULL FROM x', 'SELECT NULL, inst::text, NULL, NULL, key, key_hash, key_at, job FROM y'] : []),
       // a key that another writer took after the caller looked (or did not look): nothing of the statement stays
-      ...(keyed ? [`SELECT NULL, NULL, NULL, NULL WHERE NOT ${allKeysRemembered('SELECT count(*) FROM k', `SELECT count(*) FROM (${keyRows}) AS w`)}`] : []),
+      ...(keyed ? [`SELECT NULL, NULL, NULL, NULL${checked ? ', NULL, NULL, NULL, NULL' : ''} WHERE NOT ${allKeysRemembered('SELECT count(*) FROM k', `SELECT count(*) FROM (${keyRows}) AS w`)}`] : []),
     ];
     return `WITH ${ctes.join(',\n     ')}\n   ${answers.join('\n   UNION ALL\n   ')}`;
   });
@@ -109,11 +128,18 @@ export interface KeyCheck {
   since: number;
 }
 
+/** A checked key found remembered: its job and payload hash, and when it was remembered (epoch ms). */
+export interface RememberedKey extends KeyedJob {
+  at: number;
+}
+
 export interface FencedInsert {
   /** the instances whose lease held (null: no fence asked) */
   held: Set<string> | null;
   /** the instances of which a checked key is remembered: none of their jobs was inserted */
   known: Set<string>;
+  /** of each `known` instance, every checked key of it remembered (younger than the check's `since`) */
+  remembered: Map<string, Map<string, RememberedKey>>;
   /** per job in the given order: as inserted, or null when its instance's lease did not hold or it is `known` */
   jobs: (Job | null)[];
 }
@@ -134,7 +160,7 @@ export async function insertJobsFenced(pool: Pool, jobs: readonly NewJob[], leas
   const params: unknown[] = source.values(jobs, 0, jobs.length);
   if (leases) params.push(leases.map((l) => l.instanceId), leases.map((l) => l.nodeId), leases.map((l) => l.epoch));
   if (checked) params.push(check.instanceIds, check.keys, check.since);
-  type Row = { held: string | null; known: string | null; id: string | null; seq: number | null };
+  type Row = { held: string | null; known: string | null; id: string | null; seq: number | null; key?: string | null; key_hash?: string | null; key_at?: number | null; job?: Record<string, unknown> | null };
   let rows: Row[];
   try {
     ({ rows } = await oneStatement<Row>(pool, sql, params, statementName(which, source)));
@@ -144,15 +170,23 @@ export async function insertJobsFenced(pool: Pool, jobs: readonly NewJob[], leas
   }
   const held = leases ? new Set<string>() : null;
   const known = new Set<string>();
+  const remembered = new Map<string, Map<string, RememberedKey>>();
   const seqOf = new Map<string, number>();
   for (const r of rows) {
     if (r.held) held?.add(r.held);
-    else if (r.known) known.add(r.known);
-    else if (r.id && r.seq !== null) seqOf.set(r.id, Number(r.seq));
+    else if (r.known) {
+      known.add(r.known);
+      if (r.key && r.job && r.key_hash && typeof r.key_at === 'number') {
+        let m = remembered.get(r.known);
+        if (!m) remembered.set(r.known, (m = new Map()));
+        m.set(r.key, { job: rowToJob(jobRowFromJson(r.job)), payloadHash: r.key_hash, at: r.key_at });
+      }
+    } else if (r.id && r.seq !== null) seqOf.set(r.id, Number(r.seq));
   }
   return {
     held,
     known,
+    remembered,
     jobs: jobs.map((j) => {
       const seq = seqOf.get(j.id);
       if (seq !== undefined) return insertedJob(j, seq);

@@ -46,6 +46,28 @@ const JOB_ROW_KEYS: Record<keyof JobRow, true> = {
 };
 export const JOB_ROW_COLUMNS = Object.keys(JOB_ROW_KEYS).map((c) => `j.${c}`).join(', ');
 
+const TIMESTAMP_KEYS = ['not_before', 'queued_at', 'scheduled_at', 'dispatched_at', 'terminal_at', 'expires_at'] as const satisfies readonly (keyof JobRow)[];
+const isTimestamp = (k: string): k is (typeof TIMESTAMP_KEYS)[number] => (TIMESTAMP_KEYS as readonly string[]).includes(k);
+
+/**
+ * A `jobs` row (aliased `j`) as one json value, its timestamps as epoch milliseconds: for a statement whose
+ * answer is a union of row kinds, where a job's columns cannot be columns of their own. `jobRowFromJson` reads it.
+ */
+export const JOB_ROW_JSON = `json_build_object(${Object.keys(JOB_ROW_KEYS)
+  .map((c) => `'${c}', ${isTimestamp(c) ? `(extract(epoch FROM j.${c}) * 1000)::float8` : `j.${c}`}`)
+  .join(', ')})`;
+
+/** The JobRow of a `JOB_ROW_JSON` value (as parsed by pg's json parser). */
+export function jobRowFromJson(o: Record<string, unknown>): JobRow {
+  const row: Record<string, unknown> = { ...o };
+  for (const k of TIMESTAMP_KEYS) {
+    const v = o[k];
+    row[k] = v === null || v === undefined ? null : new Date(v as number);
+  }
+  for (const k of Object.keys(JOB_ROW_KEYS)) if (!(k in row)) throw new Error(`a job's json lacks ${k}`);
+  return row as unknown as JobRow;
+}
+
 const ms = (d: Date | null) => (d ? d.getTime() : null);
 export const toDate = (v: number | null | undefined) => (v === null || v === undefined ? null : new Date(v));
 
