@@ -19,7 +19,7 @@ import Koa from 'koa';
 import { startTestGateway } from '../test/helpers/gateway.js';
 import { runLoad, fmt, errorsText } from './lib/load.js';
 import { median } from './lib/queue-fixture.js';
-import { medianRun, printPgbench, printRounds, roundsAgainstPgbench } from './lib/rounds.js';
+import { medianRun, printLatencyFloor, printPgbench, printRounds, roundsAgainstPgbench } from './lib/rounds.js';
 
 const base = process.env.TEST_DATABASE_URL;
 if (!base) {
@@ -83,6 +83,7 @@ const viaRaw = await runLoad({ ...specOf(await apiKeyOf('bench-raw')), durationM
 printPgbench(rounds, CONCURRENCY);
 console.log(`v2 send-message acceptance:       ${fmt(r.rps, 0)} req/s  p50 ${fmt(r.p50, 2)} ms  p99 ${fmt(r.p99, 2)} ms  ${errorsText(r)}  (medians of ${ROUNDS} rounds of ${DURATION / 1000} s)`);
 printRounds(rounds, viaHttp, viaRaw);
+printLatencyFloor(rounds, CONCURRENCY, 25);
 console.log(`  … with idempotency keys:        ${fmt(keyed.rps, 0)} req/s  p50 ${fmt(keyed.p50, 2)} ms  p99 ${fmt(keyed.p99, 2)} ms  ${errorsText(keyed)}`);
 console.log(`bare Koa POST (the HTTP ceiling):  ${fmt(ceiling.rps, 0)} req/s  p50 ${fmt(ceiling.p50, 2)} ms  p99 ${fmt(ceiling.p99, 2)} ms  ${errorsText(ceiling)}`);
 console.log(`ratio acceptance / pgbench:       ${fmt(median(rounds.ratios), 3)}  (median of the rounds' ratios, each to the pgbench runs around it; goal ≥ 0.6; p99 goal ≤ 25 ms)`);
