@@ -17,12 +17,15 @@
  * and nothing moves without it (what src/cluster/leases.ts fenceLeases does first in a transaction; a takeover,
  * which changes the epoch, waits for the statement). Without it the caller runs the claim in a fenced
  * transaction.
+ *
+ * Prepared under its name on each connection, its columns named rather than `*`: a prepared statement whose
+ * result changed shape (a column another node's migration added) would fail rather than answer.
  */
 import { bulkJobEvent } from '../../../machines/job.machine.js';
 import type { Queryable } from '../../store/pool.js';
 import type { Job } from '../job.js';
 import type { LeaseRef } from '../types.js';
-import { rowToJob, type JobRow } from './row.js';
+import { JOB_ROW_NAMES, rowToJob, type JobRow } from './row.js';
 
 const dispatch = bulkJobEvent('DISPATCH');
 
@@ -34,7 +37,7 @@ const claim = (fence: boolean) => `WITH ${fence ? `held AS (
        UPDATE jobs SET state = $3, scheduled_at = $4, dispatched_at = $5, attempts = attempts + 1,
                        delivery_confidence = COALESCE($6, delivery_confidence)
         WHERE id = $1 AND instance_id = $2 AND state = ANY($7::text[])${fence ? ' AND EXISTS (SELECT 1 FROM held)' : ''}
-       RETURNING *),
+       RETURNING ${JOB_ROW_NAMES}),
      d AS (
        INSERT INTO dispatches (instance_id, job_id, dispatched_at)
        SELECT instance_id, id, dispatched_at FROM moved
@@ -43,13 +46,16 @@ const claim = (fence: boolean) => `WITH ${fence ? `held AS (
        UPDATE instances SET last_dispatch_at = GREATEST(COALESCE(last_dispatch_at, d.dispatched_at), d.dispatched_at)
          FROM d
         WHERE id = $2)
-     SELECT * FROM moved`;
+     SELECT ${JOB_ROW_NAMES} FROM moved`;
 const SQL = claim(false);
 const FENCED = claim(true);
 
 /** Claim `jobId` (due at `slot`) at `at`, under `lease` if given; the claimed job, or null when it was not claimed. */
 export async function claimJob(q: Queryable, instanceId: string, jobId: string, slot: number, at: number, lease?: LeaseRef): Promise<Job | null> {
   const values: unknown[] = [jobId, instanceId, dispatch.step.next, new Date(slot), new Date(at), dispatch.step.deliveryConfidence, dispatch.from];
-  const { rows } = await q.query<JobRow>(lease ? FENCED : SQL, lease ? [...values, lease.nodeId, lease.epoch] : values);
+  // prepared once per connection (the claim connections stay open): a due slot waits for this statement
+  const { rows } = await q.query<JobRow>(
+    lease ? { name: 'claim_job_fenced', text: FENCED, values: [...values, lease.nodeId, lease.epoch] } : { name: 'claim_job', text: SQL, values },
+  );
   return rows[0] ? rowToJob(rows[0]) : null;
 }

@@ -44,6 +44,9 @@ const JOB_ROW_KEYS: Record<keyof JobRow, true> = {
   dispatched_at: true, terminal_at: true, expires_at: true, attempts: true, delivery_confidence: true, message_id: true,
   result_code: true, error_message: true, unknown_reason: true, previous_job_id: true,
 };
+/** The columns of a JobRow (of a `jobs` row or what RETURNING gives back of one), named. */
+export const JOB_ROW_NAMES = Object.keys(JOB_ROW_KEYS).join(', ');
+/** The same, of `jobs` aliased `j`. */
 export const JOB_ROW_COLUMNS = Object.keys(JOB_ROW_KEYS).map((c) => `j.${c}`).join(', ');
 
 const TIMESTAMP_KEYS = ['not_before', 'queued_at', 'scheduled_at', 'dispatched_at', 'terminal_at', 'expires_at'] as const satisfies readonly (keyof JobRow)[];

@@ -10,7 +10,7 @@
 import { bulkJobEvent, type JobEvent, type JobStep } from '../../../machines/job.machine.js';
 import type { Queryable } from '../../store/pool.js';
 import type { Job, TransitionFields } from '../job.js';
-import { rowToJob, toDate, type JobRow } from './row.js';
+import { JOB_ROW_NAMES, rowToJob, toDate, type JobRow } from './row.js';
 
 export interface Moved {
   job: Job;
@@ -19,8 +19,10 @@ export interface Moved {
 
 export async function transitionJob(q: Queryable, jobId: string, event: JobEvent, f: TransitionFields = {}): Promise<Moved | null> {
   const { from, step } = bulkJobEvent(event.type);
-  const { rows } = await q.query<JobRow>(
-    `UPDATE jobs SET state = $3,
+  // prepared once per connection, its columns named (src/queue/sql/claimJob.ts says why)
+  const { rows } = await q.query<JobRow>({
+    name: 'transition_job',
+    text: `UPDATE jobs SET state = $3,
         scheduled_at = CASE WHEN $4::boolean THEN $5::timestamptz ELSE scheduled_at END,
         dispatched_at = CASE WHEN $6::boolean THEN $7::timestamptz ELSE dispatched_at END,
         terminal_at = COALESCE($8::timestamptz, terminal_at),
@@ -31,10 +33,10 @@ export async function transitionJob(q: Queryable, jobId: string, event: JobEvent
         unknown_reason = COALESCE($13, unknown_reason),
         attempts = attempts + CASE WHEN $14::boolean THEN 1 ELSE 0 END
       WHERE id = $1 AND state = ANY($2::text[])
-      RETURNING *`,
-    [jobId, from, step.next, f.scheduledAt !== undefined, toDate(f.scheduledAt), f.dispatchedAt !== undefined,
+      RETURNING ${JOB_ROW_NAMES}`,
+    values: [jobId, from, step.next, f.scheduledAt !== undefined, toDate(f.scheduledAt), f.dispatchedAt !== undefined,
       toDate(f.dispatchedAt), toDate(f.terminalAt), step.deliveryConfidence, f.messageId ?? null, f.resultCode ?? null,
       f.errorMessage ?? null, f.unknownReason ?? null, f.attemptsIncrement ?? false],
-  );
+  });
   return rows[0] ? { job: rowToJob(rows[0]), step } : null;
 }
