@@ -41,11 +41,12 @@ export async function enqueueEvent(q: Queryable, input: EnqueueInput): Promise<{
   if (!events || !isSubscribed(events, event)) return null;
   const eventId = newEventId();
   const at = new Date(Math.trunc(now));
-  const { rowCount } = await q.query(
-    `INSERT INTO outbox (event_id, instance_id, event, body, created_at, max_attempts, next_attempt_at)
+  const { rowCount } = await q.query({
+    name: 'enqueue_event',
+    text: `INSERT INTO outbox (event_id, instance_id, event, body, created_at, max_attempts, next_attempt_at)
      SELECT $1, $2, $3, $4, $5, $6, $5 FROM webhooks w WHERE ${SUBSCRIBED}`,
-    [eventId, instanceId, event, envelopeBody(eventId, event, instanceId, at.getTime(), data), at, maxAttemptsFor(event)],
-  );
+    values: [eventId, instanceId, event, envelopeBody(eventId, event, instanceId, at.getTime(), data), at, maxAttemptsFor(event)],
+  });
   return rowCount ? { eventId } : null;
 }
 
@@ -88,15 +89,17 @@ export async function enqueueEventsAcross(
   });
   if (ids.length === 0) return items.map(() => null);
   // WITH ORDINALITY + ORDER BY: the bigserial ids follow the input order, which is the delivery order.
-  const { rows } = await q.query<{ event_id: string }>(
-    `INSERT INTO outbox (event_id, instance_id, event, body, created_at, max_attempts, next_attempt_at)
+  // Prepared once per connection, as every statement on a path each event takes (src/store/pool.ts).
+  const { rows } = await q.query<{ event_id: string }>({
+    name: 'enqueue_events_across',
+    text: `INSERT INTO outbox (event_id, instance_id, event, body, created_at, max_attempts, next_attempt_at)
      SELECT e.event_id, e.instance_id, e.event, e.body, $1, e.max_attempts, $1
        FROM unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $6::int[]) WITH ORDINALITY AS e(instance_id, event_id, event, body, max_attempts, n)
        JOIN webhooks w ON w.instance_id = e.instance_id AND w.enabled AND (e.event = ANY (w.events) OR '*' = ANY (w.events))
       ORDER BY e.n
      RETURNING event_id`,
-    [at, instances, ids, names, bodies, attempts],
-  );
+    values: [at, instances, ids, names, bodies, attempts],
+  });
   const written = new Set(rows.map((r) => r.event_id));
   return idOf.map((id) => (id !== null && written.has(id) ? { eventId: id } : null));
 }

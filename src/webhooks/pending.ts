@@ -62,14 +62,15 @@ export async function fetchPending(q: Queryable, instanceId: string, limit: numb
     url: string | null;
     secret: string | null;
     allow_private: boolean | null;
-  }>(
-    `SELECT o.id, o.event_id, o.event, o.body, o.attempts, o.max_attempts, o.next_attempt_at,
+  }>({
+    name: 'fetch_pending_webhooks',
+    text: `SELECT o.id, o.event_id, o.event, o.body, o.attempts, o.max_attempts, o.next_attempt_at,
             w.url, w.secret, w.allow_private
        FROM outbox o LEFT JOIN webhooks w ON w.instance_id = o.instance_id AND w.enabled
       WHERE o.instance_id = $1 AND o.state = 'pending' AND o.id <> ALL ($3::bigint[])
       ORDER BY o.id LIMIT $2`,
-    [instanceId, limit, except],
-  );
+    values: [instanceId, limit, except],
+  });
   const first = rows[0];
   const receiver =
     first && first.url !== null && first.secret !== null
@@ -97,8 +98,9 @@ export async function fetchPending(q: Queryable, instanceId: string, limit: numb
 export async function recordResults(q: Queryable, results: readonly AttemptResult[]): Promise<number> {
   if (results.length === 0) return 0;
   const date = (ms: number | null) => (ms === null ? null : new Date(ms));
-  const { rowCount } = await q.query(
-    `WITH r AS (
+  const { rowCount } = await q.query({
+    name: 'record_webhook_results',
+    text: `WITH r AS (
        SELECT * FROM unnest($1::bigint[], $2::text[], $3::int[], $4::timestamptz[], $5::timestamptz[],
                             $6::int[], $7::text[], $8::int[], $9::timestamptz[])
          AS r(id, state, attempt, at, finished_at, status, error, duration_ms, next_at)
@@ -113,7 +115,7 @@ export async function recordResults(q: Queryable, results: readonly AttemptResul
      )
      INSERT INTO webhook_attempts (outbox_id, attempt, at, status, error, duration_ms)
      SELECT r.id, r.attempt, r.at, r.status, r.error, r.duration_ms FROM r JOIN u ON u.id = r.id`,
-    [
+    values: [
       results.map((r) => r.outboxId),
       results.map((r) => r.state),
       results.map((r) => r.attempt),
@@ -124,7 +126,7 @@ export async function recordResults(q: Queryable, results: readonly AttemptResul
       results.map((r) => r.durationMs),
       results.map((r) => date(r.nextAttemptAt)),
     ],
-  );
+  });
   return rowCount ?? 0;
 }
 

@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Writable } from 'node:stream';
+import type { QueryConfig } from 'pg';
 import { createActor } from 'xstate';
 import { createTestDb, type TestDb } from '../helpers/db.js';
 import { simulatedClock } from '../../src/clock.js';
@@ -490,9 +491,10 @@ describe('webhook delivery', () => {
     const hop = async (n: number) => { for (let i = 0; i < n; i++) await Promise.resolve(); };
     let s: WebhookSender | null = null;
     const observed = {
-      query: async (text: string, values: unknown[]) => {
-        const r = await db.pool.query(text, values);
-        if (text.includes('LEFT JOIN webhooks')) {
+      // a statement comes as its text and values, or as a config (a prepared one, with its name)
+      query: async (q: string | QueryConfig, values?: unknown[]) => {
+        const r = typeof q === 'string' ? await db.pool.query(q, values) : await db.pool.query(q);
+        if ((typeof q === 'string' ? q : q.text).includes('LEFT JOIN webhooks')) {
           reads += 1;
           if (hops >= 0) {
             const n = hops;

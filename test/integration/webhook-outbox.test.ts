@@ -2,6 +2,7 @@
  * The outbox write: opt-in, subscription filtering (default, explicit, `*`), attempts per event, the
  * envelope as stored, and the config cache's invalidation rules. Real PostgreSQL.
  */
+import type { QueryConfig } from 'pg';
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -150,7 +151,13 @@ test('the subscription cache: a read that began before an invalidation fills not
   let release: () => void = () => undefined;
   const gate = new Promise<void>((r) => (release = r));
   // the query runs at once; its answer arrives after the gate opens
-  const slow = { query: async (text: string, values: unknown[]) => { const r = await db.pool.query(text, values); await gate; return r; } } as unknown as typeof db.pool;
+  const slow = {
+    query: async (q: string | QueryConfig, values?: unknown[]) => {
+      const r = typeof q === 'string' ? await db.pool.query(q, values) : await db.pool.query(q);
+      await gate;
+      return r;
+    },
+  } as unknown as typeof db.pool;
   const t0 = Date.now();
   const pending = subscribedEventsOf(slow, [id], t0);
   // meanwhile the webhook is added on this node (which invalidates)
