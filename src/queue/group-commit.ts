@@ -15,11 +15,11 @@
  * send) is instead ONE statement, its own transaction, fenced inside it, that remembers the jobs' idempotency
  * keys too and looks them up itself (src/queue/sql/insertJobsFenced.ts): its units decide as if no key were
  * known, and only the instances of which it finds a key remembered (a replay) decide again, from the keys and
- * jobs it answers for them, and a second statement when they still write something. One round trip instead of four or five, which is most of what an
- * acceptance waits for. Its price: a connection that
- * breaks while that statement is on its way leaves the outcome unknown (CommitOutcomeUnknown) where BEGIN
- * would have failed first, and the instance's queue then reads itself again from PostgreSQL
- * (src/queue/acceptance.ts `reconcile`).
+ * jobs it answers for them, and a second statement when they still write something. One round trip instead
+ * of four or five, which is most of what an acceptance waits for. Its price: a connection that breaks while
+ * that statement is on its way leaves the outcome unknown (CommitOutcomeUnknown) where BEGIN would have
+ * failed first, and the instance's queue then reads itself again from PostgreSQL (src/queue/acceptance.ts
+ * `reconcile`).
  *
  * Only the new rows: slots of waiting jobs a priority jump moved are written by the instance's slot writer
  * after the commit (src/queue/slot-writer.ts), so one instance's jump never slows the others' group. A unit

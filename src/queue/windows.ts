@@ -73,11 +73,8 @@ export class WindowCounter {
   seek(t: number): void {
     const a = this.times;
     const end = this.end;
-    if (t < this.at) {
-      this.hi = upperBound(a, t, this.start, end);
-      this.loHour = upperBound(a, t - HOUR_MS, this.start, end);
-      this.loDay = upperBound(a, t - DAY_MS, this.start, end);
-    } else {
+    if (t < this.at) this.place(t);
+    else {
       while (this.hi < end && a[this.hi]! <= t) this.hi++;
       while (this.loHour < end && a[this.loHour]! <= t - HOUR_MS) this.loHour++;
       while (this.loDay < end && a[this.loDay]! <= t - DAY_MS) this.loDay++;
@@ -120,7 +117,7 @@ export class WindowCounter {
     const a = this.times;
     a.splice(upperBound(a, instant, 0, a.length), 0, instant);
     this.end = a.length;
-    this.seekAgain();
+    this.place(this.at);
   }
 
   /** Newest recorded instant, or null. */
@@ -166,10 +163,9 @@ export class WindowCounter {
     this.loDay -= shift;
   }
 
-  /** The edges again, for the sought time (after an insert in the middle). */
-  private seekAgain(): void {
+  /** The edges for `t` by binary search (going back in time, or after an insert in the middle). */
+  private place(t: number): void {
     const a = this.times;
-    const t = this.at;
     this.hi = upperBound(a, t, this.start, this.end);
     this.loHour = upperBound(a, t - HOUR_MS, this.start, this.end);
     this.loDay = upperBound(a, t - DAY_MS, this.start, this.end);

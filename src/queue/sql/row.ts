@@ -63,10 +63,7 @@ export const JOB_ROW_JSON = `json_build_object(${Object.keys(JOB_ROW_KEYS)
 /** The JobRow of a `JOB_ROW_JSON` value (as parsed by pg's json parser). */
 export function jobRowFromJson(o: Record<string, unknown>): JobRow {
   const row: Record<string, unknown> = { ...o };
-  for (const k of TIMESTAMP_KEYS) {
-    const v = o[k];
-    row[k] = v === null || v === undefined ? null : new Date(v as number);
-  }
+  for (const k of TIMESTAMP_KEYS) row[k] = toDate(o[k] as number | null | undefined);
   for (const k of Object.keys(JOB_ROW_KEYS)) if (!(k in row)) throw new Error(`a job's json lacks ${k}`);
   return row as unknown as JobRow;
 }
