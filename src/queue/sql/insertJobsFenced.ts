@@ -36,29 +36,19 @@ const HELD = 't.inst IN (SELECT instance_id FROM f)';
 const UNKNOWN = 't.inst NOT IN (SELECT inst FROM x)';
 
 /**
- * The instances (`x`) of which one of the checked keys is remembered, younger than the retention: the pairs are
- * two arrays (instance ids, keys) from `$first` on, the oldest instant still remembered (epoch ms) after them.
- * Each pair is one probe of the keys' primary key (the LIMIT keeps the lateral a nested loop): a join the
- * planner is free to turn around could read every key younger than the retention instead, on a table it
- * believes small.
+ * The checked keys that are remembered, younger than the retention (`h`): the pairs are two arrays (instance
+ * ids, keys) from `$first` on, the oldest instant still remembered (epoch ms) after them. Each pair is one
+ * probe of the keys' primary key (the LIMIT keeps the lateral a nested loop): a join the planner is free to
+ * turn around could read every key younger than the retention instead, on a table it believes small. Its
+ * instances are `x` (they write nothing); its keys with their jobs are `y`, what those instances' batches
+ * decide again from, so that a replay needs no read after the statement (none in a group without replays).
  */
-const knownKeysSql = (first: number) => `SELECT w.inst FROM unnest($${first}::uuid[], $${first + 1}::text[]) AS w (inst, key)
-       CROSS JOIN LATERAL (SELECT 1 FROM idempotency_keys ik
+const rememberedKeysSql = (first: number) => `SELECT w.inst, w.key, hit.job_id, hit.key_hash, hit.key_at
+       FROM unnest($${first}::uuid[], $${first + 1}::text[]) AS w (inst, key)
+       CROSS JOIN LATERAL (SELECT ik.job_id, ik.payload_hash AS key_hash, (extract(epoch FROM ik.created_at) * 1000)::float8 AS key_at
+                             FROM idempotency_keys ik
                             WHERE ik.instance_id = w.inst AND ik.key = w.key AND ik.created_at > to_timestamp($${first + 2}::float8 / 1000)
                             LIMIT 1) AS hit`;
-
-/**
- * The remembered keys of the instances in `x`, with their jobs (`y`): what those instances' batches decide
- * again from, so that a replay needs no read after the statement. Same pairs and retention as `x`; each pair
- * one probe of the keys' primary key, only for the pairs of instances in `x` (none in a group without replays).
- */
-const rememberedSql = (first: number) => `SELECT w.inst, w.key, hit.key_hash, hit.key_at, hit.job
-       FROM unnest($${first}::uuid[], $${first + 1}::text[]) AS w (inst, key)
-       CROSS JOIN LATERAL (SELECT ik.payload_hash AS key_hash, (extract(epoch FROM ik.created_at) * 1000)::float8 AS key_at, ${JOB_ROW_JSON} AS job
-                             FROM idempotency_keys ik JOIN jobs j ON j.id = ik.job_id
-                            WHERE ik.instance_id = w.inst AND ik.key = w.key AND ik.created_at > to_timestamp($${first + 2}::float8 / 1000)
-                            LIMIT 1) AS hit
-      WHERE w.inst IN (SELECT inst FROM x)`;
 
 /**
  * The statement, one text per form of the rows and per choice: `fenced` (the leases' three arrays follow the
@@ -78,7 +68,13 @@ function statement(fenced: boolean, keyed: boolean, checked: boolean): (rows: Ro
     const ctes = [
       ...(fenced ? [`f AS (${heldLeasesSql(rows.params + 1)})`] : []),
       `t AS (${rows.sql})`,
-      ...(checked ? [`x AS (${knownKeysSql(checkAt)})`, `y AS (${rememberedSql(checkAt)})`] : []),
+      ...(checked
+        ? [
+            `h AS (${rememberedKeysSql(checkAt)})`,
+            'x AS (SELECT DISTINCT inst FROM h)',
+            `y AS (SELECT h.inst, h.key, h.key_hash, h.key_at, ${JOB_ROW_JSON} AS job FROM h JOIN jobs j ON j.id = h.job_id)`,
+          ]
+        : []),
       `j AS (${insert})`,
       ...(keyed ? [`k AS (${rememberKeysFrom(keyRows)})`] : []),
     ];
