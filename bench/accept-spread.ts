@@ -12,7 +12,7 @@
 import { startTestGateway } from '../test/helpers/gateway.js';
 import { runLoad, fmt, errorsText } from './lib/load.js';
 import { median } from './lib/queue-fixture.js';
-import { medianRun, printLatencyFloor, printPgbench, printRounds, roundsAgainstPgbench } from './lib/rounds.js';
+import { medianRun, printLatencyFloor, printMachineCeiling, printPgbench, printRounds, roundsAgainstPgbench } from './lib/rounds.js';
 import { untilStoreQuiet } from './lib/quiet.js';
 
 const base = process.env.TEST_DATABASE_URL;
@@ -74,6 +74,7 @@ printPgbench(rounds, CONCURRENCY);
 console.log(`acceptance over ${INSTANCES} instances:   ${fmt(r.rps, 0)} req/s  p50 ${fmt(r.p50, 2)} ms  p99 ${fmt(r.p99, 2)} ms  ${errorsText(r)}  (medians of ${ROUNDS} rounds of ${DURATION / 1000} s)`);
 printRounds(rounds, viaHttp, viaRaw);
 printLatencyFloor(rounds, CONCURRENCY, 25);
+printMachineCeiling(rounds, 0.6);
 console.log(`idempotent replays:               ${fmt(replays.rps, 0)} req/s  p50 ${fmt(replays.p50, 2)} ms  p99 ${fmt(replays.p99, 2)} ms  ${errorsText(replays)}  (the first round's requests again, ${DURATION / 2000} s; ${fmt(replays.rps / r.rps, 2)} of the fresh rounds' rate)`);
 if (before && after && after.groups > before.groups) {
   console.log(`group commit:                     ${after.groups - before.groups} transactions, ${fmt((after.units - before.units) / (after.groups - before.groups), 1)} instance batches each`);

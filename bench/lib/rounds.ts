@@ -5,6 +5,8 @@
  * A round's ratio is its rate over the mean of the pgbench rates around it; the figure is the median of the
  * rounds (each is printed too).
  */
+import { readFileSync } from 'node:fs';
+import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { openPgbench } from './pgbench.js';
 import { fmt, runLoad, type LoadResult, type LoadSpec } from './load.js';
@@ -25,6 +27,38 @@ export interface Rounds {
    * 1e6 / loopUs requests a second.
    */
   loopUs: number[];
+  /**
+   * The whole machine's busy CPU time (every core, every process: the gateway, PostgreSQL, the load generator)
+   * per answered request in each round, and per pgbench transaction in each pgbench run (pgbench and
+   * PostgreSQL); empty where /proc/stat cannot be read (not Linux).
+   */
+  machineUs: number[];
+  pgbenchMachineUs: number[];
+  /** per round: the share of the machine's cores that was busy */
+  machineBusy: number[];
+}
+
+/** The machine's CPU time so far, busy and in all (µs, every core), from /proc/stat; null where it cannot be read. */
+function machineCpu(): { busy: number; total: number } | null {
+  try {
+    const fields = (readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '').trim().split(/\s+/).slice(1).map(Number);
+    // user nice system idle iowait irq softirq steal (guest time is counted in user already)
+    const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = fields;
+    const tick = 1e6 / 100; // USER_HZ: 100 on Linux
+    const busy = user + nice + system + irq + softirq + steal;
+    return { busy: busy * tick, total: (busy + idle + iowait) * tick };
+  } catch {
+    return null;
+  }
+}
+
+/** `work()` with the machine's busy CPU time it took, and the share of the cores that was busy (null where unknown). */
+export async function measured<T>(work: () => Promise<T>): Promise<{ value: T; busyUs: number | null; share: number | null }> {
+  const m0 = machineCpu();
+  const value = await work();
+  const m1 = machineCpu();
+  if (!m0 || !m1 || m1.total <= m0.total) return { value, busyUs: null, share: null };
+  return { value, busyUs: m1.busy - m0.busy, share: (m1.busy - m0.busy) / (m1.total - m0.total) };
 }
 
 /**
@@ -36,27 +70,39 @@ export async function roundsAgainstPgbench(base: string, pgClients: number, roun
   const tps: number[] = [];
   const serverCpuUs: number[] = [];
   const loopUs: number[] = [];
+  const machineUs: number[] = [];
+  const pgbenchMachineUs: number[] = [];
+  const machineBusy: number[] = [];
+  const pgbenchRun = async (durationMs: number) => {
+    const m = await measured(() => pgbench.tps(pgClients, durationMs));
+    tps.push(m.value);
+    if (m.busyUs !== null) pgbenchMachineUs.push(m.busyUs / Math.max(1, (m.value * durationMs) / 1000));
+  };
   // one database for all of pgbench's runs (bench/lib/pgbench.ts: a drop between rounds forced a checkpoint)
   const pgbench = await openPgbench(base);
   try {
     for (let i = 0; i < rounds; i++) {
       const spec = specOf(i);
-      if (i === 0) tps.push(await pgbench.tps(pgClients, spec.durationMs));
+      if (i === 0) await pgbenchRun(spec.durationMs);
       const cpu0 = process.cpuUsage();
       const loop0 = performance.eventLoopUtilization();
-      const run = await runLoad(spec);
+      const { value: run, busyUs, share } = await measured(() => runLoad(spec));
       const cpu = process.cpuUsage(cpu0);
       const loop = performance.eventLoopUtilization(loop0);
       runs.push(run);
       serverCpuUs.push((cpu.user + cpu.system) / Math.max(1, run.requests));
       loopUs.push((loop.active * 1000) / Math.max(1, run.requests));
-      tps.push(await pgbench.tps(pgClients, spec.durationMs));
+      if (busyUs !== null && share !== null) {
+        machineUs.push(busyUs / Math.max(1, run.requests));
+        machineBusy.push(share);
+      }
+      await pgbenchRun(spec.durationMs);
     }
   } finally {
     await pgbench.close();
   }
   const ratios = runs.map((r, i) => r.rps / (((tps[i] as number) + (tps[i + 1] as number)) / 2));
-  return { runs, tps, ratios, serverCpuUs, loopUs };
+  return { runs, tps, ratios, serverCpuUs, loopUs, machineUs, pgbenchMachineUs, machineBusy };
 }
 
 /** "0.51, 0.48, 0.55": one figure per round */
@@ -93,6 +139,24 @@ export function printLatencyFloor(rounds: Rounds, clients: number, p99GoalMs: nu
   const loop = median(rounds.loopUs);
   const floor = (clients * loop) / 1000;
   console.log(`  latency floor of one thread:    ${fmt(floor, 1)} ms mean (${clients} clients × ${fmt(loop, 0)} µs of its event loop per request); a p99 of ${p99GoalMs} ms needs the p99 within ${fmt(p99GoalMs / floor, 2)}× of that mean, at ${fmt(1e6 / loop, 0)} req/s at most`);
+}
+
+/**
+ * What the machine's cores allow: when pgbench and the gateway are both bound by CPU, a ratio of their rates
+ * cannot exceed the ratio of the machine's CPU time each spends per row (pgbench: its client and PostgreSQL;
+ * an acceptance: the gateway, PostgreSQL and the load generator), and the cores cap the rate at cores / that
+ * time. The share of the cores busy during the rounds says whether the machine or one thread was the limit.
+ */
+export function printMachineCeiling(rounds: Rounds, ratioGoal: number): void {
+  if (rounds.machineUs.length === 0 || rounds.pgbenchMachineUs.length === 0) {
+    console.log('  machine CPU per request:        not measured (/proc/stat cannot be read here)');
+    return;
+  }
+  const cores = os.availableParallelism();
+  const acc = median(rounds.machineUs);
+  const pgb = median(rounds.pgbenchMachineUs);
+  console.log(`  machine CPU per request:        ${fmt(acc, 0)} µs an acceptance (all processes), ${fmt(pgb, 0)} µs a pgbench INSERT; the ${cores} cores ${fmt(100 * median(rounds.machineBusy), 0)} % busy in the rounds (medians)`);
+  console.log(`  ceiling of this machine's CPU:  ${fmt((cores * 1e6) / acc, 0)} req/s at ${fmt(acc, 0)} µs a request, a ratio of ${fmt(pgb / acc, 3)} to pgbench at most (goal ≥ ${ratioGoal}; CPU-bound both, the ratio cannot pass pgbench's CPU per row over the acceptance's)`);
 }
 
 /**
