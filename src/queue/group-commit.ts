@@ -233,15 +233,13 @@ export class AcceptanceCommitter {
       // statement (settling them again with the group does nothing). Whatever befalls the replays from here is
       // theirs alone: a failure of their statement must never send a committed unit round again.
       for (const [w, r] of out) settle(w, r);
-      let fromStatement = true;
-      const retried = await outcomes(again, async (units) => {
+      const retried = await outcomes(again, async (units, alone) => {
         // A key of these instances is remembered: decided again from what the keys name. The statement answered
         // them (under the group's oldest retention: each unit keeps the keys younger than its own). A retry
         // one by one (the second statement failed for another unit) reads them again: they may have changed.
-        const decided = fromStatement
-          ? units.map((w) => w.unit.decide(rememberedFor(w.unit, remembered.get(w.unit.instanceId))))
-          : await lookUpAndDecide(this.deps.pool, units);
-        fromStatement = false;
+        const decided = alone
+          ? await lookUpAndDecide(this.deps.pool, units)
+          : units.map((w) => w.unit.decide(rememberedFor(w.unit, remembered.get(w.unit.instanceId))));
         // units that now write nothing (every request a replay, or refused) are answered from their keys: the
         // first statement found their lease held, and there is nothing to fence. The others: a second statement.
         const writing = units.filter((_, i) => (decided[i] as UnitWrites).jobs.length > 0);
@@ -289,20 +287,22 @@ export class AcceptanceCommitter {
  * What `write` gives each of `units`. When it fails as a whole: that failure for each, if it was a lost
  * connection or an unknown commit (as each alone would have failed) or there is one unit; else (one unit failed
  * the others, a key another node took meanwhile) each unit written alone, so that it fails only itself.
+ * `write` is told whether it writes a unit alone after such a failure (`alone`).
  */
 async function outcomes(
   units: Waiting[],
-  write: (units: Waiting[]) => Promise<Map<Waiting, UnitResult | Error> | null>,
+  write: (units: Waiting[], alone: boolean) => Promise<Map<Waiting, UnitResult | Error> | null>,
+  alone = false,
 ): Promise<Map<Waiting, UnitResult | Error>> {
   const out = new Map<Waiting, UnitResult | Error>();
   try {
-    const written = await write(units);
+    const written = await write(units, alone);
     for (const w of units) out.set(w, written?.get(w) ?? lost());
   } catch (err) {
     if (units.length === 1 || isConnectionError(err) || err instanceof CommitOutcomeUnknown) {
       for (const w of units) out.set(w, asError(err));
     } else {
-      for (const w of units) out.set(w, (await outcomes([w], write)).get(w) ?? lost());
+      for (const w of units) out.set(w, (await outcomes([w], write, true)).get(w) ?? lost());
     }
   }
   return out;
