@@ -62,9 +62,9 @@ const after = t.gw.groupCommitStats();
 const r = medianRun(rounds.runs);
 // A client's retries of what was accepted (a retry storm after a timeout): the first round's requests again,
 // same instances, same keys and bodies, so every one is an idempotent replay (200; a fresh 202 counts as an
-// error here). Each group then finds its keys remembered: the units decide again from a read of their keys
-// and a second statement (src/queue/group-commit.ts), the path the fresh rounds never take. Half a round, so
-// that it does not run past the requests the first round made.
+// error here). Each group's statement then finds their keys remembered and answers them with their jobs: the
+// units decide again from that answer and write nothing more (src/queue/group-commit.ts), the path the fresh
+// rounds never take. Half a round, so that it does not run past the requests the first round made.
 const replays = await runLoad({ ...spec, body: spec.body.replace('spread-', 'spread-m0-'), durationMs: DURATION / 2, onlyStatus: [200] });
 // the two load generators in turn, in the same minute (bench/accept.ts says why)
 const viaHttp = await runLoad({ ...spec, body: spec.body.replace('spread-', 'spread-h-'), durationMs: DURATION, client: 'node-http' });

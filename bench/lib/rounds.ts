@@ -73,13 +73,13 @@ export async function roundsAgainstPgbench(base: string, pgClients: number, roun
   const machineUs: number[] = [];
   const pgbenchMachineUs: number[] = [];
   const machineBusy: number[] = [];
+  // one database for all of pgbench's runs (bench/lib/pgbench.ts: a drop between rounds forced a checkpoint)
+  const pgbench = await openPgbench(base);
   const pgbenchRun = async (durationMs: number) => {
     const m = await measured(() => pgbench.tps(pgClients, durationMs));
     tps.push(m.value);
     if (m.busyUs !== null) pgbenchMachineUs.push(m.busyUs / Math.max(1, (m.value * durationMs) / 1000));
   };
-  // one database for all of pgbench's runs (bench/lib/pgbench.ts: a drop between rounds forced a checkpoint)
-  const pgbench = await openPgbench(base);
   try {
     for (let i = 0; i < rounds; i++) {
       const spec = specOf(i);

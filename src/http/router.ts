@@ -75,7 +75,7 @@ const PATTERN_SYNTAX = /[:*{}()[\]+?!\\]/;
 
 /**
  * The literal starts of a router's routes: every path one of its routes matches starts with one of them (the
- * routers are case-sensitive and match the raw path). A route given as a RegExp has none (''): any path may match.
+ * routers are case-sensitive and match the raw path). A route given as a RegExp has none (''), so every path may match.
  */
 export function literalPrefixes(router: Router): string[] {
   const all = layersOf(router)
@@ -106,7 +106,7 @@ function guarded(family: RouteFamily, jsonBody: Middleware): Middleware {
 /**
  * All families in their order, as one link of the chain: each family behind its guard (`guarded`), a request
  * passed from one to the next when none of its routes answers. A family is tried only for a path that starts
- * with one of its literal route prefixes: any other path cannot match its routes, so it goes on at once,
+ * with one of its literal route prefixes; every other path cannot match its routes, so it goes on at once,
  * without the family's router (a request crosses many families before its own).
  */
 export function routeFamilies(families: readonly RouteFamily[], jsonBody: Middleware): Middleware {
