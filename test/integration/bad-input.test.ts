@@ -130,3 +130,57 @@ test('an aborted request is not logged as an error, and no line of the log is at
   const errors = logLines.map((l) => JSON.parse(l) as { level: number; msg: string }).filter((l) => l.level >= 50);
   assert.deepEqual(errors, []);
 });
+
+/** Raw requests on one keep-alive socket, each written as the given pieces (a turn of the event loop between pieces); the status lines answered. */
+function piecewise(requests: (string | Buffer)[][]): Promise<number[]> {
+  return new Promise<number[]>((resolve, reject) => {
+    const u = new URL(t.url);
+    const statuses: number[] = [];
+    let received = '';
+    const s = net.connect(Number(u.port), u.hostname, async () => {
+      for (const pieces of requests) {
+        for (const piece of pieces) {
+          s.write(piece);
+          await new Promise((r) => setImmediate(r));
+          await settle(3);
+        }
+      }
+    });
+    s.on('data', (d: Buffer) => {
+      received += d.toString('latin1');
+      // a response's status line follows the previous body without a line break
+      const lines = received.match(/HTTP\/1\.1 \d{3} /g) ?? [];
+      if (lines.length >= requests.length) {
+        for (const l of lines) statuses.push(Number(l.slice(9)));
+        s.destroy();
+        resolve(statuses);
+      }
+    });
+    s.on('error', reject);
+  });
+}
+
+test('a body read whole with its headers, in pieces, or with the next request in the same packet: each accepted once, on one connection', { timeout: 20_000 }, async () => {
+  const jobs = async () => (await t.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM jobs')).rows[0]?.n ?? 0;
+  const before = await jobs();
+  const request = (n: number) => {
+    const body = JSON.stringify({ phone: RECIPIENT, message: `piece ${n} ü` });
+    return `POST /api/v2/send-message HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+  };
+  const split = (text: string, at: number): Buffer[] => {
+    const b = Buffer.from(text);
+    return [b.subarray(0, at), b.subarray(at)];
+  };
+  const whole = request(1);
+  const headEnd = Buffer.from(whole).indexOf('\r\n\r\n') + 4;
+  const statuses = await piecewise([
+    [whole], // head and body in one packet
+    split(request(2), headEnd + 5), // the head and 5 bytes of the body, then the rest
+    split(request(3), headEnd), // the head alone, then the body
+    [request(4) + request(5)], // two requests in one packet: the first body must not take the second's bytes
+  ]);
+  assert.deepEqual(statuses, [202, 202, 202, 202, 202]);
+  assert.equal(await jobs(), before + 5);
+  const texts = (await t.db.pool.query<{ m: string }>("SELECT payload->>'body' AS m FROM jobs WHERE payload->>'body' LIKE 'piece %' ORDER BY seq")).rows.map((r) => r.m);
+  assert.deepEqual(texts, [1, 2, 3, 4, 5].map((n) => `piece ${n} ü`));
+});
