@@ -1,8 +1,8 @@
 /**
  * The dispatch order of the planner's waiting jobs: those with a slot, ascending by slot, then by rule 1
  * (priority descending, arrival ascending) — which is the order the planner's walk placed them in (its slots
- * never go back, and jobs placed at one instant are taken best first). Kept as an array of ids so that the
- * next due job is its head, a queue position is a binary search (positions are read on every acceptance), and
+ * never go back, and jobs placed at one instant are taken best first). Kept as an array of the jobs themselves
+ * (the planner's objects) so that the next due job is its head, a queue position is a binary search (positions are read on every acceptance), and
  * a plan that keeps a prefix of it (src/queue/plan-insert.ts) can take it as it is.
  */
 export interface Slotted {
@@ -16,55 +16,73 @@ export interface Slotted {
 const earlier = (a: Slotted, b: Slotted) =>
   (a.scheduledAt as number) - (b.scheduledAt as number) || b.priority - a.priority || a.seq - b.seq;
 
-export class DispatchOrder {
-  private ids: string[] = [];
-
-  constructor(private readonly lookup: (id: string) => Slotted | undefined) {}
+export class DispatchOrder<T extends Slotted = Slotted> {
+  /** the jobs themselves (the planner's own objects, whose slots it sets in place), in order */
+  private items: T[] = [];
 
   get size(): number {
-    return this.ids.length;
+    return this.items.length;
   }
 
-  /** The first job in the order, if any. */
+  /** The first job's id in the order, if any. */
   head(): string | undefined {
-    return this.ids[0];
+    return this.items[0]?.id;
   }
 
-  /** The ids in order (not to be changed by the caller). */
-  all(): readonly string[] {
-    return this.ids;
+  /** The jobs in order (not to be changed by the caller): a plan that keeps a prefix reads it without a copy. */
+  all(): readonly T[] {
+    return this.items;
   }
 
   /** Order `jobs` afresh (after loading them). */
-  rebuild(jobs: Iterable<Slotted>): void {
-    this.ids = [...jobs].filter((j) => j.scheduledAt !== null).sort(earlier).map((j) => j.id);
+  rebuild(jobs: Iterable<T>): void {
+    this.items = [...jobs].filter((j) => j.scheduledAt !== null).sort(earlier);
   }
 
   /**
-   * After a plan: the ids not in `replanned` keep their places (none when null: a full plan), `placed` follow
-   * in the order given (the plan's placements, in its walk order).
+   * After a plan: the jobs not in `replanned` keep their places (none when null: a full plan), `placed` follow
+   * in the order given (the plan's placements, in its walk order). When the replanned jobs in the order are
+   * exactly those from `kept` on (a plan that kept a prefix, src/queue/plan-insert.ts), the order is cut
+   * there instead of filtered: a full queue's acceptance in front of a reminder no longer walks every id.
    */
-  keepThen(replanned: ReadonlySet<string> | null, placed: readonly string[]): void {
-    if (replanned === null) this.ids = [...placed];
+  keepThen(replanned: ReadonlySet<string> | null, placed: readonly T[], kept = -1): void {
+    if (replanned === null) this.items = [...placed];
     else if (replanned.size === 0) {
       // an append (the usual acceptance): the order grows at its end, without a copy of what it holds
-      for (const id of placed) this.ids.push(id);
-    } else this.ids = this.ids.filter((id) => !replanned.has(id)).concat(placed);
+      for (const j of placed) this.items.push(j);
+    } else if (kept >= 0 && this.isTailFrom(kept, replanned)) {
+      this.items.length = kept;
+      for (const j of placed) this.items.push(j);
+    } else this.items = this.items.filter((j) => !replanned.has(j.id)).concat(placed);
+  }
+
+  /**
+   * Every job of the order from `kept` on is in `replanned`, the one before it is not. (The caller's other
+   * replanned jobs are not in the order: jobs without a slot, src/queue/planning.ts `add`; checking the prefix
+   * for them would walk it.)
+   */
+  private isTailFrom(kept: number, replanned: ReadonlySet<string>): boolean {
+    const items = this.items;
+    if (kept > items.length || items.length - kept > replanned.size) return false;
+    // a job of the prefix removed since the plan (a cancel, a dispatch) moved the tail's start: filter then
+    if (kept > 0 && replanned.has((items[kept - 1] as T).id)) return false;
+    for (let i = kept; i < items.length; i++) if (!replanned.has((items[i] as T).id)) return false;
+    return true;
   }
 
   remove(id: string): void {
-    const i = this.ids.indexOf(id);
-    if (i >= 0) this.ids.splice(i, 1);
+    const i = this.items.findIndex((j) => j.id === id);
+    if (i >= 0) this.items.splice(i, 1);
   }
 
   /** 1-based position of a job with a slot. */
   position(job: Slotted): number {
     let lo = 0;
-    let hi = this.ids.length;
+    let hi = this.items.length;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      const m = this.lookup(this.ids[mid] as string);
-      if (m && m.scheduledAt !== null && earlier(m, job) < 0) lo = mid + 1;
+      const m = this.items[mid] as T;
+      if (m.scheduledAt !== null && earlier(m, job) < 0) lo = mid + 1;
       else hi = mid;
     }
     return lo + 1;

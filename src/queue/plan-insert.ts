@@ -15,6 +15,7 @@
  */
 import { before, type PlanJob } from './plan-waiting.js';
 import { planFrom, type PlanResult, type PlanSettings, type RandomDelay } from './plan.js';
+import { DAY_MS } from './windows.js';
 
 /** A placed job of the current plan, in walk order, with what its step left behind. */
 export interface Planned extends PlanJob {
@@ -56,10 +57,17 @@ export function planInsert(input: InsertInput): { kept: number; result: PlanResu
   if (k === 0) return null;
   const last = placed[k - 1] as Planned;
   if (last.after === null) return null;
-  const counted: number[] = [...input.history];
-  for (let i = 0; i < k; i++) counted.push((placed[i] as Planned).scheduledAt as number);
+  // What can still count from the cursor on: the walk never looks before it, so an instant at or before
+  // cursor - 24 h never counts (the walk's own window counter drops those first). The prefix's slots ascend:
+  // only its last day is taken, not every slot of a plan days long (sorted again by the counter each batch).
+  const cursor = Math.max(last.after, now);
+  const from = cursor - DAY_MS;
+  const counted: number[] = input.history.filter((d) => d > from);
+  let first = k;
+  while (first > 0 && ((placed[first - 1] as Planned).scheduledAt as number) > from) first--;
+  for (let i = first; i < k; i++) counted.push((placed[i] as Planned).scheduledAt as number);
   const jobs: PlanJob[] = [...fresh, ...input.unslotted];
   for (let i = k; i < placed.length; i++) jobs.push(placed[i] as Planned);
-  const result = planFrom(jobs, { settings: input.settings, random: input.random, cursor: Math.max(last.after, now), counted, now });
+  const result = planFrom(jobs, { settings: input.settings, random: input.random, cursor, counted, now });
   return { kept: k, result };
 }

@@ -55,7 +55,7 @@ export class Planner {
   private jobs = new Map<string, Held>();
   /** jobs whose slot in memory is not the one PostgreSQL holds */
   private unwritten = new Set<string>();
-  private readonly order = new DispatchOrder((id) => this.jobs.get(id));
+  private readonly order = new DispatchOrder<Held>();
   private readonly history = new DispatchHistory();
   private tail: PlanTail | null = null;
   private tailSettings: InstanceSettings | null = null;
@@ -105,8 +105,9 @@ export class Planner {
     const appended = planAppend(tail, jobs, now);
     if (appended) return { result: appended, kept: this.order.size, rerun: [] };
     if (tail.exhaustedAt !== null || now < tail.plannedAt) return this.full(now, settings, jobs);
-    const placed = this.order.all().map((id) => this.jobs.get(id) as Held);
-    const unslotted = [...this.jobs.values()].filter((j) => j.scheduledAt === null);
+    const placed = this.order.all();
+    // every waiting job with a slot is in the order: with as many as there are jobs, none is without one
+    const unslotted = this.jobs.size === this.order.size ? [] : [...this.jobs.values()].filter((j) => j.scheduledAt === null);
     const ins = planInsert({ placed, unslotted, fresh: jobs, history: this.history.recent(now), settings, random: this.random, now });
     if (!ins) return this.full(now, settings, jobs);
     return { result: ins.result, kept: ins.kept, rerun: [...placed.slice(ins.kept), ...unslotted] };
@@ -148,7 +149,7 @@ export class Planner {
           this.jobs.set(j.id, j);
           this.expiry.added(j.expiresAt);
         }
-        this.applyPlan(result, rerun, settings, seq0, jobs);
+        this.applyPlan(result, rerun, settings, seq0, jobs, kept);
       },
     };
   }
@@ -158,8 +159,7 @@ export class Planner {
    * again keep their places, then the plan's; a job cancelled meanwhile is in neither), the tail. `fresh`
    * are the new jobs of an acceptance (seq from `seq0` on), already in memory: placed ones need no lookup.
    */
-  private applyPlan(result: PlanResult, rerun: Held[] | null, settings: InstanceSettings, seq0 = 0, fresh: readonly Held[] = []): void {
-    const placed: string[] = [];
+  private applyPlan(result: PlanResult, rerun: Held[] | null, settings: InstanceSettings, seq0 = 0, fresh: readonly Held[] = [], kept = -1): void {
     const placedHeld: Held[] = [];
     const { placements, placedJobs } = result;
     for (let i = 0; i < placements.length; i++) {
@@ -169,11 +169,10 @@ export class Planner {
       if (!j) continue;
       j.after = result.after[i] as number;
       j.idled = result.idled[i] as boolean;
-      placed.push(j.id);
       placedHeld.push(j);
     }
     // the placed jobs that were not planned again are new: they are in neither part of the order yet
-    this.order.keepThen(rerun === null ? null : rerun.length === 0 ? NO_IDS : new Set(rerun.map((j) => j.id)), placed);
+    this.order.keepThen(rerun === null ? null : rerun.length === 0 ? NO_IDS : new Set(rerun.map((j) => j.id)), placedHeld, kept);
     const version = ++this.orderVersion;
     // the plan's jobs are the order's end, in the plan's order
     const base = this.order.size - placedHeld.length;
