@@ -134,3 +134,24 @@ test('the worker planner (append, insert or full plan per batch) holds exactly t
   }
   assert.ok(inserted > 50, `batches that moved part of the plan ${inserted}`);
 });
+
+test('a job of the kept prefix that leaves between an insert and its commit (a cancel, a dispatch): every waiting job once in the order', () => {
+  // The insert keeps the plan's prefix and plans the rest again; the dispatch order is then cut where the
+  // prefix ended. A job of the prefix removed while the batch commits moves that place: the order must not
+  // keep a re-planned job there and add it again at its end.
+  const now = BASE;
+  const settings = { ...EXISTING_INSTANCE_DEFAULTS, minDelayMs: 60_000, maxDelayMs: 60_000, enabled: true };
+  const planner = new Planner({ salt: 'cut' });
+  planner.load({ history: [], lastDispatchAt: null, waiting: [] });
+  const plain = (id: string, priority = 5) => ({ id, priority, notBefore: null, expiresAt: now + 30 * 86_400_000 });
+  for (const group of [[plain('c1'), plain('c2'), plain('c3'), plain('c4')], [plain('low', 1)]]) planner.tryAdd(group, now, settings).commit?.();
+  const p = planner.tryAdd([plain('new')], now, settings);
+  assert.ok(p.moved.some((m) => m.jobId === 'low'), 'the new job went in front of the priority-1 job (an insert, not an append)');
+  planner.remove('c2');
+  p.commit?.();
+  const waiting = ['c1', 'c3', 'c4', 'new', 'low'];
+  assert.equal(planner.scheduledCount(), waiting.length);
+  const bySlot = [...waiting].sort((a, b) => (planner.slotOf(a) as number) - (planner.slotOf(b) as number));
+  assert.deepEqual(bySlot.map((id) => planner.position(id)), [1, 2, 3, 4, 5]);
+  assert.deepEqual(bySlot, ['c1', 'c3', 'c4', 'new', 'low']);
+});
