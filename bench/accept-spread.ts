@@ -12,7 +12,7 @@
 import { startTestGateway } from '../test/helpers/gateway.js';
 import { runLoad, fmt, errorsText } from './lib/load.js';
 import { median } from './lib/queue-fixture.js';
-import { medianRun, printLatencyFloor, printMachineCeiling, printPgbench, printRounds, roundsAgainstPgbench } from './lib/rounds.js';
+import { medianRun, printLatencyFloor, printGroupCommit, printMachineCeiling, printPgbench, printRounds, roundsAgainstPgbench } from './lib/rounds.js';
 import { untilStoreQuiet } from './lib/quiet.js';
 
 const base = process.env.TEST_DATABASE_URL;
@@ -57,7 +57,7 @@ const warmS = (performance.now() - warm) / 1000;
 const stats = t.gw.groupCommitStats();
 const before = stats ? { ...stats } : null;
 // rounds with pgbench (one-row INSERTs, same client count) before and after each; each round its own keys
-const rounds = await roundsAgainstPgbench(base, CONCURRENCY, ROUNDS, (i) => ({ ...spec, body: spec.body.replace('spread-', `spread-m${i}-`), durationMs: DURATION }));
+const rounds = await roundsAgainstPgbench(base, CONCURRENCY, ROUNDS, (i) => ({ ...spec, body: spec.body.replace('spread-', `spread-m${i}-`), durationMs: DURATION }), () => t.gw.groupCommitStats());
 const after = t.gw.groupCommitStats();
 const r = medianRun(rounds.runs);
 // A client's retries of what was accepted (a retry storm after a timeout): the first round's requests again,
@@ -75,6 +75,7 @@ console.log(`acceptance over ${INSTANCES} instances:   ${fmt(r.rps, 0)} req/s  p
 printRounds(rounds, viaHttp, viaRaw);
 printLatencyFloor(rounds, CONCURRENCY, 25);
 printMachineCeiling(rounds, 0.6);
+printGroupCommit(rounds);
 console.log(`idempotent replays:               ${fmt(replays.rps, 0)} req/s  p50 ${fmt(replays.p50, 2)} ms  p99 ${fmt(replays.p99, 2)} ms  ${errorsText(replays)}  (the first round's requests again, ${DURATION / 2000} s; ${fmt(replays.rps / r.rps, 2)} of the fresh rounds' rate)`);
 if (before && after && after.groups > before.groups) {
   console.log(`group commit:                     ${after.groups - before.groups} transactions, ${fmt((after.units - before.units) / (after.groups - before.groups), 1)} instance batches each`);

@@ -19,7 +19,7 @@ import Koa from 'koa';
 import { startTestGateway } from '../test/helpers/gateway.js';
 import { runLoad, fmt, errorsText } from './lib/load.js';
 import { median } from './lib/queue-fixture.js';
-import { measured, medianRun, printLatencyFloor, printMachineCeiling, printPgbench, printRounds, roundsAgainstPgbench } from './lib/rounds.js';
+import { measured, medianRun, printLatencyFloor, printGroupCommit, printMachineCeiling, printPgbench, printRounds, roundsAgainstPgbench } from './lib/rounds.js';
 
 const base = process.env.TEST_DATABASE_URL;
 if (!base) {
@@ -76,7 +76,7 @@ const keyedApiKey = await apiKeyOf('bench-keyed');
 // warm-up (JIT, heap): measured, the first rounds after a 1 s warm-up ran 30 % below the later ones
 await runLoad({ ...specOf(await apiKeyOf('bench-warm')), durationMs: WARMUP_MS });
 // rounds of acceptance with pgbench (one-row INSERTs, same client count) before and after each
-const rounds = await roundsAgainstPgbench(base, CONCURRENCY, ROUNDS, (i) => ({ ...specOf(roundKeys[i] as string), durationMs: DURATION }));
+const rounds = await roundsAgainstPgbench(base, CONCURRENCY, ROUNDS, (i) => ({ ...specOf(roundKeys[i] as string), durationMs: DURATION }), () => t.gw.groupCommitStats());
 const r = medianRun(rounds.runs);
 const keyed = await runLoad({ ...specOf(keyedApiKey), body: '{"phone":"4915112345678","message":"hello {{n}}","idempotencyKey":"bench-key-{{n}}-x"}', durationMs: DURATION });
 // the two load generators in turn, in the same minute, each on an instance of its own
@@ -88,6 +88,7 @@ console.log(`v2 send-message acceptance:       ${fmt(r.rps, 0)} req/s  p50 ${fmt
 printRounds(rounds, viaHttp, viaRaw);
 printLatencyFloor(rounds, CONCURRENCY, 25);
 printMachineCeiling(rounds, 0.6);
+printGroupCommit(rounds);
 console.log(`  … with idempotency keys:        ${fmt(keyed.rps, 0)} req/s  p50 ${fmt(keyed.p50, 2)} ms  p99 ${fmt(keyed.p99, 2)} ms  ${errorsText(keyed)}`);
 // its machine CPU per request (the server and the load generator; no database): what HTTP alone takes of the
 // CPU an acceptance may spend per row if it is to reach a ratio to pgbench (printMachineCeiling)

@@ -32,6 +32,7 @@ import { createSandbox, type Sandbox } from './sandbox/embed.js';
 import { createIncomingEvents } from './actors/network-events.js';
 import { createMediaServices, type MediaServices } from './media/services.js';
 import { driverFactoryFor } from './drivers/factory.js';
+import type { GroupCommitStats } from './queue/group-commit.js';
 import { PACKAGE_ROOT } from './package-root.js';
 
 export const VERSION: string = (JSON.parse(readFileSync(path.join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
@@ -65,8 +66,8 @@ export interface Gateway {
   demo: { instance: Instance; apiKey: string; phoneNumber: string } | null;
   /** every mounted route with its authentication (the route × credential matrix and the fuzzer use it) */
   routes: RouteInfo[];
-  /** the node-wide group commit of acceptances: transactions and the instance batches in them (benchmarks) */
-  groupCommitStats(): { groups: number; units: number };
+  /** the node-wide group commit of acceptances: transactions, the instance batches in them, their time (benchmarks) */
+  groupCommitStats(): GroupCommitStats;
   log: Logger;
   stop(): Promise<void>;
 }

@@ -11,6 +11,7 @@ import { performance } from 'node:perf_hooks';
 import { openPgbench } from './pgbench.js';
 import { fmt, runLoad, type LoadResult, type LoadSpec } from './load.js';
 import { median } from './queue-fixture.js';
+import type { GroupCommitStats } from '../../src/queue/group-commit.js';
 
 export interface Rounds {
   /** the gateway's load runs, in order */
@@ -36,6 +37,19 @@ export interface Rounds {
   pgbenchMachineUs: number[];
   /** per round: the share of the machine's cores that was busy */
   machineBusy: number[];
+  /** per round, when the gateway's group commit was given (`groupCommit`): what it did in the round */
+  groups: GroupRound[];
+}
+
+/** The group commit in one round: groups a second, requests and instance batches per group, their time. */
+export interface GroupRound {
+  perSecond: number;
+  rows: number;
+  units: number;
+  /** mean time of a group from its start to its outcome (ms) */
+  ms: number;
+  /** the share of the round during which at least one group was running */
+  busy: number;
 }
 
 /** The machine's CPU time so far, busy and in all (µs, every core), from /proc/stat; null where it cannot be read. */
@@ -65,7 +79,14 @@ export async function measured<T>(work: () => Promise<T>): Promise<{ value: T; b
  * `rounds` load runs of `specOf(round)` (a round's own idempotency keys: a load's `{{n}}` counts from 0 in
  * every run), with pgbench (`pgClients` clients, as long as a run) before the first and after each.
  */
-export async function roundsAgainstPgbench(base: string, pgClients: number, rounds: number, specOf: (round: number) => LoadSpec): Promise<Rounds> {
+export async function roundsAgainstPgbench(
+  base: string,
+  pgClients: number,
+  rounds: number,
+  specOf: (round: number) => LoadSpec,
+  groupCommit?: () => GroupCommitStats,
+): Promise<Rounds> {
+  const groups: GroupRound[] = [];
   const runs: LoadResult[] = [];
   const tps: number[] = [];
   const serverCpuUs: number[] = [];
@@ -86,7 +107,15 @@ export async function roundsAgainstPgbench(base: string, pgClients: number, roun
       if (i === 0) await pgbenchRun(spec.durationMs);
       const cpu0 = process.cpuUsage();
       const loop0 = performance.eventLoopUtilization();
+      const g0 = groupCommit?.();
+      const t0 = performance.now();
       const { value: run, busyUs, share } = await measured(() => runLoad(spec));
+      const wallMs = performance.now() - t0;
+      const g1 = groupCommit?.();
+      if (g0 && g1 && g1.runs > g0.runs) {
+        const n = g1.runs - g0.runs;
+        groups.push({ perSecond: (1000 * n) / wallMs, rows: (g1.rows - g0.rows) / n, units: (g1.units - g0.units) / Math.max(1, g1.groups - g0.groups), ms: (g1.groupMs - g0.groupMs) / n, busy: (g1.busyMs - g0.busyMs) / wallMs });
+      }
       const cpu = process.cpuUsage(cpu0);
       const loop = performance.eventLoopUtilization(loop0);
       runs.push(run);
@@ -102,7 +131,7 @@ export async function roundsAgainstPgbench(base: string, pgClients: number, roun
     await pgbench.close();
   }
   const ratios = runs.map((r, i) => r.rps / (((tps[i] as number) + (tps[i + 1] as number)) / 2));
-  return { runs, tps, ratios, serverCpuUs, loopUs, machineUs, pgbenchMachineUs, machineBusy };
+  return { runs, tps, ratios, serverCpuUs, loopUs, machineUs, pgbenchMachineUs, machineBusy, groups };
 }
 
 /** "0.51, 0.48, 0.55": one figure per round */
@@ -168,4 +197,16 @@ export function printRounds(rounds: Rounds, viaHttp: LoadResult, viaRaw: LoadRes
   console.log(`  rounds:                         ${listed(rounds.runs.map((x) => x.rps), 0)} req/s; p99 ${listed(rounds.runs.map((x) => x.p99), 1)} ms; ratios ${listed(rounds.ratios, 3)}`);
   console.log(`  CPU per request:                the gateway ${fmt(median(rounds.serverCpuUs), 0)} µs (its event loop busy ${fmt(median(rounds.loopUs), 0)} µs), the load generator ${fmt(r.clientCpuUs, 0)} µs (medians of the rounds; the two share the machine with PostgreSQL)`);
   console.log(`  load generators in turn:       node's http client ${fmt(viaHttp.rps, 0)} req/s (p99 ${fmt(viaHttp.p99, 1)} ms, its CPU ${fmt(viaHttp.clientCpuUs, 0)} µs per request); plain sockets ${fmt(viaRaw.rps, 0)} req/s (p99 ${fmt(viaRaw.p99, 1)} ms, ${fmt(viaRaw.clientCpuUs, 0)} µs); ratio ${fmt(viaRaw.rps / viaHttp.rps, 2)}`);
+}
+
+/**
+ * The group commit in the rounds (medians): how many groups a second, how many requests (and instance batches)
+ * each, how long one takes from its start to its outcome, and the share of the time one was running. An
+ * instance decides its next batch once the previous one is committed, so on one instance a group is either
+ * running or about to: the share says how much of the rate the commits' order leaves to the thread.
+ */
+export function printGroupCommit(rounds: Rounds): void {
+  if (rounds.groups.length === 0) return;
+  const m = (f: (g: GroupRound) => number) => median(rounds.groups.map(f));
+  console.log(`  group commit:                   ${fmt(m((g) => g.perSecond), 0)} groups/s of ${fmt(m((g) => g.rows), 1)} requests (${fmt(m((g) => g.units), 1)} instance batches), ${fmt(m((g) => g.ms), 2)} ms each from start to outcome; one running ${fmt(100 * m((g) => g.busy), 0)} % of the time (medians of the rounds)`);
 }

@@ -32,6 +32,7 @@
  * meanwhile) is tried again unit by unit, so one instance cannot fail the others; a lost connection or an
  * unknown COMMIT fails every unit of the group, as it would have failed each alone.
  */
+import { performance } from 'node:perf_hooks';
 import { CommitOutcomeUnknown, withTransaction, type Pool, type Queryable } from '../store/pool.js';
 import { isConnectionError } from '../store/health.js';
 import { DomainError } from '../errors.js';
@@ -92,6 +93,16 @@ export interface CommitterDeps {
   maxRows?: number;
 }
 
+/** What the group commit did so far (AcceptanceCommitter.stats). */
+export interface GroupCommitStats {
+  groups: number;
+  units: number;
+  runs: number;
+  rows: number;
+  groupMs: number;
+  busyMs: number;
+}
+
 interface Waiting {
   unit: AcceptUnit;
   resolve: (r: UnitResult) => void;
@@ -104,8 +115,14 @@ export class AcceptanceCommitter {
   private waiting: Waiting[] = [];
   private inFlight = 0;
   private scheduled = false;
-  /** groups committed and units in them, for the benchmarks and /debug */
-  readonly stats = { groups: 0, units: 0 };
+  /**
+   * For the benchmarks and /debug: groups committed, the units in them; groups run (`runs`, failed ones too),
+   * the requests in them (`rows`), their time from start to outcome summed (`groupMs`), and the time at least
+   * one was running (`busyMs`, wall clock: how much of a run PostgreSQL had a group to work on).
+   */
+  readonly stats: GroupCommitStats = { groups: 0, units: 0, runs: 0, rows: 0, groupMs: 0, busyMs: 0 };
+  /** when the groups running began to run without a pause (performance.now()) */
+  private busySince = 0;
 
   constructor(private readonly deps: CommitterDeps) {}
 
@@ -150,7 +167,19 @@ export class AcceptanceCommitter {
   }
 
   private async run(group: Waiting[]): Promise<void> {
-    const results = await outcomes(group, (units) => this.transact(units));
+    const started = performance.now();
+    // inFlight already counts this group
+    if (this.inFlight === 1) this.busySince = started;
+    let results: Map<Waiting, UnitResult | Error>;
+    try {
+      results = await outcomes(group, (units) => this.transact(units));
+    } finally {
+      const ended = performance.now();
+      this.stats.runs += 1;
+      for (const w of group) this.stats.rows += w.unit.size ?? 1;
+      this.stats.groupMs += ended - started;
+      if (this.inFlight === 1) this.stats.busyMs += ended - this.busySince;
+    }
     for (const w of group) settle(w, results.get(w));
   }
 
