@@ -10,9 +10,13 @@
  * its 24 h window), CPU time per append. Each append clones the tail's window counter; the clone once walked
  * every instant of the window to its first seek: 28 µs per append here (from 5,000 slots in the window to
  * 25,000), 2.4 µs since it is placed by binary search.
+ *
+ * And the limits object every acceptance answers with, of an instance with a day of dispatches at those
+ * pauses: counted by binary search over the queue's ascending history, and by the linear count, in turn.
  */
 import { planAll, planAppend, seededRandomDelay, type PlanInput, type PlanJob, type PlanTail } from '../src/queue/plan.js';
 import { EXISTING_INSTANCE_DEFAULTS, NEW_INSTANCE_DEFAULTS } from '../src/queue/settings.js';
+import { limitsObject } from '../src/queue/windows.js';
 
 const RUNS = Number(process.argv[2] ?? 50);
 const JOBS = 5000;
@@ -86,3 +90,22 @@ const c1 = process.cpuUsage(c0);
 const appendUs = (c1.user + c1.system) / APPENDS;
 const hours = (tail.cursor - now) / 3_600_000;
 console.log(`append to a plan of ${JOBS}: ${appendUs.toFixed(2)} µs CPU per append (${APPENDS} appends, one job each; the plan ends with ${JOBS + APPENDS} slots in ${hours.toFixed(1)} h, all in its 24 h window)`);
+
+// ---- the limits every acceptance answers with, of an instance that dispatched all day at the existing-instance
+// pauses (1.5–3 s): counted over its ascending history by binary search (as the queue does) and by the linear
+// count it used before, in turn in this run
+const dayOf = Array.from({ length: Math.floor(86_400_000 / 2_250) }, (_, i) => now - 86_400_000 + 1 + i * 2_250);
+const limitsUs = (sorted: boolean): number => {
+  const N = sorted ? 200_000 : 2_000;
+  let used = 0;
+  const c0 = process.cpuUsage();
+  for (let i = 0; i < N; i++) used += limitsObject(EXISTING_INSTANCE_DEFAULTS, dayOf, now + (i % 1_000), 'pg', sorted).usedLast24h ?? 0;
+  const c1 = process.cpuUsage(c0);
+  if (used === 0) throw new Error('no dispatch counted');
+  return (c1.user + c1.system) / N;
+};
+limitsUs(true);
+limitsUs(false);
+const sortedUs = limitsUs(true);
+const linearUs = limitsUs(false);
+console.log(`limits of an acceptance with ${dayOf.length} dispatches in 24 h: ${sortedUs.toFixed(2)} µs CPU (the linear count: ${linearUs.toFixed(1)} µs; ${(linearUs / sortedUs).toFixed(0)}x)`);

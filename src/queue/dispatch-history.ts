@@ -1,6 +1,6 @@
 /**
  * The planner's dispatch history: the instants that count against the sliding windows (the last 24 h,
- * ascending) and the last dispatch (rule 2's pause starts from it). Loaded from PostgreSQL with the mirror,
+ * kept ascending) and the last dispatch (rule 2's pause starts from it). Loaded from PostgreSQL with the mirror,
  * then moved by every claim, a send outside the queue, and a dispatch that provably did not go out.
  */
 import { DAY_MS } from './windows.js';
@@ -15,10 +15,25 @@ export class DispatchHistory {
     this.last = last;
   }
 
-  /** Count a dispatch; answers how to take it back entirely (a claim that did not happen after all). */
+  /**
+   * Count a dispatch; answers how to take it back entirely (a claim that did not happen after all). The
+   * instants stay in ascending order (`recent` drops from the front, the limits count by binary search): one
+   * older than the newest (a write-back of an earlier dispatch) is inserted in its place.
+   */
   record(at: number): () => void {
     const before = this.last;
-    this.instants.push(at);
+    const xs = this.instants;
+    if (xs.length === 0 || (xs[xs.length - 1] as number) <= at) xs.push(at);
+    else {
+      let lo = 0;
+      let hi = xs.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        if ((xs[mid] as number) <= at) lo = mid + 1;
+        else hi = mid;
+      }
+      xs.splice(lo, 0, at);
+    }
     if (this.last === null || at > this.last) this.last = at;
     return () => {
       this.forget(at);

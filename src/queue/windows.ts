@@ -18,6 +18,11 @@ export function countInWindow(instants: readonly number[], t: number, span: numb
   return n;
 }
 
+/** Dispatches counted at `t` in the window of length `span`, of instants in ascending order: two binary searches. */
+export function countInSortedWindow(sorted: readonly number[], t: number, span: number): number {
+  return upperBound(sorted, t, 0, sorted.length) - upperBound(sorted, t - span, 0, sorted.length);
+}
+
 /** The oldest dispatch counted at `t` in the window of length `span`, or null when the window is empty. */
 export function oldestInWindow(instants: readonly number[], t: number, span: number): number | null {
   let oldest: number | null = null;
@@ -199,10 +204,13 @@ export function limitsObject(
   history: readonly number[],
   now: number,
   mode: QueueMode,
+  /** `history` is in ascending order: counted by binary search (every acceptance answers with the limits) */
+  sorted = false,
 ): LimitsObject {
   const counted = mode !== 'memory-degraded';
-  const usedLastHour = counted ? countInWindow(history, now, HOUR_MS) : null;
-  const usedLast24h = counted ? countInWindow(history, now, DAY_MS) : null;
+  const count = sorted ? countInSortedWindow : countInWindow;
+  const usedLastHour = counted ? count(history, now, HOUR_MS) : null;
+  const usedLast24h = counted ? count(history, now, DAY_MS) : null;
   return {
     maxPerHour: settings.maxPerHour,
     maxPer24h: settings.maxPer24h,

@@ -217,7 +217,8 @@ export class QueueWorker {
 
   limits(mode: 'pg' | 'memory-degraded' | 'disabled' = 'pg'): LimitsObject {
     const now = this.core.now();
-    return limitsObject(this.core.deps.settings(), this.core.planner.historySnapshot(now), now, mode);
+    // the planner's history is in ascending order (src/queue/dispatch-history.ts)
+    return limitsObject(this.core.deps.settings(), this.core.planner.historySnapshot(now), now, mode, true);
   }
 
   nextAt(): number | null {

@@ -1,6 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { DAY_MS, HOUR_MS, WindowCounter, countInWindow, limitsObject, oldestInWindow } from '../../src/queue/windows.js';
+import { DAY_MS, HOUR_MS, WindowCounter, countInSortedWindow, countInWindow, limitsObject, oldestInWindow } from '../../src/queue/windows.js';
+import { DispatchHistory } from '../../src/queue/dispatch-history.js';
 import { seededRandomDelay } from '../../src/queue/plan.js';
 import { NEW_INSTANCE_DEFAULTS, EXISTING_INSTANCE_DEFAULTS } from '../../src/queue/settings.js';
 
@@ -13,6 +14,32 @@ describe('sliding window edges', () => {
     assert.equal(countInWindow([now], now, HOUR_MS), 1);
     assert.equal(countInWindow([now + 1], now, HOUR_MS), 0, 'a later dispatch is not in the window at now');
     assert.equal(countInWindow([now - DAY_MS + 1, now - DAY_MS], now, DAY_MS), 1);
+  });
+
+  test('the binary-search count of ascending instants equals the linear count, at every edge', () => {
+    const rnd = seededRandomDelay(5);
+    for (let round = 0; round < 200; round++) {
+      const xs = Array.from({ length: rnd(0, 60, '') }, () => now - rnd(-HOUR_MS, DAY_MS + HOUR_MS, '')).sort((a, b) => a - b);
+      // the instants themselves and their window edges, plus random ones
+      const ts = [now, ...xs, ...xs.map((x) => x + HOUR_MS), ...xs.map((x) => x + DAY_MS), ...xs.map((x) => x + HOUR_MS - 1)];
+      for (const t of ts) {
+        for (const span of [HOUR_MS, DAY_MS]) assert.equal(countInSortedWindow(xs, t, span), countInWindow(xs, t, span), `round ${round} t ${t - now} span ${span}`);
+      }
+    }
+  });
+
+  test('the planner\'s history stays ascending when a dispatch is recorded out of order, and a record can be taken back', () => {
+    const h = new DispatchHistory();
+    h.load([now - 5_000, now - 60_000, now - 2 * DAY_MS], now - 5_000);
+    h.record(now);
+    const undo = h.record(now - 30_000); // a write-back of an earlier dispatch
+    h.record(now - 30_000);
+    const xs = h.recent(now);
+    assert.deepEqual(xs, [now - 60_000, now - 30_000, now - 30_000, now - 5_000, now]);
+    assert.equal(limitsObject(EXISTING_INSTANCE_DEFAULTS, xs, now, 'pg', true).usedLast24h, 5);
+    undo();
+    assert.deepEqual(h.recent(now), [now - 60_000, now - 30_000, now - 5_000, now]);
+    assert.equal(h.last, now);
   });
 
   test('oldest in the window, in any input order', () => {
