@@ -3,7 +3,7 @@
  * kept ascending) and the last dispatch (rule 2's pause starts from it). Loaded from PostgreSQL with the mirror,
  * then moved by every claim, a send outside the queue, and a dispatch that provably did not go out.
  */
-import { DAY_MS } from './windows.js';
+import { DAY_MS, upperBound } from './windows.js';
 
 export class DispatchHistory {
   private instants: number[] = [];
@@ -24,16 +24,7 @@ export class DispatchHistory {
     const before = this.last;
     const xs = this.instants;
     if (xs.length === 0 || (xs[xs.length - 1] as number) <= at) xs.push(at);
-    else {
-      let lo = 0;
-      let hi = xs.length;
-      while (lo < hi) {
-        const mid = (lo + hi) >>> 1;
-        if ((xs[mid] as number) <= at) lo = mid + 1;
-        else hi = mid;
-      }
-      xs.splice(lo, 0, at);
-    }
+    else xs.splice(upperBound(xs, at, 0, xs.length), 0, at);
     if (this.last === null || at > this.last) this.last = at;
     return () => {
       this.forget(at);

@@ -2,8 +2,9 @@
  * The dispatch order of the planner's waiting jobs: those with a slot, ascending by slot, then by rule 1
  * (priority descending, arrival ascending) — which is the order the planner's walk placed them in (its slots
  * never go back, and jobs placed at one instant are taken best first). Kept as an array of the jobs themselves
- * (the planner's objects) so that the next due job is its head, a queue position is a binary search (positions are read on every acceptance), and
- * a plan that keeps a prefix of it (src/queue/plan-insert.ts) can take it as it is.
+ * (the planner's objects) so that the next due job is its head, a queue position is a binary search (positions
+ * are read on every acceptance), and a plan that keeps a prefix of it (src/queue/plan-insert.ts) can take it as
+ * it is.
  */
 export interface Slotted {
   id: string;

@@ -36,7 +36,7 @@ export function remaining(limit: number | null, used: number): number | null {
 }
 
 /** First index in sorted `a[from, to)` whose value is > x (`to` when none). */
-function upperBound(a: readonly number[], x: number, from: number, to: number): number {
+export function upperBound(a: readonly number[], x: number, from: number, to: number): number {
   let lo = from;
   let hi = to;
   while (lo < hi) {
