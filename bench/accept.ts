@@ -17,7 +17,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import { startTestGateway } from '../test/helpers/gateway.js';
-import { runLoad, fmt, errorsText } from './lib/load.js';
+import { runLoad, fmt, errorsText, unlessErrors } from './lib/load.js';
 import { median } from './lib/queue-fixture.js';
 import { measured, medianRun, printLatencyFloor, printGroupCommit, printMachineCeiling, printPgbench, printRounds, roundsAgainstPgbench } from './lib/rounds.js';
 
@@ -94,10 +94,7 @@ console.log(`  … with idempotency keys:        ${fmt(keyed.rps, 0)} req/s  p50
 // CPU an acceptance may spend per row if it is to reach a ratio to pgbench (printMachineCeiling)
 const ceilingCpu = ceilingBusyUs !== null ? `, machine CPU ${fmt(ceilingBusyUs / Math.max(1, ceiling.requests), 0)} µs per request` : '';
 console.log(`bare Koa POST (the HTTP ceiling):  ${fmt(ceiling.rps, 0)} req/s  p50 ${fmt(ceiling.p50, 2)} ms  p99 ${fmt(ceiling.p99, 2)} ms  ${errorsText(ceiling)}${ceilingCpu}`);
-// a rate counts answered acceptances: with refusals among them it is not the gateway's rate
-console.log(r.errors === 0
-  ? `ratio acceptance / pgbench:       ${fmt(median(rounds.ratios), 3)}  (median of the rounds' ratios, each to the pgbench runs around it; goal ≥ 0.6; p99 goal ≤ 25 ms)`
-  : `ratio acceptance / pgbench:       not measured: ${r.errors} requests of the rounds failed (above)`);
+console.log(`ratio acceptance / pgbench:       ${unlessErrors([r], () => `${fmt(median(rounds.ratios), 3)}  (median of the rounds' ratios, each to the pgbench runs around it; goal ≥ 0.6; p99 goal ≤ 25 ms)`)}`);
 console.log(`ratio ceiling / pgbench:          ${fmt(ceiling.rps / median(rounds.tps), 3)}  (what a bare HTTP server reaches on this machine)`);
 console.log(`ratio acceptance / ceiling:       ${fmt(r.rps / ceiling.rps, 3)}`);
 await t.stop();

@@ -24,7 +24,7 @@
  *   BENCH_MS=3000 BENCH_CONCURRENCY=16
  */
 import { startTestGateway } from '../test/helpers/gateway.js';
-import { runLoad, fmt, errorsText } from './lib/load.js';
+import { runLoad, fmt, errorsText, unlessErrors } from './lib/load.js';
 import { fill, holdSettings, median, percentile, rowVersions, rowsWritten, timed } from './lib/queue-fixture.js';
 import { withTransaction } from '../src/store/pool.js';
 import { saveSlots } from '../src/queue/sql/saveSlots.js';
@@ -162,10 +162,7 @@ const ms = (xs: number[]) => `p50 ${fmt(percentile(xs, 50), 1)} ms  p99 ${fmt(pe
 console.log(`full queue: one instance, new-instance limits (hourly and daily budget ×10) with quiet hours now, ${CONCURRENCY} clients, ${DURATION} ms per load`);
 console.log(`acceptance, empty queue:          ${fmt(e.rps, 0)} req/s  p50 ${fmt(e.p50, 2)} ms  p99 ${fmt(e.p99, 2)} ms  ${errorsText(e)}  (pending ${e0} → ${e1})`);
 console.log(`acceptance, full queue:           ${fmt(f.rps, 0)} req/s  p50 ${fmt(f.p50, 2)} ms  p99 ${fmt(f.p99, 2)} ms  ${errorsText(f)}  (pending ${f0} → ${f1})`);
-// a rate with refusals among its requests is not the queue's rate (the instance ran out of slots): no ratio then
-console.log(e.errors + f.errors === 0
-  ? `ratio full / empty:               ${fmt(e.rps / f.rps, 2)}  (time per request; p99 ${fmt(f.p99 / e.p99, 2)}; goal ≤ 2)`
-  : `ratio full / empty:               not measured: ${e.errors + f.errors} requests failed (above)`);
+console.log(`ratio full / empty:               ${unlessErrors([e, f], () => `${fmt(e.rps / f.rps, 2)}  (time per request; p99 ${fmt(f.p99 / e.p99, 2)}; goal ≤ 2)`)}`);
 console.log(`priority-9 acceptance, full:      median ${fmt(median(p9), 1)} ms  (${p9.map((x) => fmt(x, 0)).join(', ')} ms)`);
 console.log(`  rows written per priority-9:    median ${median(p9Rows)}  (${p9Rows.join(', ')}; within a second of the answer)`);
 console.log(`replan, full queue, nothing new:  median ${fmt(median(replanIdle), 1)} ms  rows written median ${median(replanRows)} (${replanRows.join(', ')})`);
@@ -176,7 +173,5 @@ console.log(`replan while accepting:           ${replans.length} calls  ${ms(rep
 console.log(`504 INSTANCE_TIMEOUT (cancel + replan): ${timeouts}   (acceptance meanwhile ${fmt(b.rps, 0)} req/s, ${errorsText(b)})`);
 // a collapse of acceptance while cancels and re-plans share the instance (a stall: a plan or a write that
 // waits far too long) is a figure of its own, not only a slow call among the cancels and re-plans
-console.log(b.errors + f.errors === 0
-  ? `acceptance during cancels and re-plans / full queue alone: ${fmt(b.rps / f.rps, 2)}  (${fmt(b.rps, 0)} / ${fmt(f.rps, 0)} req/s; a stall if under 0.1)`
-  : `acceptance during cancels and re-plans / full queue alone: not measured: ${b.errors + f.errors} requests failed (above)`);
+console.log(`acceptance during cancels and re-plans / full queue alone: ${unlessErrors([b, f], () => `${fmt(b.rps / f.rps, 2)}  (${fmt(b.rps, 0)} / ${fmt(f.rps, 0)} req/s; a stall if under 0.1)`)}`);
 await t.stop();

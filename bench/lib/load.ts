@@ -46,6 +46,15 @@ export function runLoad(spec: LoadSpec): Promise<LoadResult> {
 
 export const fmt = (n: number, digits = 1) => n.toFixed(digits);
 
+/**
+ * A figure computed from loads, or that it was not measured when one of them had errors: a rate counts answered
+ * requests, and with refusals among them (a fixture that ran out of room) it is not the server's rate.
+ */
+export const unlessErrors = (loads: readonly Pick<LoadResult, 'errors'>[], figure: () => string) => {
+  const errors = loads.reduce((n, l) => n + l.errors, 0);
+  return errors === 0 ? figure() : `not measured: ${errors} requests failed (above)`;
+};
+
 /** `errors N`, and when there were any, what they were and the first one's body (a bench must not hide them) */
 export const errorsText = (r: LoadResult) =>
   r.errors === 0 ? 'errors 0' : `errors ${r.errors} ${JSON.stringify(r.failures)}${r.sample ? ` first: ${r.sample}` : ''}`;
