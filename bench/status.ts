@@ -15,7 +15,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import { startTestGateway } from '../test/helpers/gateway.js';
-import { runLoad, fmt, type LoadResult, type LoadSpec } from './lib/load.js';
+import { runLoad, fmt, unlessErrors, type LoadResult, type LoadSpec } from './lib/load.js';
 
 const DURATION = Number(process.env.BENCH_MS ?? 3_000);
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 4));
@@ -73,7 +73,8 @@ const helloCpu = median(hellos.map((h) => h.cpuUs));
 for (const r of routes) {
   const rs = results.get(r.name) ?? [];
   const ratios = rs.map((x, i) => x.rps / (((hellos[i] as Measured).rps + (hellos[i + 1] as Measured).rps) / 2));
-  console.log(`ratio ${r.name} / hello:  ${fmt(median(ratios), 3)}  (rounds: ${ratios.map((x) => fmt(x, 3)).join(', ')}; cpu per request hello / ${r.name}: ${fmt(helloCpu / median(rs.map((x) => x.cpuUs)), 3)})`);
+  const figure = () => `${fmt(median(ratios), 3)}  (rounds: ${ratios.map((x) => fmt(x, 3)).join(', ')}; cpu per request hello / ${r.name}: ${fmt(helloCpu / median(rs.map((x) => x.cpuUs)), 3)})`;
+  console.log(`ratio ${r.name} / hello:  ${unlessErrors([...rs, ...hellos], figure)}`);
 }
 
 await t.stop();
