@@ -13,13 +13,13 @@
  *
  * A group whose `message.queued` no webhook wants (the usual send, and what an operator's many instances
  * send) is instead ONE statement, its own transaction, fenced inside it, that remembers the jobs' idempotency
- * keys too and looks them up itself (src/queue/sql/insertJobsFenced.ts): its units decide as if no key were
- * known, and only the instances of which it finds a key remembered (a replay) decide again, from the keys and
- * jobs it answers for them, and a second statement when they still write something. One round trip instead
- * of four or five, which is most of what an acceptance waits for. Its price: a connection that breaks while
- * that statement is on its way leaves the outcome unknown (CommitOutcomeUnknown) where BEGIN would have
- * failed first, and the instance's queue then reads itself again from PostgreSQL (src/queue/acceptance.ts
- * `reconcile`).
+ * keys too and looks them up itself (src/queue/one-statement-group.ts, src/queue/sql/insertJobsFenced.ts): its
+ * units decide as if no key were known, and only the instances of which it finds a key remembered (a replay)
+ * decide again, from the keys and jobs it answers for them, and a second statement when they still write
+ * something. One round trip instead of four or five, which is most of what an acceptance waits for. Its
+ * price: a connection that breaks while that statement is on its way leaves the outcome unknown
+ * (CommitOutcomeUnknown) where BEGIN would have failed first, and the instance's queue then reads itself again
+ * from PostgreSQL (src/queue/acceptance.ts `reconcile`).
  *
  * Only the new rows: slots of waiting jobs a priority jump moved are written by the instance's slot writer
  * after the commit (src/queue/slot-writer.ts), so one instance's jump never slows the others' group. A unit
@@ -33,39 +33,13 @@
  * unknown COMMIT fails every unit of the group, as it would have failed each alone.
  */
 import { performance } from 'node:perf_hooks';
-import { CommitOutcomeUnknown, withTransaction, type Pool, type Queryable } from '../store/pool.js';
-import { isConnectionError } from '../store/health.js';
-import { DomainError } from '../errors.js';
-import type { Job, NewJob } from './job.js';
-import { findKeysAcross, type KeyedJob } from './sql/findByIdempotencyKeys.js';
-import { insertJobs, ROWS_PER_STATEMENT } from './sql/insertJobs.js';
-import { insertJobsFenced, type FencedInsert, type InstanceLeaseRef, type KeyCheck, type RememberedKey } from './sql/insertJobsFenced.js';
+import { withTransaction, type Pool, type Queryable } from '../store/pool.js';
+import { insertJobs } from './sql/insertJobs.js';
+import type { InstanceLeaseRef } from './sql/insertJobsFenced.js';
+import { lookUpAndDecide, notOwned, outcomes, settle, type AcceptUnit, type UnitResult, type UnitWrites, type Waiting } from './group-units.js';
+import { commitAsOneStatement } from './one-statement-group.js';
 
-/** What one instance's acceptance batch writes, decided inside the group's transaction. */
-export interface UnitWrites {
-  jobs: NewJob[];
-  /** the events of the inserted jobs (in their order) */
-  events(inserted: Job[]): { event: string; data: unknown }[];
-}
-
-export interface AcceptUnit<D extends UnitWrites = UnitWrites> {
-  instanceId: string;
-  /** idempotency keys to look up, remembered if younger than `since` */
-  keys: readonly string[];
-  since: number;
-  /** requests in the unit (default 1): a group holds units of at most `maxRows` requests together */
-  size?: number;
-  /** Decide the batch from what its keys name. Pure: it may run again if the group is retried. */
-  decide(known: Map<string, KeyedJob>): D;
-}
-
-export interface UnitResult<D extends UnitWrites = UnitWrites> {
-  decided: D;
-  /** the inserted jobs, in the order of `decided.jobs` */
-  jobs: Job[];
-  /** an event of this unit reached the outbox (its instance's webhook sender has something new to deliver) */
-  evented: boolean;
-}
+export type { AcceptUnit, UnitResult, UnitWrites } from './group-units.js';
 
 export interface CommitterDeps {
   pool: Pool;
@@ -102,14 +76,6 @@ export interface GroupCommitStats {
   groupMs: number;
   busyMs: number;
 }
-
-interface Waiting {
-  unit: AcceptUnit;
-  resolve: (r: UnitResult) => void;
-  reject: (err: unknown) => void;
-}
-
-const notOwned = () => new DomainError('INSTANCE_UNREACHABLE', 'this node no longer owns the instance; nothing was accepted');
 
 export class AcceptanceCommitter {
   private waiting: Waiting[] = [];
@@ -186,8 +152,12 @@ export class AcceptanceCommitter {
   private async transact(group: Waiting[]): Promise<Map<Waiting, UnitResult | Error>> {
     const instanceIds = [...new Set(group.map((w) => w.unit.instanceId))];
     const quiet = this.deps.quiet ? await this.deps.quiet(instanceIds) : false;
-    const one = quiet ? await this.asOneStatement(group, instanceIds) : null;
-    if (one) return one;
+    const one = quiet ? await commitAsOneStatement(this.deps, group, instanceIds) : null;
+    if (one) {
+      this.stats.groups += 1;
+      this.stats.units += group.length;
+      return one;
+    }
     const out = new Map<Waiting, UnitResult | Error>();
     await withTransaction(this.deps.pool, async (c) => {
       let live = group;
@@ -226,151 +196,4 @@ export class AcceptanceCommitter {
     this.stats.units += group.length;
     return out;
   }
-
-  /**
-   * A quiet group (CommitterDeps.quiet: no webhook wants its events) of `instanceIds` as one statement that
-   * writes the jobs and remembers their keys, fenced inside it; null when it cannot be (more rows than one
-   * statement takes), and the transaction writes it, without building events nobody wants.
-   *
-   * Optimistic about keys: every unit decides as if none of its keys were remembered (the usual case: a retry
-   * is rare), and the statement itself looks them up. An instance of which it finds one writes nothing in it
-   * (`known`) and answers its remembered keys with their jobs; those units decide again from that answer, and a
-   * second statement writes what they still write. So a group is one round trip, replays or not (not two, as a
-   * read before the write would make it); a unit that mixes replays with fresh requests costs a second
-   * statement, which the group's other units do not wait for: they are answered once the first commits.
-   *
-   * The keys the first statement found are all the replays' units need, and so is a look-up outside any write
-   * (a unit retried alone reads its keys again): an instance's keys are written only by the node that holds its
-   * lease, one batch after the other (a batch is decided once the one before it is committed), and a previous
-   * holder's writes were committed before its lease could be taken over (they hold it FOR KEY SHARE). A key
-   * written in between anyway fails the statement whole (insertJobsFenced), and the units are then tried again
-   * one by one.
-   */
-  private async asOneStatement(group: Waiting[], instanceIds: readonly string[]): Promise<Map<Waiting, UnitResult | Error> | null> {
-    const { fence, leasesOf } = this.deps;
-    if (fence && !leasesOf) return null;
-    let rows = 0;
-    for (const w of group) rows += w.unit.size ?? 1;
-    if (rows > ROWS_PER_STATEMENT) return null;
-    const none = new Map<string, KeyedJob>();
-    const first = await this.writeOne(group, instanceIds, group.map((w) => w.unit.decide(none)), keyCheck(group));
-    if (!first) return null;
-    const { out, remembered } = first;
-    const again = group.filter((w) => !out.has(w));
-    if (again.length > 0) {
-      // The other units' outcomes are final (committed, or refused): answered now, not after the replays'
-      // statement (settling them again with the group does nothing). Whatever befalls the replays from here is
-      // theirs alone: a failure of their statement must never send a committed unit round again.
-      for (const [w, r] of out) settle(w, r);
-      const retried = await outcomes(again, async (units, alone) => {
-        // A key of these instances is remembered: decided again from what the keys name. The statement answered
-        // them (under the group's oldest retention: each unit keeps the keys younger than its own). A retry
-        // one by one (the second statement failed for another unit) reads them again: they may have changed.
-        const decided = alone
-          ? await lookUpAndDecide(this.deps.pool, units)
-          : units.map((w) => w.unit.decide(rememberedFor(w.unit, remembered.get(w.unit.instanceId))));
-        // units that now write nothing (every request a replay, or refused) are answered from their keys: the
-        // first statement found their lease held, and there is nothing to fence. The others: a second statement.
-        const writing = units.filter((_, i) => (decided[i] as UnitWrites).jobs.length > 0);
-        const second = writing.length > 0
-          ? await this.writeOne(writing, [...new Set(writing.map((w) => w.unit.instanceId))], decided.filter((d) => d.jobs.length > 0), null)
-          : { out: new Map<Waiting, UnitResult | Error>() };
-        if (!second) return null;
-        const written = second.out;
-        units.forEach((w, i) => {
-          const d = decided[i] as UnitWrites;
-          if (d.jobs.length === 0) written.set(w, { decided: d, jobs: [], evented: false });
-        });
-        return written;
-      });
-      for (const w of again) out.set(w, retried.get(w) ?? lost());
-    }
-    this.stats.groups += 1;
-    this.stats.units += group.length;
-    return out;
-  }
-
-  /**
-   * The units' decisions written by one statement (null: more rows than it takes); a unit of an instance named
-   * `known` by `check` is left out of the answer (its decision assumed its keys unknown).
-   */
-  private async writeOne(group: Waiting[], instanceIds: readonly string[], decided: UnitWrites[], check: KeyCheck | null): Promise<{ out: Map<Waiting, UnitResult | Error>; remembered: FencedInsert['remembered'] } | null> {
-    const { fence, leasesOf } = this.deps;
-    const all = decided.flatMap((d) => d.jobs);
-    if (all.length > ROWS_PER_STATEMENT) return null;
-    const { held, known, remembered, jobs } = await insertJobsFenced(this.deps.pool, all, fence && leasesOf ? leasesOf(instanceIds) : null, check);
-    const out = new Map<Waiting, UnitResult | Error>();
-    let at = 0;
-    group.forEach((w, i) => {
-      const d = decided[i] as UnitWrites;
-      const mine = jobs.slice(at, at + d.jobs.length);
-      at += d.jobs.length;
-      if (held && !held.has(w.unit.instanceId)) out.set(w, notOwned());
-      else if (!known.has(w.unit.instanceId)) out.set(w, { decided: d, jobs: mine.filter((j): j is Job => j !== null), evented: false });
-    });
-    return { out, remembered };
-  }
-}
-
-/**
- * What `write` gives each of `units`. When it fails as a whole: that failure for each, if it was a lost
- * connection or an unknown commit (as each alone would have failed) or there is one unit; else (one unit failed
- * the others, a key another node took meanwhile) each unit written alone, so that it fails only itself.
- * `write` is told whether it writes a unit alone after such a failure (`alone`).
- */
-async function outcomes(
-  units: Waiting[],
-  write: (units: Waiting[], alone: boolean) => Promise<Map<Waiting, UnitResult | Error> | null>,
-  alone = false,
-): Promise<Map<Waiting, UnitResult | Error>> {
-  const out = new Map<Waiting, UnitResult | Error>();
-  try {
-    const written = await write(units, alone);
-    for (const w of units) out.set(w, written?.get(w) ?? lost());
-  } catch (err) {
-    if (units.length === 1 || isConnectionError(err) || err instanceof CommitOutcomeUnknown) {
-      for (const w of units) out.set(w, asError(err));
-    } else {
-      for (const w of units) out.set(w, (await outcomes([w], write, true)).get(w) ?? lost());
-    }
-  }
-  return out;
-}
-
-const lost = () => new Error('the group commit lost a unit');
-const asError = (err: unknown): Error => (err instanceof Error ? err : new Error(String(err)));
-
-/** The keys of the units, for the statement to look up itself (null: none has keys). */
-function keyCheck(group: readonly Waiting[]): KeyCheck | null {
-  const check: KeyCheck = { instanceIds: [], keys: [], since: Infinity };
-  for (const { unit } of group) {
-    for (const k of unit.keys) (check.instanceIds.push(unit.instanceId), check.keys.push(k));
-    // the oldest retention of the group: a key a unit would count as expired may count as known, and that
-    // unit is decided again from an exact look-up
-    if (unit.keys.length > 0) check.since = Math.min(check.since, unit.since);
-  }
-  return check.keys.length > 0 ? check : null;
-}
-
-/** What a unit decides from: its keys among those the statement found remembered, younger than its own retention. */
-function rememberedFor(unit: AcceptUnit, found: ReadonlyMap<string, RememberedKey> | undefined): Map<string, KeyedJob> {
-  const known = new Map<string, KeyedJob>();
-  if (!found) return known;
-  for (const key of unit.keys) {
-    const r = found.get(key);
-    if (r && r.at > unit.since) known.set(key, { job: r.job, payloadHash: r.payloadHash });
-  }
-  return known;
-}
-
-/** Look up the units' keys (one statement; none when no unit has keys) and let each decide from what they name. */
-async function lookUpAndDecide(q: Queryable, units: readonly Waiting[]): Promise<UnitWrites[]> {
-  const known = await findKeysAcross(q, units.map((w) => ({ instanceId: w.unit.instanceId, keys: w.unit.keys, since: w.unit.since })));
-  return units.map((w) => w.unit.decide(known.get(w.unit.instanceId) ?? new Map()));
-}
-
-function settle(w: Waiting, r: UnitResult | Error | undefined): void {
-  if (r === undefined) w.reject(lost());
-  else if (r instanceof Error) w.reject(r);
-  else w.resolve(r);
 }
