@@ -13,6 +13,9 @@ export interface Clock {
   clearTimeout(handle: TimerHandle): void;
 }
 
+/** An instant in epoch ms as a Date for PostgreSQL (null and undefined: NULL). */
+export const dateOf = (ms: number | null | undefined): Date | null => (ms === null || ms === undefined ? null : new Date(ms));
+
 export const systemClock: Clock = {
   now: () => Date.now(),
   setTimeout: (fn, ms) => {

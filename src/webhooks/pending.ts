@@ -6,6 +6,7 @@
  * one sender per instance). The result UPDATE is still conditional on (state pending, attempts as read), so
  * a stray second sender cannot count an attempt twice or resurrect a finished row.
  */
+import { dateOf } from '../clock.js';
 import type { Queryable } from '../store/pool.js';
 import { registerSecret } from '../log.js';
 
@@ -97,7 +98,6 @@ export async function fetchPending(q: Queryable, instanceId: string, limit: numb
  */
 export async function recordResults(q: Queryable, results: readonly AttemptResult[]): Promise<number> {
   if (results.length === 0) return 0;
-  const date = (ms: number | null) => (ms === null ? null : new Date(ms));
   const { rowCount } = await q.query({
     name: 'record_webhook_results',
     text: `WITH r AS (
@@ -119,12 +119,12 @@ export async function recordResults(q: Queryable, results: readonly AttemptResul
       results.map((r) => r.outboxId),
       results.map((r) => r.state),
       results.map((r) => r.attempt),
-      results.map((r) => date(r.at)),
-      results.map((r) => date(r.finishedAt)),
+      results.map((r) => dateOf(r.at)),
+      results.map((r) => dateOf(r.finishedAt)),
       results.map((r) => r.status),
       results.map((r) => r.error),
       results.map((r) => r.durationMs),
-      results.map((r) => date(r.nextAttemptAt)),
+      results.map((r) => dateOf(r.nextAttemptAt)),
     ],
   });
   return rowCount ?? 0;

@@ -3,6 +3,7 @@
  * (src/queue/payload.ts), never cast: a row the gateway cannot send is an error where it is read.
  */
 import { isJobState } from '../../../machines/job.machine.js';
+import { dateOf } from '../../clock.js';
 import type { Job, JobRecord } from '../job.js';
 import { checkSend, type Send } from '../payload.js';
 
@@ -63,13 +64,12 @@ export const JOB_ROW_JSON = `json_build_object(${Object.keys(JOB_ROW_KEYS)
 /** The JobRow of a `JOB_ROW_JSON` value (as parsed by pg's json parser). */
 export function jobRowFromJson(o: Record<string, unknown>): JobRow {
   const row: Record<string, unknown> = { ...o };
-  for (const k of TIMESTAMP_KEYS) row[k] = toDate(o[k] as number | null | undefined);
+  for (const k of TIMESTAMP_KEYS) row[k] = dateOf(o[k] as number | null | undefined);
   for (const k of Object.keys(JOB_ROW_KEYS)) if (!(k in row)) throw new Error(`a job's json lacks ${k}`);
   return row as unknown as JobRow;
 }
 
 const ms = (d: Date | null) => (d ? d.getTime() : null);
-export const toDate = (v: number | null | undefined) => (v === null || v === undefined ? null : new Date(v));
 
 /**
  * Map a row; `send` is given when the caller already holds the checked send. The send is spread last: V8

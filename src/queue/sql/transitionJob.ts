@@ -10,7 +10,8 @@
 import { bulkJobEvent, type JobEvent, type JobStep } from '../../../machines/job.machine.js';
 import type { Queryable } from '../../store/pool.js';
 import type { Job, TransitionFields } from '../job.js';
-import { JOB_ROW_NAMES, rowToJob, toDate, type JobRow } from './row.js';
+import { dateOf } from '../../clock.js';
+import { JOB_ROW_NAMES, rowToJob, type JobRow } from './row.js';
 
 export interface Moved {
   job: Job;
@@ -34,8 +35,8 @@ export async function transitionJob(q: Queryable, jobId: string, event: JobEvent
         attempts = attempts + CASE WHEN $14::boolean THEN 1 ELSE 0 END
       WHERE id = $1 AND state = ANY($2::text[])
       RETURNING ${JOB_ROW_NAMES}`,
-    values: [jobId, from, step.next, f.scheduledAt !== undefined, toDate(f.scheduledAt), f.dispatchedAt !== undefined,
-      toDate(f.dispatchedAt), toDate(f.terminalAt), step.deliveryConfidence, f.messageId ?? null, f.resultCode ?? null,
+    values: [jobId, from, step.next, f.scheduledAt !== undefined, dateOf(f.scheduledAt), f.dispatchedAt !== undefined,
+      dateOf(f.dispatchedAt), dateOf(f.terminalAt), step.deliveryConfidence, f.messageId ?? null, f.resultCode ?? null,
       f.errorMessage ?? null, f.unknownReason ?? null, f.attemptsIncrement ?? false],
   });
   return rows[0] ? { job: rowToJob(rows[0]), step } : null;
