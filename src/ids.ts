@@ -24,6 +24,12 @@ export const newJobId = () => `wq_${randomHex(12)}`;
 export const newEventId = () => `ev_${randomHex(12)}`;
 export const newMediaId = () => `md_${randomHex(12)}`;
 export const newInstanceId = () => randomUUID();
+/**
+ * An instance id as PostgreSQL's uuid type takes it (any case): what a path or body names is checked with this
+ * before it reaches a query, so a malformed one is a 404, not a failed statement.
+ */
+export const isInstanceId = (id: string) => UUID.test(id);
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** API key `wapi_<NAME>_<random>`: 32 characters of randomness. */
 export const newApiKey = (name: string) => `wapi_${name}_${randomBytes(24).toString('base64url')}`;
 export const newAdminToken = () => `mgwadm_${randomBytes(24).toString('base64url')}`;

@@ -4,7 +4,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Queryable } from './pool.js';
-import { newApiKey, newInstanceId } from '../ids.js';
+import { isInstanceId, newApiKey, newInstanceId } from '../ids.js';
 import { DomainError } from '../errors.js';
 import { NEW_INSTANCE_DEFAULTS, type InstanceSettings } from '../queue/settings.js';
 
@@ -149,7 +149,7 @@ export async function rotateKey(q: Queryable, instance: Instance): Promise<strin
 }
 
 export async function getInstance(q: Queryable, id: string): Promise<Instance | null> {
-  if (!/^[0-9a-f-]{36}$/i.test(id)) return null;
+  if (!isInstanceId(id)) return null;
   const { rows } = await q.query<InstanceRow>('SELECT * FROM instances WHERE id = $1', [id]);
   return rows[0] ? rowToInstance(rows[0]) : null;
 }

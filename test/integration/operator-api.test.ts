@@ -262,3 +262,39 @@ test('create: settings given at creation are checked merged with the defaults th
   const fine = await t.admin('POST', '/admin/v1/instances', { name: 'merged', settings: { minDelayMs: 20_000, maxDelayMs: 30_000 } });
   assert.equal(fine.status, 201, fine.text);
 });
+
+test('an id shaped like a uuid that is not one is 404 INSTANCE_NOT_FOUND on every route that names an instance, never a failed statement', async () => {
+  // 36 characters of [0-9a-f-] in the wrong places: they passed a check of length and alphabet, and PostgreSQL's
+  // uuid type refused them (500 INTERNAL_ERROR, found by the fuzzer on PATCH)
+  const ids = ['9'.repeat(36), '-'.repeat(36), 'abcdef0123456789abcdef0123456789abcd', '00000000-0000-0000-0000-00000000000g'];
+  const routes: Array<[string, string, unknown?]> = [
+    ['GET', ''],
+    ['PATCH', '', { settings: { storeIncomingMedia: false } }],
+    ['DELETE', ''],
+    ['POST', '/keys'],
+    ['POST', '/restart'],
+    ['POST', '/logout'],
+    ['POST', '/pairing-code', { phoneNumber: '4915112345678' }],
+    ['GET', '/qr'],
+    ['POST', '/move', { nodeId: 'nobody' }],
+    ['PUT', '/webhook', { url: 'https://example.com/hook', events: ['message.sent'] }],
+    ['GET', '/webhook'],
+    ['DELETE', '/webhook'],
+    ['POST', '/webhook/test'],
+    ['GET', '/webhook/deliveries'],
+    ['POST', '/webhook/deliveries/ev_0123/redeliver'],
+    ['GET', '/queue'],
+    ['GET', '/queue/items'],
+    ['DELETE', '/messages/wq_0123456789abcdef01234567'],
+    ['POST', '/messages/wq_0123456789abcdef01234567/requeue'],
+  ];
+  for (const id of ids) {
+    for (const [method, tail, body] of routes) {
+      const r = await t.admin(method, `/admin/v1/instances/${id}${tail}`, body);
+      assert.equal(r.status, 404, `${method} …/${id}${tail}: ${r.text}`);
+      assert.equal(r.body.code, 'INSTANCE_NOT_FOUND', `${method} …/${id}${tail}: ${r.text}`);
+    }
+  }
+  const health = await t.admin('GET', '/admin/v1/instances');
+  assert.equal(health.status, 200, health.text);
+});

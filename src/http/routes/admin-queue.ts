@@ -18,6 +18,7 @@ import type { InstancePort } from '../../actors/port.js';
 import type { Pool } from '../../store/pool.js';
 import type { Clock } from '../../clock.js';
 import { queueHandlers } from './queue.js';
+import { isInstanceId } from '../../ids.js';
 
 export interface AdminQueueDeps {
   pool: Pool;
@@ -27,8 +28,6 @@ export interface AdminQueueDeps {
   degradedSince(): number | null;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 export function adminQueueRouter(deps: AdminQueueDeps): Router {
   const router = createRouter();
   const base = '/admin/v1/instances/:id';
@@ -36,7 +35,7 @@ export function adminQueueRouter(deps: AdminQueueDeps): Router {
 
   const portOf = async (ctx: Context): Promise<InstancePort> => {
     const id = String(ctx.params.id ?? '');
-    const found = UUID.test(id) && (await deps.pool.query('SELECT 1 FROM instances WHERE id = $1', [id])).rowCount;
+    const found = isInstanceId(id) && (await deps.pool.query('SELECT 1 FROM instances WHERE id = $1', [id])).rowCount;
     if (!found) throw new DomainError('INSTANCE_NOT_FOUND', 'no such instance', { instanceId: id });
     return deps.portOf(id);
   };

@@ -25,6 +25,7 @@ import { deleteWebhook, getWebhook, putWebhook, toView, WebhookInput } from '../
 import { decodeCursor, DELIVERY_STATES, listDeliveries, redeliver } from '../../webhooks/deliveries.js';
 import { EVENT_NAMES, maxAttemptsFor, NORMAL_ATTEMPTS } from '../../webhooks/events.js';
 import { enqueueEvent } from '../../webhooks/outbox.js';
+import { isInstanceId } from '../../ids.js';
 
 export interface WebhookAdminDeps {
   db: Queryable;
@@ -47,14 +48,12 @@ export const DeliveriesQuery = object({
 const BUDGETS: ReadonlyMap<string, number> = new Map(EVENT_NAMES.map((e) => [e, maxAttemptsFor(e)]));
 const EVENT_ID = /^ev_[A-Za-z0-9_-]{1,80}$/;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 export function createWebhookAdminRouter(deps: WebhookAdminDeps): Router {
   const router = createRouter();
 
   const instanceId = async (raw: string | undefined): Promise<string> => {
     const id = raw ?? '';
-    const found = UUID.test(id) && (await deps.db.query('SELECT 1 FROM instances WHERE id = $1', [id])).rowCount;
+    const found = isInstanceId(id) && (await deps.db.query('SELECT 1 FROM instances WHERE id = $1', [id])).rowCount;
     if (!found) throw new DomainError('INSTANCE_NOT_FOUND', 'no such instance', { instanceId: id });
     return id;
   };
