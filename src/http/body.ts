@@ -3,7 +3,8 @@
  * wrong is a 4xx in the envelope, never a 5xx: a body that is not JSON (415), an unsupported encoding or
  * charset (415), bytes that do not inflate or decode (400), more than the limit after inflating (413), nesting
  * deeper than any request needs, keys that reach object prototypes, NUL characters (PostgreSQL refuses them in
- * text and JSON) and a body that is not an object (400 VALIDATION_FAILED naming the field).
+ * text and JSON), lone surrogates (its JSON refuses those) and a body that is not an object (400
+ * VALIDATION_FAILED naming the field).
  */
 import { createGunzip, createInflate, createBrotliDecompress } from 'node:zlib';
 import type { Readable } from 'node:stream';
@@ -141,34 +142,48 @@ async function readAll(ctx: Context, limit: number): Promise<Buffer> {
   return Buffer.concat(chunks, size);
 }
 
-/** Refuses nesting deeper than MAX_JSON_DEPTH before JSON.parse builds it (strings are skipped). */
-function checkDepth(text: string): void {
+/**
+ * Refuses nesting deeper than MAX_JSON_DEPTH before JSON.parse builds it (strings are skipped). Answers whether
+ * a string holds an escaped surrogate (`\ud800` to `\udfff`): the only way a lone one reaches a parsed string
+ * (strict UTF-8 decoding has none), and then the strings are searched for one.
+ */
+function checkDepth(text: string): boolean {
   let depth = 0;
   let inString = false;
+  let surrogates = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
-      if (c === 0x5c) i++; // backslash: skip the escaped character
-      else if (c === 0x22) inString = false;
+      if (c === 0x5c) {
+        // backslash: skip the escaped character; \uD800-\uDFFF is a surrogate
+        if (text.charCodeAt(i + 1) === 0x75 && (text.charCodeAt(i + 2) | 0x20) === 0x64 && /[89a-f]/i.test(text.charAt(i + 3))) surrogates = true;
+        i++;
+      } else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
     else if (c === 0x7b || c === 0x5b) {
       if (++depth > MAX_JSON_DEPTH) throw bad('body', `the body is nested deeper than ${MAX_JSON_DEPTH} levels`);
     } else if (c === 0x7d || c === 0x5d) depth--;
   }
+  return surrogates;
 }
 
-/** True when no key reaches a prototype and no key or string holds a NUL (the usual body): no paths built. */
-function clean(root: unknown): boolean {
+/** A surrogate that is not half of a pair (`\p{Cs}` matches only those under the `u` flag). */
+const LONE_SURROGATE = /\p{Cs}/u;
+/** Whether a key or string is refused: a NUL, or (when the text escaped surrogates) a lone surrogate. */
+const refusedText = (s: string, surrogates: boolean) => s.includes('\u0000') || (surrogates && LONE_SURROGATE.test(s));
+
+/** True when no key reaches a prototype and no key or string is refused (the usual body): no paths built. */
+function clean(root: unknown, surrogates: boolean): boolean {
   const stack: unknown[] = [root];
   while (stack.length > 0) {
     const value = stack.pop();
     if (typeof value === 'string') {
-      if (value.includes('\u0000')) return false;
+      if (refusedText(value, surrogates)) return false;
     } else if (Array.isArray(value)) {
       for (const v of value) stack.push(v);
     } else if (value !== null && typeof value === 'object') {
       for (const k of Object.keys(value)) {
-        if (FORBIDDEN_KEYS.has(k) || k.includes('\u0000')) return false;
+        if (FORBIDDEN_KEYS.has(k) || refusedText(k, surrogates)) return false;
         stack.push((value as Record<string, unknown>)[k]);
       }
     }
@@ -176,9 +191,13 @@ function clean(root: unknown): boolean {
   return true;
 }
 
-/** Walks the parsed value without recursion: no key that reaches a prototype, no NUL in keys or strings. */
-function checkValues(root: unknown): void {
-  if (clean(root)) return;
+/**
+ * Walks the parsed value without recursion: no key that reaches a prototype, no NUL in keys or strings, and no
+ * lone surrogate (`surrogates`: the text escaped one). PostgreSQL's JSON refuses `\ud800` unpaired (a 500 from
+ * the insert, found by probing), and in text it would become U+FFFD: stored, but not what the client sent.
+ */
+function checkValues(root: unknown, surrogates: boolean): void {
+  if (clean(root, surrogates)) return;
   // something to refuse: walk again with paths, to name the first offending field
   const stack: Array<{ value: unknown; path: string }> = [{ value: root, path: '' }];
   const at = (path: string, key: string) => (path ? `${path}.${key}` : key);
@@ -186,6 +205,7 @@ function checkValues(root: unknown): void {
     const { value, path } = stack.pop() as { value: unknown; path: string };
     if (typeof value === 'string') {
       if (value.includes('\u0000')) throw bad(path || 'body', `${path || 'body'} must not contain NUL characters`);
+      if (surrogates && LONE_SURROGATE.test(value)) throw bad(path || 'body', `${path || 'body'} must be well-formed Unicode (it holds half of a surrogate pair)`);
     } else if (Array.isArray(value)) {
       value.forEach((v, i) => stack.push({ value: v, path: at(path, String(i)) }));
     } else if (value !== null && typeof value === 'object') {
@@ -193,6 +213,7 @@ function checkValues(root: unknown): void {
         const p = at(path, k);
         if (FORBIDDEN_KEYS.has(k)) throw bad(p, `${p} is not an allowed field name`);
         if (k.includes('\u0000')) throw bad(path || 'body', `field names must not contain NUL characters`);
+        if (surrogates && LONE_SURROGATE.test(k)) throw bad(path || 'body', 'field names must be well-formed Unicode (one holds half of a surrogate pair)');
         stack.push({ value: v, path: p });
       }
     }
@@ -201,7 +222,7 @@ function checkValues(root: unknown): void {
 
 /** An object or an array (as before: schemas refuse an array where they want an object, v1 in its frozen words). */
 export function parseJsonText(text: string): object {
-  checkDepth(text);
+  const surrogates = checkDepth(text);
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -209,7 +230,7 @@ export function parseJsonText(text: string): object {
     throw bad('body', 'the body is not valid JSON');
   }
   if (value === null || typeof value !== 'object') throw bad('body', 'the body must be a JSON object');
-  checkValues(value);
+  checkValues(value, surrogates);
   return value;
 }
 

@@ -1,7 +1,8 @@
 /**
  * The fuzzer's randomness and its mutations (test/helpers/fuzz.ts drives them): a seeded PRNG, junk for path
  * parameters and query strings, and mutations of a route's expected JSON body (wrong types, missing and extra
- * fields, huge strings, deep nesting, prototype keys, NUL characters, numbers JSON.stringify cannot write).
+ * fields, huge strings, deep nesting, prototype keys, NUL characters, lone surrogates, numbers JSON.stringify
+ * cannot write).
  * Every request is a pure function of (seed, index): FUZZ_SEED and the index reproduce it exactly.
  */
 
@@ -44,6 +45,8 @@ export function toJsonText(value: unknown): string {
   return JSON.stringify(value).replace(/"\\u0001raw:([^"]+)"/g, '$1');
 }
 
+/** Halves of a surrogate pair alone or the wrong way round (JSON.stringify writes them as `\\ud800` escapes). */
+const LONE_SURROGATES = ['\ud800', '\udfff', '\ude00\ud83d', 'x\udbff'];
 const UNICODE = ['é', 'ß', '😀', '👩‍👩‍👧', '\u202e', 'ｗｑ', '\u0301', '中文', '\ufeff', '\ud7ff', 'Ω'];
 const ASCII_JUNK = ['\'', '"', '\\', '<script>', '${x}', '{{x}}', '..', '../..', '%', '&', '=', '#', '?', ';', ' ', '\t', '\n', '@', '@c.us', '@g.us', '@lid', '+', '-'];
 
@@ -191,9 +194,9 @@ export function mutateBody(rng: Rng, template: Json): Json {
       case 1:
       case 2: body = setAt(body, at, () => junkValue(rng)); break;
       case 3: body = at.length > 0 ? setAt(body, at, () => undefined) : body; break;
-      case 4: body = setAt(body, at, (old) => (old !== null && typeof old === 'object' && !Array.isArray(old) ? { ...(old as object), [rng.pick(['extra', 'unknownField', 'x', 'a\u0000b', junkString(rng, 10) || 'y'])]: junkValue(rng) } : old)); break;
+      case 4: body = setAt(body, at, (old) => (old !== null && typeof old === 'object' && !Array.isArray(old) ? { ...(old as object), [rng.pick(['extra', 'unknownField', 'x', 'a\u0000b', `k${rng.pick(LONE_SURROGATES)}`, junkString(rng, 10) || 'y'])]: junkValue(rng) } : old)); break;
       case 5: body = setAt(body, at, (old) => [old]); break;
-      case 6: body = setAt(body, at, (old) => (typeof old === 'string' ? `${old}${rng.pick(['\u0000', hugeString(rng, 100, 20_000), rng.pick(UNICODE), ' '])}` : junkValue(rng))); break;
+      case 6: body = setAt(body, at, (old) => (typeof old === 'string' ? `${old}${rng.pick(['\u0000', hugeString(rng, 100, 20_000), rng.pick(UNICODE), ' ', rng.pick(LONE_SURROGATES)])}` : junkValue(rng))); break;
       case 7: body = setAt(body, at, (old) => (old !== null && typeof old === 'object' && !Array.isArray(old) ? { ...(old as object), ...protoObject(rng) } : old)); break;
       case 8: body = setAt(body, at, (old) => (typeof old === 'number' ? rng.pick([rawNumber(rng), -old, old * 1e6, String(old), old + 0.5]) : typeof old === 'boolean' ? String(old) : junkValue(rng))); break;
       default: body = setAt(body, at, () => nested(rng.int(20, 60)));

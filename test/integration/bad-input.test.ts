@@ -71,6 +71,27 @@ test('a NUL character in any text field is 400 naming it, on v2 and v1; nothing 
   assert.deepEqual(after.rows, before.rows);
 });
 
+test('half of a surrogate pair in a text field or a key is 400 naming it, on v2 and v1; a whole pair is a character', async () => {
+  // PostgreSQL's JSON refuses an unpaired \ud800 (the insert failed: 500 INTERNAL_ERROR, found by probing)
+  const before = await t.db.pool.query('SELECT count(*)::int AS n FROM jobs');
+  refused(await send(JSON.stringify({ phone: RECIPIENT, message: 'a\ud800' })), 400, 'VALIDATION_FAILED', 'message');
+  // the escape as a client writes it (JSON.stringify writes a lone half the same way)
+  refused(await send(`{"phone":"${RECIPIENT}","message":"\\uDFFFb"}`), 400, 'VALIDATION_FAILED', 'message');
+  refused(await raw('POST', '/api/send-message', JSON.stringify({ phone: RECIPIENT, message: '\udc00x' }), JSON_CT), 400, 'VALIDATION_FAILED', 'message');
+  refused(await send(JSON.stringify({ phone: RECIPIENT, message: 'x', options: { mentions: ['\ud83d@c.us'] } })), 400, 'VALIDATION_FAILED', 'options.mentions.0');
+  refused(await send(`{"phone":"${RECIPIENT}","message":"x","k\\ud800":1}`), 400, 'VALIDATION_FAILED', 'body');
+  // two halves the wrong way round are two lone halves
+  refused(await send(JSON.stringify({ phone: RECIPIENT, message: '\ude00\ud83d' })), 400, 'VALIDATION_FAILED', 'message');
+  assert.deepEqual((await t.db.pool.query('SELECT count(*)::int AS n FROM jobs')).rows, before.rows);
+  // a pair, escaped or as UTF-8, is one character: accepted and stored as sent
+  for (const body of [`{"phone":"${RECIPIENT}","message":"smile \\ud83d\\ude00"}`, JSON.stringify({ phone: RECIPIENT, message: 'smile \u{1F600}' })]) {
+    const r = await send(body);
+    assert.equal(r.status, 202, r.text);
+    const { rows } = await t.db.pool.query<{ message: string }>("SELECT payload->>'body' AS message FROM jobs WHERE id = $1", [r.body.data?.jobId]);
+    assert.equal(rows[0]?.message, 'smile \u{1F600}');
+  }
+});
+
 test('JSON nested 200,000 levels deep is 400, and the gateway goes on', async () => {
   refused(await send(`{"message":${'['.repeat(200_000)}${']'.repeat(200_000)}}`), 400, 'VALIDATION_FAILED', 'body');
   refused(await send(`${'{"a":'.repeat(100_000)}1${'}'.repeat(100_000)}`), 400, 'VALIDATION_FAILED', 'body');
