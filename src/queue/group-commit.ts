@@ -33,18 +33,18 @@
  * unknown COMMIT fails every unit of the group, as it would have failed each alone.
  */
 import { performance } from 'node:perf_hooks';
-import { withTransaction, type Pool, type Queryable } from '../store/pool.js';
+import { withTransaction, type Queryable } from '../store/pool.js';
 import { insertJobs } from './sql/insertJobs.js';
-import type { InstanceLeaseRef } from './sql/insertJobsFenced.js';
 import { lookUpAndDecide, notOwned, outcomes, settle, type AcceptUnit, type UnitResult, type UnitWrites, type Waiting } from './group-units.js';
-import { commitAsOneStatement } from './one-statement-group.js';
+import { commitAsOneStatement, type OneStatementDeps } from './one-statement-group.js';
 
 export type { AcceptUnit, UnitResult, UnitWrites } from './group-units.js';
 
-export interface CommitterDeps {
-  pool: Pool;
-  /** the instances (of `instanceIds`) whose lease this node holds, read FOR KEY SHARE in the transaction */
-  fence?: (q: Queryable, instanceIds: readonly string[]) => Promise<Set<string>>;
+/**
+ * The pool, the fence and the leases (src/queue/one-statement-group.ts OneStatementDeps), and what the
+ * transaction and the groups need.
+ */
+export interface CommitterDeps extends OneStatementDeps {
   /**
    * Write events of many instances in one statement, inside the transaction; per item whether it was written
    * (nothing answered: every unit with events counts as evented).
@@ -52,13 +52,11 @@ export interface CommitterDeps {
   emit(q: Queryable, items: { instanceId: string; event: string; data: unknown }[]): Promise<readonly ({ eventId: string } | null)[] | void>;
   /**
    * One statement instead of a transaction (it looks up its keys itself), for a group whose events no
-   * webhook wants (src/queue/sql/insertJobsFenced.ts): `quiet` answers whether none of these instances' webhooks wants
-   * an event acceptance writes (the subscription cache `emit` reads too); `leasesOf` the leases this node
-   * holds of them, with which the statement fences itself (required when `fence` is set). Without `quiet`,
+   * webhook wants (src/queue/sql/insertJobsFenced.ts): `quiet` answers whether none of these instances'
+   * webhooks wants an event acceptance writes (the subscription cache `emit` reads too). Without `quiet`,
    * every group is a transaction.
    */
   quiet?: (instanceIds: readonly string[]) => Promise<boolean>;
-  leasesOf?: (instanceIds: readonly string[]) => InstanceLeaseRef[];
   /** groups committing at once (default 2) */
   maxInFlight?: number;
   /** units in one group (default 500) */
@@ -152,12 +150,17 @@ export class AcceptanceCommitter {
   private async transact(group: Waiting[]): Promise<Map<Waiting, UnitResult | Error>> {
     const instanceIds = [...new Set(group.map((w) => w.unit.instanceId))];
     const quiet = this.deps.quiet ? await this.deps.quiet(instanceIds) : false;
-    const one = quiet ? await commitAsOneStatement(this.deps, group, instanceIds) : null;
-    if (one) {
-      this.stats.groups += 1;
-      this.stats.units += group.length;
-      return one;
-    }
+    const out = (quiet ? await commitAsOneStatement(this.deps, group, instanceIds) : null) ?? (await this.inTransaction(group, instanceIds, quiet));
+    this.stats.groups += 1;
+    this.stats.units += group.length;
+    return out;
+  }
+
+  /**
+   * The group as one transaction: fence every instance's lease, look up every unit's keys, let each decide,
+   * insert every job, write the events a webhook wants (none when `quiet`), COMMIT.
+   */
+  private async inTransaction(group: Waiting[], instanceIds: readonly string[], quiet: boolean): Promise<Map<Waiting, UnitResult | Error>> {
     const out = new Map<Waiting, UnitResult | Error>();
     await withTransaction(this.deps.pool, async (c) => {
       let live = group;
@@ -192,8 +195,6 @@ export class AcceptanceCommitter {
         from = end;
       });
     });
-    this.stats.groups += 1;
-    this.stats.units += group.length;
     return out;
   }
 }

@@ -12,10 +12,12 @@ import { insertJobsFenced, type FencedInsert, type InstanceLeaseRef, type KeyChe
 import type { Pool, Queryable } from '../store/pool.js';
 import { lookUpAndDecide, lost, notOwned, outcomes, settle, type AcceptUnit, type UnitResult, type UnitWrites, type Waiting } from './group-units.js';
 
-/** What the one statement needs of the committer's deps (src/queue/group-commit.ts CommitterDeps). */
+/** What the one statement needs of the committer's deps (src/queue/group-commit.ts CommitterDeps extends it). */
 export interface OneStatementDeps {
   pool: Pool;
+  /** the instances (of `instanceIds`) whose lease this node holds, read FOR KEY SHARE in the transaction */
   fence?: (q: Queryable, instanceIds: readonly string[]) => Promise<Set<string>>;
+  /** the leases this node holds of the instances, with which the one statement fences itself (required with `fence`) */
   leasesOf?: (instanceIds: readonly string[]) => InstanceLeaseRef[];
 }
 
