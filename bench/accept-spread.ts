@@ -54,11 +54,8 @@ for (let round = 0; ; round++) {
 }
 await untilStoreQuiet(t.gw.pool, 6_000);
 const warmS = (performance.now() - warm) / 1000;
-const stats = t.gw.groupCommitStats();
-const before = stats ? { ...stats } : null;
 // rounds with pgbench (one-row INSERTs, same client count) before and after each; each round its own keys
 const rounds = await roundsAgainstPgbench(base, CONCURRENCY, ROUNDS, (i) => ({ ...spec, body: spec.body.replace('spread-', `spread-m${i}-`), durationMs: DURATION }), () => t.gw.groupCommitStats());
-const after = t.gw.groupCommitStats();
 const r = medianRun(rounds.runs);
 // A client's retries of what was accepted (a retry storm after a timeout): the first round's requests again,
 // same instances, same keys and bodies, so every one is an idempotent replay (200; a fresh 202 counts as an
@@ -77,9 +74,6 @@ printLatencyFloor(rounds, CONCURRENCY, 25);
 printMachineCeiling(rounds, 0.6);
 printGroupCommit(rounds);
 console.log(`idempotent replays:               ${fmt(replays.rps, 0)} req/s  p50 ${fmt(replays.p50, 2)} ms  p99 ${fmt(replays.p99, 2)} ms  ${errorsText(replays)}  (the first round's requests again, ${DURATION / 2000} s; ${fmt(replays.rps / r.rps, 2)} of the fresh rounds' rate)`);
-if (before && after && after.groups > before.groups) {
-  console.log(`group commit:                     ${after.groups - before.groups} transactions, ${fmt((after.units - before.units) / (after.groups - before.groups), 1)} instance batches each`);
-}
 console.log(`warm-up (every instance's first message, sent and read) ${fmt(warmS, 1)} s before the measured run`);
 console.log(`ratio spread acceptance / pgbench: ${unlessErrors(rounds.runs, () => `${fmt(median(rounds.ratios), 3)}  (median of the rounds' ratios, each to the pgbench runs around it; goal ≥ 0.6; p99 goal ≤ 25 ms)`)}`);
 await t.stop();
