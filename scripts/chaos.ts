@@ -22,7 +22,8 @@ const kills = intFromEnv('CHAOS_KILLS', 50, 1);
 const seed = intFromEnv('CHAOS_SEED', Math.floor(Math.random() * 1_000_000), 0);
 const v2Clients = intFromEnv('CHAOS_V2_CLIENTS', 4, 0);
 const v1Clients = intFromEnv('CHAOS_V1_CLIENTS', 2, 0);
-process.env.TEST_DATABASE_URL ??= process.env.DATABASE_URL;
+// (assigning undefined to process.env would store the string 'undefined', and the check below would pass)
+if (!process.env.TEST_DATABASE_URL && process.env.DATABASE_URL) process.env.TEST_DATABASE_URL = process.env.DATABASE_URL;
 if (!process.env.TEST_DATABASE_URL) {
   process.stderr.write('npm run chaos needs a PostgreSQL server: set TEST_DATABASE_URL (or DATABASE_URL)\n');
   process.exit(2);
