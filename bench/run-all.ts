@@ -43,6 +43,7 @@ const BENCHES: Bench[] = [
     figures: [
       { figure: 'v2 acceptance / pgbench INSERT', goal: '≥ 0.6', unit: '', read: num(/ratio acceptance \/ pgbench:\s+([\d.]+)/), met: (v) => v >= 0.6 },
       { figure: 'v2 acceptance p99', goal: '≤ 25 ms', unit: ' ms', read: num(/v2 send-message acceptance:.*?p99 ([\d.]+) ms/), met: (v) => v <= 25 },
+      { figure: '  pgbench INSERT p99, same clients (PostgreSQL alone)', goal: 'report', unit: ' ms', read: num(/its latency p99:\s+([\d.]+) ms/) },
       { figure: '  the most this machine\'s CPU allows / pgbench INSERT', goal: 'report', unit: '', read: num(/a ratio of ([\d.]+) to pgbench at most/) },
     ],
   },
@@ -51,6 +52,7 @@ const BENCHES: Bench[] = [
     figures: [
       { figure: 'acceptance over 500 instances / pgbench INSERT', goal: '≥ 0.6', unit: '', read: num(/ratio spread acceptance \/ pgbench:\s+([\d.]+)/), met: (v) => v >= 0.6 },
       { figure: 'acceptance over 500 instances p99', goal: '≤ 25 ms', unit: ' ms', read: num(/acceptance over \d+ instances:.*?p99 ([\d.]+) ms/), met: (v) => v <= 25 },
+      { figure: '  pgbench INSERT p99, same clients (PostgreSQL alone)', goal: 'report', unit: ' ms', read: num(/its latency p99:\s+([\d.]+) ms/) },
       { figure: '  the most this machine\'s CPU allows / pgbench INSERT', goal: 'report', unit: '', read: num(/a ratio of ([\d.]+) to pgbench at most/) },
     ],
   },

@@ -1,20 +1,28 @@
 /**
  * The yardstick of the acceptance benchmarks: pgbench's single-row INSERT rate on the same PostgreSQL server,
- * same client count, into a table of a database of its own (dropped at the end).
+ * same client count, into a table of a database of its own (dropped at the end), and its transactions'
+ * latency (p50, p99): what PostgreSQL alone answers the same clients in, the yardstick of a p99 goal.
  *
  * A run of rounds (bench/lib/rounds.ts) keeps that database for all its pgbench runs and empties the table
  * before each, instead of a database per run: DROP DATABASE forces a checkpoint, and after a checkpoint every page's first change writes the
  * whole page to the WAL again, so a drop between rounds slowed the gateway's next round, not pgbench's.
  */
 import { execFileSync } from 'node:child_process';
-import { writeFileSync, mkdtempSync } from 'node:fs';
+import { writeFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 
+/** One pgbench run: its rate in transactions (one-row INSERTs) per second, and their latency (ms). */
+export interface PgbenchRun {
+  tps: number;
+  p50: number;
+  p99: number;
+}
+
 export interface Pgbench {
-  /** one pgbench run: its rate in transactions (one-row INSERTs) per second */
-  tps(clients: number, durationMs: number): Promise<number>;
+  /** one pgbench run of `clients` for `durationMs`, each transaction's latency logged (pgbench -l) */
+  run(clients: number, durationMs: number): Promise<PgbenchRun>;
   /** drop the database */
   close(): Promise<void>;
 }
@@ -39,15 +47,33 @@ export async function openPgbench(base: string): Promise<Pgbench> {
     await close();
     throw err;
   }
-  const script = path.join(mkdtempSync(path.join(os.tmpdir(), 'mgw-pgbench-')), 'insert.sql');
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'mgw-pgbench-'));
+  const script = path.join(dir, 'insert.sql');
   writeFileSync(script, `INSERT INTO bench_rows (payload) VALUES ('{"phone":"4915112345678","message":"hello"}');\n`);
   return {
-    async tps(clients, durationMs) {
+    async run(clients, durationMs) {
       await c.query('TRUNCATE bench_rows');
-      const out = execFileSync('pgbench', ['-n', '-c', String(clients), '-j', '2', '-T', String(Math.round(durationMs / 1000)), '-f', script, '-h', u.hostname, '-p', u.port || '5432', '-U', u.username || 'postgres', dbName], { encoding: 'utf8' });
-      return Number(/tps = ([\d.]+)/.exec(out)?.[1] ?? NaN);
+      // -l: a line per transaction in log.<pid>[.<thread>], its third field the latency in µs; a fifth of them
+      // (--sampling-rate), so that writing the log does not slow the yardstick it measures
+      const logs = path.join(dir, 'log');
+      const out = execFileSync('pgbench', ['-n', '-c', String(clients), '-j', '2', '-T', String(Math.round(durationMs / 1000)), '-l', '--sampling-rate=0.2', `--log-prefix=${logs}`, '-f', script, '-h', u.hostname, '-p', u.port || '5432', '-U', u.username || 'postgres', dbName], { encoding: 'utf8', cwd: dir });
+      const latencies: number[] = [];
+      for (const f of readdirSync(dir).filter((name) => name.startsWith('log.'))) {
+        const file = path.join(dir, f);
+        for (const line of readFileSync(file, 'utf8').split('\n')) {
+          const us = Number(line.split(' ')[2]);
+          if (line !== '' && Number.isFinite(us)) latencies.push(us / 1000);
+        }
+        rmSync(file);
+      }
+      latencies.sort((a, b) => a - b);
+      const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * q))] ?? NaN;
+      return { tps: Number(/tps = ([\d.]+)/.exec(out)?.[1] ?? NaN), p50: at(0.5), p99: at(0.99) };
     },
-    close,
+    async close() {
+      rmSync(dir, { recursive: true, force: true });
+      await close();
+    },
   };
 }
 

@@ -18,6 +18,8 @@ export interface Rounds {
   runs: LoadResult[];
   /** pgbench before the first round, then after each */
   tps: number[];
+  /** those pgbench runs' transaction latency p99 (ms): what PostgreSQL alone gives the same clients */
+  pgbenchP99: number[];
   /** per round: its rate over the mean of the pgbench rates around it */
   ratios: number[];
   /** per round: this process's CPU time per answered request (µs), when the server under test runs in it */
@@ -89,6 +91,7 @@ export async function roundsAgainstPgbench(
   const groups: GroupRound[] = [];
   const runs: LoadResult[] = [];
   const tps: number[] = [];
+  const pgbenchP99: number[] = [];
   const serverCpuUs: number[] = [];
   const loopUs: number[] = [];
   const machineUs: number[] = [];
@@ -97,9 +100,10 @@ export async function roundsAgainstPgbench(
   // one database for all of pgbench's runs (bench/lib/pgbench.ts: a drop between rounds forced a checkpoint)
   const pgbench = await openPgbench(base);
   const pgbenchRun = async (durationMs: number) => {
-    const m = await measured(() => pgbench.tps(pgClients, durationMs));
-    tps.push(m.value);
-    if (m.busyUs !== null) pgbenchMachineUs.push(m.busyUs / Math.max(1, (m.value * durationMs) / 1000));
+    const m = await measured(() => pgbench.run(pgClients, durationMs));
+    tps.push(m.value.tps);
+    pgbenchP99.push(m.value.p99);
+    if (m.busyUs !== null) pgbenchMachineUs.push(m.busyUs / Math.max(1, (m.value.tps * durationMs) / 1000));
   };
   try {
     for (let i = 0; i < rounds; i++) {
@@ -131,7 +135,7 @@ export async function roundsAgainstPgbench(
     await pgbench.close();
   }
   const ratios = runs.map((r, i) => r.rps / (((tps[i] as number) + (tps[i + 1] as number)) / 2));
-  return { runs, tps, ratios, serverCpuUs, loopUs, machineUs, pgbenchMachineUs, machineBusy, groups };
+  return { runs, tps, pgbenchP99, ratios, serverCpuUs, loopUs, machineUs, pgbenchMachineUs, machineBusy, groups };
 }
 
 /** "0.51, 0.48, 0.55": one figure per round */
@@ -154,9 +158,13 @@ export function medianRun(runs: readonly LoadResult[]): LoadResult {
   };
 }
 
-/** The pgbench line: the median of its runs, and each run. */
+/**
+ * The pgbench lines: the median of its runs, and each run; then their latency p99, the yardstick of a p99 goal
+ * (what PostgreSQL alone answers the same clients in, on this machine in this minute: one commit each).
+ */
 export function printPgbench(rounds: Rounds, clients: number): void {
   console.log(`pgbench single-row INSERT:        ${fmt(median(rounds.tps), 0)} tps (${clients} clients; median of ${rounds.tps.length}: ${listed(rounds.tps, 0)})`);
+  console.log(`  its latency p99:                ${fmt(median(rounds.pgbenchP99), 2)} ms (median of the runs: ${listed(rounds.pgbenchP99, 1)})`);
 }
 
 /**
