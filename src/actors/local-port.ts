@@ -10,7 +10,7 @@ import { raceClock, type Clock, type TimerHandle } from '../clock.js';
 import { DomainError, instanceTimeout } from '../errors.js';
 import { viewOf, type InstanceSnapshot } from '../../machines/instance.snapshot.js';
 import { linkViewOf, routeAsk } from '../../machines/instance.asks.js';
-import { replyErrorToThrow, type AskReply, type InstanceAsk, type InstancePort, type InstanceView, type PairingCode, type ReplyEvent, type ReplyOf } from './port.js';
+import { replyErrorToThrow, type AskReply, type InstanceAsk, type InstancePort, type InstanceView, type PairingCode, type QueueSummary, type ReplyEvent, type ReplyOf } from './port.js';
 
 export const REPLIES_ID = 'replies';
 
@@ -41,6 +41,20 @@ export interface Replies {
  * turn, as the box's mailbox would (a box is idle whenever an actor answers), without an actor event per reply.
  */
 const boxes = new WeakMap<AnyActorRef, (event: ReplyEvent) => void>();
+
+/**
+ * The queue summaries of the planners running in this process, by actor: a local `queue.summary` ask is read in
+ * the caller's turn, as a view is read from the instance's snapshot (what the planner would answer, computed
+ * from its queue's state the same way, without an event, a reply and a deadline's timer per read). The planner
+ * registers its reader when it starts and removes it when it stops.
+ */
+const summaries = new WeakMap<AnyActorRef, () => QueueSummary>();
+
+/** Register the queue summary reader of a planner actor (`self`); the returned function removes it. */
+export function readSummariesOf(self: AnyActorRef, read: () => QueueSummary): () => void {
+  summaries.set(self, read);
+  return () => summaries.delete(self);
+}
 
 /** An ask waiting for its reply: how to settle the caller, and the deadline's timer. */
 interface Waiting {
@@ -126,7 +140,26 @@ export class LocalInstancePort implements InstancePort {
     if (ask.type === 'view') return viewOfSnapshot(this.snapshot()) as ReplyOf<A>;
     if (ask.type === 'qr') return linkViewOf(this.snapshot()) as ReplyOf<A>;
     if (ask.type === 'pairingCode') return (await this.pairingCode(ask, deadlineMs)) as ReplyOf<A>;
+    if (ask.type === 'queue.summary') {
+      const summary = this.plannerSummary();
+      if (summary) return summary as ReplyOf<A>;
+    }
     return this.send(ask, deadlineMs);
+  }
+
+  /**
+   * The queue summary read from the instance's running planner, where the ask would go (machines/instance.asks.ts
+   * `routeAsk`); undefined when there is none to read (the ask then goes as an event, and is answered or refused
+   * as before).
+   */
+  private plannerSummary(): QueueSummary | undefined {
+    const ref = this.actor();
+    if (!ref) return undefined;
+    const snapshot = ref.getSnapshot() as InstanceSnapshot & { children: Record<string, AnyActorRef | undefined> };
+    if (snapshot.status !== 'active') return undefined;
+    const planner = snapshot.children.planner;
+    if (!planner || planner.getSnapshot().status !== 'active') return undefined;
+    return summaries.get(planner)?.();
   }
 
   private snapshot(): InstanceSnapshot {

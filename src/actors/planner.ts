@@ -21,7 +21,7 @@ import type { QueueMode } from '../queue/settings.js';
 import { QueueWorker, type DispatchOutcome } from '../queue/worker.js';
 import type { LeaseRef, QueueMetrics } from '../queue/types.js';
 import type { EventBus } from './events.js';
-import { answer, type Replies } from './local-port.js';
+import { answer, readSummariesOf, type Replies } from './local-port.js';
 import { Stopping } from './stopping.js';
 import { failureReply, okReply, type AskEnvelope, type OperatorAsk, type QueueAsk, type QueueSummary } from './port.js';
 import type { ChildEvent, PlannerNotice } from '../../machines/instance.types.js';
@@ -81,7 +81,7 @@ const NO_ANSWER: DispatchOutcome = {
 export function createPlanners(deps: PlannerDeps): Planners {
   const stopping = new Stopping();
 
-  const logic = fromCallback<PlannerEvent, PlannerInput, ChildEvent>(({ input, receive, sendBack, system }) => {
+  const logic = fromCallback<PlannerEvent, PlannerInput, ChildEvent>(({ input, receive, sendBack, system, self }) => {
     const { instanceId } = input;
     const log = deps.log.child({ instanceId, actor: 'planner' });
     const record = (): Instance => {
@@ -192,7 +192,11 @@ export function createPlanners(deps: PlannerDeps): Planners {
       }
     });
 
+    // a local queue.summary ask is read in the caller's turn (src/actors/local-port.ts), the same summary()
+    const unregister = readSummariesOf(self, summary);
+
     return () => {
+      unregister();
       stopping.track(instanceId, worker.stop().catch((err: unknown) => log.warn({ err }, 'queue stop failed')));
     };
   });

@@ -87,3 +87,36 @@ test('counts kept by the queue equal PostgreSQL after sent, failed, cancelled, e
   assert.ok(end.sent24h < end.sent, `the window slid: ${end.sent24h} of ${end.sent} sent in the last 24 h`);
   assert.equal(end.failed24h, 0, 'the failure of yesterday is out of the window');
 });
+
+test('a local queue summary is read from the running planner, without an ask event; a stopped planner is asked as before', { skip }, async () => {
+  const { instance, apiKey } = await t.createInstance('summary-read', { settings: FAST });
+  const asked: string[] = [];
+  const stop = t.gw.actors.subscribe((ev) => {
+    if (ev.type !== '@xstate.event') return;
+    const e = (ev as { event: { type: string; ask?: { type: string } } }).event;
+    if (e.type === 'ASK' && e.ask) asked.push(e.ask.type);
+  });
+  try {
+    const r = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'counted', notBefore: new Date(t.clock.now() + 3_600_000).toISOString() });
+    assert.equal(r.status, 202, r.text);
+    assert.deepEqual(asked, ['queue.accept'], 'the acceptance is an ask event');
+    asked.length = 0;
+    const truth = await compare(apiKey, instance.id, 'read from the planner');
+    assert.equal(truth.scheduled + truth.queued, 1);
+    assert.deepEqual(asked, [], 'both routes read the summary without an ask event');
+
+    // the queue turned off (settings.enabled false): the planner still runs and answers the mode
+    const off = await t.admin('PATCH', `/admin/v1/instances/${instance.id}`, { settings: { enabled: false } });
+    assert.equal(off.status, 200, off.text);
+    const q = await t.api(apiKey, 'GET', '/api/v2/queue');
+    assert.equal(q.status, 200, q.text);
+    assert.equal(q.body.data?.mode, 'disabled', q.text);
+  } finally {
+    stop();
+  }
+  // the instance deleted: its port is gone and the route answers as before
+  const gone = await t.admin('DELETE', `/admin/v1/instances/${instance.id}`);
+  assert.ok([200, 202, 204].includes(gone.status), gone.text);
+  const after = await t.api(apiKey, 'GET', '/api/status');
+  assert.equal(after.status, 401, after.text);
+});
