@@ -10,7 +10,7 @@ import { raceClock, type Clock, type TimerHandle } from '../clock.js';
 import { DomainError, instanceTimeout } from '../errors.js';
 import { viewOf, type InstanceSnapshot } from '../../machines/instance.snapshot.js';
 import { linkViewOf, routeAsk } from '../../machines/instance.asks.js';
-import { replyErrorToThrow, type AskReply, type InstanceAsk, type InstancePort, type InstanceView, type PairingCode, type QueueSummary, type ReplyEvent, type ReplyOf } from './port.js';
+import { isPlannerAsk, replyErrorToThrow, type AskReply, type InstanceAsk, type InstancePort, type InstanceView, type PairingCode, type PlannerAsk, type QueueSummary, type ReplyEvent, type ReplyOf } from './port.js';
 
 export const REPLIES_ID = 'replies';
 
@@ -42,18 +42,24 @@ export interface Replies {
  */
 const boxes = new WeakMap<AnyActorRef, (event: ReplyEvent) => void>();
 
-/**
- * The queue summaries of the planners running in this process, by actor: a local `queue.summary` ask is read in
- * the caller's turn, as a view is read from the instance's snapshot (what the planner would answer, computed
- * from its queue's state the same way, without an event, a reply and a deadline's timer per read). The planner
- * registers its reader when it starts and removes it when it stops.
- */
-const summaries = new WeakMap<AnyActorRef, () => QueueSummary>();
+/** What a planner running in this process serves a local ask with: its queue summary, and any ask's reply. */
+export interface LocalPlanner {
+  summary(): QueueSummary;
+  reply(ask: PlannerAsk): Promise<AskReply>;
+}
 
-/** Register the queue summary reader of a planner actor (`self`); the returned function removes it. */
-export function readSummariesOf(self: AnyActorRef, read: () => QueueSummary): () => void {
-  summaries.set(self, read);
-  return () => summaries.delete(self);
+/**
+ * The planners running in this process, by actor. A local ask for a planner is served in the caller's turn, as
+ * a view is read from the instance's snapshot: a `queue.summary` read at once (a synchronous read of the
+ * queue's state), any other ask by the same reply() its `ASK` event gets, under the same deadline, without the
+ * event and the reply box. The planner registers itself when it starts and removes itself when it stops.
+ */
+const planners = new WeakMap<AnyActorRef, LocalPlanner>();
+
+/** Register the planner actor `self`; the returned function removes it. */
+export function serveLocally(self: AnyActorRef, planner: LocalPlanner): () => void {
+  planners.set(self, planner);
+  return () => planners.delete(self);
 }
 
 /** An ask waiting for its reply: how to settle the caller, and the deadline's timer. */
@@ -140,26 +146,35 @@ export class LocalInstancePort implements InstancePort {
     if (ask.type === 'view') return viewOfSnapshot(this.snapshot()) as ReplyOf<A>;
     if (ask.type === 'qr') return linkViewOf(this.snapshot()) as ReplyOf<A>;
     if (ask.type === 'pairingCode') return (await this.pairingCode(ask, deadlineMs)) as ReplyOf<A>;
-    if (ask.type === 'queue.summary') {
-      const summary = this.plannerSummary();
-      if (summary) return summary as ReplyOf<A>;
+    if (isPlannerAsk(ask)) {
+      const planner = this.localPlanner(ask);
+      if (planner && ask.type === 'queue.summary') return planner.summary() as ReplyOf<A>;
+      if (planner) return this.replied<A>(await raceClock(this.replies.clock, deadlineMs, planner.reply(ask), () => {
+        throw instanceTimeout();
+      }));
     }
     return this.send(ask, deadlineMs);
   }
 
   /**
-   * The queue summary read from the instance's running planner, where the ask would go (machines/instance.asks.ts
-   * `routeAsk`); undefined when there is none to read (the ask then goes as an event, and is answered or refused
-   * as before).
+   * The instance's running planner, when the ask would go to it (machines/instance.asks.ts `routeAsk`); undefined
+   * otherwise (the ask then goes as an event, and is answered or refused as before).
    */
-  private plannerSummary(): QueueSummary | undefined {
+  private localPlanner(ask: PlannerAsk): LocalPlanner | undefined {
     const ref = this.actor();
     if (!ref) return undefined;
     const snapshot = ref.getSnapshot() as InstanceSnapshot & { children: Record<string, AnyActorRef | undefined> };
     if (snapshot.status !== 'active') return undefined;
-    const planner = snapshot.children.planner;
+    const route = routeAsk(ask, snapshot, snapshot.children.session !== undefined);
+    const planner = 'to' in route && route.to === 'planner' ? snapshot.children.planner : undefined;
     if (!planner || planner.getSnapshot().status !== 'active') return undefined;
-    return summaries.get(planner)?.();
+    return planners.get(planner);
+  }
+
+  /** A reply's value, or its error thrown. */
+  private replied<A extends InstanceAsk>(reply: AskReply): ReplyOf<A> {
+    if (!reply.ok) throw replyErrorToThrow(reply.error);
+    return reply.value as ReplyOf<A>;
   }
 
   private snapshot(): InstanceSnapshot {
@@ -223,8 +238,7 @@ export class LocalInstancePort implements InstancePort {
       deadlineMs,
       instanceTimeout,
     );
-    if (!reply.ok) throw replyErrorToThrow(reply.error);
-    return reply.value as ReplyOf<A>;
+    return this.replied<A>(reply);
   }
 }
 

@@ -21,9 +21,9 @@ import type { QueueMode } from '../queue/settings.js';
 import { QueueWorker, type DispatchOutcome } from '../queue/worker.js';
 import type { LeaseRef, QueueMetrics } from '../queue/types.js';
 import type { EventBus } from './events.js';
-import { answer, readSummariesOf, type Replies } from './local-port.js';
+import { answer, serveLocally, type Replies } from './local-port.js';
 import { Stopping } from './stopping.js';
-import { failureReply, okReply, type AskEnvelope, type OperatorAsk, type QueueAsk, type QueueSummary } from './port.js';
+import { failureReply, okReply, type AskEnvelope, type AskReply, type PlannerAsk, type QueueSummary } from './port.js';
 import type { ChildEvent, PlannerNotice } from '../../machines/instance.types.js';
 import type { AcceptanceCommitter } from '../queue/group-commit.js';
 import type { QueueStarts } from '../queue/starts.js';
@@ -31,7 +31,6 @@ import type { QueueStarts } from '../queue/starts.js';
 /** How much longer than the call deadline the planner waits for the dispatcher before it records `unknown`. */
 export const DISPATCH_GRACE_MS = 5_000;
 
-export type PlannerAsk = QueueAsk | Extract<OperatorAsk, { type: 'settings' | 'drain' }>;
 export type PlannerEvent = AskEnvelope<PlannerAsk> | PlannerNotice;
 
 export interface PlannerInput {
@@ -164,6 +163,10 @@ export function createPlanners(deps: PlannerDeps): Planners {
       }
     };
 
+    /** An ask's reply: its answer, or its failure (an unexpected one logged). */
+    const reply = (ask: PlannerAsk): Promise<AskReply> =>
+      serve(ask).then(okReply, (err: unknown) => failureReply(err, (e) => log.error({ err: e, ask: ask.type }, 'queue ask failed')));
+
     const setStore = (degraded: boolean, since: number) => {
       storeDegraded = degraded;
       reportMode();
@@ -185,15 +188,12 @@ export function createPlanners(deps: PlannerDeps): Planners {
         case 'STORE':
           return setStore(event.degraded, event.since);
         case 'ASK':
-          void serve(event.ask).then(
-            (value) => answer(system, event, okReply(value)),
-            (err: unknown) => answer(system, event, failureReply(err, (e) => log.error({ err: e, ask: event.ask.type }, 'queue ask failed'))),
-          );
+          void reply(event.ask).then((r) => answer(system, event, r));
       }
     });
 
-    // a local queue.summary ask is read in the caller's turn (src/actors/local-port.ts), the same summary()
-    const unregister = readSummariesOf(self, summary);
+    // a local ask is served in the caller's turn (src/actors/local-port.ts), by the same reply() and summary()
+    const unregister = serveLocally(self, { summary, reply });
 
     return () => {
       unregister();

@@ -76,6 +76,10 @@ export type OperatorAsk =
 export type { QueueMode };
 export type InstanceAsk = NetworkAsk | QueueAsk | OperatorAsk;
 
+/** The asks an instance's planner serves (machines/instance.asks.ts `routeAsk` sends it every ask it does not answer or raise). */
+export type PlannerAsk = QueueAsk | Extract<OperatorAsk, { type: 'settings' | 'drain' }>;
+export const isPlannerAsk = (ask: InstanceAsk): ask is PlannerAsk => ask.type.startsWith('queue.') || ask.type === 'settings' || ask.type === 'drain';
+
 /** What each ask is answered with. */
 export type ReplyOf<A extends InstanceAsk> = A extends { type: 'network'; op: infer K extends NetworkOp }
   ? DriverCall<K>['result']
