@@ -9,7 +9,8 @@
  * life `planner` (the queue), `dispatcher` (one claimed job at a time, at most once) and `webhooks` (the sender).
  * ASKS of the port (`ASK {askId, replyTo, ask}`, src/actors/port.ts) are routed by instance.asks.ts: `view` is
  * answered here, `network` goes to the session while connected (else 503 INSTANCE_OFFLINE), queue asks go to the
- * planner, operator asks become the events below. The planner's `DISPATCH` goes to the dispatcher, the
+ * planner, operator asks become the events below (a port in the instance's own process serves the views and
+ * the planner's asks without the event, by the same routing: src/actors/local-port.ts). The planner's `DISPATCH` goes to the dispatcher, the
  * dispatcher's `CALL` to the session (or is answered `not_sent`). Entering and leaving `connected` tells the
  * planner whether it may arm due slots (`SENDABLE`).
  *

@@ -3,7 +3,10 @@
  * box (an actor with system id `replies`, a child of the supervisor), which hands it to the waiting caller by
  * its `askId`. A caller that stops waiting (its deadline passed) forgets the ask; a late reply is dropped.
  *
- * `LocalInstancePort` is the port (src/actors/port.ts) of an instance whose actor runs in this process.
+ * `LocalInstancePort` is the port (src/actors/port.ts) of an instance whose actor runs in this process. Where the
+ * instance actor would route an ask (machines/instance.asks.ts `routeAsk`), this port serves it in the caller's
+ * turn when it can: a view or QR read from the snapshot, and every ask for the running planner through the
+ * planner's own reply() (`serveLocally`), under the same deadline. Other asks go as `ASK` events.
  */
 import { fromCallback, type AnyActorRef, type CallbackActorLogic } from 'xstate';
 import { raceClock, type Clock, type TimerHandle } from '../clock.js';
