@@ -33,7 +33,12 @@ export interface Replies {
    * `late()` is thrown when the deadline passes.
    */
   request(deliver: (address: ReplyAddress) => boolean, deadlineMs: number, late: () => Error): Promise<AskReply>;
-  /** asks waiting for a reply (a gauge for /debug/actors) */
+  /**
+   * Await a reply an actor serves in the caller's turn (a planner's `reply()`, `serveLocally`) for at most
+   * `deadlineMs`, counted among the asks waiting until then; `late()` is thrown when the deadline passes.
+   */
+  served(reply: Promise<AskReply>, deadlineMs: number, late: () => Error): Promise<AskReply>;
+  /** asks waiting for a reply, by event or served (a gauge for /debug/actors) */
   readonly waiting: number;
   /** the clock deadlines are measured on */
   readonly clock: Clock;
@@ -74,6 +79,8 @@ interface Waiting {
 export function createReplies(clock: Clock): Replies {
   const pending = new Map<string, Waiting>();
   let seq = 0;
+  /** served asks not settled yet (`served`) */
+  let served = 0;
   const logic = fromCallback<ReplyEvent>(({ receive, self }) => {
     const take = (event: ReplyEvent) => {
       const waiting = pending.get(event.askId);
@@ -90,7 +97,15 @@ export function createReplies(clock: Clock): Replies {
     logic,
     clock,
     get waiting() {
-      return pending.size;
+      return pending.size + served;
+    },
+    served(reply, deadlineMs, late) {
+      served += 1;
+      return raceClock(clock, deadlineMs, reply, () => {
+        throw late();
+      }).finally(() => {
+        served -= 1;
+      });
     },
     request(deliver, deadlineMs, late) {
       const askId = `a${++seq}`;
@@ -152,9 +167,7 @@ export class LocalInstancePort implements InstancePort {
     if (isPlannerAsk(ask)) {
       const planner = this.localPlanner(ask);
       if (planner && ask.type === 'queue.summary') return planner.summary() as ReplyOf<A>;
-      if (planner) return this.replied<A>(await raceClock(this.replies.clock, deadlineMs, planner.reply(ask), () => {
-        throw instanceTimeout();
-      }));
+      if (planner) return this.replied<A>(await this.replies.served(planner.reply(ask), deadlineMs, instanceTimeout));
     }
     return this.send(ask, deadlineMs);
   }

@@ -131,12 +131,16 @@ test('a local ask the planner does not answer in time is 504 INSTANCE_TIMEOUT at
   try {
     await holder.query('BEGIN');
     await holder.query('SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE', [jobId]);
+    const waitingAsks = () => Number(t.gw.actors.describeActors().find((a) => a.id === 'supervisor')?.context.waitingAsks);
+    const idle = waitingAsks();
     const cancel = t.api(apiKey, 'DELETE', `/api/v2/messages/${jobId}`);
     await new Promise((res) => setTimeout(res, 200));
+    assert.equal(waitingAsks(), idle + 1, 'the held cancel counts among the asks waiting (/debug/actors)');
     await t.advance(DEADLINES.queueStatus + 1_000, 500);
     const answered = await cancel;
     assert.equal(answered.status, 504, answered.text);
     assert.equal(answered.body.code, 'INSTANCE_TIMEOUT', answered.text);
+    assert.equal(waitingAsks(), idle, 'no longer once the deadline answered it');
   } finally {
     await holder.query('ROLLBACK');
     holder.release();
