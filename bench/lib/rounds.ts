@@ -5,7 +5,7 @@
  * A round's ratio is its rate over the mean of the pgbench rates around it; the figure is the median of the
  * rounds (each is printed too).
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { openPgbench } from './pgbench.js';
@@ -39,6 +39,14 @@ export interface Rounds {
   pgbenchMachineUs: number[];
   /** per round: the share of the machine's cores that was busy */
   machineBusy: number[];
+  /**
+   * per round: the machine's busy CPU per request that neither the gateway's process, its load generator,
+   * PostgreSQL's running processes nor the kernel's interrupt handling (`interruptsUs`) spent (µs): small in a
+   * quiet minute (the load generator's start, PostgreSQL's short-lived workers), large when something else ran
+   */
+  otherUs: number[];
+  /** per round: the kernel's interrupt and softirq time per request (µs; loopback traffic is handled there) */
+  interruptsUs: number[];
   /** per round, when the gateway's group commit was given (`groupCommit`): what it did in the round */
   groups: GroupRound[];
 }
@@ -55,26 +63,55 @@ export interface GroupRound {
 }
 
 /** The machine's CPU time so far, busy and in all (µs, every core), from /proc/stat; null where it cannot be read. */
-function machineCpu(): { busy: number; total: number } | null {
+function machineCpu(): { busy: number; total: number; interrupts: number } | null {
   try {
     const fields = (readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '').trim().split(/\s+/).slice(1).map(Number);
     // user nice system idle iowait irq softirq steal (guest time is counted in user already)
     const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = fields;
     const tick = 1e6 / 100; // USER_HZ: 100 on Linux
     const busy = user + nice + system + irq + softirq + steal;
-    return { busy: busy * tick, total: (busy + idle + iowait) * tick };
+    return { busy: busy * tick, total: (busy + idle + iowait) * tick, interrupts: (irq + softirq) * tick };
   } catch {
     return null;
   }
 }
 
+/**
+ * The CPU time (µs, user and system) so far of the PostgreSQL server's processes running now (their `comm` is
+ * `postgres`), from /proc/<pid>/stat; null where /proc cannot be read. A backend that exits takes its time along,
+ * so it is measured around the gateway's rounds, whose pool keeps its connections, not around pgbench's.
+ */
+function postgresCpu(): number | null {
+  let pids: string[];
+  try {
+    pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name));
+  } catch {
+    return null;
+  }
+  let ticks = 0;
+  for (const pid of pids) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    } catch {
+      continue; // exited meanwhile
+    }
+    const close = stat.lastIndexOf(')');
+    if (stat.slice(stat.indexOf('(') + 1, close) !== 'postgres') continue;
+    // the fields after the name start at the third (state); utime and stime are the 14th and 15th
+    const fields = stat.slice(close + 2).split(' ');
+    ticks += Number(fields[11]) + Number(fields[12]);
+  }
+  return ticks * (1e6 / 100); // USER_HZ: 100 on Linux
+}
+
 /** `work()` with the machine's busy CPU time it took, and the share of the cores that was busy (null where unknown). */
-export async function measured<T>(work: () => Promise<T>): Promise<{ value: T; busyUs: number | null; share: number | null }> {
+export async function measured<T>(work: () => Promise<T>): Promise<{ value: T; busyUs: number | null; share: number | null; interruptsUs: number | null }> {
   const m0 = machineCpu();
   const value = await work();
   const m1 = machineCpu();
-  if (!m0 || !m1 || m1.total <= m0.total) return { value, busyUs: null, share: null };
-  return { value, busyUs: m1.busy - m0.busy, share: (m1.busy - m0.busy) / (m1.total - m0.total) };
+  if (!m0 || !m1 || m1.total <= m0.total) return { value, busyUs: null, share: null, interruptsUs: null };
+  return { value, busyUs: m1.busy - m0.busy, share: (m1.busy - m0.busy) / (m1.total - m0.total), interruptsUs: m1.interrupts - m0.interrupts };
 }
 
 /**
@@ -97,6 +134,8 @@ export async function roundsAgainstPgbench(
   const machineUs: number[] = [];
   const pgbenchMachineUs: number[] = [];
   const machineBusy: number[] = [];
+  const otherUs: number[] = [];
+  const interruptsUs: number[] = [];
   // one database for all of pgbench's runs (bench/lib/pgbench.ts: a drop between rounds forced a checkpoint)
   const pgbench = await openPgbench(base);
   const pgbenchRun = async (durationMs: number) => {
@@ -113,7 +152,9 @@ export async function roundsAgainstPgbench(
       const loop0 = performance.eventLoopUtilization();
       const g0 = groupCommit?.();
       const t0 = performance.now();
-      const { value: run, busyUs, share } = await measured(() => runLoad(spec));
+      const pg0 = postgresCpu();
+      const { value: run, busyUs, share, interruptsUs: irqUs } = await measured(() => runLoad(spec));
+      const pg1 = postgresCpu();
       const wallMs = performance.now() - t0;
       const g1 = groupCommit?.();
       if (g0 && g1 && g1.runs > g0.runs) {
@@ -128,6 +169,11 @@ export async function roundsAgainstPgbench(
       if (busyUs !== null && share !== null) {
         machineUs.push(busyUs / Math.max(1, run.requests));
         machineBusy.push(share);
+        if (pg0 !== null && pg1 !== null && irqUs !== null) {
+          const known = cpu.user + cpu.system + run.clientCpuUs * run.requests + (pg1 - pg0) + irqUs;
+          otherUs.push(Math.max(0, busyUs - known) / Math.max(1, run.requests));
+          interruptsUs.push(irqUs / Math.max(1, run.requests));
+        }
       }
       await pgbenchRun(spec.durationMs);
     }
@@ -135,7 +181,7 @@ export async function roundsAgainstPgbench(
     await pgbench.close();
   }
   const ratios = runs.map((r, i) => r.rps / (((tps[i] as number) + (tps[i + 1] as number)) / 2));
-  return { runs, tps, pgbenchP99, ratios, serverCpuUs, loopUs, machineUs, pgbenchMachineUs, machineBusy, groups };
+  return { runs, tps, pgbenchP99, ratios, serverCpuUs, loopUs, machineUs, pgbenchMachineUs, machineBusy, otherUs, interruptsUs, groups };
 }
 
 /** "0.51, 0.48, 0.55": one figure per round */
@@ -193,6 +239,9 @@ export function printMachineCeiling(rounds: Rounds, ratioGoal: number): void {
   const acc = median(rounds.machineUs);
   const pgb = median(rounds.pgbenchMachineUs);
   console.log(`  machine CPU per request:        ${fmt(acc, 0)} µs an acceptance (all processes), ${fmt(pgb, 0)} µs a pgbench INSERT; the ${cores} cores ${fmt(100 * median(rounds.machineBusy), 0)} % busy in the rounds (medians)`);
+  if (rounds.otherUs.length > 0) {
+    console.log(`  … of it, other processes:       ${fmt(median(rounds.otherUs), 0)} µs a request (rounds: ${listed(rounds.otherUs, 0)}; neither the gateway, its load generator, PostgreSQL's running processes nor the kernel's interrupts, ${listed(rounds.interruptsUs, 0)} µs: what else ran beside each round; a large one was a disturbed minute)`);
+  }
   console.log(`  ceiling of this machine's CPU:  ${fmt((cores * 1e6) / acc, 0)} req/s at ${fmt(acc, 0)} µs a request, a ratio of ${fmt(pgb / acc, 3)} to pgbench at most (goal ≥ ${ratioGoal}; CPU-bound both, the ratio cannot pass pgbench's CPU per row over the acceptance's)`);
 }
 
