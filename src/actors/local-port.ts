@@ -166,25 +166,36 @@ export class LocalInstancePort implements InstancePort {
     if (ask.type === 'pairingCode') return (await this.pairingCode(ask, deadlineMs)) as ReplyOf<A>;
     if (isPlannerAsk(ask)) {
       const planner = this.localPlanner(ask);
-      if (planner && ask.type === 'queue.summary') return planner.summary() as ReplyOf<A>;
-      if (planner) return this.replied<A>(await this.replies.served(planner.reply(ask), deadlineMs, instanceTimeout));
+      if (planner) {
+        if (ask.type === 'queue.summary') return planner.summary() as ReplyOf<A>;
+        return this.replied<A>(await this.replies.served(planner.reply(ask), deadlineMs, instanceTimeout));
+      }
     }
     return this.send(ask, deadlineMs);
   }
 
   /**
-   * The instance's running planner, when the ask would go to it (machines/instance.asks.ts `routeAsk`); undefined
-   * otherwise (the ask then goes as an event, and is answered or refused as before).
+   * Where the instance actor would route an ask (machines/instance.asks.ts `routeAsk`, given its current
+   * snapshot): the actor, and the child that serves the ask (none: the actor answers it or turns it into its own
+   * event); undefined while the instance actor is not running.
    */
-  private localPlanner(ask: PlannerAsk): LocalPlanner | undefined {
+  private routed(ask: InstanceAsk): { ref: AnyActorRef; child: AnyActorRef | undefined } | undefined {
     const ref = this.actor();
     if (!ref) return undefined;
     const snapshot = ref.getSnapshot() as InstanceSnapshot & { children: Record<string, AnyActorRef | undefined> };
     if (snapshot.status !== 'active') return undefined;
     const route = routeAsk(ask, snapshot, snapshot.children.session !== undefined);
-    const planner = 'to' in route && route.to === 'planner' ? snapshot.children.planner : undefined;
-    if (!planner || planner.getSnapshot().status !== 'active') return undefined;
-    return planners.get(planner);
+    return { ref, child: 'to' in route ? snapshot.children[route.to] : undefined };
+  }
+
+  /**
+   * The instance's running planner, when the ask is routed to it; undefined otherwise (the ask then goes as an
+   * event, and is answered or refused as before). Only planners are registered (`serveLocally`).
+   */
+  private localPlanner(ask: PlannerAsk): LocalPlanner | undefined {
+    const child = this.routed(ask)?.child;
+    if (!child || child.getSnapshot().status !== 'active') return undefined;
+    return planners.get(child);
   }
 
   /** A reply's value, or its error thrown. */
@@ -241,14 +252,9 @@ export class LocalInstancePort implements InstancePort {
   private async send<A extends InstanceAsk>(ask: A, deadlineMs: number): Promise<ReplyOf<A>> {
     const reply = await this.replies.request(
       (address) => {
-        const ref = this.actor();
-        if (!ref) return false;
-        const snapshot = ref.getSnapshot() as InstanceSnapshot & { children: Record<string, AnyActorRef | undefined> };
-        if (snapshot.status !== 'active') return false;
-        const event = { type: 'ASK', ...address, ask };
-        const route = routeAsk(ask, snapshot, snapshot.children.session !== undefined);
-        const child = 'to' in route ? snapshot.children[route.to] : undefined;
-        (child ?? ref).send(event);
+        const target = this.routed(ask);
+        if (!target) return false;
+        (target.child ?? target.ref).send({ type: 'ASK', ...address, ask });
         return true;
       },
       deadlineMs,
