@@ -1,7 +1,7 @@
 /**
  * The yardstick of the acceptance benchmarks: pgbench's single-row INSERT rate on the same PostgreSQL server,
  * same client count, into a table of a database of its own (dropped at the end), and its transactions'
- * latency (p50, p99): what PostgreSQL alone answers the same clients in, the yardstick of a p99 goal.
+ * latency p99: what PostgreSQL alone answers the same clients in, the yardstick of a p99 goal.
  *
  * A run of rounds (bench/lib/rounds.ts) keeps that database for all its pgbench runs and empties the table
  * before each, instead of a database per run: DROP DATABASE forces a checkpoint, and after a checkpoint every page's first change writes the
@@ -12,11 +12,11 @@ import { writeFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'n
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { percentile } from './queue-fixture.js';
 
-/** One pgbench run: its rate in transactions (one-row INSERTs) per second, and their latency (ms). */
+/** One pgbench run: its rate in transactions (one-row INSERTs) per second, and their latency p99 (ms). */
 export interface PgbenchRun {
   tps: number;
-  p50: number;
   p99: number;
 }
 
@@ -66,9 +66,7 @@ export async function openPgbench(base: string): Promise<Pgbench> {
         }
         rmSync(file);
       }
-      latencies.sort((a, b) => a - b);
-      const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * q))] ?? NaN;
-      return { tps: Number(/tps = ([\d.]+)/.exec(out)?.[1] ?? NaN), p50: at(0.5), p99: at(0.99) };
+      return { tps: Number(/tps = ([\d.]+)/.exec(out)?.[1] ?? NaN), p99: percentile(latencies, 99) };
     },
     async close() {
       rmSync(dir, { recursive: true, force: true });

@@ -62,15 +62,17 @@ export interface GroupRound {
   busy: number;
 }
 
+/** A clock tick of /proc's CPU times in µs (USER_HZ: 100 on Linux). */
+const TICK_US = 1e6 / 100;
+
 /** The machine's CPU time so far, busy and in all (µs, every core), from /proc/stat; null where it cannot be read. */
 function machineCpu(): { busy: number; total: number; interrupts: number } | null {
   try {
     const fields = (readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '').trim().split(/\s+/).slice(1).map(Number);
     // user nice system idle iowait irq softirq steal (guest time is counted in user already)
     const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = fields;
-    const tick = 1e6 / 100; // USER_HZ: 100 on Linux
     const busy = user + nice + system + irq + softirq + steal;
-    return { busy: busy * tick, total: (busy + idle + iowait) * tick, interrupts: (irq + softirq) * tick };
+    return { busy: busy * TICK_US, total: (busy + idle + iowait) * TICK_US, interrupts: (irq + softirq) * TICK_US };
   } catch {
     return null;
   }
@@ -102,7 +104,7 @@ function postgresCpu(): number | null {
     const fields = stat.slice(close + 2).split(' ');
     ticks += Number(fields[11]) + Number(fields[12]);
   }
-  return ticks * (1e6 / 100); // USER_HZ: 100 on Linux
+  return ticks * TICK_US;
 }
 
 /** `work()` with the machine's busy CPU time it took, and the share of the cores that was busy (null where unknown). */
