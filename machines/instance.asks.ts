@@ -59,10 +59,8 @@ export function routeAsk(ask: InstanceAsk, s: InstanceSnapshot, hasSession: bool
  */
 export function linkViewOf(s: InstanceSnapshot): LinkView {
   const status = instanceStatus(s);
-  const shown = currentQr(s);
-  const raw = shown ? (s.context.qr?.raw ?? null) : null;
   const code = s.context.pairingCode;
-  return { status, qr: shown?.dataUrl ?? null, raw, pairingCode: code ? { code: code.code, at: code.at } : null };
+  return { status, raw: currentQr(s)?.raw ?? null, pairingCode: code ? { code: code.code, at: code.at } : null };
 }
 
 /** The answer to a CALL when no session runs. */

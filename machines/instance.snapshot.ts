@@ -53,10 +53,10 @@ export function healthCounts(snapshots: Iterable<InstanceSnapshot>): HealthCount
 /** True while an ordered restart holds /api/v2/* (answer 503 QUEUE_PAUSED). */
 export const isPaused = (snapshot: InstanceSnapshot): boolean => snapshot.hasTag('paused');
 
-/** The QR to show on /api/qr: only while waiting for a scan and once the session rendered one. */
-export function currentQr(snapshot: InstanceSnapshot): { dataUrl: string; at: number } | null {
+/** The QR to show on /api/qr (its text; the edge draws it): only while waiting for a scan. */
+export function currentQr(snapshot: InstanceSnapshot): { raw: string; at: number } | null {
   const qr = snapshot.context.qr;
-  return instanceStatus(snapshot) === 'waiting_qr' && qr?.dataUrl ? { dataUrl: qr.dataUrl, at: qr.at } : null;
+  return instanceStatus(snapshot) === 'waiting_qr' && qr ? qr : null;
 }
 
 /** A secret-free view for /debug/actors: presence and times of QR and pairing code, never their values. */
@@ -97,7 +97,7 @@ export function leafStates(value: unknown, prefix = ''): string[] {
 export function stoppedView(phoneNumber: string | null): InstanceView {
   return {
     status: 'disconnected', connected: false, phoneNumber, browser: { alive: false, failStreak: 0, lastOkAt: 0 },
-    qr: null, detail: 'stopped', paused: false, quarantined: false, lastError: null, queueMode: 'disabled',
+    qrText: null, detail: 'stopped', paused: false, quarantined: false, lastError: null, queueMode: 'disabled',
   };
 }
 
@@ -109,7 +109,7 @@ export function viewOf(s: InstanceSnapshot): InstanceView {
     connected: status === 'connected',
     phoneNumber: s.context.phoneNumber,
     browser: { alive: browser.alive, failStreak: browser.failStreak, lastOkAt: browser.lastOkAt },
-    qr: currentQr(s)?.dataUrl ?? null,
+    qrText: currentQr(s)?.raw ?? null,
     detail: leafStates(s.value).join(', '),
     paused: isPaused(s),
     quarantined: s.hasTag('quarantined'),

@@ -80,10 +80,11 @@ export interface InstanceContext {
   /** The driver's own count of failed browser probes (its `browser_health`). */
   probeFailStreak: number;
   /**
-   * Latest QR while not linked: `raw` as the driver gave it (whatsapp-web.js: the string to encode; the sandbox:
-   * its PNG data URL), `dataUrl` its PNG. Secret: never in summaries or logs.
+   * Latest QR while not linked: `raw`, the text to encode, as the driver gave it (whatsapp-web.js and the
+   * sandbox alike). It is drawn as a PNG only when someone reads it (src/qr-image.ts). Secret: never in
+   * summaries or logs.
    */
-  qr: { dataUrl: string | null; raw: string; at: number } | null;
+  qr: { raw: string; at: number } | null;
   /** Latest pairing code while not linked; secret: never in summaries or logs. */
   pairingCode: { code: string; at: number } | null;
   waState: WAState | null;
@@ -101,7 +102,7 @@ export interface InstanceContext {
 }
 
 export type SessionEvent =
-  | { type: 'qr'; qr: string; dataUrl: string | null; at: number }
+  | { type: 'qr'; qr: string; at: number }
   | { type: 'code'; code: string; at: number }
   | { type: 'authenticated'; at: number }
   | { type: 'ready'; wid: string | null; at: number }
@@ -243,7 +244,7 @@ export function absorb(context: InstanceContext, event: InstanceEvent): Partial<
   const seen = { ...context.browser, alive: true, lastOkAt: Math.max(context.browser.lastOkAt, event.at) };
   switch (event.type) {
     case 'qr':
-      return { browser: seen, qr: { dataUrl: event.dataUrl, raw: event.qr, at: event.at } };
+      return { browser: seen, qr: { raw: event.qr, at: event.at } };
     case 'code':
       // a pairing code replaces the QR: the network no longer accepts the shown code once pairing started
       return { browser: seen, qr: null, pairingCode: { code: event.code, at: event.at } };

@@ -130,7 +130,7 @@ export class InstanceAdminService implements InstanceAdmin {
   /** The QR to link with while the instance waits for a scan (nulls otherwise, and while no node runs it). */
   async linking(id: string): Promise<LinkView> {
     const port = this.deps.actors.port(id);
-    const stopped = (): LinkView => ({ status: 'disconnected', qr: null, raw: null, pairingCode: null });
+    const stopped = (): LinkView => ({ status: 'disconnected', raw: null, pairingCode: null });
     if (!port) return stopped();
     return port.ask({ type: 'qr' }, DEADLINES.read).catch((err: unknown) => {
       if (isDomainError(err, 'INSTANCE_UNREACHABLE')) return stopped();

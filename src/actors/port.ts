@@ -101,8 +101,11 @@ export interface InstanceView {
   connected: boolean;
   phoneNumber: string | null;
   browser: BrowserHealth;
-  /** latest QR as a PNG data URL while waiting for a link, else null */
-  qr: string | null;
+  /**
+   * the latest QR's text while waiting for a link, else null: a secret, drawn as a PNG data URL only where it is
+   * answered (src/qr-image.ts `qrImage`)
+   */
+  qrText: string | null;
   /** internal state for operators: e.g. 'backoff', 'quarantined', 'restarting' */
   detail: string;
   /** ordered restart in progress: /api/v2/* answers 503 QUEUE_PAUSED */
@@ -119,9 +122,7 @@ export interface InstanceView {
  */
 export interface LinkView {
   status: InstanceView['status'];
-  /** PNG data URL */
-  qr: string | null;
-  /** the QR as the driver gave it (whatsapp-web.js: the text to encode; the sandbox: its PNG data URL) */
+  /** the QR's text as the driver gave it (the route draws it: src/qr-image.ts `qrImage`) */
   raw: string | null;
   pairingCode: PairingCode | null;
 }

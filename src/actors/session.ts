@@ -25,7 +25,6 @@
  * is sent twice. `onNetworkEvent` gets raw arguments, QR strings and pairing codes included: never log them.
  */
 import { fromCallback, type CallbackActorLogic } from 'xstate';
-import QRCode from 'qrcode';
 import { NO_SESSION_DRIVER_CODES, type Driver, type DriverEventName, type DriverEvents, type DriverFactory, type DriverOptions } from '../drivers/contract.js';
 import type { SessionCommand, SessionControl, SessionEvent, SessionInput } from '../../machines/instance.machine.js';
 import { answer } from './local-port.js';
@@ -46,10 +45,8 @@ export interface SessionOptions {
   clock?: Clock;
   /** Every driver event with its arguments as the driver gave them (QR and pairing code included: no logging). */
   onNetworkEvent?: NetworkEventListener;
-  /** QR string → PNG data URL (default: qrcode). */
-  renderQr?: (qr: string) => Promise<string>;
-  /** Faults nobody else sees: destroy failures, a failed QR rendering. */
-  onError?: (err: unknown, where: 'destroy' | 'render_qr' | 'forward' | 'call') => void;
+  /** Faults nobody else sees: destroy failures, a failed forward. */
+  onError?: (err: unknown, where: 'destroy' | 'forward' | 'call') => void;
 }
 
 export interface DriverSessionInput extends SessionOptions {
@@ -84,24 +81,22 @@ const ALL_EVENTS: Record<DriverEventName, true> = {
 };
 export const DRIVER_EVENT_NAMES = Object.keys(ALL_EVENTS) as DriverEventName[];
 
-const defaultRenderQr = (qr: string) => QRCode.toDataURL(qr, { errorCorrectionLevel: 'M', margin: 2 });
 const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 /** What translating an event needs of its session. */
 interface Translating {
   driver: Driver;
-  /** the QR as a PNG data URL; null when it could not be drawn (reported) */
-  render(qr: string): Promise<string | null>;
 }
 
-type Translate<E extends DriverEventName> = (t: Translating, at: number, ...args: DriverEvents[E]) => SessionEvent | Promise<SessionEvent>;
+type Translate<E extends DriverEventName> = (t: Translating, at: number, ...args: DriverEvents[E]) => SessionEvent;
 
 /**
  * Each lifecycle event of the driver as the machine's event, stamped `at`. One table for every session (a session
  * subscribes with one bound listener per event name, not with closures of its own: ten thousand sessions).
  */
 const TRANSLATIONS: { [E in (typeof LIFECYCLE_EVENTS)[number]]: Translate<E> } = {
-  qr: async (t, at, qr) => ({ type: 'qr', qr, dataUrl: await t.render(qr), at }),
+  // kept as its text: drawn only where someone reads it (src/qr-image.ts), not for each of thousands waiting
+  qr: (_, at, qr) => ({ type: 'qr', qr, at }),
   code: (_, at, code) => ({ type: 'code', code, at }),
   authenticated: (_, at) => ({ type: 'authenticated', at }),
   // driver.info belongs to this moment: translated when the event comes, delivered in order
@@ -128,11 +123,11 @@ export function runSession(
   after: Promise<void> = Promise.resolve(),
 ): { stop(): Promise<void> } {
   const clock = opts.clock ?? systemClock;
-  const renderQr = opts.renderQr ?? defaultRenderQr;
-  const report = (err: unknown, where: 'destroy' | 'render_qr' | 'forward') => opts.onError?.(err, where);
+  const report = (err: unknown, where: 'destroy' | 'forward') => opts.onError?.(err, where);
   let stopped = false;
 
-  // QR rendering is async; the chain keeps every event behind the ones emitted before it.
+  // Every event reaches the machine a turn after the driver emitted it (never inside the driver's own call), and
+  // the chain keeps it behind the ones emitted before it (the outcomes of a logout or a start come later).
   let chain: Promise<void> = Promise.resolve();
   const forward = (make: () => SessionEvent | Promise<SessionEvent>) => {
     chain = chain
@@ -143,10 +138,7 @@ export function runSession(
       .catch((err: unknown) => report(err, 'forward'));
   };
 
-  const translating: Translating = {
-    driver,
-    render: (qr) => renderQr(qr).catch((err: unknown) => (report(err, 'render_qr'), null)),
-  };
+  const translating: Translating = { driver };
   const download: Driver['downloadMedia'] = (msgId) => driver.downloadMedia(msgId);
   const onEvent = (name: DriverEventName, ...args: DriverEvents[DriverEventName]) => {
     if (stopped) return;

@@ -9,7 +9,6 @@
  * number and settings incoming events are written with), so that what an operator changed is seen at once.
  */
 import { createActor, type Actor, type AnyActorRef, type InspectionEvent } from 'xstate';
-import QRCode from 'qrcode';
 import { supervisorMachine, shardMachine, instanceActorId, SYSTEM_IDS } from '../../machines/supervisor.machine.js';
 import { instanceMachine, healthCounts, viewOf, stoppedView, type InstanceSnapshot, type NotifyParams, type TraceParams, type HealthCounts, type InstanceInput, type InstanceView } from '../../machines/instance.machine.js';
 import { createSessionLogic, type Sessions } from './session.js';
@@ -81,10 +80,6 @@ function withInput(logic: InstanceLogic, policy: Partial<InstanceInput>): Instan
   return wrapped;
 }
 
-// whatsapp-web.js emits the raw QR string; the sandbox emits it already rendered as a PNG data URL, which does
-// not fit into another QR code.
-const renderQr = (qr: string) => (qr.startsWith('data:image/png;base64,') ? Promise.resolve(qr) : QRCode.toDataURL(qr, { errorCorrectionLevel: 'M', margin: 2 }));
-
 export class ActorSystem {
   private readonly records = new Map<string, Instance>();
   private readonly ports = new Map<string, InstancePort>();
@@ -115,7 +110,6 @@ export class ActorSystem {
         if (record) events()?.send(networkCommand(record, name, args, download));
       },
       onError: (err, where) => deps.log.warn({ err, where }, 'session fault'),
-      renderQr,
     });
     this.webhooks = createWebhookSenders({
       db: deps.pool, clock: deps.clock, log: deps.log, allowPrivate: deps.webhookAllowPrivate,

@@ -38,14 +38,11 @@ export function pairAnswer(envelope: unknown): PairAnswer | null {
 export const formatCode = (code: string): string => (/^[A-Z0-9]{8}$/i.test(code) ? `${code.slice(0, 4)}-${code.slice(4)}` : code);
 
 /**
- * What `mgw qr` prints: the QR drawn with block characters to scan from the terminal. The sandbox gives its QR
- * only as a PNG (a data URL is too long to encode again): then the status and where to see the image.
+ * What `mgw qr` prints: the QR drawn with block characters to scan from the terminal (the sandbox's as well as
+ * whatsapp-web.js's: both give the QR's text).
  */
 export async function qrText(id: string, a: QrAnswer): Promise<string> {
-  if (a.raw === null) return `instance ${id} is ${a.status}: no QR to scan${a.status === 'waiting_qr' ? ' yet (the session is rendering one; try again)' : ''}\n`;
-  if (a.raw.startsWith('data:')) {
-    return `instance ${id} is waiting for a scan; its driver gives the QR as an image only: open GET /admin/v1/instances/${id}/qr (data.qr) in a browser\n`;
-  }
+  if (a.raw === null) return `instance ${id} is ${a.status}: no QR to scan${a.status === 'waiting_qr' ? ' (none shown yet, or a pairing code was asked for instead)' : ''}\n`;
   const drawing = await QRCode.toString(a.raw, { type: 'terminal', small: true });
   return `${drawing}\nscan with WhatsApp on the phone: Settings → Linked devices → Link a device (instance ${id})\n`;
 }

@@ -1,13 +1,14 @@
 /**
- * What a waiting sandbox session shows the phone: a QR of a fresh token that rotates every `qrRotateMs` (a PNG
- * data URL, qr-image.ts), until a pairing code is asked for instead. The session says when it starts waiting
+ * What a waiting sandbox session shows the phone: a QR of a fresh token that rotates every `qrRotateMs`, until a
+ * pairing code is asked for instead. Its `qr` event carries the token, the text a QR encodes, as whatsapp-web.js's
+ * carries the page's; the PNG is drawn only for whoever looks at it (`current()`, src/qr-image.ts). The session says when it starts waiting
  * (`show`) and when the wait is over (`clear`: linked, stopped, crashed, disconnected); a rotation due from an
  * earlier wait does nothing.
  */
 import type { SandboxEvent } from '../drivers/sandbox/api.js';
 import type { SessionNetwork } from './books.js';
 import { newPairingCode, newQrToken } from './ids.js';
-import { qrDataUrl } from './qr-image.js';
+import { qrImage } from '../qr-image.js';
 
 export interface ShownQr {
   token: string;
@@ -16,7 +17,7 @@ export interface ShownQr {
 }
 
 export class LinkScreen {
-  private qr: ShownQr | null = null;
+  private qr: { token: string; expiresAt: number } | null = null;
   private pairing: { code: string; phone: string } | null = null;
   /** bumps with every show and clear, so that the rotation of an earlier wait stops */
   private wait = 0;
@@ -51,9 +52,9 @@ export class LinkScreen {
     return this.pairing.code;
   }
 
-  /** The QR shown right now. */
+  /** The QR shown right now, drawn. */
   current(): ShownQr | null {
-    return this.qr ? { ...this.qr } : null;
+    return this.qr ? { ...this.qr, dataUrl: qrImage(this.qr.token) } : null;
   }
 
   matches(token: string): boolean {
@@ -69,8 +70,8 @@ export class LinkScreen {
   private rotate(wait: number): void {
     if (wait !== this.wait || this.pairing) return;
     const token = newQrToken();
-    this.qr = { token, dataUrl: qrDataUrl(token), expiresAt: this.net.now() + this.net.qrRotateMs };
+    this.qr = { token, expiresAt: this.net.now() + this.net.qrRotateMs };
     this.net.schedule(this.net.qrRotateMs, () => this.rotate(wait));
-    this.emit({ name: 'qr', args: [this.qr.dataUrl] });
+    this.emit({ name: 'qr', args: [token] });
   }
 }

@@ -53,7 +53,7 @@ test('QR while waiting, pairing code to the operator and the webhook, nulls once
   const id = instance.id;
   assert.equal((await t.admin('PUT', `/admin/v1/instances/${id}/webhook`, { url: `${hook.url}/hook`, secret: 'linking-hook-secret-0123456789', events: ['code'] })).status, 200);
 
-  // waiting for a scan: the PNG and the raw string (the sandbox's raw QR is its own PNG data URL)
+  // waiting for a scan: the PNG and the raw string (the sandbox's raw QR is its token, as the phone scans it)
   const waiting = await waitFor(async () => {
     const r = await t.admin('GET', `/admin/v1/instances/${id}/qr`);
     return r.body.data?.qr ? r : null;
@@ -63,13 +63,15 @@ test('QR while waiting, pairing code to the operator and the webhook, nulls once
   assert.equal(waiting.body.data?.status, 'waiting_qr');
   assert.match(String(waiting.body.data?.qr), PNG_DATA_URL);
   assert.equal(typeof waiting.body.data?.raw, 'string');
-  const shown = (await t.admin('GET', `/sandbox/v1/instances/${id}/qr`)).body.data as { dataUrl: string };
-  assert.equal(waiting.body.data?.raw, shown.dataUrl, 'the raw QR is what the driver gave');
+  const shown = (await t.admin('GET', `/sandbox/v1/instances/${id}/qr`)).body.data as { token: string; dataUrl: string };
+  assert.equal(waiting.body.data?.raw, shown.token, 'the raw QR is what the driver gave');
+  assert.equal(waiting.body.data?.qr, shown.dataUrl, 'drawn from it: the image the phone sees');
   assert.deepEqual(Object.keys(waiting.body.data ?? {}).sort(), ['qr', 'raw', 'status']);
 
   const cliQr = await mgw('qr', id);
   assert.equal(cliQr.code, 0, cliQr.stderr);
-  assert.match(cliQr.stdout, /waiting for a scan; its driver gives the QR as an image only/);
+  assert.match(cliQr.stdout, /[█▀▄]/, 'the QR drawn in the terminal');
+  assert.ok(!cliQr.stdout.includes(shown.token), 'the drawing, not the token');
 
   // the pairing code: answered to the operator, sent to the webhook
   const paired = await t.admin('POST', `/admin/v1/instances/${id}/pairing-code`, { phoneNumber: PHONE });
@@ -117,7 +119,7 @@ test('QR while waiting, pairing code to the operator and the webhook, nulls once
   // secrets never in a log line
   const log = logLines.join('');
   assert.ok(log.length > 0, 'the gateway logged something');
-  for (const [what, secret] of [['pairing code', code], ['second pairing code', code2], ['raw QR', shown.dataUrl.slice(22, 80)]] as const) {
+  for (const [what, secret] of [['pairing code', code], ['second pairing code', code2], ['raw QR', shown.token], ['QR image', shown.dataUrl.slice(22, 80)]] as const) {
     assert.ok(!log.includes(secret), `${what} never in a log line`);
   }
 });
@@ -129,5 +131,5 @@ test('mgw qr draws a raw QR string in the terminal', async () => {
   assert.ok(text.split('\n').length > 15, 'a QR drawing, many rows');
   assert.ok(!text.includes(raw), 'the drawing, not the string');
   assert.equal(formatCode('ABCD1234'), 'ABCD-1234');
-  assert.match(await qrText('inst-1', { status: 'waiting_qr', qr: null, raw: null }), /no QR to scan yet/);
+  assert.match(await qrText('inst-1', { status: 'waiting_qr', qr: null, raw: null }), /no QR to scan \(none shown yet/);
 });

@@ -143,7 +143,6 @@ test('whatsapp-web.js driver: every library event reaches the outbox through the
       driverFactory: (opts) => new WebjsDriver({ ...opts, clock, clientFactory: (o) => (client = new StandInClient(o)) }),
       driverOptions: { dataDir, callTimeoutMs: 1000 },
       onNetworkEvent: (_id, name, args, download) => events.send(networkCommand(instance, name, args, download)),
-      renderQr: (qr) => Promise.resolve(`data:image/png;base64,${Buffer.from(qr).toString('base64')}`),
     });
     // wired as src/actors/runtime.ts wires it: `notify` only sends a command
     const machine = createActor(

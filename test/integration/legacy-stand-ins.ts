@@ -133,7 +133,7 @@ export class V1Port implements InstancePort {
       connected: this.connected,
       phoneNumber: OWN_NUMBER,
       browser: { alive: true, failStreak: 0, lastOkAt: this.clock.now() },
-      qr: null,
+      qrText: null,
       detail: this.connected ? 'connected' : this.paused ? 'restarting' : 'disconnected',
       paused: this.paused,
       quarantined: false,

@@ -60,7 +60,7 @@ export class TestPort implements InstancePort {
       connected: this.connected,
       phoneNumber: this.instance.phoneNumber,
       browser: { alive: true, failStreak: 0, lastOkAt: this.clock.now() },
-      qr: null,
+      qrText: null,
       detail: this.connected ? 'connected' : 'disconnected',
       paused: false,
       quarantined: false,

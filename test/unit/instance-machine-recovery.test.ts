@@ -234,7 +234,7 @@ describe('instance machine: ordered restart', () => {
     h.connect();
     h.actor.send({ type: 'ORDERED_RESTART' });
     h.clock.increment(DEFAULT_POLICY.restartDelayMs);
-    h.session().send({ type: 'qr', qr: 'q', dataUrl: null, at: h.clock.now() });
+    h.session().send({ type: 'qr', qr: 'q', at: h.clock.now() });
     h.clock.increment(120_000 - DEFAULT_POLICY.restartDelayMs - 1);
     assert.ok(isPaused(h.snap()));
     h.clock.increment(1);

@@ -12,6 +12,7 @@ import { matching, parse, structField, structMessage } from '../validate.js';
 import { SettingsPatchStruct, type InstanceSettings, type SettingsPatch } from '../../queue/settings.js';
 import type { Instance } from '../../store/instances.js';
 import type { LinkView, PairingCode } from '../../actors/port.js';
+import { qrImage } from '../../qr-image.js';
 
 export interface InstanceAdmin {
   list(): Promise<Instance[]>;
@@ -111,9 +112,9 @@ export function adminInstancesRouter(admin: InstanceAdmin): Router {
   });
   router.get('/admin/v1/instances/:id/qr', async (ctx) => {
     const inst = await load(ctx.params.id ?? '');
-    const { status, qr, raw } = await admin.linking(inst.id);
+    const { status, raw } = await admin.linking(inst.id);
     ctx.set('Cache-Control', 'no-store');
-    ok(ctx, { status, qr, raw });
+    ok(ctx, { status, qr: raw === null ? null : qrImage(raw), raw });
   });
   router.get('/admin/v1/nodes', async (ctx) => ok(ctx, { items: await admin.nodes() }));
   router.post('/admin/v1/instances/:id/move', async (ctx) => {

@@ -8,6 +8,7 @@ import type { Instance } from '../../store/instances.js';
 import { staleWhileRevalidate } from '../../memo.js';
 import type { Pool } from '../../store/pool.js';
 import type { Clock } from '../../clock.js';
+import { qrImage } from '../../qr-image.js';
 
 export interface StatusRouteDeps {
   pool: Pool;
@@ -71,7 +72,7 @@ export function statusRouter(deps: StatusRouteDeps): Router {
   router.get('/qr', async (ctx) => {
     const v = await deps.portOf(ctx).ask({ type: 'view' }, DEADLINES.read);
     if (v.connected) return ok(ctx, { status: 'connected', phoneNumber: v.phoneNumber ?? (ctx.state.instance as Instance).phoneNumber ?? '' });
-    if (v.qr) return ok(ctx, { qr: v.qr, status: 'waiting_qr' });
+    if (v.qrText !== null) return ok(ctx, { qr: qrImage(v.qrText), status: 'waiting_qr' });
     ok(ctx, { status: v.status, message: QR_WAIT_MESSAGES[v.status] ?? 'no QR code available yet' });
   });
 

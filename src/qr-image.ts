@@ -1,11 +1,16 @@
 /**
- * The QR a waiting sandbox session shows: its token as a QR code, drawn as a 1-bit grayscale PNG data URL.
+ * A QR's text drawn as a 1-bit grayscale PNG data URL, where it is answered (GET /api/qr, GET
+ * /admin/v1/instances/:id/qr, the sandbox's phone view), never where it arrives.
  *
- * qrcode computes the symbol; the PNG is written here rather than by qrcode's own renderer (pngjs with
- * adaptive row filters and RGBA pixels), which takes about ten times as long: every waiting session draws a new
- * QR at each rotation, and an operator creating thousands of instances has thousands waiting at once. The one
- * byte-mode segment and the fixed mask skip qrcode's segment optimisation and its trial of all eight masks; the
- * symbol stays a valid QR code (the mask is written in its format information).
+ * A session waiting for a scan gets a new QR about every 20 s (whatsapp-web.js's `qr` event, the sandbox's
+ * rotation), and an operator who creates thousands of instances has thousands waiting at once: drawing each
+ * one as it came cost 0.2 ms (here) to 2 ms (qrcode's own renderer) of the event loop per QR, almost all of
+ * them never looked at. The instance keeps the text; `qrImage` draws it when someone reads it, once per text
+ * (the console and API clients poll it every few seconds).
+ *
+ * qrcode computes the symbol (its segments and the best of its eight masks, error correction M); the PNG is
+ * written here rather than by qrcode's own renderer (pngjs with adaptive row filters and RGBA pixels), which
+ * takes about ten times as long.
  */
 import { deflateSync } from 'node:zlib';
 import QRCode from 'qrcode';
@@ -16,8 +21,23 @@ const MARGIN = 2;
 
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 
+/** the QRs drawn lately, by text: a poll of the same QR is answered without drawing it again */
+const drawn = new Map<string, string>();
+const DRAWN_MAX = 256;
+
+/** `text` as a PNG data URL, drawn once while it stays among the latest DRAWN_MAX drawn. */
+export function qrImage(text: string): string {
+  const known = drawn.get(text);
+  if (known !== undefined) return known;
+  const url = qrDataUrl(text);
+  if (drawn.size >= DRAWN_MAX) drawn.delete(drawn.keys().next().value as string);
+  drawn.set(text, url);
+  return url;
+}
+
+/** `text` drawn as a PNG data URL (every call draws it: `qrImage` remembers). */
 export function qrDataUrl(text: string): string {
-  const { modules } = QRCode.create([{ data: Buffer.from(text, 'utf8'), mode: 'byte' }], { errorCorrectionLevel: 'L', maskPattern: 0 });
+  const { modules } = QRCode.create(text, { errorCorrectionLevel: 'M' });
   const side = (modules.size + 2 * MARGIN) * SCALE;
   const rowBytes = Math.ceil(side / 8);
   // one filter byte (0: none) and the row's bits (1 = white) per pixel row; the bits past the width stay white
