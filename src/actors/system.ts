@@ -122,6 +122,7 @@ export class ActorSystem {
       // a group nobody's webhook hears of is one fenced statement (src/queue/sql/insertJobsFenced.ts)
       quiet: async (ids) => !(await deps.events.wantedBy(ids, QUEUED_EVENT)),
       ...(deps.leasesOf ? { leasesOf: deps.leasesOf } : {}),
+      ...(deps.metrics ? { metrics: deps.metrics.queue } : {}),
     });
     this.planners = createPlanners({
       pool: deps.pool,

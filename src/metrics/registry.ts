@@ -74,6 +74,13 @@ export function createMetrics(opts: { prefix?: string; defaultMetrics?: boolean 
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers,
   });
+  const groupCommit = new Histogram({
+    name: `${p}group_commit_seconds`,
+    help: "A node-wide group commit of acceptances, from its start to its outcome: PostgreSQL's share of an acceptance's answer (its requests: mgw_group_commit_requests_total)",
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers,
+  });
+  const groupRequests = new Counter({ name: `${p}group_commit_requests_total`, help: 'Acceptance requests in the node-wide group commits (committed or not)', registers });
   const dispatchCall = new Histogram({
     name: `${p}dispatch_call_seconds`,
     help: 'The network call of a dispatch, by outcome (confirmed, assumed, failed, unknown; returned: never reached the network)',
@@ -126,6 +133,10 @@ export function createMetrics(opts: { prefix?: string; defaultMetrics?: boolean 
       dispatches.inc({ outcome });
       dispatchCall.observe({ outcome }, seconds(callMs));
       if (outcome !== 'returned') lateness.observe(seconds(lateMs));
+    },
+    committed: (ms, requests) => {
+      groupCommit.observe(seconds(ms));
+      groupRequests.inc(requests);
     },
   };
   const webhooks: WebhookMetrics = {

@@ -44,6 +44,11 @@ export interface QueueMetrics {
    * the call took, and how long after its slot the job was claimed.
    */
   dispatched(outcome: DispatchOutcome['kind'] | 'returned', callMs: number, lateMs: number): void;
+  /**
+   * A node-wide group commit of acceptances ended (src/queue/group-commit.ts), committed or not: from its start
+   * to its outcome, PostgreSQL's share of each acceptance's answer, and the requests it held.
+   */
+  committed(durationMs: number, requests: number): void;
 }
 
 /** A lease of an instance as a fenced write checks it: held by `nodeId` at `epoch`, and not expired. */

@@ -15,7 +15,7 @@ import { createTestDb, NEEDS_SERVER, type TestDb } from '../helpers/db.js';
 import { waitFor } from '../helpers/gateway.js';
 import { acquireLease, fenceLeases, releaseLease, type Lease } from '../../src/cluster/leases.js';
 import { registerNode } from '../../src/cluster/nodes.js';
-import { AcceptanceCommitter, type AcceptUnit, type CommitterDeps, type UnitWrites } from '../../src/queue/group-commit.js';
+import { AcceptanceCommitter, GROUP_MS_BOUNDS, type AcceptUnit, type CommitterDeps, type UnitWrites } from '../../src/queue/group-commit.js';
 import { CommitOutcomeUnknown, oneStatement } from '../../src/store/pool.js';
 import { newJobId } from '../../src/ids.js';
 import type { NewJob } from '../../src/queue/job.js';
@@ -63,10 +63,13 @@ function unit(instanceId: string, jobs: NewJob[]): AcceptUnit {
 }
 
 /** A committer as the actor system builds it: fenced with node-a's leases; `wanted` says which instances' webhooks hear of acceptances. */
-function committer(held: Map<string, Lease>, wanted: Set<string> = new Set()): { c: AcceptanceCommitter; emitted: string[] } {
+function committer(held: Map<string, Lease>, wanted: Set<string> = new Set()): { c: AcceptanceCommitter; emitted: string[]; told: [number, number][] } {
   const emitted: string[] = [];
+  /** what the metrics hook was told: each group's time and requests */
+  const told: [number, number][] = [];
   const deps: CommitterDeps = {
     pool: db.pool,
+    metrics: { committed: (ms, requests) => told.push([ms, requests]) },
     fence: (q, ids) => fenceLeases(q, ids.flatMap((id) => held.get(id) ?? [])),
     leasesOf: (ids): InstanceLeaseRef[] => ids.flatMap((id) => held.get(id) ?? []),
     quiet: async (ids) => !ids.some((id) => wanted.has(id)),
@@ -75,7 +78,7 @@ function committer(held: Map<string, Lease>, wanted: Set<string> = new Set()): {
       return items.map(() => null);
     },
   };
-  return { c: new AcceptanceCommitter(deps), emitted };
+  return { c: new AcceptanceCommitter(deps), emitted, told };
 }
 
 const stored = async (instanceId: string): Promise<string[]> =>
@@ -88,7 +91,7 @@ test('one statement fences each instance: the held one commits, an old epoch, a 
   // node-b takes `old` over (its lease ran out and was taken at a new epoch); node-a still believes it holds it
   await db.pool.query(`UPDATE instance_leases SET node_id = 'node-b', epoch = epoch + 1 WHERE instance_id = $1`, [old]);
   await releaseLease(db.pool, leases.get(released) as Lease);
-  const { c, emitted } = committer(leases);
+  const { c, emitted, told } = committer(leases);
   const jobsOf = [held, old, released, none].map((id, i) => [job(id, 2 * i), job(id, 2 * i + 1)]);
   const units = [held, old, released, none].map((id, i) => unit(id, jobsOf[i] as NewJob[]));
   const results = await Promise.allSettled(units.map((u) => c.commit(u)));
@@ -113,6 +116,10 @@ test('one statement fences each instance: the held one commits, an old epoch, a 
   assert.equal(c.stats.rows, 8);
   assert.ok(c.stats.groupMs > 0);
   assert.equal(c.stats.busyMs, c.stats.groupMs, 'one group alone: the time one was running is its own');
+  // its eight requests in the bucket of its time, and the metrics hook told the same
+  const bucket = GROUP_MS_BOUNDS.findIndex((bound) => c.stats.groupMs <= bound);
+  assert.deepEqual(c.stats.rowsByMs, c.stats.rowsByMs.map((_, i) => (i === (bucket === -1 ? GROUP_MS_BOUNDS.length : bucket) ? 8 : 0)));
+  assert.deepEqual(told, [[c.stats.groupMs, 8]]);
 });
 
 test('a group with a wanted event is still a transaction (events written); a group with keys is one statement that remembers them', async () => {

@@ -83,7 +83,7 @@ test('/metrics: 401 without a token or with a wrong one, 403 with an instance ke
     assert.equal(ok.status, 200, ok.text);
     assert.match(ok.type ?? '', /^text\/plain; version=0\.0\.4/);
     assert.ok(!ok.text.includes(ADMIN_TOKEN) && !ok.text.includes(METRICS_TOKEN), 'no token in the exposition');
-    for (const name of ['mgw_jobs', 'mgw_acceptance_seconds', 'mgw_dispatch_call_seconds', 'mgw_dispatch_lateness_seconds', 'mgw_webhook_attempt_seconds', 'mgw_outbox_pending', 'mgw_instances', 'mgw_pg_pool_connections', 'mgw_queue_mode_instances', 'mgw_store_up']) {
+    for (const name of ['mgw_jobs', 'mgw_acceptance_seconds', 'mgw_group_commit_seconds', 'mgw_group_commit_requests_total', 'mgw_dispatch_call_seconds', 'mgw_dispatch_lateness_seconds', 'mgw_webhook_attempt_seconds', 'mgw_outbox_pending', 'mgw_instances', 'mgw_pg_pool_connections', 'mgw_queue_mode_instances', 'mgw_store_up']) {
       assert.ok(ok.text.includes(`# TYPE ${name} `), `series ${name}`);
     }
   }
@@ -95,6 +95,8 @@ test('a job sent through the sandbox moves the series: jobs sent, instances, que
   assert.equal(sample(before, 'mgw_store_up'), 1);
   const sentBefore = sample(before, 'mgw_jobs{state="sent"}') ?? 0;
   const acceptedBefore = sample(before, 'mgw_acceptance_seconds_count{outcome="accepted"}') ?? 0;
+  const groupsBefore = sample(before, 'mgw_group_commit_seconds_count') ?? 0;
+  const groupRequestsBefore = sample(before, 'mgw_group_commit_requests_total') ?? 0;
 
   const r = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'metrics' });
   assert.equal(r.status, 202, r.text);
@@ -119,6 +121,9 @@ test('a job sent through the sandbox moves the series: jobs sent, instances, que
 
   await test('through the hooks: acceptance histogram, dispatch outcome, call time and lateness', { todo: wired ? false : 'until src/gateway.ts passes gw.metrics into the actor system' }, () => {
     assert.equal(sample(after, 'mgw_acceptance_seconds_count{outcome="accepted"}'), acceptedBefore + 1);
+    // the acceptance was committed by the node-wide group commit: one group, one request
+    assert.equal(sample(after, 'mgw_group_commit_seconds_count'), groupsBefore + 1);
+    assert.equal(sample(after, 'mgw_group_commit_requests_total'), groupRequestsBefore + 1);
     const sent = (sample(after, 'mgw_dispatches_total{outcome="confirmed"}') ?? 0) + (sample(after, 'mgw_dispatches_total{outcome="assumed"}') ?? 0);
     assert.ok(sent >= 1, 'a dispatch counted');
     assert.ok((sample(after, 'mgw_dispatch_lateness_seconds_count') ?? 0) >= 1);
@@ -131,12 +136,19 @@ test('the hooks feed the histograms (the registry alone)', () => {
   m.queue.accepted('refused', 3);
   m.queue.dispatched('confirmed', 250, 1500);
   m.queue.dispatched('returned', 1, 0);
+  m.queue.committed(4, 17);
+  m.queue.committed(40, 3);
   m.webhooks.attempted('delivered', 40, 2_000);
   m.webhooks.attempted('retry', 10_000, null);
   return m.registry.metrics().then((text) => {
     assert.equal(sample(text, 'mgw_acceptance_seconds_count{outcome="accepted"}'), 1);
     assert.equal(sample(text, 'mgw_acceptance_seconds_bucket{le="0.025",outcome="accepted"}'), 1);
     assert.equal(sample(text, 'mgw_acceptance_seconds_count{outcome="refused"}'), 1);
+    assert.equal(sample(text, 'mgw_group_commit_seconds_count'), 2);
+    assert.equal(sample(text, 'mgw_group_commit_seconds_bucket{le="0.005"}'), 1);
+    assert.equal(sample(text, 'mgw_group_commit_seconds_bucket{le="0.025"}'), 1);
+    assert.equal(sample(text, 'mgw_group_commit_seconds_bucket{le="0.05"}'), 2);
+    assert.equal(sample(text, 'mgw_group_commit_requests_total'), 20);
     assert.equal(sample(text, 'mgw_dispatches_total{outcome="confirmed"}'), 1);
     assert.equal(sample(text, 'mgw_dispatches_total{outcome="returned"}'), 1);
     assert.equal(sample(text, 'mgw_dispatches_total{outcome="unknown"}'), 0, 'outcomes exist from the start');
