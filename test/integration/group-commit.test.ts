@@ -41,6 +41,10 @@ test('sends to many instances at once: fewer transactions than batches, every jo
   const units = after.units - before.units;
   assert.ok(units >= N, `${units} instance batches`);
   assert.ok(groups < units, `${groups} transactions for ${units} instance batches`);
+  // each snapshot is its own: the requests counted by their group's time add up to the requests run between two
+  const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+  assert.equal(sum(after.rowsByMs) - sum(before.rowsByMs), after.rows - before.rows);
+  assert.ok(after.rows - before.rows >= N * PER, `${after.rows - before.rows} requests`);
 
   for (const [i, inst] of insts.entries()) {
     const { rows: jobs } = await t.db.pool.query<{ id: string; key: string }>(
