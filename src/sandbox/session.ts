@@ -38,7 +38,7 @@ const LIVE: ReadonlySet<SessionPhase> = new Set<SessionPhase>(['starting', 'wait
 export class SandboxSession<N extends SessionNetwork = SessionNetwork> {
   private phaseValue: SessionPhase = 'stopped';
   /** who may use the session and who hears its events */
-  readonly clients = new SessionClients(() => this.stop(new DriverError('the client that ran the session went away', 'SESSION_CLOSED', false)));
+  readonly clients = new SessionClients(() => this.stop('the client that ran the session went away'));
   /** the QR or pairing code shown while the session waits for a link */
   private readonly link: LinkScreen;
   private readonly hung = new Set<(err: DriverError) => void>();
@@ -76,7 +76,7 @@ export class SandboxSession<N extends SessionNetwork = SessionNetwork> {
   /** Start (or restart) the session; from a client that does not own it, a takeover. */
   async initialize(opts: InitializeOptions, client?: string): Promise<void> {
     if (client !== undefined && client !== this.clients.owner) this.takeOver(client);
-    this.stop(new DriverError('the session was restarted', 'SESSION_CLOSED', false));
+    this.stop('the session was restarted');
     this.phaseValue = 'starting';
     if (opts.autoLink && !this.phone) {
       const phone = normalizePhone(opts.autoLink.phoneNumber);
@@ -96,7 +96,7 @@ export class SandboxSession<N extends SessionNetwork = SessionNetwork> {
   /** Stop the session; from a stale client it only detaches that client (the owner's session runs on). */
   async destroy(client?: string): Promise<void> {
     if (this.clients.isStale(client)) return;
-    this.stop(new DriverError('the session was destroyed', 'SESSION_CLOSED', false));
+    this.stop('the session was destroyed');
   }
 
   /**
@@ -108,7 +108,7 @@ export class SandboxSession<N extends SessionNetwork = SessionNetwork> {
       throw new DriverError('the session was taken over by another client; log out from the one that runs it', 'NOT_CONNECTED', true);
     }
     this.unlinkRecord();
-    this.stop(new DriverError('the session logged out', 'SESSION_CLOSED', false));
+    this.stop('the session logged out');
   }
 
   async getState(): Promise<WAState | null> {
@@ -154,7 +154,7 @@ export class SandboxSession<N extends SessionNetwork = SessionNetwork> {
   remoteLogout(): void {
     this.unlinkRecord();
     if (this.phaseValue === 'stopped') return;
-    this.endRun('disconnected', new DriverError('the session was logged out from the phone', 'SESSION_CLOSED', false));
+    this.endRun('disconnected', 'the session was logged out from the phone');
     this.emit({ name: 'disconnected', args: ['LOGOUT'] });
   }
 
@@ -162,7 +162,7 @@ export class SandboxSession<N extends SessionNetwork = SessionNetwork> {
 
   crash(reason: string): void {
     if (this.phaseValue === 'stopped') return;
-    this.endRun('crashed', new DriverError('the session crashed', 'SESSION_CLOSED', false));
+    this.endRun('crashed', 'the session crashed');
     this.emit({ name: 'fatal', args: [reason] });
     this.emit({ name: 'disconnected', args: [reason] });
   }
@@ -170,7 +170,7 @@ export class SandboxSession<N extends SessionNetwork = SessionNetwork> {
   browserDeath(reason: string): void {
     if (this.phaseValue === 'stopped') return;
     this.failStreak++;
-    this.endRun('crashed', new DriverError('the browser died', 'SESSION_CLOSED', false));
+    this.endRun('crashed', 'the browser died');
     this.emit({ name: 'browser_health', args: [this.browserHealth(false)] });
     this.emit({ name: 'fatal', args: [reason] });
   }
@@ -222,7 +222,7 @@ export class SandboxSession<N extends SessionNetwork = SessionNetwork> {
 
   /** Stop without events (network shutdown). */
   shutdown(): void {
-    this.stop(new DriverError('the sandbox network shut down', 'SESSION_CLOSED', false));
+    this.stop('the sandbox network shut down');
   }
 
   // ---- internals
@@ -233,7 +233,7 @@ export class SandboxSession<N extends SessionNetwork = SessionNetwork> {
    */
   private takeOver(client: string): void {
     const live = LIVE.has(this.phaseValue);
-    if (live) this.stop(new DriverError('the session was taken over by another client', 'SESSION_CLOSED', false));
+    if (live) this.stop('the session was taken over by another client');
     const previous = this.clients.setOwner(client);
     if (previous !== null && live) {
       this.clients.emitTo(previous, { name: 'change_state', args: [REPLACED_REASON] });
@@ -272,17 +272,20 @@ export class SandboxSession<N extends SessionNetwork = SessionNetwork> {
     };
   }
 
-  private endRun(phase: SessionPhase, err: DriverError): void {
+  /** End the run: the calls that hang on it fail SESSION_CLOSED with `why` (the error made only for them). */
+  private endRun(phase: SessionPhase, why: string): void {
     this.phaseValue = phase;
     this.link.clear();
     this.presence.clear();
+    if (this.hung.size === 0) return;
     const pending = [...this.hung];
     this.hung.clear();
+    const err = new DriverError(why, 'SESSION_CLOSED', false);
     for (const reject of pending) reject(err);
   }
 
-  private stop(err: DriverError): void {
-    this.endRun('stopped', err);
+  private stop(why: string): void {
+    this.endRun('stopped', why);
   }
 
   private linkRecord(phone: string, pushname: string | null): void {
