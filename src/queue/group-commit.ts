@@ -37,7 +37,6 @@ import { withTransaction, type Queryable } from '../store/pool.js';
 import { insertJobs } from './sql/insertJobs.js';
 import { lookUpAndDecide, notOwned, outcomes, settle, type AcceptUnit, type UnitResult, type UnitWrites, type Waiting } from './group-units.js';
 import { commitAsOneStatement, type OneStatementDeps } from './one-statement-group.js';
-import type { QueueMetrics } from './types.js';
 
 export type { AcceptUnit, UnitResult, UnitWrites } from './group-units.js';
 
@@ -58,8 +57,8 @@ export interface CommitterDeps extends OneStatementDeps {
    * every group is a transaction.
    */
   quiet?: (instanceIds: readonly string[]) => Promise<boolean>;
-  /** told of every group's time and requests (the Prometheus series mgw_group_commit_*) */
-  metrics?: Pick<QueueMetrics, 'committed'>;
+  /** told of every group's time and requests (QueueMetrics.committed: the Prometheus series mgw_group_commit_*) */
+  metrics?: { committed(durationMs: number, requests: number): void };
   /** groups committing at once (default 2) */
   maxInFlight?: number;
   /** units in one group (default 500) */
