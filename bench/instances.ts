@@ -17,6 +17,7 @@
 import { spawnSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
+import { PerformanceObserver } from 'node:perf_hooks';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../src/config.js';
@@ -68,12 +69,26 @@ async function untilConnected(gw: Gateway, t0: number, limitMs: number): Promise
   return null;
 }
 
-/** The process's CPU time over `ms` of nothing to do, as % of one core. */
-async function idleCpu(ms: number): Promise<number> {
+/**
+ * The process's CPU time over `ms` of nothing to do, as % of one core, and the collections meanwhile (their
+ * count and pause time): a heap of ten thousand instances that V8 shrinks after the work before it shows here.
+ */
+async function idleCpu(ms: number): Promise<{ pct: number; gcs: number; gcMs: number }> {
+  let gcs = 0;
+  let gcMs = 0;
+  const observer = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      gcs += 1;
+      gcMs += e.duration;
+    }
+  });
+  observer.observe({ entryTypes: ['gc'] });
   const cpu0 = process.cpuUsage();
   const wall0 = performance.now();
   await sleep(ms);
-  return (cpuMs(cpu0) / (performance.now() - wall0)) * 100;
+  const pct = (cpuMs(cpu0) / (performance.now() - wall0)) * 100;
+  observer.disconnect();
+  return { pct, gcs, gcMs };
 }
 
 /** GET an instance through the operator API every 200 ms until `stop()`: the latencies seen. */
@@ -139,9 +154,10 @@ async function measure(start: () => Promise<Gateway>, db: Awaited<ReturnType<typ
 
     // ---- 5. idle CPU
     await untilStoreQuiet(gw.pool, 3_000, 60_000, 'go on');
-    const idlePct = await idleCpu(IDLE_MS);
+    const idle = await idleCpu(IDLE_MS);
     const still = gw.actors.health().online;
-    console.log(`idle CPU with ${N} connected instances: ${fmt(idlePct, 2)} % of one core over ${IDLE_MS / 1000} s (the empty gateway: ${fmt(emptyIdle, 2)} %; connected at the end: ${still})  (goal ≤ 2 %)`);
+    console.log(`idle CPU with ${N} connected instances: ${fmt(idle.pct, 2)} % of one core over ${IDLE_MS / 1000} s (the empty gateway: ${fmt(emptyIdle.pct, 2)} %; connected at the end: ${still})  (goal ≤ 2 %)`);
+    console.log(`  collections meanwhile: ${idle.gcs}, ${fmt(idle.gcMs, 0)} ms of pauses (the empty gateway: ${emptyIdle.gcs}, ${fmt(emptyIdle.gcMs, 0)} ms)`);
 
     // ---- 6. restart on the same database and data directory
     const tStop = performance.now();
