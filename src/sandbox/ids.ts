@@ -3,7 +3,8 @@
  * `true_<remote>_<KEY>` (plus `_<participant>` for someone else's message in a group). Keys sent from the web
  * client start with 3EB0 (whatsapp-web.js reports deviceType `web`); keys from phones are 32 hex (`android`).
  */
-import { createHash, randomBytes, randomInt } from 'node:crypto';
+import { createHash, randomInt } from 'node:crypto';
+import { pooledRandom } from '../ids.js';
 
 export type ParsedChatId =
   | { kind: 'user'; phone: string }
@@ -35,7 +36,7 @@ export function lidFor(phone: string): string {
   return out;
 }
 
-const upperHex = (bytes: number) => randomBytes(bytes).toString('hex').toUpperCase();
+const upperHex = (bytes: number) => pooledRandom(bytes, 'hex').toUpperCase();
 export const newWebKey = () => `3EB0${upperHex(8)}`;
 export const newPhoneKey = () => upperHex(16);
 export const newCallId = () => upperHex(16);
@@ -76,6 +77,7 @@ export const newPairingCode = () => randomFrom('ABCDEFGHJKLMNPQRSTUVWXYZ23456789
 /**
  * Starts like the real QR payload (`2@` and a random ref) but without its three keys: 144 bits of randomness
  * are as unguessable, and the QR of 26 characters is drawn in a quarter of the time. Every waiting session
- * draws a new one at each rotation, thousands at a time when an operator creates instances in bulk.
+ * makes a new one at each rotation, thousands at a time when an operator creates instances in bulk: from the
+ * pooled generator (a token lives one rotation; the gateway's own keys take a call of their own).
  */
-export const newQrToken = () => `2@${randomBytes(18).toString('base64url')}`;
+export const newQrToken = () => `2@${pooledRandom(18, 'base64url')}`;
