@@ -1,9 +1,9 @@
 /**
  * What a waiting sandbox session shows the phone: a QR of a fresh token that rotates every `qrRotateMs`, until a
- * pairing code is asked for instead. Its `qr` event carries the token, the text a QR encodes, as whatsapp-web.js's
- * carries the page's; the PNG is drawn only for whoever looks at it (`current()`, src/qr-image.ts). The session says when it starts waiting
- * (`show`) and when the wait is over (`clear`: linked, stopped, crashed, disconnected); a rotation due from an
- * earlier wait does nothing.
+ * pairing code is asked for instead. Its `qr` event carries the token, the text a QR encodes, as
+ * whatsapp-web.js's carries the page's; the PNG is drawn only for whoever looks at it (`current()`,
+ * src/qr-image.ts). The session says when it starts waiting (`show`) and when the wait is over (`clear`: linked,
+ * stopped, crashed, disconnected); a rotation due from an earlier wait does nothing.
  */
 import type { SandboxEvent } from '../drivers/sandbox/api.js';
 import type { SessionNetwork } from './books.js';
