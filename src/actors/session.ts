@@ -129,10 +129,10 @@ export function runSession(
   // Every event reaches the machine a turn after the driver emitted it (never inside the driver's own call), and
   // the chain keeps it behind the ones emitted before it (the outcomes of a logout or a start come later).
   let chain: Promise<void> = Promise.resolve();
-  const forward = (make: () => SessionEvent | Promise<SessionEvent>) => {
+  const forward = (make: () => SessionEvent) => {
     chain = chain
-      .then(async () => {
-        const event = await make();
+      .then(() => {
+        const event = make();
         if (!stopped) sendBack(event);
       })
       .catch((err: unknown) => report(err, 'forward'));
