@@ -204,7 +204,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     adminTokenGenerated: admin.generated,
     demo,
     routes,
-    groupCommitStats: () => ({ ...rt.groupCommit.stats, rowsByMs: [...rt.groupCommit.stats.rowsByMs] }),
+    groupCommitStats: () => rt.groupCommit.snapshot(),
     log,
     async stop() {
       if (stopped) return;

@@ -102,6 +102,11 @@ export class AcceptanceCommitter {
 
   constructor(private readonly deps: CommitterDeps) {}
 
+  /** The stats as of now, a copy of their own: two snapshots taken around a run do not share `rowsByMs`. */
+  snapshot(): GroupCommitStats {
+    return { ...this.stats, rowsByMs: [...this.stats.rowsByMs] };
+  }
+
   /** Commit one instance's batch with whatever else is waiting; resolves once it is in PostgreSQL. */
   commit<D extends UnitWrites>(unit: AcceptUnit<D>): Promise<UnitResult<D>> {
     return new Promise<UnitResult<D>>((resolve, reject) => {
