@@ -8,7 +8,8 @@
  *
  * It also measures the ceiling of any HTTP API on this machine: a bare Koa server that reads the same JSON body
  * and answers 202, with no auth, no validation and no database, under the same load generator. The gateway
- * cannot accept faster than that, so `ceiling / pgbench` says how much of the 0.6 goal HTTP alone leaves.
+ * cannot accept faster than that, so `ceiling / pgbench` says how much of the 0.6 goal HTTP alone leaves. A bare
+ * node:http server doing the same without Koa is measured right after it: the difference is what Koa itself takes.
  *
  *   TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npx tsx bench/accept.ts
  *   BENCH_MS=4000 (each run) BENCH_ROUNDS=4 BENCH_CONCURRENCY=32
@@ -53,6 +54,23 @@ await runLoad({ ...bareSpec, durationMs: 1_000 }); // warm-up
 const { value: ceiling, busyUs: ceilingBusyUs } = await measured(() => runLoad({ ...bareSpec, durationMs: DURATION }));
 bareServer.close();
 
+// ---- the same without Koa: node's http server alone reading and parsing the body (what Koa itself adds)
+const nodeServer = http.createServer((req, res) => {
+  const chunks: Buffer[] = [];
+  req.on('data', (chunk: Buffer) => chunks.push(chunk));
+  req.on('end', () => {
+    const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { phone?: string };
+    const text = JSON.stringify({ success: true, data: { accepted: typeof body.phone === 'string' } });
+    res.writeHead(202, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+    res.end(text);
+  });
+});
+await new Promise<void>((r) => nodeServer.listen(0, '127.0.0.1', r));
+const nodeSpec = { ...bareSpec, url: `http://127.0.0.1:${(nodeServer.address() as AddressInfo).port}/` };
+await runLoad({ ...nodeSpec, durationMs: 1_000 }); // warm-up
+const { value: nodeCeiling, busyUs: nodeBusyUs } = await measured(() => runLoad({ ...nodeSpec, durationMs: DURATION }));
+nodeServer.close();
+
 // ---- the gateway: acceptance of v2 send-message (validation, idempotency check, plan, job + outbox in PostgreSQL)
 const t = await startTestGateway({ label: 'bench_accept', env: { QUEUE_MAX_PENDING: '10000000' } });
 // One message every 5 s, so next to nothing is sent meanwhile. A queue holds 30 days of them (518,400 slots)
@@ -94,6 +112,8 @@ console.log(`  … with idempotency keys:        ${fmt(keyed.rps, 0)} req/s  p50
 // CPU an acceptance may spend per row if it is to reach a ratio to pgbench (printMachineCeiling)
 const ceilingCpu = ceilingBusyUs !== null ? `, machine CPU ${fmt(ceilingBusyUs / Math.max(1, ceiling.requests), 0)} µs per request` : '';
 console.log(`bare Koa POST (the HTTP ceiling):  ${fmt(ceiling.rps, 0)} req/s  p50 ${fmt(ceiling.p50, 2)} ms  p99 ${fmt(ceiling.p99, 2)} ms  ${errorsText(ceiling)}${ceilingCpu}`);
+const nodeCpu = nodeBusyUs !== null ? `, machine CPU ${fmt(nodeBusyUs / Math.max(1, nodeCeiling.requests), 0)} µs per request` : '';
+console.log(`bare node:http POST (no Koa):     ${fmt(nodeCeiling.rps, 0)} req/s  p50 ${fmt(nodeCeiling.p50, 2)} ms  p99 ${fmt(nodeCeiling.p99, 2)} ms  ${errorsText(nodeCeiling)}${nodeCpu}`);
 console.log(`ratio acceptance / pgbench:       ${unlessErrors([r], () => `${fmt(median(rounds.ratios), 3)}  (median of the rounds' ratios, each to the pgbench runs around it; goal ≥ 0.6; p99 goal ≤ 25 ms)`)}`);
 console.log(`ratio ceiling / pgbench:          ${fmt(ceiling.rps / median(rounds.tps), 3)}  (what a bare HTTP server reaches on this machine)`);
 console.log(`ratio acceptance / ceiling:       ${fmt(r.rps / ceiling.rps, 3)}`);
