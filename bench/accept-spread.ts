@@ -68,6 +68,8 @@ const replays = await runLoad({ ...spec, body: spec.body.replace('spread-', `spr
 // the two load generators in turn, in the same minute (bench/accept.ts says why)
 const viaHttp = await runLoad({ ...spec, body: spec.body.replace('spread-', 'spread-h-'), durationMs: DURATION, client: 'node-http' });
 const viaRaw = await runLoad({ ...spec, body: spec.body.replace('spread-', 'spread-r-'), durationMs: DURATION, client: 'raw' });
+// the same right after without idempotency keys (the rounds send one with every request; bench/accept.ts does not)
+const unkeyed = await runLoad({ ...spec, body: '{"phone":"4915112345678","message":"hello {{n}}"}', durationMs: DURATION, client: 'raw' });
 
 printPgbench(rounds, CONCURRENCY);
 console.log(`acceptance over ${INSTANCES} instances:   ${fmt(r.rps, 0)} req/s  p50 ${fmt(r.p50, 2)} ms  p99 ${fmt(r.p99, 2)} ms  ${errorsText(r)}  (medians of ${ROUNDS} rounds of ${DURATION / 1000} s)`);
@@ -75,6 +77,7 @@ printRounds(rounds, viaHttp, viaRaw);
 printLatencyFloor(rounds, CONCURRENCY, 25);
 printMachineCeiling(rounds, 0.6);
 printGroupCommit(rounds);
+console.log(`  … without idempotency keys:     ${fmt(unkeyed.rps, 0)} req/s  p50 ${fmt(unkeyed.p50, 2)} ms  p99 ${fmt(unkeyed.p99, 2)} ms  ${errorsText(unkeyed)}  (right after the plain-sockets run with keys: ${fmt(unkeyed.rps / viaRaw.rps, 2)} of its rate)`);
 console.log(`idempotent replays:               ${fmt(replays.rps, 0)} req/s  p50 ${fmt(replays.p50, 2)} ms  p99 ${fmt(replays.p99, 2)} ms  ${errorsText(replays)}  (round ${busiest + 1}'s requests again, ${DURATION / 2000} s; ${fmt(replays.rps / r.rps, 2)} of the fresh rounds' rate)`);
 console.log(`warm-up (every instance's first message, sent and read) ${fmt(warmS, 1)} s before the measured run`);
 console.log(`ratio spread acceptance / pgbench: ${unlessErrors(rounds.runs, () => `${fmt(median(rounds.ratios), 3)}  (median of the rounds' ratios, each to the pgbench runs around it; goal ≥ 0.6; p99 goal ≤ 25 ms)`)}`);

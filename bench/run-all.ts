@@ -60,6 +60,7 @@ const BENCHES: Bench[] = [
       { figure: '  CPU of other processes per request (large: a disturbed minute)', goal: 'report', unit: ' µs', read: num(/other processes:\s+([\d.]+) µs/) },
       { figure: '  requests whose group commit took over 25 ms (over 1 %: p99 > 25 ms)', goal: 'report', unit: ' %', read: num(/requests in groups over 25 ms:\s+([\d.]+) %/) },
       { figure: '  the most this machine\'s CPU allows / pgbench INSERT', goal: 'report', unit: '', read: num(/a ratio of ([\d.]+) to pgbench at most/) },
+      { figure: '  without idempotency keys / with them (plain sockets, in turn)', goal: 'report', unit: '', read: num(/without idempotency keys:.*?: ([\d.]+) of its rate/) },
     ],
   },
   {
