@@ -88,10 +88,28 @@ export const ERROR_STATUS: Readonly<Record<ErrorCode, number>> = {
   INTERNAL_ERROR: 500,
 };
 
+/**
+ * `fn` with no stack captured for the errors made meanwhile. A refused request is an answer, not a fault: no
+ * one reads the stack of a 400 or a 401, and capturing it (V8 walks the frames, here through Koa's chain
+ * and superstruct's nested validators) cost more than the rest of the refusal. Measured with a load of
+ * refusals on machine G, gateway CPU a request: a 400 VALIDATION_FAILED 166–230 µs with stacks (an accepted
+ * message then cost 115–150), a 401 99–106 µs, a 404 104–110 µs (figures without: the README).
+ */
+export function withoutStack<T>(fn: () => T): T {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return fn();
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
+}
+
 export class DomainError extends Error {
   /** the HTTP status of `code` (ERROR_STATUS) */
   readonly status: number;
 
+  /** A 4xx is made without a stack (withoutStack); a 5xx keeps its own, for the log that reports it. */
   constructor(
     readonly code: ErrorCode,
     message: string,
@@ -99,7 +117,10 @@ export class DomainError extends Error {
     /** extra top-level envelope fields (SPEC.md puts `reason` of 507 beside `code`) */
     readonly extra: Record<string, unknown> = {},
   ) {
+    const limit = Error.stackTraceLimit;
+    if (ERROR_STATUS[code] < 500) Error.stackTraceLimit = 0;
     super(message);
+    Error.stackTraceLimit = limit;
     this.name = 'DomainError';
     this.status = ERROR_STATUS[code];
   }

@@ -9,10 +9,17 @@
  * returning a sentence that starts with "must " (or with the field's own name).
  */
 import { create, define, refine, size, string, type Struct, type StructError, type Failure } from 'superstruct';
+import { withoutStack } from '../errors.js';
 
-/** Validate (and coerce/default) `value`; throws StructError, which the boundary maps to 400. */
+/**
+ * Validate (and coerce/default) `value`; throws StructError, which the boundary maps to 400.
+ *
+ * Without a stack: a StructError is a TypeError, and capturing its stack (through superstruct's nested
+ * validators) was the largest single cost of a refused request (src/errors.ts withoutStack says more). The
+ * refinements and coercers run here are ours and pure; what they might throw is a failure of the value.
+ */
 export function parse<T, S>(value: unknown, schema: Struct<T, S>): T {
-  return create(value ?? {}, schema);
+  return withoutStack(() => create(value ?? {}, schema));
 }
 
 /** A string matching `re`; the failure says what it must be ("must be <what>"). */
