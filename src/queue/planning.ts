@@ -262,6 +262,21 @@ export class Planner {
     return this.jobs.get(jobId)?.scheduledAt;
   }
 
+  /**
+   * Move the next due job's slot later, to `at`, when it stays first (before the next job's slot) and within its
+   * validity: the lane waits out a shortfall of its spacing there (src/queue/dispatch-loop.ts waitOutSpacing).
+   * Answers whether it moved. PostgreSQL gets the slot with the job's claim, or from the slot writer.
+   */
+  postponeHead(jobId: string, at: number): boolean {
+    const order = this.order.all();
+    const head = order[0];
+    if (!head || head.id !== jobId || head.scheduledAt === null || at <= head.scheduledAt || at > head.expiresAt) return false;
+    const next = order[1];
+    if (next && next.scheduledAt !== null && at >= next.scheduledAt) return false;
+    this.setSlot(head, at);
+    return true;
+  }
+
   nextAt(): number | null {
     const first = this.order.head();
     return first ? (this.jobs.get(first)?.scheduledAt ?? null) : null;

@@ -3,11 +3,14 @@
  * is not sent then, and the waiting jobs get new slots from the late dispatch on (src/queue/dispatch-loop.ts
  * replanAtOnce: taken in memory at once, their rows written right after). The minimum pause holds between the
  * actual dispatch instants, each job goes out once, and PostgreSQL ends up with the slots the jobs went out at.
+ * A shortfall of a few milliseconds (a fixed pause and a dispatch a little late) is waited out by the due job
+ * alone (waitOutSpacing): no other slot moves.
  * Real HTTP, real PostgreSQL, the sandbox network, simulated time.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { SPACING_GRACE_MS } from '../../src/queue/dispatch-loop.js';
 
 let t: TestGateway;
 before(async () => {
@@ -59,4 +62,46 @@ test('after a late dispatch the next job gets a new slot one pause after it, and
   // the second was not sent at its first slot (too close to the late first): a new slot, one pause after the first
   assert.equal((done[1]?.scheduledAt as Date).getTime(), (at[0] as number) + SETTINGS.minDelayMs);
   assert.equal((done[2]?.scheduledAt as Date).getTime(), (at[0] as number) + 2 * SETTINGS.minDelayMs);
+});
+
+test('a dispatch a few milliseconds late: the next job waits out its pause, and no other slot moves', async () => {
+  const { apiKey } = await t.createInstance('recheck-slightly-late', { settings: SETTINGS });
+  const first = t.clock.now() + 3_000;
+  const ids: string[] = [];
+  for (let i = 0; i < 5; i++) {
+    const r = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: `slightly late ${i}`, notBefore: new Date(first).toISOString() });
+    assert.equal(r.status, 202, r.text);
+    ids.push(String(r.body.data?.jobId));
+  }
+  const accepted = (await jobRows(ids)).map((j) => (j.scheduledAt as Date).getTime());
+  assert.deepEqual(accepted, [0, 1, 2, 3, 4].map((i) => first + i * 1_000));
+
+  // one step of simulated time 20 ms past the first slot: the first goes out 20 ms late
+  const late = 20;
+  assert.ok(late <= Math.min(SPACING_GRACE_MS, SETTINGS.minDelayMs / 2));
+  await t.advance(first + late - t.clock.now(), first + late - t.clock.now());
+  const rows = await t.advanceUntil(async () => {
+    const r = await jobRows(ids);
+    return r[1]?.state === 'sent' ? r : null;
+  }, 'the second sent', { maxMs: 5_000 });
+  const at0 = (rows[0]?.dispatchedAt as Date).getTime();
+  const at1 = (rows[1]?.dispatchedAt as Date).getTime();
+  assert.equal(at0, first + late, 'the first went out late');
+  assert.ok(at1 - at0 >= SETTINGS.minDelayMs, 'the pause holds between the actual dispatch instants');
+  // the second waited for its pause: its slot moved there, and its row says so
+  assert.equal((rows[1]?.scheduledAt as Date).getTime(), at0 + SETTINGS.minDelayMs);
+  // nothing was planned again: the jobs after it keep the slots they were accepted with
+  assert.deepEqual(rows.slice(2).map((j) => (j.scheduledAt as Date).getTime()), accepted.slice(2));
+
+  const done = await t.advanceUntil(async () => {
+    const r = await jobRows(ids);
+    return r.every((j) => j.state === 'sent') ? r : null;
+  }, 'all five sent', { maxMs: 10_000 });
+  assert.deepEqual(done.map((j) => j.dispatches), [1, 1, 1, 1, 1], 'each sent once');
+  const at = done.map((j) => (j.dispatchedAt as Date).getTime());
+  for (let i = 1; i < at.length; i++) assert.ok((at[i] as number) - (at[i - 1] as number) >= SETTINGS.minDelayMs, `pause ${i} ≥ minDelayMs (actual dispatch instants)`);
+  // each went out the shortfall after the slot it was accepted with, never more than the grace
+  for (let i = 0; i < at.length; i++) assert.ok((at[i] as number) - (accepted[i] as number) <= SPACING_GRACE_MS, `job ${i} at most the grace late`);
+  // and PostgreSQL ends up with the slots the jobs went out at
+  assert.deepEqual(done.map((j) => (j.scheduledAt as Date).getTime()), [accepted[0], ...at.slice(1)]);
 });
