@@ -109,7 +109,10 @@ export class DomainError extends Error {
   /** the HTTP status of `code` (ERROR_STATUS) */
   readonly status: number;
 
-  /** A 4xx is made without a stack (withoutStack); a 5xx keeps its own, for the log that reports it. */
+  /**
+   * A 4xx is made without a stack, as withoutStack does (inline here: super() cannot be wrapped in a function);
+   * a 5xx keeps its own, for the log that reports it.
+   */
   constructor(
     readonly code: ErrorCode,
     message: string,

@@ -111,14 +111,9 @@ export class DispatchLoop {
   }
 
   /**
-   * Re-plan every waiting job in memory and write the slots that moved right after (the slot writer), for a
-   * failed re-check (on the serial executor: the caller holds it). The lane goes on with the new plan at once:
-   * its first slot is `last dispatch + pause`, a few tens of milliseconds away, and a re-plan that waited for
-   * its transaction first (a pool connection behind acceptance group commits, then its round trips) armed the
-   * lane for slots already past — the next dispatch late by the write, and so the next re-check failing too.
-   * Like the slots an acceptance moved, these are written with the current epoch and no event (a re-check's
-   * re-plan announces none); a claim before the write writes its own slot (src/queue/dispatch-claim.ts), and a
-   * slot lost with a crash is planned again at start.
+   * The re-check at `due`'s slot failed (on the serial executor: the caller holds it): checked again now, then
+   * the job waits out its spacing (waitOutSpacing) or every waiting job is planned again (replanAtOnce). Answers
+   * whether it re-planned.
    */
   private afterFailedRecheck(due: string): boolean {
     const { planner, deps } = this.core;
@@ -150,6 +145,16 @@ export class DispatchLoop {
     return this.core.planner.postponeHead(due, check.nextAt);
   }
 
+  /**
+   * Re-plan every waiting job in memory and write the slots that moved right after (the slot writer), for a
+   * failed re-check (on the serial executor: the caller holds it). The lane goes on with the new plan at once:
+   * its first slot is `last dispatch + pause`, a few tens of milliseconds away, and a re-plan that waited for
+   * its transaction first (a pool connection behind acceptance group commits, then its round trips) armed the
+   * lane for slots already past — the next dispatch late by the write, and so the next re-check failing too.
+   * Like the slots an acceptance moved, these are written with the current epoch and no event (a re-check's
+   * re-plan announces none); a claim before the write writes its own slot (src/queue/dispatch-claim.ts), and a
+   * slot lost with a crash is planned again at start.
+   */
   private replanAtOnce(now: number): void {
     this.core.planner.replan(now, this.core.deps.settings()).commit([]);
     this.slots.soon();
