@@ -7,7 +7,8 @@
  * before each, instead of a database per run: DROP DATABASE forces a checkpoint, and after a checkpoint every page's first change writes the
  * whole page to the WAL again, so a drop between rounds slowed the gateway's next round, not pgbench's.
  */
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { writeFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -26,6 +27,8 @@ export interface Pgbench {
   /** drop the database */
   close(): Promise<void>;
 }
+
+const run = promisify(execFile);
 
 export async function openPgbench(base: string): Promise<Pgbench> {
   const dbName = `mgw_bench_pgbench_${process.pid}`;
@@ -56,7 +59,10 @@ export async function openPgbench(base: string): Promise<Pgbench> {
       // -l: a line per transaction in log.<pid>[.<thread>], its third field the latency in µs; a fifth of them
       // (--sampling-rate), so that writing the log does not slow the yardstick it measures
       const logs = path.join(dir, 'log');
-      const out = execFileSync('pgbench', ['-n', '-c', String(clients), '-j', '2', '-T', String(Math.round(durationMs / 1000)), '-l', '--sampling-rate=0.2', `--log-prefix=${logs}`, '-f', script, '-h', u.hostname, '-p', u.port || '5432', '-U', u.username || 'postgres', dbName], { encoding: 'utf8', cwd: dir });
+      // asynchronously: the gateway shares this process, and an event loop blocked for the whole run left its
+      // timers seconds overdue (dispatch slots, leases, housekeeping), so that what they then did all at once
+      // fell into the gateway's next round; an idle gateway beside pgbench is what a machine has anyway
+      const { stdout: out } = await run('pgbench', ['-n', '-c', String(clients), '-j', '2', '-T', String(Math.round(durationMs / 1000)), '-l', '--sampling-rate=0.2', `--log-prefix=${logs}`, '-f', script, '-h', u.hostname, '-p', u.port || '5432', '-U', u.username || 'postgres', dbName], { encoding: 'utf8', cwd: dir });
       const latencies: number[] = [];
       for (const f of readdirSync(dir).filter((name) => name.startsWith('log.'))) {
         const file = path.join(dir, f);
