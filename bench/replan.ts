@@ -11,12 +11,19 @@
  * every instant of the window to its first seek: 28 µs per append here (from 5,000 slots in the window to
  * 25,000), 2.4 µs since it is placed by binary search.
  *
+ * The figure above is the planning rule alone (planAll). What a re-plan of the queue costs in memory is more: the
+ * instance's planner (src/queue/planning.ts) runs the rule, then finds the rows whose slot changed (`writes`,
+ * what the re-plan's transaction writes) and takes the new plan (`commit`). It is measured too, on the same
+ * 5,000 jobs, once with every slot where PostgreSQL holds it (nothing to write) and once with every slot moved
+ * (the history a dispatch longer: each slot changes, as after the first job left).
+ *
  * And the limits object every acceptance answers with, of an instance with a day of dispatches at those
  * pauses: counted by binary search over the queue's ascending history, and by the linear count, in turn.
  */
 import { planAll, planAppend, seededRandomDelay, type PlanInput, type PlanJob, type PlanTail } from '../src/queue/plan.js';
 import { EXISTING_INSTANCE_DEFAULTS, NEW_INSTANCE_DEFAULTS } from '../src/queue/settings.js';
 import { limitsObject } from '../src/queue/windows.js';
+import { Planner } from '../src/queue/planning.js';
 
 const RUNS = Number(process.argv[2] ?? 50);
 const JOBS = 5000;
@@ -72,6 +79,41 @@ console.log(`replan: ${JOBS} jobs, ${history.length} dispatches of history, ${RU
 console.log(`  median ${pct(50).toFixed(2)} ms   p99 ${pct(99).toFixed(2)} ms   max ${times[times.length - 1]!.toFixed(2)} ms   (goal ≤ 10 ms)`);
 console.log(`  cpu time: median ${pick(cpu, 50).toFixed(2)} ms   p99 ${pick(cpu, 99).toFixed(2)} ms`);
 console.log(`  placed ${last.placements.length}, unreachable ${last.unreachable.length}, unplaced ${last.unplaced.length}, plan spans ${span.toFixed(1)} days`);
+
+// ---- the queue's planner: the rule, the rows to write and the new plan taken. Its first re-plan is written
+// (committed); a second at the same instant moves nothing; then the first job leaves (cancelled), and the next
+// re-plan moves every slot after it, as bench/full-queue.ts's "replan after the first job left" does
+const waiting = jobs.map((j) => ({ ...j, scheduledAt: null }));
+const kept = { cpu: [] as number[], writes: 0 };
+const moved = { cpu: [] as number[], writes: 0 };
+const replanned = (planner: Planner, at: number, into: { cpu: number[]; writes: number } | null) => {
+  const c0 = process.cpuUsage();
+  const proposal = planner.replan(at, NEW_INSTANCE_DEFAULTS);
+  const writes = proposal.writes();
+  proposal.commit(writes);
+  const c = process.cpuUsage(c0);
+  if (into) {
+    into.cpu.push((c.user + c.system) / 1000);
+    into.writes = writes.length;
+  }
+};
+for (let i = 0; i < RUNS + 5; i++) {
+  const planner = new Planner({ salt: `bench-${i}` });
+  planner.load({ history, lastDispatchAt: input.lastDispatchAt, waiting });
+  replanned(planner, now, null);
+  replanned(planner, now, i < 5 ? null : kept); // the first five: warm-up
+  let first: string | null = null;
+  let firstAt = Infinity;
+  for (const j of jobs) {
+    const at = planner.slotOf(j.id);
+    if (typeof at === 'number' && at < firstAt) [first, firstAt] = [j.id, at];
+  }
+  if (first) planner.remove(first);
+  replanned(planner, now, i < 5 ? null : moved);
+}
+kept.cpu.sort((a, b) => a - b);
+moved.cpu.sort((a, b) => a - b);
+console.log(`queue planner re-plan of ${JOBS} (rule, rows to write, plan taken): cpu median ${pick(kept.cpu, 50).toFixed(2)} ms nothing moved (${kept.writes} rows to write), ${pick(moved.cpu, 50).toFixed(2)} ms every slot moved (${moved.writes} rows); p99 ${pick(kept.cpu, 99).toFixed(2)} and ${pick(moved.cpu, 99).toFixed(2)} ms`);
 
 // ---- appends: one job at a time to the tail of a plan of 5,000, as acceptance does (the chain kept, as the queue keeps it)
 const appendJobs = (from: number, n: number): PlanJob[] =>

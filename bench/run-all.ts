@@ -73,7 +73,9 @@ const BENCHES: Bench[] = [
   {
     name: 'replan', file: 'bench/replan.ts',
     figures: [
-      { figure: 're-plan of 5,000 jobs, CPU median', goal: '≤ 10 ms', unit: ' ms', read: num(/cpu time: median ([\d.]+) ms/), met: (v) => v <= 10 },
+      { figure: 're-plan of 5,000 jobs, CPU median (the planning rule alone)', goal: '≤ 10 ms', unit: ' ms', read: num(/cpu time: median ([\d.]+) ms/), met: (v) => v <= 10 },
+      { figure: 're-plan of 5,000 jobs by the queue\'s planner, every slot moved: CPU median', goal: '≤ 10 ms', unit: ' ms', read: num(/queue planner re-plan of \d+ .*?, ([\d.]+) ms every slot moved/), met: (v) => v <= 10 },
+      { figure: '  the same, nothing moved', goal: 'report', unit: ' ms', read: num(/queue planner re-plan of \d+ .*?cpu median ([\d.]+) ms nothing moved/) },
       { figure: 'append of one job to a plan of 5,000 (CPU)', goal: 'report', unit: ' µs', read: num(/append to a plan of \d+:\s+([\d.]+) µs/) },
       { figure: 'limits of an acceptance, a day of dispatches at 1.5-3 s (CPU)', goal: 'report', unit: ' µs', read: num(/limits of an acceptance with \d+ dispatches in 24 h:\s+([\d.]+) µs/) },
     ],
