@@ -3,8 +3,8 @@
  * expiry; at it, expire what is due, re-check the limits and claim the next job (committed as `sending`
  * before the network is called: at most once), call the network and persist the outcome. The claim is one
  * conditional statement off the serial executor (a due slot never waits behind an acceptance batch); the
- * outcome is written while the lane goes on. Re-planning (a limit change, a failed re-check, a backlog) lives
- * here too: it moves slots, on the serial executor.
+ * outcome is written while the lane goes on. The re-plans it asks for (a backlog, a failed re-check) are
+ * src/queue/replans.ts's: they move slots, on the serial executor.
  */
 import { performance } from 'node:perf_hooks';
 import type { TimerHandle } from '../clock.js';
@@ -17,25 +17,17 @@ import { WRITE_BACK_RETRY_MS } from './write-back.js';
 import { forgetDispatch } from './sql/forgetDispatch.js';
 import { orphanedSyncJobs } from './sql/orphanedSyncJobs.js';
 import { recoverSending } from './sql/recoverSending.js';
-import { saveSlots } from './sql/saveSlots.js';
-import { setPlanEpoch } from './sql/setPlanEpoch.js';
 import type { SlotWriter } from './slot-writer.js';
 import { claimPool, warmClaimPool } from '../store/pool.js';
 import type { DispatchOutcome } from './types.js';
-import type { Recheck } from './plan.js';
 import { laneTrace, startLaneTiming, type LaneTiming } from './lane-trace.js';
+import { Replans } from './replans.js';
 
 /**
  * How many outcomes may be unwritten while the lane claims and calls the next job: the one being written and
  * the one after it. Each is a job in `sending` until then (after a crash: `unknown`, never resent).
  */
 export const OUTCOMES_BESIDE_LANE = 2;
-
-/**
- * How far past its slot a due job may wait for its spacing instead of a re-plan of every waiting job
- * (waitOutSpacing); at most half the instance's minimum pause.
- */
-export const SPACING_GRACE_MS = 50;
 
 export class DispatchLoop {
   private timer: TimerHandle | null = null;
@@ -50,12 +42,16 @@ export class DispatchLoop {
   /** the last outcome write begun: the next one follows it */
   private lastOutcome: Promise<void> = Promise.resolve();
 
+  /** the re-plans: of every waiting job (a limit change, a backlog), and after a failed re-check */
+  private readonly replans: Replans;
+
   private readonly claimHelpers: ClaimHelpers = {
     writeSlot: (id) => this.slots.flush([id]),
     putBack: (job, now) => this.putBack(job, now),
   };
 
   constructor(private readonly core: QueueCore, private readonly slots: SlotWriter) {
+    this.replans = new Replans(core, slots, () => this.arm());
     // the claims go to connections of their own (src/queue/dispatch-claim.ts): one is opened before the first is due
     if (core.deps.lease) void warmClaimPool(core.deps.pool);
   }
@@ -86,78 +82,9 @@ export class DispatchLoop {
     }
   }
 
-  /**
-   * Re-plan every waiting job (on the serial executor: the caller holds it). Only the rows whose slot differs
-   * from what PostgreSQL holds are written, with the epoch and the event, in one transaction; a job left
-   * without a slot (none before its expiry, or past the attempt cap) waits without one until a re-plan or
-   * its expiry.
-   */
-  async replanLocked(reason: string, now: number, announce: boolean): Promise<{ affected: number; epoch: number }> {
-    const { core } = this;
-    const plan = core.planner.replan(now, core.deps.settings());
-    const epoch = core.epoch + 1;
-    await this.slots.exclusive(async () => {
-      const writes = plan.writes();
-      await core.transaction(async (c) => {
-        await saveSlots(c, core.instanceId, writes, epoch);
-        await setPlanEpoch(c, core.instanceId, epoch);
-        if (announce) await core.emit(c, 'queue.replanned', { affected: plan.slots.length, epoch, reason });
-      });
-      core.epoch = epoch;
-      plan.commit(writes);
-    });
-    this.arm();
-    return { affected: plan.slots.length, epoch };
-  }
-
-  /**
-   * The re-check at `due`'s slot failed (on the serial executor: the caller holds it): checked again now, then
-   * the job waits out its spacing (waitOutSpacing) or every waiting job is planned again (replanAtOnce). Answers
-   * whether it re-planned.
-   */
-  private afterFailedRecheck(due: string): boolean {
-    const { planner, deps } = this.core;
-    const now = this.core.now();
-    const settings = deps.settings();
-    const check = planner.recheck(now, settings);
-    // it holds by now (the executor was busy meanwhile): the lane takes the job at once
-    if (check.ok) return false;
-    if (this.waitOutSpacing(due, check, settings.minDelayMs)) return false;
-    this.replanAtOnce(now);
-    return true;
-  }
-
-  /**
-   * A fixed pause (minDelayMs = maxDelayMs) leaves no slack: each dispatch goes out a few milliseconds after its
-   * slot, so the next slot, exactly one pause later, is that much too close to it. A re-plan of every waiting job
-   * then followed about every other dispatch, and the slot writer rewrote every waiting row: one instance with a
-   * 1 s pause and 4,815 waiting rewrote 41,363 job rows in 15 s (25 with a 1.0-1.5 s pause). When the spacing
-   * alone failed and the earliest instant it holds is at most SPACING_GRACE_MS (and half a pause) after the due
-   * job's slot, and before the next job's, only that job waits: its slot moves there and the lane wakes then,
-   * when the re-check decides again. The later jobs keep theirs; each inherits the shortfall so far, and once it
-   * passes the grace the re-plan takes all of them as before. So no waiting job's slot is more than the grace
-   * early, and the pause holds between the actual dispatch instants.
-   */
-  private waitOutSpacing(due: string, check: Exclude<Recheck, { ok: true }>, minDelayMs: number): boolean {
-    if (check.exhausted || check.nextAt === null || check.failed.length !== 1 || check.failed[0] !== 'spacing') return false;
-    const slot = this.core.planner.slotOf(due);
-    if (slot === null || slot === undefined || check.nextAt - slot > Math.min(SPACING_GRACE_MS, minDelayMs / 2)) return false;
-    return this.core.planner.postponeHead(due, check.nextAt);
-  }
-
-  /**
-   * Re-plan every waiting job in memory and write the slots that moved right after (the slot writer), for a
-   * failed re-check (on the serial executor: the caller holds it). The lane goes on with the new plan at once:
-   * its first slot is `last dispatch + pause`, a few tens of milliseconds away, and a re-plan that waited for
-   * its transaction first (a pool connection behind acceptance group commits, then its round trips) armed the
-   * lane for slots already past — the next dispatch late by the write, and so the next re-check failing too.
-   * Like the slots an acceptance moved, these are written with the current epoch and no event (a re-check's
-   * re-plan announces none); a claim before the write writes its own slot (src/queue/dispatch-claim.ts), and a
-   * slot lost with a crash is planned again at start.
-   */
-  private replanAtOnce(now: number): void {
-    this.core.planner.replan(now, this.core.deps.settings()).commit([]);
-    this.slots.soon();
+  /** Re-plan every waiting job and arm (src/queue/replans.ts `locked`; on the serial executor: the caller holds it). */
+  replanLocked(reason: string, now: number, announce: boolean): Promise<{ affected: number; epoch: number }> {
+    return this.replans.locked(reason, now, announce);
   }
 
   /**
@@ -255,8 +182,8 @@ export class DispatchLoop {
     if (!planner.recheck(now, deps.settings()).ok) {
       // A constraint no longer holds (a dispatch before this one went out late, limits changed, a send outside
       // the queue): not sent; the job waits a few milliseconds for its spacing, or all get new slots, taken at
-      // once (see waitOutSpacing, replanAtOnce).
-      const replanned = await core.serial.runFirst(async () => this.afterFailedRecheck(due));
+      // once (src/queue/replans.ts: waitOutSpacing, atOnce).
+      const replanned = await core.serial.runFirst(async () => this.replans.afterFailedRecheck(due));
       if (trace) {
         trace.serialMs += performance.now() - s0;
         trace.replanned = replanned;

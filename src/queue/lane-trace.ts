@@ -31,7 +31,7 @@ export interface LaneTiming {
   /** real ms from the step's start to its claim (or to the end of its re-plan): the serial executor, expiries */
   serialMs: number;
   claimed: boolean;
-  /** the re-check at the slot failed and the waiting jobs got new slots (replanAtOnce); not when the due job only waited out its spacing */
+  /** the re-check at the slot failed and the waiting jobs got new slots (src/queue/replans.ts atOnce); not when the due job only waited out its spacing */
   replanned: boolean;
 }
 

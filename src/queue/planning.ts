@@ -264,7 +264,7 @@ export class Planner {
 
   /**
    * Move the next due job's slot later, to `at`, when it stays first (before the next job's slot) and within its
-   * validity: the lane waits out a shortfall of its spacing there (src/queue/dispatch-loop.ts waitOutSpacing).
+   * validity: the lane waits out a shortfall of its spacing there (src/queue/replans.ts waitOutSpacing).
    * Answers whether it moved. PostgreSQL gets the slot with the job's claim, or from the slot writer.
    */
   postponeHead(jobId: string, at: number): boolean {

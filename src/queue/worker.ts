@@ -6,7 +6,7 @@
  * history (the last 24 h) so that planning is a pure function over memory (src/queue/plan.ts), and every
  * decision that assigns slots runs on one serial executor (src/queue/core.ts). The parts:
  * - acceptance (src/queue/acceptance.ts): batching, idempotency, QUEUE_FULL, TTL_UNREACHABLE;
- * - timing and dispatch (src/queue/dispatch-loop.ts): the timer, claims, outcomes, expiry, re-planning;
+ * - timing and dispatch (src/queue/dispatch-loop.ts): the timer, claims, outcomes, expiry; its re-plans (src/queue/replans.ts);
  * - the slot writer (src/queue/slot-writer.ts): the slots of waiting jobs a plan moved;
  * - degraded mode (src/queue/degraded.ts): direct sends, and the write-back when the store answers again.
  */

@@ -1,7 +1,7 @@
 /**
  * A dispatch that went out late makes the next slot too close to it: the re-check at that slot fails, the job
- * is not sent then, and the waiting jobs get new slots from the late dispatch on (src/queue/dispatch-loop.ts
- * replanAtOnce: taken in memory at once, their rows written right after). The minimum pause holds between the
+ * is not sent then, and the waiting jobs get new slots from the late dispatch on (src/queue/replans.ts
+ * atOnce: taken in memory at once, their rows written right after). The minimum pause holds between the
  * actual dispatch instants, each job goes out once, and PostgreSQL ends up with the slots the jobs went out at.
  * A shortfall of a few milliseconds (a fixed pause and a dispatch a little late) is waited out by the due job
  * alone (waitOutSpacing): no other slot moves.
@@ -10,7 +10,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { SPACING_GRACE_MS } from '../../src/queue/dispatch-loop.js';
+import { SPACING_GRACE_MS } from '../../src/queue/replans.js';
 
 let t: TestGateway;
 before(async () => {
