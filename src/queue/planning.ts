@@ -64,7 +64,7 @@ export class Planner {
   private retryAt: number | null = null;
   private readonly expiry = new EarliestExpiry();
   private nextSeq = 1;
-  /** re-plans proposed so far: the number of the latest marks the jobs' proposed slots (`replan`) */
+  /** re-plans proposed and loads so far: a proposal whose number is the latest marks the jobs' slots (`replan`) */
   private proposals = 0;
   /** bumped whenever the dispatch order changes: a job's `pos` hint holds while its `posAt` equals it */
   private orderVersion = 0;
@@ -78,6 +78,8 @@ export class Planner {
   load(input: { history: number[]; lastDispatchAt: number | null; waiting: MirrorJob[] }): void {
     this.history.load(input.history, input.lastDispatchAt);
     this.jobs = new Map(input.waiting.map((j) => [j.id, held(j, j.scheduledAt, j.scheduledAt)]));
+    // a re-plan proposed before this load marked the objects it replaced: it reads its slots by id (`replan`)
+    this.proposals++;
     this.expiry.reset();
     this.unwritten.clear();
     this.nextSeq = input.waiting.reduce((m, j) => Math.max(m, j.seq), 0) + 1;
@@ -196,8 +198,8 @@ export class Planner {
    * names the very objects memory holds (`full` plans them), so each placed job is given its proposed slot in
    * place, numbered by the proposal, rather than through a map by id: a re-plan of 5,000 looked each job up by
    * its id four times (the placements' map, the jobs left without a slot, the rows to write, the plan taken).
-   * A proposal made after this one (never while one is written: re-plans run on the queue's serial executor)
-   * overwrites those marks; this one then reads its slots from a map by id, as before.
+   * A proposal made after this one, or a load that replaced the objects (never while one is written: both run
+   * on the queue's serial executor), leaves this one reading its slots from a map by id, as before.
    */
   replan(now: number, settings: InstanceSettings): ReplanProposal {
     const { result } = this.full(now, settings);

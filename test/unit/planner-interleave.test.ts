@@ -127,3 +127,31 @@ test('a re-plan proposed before another still writes and applies its own slots',
   }
   assert.ok(compared > SEEDS, 'the cases hold jobs');
 });
+
+test('a re-plan proposed before the planner loaded its jobs again applies its slots to the loaded ones', () => {
+  // A reload (the queue read again from PostgreSQL) replaces the planner's objects; a proposal made before it
+  // then finds its jobs by id. Committed after a load of the same waiting jobs, it must end as it ends alone.
+  for (let seed = 0; seed < SEEDS; seed += 4) {
+    const c = genCase(seed);
+    const settings = { ...EXISTING_INSTANCE_DEFAULTS, ...c.settings, enabled: true };
+    const planner = new Planner({ salt: `l${seed}` });
+    planner.load({ history: c.history, lastDispatchAt: c.lastDispatchAt, waiting: [] });
+    for (let g = 0; g < c.groups.length; g++) {
+      planner.tryAdd((c.groups[g] ?? []).map(({ seq: _seq, ...j }) => j), c.nows[g] ?? c.now0, settings).commit?.();
+    }
+    const ids = c.groups.flat().map((j) => j.id);
+    const waiting = c.groups.flat().map((j) => ({ ...j, scheduledAt: planner.slotOf(j.id) ?? null })).filter((j) => planner.slotOf(j.id) !== undefined);
+    const now = (c.nows[c.nows.length - 1] ?? c.now0) + 1_000;
+    const reference = new Planner({ salt: `l${seed}` });
+    reference.load({ history: c.history, lastDispatchAt: c.lastDispatchAt, waiting });
+    const r = reference.replan(now, settings);
+    const rWrites = r.writes();
+    r.commit(rWrites);
+    const p = planner.replan(now, settings);
+    planner.load({ history: c.history, lastDispatchAt: c.lastDispatchAt, waiting });
+    const pWrites = p.writes();
+    assert.deepEqual(pWrites, rWrites, `seed ${seed}: the rows to write`);
+    p.commit(pWrites);
+    assert.deepEqual(snapshot(planner, ids), snapshot(reference, ids), `seed ${seed}: slots and order after the commit`);
+  }
+});
