@@ -28,7 +28,7 @@ export interface Pgbench {
   close(): Promise<void>;
 }
 
-const run = promisify(execFile);
+const execFileAsync = promisify(execFile);
 
 export async function openPgbench(base: string): Promise<Pgbench> {
   const dbName = `mgw_bench_pgbench_${process.pid}`;
@@ -62,7 +62,7 @@ export async function openPgbench(base: string): Promise<Pgbench> {
       // asynchronously: the gateway shares this process, and an event loop blocked for the whole run left its
       // timers seconds overdue (dispatch slots, leases, housekeeping), so that what they then did all at once
       // fell into the gateway's next round; an idle gateway beside pgbench is what a machine has anyway
-      const { stdout: out } = await run('pgbench', ['-n', '-c', String(clients), '-j', '2', '-T', String(Math.round(durationMs / 1000)), '-l', '--sampling-rate=0.2', `--log-prefix=${logs}`, '-f', script, '-h', u.hostname, '-p', u.port || '5432', '-U', u.username || 'postgres', dbName], { encoding: 'utf8', cwd: dir });
+      const { stdout: out } = await execFileAsync('pgbench', ['-n', '-c', String(clients), '-j', '2', '-T', String(Math.round(durationMs / 1000)), '-l', '--sampling-rate=0.2', `--log-prefix=${logs}`, '-f', script, '-h', u.hostname, '-p', u.port || '5432', '-U', u.username || 'postgres', dbName], { encoding: 'utf8', cwd: dir });
       const latencies: number[] = [];
       for (const f of readdirSync(dir).filter((name) => name.startsWith('log.'))) {
         const file = path.join(dir, f);
