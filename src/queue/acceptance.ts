@@ -278,6 +278,8 @@ export class Acceptance {
 
 // the send last: a literal that starts with a spread is slow to build (src/queue/sql/row.ts)
 function newJob(req: AcceptRequest, instanceId: string, now: number, ttlSeconds: number): NewJob {
+  // a key is remembered with its fingerprint (idempotency_keys.payload_hash): a keyed request without one is a bug
+  if (req.idempotencyKey !== null && req.payloadHash === null) throw new Error('an accept request with an idempotency key needs its payload fingerprint');
   return {
     id: newJobId(),
     instanceId,

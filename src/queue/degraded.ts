@@ -113,7 +113,7 @@ function directJob(instanceId: string, req: DirectSend, at: number): Job {
   return {
     ...sendPart(req),
     id: `direct_${++directSeq}`, seq: 0, instanceId, state: DISPATCHED, originRoute: 'direct', chatId: req.chatId, phone: null,
-    payloadHash: '', idempotencyKey: null, priority: 9, notBefore: null, queuedAt: at, scheduledAt: at, dispatchedAt: at,
+    payloadHash: null, idempotencyKey: null, priority: 9, notBefore: null, queuedAt: at, scheduledAt: at, dispatchedAt: at,
     terminalAt: null, expiresAt: at, attempts: 1, deliveryConfidence: null, messageId: null, resultCode: null,
     errorMessage: null, unknownReason: null, previousJobId: null,
   };

@@ -17,7 +17,11 @@ export interface JobRecord {
   originRoute: string;
   chatId: string | null;
   phone: string | null;
-  payloadHash: string;
+  /**
+   * The fingerprint of what is sent (src/http/routes/send.ts payloadHash), which an idempotency replay compares;
+   * null for a job without an idempotency key, which nothing compares (sql/0010_payload_hash_keyed_only.sql).
+   */
+  payloadHash: string | null;
   idempotencyKey: string | null;
   priority: number;
   notBefore: number | null;

@@ -190,6 +190,32 @@ test('not registered → failed with a result code; requeue makes a new job with
   assert.equal((await job(apiKey, id)).state, 'failed', 'the old job stays terminal');
 });
 
+test('the payload fingerprint is stored for a keyed job only; a requeue of an unkeyed job fingerprints it, and a repeat with another payload is refused', async () => {
+  const { apiKey } = await t.createInstance('q7h', { settings: FAST });
+  const plain = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112340000', message: 'no key' });
+  const keyed = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'a key', idempotencyKey: 'fingerprint-1' });
+  assert.equal(plain.status, 202, plain.text);
+  assert.equal(keyed.status, 202, keyed.text);
+  const hashOf = async (id: unknown) => (await t.db.pool.query<{ payload_hash: string | null }>('SELECT payload_hash FROM jobs WHERE id = $1', [id])).rows[0]?.payload_hash;
+  assert.equal(await hashOf(plain.body.data?.jobId), null, 'nothing ever compares an unkeyed job: no fingerprint');
+  assert.match(String(await hashOf(keyed.body.data?.jobId)), /^[0-9a-f]{64}$/);
+  // the fingerprint still decides a keyed replay: same payload replays, another one is refused
+  const again = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'a key', idempotencyKey: 'fingerprint-1' });
+  assert.equal(again.status, 200, again.text);
+  const other = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'another', idempotencyKey: 'fingerprint-1' });
+  assert.equal(other.status, 409, other.text);
+  // the unkeyed job fails (nobody there); its requeue gets a fingerprint for the derived key
+  const id = String(plain.body.data?.jobId);
+  await t.advance(2_000);
+  await untilState(apiKey, id, 'failed');
+  const rq = await t.api(apiKey, 'POST', `/api/v2/messages/${id}/requeue`);
+  assert.equal(rq.status, 202, rq.text);
+  assert.match(String(await hashOf(rq.body.data?.jobId)), /^[0-9a-f]{64}$/);
+  const rq2 = await t.api(apiKey, 'POST', `/api/v2/messages/${id}/requeue`);
+  assert.equal(rq2.status, 200, rq2.text);
+  assert.equal(rq2.body.data?.jobId, rq.body.data?.jobId);
+});
+
 test('validation: exactly one of phone/chatId, German 0 → 49, own number refused, options whitelist', async () => {
   const { apiKey, phone } = await t.createInstance('q8', { settings: FAST });
   const both = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', chatId: '4915112345678@c.us', message: 'x' });

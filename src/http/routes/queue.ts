@@ -21,6 +21,7 @@ import type { Clock } from '../../clock.js';
 import { IDEMPOTENCY_KEY } from './send-schemas.js';
 import { isJobId } from './network-common.js';
 import { acceptJob, answerAccepted, v2Gate, viewOf } from './queue-gate.js';
+import { payloadHash } from './send.js';
 
 export interface QueueRouteDeps {
   pool: Pool;
@@ -105,7 +106,8 @@ export function queueHandlers(deps: Pick<QueueRouteDeps, 'pool' | 'clock' | 'deg
         originRoute,
         chatId: old.chatId,
         phone: old.phone,
-        payloadHash: old.payloadHash,
+        // the derived key is compared on a repeat: a job stored without a key has no fingerprint, so it gets one
+        payloadHash: old.payloadHash ?? payloadHash({ kind: old.kind, chatId: old.chatId ?? '', payload: old.payload, priority: old.priority, notBefore: null, ttlSeconds: null }),
         idempotencyKey: `requeue:${old.id}`,
         priority: old.priority,
         notBefore: null,

@@ -74,7 +74,8 @@ export function toAcceptRequest(p: ParsedSend, originRoute: string): AcceptReque
     originRoute,
     chatId: p.chatId === '' ? null : p.chatId,
     phone: p.phone,
-    payloadHash: payloadHash(p),
+    // only a keyed request is ever compared with another (a replay); without a key nothing reads the fingerprint
+    payloadHash: p.idempotencyKey === null ? null : payloadHash(p),
     idempotencyKey: p.idempotencyKey,
     priority: p.priority,
     notBefore: p.notBefore,

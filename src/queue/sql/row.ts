@@ -17,7 +17,7 @@ export interface JobRow {
   chat_id: string | null;
   phone: string | null;
   payload: unknown;
-  payload_hash: string;
+  payload_hash: string | null;
   idempotency_key: string | null;
   priority: number;
   not_before: Date | null;
