@@ -5,13 +5,15 @@
  * back (the table does not grow between them). Prints the median time of a statement for each form and size,
  * the client CPU of writing its parameters, and `arrays / JSON`; the gateway switches to the arrays from
  * ARRAYS_FROM rows on, which is right when the ratio is above 1 below it and under 1 above it.
+ * From ARRAYS_FROM rows a third form runs in turn with them: the arrays with the columns that hold one value in
+ * every row sent as single parameters (rowSourceFor; here 12 of the 17, as in a send-bulk), and `columns / arrays`.
  *
  *   TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npx tsx bench/job-rows.ts
  *   BENCH_ROUNDS=20
  */
 import { randomUUID } from 'node:crypto';
 import { createTestDb } from '../test/helpers/db.js';
-import { ARRAY_ROWS, ARRAYS_FROM, JSON_ROWS, type RowSource } from '../src/queue/sql/job-rows.js';
+import { ARRAY_ROWS, ARRAYS_FROM, JSON_ROWS, rowSourceFor, type RowSource } from '../src/queue/sql/job-rows.js';
 import { insertUnkeyed } from '../src/queue/sql/insertJobs.js';
 import { newJobId } from '../src/ids.js';
 import type { NewJob } from '../src/queue/job.js';
@@ -33,7 +35,7 @@ await db.pool.query("INSERT INTO instances (id, name, driver) VALUES ($1, 'rows'
 const now = Date.now();
 const jobs = (n: number): NewJob[] => Array.from({ length: n }, (_, i) => ({
   id: newJobId(), instanceId, originRoute: '/api/v2/send-message', chatId: `49151${String(i).padStart(8, '0')}@c.us`,
-  phone: `49151${String(i).padStart(8, '0')}`, payloadHash: 'a'.repeat(64), idempotencyKey: null, priority: 5, notBefore: null,
+  phone: `49151${String(i).padStart(8, '0')}`, payloadHash: null, idempotencyKey: null, priority: 5, notBefore: null,
   queuedAt: now, scheduledAt: now + i * 1_000, expiresAt: now + 86_400_000, previousJobId: null, callerBoot: null,
   kind: 'text', payload: { body: `message ${i} with "quotes" and ü`, chatId: `49151${String(i).padStart(8, '0')}@c.us` },
 }));
@@ -62,11 +64,17 @@ async function run(rows: RowSource, batches: NewJob[][]): Promise<{ ms: number; 
 console.log(`job rows: one insert statement per batch, JSON document vs arrays, in turn; ${ROUNDS} rounds; arrays from ${ARRAYS_FROM} rows in the gateway`);
 try {
   for (const size of SIZES) {
-    const json: number[] = [], arrays: number[] = [], jsonCpu: number[] = [], arraysCpu: number[] = [];
+    const json: number[] = [], arrays: number[] = [], jsonCpu: number[] = [], arraysCpu: number[] = [], cols: number[] = [], colsCpu: number[] = [];
     for (let r = 0; r < ROUNDS; r++) {
       const batches = Array.from({ length: per(size) }, () => jobs(size));
+      const forms: [RowSource, number[], number[]][] = [[JSON_ROWS, json, jsonCpu], [ARRAY_ROWS, arrays, arraysCpu]];
+      if (size >= ARRAYS_FROM) {
+        const columns = rowSourceFor(batches[0] as NewJob[], 0, size);
+        if (columns === ARRAY_ROWS || columns === JSON_ROWS) throw new Error('the batch has no column of one value');
+        forms.push([columns, cols, colsCpu]);
+      }
       // alternate which goes first, so that neither always meets a warmer cache
-      const order: [RowSource, number[], number[]][] = r % 2 === 0 ? [[JSON_ROWS, json, jsonCpu], [ARRAY_ROWS, arrays, arraysCpu]] : [[ARRAY_ROWS, arrays, arraysCpu], [JSON_ROWS, json, jsonCpu]];
+      const order = r % 2 === 0 ? forms : [...forms].reverse();
       for (const [rows, times, cpus] of order) {
         const f = await run(rows, batches);
         times.push(f.ms);
@@ -75,7 +83,8 @@ try {
     }
     const j = median(json);
     const a = median(arrays);
-    console.log(`${String(size).padStart(5)} rows: JSON ${fmt(j, 2)} ms  arrays ${fmt(a, 2)} ms  arrays / JSON ${fmt(a / j, 2)}  (client writes its parameters in ${fmt(median(jsonCpu), 0)} / ${fmt(median(arraysCpu), 0)} µs; the gateway uses ${size >= ARRAYS_FROM ? 'arrays' : 'JSON'})`);
+    const c = size >= ARRAYS_FROM ? `  columns ${fmt(median(cols), 2)} ms  columns / arrays ${fmt(median(cols) / a, 2)} (${fmt(median(colsCpu), 0)} µs)` : '';
+    console.log(`${String(size).padStart(5)} rows: JSON ${fmt(j, 2)} ms  arrays ${fmt(a, 2)} ms  arrays / JSON ${fmt(a / j, 2)}  (client writes its parameters in ${fmt(median(jsonCpu), 0)} / ${fmt(median(arraysCpu), 0)} µs; the gateway uses ${size >= ARRAYS_FROM ? 'columns' : 'JSON'})${c}`);
   }
 } finally {
   client.release();

@@ -2,16 +2,17 @@
  * insertJobs (src/queue/sql/insertJobs.ts) over more than one statement (1,000 rows each): 2,345 jobs, some
  * with idempotency keys in the middle statement, come back in the batch's order with ascending seqs that
  * match the rows, every field as written; the keys are remembered. Inside one transaction, as the group
- * commit runs it. And every column round-trips whatever its text holds, in both forms of the rows (JSON, arrays)
- * and through both inserts (a transaction's, the group commit's one statement).
+ * commit runs it. And every column round-trips whatever its text holds, in every form of the rows (JSON, arrays,
+ * arrays with the columns of one value as single parameters) and through both inserts (a transaction's, the
+ * group commit's one statement).
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { createTestDb, type TestDb } from '../helpers/db.js';
-import { insertJobs, ROWS_PER_STATEMENT } from '../../src/queue/sql/insertJobs.js';
+import { insertJobs, insertUnkeyed, ROWS_PER_STATEMENT } from '../../src/queue/sql/insertJobs.js';
 import { insertJobsFenced } from '../../src/queue/sql/insertJobsFenced.js';
-import { ARRAY_ROWS, ARRAYS_FROM, JSON_ROWS, rowSource } from '../../src/queue/sql/job-rows.js';
+import { ARRAY_ROWS, ARRAYS_FROM, JSON_ROWS, insertedState, rowSource, rowSourceFor } from '../../src/queue/sql/job-rows.js';
 import { withTransaction } from '../../src/store/pool.js';
 import { newJobId } from '../../src/ids.js';
 import type { NewJob } from '../../src/queue/job.js';
@@ -95,9 +96,10 @@ async function assertStored(jobs: NewJob[], inserted: { id: string; state: strin
     jobs.filter((j) => j.idempotencyKey !== null).map((j) => [j.idempotencyKey, j.id]).sort());
 }
 
-// both forms of the rows (src/queue/sql/job-rows.ts): the JSON document below ARRAYS_FROM rows, the arrays from it
+// the forms of the rows (src/queue/sql/job-rows.ts): the JSON document below ARRAYS_FROM rows, the arrays from it
+// (these jobs share their instance and kind: those two travel as single parameters)
 for (const n of [TRICKY.length, ARRAYS_FROM + TRICKY.length]) {
-  const form = rowSource(n) === JSON_ROWS ? 'JSON' : 'arrays';
+  const form = n < ARRAYS_FROM ? 'JSON' : 'arrays, instance and kind as constants';
   test(`${n} jobs (${form}): every column comes back as written, whatever its text holds: quotes, backslashes, braces, commas, blanks, the word NULL, emoji, nulls`, async () => {
     const jobs = await trickyJobs(`tricky-${n}`, n);
     await assertStored(jobs, await withTransaction(db.pool, (c) => insertJobs(c, jobs)));
@@ -112,9 +114,59 @@ for (const n of [TRICKY.length, ARRAYS_FROM + TRICKY.length]) {
   });
 }
 
-test('the forms change where they should', () => {
+test(`${ARRAYS_FROM + TRICKY.length} jobs, every column an array (the form when no column holds one value): every column as written`, async () => {
+  const jobs = (await trickyJobs('tricky-arrays', ARRAYS_FROM + TRICKY.length)).map((j) => ({ ...j, idempotencyKey: null }));
+  const { rows } = await db.pool.query<{ id: string }>(insertUnkeyed(ARRAY_ROWS), ARRAY_ROWS.values(jobs, 0, jobs.length));
+  await assertStored(jobs, rows.map((r, i) => ({ id: r.id, state: insertedState(jobs[i]!) })));
+});
+
+/** A send-bulk's batch: one instance, route, priority, instant and expiry; no key, fingerprint or caller; tricky constants. */
+async function bulkLikeJobs(name: string, n: number, constant: string): Promise<NewJob[]> {
+  const other = randomUUID();
+  await db.pool.query('INSERT INTO instances (id, name, driver) VALUES ($1, $2, \'sandbox\')', [other, name]);
+  return Array.from({ length: n }, (_, i) => ({
+    id: newJobId(), instanceId: other, originRoute: constant, chatId: `${TRICKY[i % TRICKY.length]}@c.us`, phone: null,
+    payloadHash: null, idempotencyKey: null, priority: 5, notBefore: null, queuedAt: NOW, scheduledAt: NOW + i * 1_000,
+    expiresAt: NOW + 86_400_000, previousJobId: constant, callerBoot: null, kind: 'text', payload: { body: `${constant} ${i}`, chatId: `${TRICKY[i % TRICKY.length]}@c.us` },
+  }));
+}
+
+for (const constant of TRICKY) {
+  test(`a send-bulk's batch (a constant ${JSON.stringify(constant)}): its columns of one value as single parameters, every column as written by both inserts`, async () => {
+    const jobs = await bulkLikeJobs(`bulk-like-${TRICKY.indexOf(constant)}`, ARRAYS_FROM + 3, constant);
+    const form = rowSourceFor(jobs, 0, jobs.length);
+    // id, chat, payload and the slot vary; the other thirteen columns are one value each
+    assert.equal(form.sql.match(/\$\d+::[a-z0-9]+\[\]/g)?.length, 4, form.sql);
+    await assertStored(jobs, await withTransaction(db.pool, (c) => insertJobs(c, jobs)));
+    const more = await bulkLikeJobs(`bulk-like-one-${TRICKY.indexOf(constant)}`, ARRAYS_FROM + 3, constant);
+    const { jobs: inserted } = await insertJobsFenced(db.pool, more, null);
+    await assertStored(more, inserted.map((j) => {
+      if (!j) throw new Error('not inserted');
+      return j;
+    }));
+  });
+}
+
+test('the forms change where they should', async () => {
   assert.equal(rowSource(1), JSON_ROWS);
   assert.equal(rowSource(ARRAYS_FROM - 1), JSON_ROWS);
   assert.equal(rowSource(ARRAYS_FROM), ARRAY_ROWS);
   assert.equal(rowSource(ROWS_PER_STATEMENT), ARRAY_ROWS);
+  const jobs = await bulkLikeJobs('forms', ARRAYS_FROM, 'route');
+  assert.equal(rowSourceFor(jobs, 0, ARRAYS_FROM - 1), JSON_ROWS);
+  const columns = rowSourceFor(jobs, 0, ARRAYS_FROM);
+  assert.notEqual(columns, ARRAY_ROWS);
+  assert.equal(rowSourceFor(jobs, 0, ARRAYS_FROM), columns, 'one form per set of constant columns, built once');
+  // every column but the kind (text in each) differs somewhere: the kind alone travels as one parameter
+  const mixed = jobs.map((j, i) => (i === 1 ? { ...j, instanceId: randomUUID(), originRoute: 'other', chatId: null, phone: '4915', payloadHash: 'h', idempotencyKey: 'k', priority: 9, notBefore: NOW, queuedAt: NOW + 1, scheduledAt: null, expiresAt: NOW + 1, previousJobId: null, callerBoot: 'b' } : j));
+  const mixedForm = rowSourceFor(mixed, 0, ARRAYS_FROM);
+  assert.equal(mixedForm.sql.match(/\$\d+::[a-z0-9]+\[\]/g)?.length, 16, mixedForm.sql);
+  assert.match(mixedForm.sql, /\$4::text AS kind/);
+});
+
+test('a form chosen for other rows refuses to write them rather than give one row another\'s value', async () => {
+  const jobs = await bulkLikeJobs('refuses', ARRAYS_FROM, 'route');
+  const columns = rowSourceFor(jobs, 0, jobs.length);
+  const changed = jobs.map((j, i) => (i === ARRAYS_FROM - 1 ? { ...j, priority: 9 } : j));
+  assert.throws(() => columns.values(changed, 0, changed.length), /column prio is not the same in every row/);
 });

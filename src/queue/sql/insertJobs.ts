@@ -12,7 +12,7 @@ import type { Queryable } from '../../store/pool.js';
 import type { Job, NewJob } from '../job.js';
 import { sendPart } from '../payload.js';
 import { rememberKeysFrom, keyTakenConcurrently } from './rememberIdempotencyKeys.js';
-import { insertedState, perRowSource, rowSource } from './job-rows.js';
+import { insertedState, perRowSource, rowSourceFor } from './job-rows.js';
 
 /** Rows per statement: a send-bulk of 5,000 is five statements of one transaction, each far inside the store's statement deadline. */
 export const ROWS_PER_STATEMENT = 1_000;
@@ -48,7 +48,7 @@ export async function insertJobs(q: Queryable, jobs: NewJob[]): Promise<Job[]> {
   const seqs = new Array<number | undefined>(jobs.length).fill(undefined);
   const part = (from: number) => {
     const to = Math.min(jobs.length, from + ROWS_PER_STATEMENT);
-    const source = rowSource(to - from);
+    const source = rowSourceFor(jobs, from, to);
     return { source, params: source.values(jobs, from, to) };
   };
   let next = jobs.length > 0 ? part(0) : null;

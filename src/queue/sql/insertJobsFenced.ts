@@ -25,7 +25,7 @@ import { oneStatement, type Pool } from '../../store/pool.js';
 import { heldLeasesSql } from '../../store/lease-fence-sql.js';
 import type { Job, NewJob } from '../job.js';
 import { INSERT, KEY_ROWS, ROWS_PER_STATEMENT, insertedJob } from './insertJobs.js';
-import { ARRAY_ROWS, JSON_ROWS, perRowSource, rowSource, type RowSource } from './job-rows.js';
+import { ARRAY_ROWS, JSON_ROWS, perRowSource, rowSourceFor, type RowSource } from './job-rows.js';
 import { allKeysRemembered, isKeyTakenError, keyTakenConcurrently, rememberKeysFrom } from './rememberIdempotencyKeys.js';
 import { JOB_ROW_JSON, jobRowFromJson, rowToJob } from './row.js';
 import type { KeyedJob } from './findByIdempotencyKeys.js';
@@ -150,7 +150,7 @@ export async function insertJobsFenced(pool: Pool, jobs: readonly NewJob[], leas
   if (jobs.length > ROWS_PER_STATEMENT) throw new Error(`insertJobsFenced takes at most ${ROWS_PER_STATEMENT} jobs`);
   const keyed = jobs.some((j) => j.idempotencyKey !== null);
   const checked = check !== null && check.keys.length > 0;
-  const source = rowSource(jobs.length);
+  const source = rowSourceFor(jobs, 0, jobs.length);
   const which = (leases ? 4 : 0) + (keyed ? 2 : 0) + (checked ? 1 : 0);
   const sql = (STATEMENTS[which] as (rows: RowSource) => string)(source);
   const params: unknown[] = source.values(jobs, 0, jobs.length);
