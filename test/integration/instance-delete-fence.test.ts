@@ -1,0 +1,107 @@
+/**
+ * Deleting an instance takes its jobs and idempotency keys with it, though no foreign key cascades to them
+ * (sql/0011_queue_rows_fenced_not_keyed.sql): the delete removes them itself after the instance's row, whose
+ * lease row goes with it, so a write under the lease's fence that is still open when the delete comes is waited
+ * for and its jobs deleted too, and a write after the delete finds no lease and writes nothing. Real gateway,
+ * real PostgreSQL, the lease fence's own functions.
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { fenceLeases, type Lease } from '../../src/cluster/leases.js';
+import { insertJobs } from '../../src/queue/sql/insertJobs.js';
+import { insertJobsFenced } from '../../src/queue/sql/insertJobsFenced.js';
+import { newJobId } from '../../src/ids.js';
+import type { NewJob } from '../../src/queue/job.js';
+
+let t: TestGateway;
+before(async () => {
+  t = await startTestGateway({ label: 'instance_delete_fence' });
+});
+after(async () => {
+  await t.stop();
+});
+
+async function leaseOf(instanceId: string): Promise<Lease> {
+  const { rows } = await t.db.pool.query<{ node_id: string; epoch: string }>('SELECT node_id, epoch FROM instance_leases WHERE instance_id = $1', [instanceId]);
+  const row = rows[0];
+  if (!row) throw new Error(`no lease of ${instanceId}`);
+  return { instanceId, nodeId: row.node_id, epoch: Number(row.epoch) };
+}
+
+async function rowsOf(instanceId: string): Promise<{ jobs: number; keys: number }> {
+  const { rows } = await t.db.pool.query<{ jobs: number; keys: number }>(
+    `SELECT (SELECT count(*)::int FROM jobs WHERE instance_id = $1) AS jobs,
+            (SELECT count(*)::int FROM idempotency_keys WHERE instance_id = $1) AS keys`, [instanceId]);
+  return rows[0] as { jobs: number; keys: number };
+}
+
+const job = (instanceId: string, key: string | null): NewJob => {
+  const now = Date.now();
+  return {
+    id: newJobId(), instanceId, originRoute: '/api/v2/send-message', chatId: '4915112345678@c.us', phone: '4915112345678',
+    payloadHash: key === null ? null : 'f'.repeat(64), idempotencyKey: key, priority: 5, notBefore: null, queuedAt: now,
+    scheduledAt: null, expiresAt: now + 86_400_000, previousJobId: null, callerBoot: null,
+    kind: 'text', payload: { body: 'under the fence', chatId: '4915112345678@c.us' },
+  };
+};
+
+test('deleting an instance deletes its jobs and idempotency keys, and nobody else\'s', async () => {
+  const doomed = await t.createInstance('doomed-rows');
+  const kept = await t.createInstance('kept-rows');
+  for (const { apiKey } of [doomed, kept]) {
+    const r = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'x', idempotencyKey: 'delete-fence-1' });
+    assert.equal(r.status, 202, r.text);
+  }
+  assert.deepEqual(await rowsOf(doomed.instance.id), { jobs: 1, keys: 1 });
+  const del = await t.admin('DELETE', `/admin/v1/instances/${doomed.instance.id}`);
+  assert.equal(del.status, 200, del.text);
+  assert.deepEqual(await rowsOf(doomed.instance.id), { jobs: 0, keys: 0 });
+  assert.deepEqual(await rowsOf(kept.instance.id), { jobs: 1, keys: 1 });
+});
+
+test('a write under the fence still open when the instance is deleted: the delete waits for it, and its jobs and keys go too', async () => {
+  const { instance } = await t.createInstance('deleted-mid-write');
+  const lease = await leaseOf(instance.id);
+  const writer = await t.db.pool.connect();
+  let deleted: Promise<unknown> | null = null;
+  try {
+    await writer.query('BEGIN');
+    assert.deepEqual([...await fenceLeases(writer, [lease])], [instance.id], 'the fence holds');
+    await insertJobs(writer, [job(instance.id, null), job(instance.id, 'delete-fence-mid-write')]);
+    deleted = t.admin('DELETE', `/admin/v1/instances/${instance.id}`);
+    // the instance's delete reaches its lease row and waits for this transaction
+    await waitForLockWait('DELETE FROM instances');
+    await writer.query('COMMIT');
+  } catch (err) {
+    await writer.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    writer.release();
+  }
+  const r = (await deleted) as { status: number; text: string };
+  assert.equal(r.status, 200, r.text);
+  assert.deepEqual(await rowsOf(instance.id), { jobs: 0, keys: 0 }, 'nothing of the deleted instance is left');
+});
+
+test('a write after the delete finds no lease and writes nothing', async () => {
+  const { instance } = await t.createInstance('written-after-delete');
+  const lease = await leaseOf(instance.id);
+  const del = await t.admin('DELETE', `/admin/v1/instances/${instance.id}`);
+  assert.equal(del.status, 200, del.text);
+  const { held, jobs } = await insertJobsFenced(t.db.pool, [job(instance.id, 'delete-fence-after')], [lease]);
+  assert.deepEqual([...(held ?? [])], []);
+  assert.deepEqual(jobs, [null]);
+  assert.deepEqual(await rowsOf(instance.id), { jobs: 0, keys: 0 });
+});
+
+/** Until a backend of this database waits for a lock in a statement that starts with `query`. */
+async function waitForLockWait(query: string): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    const { rows } = await t.db.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE $1`, [`${query}%`]);
+    if ((rows[0]?.n ?? 0) > 0) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error(`no statement ${query} waited for a lock`);
+}
