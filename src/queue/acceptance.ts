@@ -185,12 +185,16 @@ export class Acceptance {
     const keys = [...new Set(batch.map((p) => p.req.idempotencyKey).filter((k): k is string => k !== null))];
     // decided inside the (node-wide) group's transaction, on this instance's serial executor: the previous
     // batch is committed and applied, nothing else of this instance's queue runs meanwhile
+    // `decide` a method, not an arrow bound to the name: tsx (keepNames) names such an arrow each time it is made
+    const acceptance = this;
     const { decided, jobs, evented } = await this.committer.commit({
       instanceId: deps.instanceId,
       keys,
       since: now - IDEMPOTENCY_RETENTION_MS,
       size: batch.length,
-      decide: (known) => this.decide(batch, known, now, settings),
+      decide(known) {
+        return acceptance.decide(batch, known, now, settings);
+      },
     });
     decided.placed.commit?.();
     // a priority jump moved waiting jobs: their rows are written after this (src/queue/slot-writer.ts)
@@ -268,10 +272,12 @@ export class Acceptance {
       accepted: accepted.map((a) => a.p),
       placed,
       jobs: accepted.map((a) => a.job),
-      events: (jobs) => jobs.map((job) => ({
-        event: QUEUED_EVENT,
-        data: queueEventData(QUEUED_EVENT, job, { now, position: placed.positions.get(job.id) ?? 0 }),
-      })),
+      events(jobs) {
+        return jobs.map((job) => ({
+          event: QUEUED_EVENT,
+          data: queueEventData(QUEUED_EVENT, job, { now, position: placed.positions.get(job.id) ?? 0 }),
+        }));
+      },
     };
   }
 }

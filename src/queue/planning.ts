@@ -135,15 +135,17 @@ export class Planner {
     }
     const { result, kept, rerun } = this.add(jobs, now, settings);
     const { slotOf, slots, positions, moved } = placeNewJobs(result, kept, jobs, seq0, rerun ?? this.jobs.values());
+    // a method, not an arrow bound to `commit`: tsx (keepNames) names such an arrow each time it is made
+    const planner = this;
     return {
       slots,
       moved,
       positions,
-      commit: () => {
-        this.nextSeq = seq0 + n;
+      commit() {
+        planner.nextSeq = seq0 + n;
         for (const m of moved) {
-          const j = this.jobs.get(m.jobId);
-          if (j) this.setSlot(j, m.scheduledAt);
+          const j = planner.jobs.get(m.jobId);
+          if (j) planner.setSlot(j, m.scheduledAt);
         }
         // new jobs are inserted with their slot
         for (let k = 0; k < n; k++) {
@@ -152,10 +154,10 @@ export class Planner {
           const j = jobs[k] as Held;
           j.scheduledAt = slot;
           j.persisted = slot;
-          this.jobs.set(j.id, j);
-          this.expiry.added(j.expiresAt);
+          planner.jobs.set(j.id, j);
+          planner.expiry.added(j.expiresAt);
         }
-        this.applyPlan(result, rerun, settings, seq0, jobs, kept);
+        planner.applyPlan(result, rerun, settings, seq0, jobs, kept);
       },
     };
   }
