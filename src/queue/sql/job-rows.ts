@@ -13,7 +13,8 @@
  * bench/job-rows.ts runs one form's statement in turn with the other's (each a median of 20 rounds; arrays /
  * JSON, three runs): 1.64–1.65 at 8 rows, 1.24–1.32 at 16, 1.12–1.20 at 32, 0.99–1.11 at 64, 0.55–0.61 at
  * 1,000; at 128 two runs gave 0.62–0.63 and one 1.08–1.10. So the arrays from 64 rows on, where they stop
- * losing. An acceptance batch (one to a few dozen requests) takes the JSON, a send-bulk the arrays.
+ * losing. An acceptance batch (one to a few dozen requests) takes the JSON, a send-bulk the arrays, with its
+ * columns of one value as single parameters (`rowSourceFor`, below; columns / arrays 0.76–0.98 from 64 rows).
  * The arrays are PostgreSQL array literals written here (src/queue/sql/array-literal.ts): pg's own array
  * serialisation escapes each cell by a slower path, which dominated a send-bulk of 5,000 when it was tried.
  */
@@ -131,6 +132,8 @@ function columnsRows(mask: number): RowSource {
           const v = c.of(first);
           // the statement's text was chosen for these rows: a row that differs would be written with another's value
           for (let k = from + 1; k < to; k++) if (c.of(jobs[k] as NewJob) !== v) throw new Error(`job rows: column ${c.name} is not the same in every row`);
+          // as NumberArray would refuse it in an array
+          if (typeof v === 'number' && !Number.isFinite(v)) throw new Error(`not a finite number: ${v}`);
           return v === null ? null : String(v);
         }
         if (c.number) {
@@ -159,9 +162,9 @@ export function rowSourceFor(jobs: readonly NewJob[], from: number, to: number):
   const first = jobs[from] as NewJob;
   let mask = 0;
   COLUMN_DEFS.forEach((c, i) => {
-    const v = c.name === 'payload' ? null : c.of(first);
-    // a payload is never one for every row worth the check (each is a message of its own)
+    // ids are unique, and a payload is never one for every row worth the check (each is a message of its own)
     if (c.name === 'payload' || c.name === 'id') return;
+    const v = c.of(first);
     for (let k = from + 1; k < to; k++) if (c.of(jobs[k] as NewJob) !== v) return;
     mask |= 1 << i;
   });
