@@ -95,9 +95,9 @@ test('a write after the delete finds no lease and writes nothing', async () => {
   assert.deepEqual(await rowsOf(instance.id), { jobs: 0, keys: 0 });
 });
 
-/** Until a backend of this database waits for a lock in a statement that starts with `query`. */
+/** Until a backend of this database waits for a lock in a statement that starts with `query` (30 s at most: the delete first stops the instance's actors). */
 async function waitForLockWait(query: string): Promise<void> {
-  for (let i = 0; i < 500; i++) {
+  for (let i = 0; i < 3_000; i++) {
     const { rows } = await t.db.pool.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE $1`, [`${query}%`]);
     if ((rows[0]?.n ?? 0) > 0) return;
