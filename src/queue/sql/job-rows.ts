@@ -5,7 +5,7 @@
  * read `t`; a batch of thousands is one round trip and a handful of parameters either way (a multi-row VALUES
  * would need a parameter per cell).
  *
- * Two forms, chosen by the batch's size (`rowSource`), because each wins at one end:
+ * Two forms, chosen by the batch's size (`rowSourceFor`), because each wins at one end:
  * - **JSON** (`$1`, one document read by json_to_recordset): that function builds a hash table for every object
  *   it reads, which makes each row about 15 µs dearer in PostgreSQL than from the arrays;
  * - **arrays** (`$1 … $17`, one per column, unnested WITH ORDINALITY): cheap per row, but resolving the 17
@@ -41,47 +41,6 @@ export interface RowSource {
   values(jobs: readonly NewJob[], from: number, to: number): (string | null)[];
 }
 
-const COLUMNS = 'id, inst, state, kind, route, chat, phone, payload, hash, key, prio, nb, qa, sa, ea, prev, boot';
-
-/** One job as a record of the JSON document (instants as epoch milliseconds). */
-const jobRecord = (j: NewJob) => ({
-  id: j.id, inst: j.instanceId, state: insertedState(j), kind: j.kind, route: j.originRoute, chat: j.chatId, phone: j.phone,
-  payload: j.payload, hash: j.payloadHash, key: j.idempotencyKey, prio: j.priority, nb: j.notBefore, qa: j.queuedAt,
-  sa: j.scheduledAt, ea: j.expiresAt, prev: j.previousJobId, boot: j.callerBoot,
-});
-
-export const JSON_ROWS: RowSource = {
-  sql: `SELECT * FROM ROWS FROM (json_to_recordset($1::json) AS (id text, inst uuid, state text, kind text, route text,
-          chat text, phone text, payload jsonb, hash text, key text, prio smallint, nb float8, qa float8, sa float8,
-          ea float8, prev text, boot text)) WITH ORDINALITY AS t(${COLUMNS}, ord)`,
-  params: 1,
-  values: (jobs, from, to) => [JSON.stringify(jobs.slice(from, to).map(jobRecord))],
-};
-
-export const ARRAY_ROWS: RowSource = {
-  sql: `SELECT * FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-          $8::jsonb[], $9::text[], $10::text[], $11::smallint[], $12::float8[], $13::float8[], $14::float8[],
-          $15::float8[], $16::text[], $17::text[]) WITH ORDINALITY AS t(${COLUMNS}, ord)`,
-  params: 17,
-  values(jobs, from, to) {
-    const id = new TextArray(), inst = new TextArray(), state = new TextArray(), kind = new TextArray(), route = new TextArray();
-    const chat = new TextArray(), phone = new TextArray(), payload = new TextArray(), hash = new TextArray(), key = new TextArray();
-    const prio = new NumberArray(), nb = new NumberArray(), qa = new NumberArray(), sa = new NumberArray(), ea = new NumberArray();
-    const prev = new TextArray(), boot = new TextArray();
-    for (let k = from; k < to; k++) {
-      const j = jobs[k] as NewJob;
-      id.push(j.id); inst.push(j.instanceId); state.push(insertedState(j)); kind.push(j.kind); route.push(j.originRoute);
-      chat.push(j.chatId); phone.push(j.phone); payload.pushJson(JSON.stringify(j.payload)); hash.push(j.payloadHash);
-      key.push(j.idempotencyKey); prio.push(j.priority); nb.push(j.notBefore); qa.push(j.queuedAt); sa.push(j.scheduledAt);
-      ea.push(j.expiresAt); prev.push(j.previousJobId); boot.push(j.callerBoot);
-    }
-    return [id, inst, state, kind, route, chat, phone, payload, hash, key, prio, nb, qa, sa, ea, prev, boot].map((a) => a.literal());
-  },
-};
-
-/** From this many rows a statement takes the arrays (see above: around it the two forms are close). */
-export const ARRAYS_FROM = 64;
-
 /**
  * The columns of the rows in their order ($1 … $17): each one's name in `t`, its PostgreSQL type, and how a job
  * gives its value (a number column's as a number, every other as text: a jsonb's is the JSON text).
@@ -106,6 +65,28 @@ const COLUMN_DEFS: readonly { name: string; type: string; number: boolean; of: (
   { name: 'boot', type: 'text', number: false, of: (j) => j.callerBoot },
 ];
 
+const COLUMNS = COLUMN_DEFS.map((c) => c.name).join(', ');
+
+/** One job as a record of the JSON document (instants as epoch milliseconds). */
+const jobRecord = (j: NewJob) => ({
+  id: j.id, inst: j.instanceId, state: insertedState(j), kind: j.kind, route: j.originRoute, chat: j.chatId, phone: j.phone,
+  payload: j.payload, hash: j.payloadHash, key: j.idempotencyKey, prio: j.priority, nb: j.notBefore, qa: j.queuedAt,
+  sa: j.scheduledAt, ea: j.expiresAt, prev: j.previousJobId, boot: j.callerBoot,
+});
+
+export const JSON_ROWS: RowSource = {
+  sql: `SELECT * FROM ROWS FROM (json_to_recordset($1::json) AS (${COLUMN_DEFS.map((c) => `${c.name} ${c.type}`).join(', ')}))
+          WITH ORDINALITY AS t(${COLUMNS}, ord)`,
+  params: 1,
+  values: (jobs, from, to) => [JSON.stringify(jobs.slice(from, to).map(jobRecord))],
+};
+
+/** Every column an array (`$1 … $17`, unnested WITH ORDINALITY): the form when no column holds one value in every row. */
+export const ARRAY_ROWS: RowSource = columnsRows(0);
+
+/** From this many rows a statement takes the arrays (see above: around it the two forms are close). */
+export const ARRAYS_FROM = 64;
+
 /**
  * A large batch of which some columns hold one value in every row (a send-bulk: one instance, one route, one
  * priority, one instant of acceptance, no keys…): those columns travel as one parameter each, read as a constant
@@ -114,8 +95,8 @@ const COLUMN_DEFS: readonly { name: string; type: string; number: boolean; of: (
  * its rows took 36 ms instead of 43 (median of 18 in turn, one run here), its parameters written in 2.6 ms of
  * the client's CPU instead of 4.3. `mask` has bit i set for each constant column i of COLUMN_DEFS; the statement
  * keeps the 17 parameters in their places, so a statement's own parameters follow them as with the arrays.
- * Not a named (prepared) statement: its text depends on the batch (src/queue/sql/insertJobsFenced.ts names only
- * the two fixed forms).
+ * Not a named (prepared) statement unless every column is an array (ARRAY_ROWS, mask 0): its text depends on
+ * the batch (src/queue/sql/insertJobsFenced.ts names only the two fixed forms).
  */
 function columnsRows(mask: number): RowSource {
   const constant = (i: number) => (mask & (1 << i)) !== 0;
@@ -177,9 +158,6 @@ export function rowSourceFor(jobs: readonly NewJob[], from: number, to: number):
   }
   return form;
 }
-
-/** The fixed form for a statement of `rows` jobs (the JSON document, or every column an array). */
-export const rowSource = (rows: number): RowSource => (rows >= ARRAYS_FROM ? ARRAY_ROWS : JSON_ROWS);
 
 /** A statement built around a row source, built once for each form. */
 export function perRowSource(build: (rows: RowSource) => string): (rows: RowSource) => string {
