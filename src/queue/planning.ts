@@ -34,8 +34,8 @@ interface Held extends MirrorJob, Planned {
 }
 
 /** Written out rather than spread: thousands are made at once (a literal starting with a spread is slow, src/queue/sql/row.ts). */
-const held = (j: PlanJob, scheduledAt: number | null, persisted: number | null): Held =>
-  ({ id: j.id, priority: j.priority, seq: j.seq, notBefore: j.notBefore, expiresAt: j.expiresAt, scheduledAt, persisted, after: null, idled: true, pos: 0, posAt: -1, proposed: null, proposedBy: 0 });
+const held = (j: Omit<PlanJob, 'seq'>, seq: number, scheduledAt: number | null, persisted: number | null): Held =>
+  ({ id: j.id, priority: j.priority, seq, notBefore: j.notBefore, expiresAt: j.expiresAt, scheduledAt, persisted, after: null, idled: true, pos: 0, posAt: -1, proposed: null, proposedBy: 0 });
 
 const NO_IDS: ReadonlySet<string> = new Set();
 
@@ -77,7 +77,7 @@ export class Planner {
 
   load(input: { history: number[]; lastDispatchAt: number | null; waiting: MirrorJob[] }): void {
     this.history.load(input.history, input.lastDispatchAt);
-    this.jobs = new Map(input.waiting.map((j) => [j.id, held(j, j.scheduledAt, j.scheduledAt)]));
+    this.jobs = new Map(input.waiting.map((j) => [j.id, held(j, j.seq, j.scheduledAt, j.scheduledAt)]));
     // a re-plan proposed before this load marked the objects it replaced: it reads its slots by id (`replan`)
     this.proposals++;
     this.expiry.reset();
@@ -129,10 +129,7 @@ export class Planner {
     const seq0 = this.nextSeq;
     const n = newJobs.length;
     const jobs: Held[] = new Array<Held>(n);
-    for (let i = 0; i < n; i++) {
-      const j = newJobs[i] as Omit<PlanJob, 'seq'>;
-      jobs[i] = { id: j.id, priority: j.priority, seq: seq0 + i, notBefore: j.notBefore, expiresAt: j.expiresAt, scheduledAt: null, persisted: null, after: null, idled: true, pos: 0, posAt: -1, proposed: null, proposedBy: 0 };
-    }
+    for (let i = 0; i < n; i++) jobs[i] = held(newJobs[i] as Omit<PlanJob, 'seq'>, seq0 + i, null, null);
     const { result, kept, rerun } = this.add(jobs, now, settings);
     const { slotOf, slots, positions, moved } = placeNewJobs(result, kept, jobs, seq0, rerun ?? this.jobs.values());
     // a method, not an arrow bound to `commit`: tsx (keepNames) names such an arrow each time it is made
