@@ -3,7 +3,7 @@
  * only as sha256; a lookup goes by hash and is confirmed with a constant-time comparison.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { withTransaction, type Pool, type Queryable } from './pool.js';
+import type { Queryable } from './pool.js';
 import { isInstanceId, newApiKey, newInstanceId } from '../ids.js';
 import { DomainError } from '../errors.js';
 import { NEW_INSTANCE_DEFAULTS, type InstanceSettings } from '../queue/settings.js';
@@ -160,19 +160,14 @@ export async function listInstances(q: Queryable): Promise<Instance[]> {
 }
 
 /**
- * Delete the instance with everything of it, in one transaction (`q` is a pool: a connection of its own). Its
- * jobs and idempotency keys are deleted after its row (sql/0011_queue_rows_fenced_not_keyed.sql: no foreign key
- * cascades to them): the row's delete takes its lease row with it, which waits for any write under the lease's
- * fence still open, so the jobs such a write committed are there to be deleted, and a later write finds no lease.
+ * Delete the instance with everything of it, in one statement: its jobs and idempotency keys go by the trigger of
+ * sql/0012_instance_delete_trigger.sql (no foreign key cascades to them since 0011), after its lease row, which
+ * waits for any write under the lease's fence still open, so the jobs such a write committed are there to be
+ * deleted, and a later write finds no lease.
  */
-export async function deleteInstance(pool: Pool, id: string): Promise<boolean> {
-  return withTransaction(pool, async (c) => {
-    const r = await c.query('DELETE FROM instances WHERE id = $1', [id]);
-    if ((r.rowCount ?? 0) === 0) return false;
-    await c.query('DELETE FROM jobs WHERE instance_id = $1', [id]);
-    await c.query('DELETE FROM idempotency_keys WHERE instance_id = $1', [id]);
-    return true;
-  });
+export async function deleteInstance(q: Queryable, id: string): Promise<boolean> {
+  const r = await q.query('DELETE FROM instances WHERE id = $1', [id]);
+  return (r.rowCount ?? 0) > 0;
 }
 
 export async function updateSettings(q: Queryable, id: string, patch: Partial<InstanceSettings>): Promise<Instance | null> {

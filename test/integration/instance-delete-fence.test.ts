@@ -1,9 +1,10 @@
 /**
  * Deleting an instance takes its jobs and idempotency keys with it, though no foreign key cascades to them
- * (sql/0011_queue_rows_fenced_not_keyed.sql): the delete removes them itself after the instance's row, whose
- * lease row goes with it, so a write under the lease's fence that is still open when the delete comes is waited
- * for and its jobs deleted too, and a write after the delete finds no lease and writes nothing. Real gateway,
- * real PostgreSQL, the lease fence's own functions.
+ * (sql/0011_queue_rows_fenced_not_keyed.sql): the instance's delete trigger (sql/0012_instance_delete_trigger.sql)
+ * removes them after the instance's lease row, so a write under the lease's fence that is still open when the
+ * delete comes is waited for and its jobs deleted too, and a write after the delete finds no lease and writes
+ * nothing. The trigger is the database's, so a node of an older version, which deletes the instance's row alone,
+ * leaves nothing behind either. Real gateway, real PostgreSQL, the lease fence's own functions.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -82,6 +83,21 @@ test('a write under the fence still open when the instance is deleted: the delet
   const r = (await deleted) as { status: number; text: string };
   assert.equal(r.status, 200, r.text);
   assert.deepEqual(await rowsOf(instance.id), { jobs: 0, keys: 0 }, 'nothing of the deleted instance is left');
+});
+
+test('an instance deleted by its row alone (a node from before migration 0011 deletes so) leaves no jobs or keys', async () => {
+  const doomed = await t.createInstance('deleted-by-row');
+  const kept = await t.createInstance('kept-beside-row');
+  for (const { apiKey } of [doomed, kept]) {
+    const r = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'x', idempotencyKey: 'delete-by-row-1' });
+    assert.equal(r.status, 202, r.text);
+  }
+  assert.deepEqual(await rowsOf(doomed.instance.id), { jobs: 1, keys: 1 });
+  await t.db.pool.query('DELETE FROM instances WHERE id = $1', [doomed.instance.id]);
+  assert.deepEqual(await rowsOf(doomed.instance.id), { jobs: 0, keys: 0 });
+  const { rows } = await t.db.pool.query('SELECT 1 FROM instance_leases WHERE instance_id = $1', [doomed.instance.id]);
+  assert.equal(rows.length, 0, 'its lease row went with it');
+  assert.deepEqual(await rowsOf(kept.instance.id), { jobs: 1, keys: 1 });
 });
 
 test('a write after the delete finds no lease and writes nothing', async () => {
