@@ -47,18 +47,30 @@ const job = (instanceId: string, key: string | null): NewJob => {
   };
 };
 
-test('deleting an instance deletes its jobs and idempotency keys, and nobody else\'s', async () => {
-  const doomed = await t.createInstance('doomed-rows');
-  const kept = await t.createInstance('kept-rows');
+/**
+ * Two instances with a keyed job each; `del` deletes the first. Nothing of it is left after, and the other's
+ * job and key are untouched.
+ */
+async function deletedBeside(name: string, del: (instanceId: string) => Promise<void>): Promise<void> {
+  const doomed = await t.createInstance(`doomed-${name}`);
+  const kept = await t.createInstance(`kept-${name}`);
   for (const { apiKey } of [doomed, kept]) {
-    const r = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'x', idempotencyKey: 'delete-fence-1' });
+    const r = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'x', idempotencyKey: `delete-fence-${name}` });
     assert.equal(r.status, 202, r.text);
   }
   assert.deepEqual(await rowsOf(doomed.instance.id), { jobs: 1, keys: 1 });
-  const del = await t.admin('DELETE', `/admin/v1/instances/${doomed.instance.id}`);
-  assert.equal(del.status, 200, del.text);
+  await del(doomed.instance.id);
   assert.deepEqual(await rowsOf(doomed.instance.id), { jobs: 0, keys: 0 });
+  const { rows } = await t.db.pool.query('SELECT 1 FROM instance_leases WHERE instance_id = $1', [doomed.instance.id]);
+  assert.equal(rows.length, 0, 'its lease row went with it');
   assert.deepEqual(await rowsOf(kept.instance.id), { jobs: 1, keys: 1 });
+}
+
+test('deleting an instance deletes its jobs and idempotency keys, and nobody else\'s', async () => {
+  await deletedBeside('by-api', async (id) => {
+    const del = await t.admin('DELETE', `/admin/v1/instances/${id}`);
+    assert.equal(del.status, 200, del.text);
+  });
 });
 
 test('a write under the fence still open when the instance is deleted: the delete waits for it, and its jobs and keys go too', async () => {
@@ -86,18 +98,9 @@ test('a write under the fence still open when the instance is deleted: the delet
 });
 
 test('an instance deleted by its row alone (a node from before migration 0011 deletes so) leaves no jobs or keys', async () => {
-  const doomed = await t.createInstance('deleted-by-row');
-  const kept = await t.createInstance('kept-beside-row');
-  for (const { apiKey } of [doomed, kept]) {
-    const r = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'x', idempotencyKey: 'delete-by-row-1' });
-    assert.equal(r.status, 202, r.text);
-  }
-  assert.deepEqual(await rowsOf(doomed.instance.id), { jobs: 1, keys: 1 });
-  await t.db.pool.query('DELETE FROM instances WHERE id = $1', [doomed.instance.id]);
-  assert.deepEqual(await rowsOf(doomed.instance.id), { jobs: 0, keys: 0 });
-  const { rows } = await t.db.pool.query('SELECT 1 FROM instance_leases WHERE instance_id = $1', [doomed.instance.id]);
-  assert.equal(rows.length, 0, 'its lease row went with it');
-  assert.deepEqual(await rowsOf(kept.instance.id), { jobs: 1, keys: 1 });
+  await deletedBeside('by-row', async (id) => {
+    await t.db.pool.query('DELETE FROM instances WHERE id = $1', [id]);
+  });
 });
 
 test('a write after the delete finds no lease and writes nothing', async () => {
