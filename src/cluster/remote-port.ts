@@ -8,6 +8,8 @@
  * a lost answer is `504 INSTANCE_TIMEOUT` (the owner may have accepted). An owner that answers that it no
  * longer owns the instance (a hand-over in progress) is asked once more after looking the owner up again.
  */
+import http from 'node:http';
+import https from 'node:https';
 import { DomainError, instanceTimeout } from '../errors.js';
 import { replyErrorToThrow, type AskReply, type InstanceAsk, type InstancePort, type ReplyOf } from '../actors/port.js';
 import type { Owner } from './leases.js';
@@ -21,6 +23,73 @@ export interface RemoteDeps {
 
 const NOT_DELIVERED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'EAI_AGAIN', 'ENETUNREACH']);
 const unreachable = (why: string) => new DomainError('INSTANCE_UNREACHABLE', `the instance's node cannot be reached (${why}); nothing was accepted`);
+
+/**
+ * How long a connection to another node stays open unused: well inside the owner's keep-alive (src/gateway.ts,
+ * 65 s), so that an ask is not written to a connection the owner is closing (it would be lost on its way:
+ * `504`, though nothing was done).
+ */
+const IDLE_CONNECTION_MS = 30_000;
+
+/**
+ * The connections to the other nodes, kept open between asks. node's own client, not `fetch`: a forwarded v2
+ * send is two asks (the instance's view, then the acceptance), and fetch took 2.3 ms of the forwarding node's
+ * CPU per send there (its request and response streams, an abort signal per request), ten times what the
+ * owner's own acceptance cost (`bench/cluster.ts`).
+ */
+const AGENTS = {
+  'http:': new http.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS }),
+  'https:': new https.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS }),
+};
+
+/** The answer to a POST: its status and its parsed JSON body (null when it was not JSON). */
+interface Answer {
+  status: number;
+  body: unknown;
+}
+
+/** A POST that answered nothing in time (the ask may have been received). */
+class NoAnswer extends Error {}
+
+/**
+ * POST a JSON body and read the answer, within `deadlineMs`. Rejects with the socket's error (its `code` tells
+ * whether the request could have left: ECONNREFUSED and the like) or NoAnswer (the deadline, or the answer
+ * broken off).
+ */
+function postJson(url: URL, headers: Record<string, string>, body: string, deadlineMs: number): Promise<Answer> {
+  const client = url.protocol === 'https:' ? https : http;
+  const agent = url.protocol === 'https:' ? AGENTS['https:'] : AGENTS['http:'];
+  return new Promise<Answer>((resolve, reject) => {
+    const req = client.request(url, {
+      method: 'POST',
+      agent,
+      headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+    });
+    const timer = setTimeout(() => req.destroy(new NoAnswer('no answer in time')), deadlineMs);
+    const fail = (err: Error) => {
+      clearTimeout(timer);
+      reject(err);
+    };
+    req.on('error', fail);
+    req.on('response', (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('error', () => fail(new NoAnswer('the answer broke off')));
+      res.on('aborted', () => fail(new NoAnswer('the answer broke off')));
+      res.on('end', () => {
+        clearTimeout(timer);
+        let parsed: unknown = null;
+        try {
+          parsed = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+        } catch {
+          parsed = null;
+        }
+        resolve({ status: res.statusCode ?? 0, body: parsed });
+      });
+    });
+    req.end(body);
+  });
+}
 
 function errorCode(err: unknown): string | undefined {
   let e: unknown = err;
@@ -48,22 +117,23 @@ export class RemoteInstancePort implements InstancePort {
     if (!owner) return { ok: false, error: { code: 'INSTANCE_UNREACHABLE', message: 'the instance has no live owner right now (it is being taken over); nothing was accepted' } };
     if (owner.nodeId === this.deps.selfId) return { ok: false, error: { code: 'INSTANCE_UNREACHABLE', message: 'the instance is being handed over; nothing was accepted' } };
     if (!this.deps.secret) throw unreachable('no CLUSTER_SECRET');
-    let res: Response;
+    let res: Answer;
     try {
-      res = await fetch(`${owner.url}/internal/v1/instances/${encodeURIComponent(this.instanceId)}/ask`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${this.deps.secret}` },
-        body: JSON.stringify({ ask, deadlineMs }),
-        signal: AbortSignal.timeout(deadlineMs),
-      });
+      res = await postJson(
+        new URL(`${owner.url}/internal/v1/instances/${encodeURIComponent(this.instanceId)}/ask`),
+        { authorization: `Bearer ${this.deps.secret}` },
+        JSON.stringify({ ask, deadlineMs }),
+        deadlineMs,
+      );
     } catch (err) {
       const code = errorCode(err);
       if (code && NOT_DELIVERED.has(code)) throw unreachable(code);
       throw instanceTimeout();
     }
-    const body = (await res.json().catch(() => null)) as { success?: boolean; data?: { reply?: AskReply }; code?: string; error?: string } | null;
+    const body = res.body as { success?: boolean; data?: { reply?: AskReply }; code?: string; error?: string } | null;
     const reply = body?.data?.reply;
-    if (res.ok && reply) return reply;
+    const ok = res.status >= 200 && res.status < 300;
+    if (ok && reply) return reply;
     // the owner's envelope refusal (not this instance's owner any more, a bad secret): nothing was done there
     if (body?.code === 'INSTANCE_UNREACHABLE') return { ok: false, error: { code: 'INSTANCE_UNREACHABLE', message: body.error ?? 'not the owner' } };
     // refused before anything ran there (authentication, a malformed ask): nothing was done; otherwise unknown

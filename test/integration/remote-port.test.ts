@@ -1,0 +1,139 @@
+/**
+ * The port of an instance another node owns (src/cluster/remote-port.ts) against real HTTP servers on loopback
+ * standing in for the owner's internal route: the reply comes back as the owner gave it, over a connection kept
+ * open between asks, and every failure says whether the ask could have been received (`502
+ * INSTANCE_UNREACHABLE`: nothing was done, safe to retry) or not (`504 INSTANCE_TIMEOUT`: the owner may have
+ * accepted).
+ */
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { RemoteInstancePort } from '../../src/cluster/remote-port.js';
+import { freePort } from '../helpers/gateway-process.js';
+
+const INSTANCE = '00000000-0000-4000-8000-000000000001';
+const SECRET = 'remote-port-secret-0123456789';
+
+interface Owner {
+  url: string;
+  /** the asks received, with the connection each came on */
+  asks: { body: unknown; authorization: string | undefined; socket: Socket }[];
+  server: http.Server;
+}
+const owners: Owner[] = [];
+after(async () => {
+  for (const o of owners) {
+    o.server.closeAllConnections();
+    await new Promise((r) => o.server.close(r));
+  }
+});
+
+/** An owner that answers each ask with `answer` (status and body), or never when it returns null. */
+async function owner(answer: (n: number) => { status: number; body: unknown } | null, keepAliveTimeout = 65_000): Promise<Owner> {
+  const o: Owner = { url: '', asks: [], server: http.createServer() };
+  o.server.keepAliveTimeout = keepAliveTimeout;
+  o.server.on('request', (req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const n = o.asks.length;
+      o.asks.push({ body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown, authorization: req.headers.authorization, socket: req.socket });
+      const a = answer(n);
+      if (a) res.writeHead(a.status, { 'content-type': 'application/json' }).end(JSON.stringify(a.body));
+    });
+  });
+  await new Promise<void>((r) => o.server.listen(0, '127.0.0.1', r));
+  o.url = `http://127.0.0.1:${(o.server.address() as AddressInfo).port}`;
+  owners.push(o);
+  return o;
+}
+
+const portTo = (urls: string[]) => {
+  let lookups = 0;
+  const port = new RemoteInstancePort(INSTANCE, {
+    selfId: 'n1',
+    owner: async () => ({ nodeId: 'n2', url: urls[Math.min(lookups++, urls.length - 1)] as string }),
+    secret: SECRET,
+  });
+  return { port, lookups: () => lookups };
+};
+
+const view = { status: 'connected', connected: true };
+const replied = (value: unknown) => ({ status: 200, body: { success: true, data: { reply: { ok: true, value } } } });
+
+test('the owner\'s reply comes back as it gave it; asks share one kept-open connection; the secret authenticates them', async () => {
+  const o = await owner(() => replied(view));
+  const { port } = portTo([o.url]);
+  assert.deepEqual(await port.ask({ type: 'view' }, 5_000), view);
+  assert.deepEqual(await port.ask({ type: 'view' }, 5_000), view);
+  assert.equal(o.asks.length, 2);
+  assert.deepEqual(o.asks[0]?.body, { ask: { type: 'view' }, deadlineMs: 5_000 });
+  assert.equal(o.asks[0]?.authorization, `Bearer ${SECRET}`);
+  assert.equal(o.asks[0]?.socket, o.asks[1]?.socket, 'the second ask came on the first one\'s connection');
+});
+
+test('a refusal the owner replied is thrown as its DomainError', async () => {
+  const o = await owner(() => ({ status: 200, body: { success: true, data: { reply: { ok: false, error: { code: 'QUEUE_FULL', message: 'full', data: { maxPending: 5 } } } } } }));
+  await assert.rejects(portTo([o.url]).port.ask({ type: 'view' }, 5_000), { code: 'QUEUE_FULL', message: 'full' });
+});
+
+test('a connection the owner closed while it was idle is not used again: the next ask is answered', async () => {
+  const o = await owner(() => replied(view), 100);
+  const { port } = portTo([o.url]);
+  await port.ask({ type: 'view' }, 5_000);
+  // the owner closes the idle connection after 100 ms
+  for (let i = 0; i < 100 && o.asks[0]?.socket.destroyed !== true; i++) await new Promise((r) => setTimeout(r, 20));
+  assert.equal(o.asks[0]?.socket.destroyed, true);
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(await port.ask({ type: 'view' }, 5_000), view);
+  assert.notEqual(o.asks[1]?.socket, o.asks[0]?.socket);
+});
+
+test('nobody listens at the owner\'s address: INSTANCE_UNREACHABLE (nothing was accepted)', async () => {
+  const closed = `http://127.0.0.1:${await freePort()}`;
+  await assert.rejects(portTo([closed]).port.ask({ type: 'view' }, 5_000), (err: { code?: string; message?: string }) =>
+    err.code === 'INSTANCE_UNREACHABLE' && /ECONNREFUSED/.test(err.message ?? ''));
+});
+
+test('the owner says it no longer owns the instance: asked again at the owner looked up afresh', async () => {
+  const old = await owner(() => ({ status: 409, body: { success: false, code: 'INSTANCE_UNREACHABLE', error: 'not the owner' } }));
+  const now = await owner(() => replied(view));
+  const { port, lookups } = portTo([old.url, now.url]);
+  assert.deepEqual(await port.ask({ type: 'view' }, 5_000), view);
+  assert.equal(lookups(), 2, 'the owner looked up afresh');
+  assert.equal(old.asks.length, 1);
+  assert.equal(now.asks.length, 1);
+});
+
+test('the owner received the ask and did not answer in time: INSTANCE_TIMEOUT (it may have been done)', async () => {
+  const o = await owner(() => null);
+  const t0 = performance.now();
+  await assert.rejects(portTo([o.url]).port.ask({ type: 'view' }, 200), { code: 'INSTANCE_TIMEOUT' });
+  assert.ok(performance.now() - t0 < 5_000);
+  assert.equal(o.asks.length, 1);
+});
+
+test('the owner refused before running anything (a 4xx): INSTANCE_UNREACHABLE; failed while running (a 5xx): INSTANCE_TIMEOUT', async () => {
+  const refused = await owner(() => ({ status: 401, body: { success: false, code: 'UNAUTHORIZED', error: 'bad secret' } }));
+  await assert.rejects(portTo([refused.url]).port.ask({ type: 'view' }, 5_000), (err: { code?: string; message?: string }) =>
+    err.code === 'INSTANCE_UNREACHABLE' && /answered 401/.test(err.message ?? ''));
+  const failed = await owner(() => ({ status: 500, body: { success: false, code: 'INTERNAL', error: 'boom' } }));
+  await assert.rejects(portTo([failed.url]).port.ask({ type: 'view' }, 5_000), { code: 'INSTANCE_TIMEOUT' });
+});
+
+test('the answer breaks off after the owner received the ask: INSTANCE_TIMEOUT', async () => {
+  const o: Owner = { url: '', asks: [], server: http.createServer() };
+  o.server.on('request', (req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' });
+      res.write('{"success":true,');
+      setTimeout(() => req.socket.destroy(), 20);
+    });
+  });
+  await new Promise<void>((r) => o.server.listen(0, '127.0.0.1', r));
+  o.url = `http://127.0.0.1:${(o.server.address() as AddressInfo).port}`;
+  owners.push(o);
+  await assert.rejects(portTo([o.url]).port.ask({ type: 'view' }, 5_000), { code: 'INSTANCE_TIMEOUT' });
+});
