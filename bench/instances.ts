@@ -23,7 +23,7 @@
 import { spawnSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
-import { PerformanceObserver, constants as perfConstants } from 'node:perf_hooks';
+import { PerformanceObserver, constants as perfConstants, type NodeGCPerformanceDetail } from 'node:perf_hooks';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../src/config.js';
@@ -100,14 +100,12 @@ async function idleCpu(ms: number): Promise<{ pct: number; gcs: number; gcMs: nu
   return { pct, gcs, gcMs };
 }
 
-/** A collection's flags and kind as node's `gc` entries carry them. */
-type GcDetail = { kind: number; flags: number };
 /**
  * The collections of V8's memory reducer: it marks the whole heap with `kGCCallbackFlagCollectAllExternalMemory`
  * (node: NODE_PERFORMANCE_GC_FLAGS_ALL_EXTERNAL_MEMORY, seen only on them here, with `--trace-gc` naming each
  * "Mark-Compact (reduce)"), no other collection of an idle gateway does.
  */
-const isReducer = (d: GcDetail) =>
+const isReducer = (d: NodeGCPerformanceDetail) =>
   d.kind === perfConstants.NODE_PERFORMANCE_GC_MAJOR && (d.flags & perfConstants.NODE_PERFORMANCE_GC_FLAGS_ALL_EXTERNAL_MEMORY) !== 0;
 
 /**
@@ -125,7 +123,7 @@ async function untilGcSettled(quietMs: number, limitMs: number, reducer = true):
   const observer = new PerformanceObserver((list) => {
     for (const e of list.getEntries()) {
       gcs += 1;
-      if (isReducer((e as unknown as { detail: GcDetail }).detail)) reducerGcs += 1;
+      if (isReducer((e as typeof e & { detail: NodeGCPerformanceDetail }).detail)) reducerGcs += 1;
     }
     last = performance.now();
   });

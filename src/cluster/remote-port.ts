@@ -37,9 +37,9 @@ const IDLE_CONNECTION_MS = 30_000;
  * CPU per send there (its request and response streams, an abort signal per request), ten times what the
  * owner's own acceptance cost (`bench/cluster.ts`).
  */
-const AGENTS = {
-  'http:': new http.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS }),
-  'https:': new https.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS }),
+const CLIENTS = {
+  'http:': { request: http.request, agent: new http.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS }) },
+  'https:': { request: https.request, agent: new https.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS }) },
 };
 
 /** The answer to a POST: its status and its parsed JSON body (null when it was not JSON). */
@@ -57,10 +57,9 @@ class NoAnswer extends Error {}
  * broken off).
  */
 function postJson(url: URL, headers: Record<string, string>, body: string, deadlineMs: number): Promise<Answer> {
-  const client = url.protocol === 'https:' ? https : http;
-  const agent = url.protocol === 'https:' ? AGENTS['https:'] : AGENTS['http:'];
+  const { request, agent } = url.protocol === 'https:' ? CLIENTS['https:'] : CLIENTS['http:'];
   return new Promise<Answer>((resolve, reject) => {
-    const req = client.request(url, {
+    const req = request(url, {
       method: 'POST',
       agent,
       headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
@@ -74,15 +73,15 @@ function postJson(url: URL, headers: Record<string, string>, body: string, deadl
     req.on('response', (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
+      // a connection closed before the answer's end: node emits `error` (ECONNRESET, "aborted") on the answer
       res.on('error', () => fail(new NoAnswer('the answer broke off')));
-      res.on('aborted', () => fail(new NoAnswer('the answer broke off')));
       res.on('end', () => {
         clearTimeout(timer);
         let parsed: unknown = null;
         try {
           parsed = JSON.parse(Buffer.concat(chunks).toString('utf8'));
         } catch {
-          parsed = null;
+          // not JSON: null, as the caller reads it
         }
         resolve({ status: res.statusCode ?? 0, body: parsed });
       });
@@ -91,15 +90,11 @@ function postJson(url: URL, headers: Record<string, string>, body: string, deadl
   });
 }
 
-function errorCode(err: unknown): string | undefined {
-  let e: unknown = err;
-  for (let i = 0; i < 4 && e; i++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string') return code;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return undefined;
-}
+/** The socket error's code (ECONNREFUSED…), which node's client sets on the error itself; none for NoAnswer. */
+const errorCode = (err: unknown): string | undefined => {
+  const code = (err as { code?: unknown }).code;
+  return typeof code === 'string' ? code : undefined;
+};
 
 export class RemoteInstancePort implements InstancePort {
   constructor(readonly instanceId: string, private readonly deps: RemoteDeps) {}
