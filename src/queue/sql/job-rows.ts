@@ -45,15 +45,22 @@ export interface RowSource {
  * The columns of the rows in their order ($1 … $17): each one's name in `t`, its PostgreSQL type, and how a job
  * gives its value (a number column's as a number, every other as text: a jsonb's is the JSON text).
  */
-const COLUMN_DEFS: readonly { name: string; type: string; number: boolean; of: (j: NewJob) => string | number | null }[] = [
-  { name: 'id', type: 'text', number: false, of: (j) => j.id },
+const COLUMN_DEFS: readonly {
+  name: string;
+  type: string;
+  number: boolean;
+  of: (j: NewJob) => string | number | null;
+  /** never one value in every row, so not looked at by rowSourceFor: ids are unique, each payload a message of its own */
+  varies?: true;
+}[] = [
+  { name: 'id', type: 'text', number: false, of: (j) => j.id, varies: true },
   { name: 'inst', type: 'uuid', number: false, of: (j) => j.instanceId },
   { name: 'state', type: 'text', number: false, of: (j) => insertedState(j) },
   { name: 'kind', type: 'text', number: false, of: (j) => j.kind },
   { name: 'route', type: 'text', number: false, of: (j) => j.originRoute },
   { name: 'chat', type: 'text', number: false, of: (j) => j.chatId },
   { name: 'phone', type: 'text', number: false, of: (j) => j.phone },
-  { name: 'payload', type: 'jsonb', number: false, of: (j) => JSON.stringify(j.payload) },
+  { name: 'payload', type: 'jsonb', number: false, of: (j) => JSON.stringify(j.payload), varies: true },
   { name: 'hash', type: 'text', number: false, of: (j) => j.payloadHash },
   { name: 'key', type: 'text', number: false, of: (j) => j.idempotencyKey },
   { name: 'prio', type: 'smallint', number: true, of: (j) => j.priority },
@@ -123,7 +130,7 @@ function columnsRows(mask: number): RowSource {
           return a.literal();
         }
         const a = new TextArray();
-        if (c.name === 'payload') for (let k = from; k < to; k++) a.pushJson(c.of(jobs[k] as NewJob) as string);
+        if (c.type === 'jsonb') for (let k = from; k < to; k++) a.pushJson(c.of(jobs[k] as NewJob) as string);
         else for (let k = from; k < to; k++) a.push(c.of(jobs[k] as NewJob) as string | null);
         return a.literal();
       });
@@ -143,8 +150,7 @@ export function rowSourceFor(jobs: readonly NewJob[], from: number, to: number):
   const first = jobs[from] as NewJob;
   let mask = 0;
   COLUMN_DEFS.forEach((c, i) => {
-    // ids are unique, and a payload is never one for every row worth the check (each is a message of its own)
-    if (c.name === 'payload' || c.name === 'id') return;
+    if (c.varies) return;
     const v = c.of(first);
     for (let k = from + 1; k < to; k++) if (c.of(jobs[k] as NewJob) !== v) return;
     mask |= 1 << i;
