@@ -5,7 +5,7 @@
  * (src/gateway.ts) hands in what it built; nothing here starts or stops anything but the console sessions and
  * the presence keep-alives it returns for the root to stop.
  */
-import type { Context, Middleware } from 'koa';
+import type { Context, Middleware, Next } from 'koa';
 import type Router from '@koa/router';
 import type { Config } from './config.js';
 import type { Clock } from './clock.js';
@@ -18,6 +18,7 @@ import { queuePaused } from './errors.js';
 import { healthRouter } from './http/routes/health.js';
 import { adminInstancesRouter } from './http/routes/admin-instances.js';
 import { sendRouter } from './http/routes/send.js';
+import type { DeferredGate } from './http/routes/queue-gate.js';
 import { queueRouter } from './http/routes/queue.js';
 import { adminQueueRouter } from './http/routes/admin-queue.js';
 import { statusRouter } from './http/routes/status.js';
@@ -92,18 +93,36 @@ export function gatewayFamilies(deps: RouteDeps): Families {
 
   // Every route family with its authentication: the guard is part of each route's chain (src/http/router.ts).
   // SPEC.md: during an ordered restart every /api/v2/* route answers 503 QUEUE_PAUSED (v1 routes wait)
-  const v2Key: Middleware = (ctx, next) =>
+  const v2Checked = async (ctx: Context, port: InstancePort, next: Next) => {
+    const view = await port.ask({ type: 'view' }, DEADLINES.queueStatus);
+    if (view.paused) throw queuePaused();
+    // the send routes' gate reads the same view instead of asking again
+    (ctx.state as { view?: InstanceView }).view = view;
+    return next();
+  };
+  const v2Key: Middleware = (ctx, next) => apiKey(ctx, () => v2Checked(ctx, portOf(ctx), next));
+  // The v2 sends of an instance on another node whose owner gates a send itself: no view is asked first; the
+  // send is prepared with the last view seen and the owner checks the gate as it accepts (one ask instead of
+  // two: src/http/routes/queue-gate.ts `gatedAccept`). A refusal before that (a route's own check) is answered
+  // after the pause, as above.
+  const v2SendKey: Middleware = (ctx, next) =>
     apiKey(ctx, async () => {
-      const view = await portOf(ctx).ask({ type: 'view' }, DEADLINES.queueStatus);
-      if (view.paused) throw queuePaused();
-      // the send routes' gate reads the same view instead of asking again
-      (ctx.state as { view?: InstanceView }).view = view;
-      return next();
+      const port = portOf(ctx);
+      const view = port.lastView?.();
+      if (!view) return v2Checked(ctx, port, next);
+      const deferred: DeferredGate = { view, settled: false };
+      (ctx.state as { deferredGate?: DeferredGate }).deferredGate = deferred;
+      try {
+        await next();
+      } catch (err) {
+        if (!deferred.settled && (await port.ask({ type: 'view' }, DEADLINES.queueStatus)).paused) throw queuePaused();
+        throw err;
+      }
     });
   const instanceFamily = (name: string, router: Router, body?: 'stream'): RouteFamily => ({
     name,
     auth: 'instance',
-    guard: name.startsWith('v2-') ? v2Key : apiKey,
+    guard: name === 'v2-send' ? v2SendKey : name.startsWith('v2-') ? v2Key : apiKey,
     router,
     ...(body ? { body } : {}),
   });

@@ -13,7 +13,8 @@ import { raceClock, type Clock, type TimerHandle } from '../clock.js';
 import { DomainError, instanceTimeout } from '../errors.js';
 import { viewOf, type InstanceSnapshot } from '../../machines/instance.snapshot.js';
 import { linkViewOf, routeAsk } from '../../machines/instance.asks.js';
-import { isPlannerAsk, replyErrorToThrow, type AskReply, type InstanceAsk, type InstancePort, type InstanceView, type PairingCode, type PlannerAsk, type QueueSummary, type ReplyEvent, type ReplyOf } from './port.js';
+import type { AcceptRequest } from '../queue/types.js';
+import { isPlannerAsk, replyErrorToThrow, v2GateRefusal, type AskReply, type InstanceAsk, type InstancePort, type InstanceView, type PairingCode, type PlannerAsk, type QueueSummary, type SendGate, type ReplyEvent, type ReplyOf } from './port.js';
 
 export const REPLIES_ID = 'replies';
 
@@ -164,6 +165,8 @@ export class LocalInstancePort implements InstancePort {
     if (ask.type === 'view') return viewOfSnapshot(this.snapshot()) as ReplyOf<A>;
     if (ask.type === 'qr') return linkViewOf(this.snapshot()) as ReplyOf<A>;
     if (ask.type === 'pairingCode') return (await this.pairingCode(ask, deadlineMs)) as ReplyOf<A>;
+    const a: InstanceAsk = ask;
+    if (a.type === 'queue.accept' && a.gate) return (await this.gated(a.request, a.gate, deadlineMs)) as ReplyOf<A>;
     if (isPlannerAsk(ask)) {
       const planner = this.localPlanner(ask);
       if (planner) {
@@ -196,6 +199,18 @@ export class LocalInstancePort implements InstancePort {
     const child = this.routed(ask)?.child;
     if (!child || child.getSnapshot().status !== 'active') return undefined;
     return planners.get(child);
+  }
+
+  /**
+   * A v2 send prepared on another node (src/http/routes/queue-gate.ts `gatedAccept`): the v2 gate and what the
+   * send assumed are checked against the snapshot in the turn the acceptance is handed to the planner.
+   */
+  private async gated(request: AcceptRequest, gate: SendGate, deadlineMs: number): Promise<ReplyOf<{ type: 'queue.accept'; request: AcceptRequest; gate: SendGate }>> {
+    const view = viewOfSnapshot(this.snapshot());
+    const refusal = v2GateRefusal(view);
+    if (refusal) throw refusal;
+    if (view.phoneNumber !== gate.phoneNumber) return { kind: 'stale', view };
+    return this.ask({ type: 'queue.accept', request }, deadlineMs);
   }
 
   /** A reply's value, or its error thrown. */

@@ -9,7 +9,7 @@
  * A refusal travels as `{ ok: false, error: { code, message, data } }` and becomes the DomainError it was.
  */
 import type { Driver } from '../drivers/contract.js';
-import { DomainError, internalError, type ErrorCode } from '../errors.js';
+import { DomainError, instanceOffline, internalError, queuePaused, queueStoreUnavailable, type ErrorCode } from '../errors.js';
 import { isConnectionError, StoreUnreachable } from '../store/health.js';
 import { CommitOutcomeUnknown } from '../store/pool.js';
 import type { Job, QueueCounts } from '../queue/job.js';
@@ -50,8 +50,23 @@ export interface QueueSummary {
   epoch: number;
 }
 
+/**
+ * What a v2 send prepared on another node assumed of the instance (`queue.accept`'s `gate`): the number it sends
+ * from (the route refused it as a recipient). The owner checks the v2 gate (`v2GateRefusal`) and this as it
+ * accepts, in the same turn: one ask instead of a view and then the acceptance.
+ */
+export interface SendGate {
+  phoneNumber: string | null;
+}
+
+/** A gated acceptance whose assumption no longer holds: nothing was accepted; the owner's view to prepare it again. */
+export interface GateStale {
+  kind: 'stale';
+  view: InstanceView;
+}
+
 export type QueueAsk =
-  | { type: 'queue.accept'; request: AcceptRequest }
+  | { type: 'queue.accept'; request: AcceptRequest; gate?: SendGate }
   /** several sends as one batch, in their order (a send-bulk): one outcome each */
   | { type: 'queue.acceptMany'; requests: AcceptRequest[] }
   | { type: 'queue.cancel'; jobId: string; reason?: string }
@@ -83,6 +98,7 @@ export const isPlannerAsk = (ask: InstanceAsk): ask is PlannerAsk => ask.type.st
 /** What each ask is answered with. */
 export type ReplyOf<A extends InstanceAsk> = A extends { type: 'network'; op: infer K extends NetworkOp }
   ? DriverCall<K>['result']
+  : A extends { type: 'queue.accept'; gate: SendGate } ? (AcceptOutcome & { limits: LimitsObject }) | GateStale
   : A extends { type: 'queue.accept' } ? AcceptOutcome & { limits: LimitsObject }
   : A extends { type: 'queue.acceptMany' } ? AcceptOutcome[]
   : A extends { type: 'queue.cancel' } ? Job
@@ -114,6 +130,17 @@ export interface InstanceView {
   lastError: string | null;
   /** how the queue runs right now */
   queueMode: QueueMode;
+}
+
+/**
+ * What every v2 send is refused with before anything else (SPEC.md: the queue's mode, an ordered restart, the
+ * connection), in that order; null when it may be accepted.
+ */
+export function v2GateRefusal(view: InstanceView): DomainError | null {
+  if (view.queueMode !== 'pg') return queueStoreUnavailable(view.queueMode);
+  if (view.paused) return queuePaused();
+  if (!view.connected) return instanceOffline({ status: view.status, detail: view.detail, lastError: view.lastError });
+  return null;
 }
 
 /**
@@ -149,6 +176,12 @@ export interface InstancePort {
   readonly instanceId: string;
   /** Ask and await the reply; throws the DomainError of a refusal, INSTANCE_TIMEOUT after `deadlineMs`. */
   ask<A extends InstanceAsk>(ask: A, deadlineMs: number): Promise<ReplyOf<A>>;
+  /**
+   * Where asking the view first costs a round trip (an instance on another node whose owner gates a send
+   * itself): the last view seen of the instance, to prepare a v2 send with and hand it over in one gated ask
+   * (`queue.accept` with a `gate`). Undefined: ask the view first.
+   */
+  lastView?(): InstanceView | undefined;
 }
 
 /** The event an actor receives for an ask: the ask, its id and where the reply goes (a system id). */

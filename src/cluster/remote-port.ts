@@ -7,11 +7,16 @@
  * the owner: no live owner, a connection refused or a host not found. Once the request may have been received,
  * a lost answer is `504 INSTANCE_TIMEOUT` (the owner may have accepted). An owner that answers that it no
  * longer owns the instance (a hand-over in progress) is asked once more after looking the owner up again.
+ *
+ * The last view of each instance that came back is kept (`RemoteViews`), with whether its owner gates a v2 send
+ * itself (it says so in every answer): a v2 send is then prepared with that view and handed over in one ask
+ * (`queue.accept` with a `gate`, src/http/routes/queue-gate.ts `gatedAccept`) instead of a view and then the
+ * acceptance. An owner of an earlier version says nothing of it, and is asked for the view first, as before.
  */
 import http from 'node:http';
 import https from 'node:https';
 import { DomainError, instanceTimeout } from '../errors.js';
-import { replyErrorToThrow, type AskReply, type InstanceAsk, type InstancePort, type ReplyOf } from '../actors/port.js';
+import { replyErrorToThrow, type AskReply, type InstanceAsk, type InstancePort, type InstanceView, type ReplyOf } from '../actors/port.js';
 import type { Owner } from './leases.js';
 
 export interface RemoteDeps {
@@ -19,6 +24,35 @@ export interface RemoteDeps {
   selfId: string;
   owner(instanceId: string, fresh?: boolean): Promise<Owner | null>;
   secret: string | undefined;
+  /** the last views seen, shared by the ports of one node */
+  views: RemoteViews;
+}
+
+/**
+ * The last view that came back of each instance another node owns, and whether that owner gates a v2 send
+ * itself. At most `max` instances (the oldest seen forgotten first): a forgotten one costs one view ask.
+ */
+export class RemoteViews {
+  private readonly seen = new Map<string, { view: InstanceView; gates: boolean }>();
+  constructor(private readonly max = 100_000) {}
+
+  /** a view came back from the owner, which said whether it gates sends */
+  saw(instanceId: string, view: InstanceView, gates: boolean): void {
+    this.seen.delete(instanceId);
+    this.seen.set(instanceId, { view, gates });
+    if (this.seen.size > this.max) this.seen.delete(this.seen.keys().next().value as string);
+  }
+
+  /** an owner that does not gate sends answered (an earlier version, after a hand-over): ask the view first */
+  ungated(instanceId: string): void {
+    this.seen.delete(instanceId);
+  }
+
+  /** the last view, when its owner gates sends */
+  gatedView(instanceId: string): InstanceView | undefined {
+    const s = this.seen.get(instanceId);
+    return s?.gates ? s.view : undefined;
+  }
 }
 
 const NOT_DELIVERED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'EAI_AGAIN', 'ENETUNREACH']);
@@ -32,10 +66,10 @@ const unreachable = (why: string) => new DomainError('INSTANCE_UNREACHABLE', `th
 const IDLE_CONNECTION_MS = 30_000;
 
 /**
- * The connections to the other nodes, kept open between asks. node's own client, not `fetch`: a forwarded v2
- * send is two asks (the instance's view, then the acceptance), and fetch took 2.3 ms of the forwarding node's
- * CPU per send there (its request and response streams, an abort signal per request), ten times what the
- * owner's own acceptance cost (`bench/cluster.ts`).
+ * The connections to the other nodes, kept open between asks. node's own client, not `fetch`: when a forwarded
+ * v2 send was two asks (the instance's view, then the acceptance), fetch took 2.3 ms of the forwarding node's
+ * CPU per send (its request and response streams, an abort signal per request), ten times what the owner's own
+ * acceptance cost (`bench/cluster.ts`).
  */
 const CLIENTS = {
   'http:': { request: http.request, agent: new http.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS }) },
@@ -99,6 +133,10 @@ const errorCode = (err: unknown): string | undefined => {
 export class RemoteInstancePort implements InstancePort {
   constructor(readonly instanceId: string, private readonly deps: RemoteDeps) {}
 
+  lastView(): InstanceView | undefined {
+    return this.deps.views.gatedView(this.instanceId);
+  }
+
   async ask<A extends InstanceAsk>(ask: A, deadlineMs: number): Promise<ReplyOf<A>> {
     const reply = await this.forward(ask, deadlineMs, false).then((r) =>
       r.ok || r.error.code !== 'INSTANCE_UNREACHABLE' ? r : this.forward(ask, deadlineMs, true),
@@ -125,14 +163,32 @@ export class RemoteInstancePort implements InstancePort {
       if (code && NOT_DELIVERED.has(code)) throw unreachable(code);
       throw instanceTimeout();
     }
-    const body = res.body as { success?: boolean; data?: { reply?: AskReply }; code?: string; error?: string } | null;
+    const body = res.body as { success?: boolean; data?: { reply?: AskReply; gates?: boolean }; code?: string; error?: string } | null;
     const reply = body?.data?.reply;
     const ok = res.status >= 200 && res.status < 300;
-    if (ok && reply) return reply;
+    if (ok && reply) {
+      this.remember(ask, reply, body?.data?.gates === true);
+      return reply;
+    }
     // the owner's envelope refusal (not this instance's owner any more, a bad secret): nothing was done there
     if (body?.code === 'INSTANCE_UNREACHABLE') return { ok: false, error: { code: 'INSTANCE_UNREACHABLE', message: body.error ?? 'not the owner' } };
     // refused before anything ran there (authentication, a malformed ask): nothing was done; otherwise unknown
     if (res.status < 500) throw unreachable(`the owner answered ${res.status}`);
     throw instanceTimeout();
+  }
+
+  /** What a reply tells of the instance's view, and of whether its owner gates sends. */
+  private remember(ask: InstanceAsk, reply: AskReply, gates: boolean): void {
+    const { views } = this.deps;
+    if (!gates) {
+      views.ungated(this.instanceId);
+      return;
+    }
+    if (!reply.ok) return;
+    if (ask.type === 'view') views.saw(this.instanceId, reply.value as InstanceView, true);
+    else if (ask.type === 'queue.accept' && ask.gate) {
+      const r = reply.value as { kind: string; view?: InstanceView };
+      if (r.kind === 'stale' && r.view) views.saw(this.instanceId, r.view, true);
+    }
   }
 }

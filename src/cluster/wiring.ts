@@ -11,7 +11,7 @@ import { DEADLINES, type InstancePort } from '../actors/port.js';
 import type { InstanceActors } from '../instances.js';
 import type { Instance } from '../store/instances.js';
 import type { Cluster } from './cluster.js';
-import { RemoteInstancePort } from './remote-port.js';
+import { RemoteInstancePort, RemoteViews } from './remote-port.js';
 
 /** NODE_ID, else the host name and a short hash of the data directory: the same node across restarts. */
 export function defaultNodeId(config: Pick<Config, 'NODE_ID' | 'DATA_DIR'>): string {
@@ -33,7 +33,8 @@ export interface ClusterPorts {
 }
 
 export function clusterPorts(local: ActorSystem, cluster: Cluster, secret: string | undefined): ClusterPorts {
-  const remote = (id: string) => new RemoteInstancePort(id, { selfId: cluster.nodeId, owner: (i, fresh) => cluster.owner(i, fresh), secret });
+  const views = new RemoteViews();
+  const remote = (id: string) => new RemoteInstancePort(id, { selfId: cluster.nodeId, owner: (i, fresh) => cluster.owner(i, fresh), secret, views });
   const portOf = (id: string): InstancePort => local.port(id) ?? remote(id);
   const actors: InstanceActors = {
     add: (instance: Instance) => cluster.place(instance),

@@ -3,13 +3,17 @@
  * standing in for the owner's internal route: the reply comes back as the owner gave it, over a connection kept
  * open between asks, and every failure says whether the ask could have been received (`502
  * INSTANCE_UNREACHABLE`: nothing was done, safe to retry) or not (`504 INSTANCE_TIMEOUT`: the owner may have
- * accepted).
+ * accepted). The last view that came back is kept for the v2 sends of the node's other requests, only while
+ * the owner says that it gates a send itself.
  */
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { RemoteInstancePort } from '../../src/cluster/remote-port.js';
+import { RemoteInstancePort, RemoteViews } from '../../src/cluster/remote-port.js';
+import type { InstanceView } from '../../src/actors/port.js';
+import type { AcceptRequest } from '../../src/queue/types.js';
+import { sendOf } from '../../src/queue/payload.js';
 import { freePort } from '../helpers/gateway-process.js';
 
 const INSTANCE = '00000000-0000-4000-8000-000000000001';
@@ -49,12 +53,13 @@ async function owner(answer: (n: number) => { status: number; body: unknown } | 
   return o;
 }
 
-const portTo = (urls: string[]) => {
+const portTo = (urls: string[], views = new RemoteViews()) => {
   let lookups = 0;
   const port = new RemoteInstancePort(INSTANCE, {
     selfId: 'n1',
     owner: async () => ({ nodeId: 'n2', url: urls[Math.min(lookups++, urls.length - 1)] as string }),
     secret: SECRET,
+    views,
   });
   return { port, lookups: () => lookups };
 };
@@ -136,4 +141,54 @@ test('the answer breaks off after the owner received the ask: INSTANCE_TIMEOUT',
   o.url = `http://127.0.0.1:${(o.server.address() as AddressInfo).port}`;
   owners.push(o);
   await assert.rejects(portTo([o.url]).port.ask({ type: 'view' }, 5_000), { code: 'INSTANCE_TIMEOUT' });
+});
+
+const gatedReply = (value: unknown) => ({ status: 200, body: { success: true, data: { reply: { ok: true, value }, gates: true } } });
+const fullView: InstanceView = {
+  status: 'connected', connected: true, phoneNumber: '4915100000001', browser: { alive: true, failStreak: 0, lastOkAt: 0 }, qrText: null,
+  detail: 'ready', paused: false, quarantined: false, lastError: null, queueMode: 'pg',
+};
+const request: AcceptRequest = {
+  originRoute: '/api/v2/send-message', chatId: '4915100000002@c.us', phone: '4915100000002', payloadHash: null, idempotencyKey: null,
+  priority: 5, notBefore: null, ttlSeconds: null, ...sendOf('text', { body: 'hi', chatId: '4915100000002@c.us' }),
+};
+
+test('the last view is kept, for every port of the node, only while the owner says it gates sends', async () => {
+  const views = new RemoteViews();
+  const gating = await owner(() => gatedReply(fullView));
+  assert.equal(portTo([gating.url], views).port.lastView(), undefined, 'nothing seen yet');
+  await portTo([gating.url], views).port.ask({ type: 'view' }, 5_000);
+  assert.deepEqual(portTo([gating.url], views).port.lastView(), fullView, 'a new port of the same instance sees it');
+
+  // an owner of an earlier version (no `gates` in its answer): the view is asked first again
+  const older = await owner(() => replied(fullView));
+  await portTo([older.url], views).port.ask({ type: 'view' }, 5_000);
+  assert.equal(portTo([older.url], views).port.lastView(), undefined);
+});
+
+test('a gated acceptance answered stale: its view replaces the one the send assumed; one answered by an older owner forgets it', async () => {
+  const views = new RemoteViews();
+  const relinked = { ...fullView, phoneNumber: '4915100000009' };
+  const o = await owner((n) => (n === 0 ? gatedReply(fullView) : gatedReply({ kind: 'stale', view: relinked })));
+  const { port } = portTo([o.url], views);
+  await port.ask({ type: 'view' }, 5_000);
+  const gate = { phoneNumber: fullView.phoneNumber };
+  assert.deepEqual(await port.ask({ type: 'queue.accept', request, gate } , 5_000), { kind: 'stale', view: relinked });
+  assert.deepEqual(o.asks[1]?.body, { ask: { type: 'queue.accept', request, gate }, deadlineMs: 5_000 }, 'the gate travels with the acceptance');
+  assert.deepEqual(port.lastView(), relinked);
+
+  const older = await owner(() => replied({ kind: 'accepted', job: {}, queuePosition: 1, limits: {} }));
+  await portTo([older.url], views).port.ask({ type: 'queue.accept', request, gate } , 5_000);
+  assert.equal(port.lastView(), undefined, 'the owner did not say it gates: the next send asks the view first');
+});
+
+test('views are kept for at most as many instances as the node allows, the oldest seen forgotten first', () => {
+  const views = new RemoteViews(2);
+  views.saw('a', fullView, true);
+  views.saw('b', fullView, true);
+  views.saw('a', fullView, true);
+  views.saw('c', fullView, true);
+  assert.equal(views.gatedView('b'), undefined);
+  assert.ok(views.gatedView('a'));
+  assert.ok(views.gatedView('c'));
 });

@@ -55,7 +55,9 @@ export function internalRouter(deps: InternalDeps): Router {
     } catch (err) {
       reply = failureReply(err, (e) => deps.log.error({ err: e, ask: ask.type }, 'forwarded ask failed'));
     }
-    ok(ctx, { reply });
+    // `gates`: this node checks a v2 send's gate as it accepts it (src/actors/local-port.ts), so that a node
+    // that forwards to it may prepare a send with the last view it saw and forward it in one ask
+    ok(ctx, { reply, gates: true });
   });
   return router;
 }

@@ -4,12 +4,12 @@
  */
 import type { Context } from 'koa';
 import { ok } from '../envelope.js';
-import { instanceOffline, instanceTimeout, queuePaused, queueStoreUnavailable } from '../../errors.js';
+import { instanceTimeout } from '../../errors.js';
 import { acceptedResponse } from '../../wire/job.js';
-import { refusalError, type AcceptRequest, type AcceptResult } from '../../queue/worker.js';
+import { refusalError, type AcceptOutcome, type AcceptRequest, type AcceptResult } from '../../queue/worker.js';
 import type { LimitsObject } from '../../queue/windows.js';
 import type { Instance } from '../../store/instances.js';
-import { DEADLINES, type InstancePort, type InstanceView } from '../../actors/port.js';
+import { DEADLINES, v2GateRefusal, type InstancePort, type InstanceView } from '../../actors/port.js';
 import { raceClock, type Clock } from '../../clock.js';
 
 export type { QueueMode } from '../../queue/settings.js';
@@ -44,17 +44,59 @@ const guardView = (ctx: Context): InstanceView | undefined => (ctx.state as { vi
  */
 export async function v2Gate(ctx: Context, port: InstancePort): Promise<InstanceView> {
   const view = guardView(ctx) ?? (await viewOf(port));
-  if (view.queueMode !== 'pg') throw queueStoreUnavailable(view.queueMode);
-  if (view.paused) throw queuePaused();
-  if (!view.connected) throw instanceOffline({ status: view.status, detail: view.detail, lastError: view.lastError });
+  const refusal = v2GateRefusal(view);
+  if (refusal) throw refusal;
   return view;
 }
 
+/**
+ * A v2 send whose gate the v2 guard left to the owner (src/gateway-routes.ts, an instance on another node):
+ * the last view seen of the instance, to prepare the send with.
+ */
+export interface DeferredGate {
+  view: InstanceView;
+  /** the gate was asked for (or checked): what is thrown from then on is the answer as it is */
+  settled: boolean;
+}
+
+export const deferredGateOf = (ctx: Context): DeferredGate | undefined => (ctx.state as { deferredGate?: DeferredGate }).deferredGate;
+
 export type Accepted = AcceptResult & { limits: LimitsObject };
+
+/**
+ * A v2 send: the gate, the route's preparation of the send with the instance's view (its parse and checks),
+ * and the acceptance. Where the guard left the gate to the owner, the send is prepared with the last view seen
+ * and the owner checks the gate, and the number the send assumed, as it accepts: one ask instead of two.
+ * Anything the preparation refuses there, and an owner that says the send assumed a number it no longer has,
+ * is answered as where the gate comes first: the view, the gate, the preparation again with that view.
+ */
+export async function gatedAccept(
+  ctx: Context,
+  port: InstancePort,
+  prepare: (view: InstanceView) => Promise<AcceptRequest> | AcceptRequest,
+  deadlineMs: number = DEADLINES.send,
+): Promise<Accepted> {
+  const deferred = deferredGateOf(ctx);
+  if (deferred && !deferred.settled) {
+    deferred.settled = true;
+    const { view } = deferred;
+    const request = await (async () => prepare(view))().catch(() => null);
+    if (request) {
+      const o = await port.ask({ type: 'queue.accept', request, gate: { phoneNumber: view.phoneNumber } }, deadlineMs);
+      if (o.kind !== 'stale') return accepted(o);
+      (ctx.state as { view?: InstanceView }).view = o.view;
+    }
+  }
+  const view = await v2Gate(ctx, port);
+  return acceptJob(port, await prepare(view), deadlineMs);
+}
 
 /** Hand a send to the instance's queue under the deadline: the job, or its refusal as the route's error. */
 export async function acceptJob(port: InstancePort, request: AcceptRequest, deadlineMs: number = DEADLINES.send): Promise<Accepted> {
-  const o = await port.ask({ type: 'queue.accept', request }, deadlineMs);
+  return accepted(await port.ask({ type: 'queue.accept', request }, deadlineMs));
+}
+
+function accepted(o: AcceptOutcome & { limits: LimitsObject }): Accepted {
   if (o.kind === 'refused') throw refusalError(o);
   return { job: o.job, replay: o.kind === 'replay', queuePosition: o.queuePosition, limits: o.limits };
 }

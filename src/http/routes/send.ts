@@ -10,7 +10,7 @@ import { DomainError } from '../../errors.js';
 import { parseGroupCreate, parseSend, type ParsedSend, type SendKind } from './send-schemas.js';
 import type { AcceptRequest } from '../../queue/worker.js';
 import { sendPart } from '../../queue/payload.js';
-import { acceptJob, answerAccepted, ownNumber, v2Gate, type QueueGateDeps } from './queue-gate.js';
+import { answerAccepted, gatedAccept, ownNumber, type QueueGateDeps } from './queue-gate.js';
 
 export interface SendRouteDeps extends QueueGateDeps {
   /** acceptance-time media check (SSRF, size, mediaId of this instance); throws DomainError */
@@ -89,10 +89,14 @@ export function sendRouter(deps: SendRouteDeps): Router {
 
   const accept = async (ctx: Context, kind: Exclude<SendKind, 'group_create'>, route: string, extra: { msgId?: string } = {}) => {
     const port = deps.portOf(ctx);
-    const view = await v2Gate(ctx, port);
-    const parsed = parseSend(kind, ctx.request.body, ctx.get('x-idempotency-key') || undefined, ownNumber(ctx, view), extra);
-    if (MEDIA_KINDS.has(kind)) await deps.validateMedia(port.instanceId, parsed.payload);
-    answerAccepted(ctx, deps.clock, await acceptJob(port, toAcceptRequest(parsed, route)), parsed.warnings);
+    let warnings: string[] = [];
+    const r = await gatedAccept(ctx, port, async (view) => {
+      const parsed = parseSend(kind, ctx.request.body, ctx.get('x-idempotency-key') || undefined, ownNumber(ctx, view), extra);
+      if (MEDIA_KINDS.has(kind)) await deps.validateMedia(port.instanceId, parsed.payload);
+      warnings = parsed.warnings;
+      return toAcceptRequest(parsed, route);
+    });
+    answerAccepted(ctx, deps.clock, r, warnings);
   };
 
   for (const [path, kind] of ROUTES) router.post(`/${path}`, (ctx) => accept(ctx, kind, `/api/v2/${path}`));
@@ -105,10 +109,13 @@ export function sendRouter(deps: SendRouteDeps): Router {
     await accept(ctx, 'forward', '/api/v2/messages/:msgId/forward', { msgId });
   });
   router.post('/groups', async (ctx) => {
-    const port = deps.portOf(ctx);
-    const view = await v2Gate(ctx, port);
-    const parsed = parseGroupCreate(ctx.request.body, ctx.get('x-idempotency-key') || undefined, ownNumber(ctx, view));
-    answerAccepted(ctx, deps.clock, await acceptJob(port, toAcceptRequest(parsed, '/api/v2/groups')), parsed.warnings);
+    let warnings: string[] = [];
+    const r = await gatedAccept(ctx, deps.portOf(ctx), (view) => {
+      const parsed = parseGroupCreate(ctx.request.body, ctx.get('x-idempotency-key') || undefined, ownNumber(ctx, view));
+      warnings = parsed.warnings;
+      return toAcceptRequest(parsed, '/api/v2/groups');
+    });
+    answerAccepted(ctx, deps.clock, r, warnings);
   });
   return router;
 }

@@ -31,7 +31,7 @@ export const OPERATOR_OPERATIONS: Record<string, Operation> = {
     tag: 'Cluster (internal)',
     description: 'Used between the nodes of one cluster only, with CLUSTER_SECRET; not for integrators.',
     body: AskBody,
-    ok: data(obj({ reply: { type: 'object' } })),
+    ok: data(obj({ reply: { type: 'object' }, gates: { type: 'boolean', description: 'true: this node checks a v2 send\'s gate as it accepts it (`queue.accept` with `gate`)' } })),
     errors: ['VALIDATION_FAILED', 'INSTANCE_UNREACHABLE'],
   },
 
