@@ -36,10 +36,10 @@ export class RemoteViews {
   private readonly seen = new Map<string, { view: InstanceView; gates: boolean }>();
   constructor(private readonly max = 100_000) {}
 
-  /** a view came back from the owner, which said whether it gates sends */
+  /** a view came back from the owner, which said whether it gates sends (kept without its QR: a secret) */
   saw(instanceId: string, view: InstanceView, gates: boolean): void {
     this.seen.delete(instanceId);
-    this.seen.set(instanceId, { view, gates });
+    this.seen.set(instanceId, { view: view.qrText === null ? view : { ...view, qrText: null }, gates });
     if (this.seen.size > this.max) this.seen.delete(this.seen.keys().next().value as string);
   }
 

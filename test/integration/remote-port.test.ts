@@ -192,3 +192,10 @@ test('views are kept for at most as many instances as the node allows, the oldes
   assert.ok(views.gatedView('a'));
   assert.ok(views.gatedView('c'));
 });
+
+test('a view is kept without its QR (a secret the forwarding node has no use for)', () => {
+  const views = new RemoteViews();
+  views.saw('a', { ...fullView, status: 'waiting_qr', connected: false, phoneNumber: null, qrText: '2@secret-qr-text' }, true);
+  assert.equal(views.gatedView('a')?.qrText, null);
+  assert.equal(views.gatedView('a')?.status, 'waiting_qr');
+});
