@@ -12,6 +12,7 @@ import { silentLogger, createLogger } from '../../src/log.js';
 import { simulatedClock, type Clock } from '../../src/clock.js';
 import type { SimulatedClock } from 'xstate';
 import { createTestDb, type TestDb } from './db.js';
+import { claimPool, type Pool } from '../../src/store/pool.js';
 import type { Instance } from '../../src/store/instances.js';
 import type { InstanceSettings } from '../../src/queue/settings.js';
 
@@ -37,8 +38,11 @@ export interface TestGateway {
    * small steps with a longer real wait keep simulated time from running past it (a delivery timeout on the
    * simulated clock would fire before the receiver answered). When the simulated budget is spent, real I/O
    * still gets a grace of real time (REAL_GRACE_MS) before the wait fails: a loaded machine is slow, not wrong.
+   * `storeIdle`: before each step, wait (in real time, at most STORE_IDLE_MS) until the gateway has no query
+   * out, so that a timer armed once a write returns (the dispatch lane's next slot) is armed before the step,
+   * and what runs after a query reads the instant the query was made at.
    */
-  advanceUntil<T>(cond: () => T | Promise<T>, what: string, opts?: { stepMs?: number; maxMs?: number; realWaitMs?: number }): Promise<NonNullable<T>>;
+  advanceUntil<T>(cond: () => T | Promise<T>, what: string, opts?: { stepMs?: number; maxMs?: number; realWaitMs?: number; storeIdle?: boolean }): Promise<NonNullable<T>>;
   stop(): Promise<void>;
 }
 
@@ -70,6 +74,25 @@ function nextTimerAt(sim: SimulatedClock): number | null {
     if (next === null || due < next) next = due;
   }
   return next;
+}
+
+/** Real time `advanceUntil`'s `storeIdle` waits at most for the gateway's queries to return. */
+const STORE_IDLE_MS = 2_000;
+
+/**
+ * Until no query of the gateway is out (its pool and its claim connections: none checked out, none waited
+ * for) and what ran after the last one had its turns; at most STORE_IDLE_MS of real time.
+ */
+async function storeIdle(pool: Pool): Promise<void> {
+  const busy = (p: Pool) => p.totalCount !== p.idleCount || p.waitingCount > 0;
+  const deadline = Date.now() + STORE_IDLE_MS;
+  while (Date.now() < deadline) {
+    if (!busy(pool) && !busy(claimPool(pool))) {
+      await settle();
+      if (!busy(pool) && !busy(claimPool(pool))) return;
+    }
+    await new Promise((r) => setTimeout(r, 2));
+  }
 }
 
 /** Let pending promises and I/O callbacks run (a few turns of the event loop, no timers). */
@@ -168,7 +191,7 @@ export async function startTestGateway(
         await settle();
       }
     },
-    async advanceUntil<T>(cond: () => T | Promise<T>, what: string, o: { stepMs?: number; maxMs?: number; realWaitMs?: number } = {}): Promise<NonNullable<T>> {
+    async advanceUntil<T>(cond: () => T | Promise<T>, what: string, o: { stepMs?: number; maxMs?: number; realWaitMs?: number; storeIdle?: boolean } = {}): Promise<NonNullable<T>> {
       if (!sim) throw new Error('advanceUntil() needs simulated: true');
       const maxJump = o.stepMs ?? 60_000;
       const until = sim.now() + (o.maxMs ?? 3_600_000);
@@ -192,6 +215,7 @@ export async function startTestGateway(
           }
           throw new Error(`simulated time ran out waiting for ${what}`);
         }
+        if (o.storeIdle) await storeIdle(gw.pool);
         // jump straight to the next timer, so that every timer fires at its own instant
         const next = nextTimerAt(sim);
         sim.set(Math.min(until, sim.now() + maxJump, next === null ? Number.POSITIVE_INFINITY : Math.max(next, sim.now() + 1)));
