@@ -14,7 +14,7 @@ import { DomainError, instanceTimeout } from '../errors.js';
 import { viewOf, type InstanceSnapshot } from '../../machines/instance.snapshot.js';
 import { linkViewOf, routeAsk } from '../../machines/instance.asks.js';
 import type { AcceptRequest } from '../queue/types.js';
-import { isPlannerAsk, replyErrorToThrow, v2GateRefusal, type AskReply, type InstanceAsk, type InstancePort, type InstanceView, type PairingCode, type PlannerAsk, type QueueSummary, type SendGate, type ReplyEvent, type ReplyOf } from './port.js';
+import { isPlannerAsk, replyErrorToThrow, v1Queues, v2GateRefusal, type AskReply, type InstanceAsk, type InstancePort, type InstanceView, type PairingCode, type PlannerAsk, type QueueSummary, type SendGate, type ReplyEvent, type ReplyOf } from './port.js';
 
 export const REPLIES_ID = 'replies';
 
@@ -202,13 +202,19 @@ export class LocalInstancePort implements InstancePort {
   }
 
   /**
-   * A v2 send prepared on another node (src/http/routes/queue-gate.ts `gatedAccept`): the v2 gate and what the
-   * send assumed are checked against the snapshot in the turn the acceptance is handed to the planner.
+   * A send prepared on another node (src/http/routes/queue-gate.ts `gatedAccept`, the v1 routes): its API's gate
+   * and what the send assumed are checked against the snapshot in the turn the acceptance is handed to the
+   * planner.
    */
   private async gated(request: AcceptRequest, gate: SendGate, deadlineMs: number): Promise<ReplyOf<{ type: 'queue.accept'; request: AcceptRequest; gate: SendGate }>> {
     const view = viewOfSnapshot(this.snapshot());
-    const refusal = v2GateRefusal(view);
-    if (refusal) throw refusal;
+    if (gate.v1) {
+      // v1 words its refusals itself: the route answers from this view
+      if (!v1Queues(view)) return { kind: 'stale', view };
+    } else {
+      const refusal = v2GateRefusal(view);
+      if (refusal) throw refusal;
+    }
     if (view.phoneNumber !== gate.phoneNumber) return { kind: 'stale', view };
     return this.ask({ type: 'queue.accept', request }, deadlineMs);
   }

@@ -51,12 +51,15 @@ export interface QueueSummary {
 }
 
 /**
- * What a v2 send prepared on another node assumed of the instance (`queue.accept`'s `gate`): the number it sends
- * from (the route refused it as a recipient). The owner checks the v2 gate (`v2GateRefusal`) and this as it
- * accepts, in the same turn: one ask instead of a view and then the acceptance.
+ * What a send prepared on another node assumed of the instance (`queue.accept`'s `gate`): the number it sends
+ * from (the route refused it as a recipient). The owner checks it as it accepts, in the same turn, with the
+ * gate of the send's API: v2's (`v2GateRefusal`, refused as such), or with `v1` what a v1 send through the queue
+ * needs (connected or restarting, the persistent queue on), whose refusals v1 words itself: answered stale, so
+ * that the route goes the whole way with the owner's view. One ask instead of a view and then the acceptance.
  */
 export interface SendGate {
   phoneNumber: string | null;
+  v1?: boolean;
 }
 
 /** A gated acceptance whose assumption no longer holds: nothing was accepted; the owner's view to prepare it again. */
@@ -142,6 +145,9 @@ export function v2GateRefusal(view: InstanceView): DomainError | null {
   if (!view.connected) return instanceOffline({ status: view.status, detail: view.detail, lastError: view.lastError });
   return null;
 }
+
+/** Whether a v1 send may go through the queue as the view says (else the v1 route answers from the view). */
+export const v1Queues = (view: InstanceView): boolean => (view.connected || view.paused) && view.queueMode === 'pg';
 
 /**
  * How to link the instance (the `qr` ask): the QR while the instance waits for a scan, else nulls; the latest

@@ -4,7 +4,8 @@
  * mode, ordered restart, connection) and the number the send assumed as it accepts. The answers are those the
  * owner gives its own clients, whatever the forwarding node last saw: an ordered restart is `503 QUEUE_PAUSED`
  * (before a body's own error too), an instance gone offline `503 INSTANCE_OFFLINE`, and a send to the number the
- * instance was linked to since is refused as a send to its own number.
+ * instance was linked to since is refused as a send to its own number. A v1 send is one gated ask and the wait
+ * for its outcome, and its answers are the owner's too.
  *
  * Two gateway nodes in this process on one real PostgreSQL (CLUSTER_SECRET), the owner's internal route behind
  * a counting HTTP proxy (its NODE_URL) that tells which asks were forwarded; the owner's in-process sandbox.
@@ -69,6 +70,17 @@ const send = (via: string, body: unknown) =>
     body: typeof body === 'string' ? body : JSON.stringify(body),
   }).then(async (r) => ({ status: r.status, body: (await r.json()) as { success: boolean; code?: string; data?: Record<string, unknown>; error?: string } }));
 
+/** A v1 send-message: its status and its body as text (v1's answers are frozen byte for byte). */
+const sendV1 = (via: string, body: unknown) =>
+  fetch(`${via}/api/send-message`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  }).then(async (r) => ({ status: r.status, text: await r.text() }));
+
+/** A v1 answer as the owner gave it and as the other node gave it, with what differs in every send blanked. */
+const v1Shape = (r: { status: number; text: string }) => ({ status: r.status, text: r.text.replace(/"(messageId|id)":"[^"]*"/g, '"$1":"…"').replace(/wq_[0-9a-f]+/g, 'wq_…') });
+
 const viewAt = (via: string) =>
   fetch(`${via}/api/status`, { headers: { authorization: `Bearer ${apiKey}` } }).then(async (r) => (await r.json()) as { data?: { status?: string; connected?: boolean } });
 
@@ -115,6 +127,14 @@ test('after the first, each send through the other node is one gated ask, answer
   }
   assert.deepEqual(asks, [1, 2, 3].map(() => ({ type: 'queue.accept', gated: true })), 'one ask per send, with its gate');
 
+  // v1, synchronous: one gated acceptance and the wait for its outcome (no view before, none after)
+  asks.length = 0;
+  const v1 = await sendV1(other.url, { phone: RECIPIENT, message: 'v1 through the other node' });
+  assert.equal(v1.status, 200, v1.text);
+  assert.deepEqual(asks.map((a) => a.type), ['queue.accept', 'queue.awaitOutcome']);
+  assert.equal(asks[0]?.gated, true);
+  assert.deepEqual(v1Shape(v1), v1Shape(await sendV1(owner.url, { phone: RECIPIENT, message: 'v1 through the other node' })), 'the owner\'s own answer');
+
   // the owner's refusals come back as they are: a replay with another body under the same key
   const keyed = { phone: RECIPIENT, message: 'keyed', idempotencyKey: 'forwarded-key-0001' };
   assert.equal((await send(other.url, keyed)).status, 202);
@@ -148,6 +168,10 @@ test('the instance relinked to another number: a send to it through the other no
   assert.equal(await jobsTo(relinked), before, 'nothing accepted');
   assert.deepEqual(asks, [{ type: 'queue.accept', gated: true }], 'the owner said the send assumed the old number, with its view');
 
+  // v1 alike: the owner's answer to a send to its own number, nothing accepted
+  assert.deepEqual(await sendV1(other.url, { phone: relinked, message: 'v1 to its new number' }), await sendV1(owner.url, { phone: relinked, message: 'v1 to its new number' }));
+  assert.equal(await jobsTo(relinked), before, 'nothing accepted');
+
   // the old number is anybody's now: accepted, in one ask again
   asks.length = 0;
   assert.equal((await send(other.url, { phone: OWN, message: 'to the old number' })).status, 202);
@@ -161,6 +185,10 @@ test('offline, then paused at the owner: the other node, whose last view said co
   const r = await send(other.url, { phone: RECIPIENT, message: 'while offline' });
   assert.equal(r.status, 503, JSON.stringify(r.body));
   assert.equal(r.body.code, 'INSTANCE_OFFLINE');
+  // v1: the owner's answer (503, not connected), nothing accepted
+  const offlineV1 = await sendV1(other.url, { phone: RECIPIENT, message: 'v1 while offline' });
+  assert.equal(offlineV1.status, 503, offlineV1.text);
+  assert.deepEqual(offlineV1, await sendV1(owner.url, { phone: RECIPIENT, message: 'v1 while offline' }));
   assert.equal((await viewAt(other.url)).data?.connected, false);
 
   // an ordered restart that cannot come back (no phone linked): paused

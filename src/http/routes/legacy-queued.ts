@@ -20,7 +20,7 @@ import { ok } from '../envelope.js';
 import { legacyWaitMs, type Config } from '../../config.js';
 import type { Clock } from '../../clock.js';
 import type { Logger } from '../../log.js';
-import { DEADLINES, type InstancePort, type InstanceView } from '../../actors/port.js';
+import { DEADLINES, type InstancePort, type InstanceView, type SendGate } from '../../actors/port.js';
 import type { Job } from '../../queue/jobs.js';
 import type { InstanceSettings } from '../../queue/settings.js';
 import { isQuiet, quietEnd } from '../../queue/quiet-hours.js';
@@ -71,7 +71,19 @@ const awaitOutcome = (port: InstancePort, jobId: string, ms: number): Promise<Jo
 const whyNotSent = async (port: InstancePort, settings: InstanceSettings, now: number, waitMs: number): Promise<V1Outcome> =>
   notSentInTime(await viewOf(port), settings, now, waitMs);
 
-export async function sendThroughQueue(ctx: Context, deps: QueuedDeps, port: InstancePort, settings: InstanceSettings, send: V1Send, route: string): Promise<void> {
+/**
+ * `gate`: the send was prepared with the last view seen of an instance on another node (legacy.ts `send`);
+ * GateStale, with nothing accepted, when the owner did not take it as prepared.
+ */
+export async function sendThroughQueue(
+  ctx: Context,
+  deps: QueuedDeps,
+  port: InstancePort,
+  settings: InstanceSettings,
+  send: V1Send,
+  route: string,
+  gate?: SendGate,
+): Promise<void> {
   const { clock } = deps;
   const waitMs = legacyWaitMs(deps.config);
   const start = clock.now();
@@ -87,7 +99,7 @@ export async function sendThroughQueue(ctx: Context, deps: QueuedDeps, port: Ins
 
   let job: Job;
   try {
-    ({ job } = await acceptJob(port, req, waitMs));
+    ({ job } = await acceptJob(port, req, waitMs, gate));
   } catch (err) {
     if (err instanceof DomainError && err.code === 'TTL_UNREACHABLE') {
       // the planner already knows the slot is outside the job's validity: answer now, nothing was created
@@ -99,8 +111,11 @@ export async function sendThroughQueue(ctx: Context, deps: QueuedDeps, port: Ins
   if (asyncMode) return ok(ctx, queuedData(send, job, clock.now()), 202);
 
   const done = await awaitOutcome(port, job.id, Math.max(0, start + waitMs - clock.now()));
-  const why = await whyNotSent(port, settings, clock.now(), waitMs);
-  const whyExpired = () => why;
+  // why the job did not go out in time, from the view right after the wait: read only where it can be the
+  // answer (an expired job, a wait without ceilings that ended), so that a sent job asks nothing more of the
+  // instance (an ask to its owner, where another node runs it)
+  const why = (done ? done.state === 'expired' : !ceilings) ? await whyNotSent(port, settings, clock.now(), waitMs) : null;
+  const whyExpired = (): V1Outcome => why ?? { kind: 'not_sent', offline: false, error: 'not sent within the synchronous wait; nothing was sent' };
   if (done) return answerOutcome(ctx, send, outcomeOfJob(done, whyExpired));
   if (ceilings) {
     // the caller gets the job's id and polls it: from now on the job goes out at its slot whatever happens here;

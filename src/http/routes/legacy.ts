@@ -15,14 +15,14 @@ import type { Context, Middleware } from 'koa';
 import type { Config } from '../../config.js';
 import type { Clock } from '../../clock.js';
 import type { Logger } from '../../log.js';
-import type { InstancePort } from '../../actors/port.js';
+import { v1Queues, type InstancePort } from '../../actors/port.js';
 import type { Instance } from '../../store/instances.js';
 import { parseV1Send, type V1Kind } from './legacy-parse.js';
 import { toV1GuardError, toV1SendError } from '../translate.js';
 import { requireConnectedOrRestarting, sendThroughQueue } from './legacy-queued.js';
 import { sendDirect } from './legacy-direct.js';
 import { sendBulk } from './legacy-bulk.js';
-import { ownNumber, viewOf } from './queue-gate.js';
+import { GateStale, ownNumber, viewOf } from './queue-gate.js';
 
 export interface LegacyRouteDeps {
   /** the port of the request's instance (the API-key guard set ctx.state.instance) */
@@ -50,12 +50,35 @@ export function legacyRouter(deps: LegacyRouteDeps): Router {
 
 async function send(ctx: Context, deps: LegacyRouteDeps, kind: V1Kind, route: string): Promise<void> {
   const port = deps.portOf(ctx);
-  const view = await viewOf(port);
+  const settings = (ctx.state.instance as Instance).settings;
+  // An instance on another node whose owner gates a send itself: the send is prepared with the last view seen
+  // and the owner checks, as it accepts, that it may go through the queue and the number it assumed (one ask
+  // instead of a view and then the acceptance). Anything else goes the whole way below, with a view of now
+  // (the owner's, when it did not take the send as prepared): the answers stay those of a local instance.
+  let view = port.lastView?.();
+  if (view && v1Queues(view)) {
+    const assumed = view;
+    const prepared = await (async () => {
+      const v1 = parseV1Send(kind, ctx.request.body, ownNumber(ctx, assumed));
+      if (kind === 'media') await deps.validateMedia(port.instanceId, v1.parsed.payload);
+      return v1;
+    })().catch(() => null);
+    view = undefined;
+    if (prepared) {
+      try {
+        return await sendThroughQueue(ctx, deps, port, settings, prepared, route, { phoneNumber: assumed.phoneNumber, v1: true });
+      } catch (err) {
+        if (!(err instanceof GateStale)) throw err;
+        view = err.view;
+      }
+    }
+  }
+  view ??= await viewOf(port);
   const v1 = parseV1Send(kind, ctx.request.body, ownNumber(ctx, view));
   requireConnectedOrRestarting(view);
   if (kind === 'media') await deps.validateMedia(port.instanceId, v1.parsed.payload);
   if (view.queueMode !== 'pg') return sendDirect(ctx, deps, port, v1);
-  await sendThroughQueue(ctx, deps, port, (ctx.state.instance as Instance).settings, v1, route);
+  await sendThroughQueue(ctx, deps, port, settings, v1, route);
 }
 
 /** Every error of a v1 route leaves as a V1Error (translate.ts): v1 has no codes, most failures collapse into 500. */

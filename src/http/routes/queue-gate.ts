@@ -9,7 +9,7 @@ import { acceptedResponse } from '../../wire/job.js';
 import { refusalError, type AcceptOutcome, type AcceptRequest, type AcceptResult } from '../../queue/worker.js';
 import type { LimitsObject } from '../../queue/windows.js';
 import type { Instance } from '../../store/instances.js';
-import { DEADLINES, v2GateRefusal, type InstancePort, type InstanceView } from '../../actors/port.js';
+import { DEADLINES, v2GateRefusal, type InstancePort, type InstanceView, type SendGate } from '../../actors/port.js';
 import { raceClock, type Clock } from '../../clock.js';
 
 export type { QueueMode } from '../../queue/settings.js';
@@ -82,18 +82,38 @@ export async function gatedAccept(
     const { view } = deferred;
     const request = await (async () => prepare(view))().catch(() => null);
     if (request) {
-      const o = await port.ask({ type: 'queue.accept', request, gate: { phoneNumber: view.phoneNumber } }, deadlineMs);
-      if (o.kind !== 'stale') return accepted(o);
-      (ctx.state as { view?: InstanceView }).view = o.view;
+      try {
+        return await acceptJob(port, request, deadlineMs, { phoneNumber: view.phoneNumber });
+      } catch (err) {
+        if (!(err instanceof GateStale)) throw err;
+        (ctx.state as { view?: InstanceView }).view = err.view;
+      }
     }
   }
   const view = await v2Gate(ctx, port);
   return acceptJob(port, await prepare(view), deadlineMs);
 }
 
-/** Hand a send to the instance's queue under the deadline: the job, or its refusal as the route's error. */
-export async function acceptJob(port: InstancePort, request: AcceptRequest, deadlineMs: number = DEADLINES.send): Promise<Accepted> {
-  return accepted(await port.ask({ type: 'queue.accept', request }, deadlineMs));
+/**
+ * The owner did not take a gated send as it was prepared (src/actors/local-port.ts `gated`): nothing was
+ * accepted; `view` is the owner's, to prepare the send again with.
+ */
+export class GateStale extends Error {
+  constructor(readonly view: InstanceView) {
+    super('the send was prepared with a view the instance no longer has; nothing was accepted');
+  }
+}
+
+/**
+ * Hand a send to the instance's queue under the deadline: the job, or its refusal as the route's error. With a
+ * `gate` (a send prepared with the last view seen of an instance on another node), GateStale when the owner
+ * did not take it as prepared.
+ */
+export async function acceptJob(port: InstancePort, request: AcceptRequest, deadlineMs: number = DEADLINES.send, gate?: SendGate): Promise<Accepted> {
+  if (!gate) return accepted(await port.ask({ type: 'queue.accept', request }, deadlineMs));
+  const o = await port.ask({ type: 'queue.accept', request, gate }, deadlineMs);
+  if (o.kind === 'stale') throw new GateStale(o.view);
+  return accepted(o);
 }
 
 function accepted(o: AcceptOutcome & { limits: LimitsObject }): Accepted {
