@@ -96,7 +96,7 @@ test('a limit change re-plans (queue.replanned) and POST /queue/replan really re
   assert.equal(again.body.data?.epoch, Number(r.body.data?.epoch) + 1);
 });
 
-test('queue disabled: v2 sends answer 503 QUEUE_STORE_UNAVAILABLE with queueMode disabled', async () => {
+test('queue disabled: v2 sends and a re-plan answer 503 QUEUE_STORE_UNAVAILABLE with queueMode disabled', async () => {
   const { instance, apiKey } = await t.createInstance('off', { settings: SLOW });
   const patch = await t.admin('PATCH', `/admin/v1/instances/${instance.id}`, { settings: { enabled: false } });
   assert.equal(patch.status, 200);
@@ -107,6 +107,11 @@ test('queue disabled: v2 sends answer 503 QUEUE_STORE_UNAVAILABLE with queueMode
   const q = await t.api(apiKey, 'GET', '/api/v2/queue');
   assert.equal(q.body.data?.mode, 'disabled');
   assert.equal(q.body.data?.limitsEnforced, false);
+  // a re-plan too: there is no persistent plan to make
+  const replan = await t.api(apiKey, 'POST', '/api/v2/queue/replan');
+  assert.equal(replan.status, 503, replan.text);
+  assert.equal(replan.body.code, 'QUEUE_STORE_UNAVAILABLE');
+  assert.equal(replan.body.data?.queueMode, 'disabled');
 });
 
 test('idempotency keys are remembered 7 days, then free again; housekeeping bounds the tables', async () => {

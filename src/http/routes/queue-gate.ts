@@ -35,15 +35,18 @@ export const viewOf = (port: InstancePort, deadlineMs: number = DEADLINES.queueS
 export const ownNumber = (ctx: Context, view: InstanceView): string | null =>
   view.phoneNumber ?? (ctx.state.instance as Instance).phoneNumber;
 
-/** The view the v2 guard asked for this request (src/gateway.ts `v2Key`), if it did. */
+/** The view the v2 guard asked for this request (src/gateway-routes.ts `v2Key`), if it did. */
 const guardView = (ctx: Context): InstanceView | undefined => (ctx.state as { view?: InstanceView }).view;
+
+/** The instance's view: the one the v2 guard asked for this request, else a fresh one. */
+export const requestView = async (ctx: Context, port: InstancePort): Promise<InstanceView> => guardView(ctx) ?? (await viewOf(port));
 
 /**
  * Checks every v2 send shares: queue mode, ordered restart, connection. Answers the instance's view (the one
  * the v2 guard asked for this request, else a fresh one).
  */
 export async function v2Gate(ctx: Context, port: InstancePort): Promise<InstanceView> {
-  const view = guardView(ctx) ?? (await viewOf(port));
+  const view = await requestView(ctx, port);
   const refusal = v2GateRefusal(view);
   if (refusal) throw refusal;
   return view;

@@ -20,7 +20,7 @@ import type { Pool } from '../../store/pool.js';
 import type { Clock } from '../../clock.js';
 import { IDEMPOTENCY_KEY } from './send-schemas.js';
 import { isJobId } from './network-common.js';
-import { acceptJob, answerAccepted, v2Gate, viewOf } from './queue-gate.js';
+import { acceptJob, answerAccepted, requestView, v2Gate } from './queue-gate.js';
 import { payloadHash } from './send.js';
 
 export interface QueueRouteDeps {
@@ -134,7 +134,7 @@ export function queueRouter(deps: QueueRouteDeps): Router {
 
   router.post('/queue/replan', async (ctx) => {
     const port = deps.portOf(ctx);
-    const { queueMode } = await viewOf(port);
+    const { queueMode } = await requestView(ctx, port);
     if (queueMode !== 'pg') throw queueStoreUnavailable(queueMode);
     const r = await port.ask({ type: 'queue.replan', reason: 'api' }, DEADLINES.queueStatus);
     ok(ctx, { replanned: true, affected: r.affected, epoch: r.epoch });
