@@ -63,7 +63,7 @@ export interface SendGate {
 }
 
 /** A gated acceptance whose assumption no longer holds: nothing was accepted; the owner's view to prepare it again. */
-export interface GateStale {
+export interface GateStaleReply {
   kind: 'stale';
   view: InstanceView;
 }
@@ -101,7 +101,7 @@ export const isPlannerAsk = (ask: InstanceAsk): ask is PlannerAsk => ask.type.st
 /** What each ask is answered with. */
 export type ReplyOf<A extends InstanceAsk> = A extends { type: 'network'; op: infer K extends NetworkOp }
   ? DriverCall<K>['result']
-  : A extends { type: 'queue.accept'; gate: SendGate } ? (AcceptOutcome & { limits: LimitsObject }) | GateStale
+  : A extends { type: 'queue.accept'; gate: SendGate } ? (AcceptOutcome & { limits: LimitsObject }) | GateStaleReply
   : A extends { type: 'queue.accept' } ? AcceptOutcome & { limits: LimitsObject }
   : A extends { type: 'queue.acceptMany' } ? AcceptOutcome[]
   : A extends { type: 'queue.cancel' } ? Job
@@ -184,8 +184,8 @@ export interface InstancePort {
   ask<A extends InstanceAsk>(ask: A, deadlineMs: number): Promise<ReplyOf<A>>;
   /**
    * Where asking the view first costs a round trip (an instance on another node whose owner gates a send
-   * itself): the last view seen of the instance, to prepare a v2 send with and hand it over in one gated ask
-   * (`queue.accept` with a `gate`). Undefined: ask the view first.
+   * itself): the last view seen of the instance, to prepare a send (v2 or v1) with and hand it over in one gated
+   * ask (`queue.accept` with a `gate`). Undefined: ask the view first.
    */
   lastView?(): InstanceView | undefined;
 }

@@ -155,6 +155,8 @@ test('the instance relinked to another number: a send to it through the other no
   const relinked = '4915550300002';
   assert.equal((await owner.admin('POST', `/sandbox/v1/instances/${instanceId}/unlink`)).status, 200);
   await waitFor(async () => (await viewAt(owner.url)).data?.connected === false, 'logged out');
+  // the other node sees it offline: what it prepares the next sends with is out of date twice over
+  assert.equal((await viewAt(other.url)).data?.connected, false);
   assert.equal((await owner.admin('POST', `/admin/v1/instances/${instanceId}/restart`)).status, 202);
   await waitFor(async () => (await viewAt(owner.url)).data?.status === 'waiting_qr', 'waiting for a scan');
   assert.equal((await owner.admin('POST', `/sandbox/v1/instances/${instanceId}/link`, { phoneNumber: relinked })).status, 200);
@@ -211,4 +213,22 @@ test('offline, then paused at the owner: the other node, whose last view said co
     assert.deepEqual([f.status, f.body.code], [d.status, d.body.code], JSON.stringify(body));
   }
   assert.equal((await send(other.url, { phone: 'not a number', message: 'x' })).body.code, 'QUEUE_PAUSED');
+});
+
+test('back online after the other node last saw it logged out: a v1 send through that node goes the whole way with a view of now, and is sent', NEEDS_SERVER, async () => {
+  const relink = async (phoneNumber: string) => {
+    await waitFor(async () => (await viewAt(owner.url)).data?.status === 'waiting_qr', 'waiting for a scan');
+    assert.equal((await owner.admin('POST', `/sandbox/v1/instances/${instanceId}/link`, { phoneNumber })).status, 200);
+    await waitFor(async () => (await send(owner.url, { phone: RECIPIENT, message: 'linked again' })).status === 202, 'sending again');
+  };
+  // the last test left it paused, waiting for a scan
+  await relink(OWN);
+  assert.equal((await owner.admin('POST', `/sandbox/v1/instances/${instanceId}/unlink`)).status, 200);
+  await waitFor(async () => (await viewAt(other.url)).data?.connected === false, 'the other node sees it logged out');
+  assert.equal((await owner.admin('POST', `/admin/v1/instances/${instanceId}/restart`)).status, 202);
+  await relink(OWN);
+
+  const r = await sendV1(other.url, { phone: RECIPIENT, message: 'v1 after the other node saw it offline' });
+  assert.equal(r.status, 200, r.text);
+  assert.equal((await send(other.url, { phone: RECIPIENT, message: 'v2 after the other node saw it offline' })).status, 202);
 });

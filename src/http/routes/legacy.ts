@@ -15,7 +15,7 @@ import type { Context, Middleware } from 'koa';
 import type { Config } from '../../config.js';
 import type { Clock } from '../../clock.js';
 import type { Logger } from '../../log.js';
-import { v1Queues, type InstancePort } from '../../actors/port.js';
+import { v1Queues, type InstancePort, type InstanceView } from '../../actors/port.js';
 import type { Instance } from '../../store/instances.js';
 import { parseV1Send, type V1Kind } from './legacy-parse.js';
 import { toV1GuardError, toV1SendError } from '../translate.js';
@@ -55,15 +55,14 @@ async function send(ctx: Context, deps: LegacyRouteDeps, kind: V1Kind, route: st
   // and the owner checks, as it accepts, that it may go through the queue and the number it assumed (one ask
   // instead of a view and then the acceptance). Anything else goes the whole way below, with a view of now
   // (the owner's, when it did not take the send as prepared): the answers stay those of a local instance.
-  let view = port.lastView?.();
-  if (view && v1Queues(view)) {
-    const assumed = view;
+  const assumed = port.lastView?.();
+  let view: InstanceView | undefined;
+  if (assumed && v1Queues(assumed)) {
     const prepared = await (async () => {
       const v1 = parseV1Send(kind, ctx.request.body, ownNumber(ctx, assumed));
       if (kind === 'media') await deps.validateMedia(port.instanceId, v1.parsed.payload);
       return v1;
     })().catch(() => null);
-    view = undefined;
     if (prepared) {
       try {
         return await sendThroughQueue(ctx, deps, port, settings, prepared, route, { phoneNumber: assumed.phoneNumber, v1: true });
