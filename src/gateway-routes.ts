@@ -18,7 +18,7 @@ import { queuePaused } from './errors.js';
 import { healthRouter } from './http/routes/health.js';
 import { adminInstancesRouter } from './http/routes/admin-instances.js';
 import { sendRouter } from './http/routes/send.js';
-import type { DeferredGate } from './http/routes/queue-gate.js';
+import { deferGate } from './http/routes/queue-gate.js';
 import { queueRouter } from './http/routes/queue.js';
 import { adminQueueRouter } from './http/routes/admin-queue.js';
 import { statusRouter } from './http/routes/status.js';
@@ -110,8 +110,7 @@ export function gatewayFamilies(deps: RouteDeps): Families {
       const port = portOf(ctx);
       const view = port.lastView?.();
       if (!view) return v2Checked(ctx, port, next);
-      const deferred: DeferredGate = { view, settled: false };
-      (ctx.state as { deferredGate?: DeferredGate }).deferredGate = deferred;
+      const deferred = deferGate(ctx, view);
       try {
         await next();
       } catch (err) {

@@ -62,7 +62,14 @@ export interface DeferredGate {
   settled: boolean;
 }
 
-export const deferredGateOf = (ctx: Context): DeferredGate | undefined => (ctx.state as { deferredGate?: DeferredGate }).deferredGate;
+/** Leave this request's v2 gate to the owner: the send is prepared with `view` (the v2 guard, src/gateway-routes.ts). */
+export function deferGate(ctx: Context, view: InstanceView): DeferredGate {
+  const deferred: DeferredGate = { view, settled: false };
+  (ctx.state as { deferredGate?: DeferredGate }).deferredGate = deferred;
+  return deferred;
+}
+
+const deferredGateOf = (ctx: Context): DeferredGate | undefined => (ctx.state as { deferredGate?: DeferredGate }).deferredGate;
 
 export type Accepted = AcceptResult & { limits: LimitsObject };
 
