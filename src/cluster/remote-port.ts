@@ -12,6 +12,9 @@
  * itself (it says so in every answer): a v2 send is then prepared with that view and handed over in one ask
  * (`queue.accept` with a `gate`, src/http/routes/queue-gate.ts `gatedAccept`) instead of a view and then the
  * acceptance. An owner of an earlier version says nothing of it, and is asked for the view first, as before.
+ * A view is kept with the owner that gave it (its node id and address): a send prepared with it is handed over
+ * in one ask to that owner only. After a hand-over the new owner, which may be of an earlier version that would
+ * take the gated ask as an ungated one, is asked for the view first.
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -33,14 +36,19 @@ export interface RemoteDeps {
  * itself. At most `max` instances (the oldest seen forgotten first): a forgotten one costs one view ask.
  */
 export class RemoteViews {
-  private readonly seen = new Map<string, { view: InstanceView; gates: boolean }>();
+  private readonly seen = new Map<string, { view: InstanceView; gates: boolean; owner: string }>();
   constructor(private readonly max = 100_000) {}
 
-  /** a view came back from the owner, which said whether it gates sends (kept without its QR: a secret) */
-  saw(instanceId: string, view: InstanceView, gates: boolean): void {
+  /** a view came back from `owner`, which said whether it gates sends (kept without its QR: a secret) */
+  saw(instanceId: string, view: InstanceView, gates: boolean, owner: Owner): void {
     this.seen.delete(instanceId);
-    this.seen.set(instanceId, { view: view.qrText === null ? view : { ...view, qrText: null }, gates });
+    this.seen.set(instanceId, { view: view.qrText === null ? view : { ...view, qrText: null }, gates, owner: ownerKey(owner) });
     if (this.seen.size > this.max) this.seen.delete(this.seen.keys().next().value as string);
+  }
+
+  /** whether the view kept of the instance is one that `owner` (this node id at this address) gave */
+  gaveBy(instanceId: string, owner: Owner): boolean {
+    return this.seen.get(instanceId)?.owner === ownerKey(owner);
   }
 
   /** an owner that does not gate sends answered (an earlier version, after a hand-over): ask the view first */
@@ -54,6 +62,8 @@ export class RemoteViews {
     return s?.gates ? s.view : undefined;
   }
 }
+
+const ownerKey = (o: Owner) => `${o.nodeId} ${o.url}`;
 
 const NOT_DELIVERED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'EAI_AGAIN', 'ENETUNREACH']);
 const unreachable = (why: string) => new DomainError('INSTANCE_UNREACHABLE', `the instance's node cannot be reached (${why}); nothing was accepted`);
@@ -149,6 +159,18 @@ export class RemoteInstancePort implements InstancePort {
     const owner = await this.deps.owner(this.instanceId, fresh);
     if (!owner) return { ok: false, error: { code: 'INSTANCE_UNREACHABLE', message: 'the instance has no live owner right now (it is being taken over); nothing was accepted' } };
     if (owner.nodeId === this.deps.selfId) return { ok: false, error: { code: 'INSTANCE_UNREACHABLE', message: 'the instance is being handed over; nothing was accepted' } };
+    if (ask.type === 'queue.accept' && ask.gate && !this.deps.views.gaveBy(this.instanceId, owner)) {
+      // prepared with a view another owner gave (the instance was handed over since): this owner may be of an
+      // earlier version, which would accept the send without its gate. Asked for the view instead, and the
+      // send is prepared again with it (stale: nothing was accepted); the next one goes in one ask if it gates.
+      const seen = await this.post(owner, { type: 'view' }, deadlineMs);
+      return seen.ok ? { ok: true, value: { kind: 'stale', view: seen.value as InstanceView } } : seen;
+    }
+    return this.post(owner, ask, deadlineMs);
+  }
+
+  /** The ask at the owner's internal route: its reply, or a refusal that says nothing was done there. */
+  private async post(owner: Owner, ask: InstanceAsk, deadlineMs: number): Promise<AskReply> {
     if (!this.deps.secret) throw unreachable('no CLUSTER_SECRET');
     let res: Answer;
     try {
@@ -167,7 +189,7 @@ export class RemoteInstancePort implements InstancePort {
     const reply = body?.data?.reply;
     const ok = res.status >= 200 && res.status < 300;
     if (ok && reply) {
-      this.remember(ask, reply, body?.data?.gates === true);
+      this.remember(ask, reply, body?.data?.gates === true, owner);
       return reply;
     }
     // the owner's envelope refusal (not this instance's owner any more, a bad secret): nothing was done there
@@ -178,17 +200,17 @@ export class RemoteInstancePort implements InstancePort {
   }
 
   /** What a reply tells of the instance's view, and of whether its owner gates sends. */
-  private remember(ask: InstanceAsk, reply: AskReply, gates: boolean): void {
+  private remember(ask: InstanceAsk, reply: AskReply, gates: boolean, owner: Owner): void {
     const { views } = this.deps;
     if (!gates) {
       views.ungated(this.instanceId);
       return;
     }
     if (!reply.ok) return;
-    if (ask.type === 'view') views.saw(this.instanceId, reply.value as InstanceView, true);
+    if (ask.type === 'view') views.saw(this.instanceId, reply.value as InstanceView, true, owner);
     else if (ask.type === 'queue.accept' && ask.gate) {
       const r = reply.value as { kind: string; view?: InstanceView };
-      if (r.kind === 'stale' && r.view) views.saw(this.instanceId, r.view, true);
+      if (r.kind === 'stale' && r.view) views.saw(this.instanceId, r.view, true, owner);
     }
   }
 }

@@ -53,11 +53,11 @@ async function owner(answer: (n: number) => { status: number; body: unknown } | 
   return o;
 }
 
-const portTo = (urls: string[], views = new RemoteViews()) => {
+const portTo = (urls: string[], views = new RemoteViews(), nodeId = 'n2') => {
   let lookups = 0;
   const port = new RemoteInstancePort(INSTANCE, {
     selfId: 'n1',
-    owner: async () => ({ nodeId: 'n2', url: urls[Math.min(lookups++, urls.length - 1)] as string }),
+    owner: async () => ({ nodeId, url: urls[Math.min(lookups++, urls.length - 1)] as string }),
     secret: SECRET,
     views,
   });
@@ -177,17 +177,50 @@ test('a gated acceptance answered stale: its view replaces the one the send assu
   assert.deepEqual(o.asks[1]?.body, { ask: { type: 'queue.accept', request, gate }, deadlineMs: 5_000 }, 'the gate travels with the acceptance');
   assert.deepEqual(port.lastView(), relinked);
 
-  const older = await owner(() => replied({ kind: 'accepted', job: {}, queuePosition: 1, limits: {} }));
-  await portTo([older.url], views).port.ask({ type: 'queue.accept', request, gate } , 5_000);
+  // the same owner answers a gated acceptance without saying that it gates (it was replaced by an earlier
+  // version at the same node id and address): the view is forgotten
+  o.server.removeAllListeners('request');
+  o.server.on('request', (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(replied({ kind: 'accepted', job: {}, queuePosition: 1, limits: {} }).body)));
+  await port.ask({ type: 'queue.accept', request, gate: { phoneNumber: relinked.phoneNumber } }, 5_000);
   assert.equal(port.lastView(), undefined, 'the owner did not say it gates: the next send asks the view first');
 });
 
+test('a send prepared with the view one owner gave is not handed over to another: the new owner is asked the view, and the send prepared again', async () => {
+  const views = new RemoteViews();
+  const first = await owner(() => gatedReply(fullView));
+  await portTo([first.url], views, 'n2').port.ask({ type: 'view' }, 5_000);
+  const gate = { phoneNumber: fullView.phoneNumber };
+
+  // handed over to a node of an earlier version, which would take the gated acceptance as an ungated one
+  const older = await owner(() => replied(fullView));
+  const toOlder = portTo([older.url], views, 'n3').port;
+  assert.deepEqual(await toOlder.ask({ type: 'queue.accept', request, gate }, 5_000), { kind: 'stale', view: fullView });
+  assert.deepEqual(older.asks.map((a) => (a.body as { ask: { type: string } }).ask.type), ['view'], 'the acceptance did not reach it');
+  assert.equal(toOlder.lastView(), undefined, 'it does not gate: the send is prepared with this view and goes the whole way');
+
+  // handed over to a node that gates: its view is kept, and the next send goes to it in one ask
+  const relinked = { ...fullView, phoneNumber: '4915100000009' };
+  const gating = await owner((n) => gatedReply(n === 0 ? relinked : { kind: 'accepted', job: {}, queuePosition: 1, limits: {} }));
+  const toGating = portTo([gating.url], views, 'n4').port;
+  assert.deepEqual(await toGating.ask({ type: 'queue.accept', request, gate }, 5_000), { kind: 'stale', view: relinked });
+  assert.deepEqual(toGating.lastView(), relinked);
+  await toGating.ask({ type: 'queue.accept', request, gate: { phoneNumber: relinked.phoneNumber } }, 5_000);
+  assert.deepEqual(gating.asks.map((a) => (a.body as { ask: { type: string } }).ask.type), ['view', 'queue.accept']);
+
+  // the same node id at another address (restarted elsewhere) is another owner too
+  const moved = await owner(() => gatedReply(relinked));
+  assert.equal((await portTo([moved.url], views, 'n4').port.ask({ type: 'queue.accept', request, gate: { phoneNumber: relinked.phoneNumber } }, 5_000)).kind, 'stale');
+  assert.deepEqual(moved.asks.map((a) => (a.body as { ask: { type: string } }).ask.type), ['view']);
+});
+
+const someOwner = { nodeId: 'n2', url: 'http://127.0.0.1:1' };
+
 test('views are kept for at most as many instances as the node allows, the oldest seen forgotten first', () => {
   const views = new RemoteViews(2);
-  views.saw('a', fullView, true);
-  views.saw('b', fullView, true);
-  views.saw('a', fullView, true);
-  views.saw('c', fullView, true);
+  views.saw('a', fullView, true, someOwner);
+  views.saw('b', fullView, true, someOwner);
+  views.saw('a', fullView, true, someOwner);
+  views.saw('c', fullView, true, someOwner);
   assert.equal(views.gatedView('b'), undefined);
   assert.ok(views.gatedView('a'));
   assert.ok(views.gatedView('c'));
@@ -195,7 +228,7 @@ test('views are kept for at most as many instances as the node allows, the oldes
 
 test('a view is kept without its QR (a secret the forwarding node has no use for)', () => {
   const views = new RemoteViews();
-  views.saw('a', { ...fullView, status: 'waiting_qr', connected: false, phoneNumber: null, qrText: '2@secret-qr-text' }, true);
+  views.saw('a', { ...fullView, status: 'waiting_qr', connected: false, phoneNumber: null, qrText: '2@secret-qr-text' }, true, someOwner);
   assert.equal(views.gatedView('a')?.qrText, null);
   assert.equal(views.gatedView('a')?.status, 'waiting_qr');
 });
