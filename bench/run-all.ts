@@ -11,6 +11,7 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startFlags } from './lib/start-flags.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -147,10 +148,16 @@ const BENCHES: Bench[] = [
   },
 ];
 
+/**
+ * Each benchmark runs the gateway in its own process: with the V8 flags `npm start` gives it (its young
+ * generation: README, Benchmarks), so that it measures what an operator runs.
+ */
+const FLAGS = startFlags();
+
 function run(b: Bench): Promise<string> {
   return new Promise((resolve) => {
     let out = '';
-    const child = spawn(process.execPath, ['--import', 'tsx', b.file], { cwd: ROOT, env: { ...process.env, ...b.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...FLAGS, '--import', 'tsx', b.file], { cwd: ROOT, env: { ...process.env, ...b.env }, stdio: ['ignore', 'pipe', 'pipe'] });
     const take = (chunk: Buffer) => {
       const s = chunk.toString();
       out += s;
@@ -165,6 +172,7 @@ function run(b: Bench): Promise<string> {
 const only = (process.env.BENCH_ONLY ?? '').split(',').map((s) => s.trim()).filter(Boolean);
 const chromium = process.env.CHROME_PATH ?? '/usr/bin/chromium';
 const rows: string[][] = [];
+console.log(`the gateway's V8 flags (npm start's): ${FLAGS.join(' ') || 'none'}`);
 for (const b of BENCHES) {
   if (only.length > 0 && !only.includes(b.name)) continue;
   const missing =

@@ -2,7 +2,7 @@
  * What the container promises, read from docker/Dockerfile, docker/docker-compose.yml, .dockerignore and
  * package.json (no Docker here): the Node LTS image that "engines" admits, compiled JavaScript (the build stage
  * copies what tsconfig.build.json compiles), production dependencies only, files owned by `node` and the process
- * run as `node`, one init process, a health check without curl (the same command in compose), restarts, no
+ * run as `node`, the V8 flags of npm start in its NODE_OPTIONS, one init process, a health check without curl (the same command in compose), restarts, no
  * demo instance and no secret written into compose, and a build context without node_modules, data or .git.
  * test/e2e/dist-start.test.ts runs the build, the CMD and the HEALTHCHECK themselves.
  */
@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { flagsOfStart, startFlags } from '../../bench/lib/start-flags.js';
 import { readDockerfile, all, last, copiesOf, envOf, execForm, flagsOf, type Stage } from '../helpers/dockerfile.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -58,6 +59,13 @@ test('the runtime stage holds production dependencies, dist/, sql/ and package*.
   assert.ok(userLine < (last(runtime, 'CMD')?.line ?? 0), 'USER node comes before the CMD');
   assert.equal(envOf(runtime).DATA_DIR, '/data');
   assert.equal(envOf(runtime).DEMO_INSTANCE, 'false');
+});
+
+test('the container runs node with the V8 flags npm start gives it, in NODE_OPTIONS (an operator\'s own replaces them)', () => {
+  const flags = flagsOfStart(pkg.scripts?.start ?? '');
+  assert.ok(flags.length > 0, 'npm start puts its flags in front of the caller\'s NODE_OPTIONS');
+  assert.deepEqual(flags, startFlags(), 'the benchmarks run the gateway with the same');
+  assert.deepEqual((envOf(runtime).NODE_OPTIONS ?? '').split(/\s+/).filter(Boolean), flags);
 });
 
 test('one init process: tini as the ENTRYPOINT, and no init: true in compose', () => {
