@@ -25,7 +25,7 @@ import { createEventBus } from './actors/events.js';
 import { DEADLINES } from './actors/port.js';
 import { InstanceAdminService } from './instances.js';
 import { createInstance, listInstances, type Instance } from './store/instances.js';
-import { Cluster } from './cluster/cluster.js';
+import { Cluster, OWNER_CACHE_MS } from './cluster/cluster.js';
 import { clusterPorts, defaultNodeId, defaultNodeUrl } from './cluster/wiring.js';
 import { createMetrics, type GatewayMetrics } from './metrics/index.js';
 import { createSandbox, type Sandbox } from './sandbox/embed.js';
@@ -209,14 +209,24 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     async stop() {
       if (stopped) return;
       stopped = true;
-      // stop accepting, let in-flight requests end, then stop the actors (in-flight dispatches persist)
-      const closing = server ? new Promise<void>((resolve) => server?.close(() => resolve())) : Promise.resolve();
-      server?.closeIdleConnections();
       // keep-alive clients (other nodes, load balancers) would hold their sockets open: each answer from now on
-      // closes its connection, and idle ones are closed as they become idle
+      // closes its connection, so that the client learns it from the answer, not from a connection closed
+      // under a request on its way (idle ones are closed once the server stops listening, below)
       server?.on('request', (_req: http.IncomingMessage, res: http.ServerResponse) => res.setHeader('Connection', 'close'));
-      const idle = setInterval(() => server?.closeIdleConnections(), 250);
-      idle.unref();
+      // One node alone stops accepting at once. Nodes of a cluster go on listening while they hand their
+      // instances over, and until the others have looked the new owners up (OWNER_CACHE_MS): an ask another
+      // node forwards here meanwhile is answered (by the instance, else "not here": it asks the new owner), never
+      // refused by a closed port or lost on a connection closed as it was written.
+      const clustered = config.CLUSTER_SECRET !== undefined;
+      let closing = Promise.resolve();
+      let idle: NodeJS.Timeout | undefined;
+      const stopListening = () => {
+        // stop accepting and close the idle connections (node's close does both), then the others as they idle
+        closing = server ? new Promise<void>((resolve) => server?.close(() => resolve())) : Promise.resolve();
+        idle = setInterval(() => server?.closeIdleConnections(), 250);
+        idle.unref();
+      };
+      if (!clustered) stopListening();
       presence.stopAll();
       // open console event streams end before the server closes
       consoleSessions.close();
@@ -224,11 +234,15 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       stopHousekeeping();
       // hand every instance over (in-flight dispatches finish and persist), leave the cluster, stop the actors
       await cluster.stop();
+      if (clustered) {
+        await new Promise((r) => setTimeout(r, OWNER_CACHE_MS + 250));
+        stopListening();
+      }
       await rt.stop();
       media.stop();
       // what is still open after the actors stopped is a request that can no longer be answered well: close it
       await Promise.race([closing, new Promise((r) => setTimeout(r, 2_000).unref())]);
-      clearInterval(idle);
+      if (idle) clearInterval(idle);
       server?.closeAllConnections();
       await closing;
       await sandbox?.close();

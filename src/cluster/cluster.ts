@@ -54,7 +54,8 @@ export interface ClusterDeps {
   local: LocalInstances;
 }
 
-const OWNER_CACHE_MS = 1_000;
+/** How long a node answers an instance's owner from what it read (another node's hand-over is seen this late). */
+export const OWNER_CACHE_MS = 1_000;
 /**
  * Instances taken in one statement and started together. The next batch waits until at most POOL_BACKLOG queries
  * wait for a connection of the main pool: the pool stays busy with the starts (each instance's queue loads), and
@@ -82,6 +83,7 @@ export class Cluster {
   /** left the cluster: no round at all */
   private left = false;
   private readonly owners = new Map<string, { owner: Owner | null; at: number }>();
+  private readonly ownerReads = new Map<string, Promise<Owner | null>>();
   /** the live nodes as the last round saw them (ids and capacities): placement is recomputed when they change */
   private nodesSeen: string | null = null;
   /** until a round went through, leases of this node's id that this process does not hold are taken back */
@@ -257,14 +259,24 @@ export class Cluster {
     await this.tick();
   }
 
-  /** The live owner of an instance (cached briefly; `fresh` reads it again). */
+  /**
+   * The live owner of an instance (cached briefly; `fresh` reads it again). A read already on its way for the
+   * instance is joined: the requests that wait out a hand-over (src/cluster/remote-port.ts) share one read.
+   */
   async owner(instanceId: string, fresh = false): Promise<Owner | null> {
     const cached = this.owners.get(instanceId);
     const now = Date.now();
     if (!fresh && cached && now - cached.at < OWNER_CACHE_MS) return cached.owner;
-    const owner = await ownerOf(this.deps.pool, instanceId);
-    this.owners.set(instanceId, { owner, at: now });
-    return owner;
+    const reading = this.ownerReads.get(instanceId);
+    if (reading) return reading;
+    const read = ownerOf(this.deps.pool, instanceId)
+      .then((owner) => {
+        this.owners.set(instanceId, { owner, at: now });
+        return owner;
+      })
+      .finally(() => this.ownerReads.delete(instanceId));
+    this.ownerReads.set(instanceId, read);
+    return read;
   }
 
   /** Every live node with the instances it owns (GET /admin/v1/nodes). */
@@ -279,6 +291,11 @@ export class Cluster {
   async nodeOf(instanceId: string): Promise<string | null> {
     if (this.held.has(instanceId)) return this.deps.node.id;
     return (await this.owner(instanceId, true))?.nodeId ?? null;
+  }
+
+  /** Stopping: it hands its instances over and takes none. */
+  get stopping(): boolean {
+    return this.stopped;
   }
 
   /** /health: counts only. */

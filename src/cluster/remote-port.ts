@@ -5,8 +5,11 @@
  *
  * `502 INSTANCE_UNREACHABLE` ("nothing was accepted, safe to retry") only when the ask provably did not reach
  * the owner: no live owner, a connection refused or a host not found. Once the request may have been received,
- * a lost answer is `504 INSTANCE_TIMEOUT` (the owner may have accepted). An owner that answers that it no
- * longer owns the instance (a hand-over in progress) is asked once more after looking the owner up again.
+ * a lost answer is `504 INSTANCE_TIMEOUT` (the owner may have accepted). An ask that provably did nothing (no
+ * live owner, an owner that no longer owns the instance or no longer listens: a hand-over) is asked again of
+ * the owner looked up afresh, at once and then every HAND_OVER_POLL_MS for up to HAND_OVER_WAIT_MS (never more
+ * than a third of the ask's deadline): a request that meets a hand-over is answered by the new owner, this node
+ * included, a little later, instead of `502` (the 502 still comes when no owner serves the instance by then).
  *
  * The last view of each instance that came back is kept (`RemoteViews`), with whether its owner gates a v2 send
  * itself (it says so in every answer): a v2 send is then prepared with that view and handed over in one ask
@@ -29,6 +32,23 @@ export interface RemoteDeps {
   secret: string | undefined;
   /** the last views seen, shared by the ports of one node */
   views: RemoteViews;
+  /** this node is stopping: it does not wait for an instance's new owner (it may close before one is there) */
+  stopping?(): boolean;
+  /** this node's own port of the instance, once it owns it (a hand-over to this node) */
+  local?(instanceId: string): InstancePort | null;
+  /** the wait between two looks at the owner while an instance is handed over, and the time (tests: simulated) */
+  sleep?(ms: number): Promise<void>;
+  now?(): number;
+}
+
+/** How long an ask waits for an instance's new owner, and how often it looks (src/cluster/cluster.ts rounds). */
+export const HAND_OVER_WAIT_MS = 5_000;
+export const HAND_OVER_POLL_MS = 100;
+const realSleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** The instance was handed over to this node since the request began: its own port answers. */
+class HandedOver {
+  constructor(readonly port: InstancePort) {}
 }
 
 /**
@@ -148,17 +168,32 @@ export class RemoteInstancePort implements InstancePort {
   }
 
   async ask<A extends InstanceAsk>(ask: A, deadlineMs: number): Promise<ReplyOf<A>> {
-    const reply = await this.forward(ask, deadlineMs, false).then((r) =>
-      r.ok || r.error.code !== 'INSTANCE_UNREACHABLE' ? r : this.forward(ask, deadlineMs, true),
-    );
+    const now = this.deps.now ?? Date.now;
+    const started = now();
+    const waitUntil = this.deps.stopping?.() ? started : started + Math.min(HAND_OVER_WAIT_MS, deadlineMs / 3);
+    let reply = await this.forward(ask, deadlineMs, false);
+    // nothing was done: the owner looked up afresh at once, then again while the instance is handed over
+    for (let looks = 0; !(reply instanceof HandedOver) && !reply.ok && reply.error.code === 'INSTANCE_UNREACHABLE'; looks++) {
+      if (looks > 0) {
+        if (now() + HAND_OVER_POLL_MS > waitUntil) break;
+        await (this.deps.sleep ?? realSleep)(HAND_OVER_POLL_MS);
+      }
+      reply = await this.forward(ask, deadlineMs - (now() - started), true);
+    }
+    if (reply instanceof HandedOver) return reply.port.ask(ask, deadlineMs - (now() - started));
     if (!reply.ok) throw replyErrorToThrow(reply.error);
     return reply.value as ReplyOf<A>;
   }
 
-  private async forward(ask: InstanceAsk, deadlineMs: number, fresh: boolean): Promise<AskReply> {
+  private async forward(ask: InstanceAsk, deadlineMs: number, fresh: boolean): Promise<AskReply | HandedOver> {
     const owner = await this.deps.owner(this.instanceId, fresh);
     if (!owner) return { ok: false, error: { code: 'INSTANCE_UNREACHABLE', message: 'the instance has no live owner right now (it is being taken over); nothing was accepted' } };
-    if (owner.nodeId === this.deps.selfId) return { ok: false, error: { code: 'INSTANCE_UNREACHABLE', message: 'the instance is being handed over; nothing was accepted' } };
+    if (owner.nodeId === this.deps.selfId) {
+      // handed over to this node since the request began: its own port answers
+      const local = this.deps.local?.(this.instanceId);
+      if (local) return new HandedOver(local);
+      return { ok: false, error: { code: 'INSTANCE_UNREACHABLE', message: 'the instance is being handed over; nothing was accepted' } };
+    }
     if (ask.type === 'queue.accept' && ask.gate && !this.deps.views.gaveBy(this.instanceId, owner)) {
       // prepared with a view another owner gave (the instance was handed over since): this owner may be of an
       // earlier version, which would accept the send without its gate. Asked for the view instead, and the
@@ -182,7 +217,8 @@ export class RemoteInstancePort implements InstancePort {
       );
     } catch (err) {
       const code = errorCode(err);
-      if (code && NOT_DELIVERED.has(code)) throw unreachable(code);
+      // nothing reached the owner (it no longer listens: stopped, or gone): its successor is looked up
+      if (code && NOT_DELIVERED.has(code)) return { ok: false, error: { code: 'INSTANCE_UNREACHABLE', message: unreachable(code).message } };
       throw instanceTimeout();
     }
     const body = res.body as { success?: boolean; data?: { reply?: AskReply; gates?: boolean }; code?: string; error?: string } | null;

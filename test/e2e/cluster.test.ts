@@ -8,7 +8,8 @@
  * - SIGKILL of an owner under load: its instances are served again by another node within the lease bound;
  *   ledger vs jobs: no body twice, no accepted job lost;
  * - SIGSTOP of an owner past its lease, then SIGCONT: it dispatches nothing for the instances it lost (fencing);
- * - a graceful stop hands its instances over with no job `unknown`;
+ * - a graceful stop hands its instances over with no job `unknown`, and the sends the other nodes forward to it
+ *   meanwhile are accepted (no 502, no 504);
  * - webhook deliveries go on in outbox order when an instance is moved (POST /admin/v1/instances/:id/move).
  */
 import { test, before, after } from 'node:test';
@@ -285,7 +286,7 @@ test('SIGSTOP of an owner past its lease, then SIGCONT: it dispatches nothing fo
   await until('the send after the wake is sent', async () => (await jobsOf(inst.id)).find((j) => j.id === after)?.state === 'sent', 30_000);
 });
 
-test('a graceful stop hands its instances over: no job unknown', { skip }, async () => {
+test('a graceful stop hands its instances over: no job unknown; sends forwarded to it meanwhile are accepted, neither 502 nor 504', { skip }, async () => {
   const o = await owners();
   const victim = nodes.find((n) => n.proc && [...o.values()].includes(n.id)) as Node;
   const mine = insts.filter((i) => o.get(i.id) === victim.id);
@@ -302,6 +303,29 @@ test('a graceful stop hands its instances over: no job unknown', { skip }, async
       }
     }
   })();
+  // sends through the other nodes, forwarded to the stopping owner over connections they keep open: the owner
+  // listens until its instances are handed over and the others know it, and they wait out the hand-over, so
+  // each is accepted (or 503 INSTANCE_OFFLINE while the instance connects at its new owner): neither 502 (a
+  // port closed, no owner yet) nor 504 (an ask lost on a connection closed as it was written)
+  const others = nodes.filter((n) => n.proc && n !== victim);
+  const forwarded = new Map<number, number>();
+  const refusals = new Map<string, number>();
+  const through = Array.from({ length: 8 }, async (_, lane) => {
+    while (!stop) {
+      const inst = mine[lane % mine.length] as Inst;
+      const n = others[lane % others.length] as Node;
+      const body = `graceful-${inst.id}-${++seq}`;
+      const r = await call(n, inst.key, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: body, idempotencyKey: `graceful-${seq}-fwd` })
+        .catch(() => null);
+      if (!r) continue;
+      forwarded.set(r.status, (forwarded.get(r.status) ?? 0) + 1);
+      if (r.status >= 500) {
+        const said = `${r.status} ${r.body.code}: ${String(r.body.error).slice(0, 90)}`;
+        refusals.set(said, (refusals.get(said) ?? 0) + 1);
+      }
+      if (r.status === 202 || r.status === 200) accepted.set(body, String(r.body.data?.jobId));
+    }
+  });
   await sleep(1_000);
   const victimProc = victim.proc;
   const stopped = await victim.proc?.kill('SIGTERM');
@@ -311,6 +335,9 @@ test('a graceful stop hands its instances over: no job unknown', { skip }, async
   await sleep(1_000);
   stop = true;
   await load;
+  await Promise.all(through);
+  assert.ok((forwarded.get(202) ?? 0) > 0, `sends were forwarded to the owner: ${JSON.stringify([...forwarded])}`);
+  assert.deepEqual([...forwarded.keys()].filter((s) => ![200, 202, 503].includes(s)), [], `answers through the other nodes: ${JSON.stringify([...forwarded])}; refusals: ${JSON.stringify([...refusals])}`);
   for (const inst of mine) {
     await until('every job of a moved instance ended', async () => (await jobsOf(inst.id)).every((j) => !['queued', 'scheduled', 'sending'].includes(j.state)));
     const jobs = await jobsOf(inst.id);

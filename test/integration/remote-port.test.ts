@@ -10,8 +10,8 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { RemoteInstancePort, RemoteViews } from '../../src/cluster/remote-port.js';
-import type { InstanceView } from '../../src/actors/port.js';
+import { HAND_OVER_POLL_MS, HAND_OVER_WAIT_MS, RemoteInstancePort, RemoteViews } from '../../src/cluster/remote-port.js';
+import type { InstancePort, InstanceView } from '../../src/actors/port.js';
 import type { AcceptRequest } from '../../src/queue/types.js';
 import { sendOf } from '../../src/queue/payload.js';
 import { freePort } from '../helpers/gateway-process.js';
@@ -53,13 +53,19 @@ async function owner(answer: (n: number) => { status: number; body: unknown } | 
   return o;
 }
 
+/** A port whose owner is at `urls` in turn (the last from then on), on simulated time (a wait passes at once). */
 const portTo = (urls: string[], views = new RemoteViews(), nodeId = 'n2') => {
   let lookups = 0;
+  let t = 0;
   const port = new RemoteInstancePort(INSTANCE, {
     selfId: 'n1',
     owner: async () => ({ nodeId, url: urls[Math.min(lookups++, urls.length - 1)] as string }),
     secret: SECRET,
     views,
+    sleep: async (ms) => {
+      t += ms;
+    },
+    now: () => t,
   });
   return { port, lookups: () => lookups };
 };
@@ -95,10 +101,15 @@ test('a connection the owner closed while it was idle is not used again: the nex
   assert.notEqual(o.asks[1]?.socket, o.asks[0]?.socket);
 });
 
-test('nobody listens at the owner\'s address: INSTANCE_UNREACHABLE (nothing was accepted)', async () => {
+test('nobody listens at the owner\'s address: looked up again while it may be handed over, then INSTANCE_UNREACHABLE (nothing was accepted)', async () => {
   const closed = `http://127.0.0.1:${await freePort()}`;
-  await assert.rejects(portTo([closed]).port.ask({ type: 'view' }, 5_000), (err: { code?: string; message?: string }) =>
+  const { port, lookups } = portTo([closed]);
+  await assert.rejects(port.ask({ type: 'view' }, 5_000), (err: { code?: string; message?: string }) =>
     err.code === 'INSTANCE_UNREACHABLE' && /ECONNREFUSED/.test(err.message ?? ''));
+  assert.ok(lookups() > 2, `the owner looked up ${lookups()} times`);
+  // its successor answers the ask
+  const next = await owner(() => replied(view));
+  assert.deepEqual(await portTo([closed, next.url]).port.ask({ type: 'view' }, 5_000), view);
 });
 
 test('the owner says it no longer owns the instance: asked again at the owner looked up afresh', async () => {
@@ -214,6 +225,60 @@ test('a send prepared with the view one owner gave is not handed over to another
 });
 
 const someOwner = { nodeId: 'n2', url: 'http://127.0.0.1:1' };
+
+/**
+ * A port whose owner lookups answer `owners` in turn (the last one from then on), on simulated time: each wait
+ * between two looks advances it at once. `local`: this node's own port of the instance, once it has one.
+ */
+function handedOver(owners: ({ nodeId: string; url: string } | null)[], local: () => InstancePort | null = () => null) {
+  let t = 0;
+  let lookups = 0;
+  const slept: number[] = [];
+  const port = new RemoteInstancePort(INSTANCE, {
+    selfId: 'n1',
+    owner: async () => owners[Math.min(lookups++, owners.length - 1)] ?? null,
+    secret: SECRET,
+    views: new RemoteViews(),
+    local,
+    sleep: async (ms) => {
+      slept.push(ms);
+      t += ms;
+    },
+    now: () => t,
+  });
+  return { port, lookups: () => lookups, elapsed: () => t, slept };
+}
+
+test('an instance without a live owner (a hand-over): the ask waits for its new owner, which answers', async () => {
+  const o = await owner(() => replied(view));
+  const next = { nodeId: 'n3', url: o.url };
+  const { port, lookups, elapsed, slept } = handedOver([null, null, null, null, next]);
+  assert.deepEqual(await port.ask({ type: 'view' }, 60_000), view);
+  assert.equal(lookups(), 5, 'looked up afresh until an owner was there');
+  assert.deepEqual(slept, [HAND_OVER_POLL_MS, HAND_OVER_POLL_MS, HAND_OVER_POLL_MS], 'at once, then every poll interval');
+  assert.equal(elapsed(), 3 * HAND_OVER_POLL_MS);
+  assert.equal(o.asks.length, 1);
+});
+
+test('no owner within the wait: INSTANCE_UNREACHABLE (nothing was accepted), after at most HAND_OVER_WAIT_MS or a third of the deadline', async () => {
+  const long = handedOver([null]);
+  await assert.rejects(long.port.ask({ type: 'view' }, 60_000), { code: 'INSTANCE_UNREACHABLE' });
+  assert.ok(long.elapsed() <= HAND_OVER_WAIT_MS && long.elapsed() > HAND_OVER_WAIT_MS - 2 * HAND_OVER_POLL_MS, `waited ${long.elapsed()} ms`);
+  const short = handedOver([null]);
+  await assert.rejects(short.port.ask({ type: 'view' }, 900), { code: 'INSTANCE_UNREACHABLE' });
+  assert.ok(short.elapsed() <= 300, `waited ${short.elapsed()} ms of a 900 ms deadline`);
+});
+
+test('handed over to this very node while the ask waited: this node\'s own port answers it', async () => {
+  const asked: string[] = [];
+  const own = { ask: async (a: { type: string }) => (asked.push(a.type), view) } as unknown as InstancePort;
+  let mine = false;
+  const { port } = handedOver([null, { nodeId: 'n1', url: 'http://127.0.0.1:1' }, { nodeId: 'n1', url: 'http://127.0.0.1:1' }], () => (mine ? own : null));
+  const answer = port.ask({ type: 'view' }, 60_000);
+  mine = true;
+  assert.deepEqual(await answer, view);
+  assert.deepEqual(asked, ['view']);
+});
 
 test('views are kept for at most as many instances as the node allows, the oldest seen forgotten first', () => {
   const views = new RemoteViews(2);
