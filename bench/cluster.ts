@@ -16,6 +16,7 @@ import path from 'node:path';
 import { startSandboxServer } from '../src/http/sandbox-server.js';
 import { createTestDb } from '../test/helpers/db.js';
 import { freePort, startSandboxedGateway, type RunningProcess } from '../test/helpers/gateway-process.js';
+import { startFlags } from './lib/start-flags.js';
 
 if (!process.env.TEST_DATABASE_URL) {
   console.error('bench/cluster.ts needs TEST_DATABASE_URL (the nodes share one PostgreSQL server)');
@@ -52,7 +53,8 @@ for (const id of ['b1', 'b2', 'b3']) nodes.push({ id, port: await freePort(), da
 async function start(n: Node): Promise<void> {
   n.proc = await startSandboxedGateway(
     { port: n.port, dataDir: n.dataDir, databaseUrl: db.url ?? '', sandboxUrl: sandbox.url, adminToken: ADMIN,
-      env: { NODE_ID: n.id, CLUSTER_SECRET: SECRET, LEASE_TTL_MS: String(LEASE_TTL_MS), LOG_LEVEL: 'error' } },
+      // with npm start's V8 flags, as an operator runs a node
+      env: { NODE_ID: n.id, CLUSTER_SECRET: SECRET, LEASE_TTL_MS: String(LEASE_TTL_MS), LOG_LEVEL: 'error', NODE_OPTIONS: startFlags().join(' ') } },
     { tailChars: 4_000, startTimeoutMs: 60_000 },
   );
 }
