@@ -9,7 +9,8 @@
  * live owner, an owner that no longer owns the instance or no longer listens: a hand-over) is asked again of
  * the owner looked up afresh, at once and then every HAND_OVER_POLL_MS for up to HAND_OVER_WAIT_MS (never more
  * than a third of the ask's deadline): a request that meets a hand-over is answered by the new owner, this node
- * included, a little later, instead of `502` (the 502 still comes when no owner serves the instance by then).
+ * included, a little later, instead of `502` (the 502 still comes when no owner serves the instance by then,
+ * and at once when the owner looked up afresh refuses the connection again: it died, its lease outlives it).
  *
  * The last view of each instance that came back is kept (`RemoteViews`), with whether its owner gates a v2 send
  * itself (it says so in every answer): a v2 send is then prepared with that view and handed over in one ask
@@ -171,21 +172,25 @@ export class RemoteInstancePort implements InstancePort {
     const now = this.deps.now ?? Date.now;
     const started = now();
     const waitUntil = this.deps.stopping?.() ? started : started + Math.min(HAND_OVER_WAIT_MS, deadlineMs / 3);
-    let reply = await this.forward(ask, deadlineMs, false);
-    // nothing was done: the owner looked up afresh at once, then again while the instance is handed over
+    // the owners that refused the connection, in turn
+    const refused: string[] = [];
+    let reply = await this.forward(ask, deadlineMs, false, refused);
+    // nothing was done: the owner looked up afresh at once, then again while the instance is handed over; an
+    // owner that refuses the connection again though looked up afresh is dead, not handing over (its lease
+    // outlives it): answered at once
     for (let looks = 0; !(reply instanceof HandedOver) && !reply.ok && reply.error.code === 'INSTANCE_UNREACHABLE'; looks++) {
       if (looks > 0) {
-        if (now() + HAND_OVER_POLL_MS > waitUntil) break;
+        if (now() + HAND_OVER_POLL_MS > waitUntil || (refused.length >= 2 && refused.at(-1) === refused.at(-2))) break;
         await (this.deps.sleep ?? realSleep)(HAND_OVER_POLL_MS);
       }
-      reply = await this.forward(ask, deadlineMs - (now() - started), true);
+      reply = await this.forward(ask, deadlineMs - (now() - started), true, refused);
     }
     if (reply instanceof HandedOver) return reply.port.ask(ask, deadlineMs - (now() - started));
     if (!reply.ok) throw replyErrorToThrow(reply.error);
     return reply.value as ReplyOf<A>;
   }
 
-  private async forward(ask: InstanceAsk, deadlineMs: number, fresh: boolean): Promise<AskReply | HandedOver> {
+  private async forward(ask: InstanceAsk, deadlineMs: number, fresh: boolean, refused: string[]): Promise<AskReply | HandedOver> {
     const owner = await this.deps.owner(this.instanceId, fresh);
     if (!owner) return { ok: false, error: { code: 'INSTANCE_UNREACHABLE', message: 'the instance has no live owner right now (it is being taken over); nothing was accepted' } };
     if (owner.nodeId === this.deps.selfId) {
@@ -198,14 +203,14 @@ export class RemoteInstancePort implements InstancePort {
       // prepared with a view another owner gave (the instance was handed over since): this owner may be of an
       // earlier version, which would accept the send without its gate. Asked for the view instead, and the
       // send is prepared again with it (stale: nothing was accepted); the next one goes in one ask if it gates.
-      const seen = await this.post(owner, { type: 'view' }, deadlineMs);
+      const seen = await this.post(owner, { type: 'view' }, deadlineMs, refused);
       return seen.ok ? { ok: true, value: { kind: 'stale', view: seen.value as InstanceView } } : seen;
     }
-    return this.post(owner, ask, deadlineMs);
+    return this.post(owner, ask, deadlineMs, refused);
   }
 
   /** The ask at the owner's internal route: its reply, or a refusal that says nothing was done there. */
-  private async post(owner: Owner, ask: InstanceAsk, deadlineMs: number): Promise<AskReply> {
+  private async post(owner: Owner, ask: InstanceAsk, deadlineMs: number, refused: string[]): Promise<AskReply> {
     if (!this.deps.secret) throw unreachable('no CLUSTER_SECRET');
     let res: Answer;
     try {
@@ -218,7 +223,10 @@ export class RemoteInstancePort implements InstancePort {
     } catch (err) {
       const code = errorCode(err);
       // nothing reached the owner (it no longer listens: stopped, or gone): its successor is looked up
-      if (code && NOT_DELIVERED.has(code)) return { ok: false, error: { code: 'INSTANCE_UNREACHABLE', message: unreachable(code).message } };
+      if (code && NOT_DELIVERED.has(code)) {
+        refused.push(ownerKey(owner));
+        return { ok: false, error: { code: 'INSTANCE_UNREACHABLE', message: unreachable(code).message } };
+      }
       throw instanceTimeout();
     }
     const body = res.body as { success?: boolean; data?: { reply?: AskReply; gates?: boolean }; code?: string; error?: string } | null;

@@ -67,7 +67,7 @@ const portTo = (urls: string[], views = new RemoteViews(), nodeId = 'n2') => {
     },
     now: () => t,
   });
-  return { port, lookups: () => lookups };
+  return { port, lookups: () => lookups, elapsed: () => t };
 };
 
 const view = { status: 'connected', connected: true };
@@ -101,15 +101,20 @@ test('a connection the owner closed while it was idle is not used again: the nex
   assert.notEqual(o.asks[1]?.socket, o.asks[0]?.socket);
 });
 
-test('nobody listens at the owner\'s address: looked up again while it may be handed over, then INSTANCE_UNREACHABLE (nothing was accepted)', async () => {
+test('nobody listens at the owner\'s address: its successor, looked up afresh, answers; the same owner again: INSTANCE_UNREACHABLE at once (nothing was accepted)', async () => {
   const closed = `http://127.0.0.1:${await freePort()}`;
-  const { port, lookups } = portTo([closed]);
+  const next = await owner(() => replied(view));
+  assert.deepEqual(await portTo([closed, next.url]).port.ask({ type: 'view' }, 5_000), view, 'a node that stopped and left: the new owner answers');
+  // the owner looked up afresh refuses again: it died with its lease still running, and no wait would help
+  const { port, lookups, elapsed } = portTo([closed]);
   await assert.rejects(port.ask({ type: 'view' }, 5_000), (err: { code?: string; message?: string }) =>
     err.code === 'INSTANCE_UNREACHABLE' && /ECONNREFUSED/.test(err.message ?? ''));
-  assert.ok(lookups() > 2, `the owner looked up ${lookups()} times`);
-  // its successor answers the ask
-  const next = await owner(() => replied(view));
-  assert.deepEqual(await portTo([closed, next.url]).port.ask({ type: 'view' }, 5_000), view);
+  assert.equal(lookups(), 2);
+  assert.equal(elapsed(), 0, 'answered without waiting');
+  // refused by one owner, then by another looked up afresh (a hand-over under way): it waits for the next
+  const { port: waiting, elapsed: waited } = portTo([closed, `http://127.0.0.1:${await freePort()}`, next.url]);
+  assert.deepEqual(await waiting.ask({ type: 'view' }, 5_000), view);
+  assert.ok(waited() > 0);
 });
 
 test('the owner says it no longer owns the instance: asked again at the owner looked up afresh', async () => {
