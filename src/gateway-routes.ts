@@ -18,13 +18,13 @@ import { queuePaused } from './errors.js';
 import { healthRouter } from './http/routes/health.js';
 import { adminInstancesRouter } from './http/routes/admin-instances.js';
 import { sendRouter } from './http/routes/send.js';
-import { deferGate } from './http/routes/queue-gate.js';
+import { deferGate, keepView, viewOf } from './http/routes/queue-gate.js';
 import { queueRouter } from './http/routes/queue.js';
 import { adminQueueRouter } from './http/routes/admin-queue.js';
 import { statusRouter } from './http/routes/status.js';
 import { debugRouter } from './http/routes/debug.js';
 import type { ActorSystem } from './actors/system.js';
-import { DEADLINES, type InstancePort, type InstanceView } from './actors/port.js';
+import type { InstancePort } from './actors/port.js';
 import type { InstanceAdminService } from './instances.js';
 import { getInstance, type Instance } from './store/instances.js';
 import type { Cluster } from './cluster/cluster.js';
@@ -94,10 +94,10 @@ export function gatewayFamilies(deps: RouteDeps): Families {
   // Every route family with its authentication: the guard is part of each route's chain (src/http/router.ts).
   // SPEC.md: during an ordered restart every /api/v2/* route answers 503 QUEUE_PAUSED (v1 routes wait)
   const v2Checked = async (ctx: Context, port: InstancePort, next: Next) => {
-    const view = await port.ask({ type: 'view' }, DEADLINES.queueStatus);
+    const view = await viewOf(port);
     if (view.paused) throw queuePaused();
     // the send routes' gate reads the same view instead of asking again
-    (ctx.state as { view?: InstanceView }).view = view;
+    keepView(ctx, view);
     return next();
   };
   const v2Key: Middleware = (ctx, next) => apiKey(ctx, () => v2Checked(ctx, portOf(ctx), next));
@@ -114,7 +114,7 @@ export function gatewayFamilies(deps: RouteDeps): Families {
       try {
         await next();
       } catch (err) {
-        if (!deferred.settled && (await port.ask({ type: 'view' }, DEADLINES.queueStatus)).paused) throw queuePaused();
+        if (!deferred.settled && (await viewOf(port)).paused) throw queuePaused();
         throw err;
       }
     });

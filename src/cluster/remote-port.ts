@@ -87,7 +87,10 @@ export class RemoteViews {
 const ownerKey = (o: Owner) => `${o.nodeId} ${o.url}`;
 
 const NOT_DELIVERED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'EAI_AGAIN', 'ENETUNREACH']);
-const unreachable = (why: string) => new DomainError('INSTANCE_UNREACHABLE', `the instance's node cannot be reached (${why}); nothing was accepted`);
+const unreachableWhy = (why: string) => `the instance's node cannot be reached (${why}); nothing was accepted`;
+const unreachable = (why: string) => new DomainError('INSTANCE_UNREACHABLE', unreachableWhy(why));
+/** A reply that says the ask provably did nothing: the owner is looked up again (RemoteInstancePort.ask). */
+const nothingDone = (message: string): AskReply => ({ ok: false, error: { code: 'INSTANCE_UNREACHABLE', message } });
 
 /**
  * How long a connection to another node stays open unused: well inside the owner's keep-alive (src/gateway.ts,
@@ -192,12 +195,12 @@ export class RemoteInstancePort implements InstancePort {
 
   private async forward(ask: InstanceAsk, deadlineMs: number, fresh: boolean, refused: string[]): Promise<AskReply | HandedOver> {
     const owner = await this.deps.owner(this.instanceId, fresh);
-    if (!owner) return { ok: false, error: { code: 'INSTANCE_UNREACHABLE', message: 'the instance has no live owner right now (it is being taken over); nothing was accepted' } };
+    if (!owner) return nothingDone('the instance has no live owner right now (it is being taken over); nothing was accepted');
     if (owner.nodeId === this.deps.selfId) {
       // handed over to this node since the request began: its own port answers
       const local = this.deps.local?.(this.instanceId);
       if (local) return new HandedOver(local);
-      return { ok: false, error: { code: 'INSTANCE_UNREACHABLE', message: 'the instance is being handed over; nothing was accepted' } };
+      return nothingDone('the instance is being handed over; nothing was accepted');
     }
     if (ask.type === 'queue.accept' && ask.gate && !this.deps.views.gaveBy(this.instanceId, owner)) {
       // prepared with a view another owner gave (the instance was handed over since): this owner may be of an
@@ -225,7 +228,7 @@ export class RemoteInstancePort implements InstancePort {
       // nothing reached the owner (it no longer listens: stopped, or gone): its successor is looked up
       if (code && NOT_DELIVERED.has(code)) {
         refused.push(ownerKey(owner));
-        return { ok: false, error: { code: 'INSTANCE_UNREACHABLE', message: unreachable(code).message } };
+        return nothingDone(unreachableWhy(code));
       }
       throw instanceTimeout();
     }
@@ -237,7 +240,7 @@ export class RemoteInstancePort implements InstancePort {
       return reply;
     }
     // the owner's envelope refusal (not this instance's owner any more, a bad secret): nothing was done there
-    if (body?.code === 'INSTANCE_UNREACHABLE') return { ok: false, error: { code: 'INSTANCE_UNREACHABLE', message: body.error ?? 'not the owner' } };
+    if (body?.code === 'INSTANCE_UNREACHABLE') return nothingDone(body.error ?? 'not the owner');
     // refused before anything ran there (authentication, a malformed ask): nothing was done; otherwise unknown
     if (res.status < 500) throw unreachable(`the owner answered ${res.status}`);
     throw instanceTimeout();

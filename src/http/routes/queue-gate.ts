@@ -38,6 +38,11 @@ export const ownNumber = (ctx: Context, view: InstanceView): string | null =>
 /** The view the v2 guard asked for this request (src/gateway-routes.ts `v2Key`), if it did. */
 const guardView = (ctx: Context): InstanceView | undefined => (ctx.state as { view?: InstanceView }).view;
 
+/** Keep `view` as this request's instance view: what the route's gate and preparation read from then on. */
+export function keepView(ctx: Context, view: InstanceView): void {
+  (ctx.state as { view?: InstanceView }).view = view;
+}
+
 /** The instance's view: the one the v2 guard asked for this request, else a fresh one. */
 export const requestView = async (ctx: Context, port: InstancePort): Promise<InstanceView> => guardView(ctx) ?? (await viewOf(port));
 
@@ -96,7 +101,7 @@ export async function gatedAccept(
         return await acceptJob(port, request, deadlineMs, { phoneNumber: view.phoneNumber });
       } catch (err) {
         if (!(err instanceof GateStale)) throw err;
-        (ctx.state as { view?: InstanceView }).view = err.view;
+        keepView(ctx, err.view);
       }
     }
   }
