@@ -178,10 +178,6 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   let url = '';
   if (opts.listen !== false) {
     server = http.createServer(app.callback());
-    // before Koa sees the request: a dispatch slot that came due while the loop was busy goes out now
-    // (src/clock.ts PolledTimers), not after every other request of this turn of the loop
-    const lanes = rt.laneTimers;
-    server.prependListener('request', () => lanes.poll());
     server.keepAliveTimeout = 65_000;
     answerClientErrors(server);
     await new Promise<void>((resolve, reject) => {

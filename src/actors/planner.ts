@@ -59,8 +59,6 @@ export interface PlannerDeps {
   metrics?: QueueMetrics;
   /** the node's group commit of acceptances */
   committer?: AcceptanceCommitter;
-  /** the node's timers that its HTTP server also fires (WorkerDeps.laneClock) */
-  laneClock?: Clock;
   /** the node's batched start reads (src/queue/starts.ts) */
   starts?: QueueStarts;
   /** whether the instance is brand-new (its queue starts empty, without reads); asked once, as its planner starts */
@@ -104,7 +102,6 @@ export function createPlanners(deps: PlannerDeps): Planners {
       ...(fence ? { fence: (q: Queryable) => fence(instanceId, q) } : {}),
       ...(fence && leaseOf ? { lease: () => leaseOf(instanceId) } : {}),
       ...(deps.committer ? { committer: deps.committer } : {}),
-      ...(deps.laneClock ? { laneClock: deps.laneClock } : {}),
       events: {
         emit: (q, event, data) => deps.events.emit(q, instanceId, event, data),
         emitMany: (q, items) => deps.events.emitMany(q, instanceId, items),

@@ -13,7 +13,7 @@ import { supervisorMachine, shardMachine, instanceActorId, SYSTEM_IDS } from '..
 import { instanceMachine, healthCounts, viewOf, stoppedView, type InstanceSnapshot, type NotifyParams, type TraceParams, type HealthCounts, type InstanceInput, type InstanceView } from '../../machines/instance.machine.js';
 import { createSessionLogic, type Sessions } from './session.js';
 import { createWebhookSenders, type WebhookSenders } from './webhook-sender.js';
-import { PolledTimers, type Clock } from '../clock.js';
+import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { Pool, Queryable } from '../store/pool.js';
 import type { Instance } from '../store/instances.js';
@@ -89,18 +89,12 @@ export class ActorSystem {
   private readonly planners: Planners;
   /** acceptances of every instance of this node, committed together (src/queue/group-commit.ts) */
   readonly groupCommit: AcceptanceCommitter;
-  /**
-   * The dispatch lanes' timers of every instance of this node (src/clock.ts PolledTimers): the HTTP server polls
-   * them as requests arrive (src/gateway.ts), so a due slot is not held back by a busy event loop.
-   */
-  readonly laneTimers: PolledTimers;
   private readonly replies: Replies;
   readonly webhooks: WebhookSenders;
   readonly supervisor: Actor<typeof supervisorMachine>;
 
   constructor(private readonly deps: ActorSystemDeps) {
     const records = this.records;
-    this.laneTimers = new PolledTimers(deps.clock);
     const replies = (this.replies = createReplies(deps.clock));
     const events = (): AnyActorRef | undefined => this.supervisor.system.get(SYSTEM_IDS.events);
     this.sessions = createSessionLogic({
@@ -145,7 +139,6 @@ export class ActorSystem {
       ...(deps.leaseOf ? { leaseOf: deps.leaseOf } : {}),
       ...(deps.metrics ? { metrics: deps.metrics.queue } : {}),
       committer: this.groupCommit,
-      laneClock: this.laneTimers,
       starts: new QueueStarts(deps.pool, deps.clock),
       fresh: (id) => this.fresh.delete(id),
     });

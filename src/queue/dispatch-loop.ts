@@ -7,7 +7,7 @@
  * src/queue/replans.ts's: they move slots, on the serial executor.
  */
 import { performance } from 'node:perf_hooks';
-import type { Clock, TimerHandle } from '../clock.js';
+import type { TimerHandle } from '../clock.js';
 import type { Job } from './job.js';
 import type { QueueCore } from './core.js';
 import { claimDue, readStored, type ClaimHelpers } from './dispatch-claim.js';
@@ -50,11 +50,7 @@ export class DispatchLoop {
     putBack: (job, now) => this.putBack(job, now),
   };
 
-  /** what the lane's timer is armed on (WorkerDeps.laneClock) */
-  private readonly laneClock: Clock;
-
   constructor(private readonly core: QueueCore, private readonly slots: SlotWriter) {
-    this.laneClock = core.deps.laneClock ?? core.deps.clock;
     this.replans = new Replans(core, slots, () => this.arm());
     // the claims go to connections of their own (src/queue/dispatch-claim.ts): one is opened before the first is due
     if (core.deps.lease) void warmClaimPool(core.deps.pool);
@@ -106,7 +102,7 @@ export class DispatchLoop {
   }
 
   disarm(): void {
-    if (this.timer !== null) this.laneClock.clearTimeout(this.timer);
+    if (this.timer !== null) this.core.deps.clock.clearTimeout(this.timer);
     this.timer = null;
     this.timerAt = Number.POSITIVE_INFINITY;
   }
@@ -125,7 +121,7 @@ export class DispatchLoop {
     this.disarm();
     this.timerAt = next;
     const armedAt = core.now();
-    this.timer = this.laneClock.setTimeout(() => {
+    this.timer = core.deps.clock.setTimeout(() => {
       this.timer = null;
       this.timerAt = Number.POSITIVE_INFINITY;
       this.tick(next, armedAt);

@@ -84,11 +84,6 @@ export interface WorkerDeps {
   metrics?: QueueMetrics;
   /** the node's group commit of acceptances (none: the queue commits its batches alone) */
   committer?: AcceptanceCommitter;
-  /**
-   * The clock the dispatch lane arms its next slot on (default `clock`): the node's PolledTimers (src/clock.ts),
-   * which its HTTP server also fires as requests arrive, so that a busy event loop does not hold a due slot back.
-   */
-  laneClock?: Clock;
 }
 
 /** A validated send as a route hands it over: the send, its place in the queue and, for a requeue, its origin. */
