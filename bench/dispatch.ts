@@ -9,6 +9,9 @@
  * shows up here before it shows up as lateness.
  *
  *   TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npx tsx bench/dispatch.ts
+ *   BENCH_JOBS=250 BENCH_LOAD_INSTANCES=50 BENCH_CONCURRENCY=50 BENCH_PAUSE_MIN_MS=40 BENCH_PAUSE_MAX_MS=80 (the pauses
+ *   are the instance's minDelayMs/maxDelayMs: 40–80 ms is far shorter than any real pacing, and there outcome writes
+ *   can hold the lane; 300–500 ms with BENCH_JOBS=120 measures what a paced instance sees)
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { startTestGateway } from '../test/helpers/gateway.js';
@@ -19,8 +22,8 @@ import { untilStoreQuiet } from './lib/quiet.js';
 const JOBS = Number(process.env.BENCH_JOBS ?? 250);
 const LOAD_INSTANCES = Number(process.env.BENCH_LOAD_INSTANCES ?? 50);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 50);
-const MIN = 40;
-const MAX = 80;
+const MIN = Number(process.env.BENCH_PAUSE_MIN_MS ?? 40);
+const MAX = Number(process.env.BENCH_PAUSE_MAX_MS ?? 80);
 const PER_HOUR = 200;
 
 const t = await startTestGateway({ label: 'bench_dispatch', env: { QUEUE_MAX_PENDING: '10000000' } });
