@@ -9,6 +9,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { NEEDS_SERVER } from '../helpers/db.js';
 import { fenceLeases, type Lease } from '../../src/cluster/leases.js';
 import { insertJobs } from '../../src/queue/sql/insertJobs.js';
 import { insertJobsFenced } from '../../src/queue/sql/insertJobsFenced.js';
@@ -73,7 +74,7 @@ test('deleting an instance deletes its jobs and idempotency keys, and nobody els
   });
 });
 
-test('a write under the fence still open when the instance is deleted: the delete waits for it, and its jobs and keys go too', async () => {
+test('a write under the fence still open when the instance is deleted: the delete waits for it, and its jobs and keys go too', NEEDS_SERVER, async () => {
   const { instance } = await t.createInstance('deleted-mid-write');
   const lease = await leaseOf(instance.id);
   const writer = await t.db.pool.connect();
