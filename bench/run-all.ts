@@ -65,6 +65,13 @@ const BENCHES: Bench[] = [
     ],
   },
   {
+    name: 'request-log', file: 'bench/request-log.ts', needs: 'postgres',
+    figures: [
+      { figure: 'the request log (npm start\'s default), CPU per acceptance', goal: 'report', unit: ' µs', read: num(/the request line's CPU per acceptance:\s+(-?[\d.]+) µs/) },
+      { figure: '  acceptance with the request log / without (gateway processes, in turn)', goal: 'report', unit: '', read: num(/rate with the request log \/ without:\s+([\d.]+)/) },
+    ],
+  },
+  {
     name: 'status', file: 'bench/status.ts', needs: 'postgres',
     figures: [
       { figure: 'GET /api/status / Koa hello-world', goal: '≥ 0.5', unit: '', read: num(/ratio status \/ hello:\s+([\d.]+)/), met: (v) => v >= 0.5 },
