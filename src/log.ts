@@ -89,24 +89,86 @@ function maskLine(line: string): string {
   return maskSecrets(line.includes('wapi_') ? line.replace(KEY_PATTERN, 'wapi_[redacted]') : line);
 }
 
+/** The part of a stream a log line is written to: a stream, or the process's batched stdout. */
+export interface LineTarget {
+  write(chunk: string): unknown;
+}
+
 /**
  * A stream that writes bunyan records to `target` after masking every known secret. Bunyan only calls
  * `write` with each record's line, so a bare writer does (no stream machinery per line).
  */
-export function redactingStream(target: NodeJS.WritableStream): NodeJS.WritableStream {
+export function redactingStream(target: LineTarget): NodeJS.WritableStream {
   const writer = {
     write(chunk: Buffer | string): boolean {
-      return target.write(maskLine(typeof chunk === 'string' ? chunk : chunk.toString()));
+      target.write(maskLine(typeof chunk === 'string' ? chunk : chunk.toString()));
+      return true;
     },
   };
   return writer as unknown as NodeJS.WritableStream;
 }
 
-export function createLogger(opts: { level: bunyan.LogLevel; name?: string; stream?: NodeJS.WritableStream }): Logger {
+/** What a batched writer holds before it writes at once rather than at the end of the turn. */
+const BATCH_MAX_BYTES = 64 * 1024;
+
+/**
+ * Lines gathered while the event loop works through one turn, then written to `target` as one chunk right after
+ * it (setImmediate), or at once when BATCH_MAX_BYTES are held. Under load every request writes a line, and the
+ * process's stdout (a file, a pipe or a terminal) writes each chunk with its own write(2): one system call a turn
+ * instead of one a line. Lines keep their order. `flush()` writes what is held now; the process's own writer
+ * (`stdoutLines`) flushes on the process's 'exit', so process.exit() and an uncaught exception lose nothing (stdout
+ * writes to files and pipes are synchronous on Linux); only a SIGKILL can lose the last turn's lines.
+ */
+export class BatchedLines {
+  private held: string[] = [];
+  private bytes = 0;
+  private scheduled = false;
+  constructor(
+    private readonly target: LineTarget,
+    private readonly maxBytes = BATCH_MAX_BYTES,
+  ) {}
+
+  write(line: string): boolean {
+    this.held.push(line);
+    this.bytes += line.length;
+    if (this.bytes >= this.maxBytes) this.flush();
+    else if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => {
+        this.scheduled = false;
+        this.flush();
+      });
+    }
+    return true;
+  }
+
+  flush(): void {
+    if (this.held.length === 0) return;
+    const chunk = this.held.length === 1 ? (this.held[0] as string) : this.held.join('');
+    this.held = [];
+    this.bytes = 0;
+    this.target.write(chunk);
+  }
+}
+
+let stdoutWriter: BatchedLines | null = null;
+/** The process's one batched writer to stdout, flushed when the process exits. */
+export function stdoutLines(): BatchedLines {
+  if (stdoutWriter) return stdoutWriter;
+  const writer = new BatchedLines(process.stdout);
+  process.on('exit', () => writer.flush());
+  return (stdoutWriter = writer);
+}
+
+/**
+ * A logger of bunyan JSON lines, every known secret masked. Without `stream`, the lines go to the process's stdout
+ * through its batched writer (`stdoutLines`); a given stream is written line by line, as it is called.
+ */
+export function createLogger(opts: { level: bunyan.LogLevel; name?: string; stream?: LineTarget }): Logger {
   return bunyan.createLogger({
     name: opts.name ?? 'mgw',
     level: opts.level,
-    streams: [{ level: opts.level, stream: redactingStream(opts.stream ?? process.stdout) }],
+    streams: [{ level: opts.level, stream: redactingStream(opts.stream ?? stdoutLines()) }],
     serializers: {
       err: (e: unknown) => redact(e instanceof Error ? bunyan.stdSerializers.err(e) : e),
       req: (r: unknown) => redact(r),
