@@ -34,7 +34,6 @@ const TICKS = 100;
 
 interface Side {
   name: string;
-  level: string;
   db: TestDb;
   dataDir: string;
   gw: RunningProcess;
@@ -65,7 +64,7 @@ try {
     const created = await callGateway(gw.url, ADMIN, 'POST', '/admin/v1/instances', { name: `reqlog-${level}`, driver: 'sandbox', settings });
     const data = created.body.data as { instance: { id: string }; apiKey: string };
     sandbox.network.link(data.instance.id, { phoneNumber: level === 'info' ? '4915550400001' : '4915550400002' });
-    sides.push({ name, level, db, dataDir, gw, apiKey: data.apiKey, runs: [] });
+    sides.push({ name, db, dataDir, gw, apiKey: data.apiKey, runs: [] });
   }
   for (const side of sides) {
     for (let i = 0; i < 200; i++) {

@@ -9,7 +9,6 @@
  * delivery `delivered` with the attempts of both rounds. Screenshots: console-{queue,webhook,diagrams}.png, in a
  * temporary directory (docs/screenshots/ with UPDATE_SCREENSHOTS=1; test/helpers/screenshots.ts).
  */
-import { existsSync } from 'node:fs';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
@@ -17,10 +16,8 @@ import type { AddressInfo } from 'node:net';
 import { chromium, type Page } from 'playwright-core';
 import { startTestGateway } from '../helpers/gateway.js';
 import { saveScreenshot } from '../helpers/screenshots.js';
+import { CHROME, NEEDS_CHROME } from '../helpers/chromium.js';
 
-const CHROME = process.env.CHROME_PATH || '/usr/bin/chromium';
-// as the other browser tests: without Chromium (`.ci/run` installs Debian's), say so and skip
-const NO_CHROME = { skip: existsSync(CHROME) ? false : `no Chromium at ${CHROME} (apt-get install -y chromium, or set CHROME_PATH)` };
 const RECIPIENT = '4915112340043';
 const PHONE = '4915112349002';
 const SECRET = 'console-panels-webhook-secret-0123';
@@ -28,7 +25,7 @@ const WAIT = { timeout: 20_000 };
 const shot = (page: Page, name: string) => saveScreenshot(page, `console-${name}.png`, { fullPage: true });
 type Doc = { document: { getElementById(id: string): { textContent: string } } };
 
-test('the console panels in Chromium: queue (sent, cancel, requeue), webhook (failed, redeliver, delivered), live state diagrams', NO_CHROME, async (t) => {
+test('the console panels in Chromium: queue (sent, cancel, requeue), webhook (failed, redeliver, delivered), live state diagrams', NEEDS_CHROME, async (t) => {
   const gw = await startTestGateway({ label: 'console_panels', simulated: true });
   t.after(() => gw.stop());
   let answer = 500;

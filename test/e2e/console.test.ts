@@ -8,23 +8,20 @@
  * temporary directory (docs/screenshots/ with UPDATE_SCREENSHOTS=1; test/helpers/screenshots.ts).
  * Nothing is asked of any host but the gateway.
  */
-import { existsSync } from 'node:fs';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { chromium, type Page } from 'playwright-core';
 import { startTestGateway } from '../helpers/gateway.js';
 import { saveScreenshot } from '../helpers/screenshots.js';
+import { CHROME, NEEDS_CHROME } from '../helpers/chromium.js';
 import { CONSOLE_COOKIE } from '../../src/console/index.js';
 
-const CHROME = process.env.CHROME_PATH || '/usr/bin/chromium';
-// as the other browser tests: without Chromium (`.ci/run` installs Debian's), say so and skip
-const NO_CHROME = { skip: existsSync(CHROME) ? false : `no Chromium at ${CHROME} (apt-get install -y chromium, or set CHROME_PATH)` };
 const RECIPIENT = '4915112340042';
 const PHONE = '4915112349001';
 const WAIT = { timeout: 20_000 };
 const shot = (page: Page, name: string) => saveScreenshot(page, `console-${name}.png`, { fullPage: true });
 
-test('the operator console in Chromium: sign in, create, link with the QR shown, live status, send, delete, sign out', NO_CHROME, async (t) => {
+test('the operator console in Chromium: sign in, create, link with the QR shown, live status, send, delete, sign out', NEEDS_CHROME, async (t) => {
   const gw = await startTestGateway({ label: 'console' });
   t.after(() => gw.stop());
   if (!gw.gw.routes.some((r) => r.path === '/console')) {

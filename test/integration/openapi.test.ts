@@ -7,7 +7,6 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { chromium } from 'playwright-core';
@@ -16,6 +15,7 @@ import type { RouteInfo } from '../../src/http/router.js';
 import { REGISTRY } from '../../src/http/openapi/registry.js';
 import { openApiPath, registryKey } from '../../src/http/openapi/document.js';
 import { saveScreenshot } from '../helpers/screenshots.js';
+import { CHROME, NEEDS_CHROME } from '../helpers/chromium.js';
 
 type Json = Record<string, unknown>;
 interface Op extends Json {
@@ -119,9 +119,8 @@ test('each documented example, sent to the gateway, gets the documented status a
   }
 });
 
-const CHROME = process.env.CHROME_PATH || '/usr/bin/chromium';
 
-test('/docs renders in Chromium from the gateway alone', { skip: existsSync(CHROME) ? false : `no Chromium at ${CHROME} (set CHROME_PATH)` }, async () => {
+test('/docs renders in Chromium from the gateway alone', NEEDS_CHROME, async () => {
   const browser = await chromium.launch({ executablePath: CHROME, args: ['--no-sandbox'] });
   try {
     const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });

@@ -30,9 +30,8 @@ import { WebjsDriver } from '../../src/drivers/webjs/driver.js';
 import { webjsDriverFactory } from '../../src/drivers/webjs/factory.js';
 import type { WebjsDriverOptions } from '../../src/drivers/webjs/options.js';
 import { isRunning, pidsWithUserDataDir, processTree } from '../../src/drivers/webjs/processes.js';
+import { CHROME, NO_CHROME } from '../helpers/chromium.js';
 
-const CHROME = process.env.CHROME_PATH || '/usr/bin/chromium';
-const NO_CHROME = existsSync(CHROME) ? null : `no Chromium at ${CHROME} (apt-get install -y chromium)`;
 /** The binary itself: Debian's /usr/bin/chromium-headless-shell is a script that does not exec it. */
 const SHELL = process.env.CHROME_HEADLESS_SHELL_PATH || '/usr/lib/chromium/chromium-headless-shell';
 const NO_SHELL = existsSync(SHELL) ? null : `no chrome-headless-shell at ${SHELL} (apt-get install -y chromium-headless-shell)`;

@@ -23,9 +23,8 @@ import type { Clock } from '../../src/clock.js';
 import type { WebjsBlockable } from '../../src/config.js';
 import { WebjsDriver } from '../../src/drivers/webjs/driver.js';
 import { pidsWithUserDataDir, processTree } from '../../src/drivers/webjs/processes.js';
+import { CHROME, NO_CHROME } from '../helpers/chromium.js';
 
-const CHROME = process.env.CHROME_PATH || '/usr/bin/chromium';
-const NO_CHROME = existsSync(CHROME) ? null : `no Chromium at ${CHROME} (apt-get install -y chromium)`;
 const SHELL = process.env.CHROME_HEADLESS_SHELL_PATH || '/usr/lib/chromium/chromium-headless-shell';
 const NO_SHELL = existsSync(SHELL) ? null : `no chrome-headless-shell at ${SHELL} (apt-get install -y chromium-headless-shell)`;
 const VERSION = 'page-test';
