@@ -72,6 +72,13 @@ const BENCHES: Bench[] = [
     ],
   },
   {
+    name: 'auth-flood', file: 'bench/auth-flood.ts', needs: 'postgres',
+    figures: [
+      { figure: 'acceptance beside a flood of unknown API keys / alone', goal: 'report', unit: '', read: num(/ratio beside \/ alone:\s+([\d.]+)/) },
+      { figure: '  the flood\'s own rate (a new unknown key each request, all 401)', goal: 'report', unit: ' req/s', read: num(/the flood \(.*?\): ([\d.]+) req\/s/) },
+    ],
+  },
+  {
     name: 'status', file: 'bench/status.ts', needs: 'postgres',
     figures: [
       { figure: 'GET /api/status / Koa hello-world', goal: '≥ 0.5', unit: '', read: num(/ratio status \/ hello:\s+([\d.]+)/), met: (v) => v >= 0.5 },

@@ -6,10 +6,19 @@
 import { createHash, hash, timingSafeEqual } from 'node:crypto';
 import type { Context, Next } from 'koa';
 import { DomainError } from '../errors.js';
-import { findInstanceIdByKey } from '../store/instances.js';
+import { findInstanceIdsByKeyHashes } from '../store/instances.js';
 import type { Queryable } from '../store/pool.js';
 import type { Clock } from '../clock.js';
 import { isConnectionError } from '../store/health.js';
+
+/** Lookup statements of unknown keys running at once, and keys in one. */
+const LOOKUP_STATEMENTS = 2;
+const LOOKUP_BATCH = 500;
+
+interface Waiter {
+  resolve: (instanceId: string | null) => void;
+  reject: (err: unknown) => void;
+}
 
 // The scheme is case-insensitive (RFC 9110 §11.1); the token is not.
 const BEARER = /^bearer +([A-Za-z0-9._~+/=-]{8,512})$/i;
@@ -33,6 +42,12 @@ export function bearerToken(ctx: Context, expected = 'API_KEY'): string {
  * valid or not then: 503 QUEUE_STORE_UNAVAILABLE, never a 401 for a key that may be valid. Once a lookup
  * failed, a cached key is answered at once and re-verified in the background, so that requests do not each
  * wait out the store's deadline in a partition.
+ *
+ * Keys not in the cache are verified together: every key that waits is looked up by one statement, at most
+ * LOOKUP_STATEMENTS of them at once (the next collects what arrives meanwhile). A caller sending a new unknown
+ * key with every request (a scan for valid keys, a client gone wrong) otherwise made each request a statement
+ * of its own, holding the pool's connections: beside 64 such clients an honest client's acceptance fell to a
+ * tenth of its rate (bench/auth-flood.ts).
  */
 export class KeyResolver {
   private cache = new Map<string, { instanceId: string; at: number }>();
@@ -41,6 +56,10 @@ export class KeyResolver {
   /** when a lookup last failed because the store was unreachable (null once one succeeds again) */
   private unreachableAt: number | null = null;
   private readonly lookups = new Map<string, Promise<string | null>>();
+  /** keys (by hash) waiting for the next lookup statement, with who waits (more than one only across a `clear`) */
+  private waiting = new Map<string, Waiter[]>();
+  private statements = 0;
+  private scheduled = false;
   constructor(
     private readonly db: Queryable,
     private readonly clock: Clock,
@@ -54,13 +73,13 @@ export class KeyResolver {
     if (hit && this.clock.now() - hit.at < this.ttlMs) return hit.instanceId;
     if (hit && this.unreachableAt !== null) {
       // the store was failing at the last lookup: answer from the cache now, re-verify in the background
-      void this.lookup(h, key).catch((err: unknown) => {
+      void this.lookup(h).catch((err: unknown) => {
         if (isConnectionError(err)) this.unreachableAt = this.clock.now();
       });
       return hit.instanceId;
     }
     try {
-      return await this.lookup(h, key);
+      return await this.lookup(h);
     } catch (err) {
       this.failed(err);
       const stale = this.cache.get(h);
@@ -78,11 +97,16 @@ export class KeyResolver {
   }
 
   /** One lookup per key at a time (bounded by the store's own deadlines, see STORE_DEADLINES). */
-  private lookup(h: string, key: string): Promise<string | null> {
+  private lookup(h: string): Promise<string | null> {
     const running = this.lookups.get(h);
     if (running) return running;
     const generation = this.generation;
-    const pending: Promise<string | null> = findInstanceIdByKey(this.db, key)
+    const pending: Promise<string | null> = new Promise<string | null>((resolve, reject) => {
+      const waiters = this.waiting.get(h);
+      if (waiters) waiters.push({ resolve, reject });
+      else this.waiting.set(h, [{ resolve, reject }]);
+      this.schedule();
+    })
       .then((id) => {
         this.unreachableAt = null;
         if (generation === this.generation) {
@@ -96,6 +120,37 @@ export class KeyResolver {
       });
     this.lookups.set(h, pending);
     return pending;
+  }
+
+  /** A lookup statement on the next turn (what arrives in this one joins it), unless enough are running. */
+  private schedule(): void {
+    if (this.scheduled || this.statements >= LOOKUP_STATEMENTS || this.waiting.size === 0) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      void this.lookUpWaiting();
+    });
+  }
+
+  /** Look up the keys waiting (up to LOOKUP_BATCH) in one statement. */
+  private async lookUpWaiting(): Promise<void> {
+    if (this.statements >= LOOKUP_STATEMENTS || this.waiting.size === 0) return;
+    const batch = new Map<string, Waiter[]>();
+    for (const [h, w] of this.waiting) {
+      if (batch.size >= LOOKUP_BATCH) break;
+      batch.set(h, w);
+    }
+    for (const h of batch.keys()) this.waiting.delete(h);
+    this.statements++;
+    try {
+      const found = await findInstanceIdsByKeyHashes(this.db, [...batch.keys()]);
+      for (const [h, ws] of batch) for (const w of ws) w.resolve(found.get(h) ?? null);
+    } catch (err) {
+      for (const ws of batch.values()) for (const w of ws) w.reject(err);
+    } finally {
+      this.statements--;
+      this.schedule();
+    }
   }
 
   clear(): void {

@@ -2,7 +2,7 @@
  * Instances and their API keys. Keys are `wapi_<NAME>_<random>`, shown once (creation, rotation) and stored
  * only as sha256; a lookup goes by hash and is confirmed with a constant-time comparison.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { Queryable } from './pool.js';
 import { isInstanceId, newApiKey, newInstanceId } from '../ids.js';
 import { DomainError } from '../errors.js';
@@ -187,14 +187,14 @@ export async function setPhoneNumber(q: Queryable, id: string, phone: string | n
   await q.query('UPDATE instances SET phone_number = $2 WHERE id = $1 AND phone_number IS DISTINCT FROM $2', [id, phone]);
 }
 
-/** The instance a key belongs to, or null (unknown or revoked key). */
-export async function findInstanceIdByKey(q: Queryable, key: string): Promise<string | null> {
-  const hash = hashKey(key);
-  const { rows } = await q.query<{ instance_id: string; key_hash: Buffer }>(
-    'SELECT instance_id, key_hash FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL',
-    [hash],
+/**
+ * The instances that keys belong to, by the keys' SHA-256 digests in hex (`hashKey`), in one statement: a
+ * digest of an unknown or revoked key is not in the answer.
+ */
+export async function findInstanceIdsByKeyHashes(q: Queryable, hashes: readonly string[]): Promise<Map<string, string>> {
+  const { rows } = await q.query<{ instance_id: string; key_hash: string }>(
+    "SELECT instance_id, encode(key_hash, 'hex') AS key_hash FROM api_keys WHERE key_hash = ANY ($1::bytea[]) AND revoked_at IS NULL",
+    [hashes.map((h) => Buffer.from(h, 'hex'))],
   );
-  const row = rows[0];
-  if (!row || row.key_hash.length !== hash.length || !timingSafeEqual(row.key_hash, hash)) return null;
-  return row.instance_id;
+  return new Map(rows.map((r) => [r.key_hash, r.instance_id]));
 }
