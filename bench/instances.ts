@@ -33,7 +33,7 @@ import { listInstances } from '../src/store/instances.js';
 import { createTestDb } from '../test/helpers/db.js';
 import { ADMIN_TOKEN } from '../test/helpers/gateway.js';
 import { postMany } from './lib/post-many.js';
-import { fmt } from './lib/load.js';
+import { fmt, runLoad } from './lib/load.js';
 import { untilStoreQuiet } from './lib/quiet.js';
 
 // memory after GC needs --expose-gc: run again with it (npm run bench starts benchmarks without)
@@ -207,6 +207,12 @@ async function measure(start: () => Promise<Gateway>, db: Awaited<ReturnType<typ
     const still = gw.actors.health().online;
     console.log(`idle CPU with ${N} connected instances: ${fmt(idle.pct, 2)} % of one core over ${IDLE_MS / 1000} s (the empty gateway: ${fmt(emptyIdle.pct, 2)} %; connected at the end: ${still})  (goal ≤ 2 %)`);
     console.log(`  collections meanwhile: ${idle.gcs}, ${fmt(idle.gcMs, 0)} ms of pauses (the empty gateway: ${emptyIdle.gcs}, ${fmt(emptyIdle.gcMs, 0)} ms)`);
+
+    // ---- 5b. GET /health (no authentication: anyone may ask it as often as they like) with every instance there
+    const cpuHealth = process.cpuUsage();
+    const probed = await runLoad({ url: `${gw.url}/health`, concurrency: 8, durationMs: 3_000, client: 'raw' });
+    const healthUs = (cpuMs(cpuHealth) * 1000) / Math.max(1, probed.requests);
+    console.log(`GET /health with ${N} instances: ${fmt(probed.rps, 0)} req/s  p99 ${fmt(probed.p99, 2)} ms, gateway CPU ${fmt(healthUs, 0)} µs a request, errors ${probed.errors}`);
 
     // ---- 6. restart on the same database and data directory
     const tStop = performance.now();

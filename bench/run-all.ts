@@ -142,6 +142,7 @@ const BENCHES: Bench[] = [
       { figure: 'memory per sandbox instance (RSS after GC)', goal: '≤ 256 KiB', unit: ' KiB', read: num(/memory per instance: rss ([\d.]+) KiB/), met: (v) => v <= 256 },
       { figure: 'idle CPU with every instance connected (once V8 settled)', goal: '≤ 2 %', unit: ' %', read: num(/idle CPU with \d+ connected instances: ([\d.]+) %/), met: (v) => v <= 2 },
       { figure: '  V8 settling after the burst (its memory reducer ran): CPU of its collections', goal: 'report', unit: ' s', read: num(/V8 settling after the burst: \d+ collections(?: \(\d+ of the memory reducer\))?, ([\d.]+) s of CPU/) },
+      { figure: 'GET /health with every instance there, gateway CPU per request', goal: 'report', unit: ' µs', read: num(/GET \/health with \d+ instances:.*?gateway CPU ([\d.]+) µs a request/) },
       { figure: 'start-up until every instance is connected', goal: '≤ 30 s', unit: ' s', read: num(/start-up until all \d+ connected: ([\d.]+) s/), met: (v) => v <= 30 },
     ],
   },

@@ -10,6 +10,7 @@
  */
 import { createActor, type Actor, type AnyActorRef, type InspectionEvent } from 'xstate';
 import { supervisorMachine, shardMachine, instanceActorId, SYSTEM_IDS } from '../../machines/supervisor.machine.js';
+import { HealthTally } from './health-tally.js';
 import { instanceMachine, healthCounts, viewOf, stoppedView, type InstanceSnapshot, type NotifyParams, type TraceParams, type HealthCounts, type InstanceInput, type InstanceView } from '../../machines/instance.machine.js';
 import { createSessionLogic, type Sessions } from './session.js';
 import { createWebhookSenders, type WebhookSenders } from './webhook-sender.js';
@@ -72,16 +73,28 @@ type InstanceLogic = ReturnType<typeof instanceMachine.provide>;
 
 /**
  * The supervisor spawns an instance actor with `{instanceId}` only; the gateway's policy (ORDERED_RESTART_HARD_MS,
- * a test's shorter backoff) joins that input here, the instance's own fields winning.
+ * a test's shorter backoff) joins that input here, the instance's own fields winning. Every snapshot an
+ * instance actor makes, its first and each after a transition, is shown to the health tally.
  */
-function withInput(logic: InstanceLogic, policy: Partial<InstanceInput>): InstanceLogic {
+function withInput(logic: InstanceLogic, policy: Partial<InstanceInput>, tally: HealthTally): InstanceLogic {
   const wrapped = Object.create(logic) as InstanceLogic;
-  wrapped.getInitialSnapshot = (scope, input) => logic.getInitialSnapshot(scope, { ...policy, ...input } as InstanceInput);
+  wrapped.getInitialSnapshot = (scope, input) => {
+    const first = logic.getInitialSnapshot(scope, { ...policy, ...input } as InstanceInput);
+    tally.seen(first);
+    return first;
+  };
+  wrapped.transition = (snapshot, event, scope) => {
+    const next = logic.transition(snapshot, event, scope);
+    tally.seen(next);
+    return next;
+  };
   return wrapped;
 }
 
 export class ActorSystem {
   private readonly records = new Map<string, Instance>();
+  /** the counts of /health, kept as the instance actors change */
+  private readonly tally = new HealthTally((id) => this.records.has(id));
   private readonly ports = new Map<string, InstancePort>();
   /** instances added as brand-new whose planner has not started yet: their queues start empty, without reads */
   private readonly fresh = new Set<string>();
@@ -160,7 +173,7 @@ export class ActorSystem {
         },
         trace: ({ context }, params: TraceParams) => deps.log.info({ instanceId: context.instanceId, ...params }, `instance ${params.kind}`),
       },
-    }), { orderedRestartHardMs: deps.orderedRestartHardMs, ...deps.instancePolicy });
+    }), { orderedRestartHardMs: deps.orderedRestartHardMs, ...deps.instancePolicy }, this.tally);
     this.supervisor = createActor(
       supervisorMachine.provide({
         actors: { shard: shardMachine.provide({ actors: { instance: instanceLogic } }), replies: replies.logic, events: deps.incoming.logic },
@@ -218,6 +231,7 @@ export class ActorSystem {
     this.supervisor.send({ type: 'INSTANCE.STOP', instanceId });
     await Promise.all([this.sessions.settled(instanceId), this.planners.settled(instanceId)]);
     this.records.delete(instanceId);
+    this.tally.forget(instanceId);
   }
 
   /** A settings change: the planner re-plans when a limit moved (event `queue.replanned`). */
@@ -245,20 +259,27 @@ export class ActorSystem {
     return v.phoneNumber ? v : { ...v, phoneNumber: phone };
   }
 
+  /** `instances` of the Health object: kept as the actors change (src/actors/health-tally.ts), read in O(1). */
   health(): HealthCounts {
+    return this.tally.counts();
+  }
+
+  /** Instances whose queue runs from memory right now (`queue.degraded` of /health). */
+  degradedCount(): number {
+    return this.tally.degraded();
+  }
+
+  /**
+   * The same two figures counted from every instance actor's snapshot as it is now, one by one (what `health`
+   * and `degradedCount` did per request before the tally): for the test that holds the tally to it.
+   */
+  countedFromSnapshots(): { instances: HealthCounts; degraded: number } {
     const snaps: InstanceSnapshot[] = [];
     for (const id of this.records.keys()) {
       const s = this.snapshot(id);
       if (s) snaps.push(s);
     }
-    return healthCounts(snaps);
-  }
-
-  /** Instances whose queue runs from memory right now (`queue.degraded` of /health). */
-  degradedCount(): number {
-    let n = 0;
-    for (const id of this.records.keys()) if (this.snapshot(id)?.context.queueMode === 'memory-degraded') n++;
-    return n;
+    return { instances: healthCounts(snaps), degraded: snaps.filter((s) => s.context.queueMode === 'memory-degraded').length };
   }
 
   /** Live snapshots for /debug/actors/stream. */
