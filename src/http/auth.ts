@@ -1,7 +1,7 @@
 /**
  * Authentication. Instance routes: `Authorization: Bearer wapi_<NAME>_<random>`; the instance comes from the
  * key only. Admin routes: `Authorization: Bearer <ADMIN_TOKEN>`. Missing/malformed header → 401 UNAUTHORIZED;
- * unknown key → 401 INVALID_API_KEY. Comparisons are constant-time; keys are looked up by hash.
+ * unknown key → 401 INVALID_API_KEY. The admin token is compared in constant time; API keys are looked up by hash.
  */
 import { createHash, hash, timingSafeEqual } from 'node:crypto';
 import type { Context, Next } from 'koa';

@@ -1,6 +1,6 @@
 /**
  * Instances and their API keys. Keys are `wapi_<NAME>_<random>`, shown once (creation, rotation) and stored
- * only as sha256; a lookup goes by hash and is confirmed with a constant-time comparison.
+ * only as sha256; a lookup goes by that hash (the index's equality: the key itself is never compared).
  */
 import { createHash } from 'node:crypto';
 import type { Queryable } from './pool.js';
