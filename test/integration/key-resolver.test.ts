@@ -77,17 +77,61 @@ test('requests with new keys arriving while lookups run wait for the next statem
   assert.ok(c.sent() < 1_001, `fewer statements than keys (${c.sent()} for 1,001)`);
 });
 
-test('a rotation overtaking a lookup: every request waiting is answered, the old key refused from then on', async () => {
-  const { instance, apiKey } = await createInstance(db.pool, { name: 'rotated', driver: 'sandbox' });
-  const keys = new KeyResolver(db.pool, simulatedClock());
+/**
+ * The test database's pool, with every statement held before it is sent (`hold: 'before'`) or after its answer
+ * came back (`hold: 'after'`) until `release` is called: the order of a lookup and a rotation is then chosen by the
+ * test, not by which pool connection happens to run first.
+ */
+function gated(hold: 'before' | 'after'): { q: Queryable; arrived: Promise<void>; release: () => void } {
+  let release!: () => void;
+  const open = new Promise<void>((r) => (release = r));
+  let arrive!: () => void;
+  const arrived = new Promise<void>((r) => (arrive = r));
+  const q = {
+    query: (async (text: string, values?: unknown[]) => {
+      if (hold === 'before') {
+        arrive();
+        await open;
+        return db.pool.query(text, values);
+      }
+      const result = await db.pool.query(text, values);
+      arrive();
+      await open;
+      return result;
+    }) as Queryable['query'],
+  };
+  return { q, arrived, release };
+}
+
+test('a rotation before the lookup statement runs: every request waiting is refused, the new key accepted', async () => {
+  const { instance, apiKey } = await createInstance(db.pool, { name: 'rotated-before', driver: 'sandbox' });
+  const g = gated('before');
+  const keys = new KeyResolver(g.q, simulatedClock());
   const first = keys.resolve(apiKey);
-  // rotated before the lookup's statement (next turn): the cache is cleared, a second request for the key waits too
+  await g.arrived;
+  // the statement is on its way but not sent: the rotation commits first, then a second request for the old key
   const fresh = await rotateKey(db.pool, instance);
   keys.clear();
   const second = keys.resolve(apiKey);
+  g.release();
   const [a, b] = await Promise.all([first, second]);
   assert.equal(a, null, 'the statement ran after the rotation: the old key is no longer valid');
   assert.equal(b, null);
   assert.equal(await keys.resolve(apiKey), null);
+  assert.equal(await keys.resolve(fresh), instance.id);
+});
+
+test('a rotation overtaking a lookup whose answer is on its way: that request keeps it, the cache does not, the old key is refused from then on', async () => {
+  const { instance, apiKey } = await createInstance(db.pool, { name: 'rotated-during', driver: 'sandbox' });
+  const g = gated('after');
+  const keys = new KeyResolver(g.q, simulatedClock());
+  const first = keys.resolve(apiKey);
+  await g.arrived;
+  // the statement has read the old key's row; its answer is held while the rotation commits and the cache clears
+  const fresh = await rotateKey(db.pool, instance);
+  keys.clear();
+  g.release();
+  assert.equal(await first, instance.id, 'the request came before the rotation and its statement read the key before it');
+  assert.equal(await keys.resolve(apiKey), null, 'the answer that the rotation overtook was not put back in the cache');
   assert.equal(await keys.resolve(fresh), instance.id);
 });

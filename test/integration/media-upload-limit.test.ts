@@ -196,7 +196,9 @@ describe('POST /api/v2/media above 64 MiB, from a client that keeps streaming', 
     assert.ok(r.sentAtResponse >= UPLOAD_MAX, `refused as the limit was crossed (at ${r.sentAtResponse})`);
     // the 6 MiB after the limit are within what the gateway drains: the client finishes without any error
     assert.equal(r.lateError, null);
-    assert.ok(r.sentAtResponse < 70 * MiB, 'the answer came while the client was still sending');
+    // Whether the answer reaches the client before it has handed over its last 6 MiB depends on the socket
+    // buffers (loopback's hold several MiB) and the machine's speed, so it is not asserted here: that the gateway
+    // answers mid-stream and stops reading is the raw client's test below (400 MiB, cut off well before the end).
     assert.deepEqual(await mediaFiles(), before, 'nothing stored, no temp file left');
   });
 
