@@ -209,7 +209,8 @@ export class DispatchLoop {
     } finally {
       if (!claimed) takeBack();
     }
-    planner.remove(due);
+    // claimed: the slot was used; not: the job left by another path (a cancel won), its slot is free
+    planner.remove(due, claimed !== null);
     if (claimed) this.claimed.add(claimed.id);
     return claimed;
   }

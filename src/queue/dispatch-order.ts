@@ -71,9 +71,12 @@ export class DispatchOrder<T extends Slotted = Slotted> {
     return true;
   }
 
-  remove(id: string): void {
+  /** Take a job out of the order; answers the job that followed it (undefined: it was last, or not there). */
+  remove(id: string): T | undefined {
     const i = this.items.findIndex((j) => j.id === id);
-    if (i >= 0) this.items.splice(i, 1);
+    if (i < 0) return undefined;
+    this.items.splice(i, 1);
+    return this.items[i];
   }
 
   /** 1-based position of a job with a slot. */

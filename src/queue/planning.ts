@@ -61,6 +61,15 @@ export class Planner {
   private readonly history = new DispatchHistory();
   private tail: PlanTail | null = null;
   private tailSettings: InstanceSettings | null = null;
+  /**
+   * Jobs taken out of the plan without going out (`remove` with `freed`: a cancel, an expiry, a claim another
+   * path won) so far, and how many of them the tail has seen. The tail's cursor and gaps still count a job
+   * removed after it was made: appending after it would place a new job behind a slot that is no longer
+   * there (behind a whole gap when that job had waited for its notBefore), so new jobs are not appended to
+   * a tail that has not seen every such removal (`add`).
+   */
+  private freed = 0;
+  private tailFreed = 0;
   private retryAt: number | null = null;
   private readonly expiry = new EarliestExpiry();
   private nextSeq = 1;
@@ -86,6 +95,7 @@ export class Planner {
     this.order.rebuild(this.jobs.values());
     this.orderVersion++;
     this.tail = null;
+    this.tailFreed = this.freed;
   }
 
   /** Give a job its slot in the current plan, noting whether PostgreSQL holds another. */
@@ -108,7 +118,8 @@ export class Planner {
   private add(jobs: PlanJob[], now: number, settings: InstanceSettings): Step {
     const tail = this.tail;
     if (!tail || !this.tailSettings || !samePlanSettings(this.tailSettings, settings) || this.retryAt !== null) return this.full(now, settings, jobs);
-    const appended = planAppend(tail, jobs, now);
+    // after a removal the tail has not seen, the walk runs again from the jobs still placed (planInsert)
+    const appended = this.tailFreed === this.freed ? planAppend(tail, jobs, now) : null;
     if (appended) return { result: appended, kept: this.order.size, rerun: [] };
     if (tail.exhaustedAt !== null || now < tail.plannedAt) return this.full(now, settings, jobs);
     const placed = this.order.all();
@@ -130,6 +141,7 @@ export class Planner {
     const n = newJobs.length;
     const jobs: Held[] = new Array<Held>(n);
     for (let i = 0; i < n; i++) jobs[i] = held(newJobs[i] as Omit<PlanJob, 'seq'>, seq0 + i, null, null);
+    const freedAt = this.freed;
     const { result, kept, rerun } = this.add(jobs, now, settings);
     const { slotOf, slots, positions, moved } = placeNewJobs(result, kept, jobs, seq0, rerun ?? this.jobs.values());
     // a method, not an arrow bound to `commit`: tsx (keepNames) names such an arrow each time it is made
@@ -154,7 +166,7 @@ export class Planner {
           planner.jobs.set(j.id, j);
           planner.expiry.added(j.expiresAt);
         }
-        planner.applyPlan(result, rerun, settings, seq0, jobs, kept);
+        planner.applyPlan(result, rerun, settings, freedAt, seq0, jobs, kept);
       },
     };
   }
@@ -164,7 +176,7 @@ export class Planner {
    * again keep their places, then the plan's; a job cancelled meanwhile is in neither), the tail. `fresh`
    * are the new jobs of an acceptance (seq from `seq0` on), already in memory: placed ones need no lookup.
    */
-  private applyPlan(result: PlanResult, rerun: Held[] | null, settings: InstanceSettings, seq0 = 0, fresh: readonly Held[] = [], kept = -1): void {
+  private applyPlan(result: PlanResult, rerun: Held[] | null, settings: InstanceSettings, freedAt: number, seq0 = 0, fresh: readonly Held[] = [], kept = -1): void {
     const placedHeld: Held[] = [];
     const { placements, placedJobs } = result;
     for (let i = 0; i < placements.length; i++) {
@@ -188,7 +200,11 @@ export class Planner {
     let retryAt: number | null = null;
     for (const u of result.unplaced) if (retryAt === null || u.retryAt < retryAt) retryAt = u.retryAt;
     this.retryAt = retryAt;
-    this.tail = result.tail;
+    // A job removed without going out while this plan was made (a cancel does not wait for the queue's
+    // executor) is still counted by its tail, and the order's marks of the gap it left went with the plan's
+    // jobs: the next acceptance plans in full.
+    this.tail = freedAt === this.freed ? result.tail : null;
+    this.tailFreed = freedAt;
     this.tailSettings = settings;
   }
 
@@ -201,6 +217,7 @@ export class Planner {
    * on the queue's serial executor), leaves this one reading its slots from a map by id, as before.
    */
   replan(now: number, settings: InstanceSettings): ReplanProposal {
+    const freedAt = this.freed;
     const { result } = this.full(now, settings);
     const { placements, placedJobs } = result;
     const proposal = ++this.proposals;
@@ -243,7 +260,7 @@ export class Planner {
           for (let k = 0; k < written.length; k++) (lastJobs[k] as Held).persisted = (written[k] as SlotWrite).scheduledAt;
         } else this.persistedAs(written);
         for (const j of this.jobs.values()) this.setSlot(j, slotIn(j));
-        this.applyPlan(result, null, settings);
+        this.applyPlan(result, null, settings, freedAt);
       },
     };
   }
@@ -275,15 +292,26 @@ export class Planner {
     }
   }
 
-  remove(jobId: string): void {
+  /**
+   * Take a job out of the plan. `freed` (the default): it did not go out (a cancel, an expiry, a claim that
+   * another path won), so its slot is free. The job after it in the order is then marked as coming after a
+   * gap, and the tail is not appended to until a plan has seen the removal (`add`): the next acceptance walks
+   * again from the jobs before it (src/queue/plan-insert.ts), which moves the later jobs forward into the
+   * freed time and places new jobs as a full plan would. Without this, a job allowed now was placed behind
+   * a cancelled job's slot (with a notBefore, behind the whole gap in front of it: hours or days, or
+   * TTL_UNREACHABLE in an empty queue). A dispatch (`freed` false) used its slot: the plan after it holds.
+   */
+  remove(jobId: string, freed = true): void {
     this.unwritten.delete(jobId);
     const job = this.jobs.get(jobId);
     if (!job) return;
     this.jobs.delete(jobId);
     this.expiry.removed(job.expiresAt);
-    this.order.remove(jobId);
+    const next = this.order.remove(jobId);
     this.orderVersion++;
-    // the tail still counts the removed job's slot: conservative (never over the limits); next re-plan frees it
+    if (!freed) return;
+    if (next) next.idled = true;
+    this.freed++;
   }
 
   /** 1-based position in dispatch order; jobs without a slot come after; 0 when not waiting. */

@@ -84,3 +84,46 @@ test('a cancelled reminder leaves nothing behind it: the next plain send is sche
   const plain = await send(apiKey, { message: 'plain' });
   assert.equal(plain.scheduledAt, t.clock.now());
 });
+
+test('two reminders at one instant in front of a later one, the first cancelled: a plain send is scheduled at now, not behind the second', async () => {
+  // found from the outside: the plain send was scheduled at the reminders' instant (an hour later), or refused
+  // with 422 TTL_UNREACHABLE when that instant lay beyond its validity, with nothing in front of it
+  const { apiKey } = await t.createInstance('nbpair', { settings: UNLIMITED });
+  const t0 = t.clock.now();
+  const far = await send(apiKey, { message: 'far', notBefore: new Date(t0 + 48 * HOUR).toISOString(), ttlSeconds: 2_592_000 });
+  const first = await send(apiKey, { message: 'first', notBefore: new Date(t0 + 25 * HOUR).toISOString(), ttlSeconds: 2_592_000 });
+  const second = await send(apiKey, { message: 'second', notBefore: new Date(t0 + 25 * HOUR).toISOString(), ttlSeconds: 2_592_000 });
+  const c = await t.api(apiKey, 'DELETE', `/api/v2/messages/${first.jobId}`);
+  assert.equal(c.status, 200, c.text);
+  await t.advance(1_000);
+  const plain = await send(apiKey, { message: 'plain' }); // the default validity (24 h) ends before the reminders' instant
+  assert.equal(plain.scheduledAt, t.clock.now(), 'scheduled at now');
+  assert.equal(plain.queuePosition, 1);
+  assert.equal((await job(apiKey, second.jobId)).scheduledAt, new Date(t0 + 25 * HOUR).toISOString(), 'the second reminder keeps its instant');
+  assert.equal((await job(apiKey, far.jobId)).scheduledAt, new Date(t0 + 48 * HOUR).toISOString());
+});
+
+test('with pauses, the slots of cancelled jobs go to the jobs after them and to the next send', async () => {
+  const paced = { ...UNLIMITED, minDelayMs: 5_000, maxDelayMs: 5_000 };
+  const { apiKey } = await t.createInstance('paced-cancel', { settings: paced });
+  const t0 = t.clock.now();
+  const jobs = [];
+  // the first goes out at once; the others wait for it (its dispatch is the one the pauses count from)
+  for (let i = 0; i < 6; i++) jobs.push(await send(apiKey, { message: `m${i}` }));
+  await untilSent(apiKey, (jobs[0] as { jobId: string }).jobId, 60_000);
+  const sentAt = Date.parse(String((await job(apiKey, (jobs[0] as { jobId: string }).jobId)).dispatchedAt));
+  // every one but the last cancelled: the last one's slot was five pauses after the first's
+  for (const j of jobs.slice(1, -1)) assert.equal((await t.api(apiKey, 'DELETE', `/api/v2/messages/${j.jobId}`)).status, 200);
+  const plain = await send(apiKey, { message: 'next' });
+  const free = Math.max(t.clock.now(), sentAt + 5_000);
+  assert.equal(plain.scheduledAt, free + 5_000, 'the next send one pause after the last job, not five');
+  // the moved slot is written right after the acceptance, off its path (src/queue/slot-writer.ts)
+  const lastId = (jobs.at(-1) as { jobId: string }).jobId;
+  let last = await job(apiKey, lastId);
+  for (let i = 0; i < 100 && Date.parse(String(last.scheduledAt)) !== free; i++) {
+    await new Promise((r) => setTimeout(r, 20));
+    last = await job(apiKey, lastId);
+  }
+  assert.equal(Date.parse(String(last.scheduledAt)), free, 'the last job moved up to the first free slot');
+  assert.ok(t0 <= sentAt);
+});

@@ -45,7 +45,7 @@ class Harness {
       this.replan(now);
       return null;
     }
-    this.planner.remove(due);
+    this.planner.remove(due, false);
     this.planner.recordDispatch(now);
     this.slots.delete(due);
     return due;

@@ -64,7 +64,7 @@ test('position() and the positions of an acceptance follow the dispatch order, o
       } else if (what <= 6) {
         now += r(0, 3) === 0 ? r(0, 3 * HOUR_MS) : r(0, 60_000);
         for (let due = p.due(now); due !== null; due = p.due(now)) {
-          p.remove(due);
+          p.remove(due, false);
           p.recordDispatch(now);
           known.delete(due);
         }

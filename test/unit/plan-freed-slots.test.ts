@@ -1,0 +1,100 @@
+/**
+ * Jobs taken out of the plan without going out (a cancel, an expiry, a claim another path won) free their
+ * slots (src/queue/planning.ts `remove`). Found from the outside: after two reminders at one instant in front
+ * of a later one, cancelling the first left the second marked as following it without a gap, so a plain send
+ * allowed now was placed at the reminders' instant (or refused with 422 TTL_UNREACHABLE, the queue empty in
+ * front of it); and a new send was appended behind the slots of every job cancelled before it, in an empty
+ * queue too. The Planner driven as the queue worker drives it (tryAdd + commit, remove).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Planner, type PlanJob } from '../../src/queue/planning.js';
+import { planAll, stableRandomDelay } from '../../src/queue/plan.js';
+import { EXISTING_INSTANCE_DEFAULTS, type InstanceSettings } from '../../src/queue/settings.js';
+import { DAY_MS, HOUR_MS } from '../../src/queue/windows.js';
+
+const T0 = Date.parse('2026-01-05T10:00:00Z');
+const UNLIMITED: InstanceSettings = { ...EXISTING_INSTANCE_DEFAULTS, enabled: true, minDelayMs: 0, maxDelayMs: 0, maxPerHour: null, maxPer24h: null, quietHours: null };
+const PACED: InstanceSettings = { ...UNLIMITED, minDelayMs: 5_000, maxDelayMs: 5_000 };
+
+function planner(): Planner {
+  const p = new Planner({ salt: 'freed' });
+  p.load({ history: [], lastDispatchAt: null, waiting: [] });
+  return p;
+}
+
+let n = 0;
+const job = (now: number, notBefore: number | null = null, ttl = DAY_MS): Omit<PlanJob, 'seq'> =>
+  ({ id: `wq_${++n}`, priority: 5, notBefore, expiresAt: Math.max(now, notBefore ?? now) + ttl });
+
+/** One acceptance of one job, committed: its slot (undefined: refused, TTL_UNREACHABLE). */
+function accept(p: Planner, now: number, s: InstanceSettings, notBefore: number | null = null, ttl = DAY_MS): { id: string; slot: number | null | undefined } {
+  const j = job(now, notBefore, ttl);
+  const prop = p.tryAdd([j], now, s);
+  prop.commit?.();
+  return { id: j.id, slot: prop.slots.get(j.id) };
+}
+
+/** Two reminders at one instant (the first after a gap, the second right after it) in front of a later one. */
+function pairInFront(p: Planner): { first: string; second: string; far: string } {
+  const far = accept(p, T0, UNLIMITED, T0 + 48 * HOUR_MS, 30 * DAY_MS).id;
+  const first = accept(p, T0, UNLIMITED, T0 + 25 * HOUR_MS, 30 * DAY_MS).id;
+  const second = accept(p, T0, UNLIMITED, T0 + 25 * HOUR_MS, 30 * DAY_MS).id;
+  return { first, second, far };
+}
+
+test('the first of two reminders at one instant cancelled: a send allowed now is placed now, the reminders keep their instants', () => {
+  const p = planner();
+  const { first, second, far } = pairInFront(p);
+  p.remove(first);
+  const plain = accept(p, T0 + 1_000, UNLIMITED);
+  assert.equal(plain.slot, T0 + 1_000, 'not at the reminders\' instant (nor TTL_UNREACHABLE: its validity ends before it)');
+  assert.equal(p.position(plain.id), 1);
+  assert.equal(p.slotOf(second), T0 + 25 * HOUR_MS);
+  assert.equal(p.slotOf(far), T0 + 48 * HOUR_MS);
+});
+
+test('with pauses: every job cancelled, the next send goes now, not behind their slots', () => {
+  const p = planner();
+  const ids = Array.from({ length: 100 }, () => accept(p, T0, PACED).id);
+  for (const id of ids) p.remove(id);
+  assert.equal(accept(p, T0 + 1_000, PACED).slot, T0 + 1_000, 'not 100 pauses later in an empty queue');
+});
+
+test('with pauses: the jobs after cancelled ones move up into the freed slots, and the next send follows them, as a full plan places them', () => {
+  const p = planner();
+  const ids = Array.from({ length: 10 }, () => accept(p, T0, PACED).id);
+  for (const id of ids.slice(2, 8)) p.remove(id);
+  const plain = job(T0);
+  const prop = p.tryAdd([plain], T0, PACED);
+  prop.commit?.();
+  const waiting = [...ids.slice(0, 2), ...ids.slice(8)];
+  const full = planAll({
+    jobs: [...waiting, plain.id].map((id, i) => ({ id, seq: i + 1, priority: 5, notBefore: null, expiresAt: T0 + DAY_MS })),
+    history: [], settings: PACED, lastDispatchAt: null, now: T0, random: stableRandomDelay('freed'),
+  });
+  assert.deepEqual(full.placements.map((pl) => pl.scheduledAt), [0, 1, 2, 3, 4].map((k) => T0 + k * 5_000));
+  for (const pl of full.placements) assert.equal(pl.jobId === plain.id ? prop.slots.get(plain.id) : p.slotOf(pl.jobId), pl.scheduledAt, pl.jobId);
+  assert.deepEqual(prop.moved.map((m) => m.jobId).sort(), ids.slice(8).sort(), 'the two after the cancelled ones moved (their rows are written)');
+});
+
+test('a dispatch used its slot: the plan after it stays as it is', () => {
+  const p = planner();
+  const ids = Array.from({ length: 5 }, () => accept(p, T0, PACED).id);
+  const slots = ids.map((id) => p.slotOf(id));
+  assert.equal(p.due(T0), ids[0]);
+  p.remove(ids[0] as string, false);
+  p.recordDispatch(T0);
+  const plain = accept(p, T0 + 1_000, PACED);
+  assert.deepEqual(ids.slice(1).map((id) => p.slotOf(id)), slots.slice(1), 'nothing moved');
+  assert.equal(plain.slot, (slots.at(-1) as number) + 5_000, 'appended after the last one');
+});
+
+test('a cancel while an acceptance is being committed (it does not wait for the queue): the next acceptance does not go behind the cancelled slot', () => {
+  const p = planner();
+  const { first } = pairInFront(p);
+  const pending = p.tryAdd([job(T0, T0 + 30 * HOUR_MS, 30 * DAY_MS)], T0, UNLIMITED); // planned with `first` there
+  p.remove(first);
+  pending.commit?.();
+  assert.equal(accept(p, T0 + 1_000, UNLIMITED).slot, T0 + 1_000);
+});
