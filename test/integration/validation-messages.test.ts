@@ -37,6 +37,9 @@ const ROWS: Row[] = [
   ['key', 'POST', '/api/v2/send-message', { ...TO, message: 'hi', ttlSeconds: 30 }, 'ttlSeconds', 'ttlSeconds must be an integer from 60 to 2592000'],
   ['key', 'POST', '/api/v2/send-message', { ...TO, message: 'hi', notBefore: 'tomorrow' }, 'notBefore', 'notBefore must be an ISO 8601 timestamp with a time zone, e.g. 2030-01-31T09:00:00Z'],
   ['key', 'POST', '/api/v2/send-message', { ...TO, message: 'hi', notBefore: 1_900_000_000_000 }, 'notBefore', 'notBefore must be a string'],
+  // a day its month does not have: Date.parse would roll it over to another date (found from the outside)
+  ['key', 'POST', '/api/v2/send-message', { ...TO, message: 'hi', notBefore: '2030-11-31T10:00:00Z' }, 'notBefore', 'notBefore must be an ISO 8601 timestamp with a time zone, e.g. 2030-01-31T09:00:00Z'],
+  ['key', 'POST', '/api/v2/send-message', { ...TO, message: 'hi', notBefore: '2030-02-29T10:00:00+02:00' }, 'notBefore', 'notBefore must be an ISO 8601 timestamp with a time zone, e.g. 2030-01-31T09:00:00Z'],
   ['key', 'POST', '/api/v2/send-message', { ...TO, message: '' }, 'message', 'message must be a non-empty string'],
   ['key', 'POST', '/api/v2/send-message', { ...TO }, 'message', 'message is required'],
   ['key', 'POST', '/api/v2/send-message', { ...TO, message: 42 }, 'message', 'message must be a string'],

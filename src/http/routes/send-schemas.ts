@@ -17,9 +17,28 @@ export type { SendKind };
 
 export const IDEMPOTENCY_KEY = /^[A-Za-z0-9_.:-]{8,128}$/;
 
+const ISO_TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/;
+
+/**
+ * An ISO 8601 timestamp with a time zone that names a real instant. Date.parse alone takes a day the month
+ * does not have and rolls it over (2026-02-30 is March 2nd, 2026-11-31 December 1st): a caller's typo would be
+ * scheduled silently at another date, so the day is checked against its month (as written, before the offset).
+ */
+export function isIsoTimestamp(v: string): boolean {
+  const m = ISO_TIMESTAMP.exec(v);
+  if (!m || Number.isNaN(Date.parse(v))) return false;
+  const year = Number(m[1]);
+  const month = Number(m[2]);
+  const day = Number(m[3]);
+  return month >= 1 && month <= 12 && day >= 1 && day <= daysIn(year, month);
+}
+
+const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+const daysIn = (year: number, month: number): number =>
+  month === 2 && year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : (DAYS_IN_MONTH[month - 1] as number);
+
 const isoTimestamp = refine(string(), 'iso8601', (v) =>
-  (/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/.test(v) && !Number.isNaN(Date.parse(v))) ||
-  'must be an ISO 8601 timestamp with a time zone, e.g. 2030-01-31T09:00:00Z');
+  isIsoTimestamp(v) || 'must be an ISO 8601 timestamp with a time zone, e.g. 2030-01-31T09:00:00Z');
 const contactId = matching(CONTACT_ID, 'a contact id: digits@c.us or digits@lid');
 
 const Common = {
