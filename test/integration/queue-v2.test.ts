@@ -139,6 +139,13 @@ test('idempotency: replay 200 with the current state, mismatch 409, header/body 
   const short = await t.api(apiKey, 'POST', '/api/v2/send-message', { ...body, idempotencyKey: 'short' });
   assert.equal(short.status, 400);
   assert.equal(short.body.code, 'VALIDATION_FAILED');
+  // an empty header is a key that is not valid, not a send without a key (it used to be accepted unkeyed)
+  for (const header of ['', 'order-4711-confirm, order-4711-confirm']) {
+    const r = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'no key?' }, { 'x-idempotency-key': header });
+    assert.equal(r.status, 400, `header ${JSON.stringify(header)}: ${r.text}`);
+    assert.equal(r.body.code, 'VALIDATION_FAILED');
+    assert.equal((r.body.data as { field?: string } | undefined)?.field, 'idempotencyKey');
+  }
 
   await t.advance(2_000);
   await untilState(apiKey, jobId, 'sent');

@@ -68,6 +68,17 @@ function sortKeys(v: unknown): unknown {
   return v;
 }
 
+/**
+ * The request's X-Idempotency-Key as sent: undefined only when there is none. An empty one is a key that is
+ * not valid (400), not a request without a key: a client whose key came out empty would otherwise lose its
+ * retries' protection without being told.
+ */
+function idempotencyHeader(ctx: Context): string | undefined {
+  const v = ctx.req.headers['x-idempotency-key'];
+  // node joins a repeated header with ', ' (not a valid key either); an array is only for set-cookie
+  return Array.isArray(v) ? v.join(', ') : v;
+}
+
 export function toAcceptRequest(p: ParsedSend, originRoute: string): AcceptRequest {
   // the send last: a literal that starts with a spread is slow to build (src/queue/sql/row.ts)
   return {
@@ -91,7 +102,7 @@ export function sendRouter(deps: SendRouteDeps): Router {
     const port = deps.portOf(ctx);
     let warnings: string[] = [];
     const r = await gatedAccept(ctx, port, async (view) => {
-      const parsed = parseSend(kind, ctx.request.body, ctx.get('x-idempotency-key') || undefined, ownNumber(ctx, view), extra);
+      const parsed = parseSend(kind, ctx.request.body, idempotencyHeader(ctx), ownNumber(ctx, view), extra);
       if (MEDIA_KINDS.has(kind)) await deps.validateMedia(port.instanceId, parsed.payload);
       warnings = parsed.warnings;
       return toAcceptRequest(parsed, route);
@@ -111,7 +122,7 @@ export function sendRouter(deps: SendRouteDeps): Router {
   router.post('/groups', async (ctx) => {
     let warnings: string[] = [];
     const r = await gatedAccept(ctx, deps.portOf(ctx), (view) => {
-      const parsed = parseGroupCreate(ctx.request.body, ctx.get('x-idempotency-key') || undefined, ownNumber(ctx, view));
+      const parsed = parseGroupCreate(ctx.request.body, idempotencyHeader(ctx), ownNumber(ctx, view));
       warnings = parsed.warnings;
       return toAcceptRequest(parsed, '/api/v2/groups');
     });
