@@ -5,6 +5,7 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { startTestGateway, type ApiResponse, type TestGateway } from '../helpers/gateway.js';
 
 let t: TestGateway;
@@ -67,6 +68,33 @@ function assertError(r: ApiResponse | { status: number; text: string; body: Reco
   assert.equal(typeof b.error, 'string', r.text);
   assert.ok(b.data !== null && typeof b.data === 'object', `an error envelope carries data: ${r.text}`);
 }
+
+/** A request with the Authorization header sent once per value, in that order (fetch would join them into one). */
+function withAuthorizations(method: string, route: string, values: string[]): Promise<{ status: number; text: string; body: Record<string, unknown> }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(`${t.url}${route}`, { method, headers: ['host', new URL(t.url).host, ...values.flatMap((v) => ['authorization', v])] }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (text += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text, body: (text.startsWith('{') ? JSON.parse(text) : {}) as Record<string, unknown> }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+test('two Authorization headers are malformed (401 UNAUTHORIZED), whichever of them is valid and on every family', async () => {
+  // node keeps the first and drops the rest: a proxy in front that reads the last saw other credentials
+  const admin = `Bearer ${t.adminToken}`;
+  const cases: [string, string, string][] = [['GET', '/api/status', `Bearer ${A.key}`], ['GET', '/admin/v1/instances', admin], ['GET', '/metrics', admin]];
+  for (const [method, route, good] of cases) {
+    for (const values of [[good, 'Bearer nope'], ['Bearer nope', good], [good, good]]) {
+      assertError(await withAuthorizations(method, route, values), 401, 'UNAUTHORIZED');
+    }
+    const once = await withAuthorizations(method, route, [good]);
+    assert.equal(once.status, 200, `${route} with one: ${once.text.slice(0, 200)}`);
+  }
+});
 
 test('GET /health without auth: the Health object, counts only, no instance id or name', async () => {
   const r = await raw('GET', '/health');
