@@ -59,13 +59,27 @@ function responseUnderway(socket: Duplex): boolean {
   return current?.headersSent === true;
 }
 
+/** The status a refusal wrote on a connection: a request whose handler was still running gets no other answer. */
+const refusedWith = new WeakMap<Duplex, number>();
+
+/**
+ * The status this module answered on `socket`, if it did: a request still being handled there (its body
+ * stalled past the request timeout: 408) has its answer from here, not from its handler, which then only
+ * sees the connection end. The request log writes this one (src/http/request-log.ts).
+ */
+export function refusalOn(socket: Duplex): number | undefined {
+  return refusedWith.get(socket);
+}
+
 export function answerClientErrors(server: http.Server): void {
   server.on('clientError', (err: Error, socket: Duplex) => {
     const code = 'code' in err && typeof err.code === 'string' ? err.code : undefined;
     // ECONNRESET: the peer is gone; nobody would read an answer
     if (socket.writable && code !== 'ECONNRESET' && !responseUnderway(socket)) {
+      const r = refusal(code, server);
+      refusedWith.set(socket, r.status);
       // small enough to be taken by the kernel at once, so the destroy below does not cut it off
-      socket.write(responseBytes(refusal(code, server)));
+      socket.write(responseBytes(r));
     }
     socket.destroy();
   });

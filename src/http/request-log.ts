@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Context, Middleware, Next } from 'koa';
 import type { Logger } from '../log.js';
+import { refusalOn } from './client-error.js';
 
 const SANE_ID = /^[A-Za-z0-9._:~+/=-]{1,128}$/;
 
@@ -50,7 +51,8 @@ export function requestLog(log: Logger): Middleware {
           reqId,
           method: ctx.method,
           path: ctx.path,
-          status: failed ? 500 : ctx.status,
+          // what the client got: a refusal written by the server (a body stalled past the request timeout) wins
+          status: refusalOn(ctx.req.socket) ?? (failed ? 500 : ctx.status),
           ms: Math.round((performance.now() - started) * 10) / 10,
           ...(typeof instance?.id === 'string' ? { instanceId: instance.id } : {}),
         },

@@ -8,7 +8,12 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
+import { Writable } from 'node:stream';
 import { answerClientErrors } from '../../src/http/client-error.js';
+import { createApp } from '../../src/http/app.js';
+import { createRouter } from '../../src/http/router.js';
+import { ok } from '../../src/http/envelope.js';
+import { createLogger } from '../../src/log.js';
 
 const MARKER = 'do-not-echo-7f3a';
 /** responses of `/hold` that the test lets finish */
@@ -167,6 +172,30 @@ test('headers not complete within headersTimeout: 408 REQUEST_TIMEOUT in the env
     const r = parseResponse(await exchange(await listen(slow), `GET /${MARKER} HTTP/1.1\r\nHost: localhost\r\n`, { end: false }));
     assertRefusal(r, 408, 'REQUEST_TIMEOUT');
     await assertStillServing(slow);
+  } finally {
+    await close(slow);
+  }
+});
+
+test('a body that stalls past the request timeout: the 408 the client gets is the status the request log writes', async () => {
+  // found from the outside: the client got 408 REQUEST_TIMEOUT (written here) while the log line said 400, the
+  // handler's answer to a body that ended early, which never reached the client
+  const lines: string[] = [];
+  const log = createLogger({ level: 'info', stream: new Writable({ write(c: Buffer, _e, cb) { lines.push(c.toString()); cb(); } }) });
+  const router = createRouter();
+  router.post('/echo', (ctx) => ok(ctx, ctx.request.body));
+  const slow = http.createServer({ headersTimeout: 200, requestTimeout: 200, connectionsCheckingInterval: 20 }, createApp({ log, routers: [router] }).callback());
+  answerClientErrors(slow);
+  try {
+    const head = `POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n`;
+    const r = parseResponse(await exchange(await listen(slow), `${head}{"a":${MARKER}`, { end: false }));
+    assertRefusal(r, 408, 'REQUEST_TIMEOUT');
+    // the handler's end comes after the refusal: wait for its line
+    for (let i = 0; i < 100 && !lines.some((l) => l.includes('"path":"/echo"')); i++) await new Promise((res) => setTimeout(res, 10));
+    const line = lines.find((l) => l.includes('"path":"/echo"'));
+    assert.ok(line, `a request line:\n${lines.join('')}`);
+    assert.equal((JSON.parse(line) as { status: number }).status, 408, line);
+    assert.ok(!lines.join('').includes(MARKER));
   } finally {
     await close(slow);
   }
