@@ -79,7 +79,8 @@ export function acceptedResponse(v: AcceptedView, now: number): Record<string, u
   const status = !v.replay ? 'queued' : job.state === 'scheduled' ? 'queued' : job.state;
   return {
     status,
-    queueState: job.scheduledAt !== null && (job.state === 'scheduled' || job.state === 'queued') ? 'scheduled' : 'queued',
+    // SPEC.md: `queued` exactly when scheduledAt is null; a replay of a job that went out keeps the slot it had
+    queueState: job.scheduledAt !== null ? 'scheduled' : 'queued',
     jobId: job.id,
     messageId: job.messageId,
     idempotencyKey: job.idempotencyKey,

@@ -153,6 +153,9 @@ test('idempotency: replay 200 with the current state, mismatch 409, header/body 
   assert.equal(replay.status, 200);
   assert.equal(replay.body.data?.status, 'sent');
   assert.match(String(replay.body.data?.messageId), /^true_/);
+  // queueState is `queued` exactly when scheduledAt is null (SPEC.md); a sent job keeps the slot it had
+  assert.notEqual(replay.body.data?.scheduledAt, null);
+  assert.equal(replay.body.data?.queueState, 'scheduled');
   const lookup = await t.api(apiKey, 'GET', '/api/v2/messages?idempotencyKey=order-4711-confirm');
   assert.equal(lookup.status, 200);
   assert.equal(lookup.body.data?.jobId, jobId);
