@@ -180,6 +180,19 @@ test('cancel before sending; a sent job cannot be cancelled; unknown job is 404 
   assert.equal(missing.body.code, 'JOB_NOT_FOUND');
 });
 
+test('a method the path has with the other kind of id: requeue of a network message id is 404 JOB_NOT_FOUND, an edit of a job id 400 naming msgId', async () => {
+  // both answered a "no route for" 404 while OPTIONS on the same path listed the method (found from the outside)
+  const { apiKey } = await t.createInstance('q6b', { settings: FAST });
+  const rq = await t.api(apiKey, 'POST', '/api/v2/messages/ABCDEF0123/requeue');
+  assert.equal(rq.status, 404, rq.text);
+  assert.equal(rq.body.code, 'JOB_NOT_FOUND');
+  assert.equal((rq.body.data as { jobId?: string }).jobId, 'ABCDEF0123');
+  const edit = await t.api(apiKey, 'PATCH', '/api/v2/messages/wq_000000000000000000000000', { message: 'edited' });
+  assert.equal(edit.status, 400, edit.text);
+  assert.equal(edit.body.code, 'VALIDATION_FAILED');
+  assert.equal((edit.body.data as { field?: string }).field, 'msgId');
+});
+
 test('not registered → failed with a result code; requeue makes a new job with previousJobId (and only once)', async () => {
   const { apiKey } = await t.createInstance('q7', { settings: FAST });
   const r = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112340000', message: 'nobody there' });

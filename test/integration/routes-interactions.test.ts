@@ -206,14 +206,16 @@ describe('interaction routes over HTTP', () => {
     assert.equal(r.body.code, 'MESSAGE_NOT_FOUND');
   });
 
-  test('wq_ ids on /api/v2/messages/:id are jobs: passed on to the queue router, not counted', async () => {
+  test('wq_ ids on /api/v2/messages/:id are jobs: passed on to the queue router, or refused before the limiter, never counted', async () => {
     const used = limiter.used(port.instanceId);
     const edits = net.count('editMessage');
     let r = await request(srv.url, 'DELETE', '/api/v2/messages/wq_0123abcd');
     assert.deepEqual(r.body, { success: true, data: { jobId: 'wq_0123abcd', handledBy: 'queue' } });
+    // no router edits a job: 400 naming the id to use (not a "no route" 404 for a method the path has)
     r = await request(srv.url, 'PATCH', '/api/v2/messages/wq_0123abcd', { message: 'x' });
-    assert.equal(r.status, 404, 'no router edits a job');
-    assert.equal(r.body.code, 'NOT_FOUND');
+    assert.equal(r.status, 400);
+    assert.equal(r.body.code, 'VALIDATION_FAILED');
+    assert.deepEqual(r.body.data, { field: 'msgId' });
     assert.equal(limiter.used(port.instanceId), used);
     assert.equal(net.count('editMessage'), edits);
   });

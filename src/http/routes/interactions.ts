@@ -107,10 +107,10 @@ export function interactionsRouter(deps: InteractionsRouteDeps): Router {
     ok(ctx, { chatId, cancelled });
   });
 
-  router.patch('/api/v2/messages/:msgId', async (ctx: Context, next: Next) => {
-    if (isJobId(param(ctx, 'msgId'))) return next();
-    const port = limited(ctx);
+  router.patch('/api/v2/messages/:msgId', async (ctx: Context) => {
+    // jobs are not edited (no queue route has PATCH): a wq_ id is 400 naming the network message id to use
     const msgId = messageIdParam(ctx);
+    const port = limited(ctx);
     const { message, options } = parse(ctx.request.body, EditSchema);
     const edited = await interact(port, {
       type: 'network',

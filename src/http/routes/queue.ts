@@ -160,9 +160,10 @@ export function queueRouter(deps: QueueRouteDeps): Router {
     await handle.cancel(ctx, deps.portOf(ctx), id);
   });
 
-  router.post('/messages/:id/requeue', async (ctx: Context, next: Next) => {
+  // only jobs are requeued (no network message route has this path): any other id is an unknown job, 404
+  // JOB_NOT_FOUND as on the operator's route, not a "no route" 404 for a method the path has
+  router.post('/messages/:id/requeue', async (ctx: Context) => {
     const id = String(ctx.params.id ?? '');
-    if (!isJobId(id)) return next();
     await handle.requeue(ctx, deps.portOf(ctx), id, '/api/v2/messages/:jobId/requeue');
   });
 
