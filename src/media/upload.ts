@@ -48,6 +48,12 @@ export async function receiveUpload(
 ): Promise<MediaRecord> {
   const boundary = boundaryOf(req.headers['content-type']);
   if (!boundary) throw validationFailed('file', 'the body must be multipart/form-data with a file part');
+  // the parts are read as they arrive, not decoded: a gzip-encoded body was stored as it came (or refused as
+  // malformed), so an encoding is refused as JSON routes refuse one they do not know
+  const encoding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
+  if (encoding !== 'identity' && encoding !== '') {
+    throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'send the upload without Content-Encoding (the file itself may be compressed)');
+  }
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > deps.uploadMaxBytes + MULTIPART_ALLOWANCE) {
     throw payloadTooLarge(deps.uploadMaxBytes);

@@ -214,6 +214,19 @@ describe('POST /api/v2/media', () => {
     assert.deepEqual((await filesUnder(store.root)).filter((f) => f.endsWith('.tmp')), [], 'no temp files left');
   });
 
+  test('a content-encoded upload is 415 UNSUPPORTED_MEDIA_TYPE, nothing stored (it was stored as it came)', async () => {
+    const before = await filesUnder(store.root);
+    const body = form([{ name: 'file', filename: 'cat.png', type: 'image/png', data: Buffer.from('\x89PNG\r\n\x1a\n a picture') }]);
+    for (const encoding of ['gzip', 'br', 'deflate', 'x-unknown']) {
+      const r = await request('POST', '/api/v2/media', { instance: instA, headers: { 'content-type': MP_TYPE, 'content-encoding': encoding }, body });
+      assert.equal(r.status, 415, `${encoding}: ${r.body.toString()}`);
+      assert.equal(json(r).code, 'UNSUPPORTED_MEDIA_TYPE');
+    }
+    const plain = await request('POST', '/api/v2/media', { instance: instA, headers: { 'content-type': MP_TYPE, 'content-encoding': 'identity' }, body });
+    assert.equal(plain.status, 201, plain.body.toString());
+    assert.equal((await filesUnder(store.root)).length, before.length + 1, 'only the identity upload stored');
+  });
+
   test('a 65 MiB upload with Content-Length is refused with 413 before its body is read', async () => {
     const big = streamedForm(65 * MiB);
     const r = await request('POST', '/api/v2/media', {
