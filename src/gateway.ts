@@ -14,7 +14,7 @@ import { startEmbeddedPostgres, type EmbeddedPostgres } from './store/embedded.j
 import { migrate } from './store/migrate.js';
 import { ensureDataDir, resolveAdminToken } from './bootstrap.js';
 import { createApp } from './http/app.js';
-import { answerClientErrors } from './http/client-error.js';
+import { answerClientErrors, serverOptions } from './http/client-error.js';
 import { routeTable, type RouteInfo } from './http/router.js';
 import { gatewayFamilies } from './gateway-routes.js';
 import { StoreHealth } from './store/health.js';
@@ -177,7 +177,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   let server: http.Server | null = null;
   let url = '';
   if (opts.listen !== false) {
-    server = http.createServer(app.callback());
+    server = http.createServer(serverOptions, app.callback());
     server.keepAliveTimeout = 65_000;
     answerClientErrors(server);
     await new Promise<void>((resolve, reject) => {

@@ -258,8 +258,13 @@ export function jsonBody(opts: { limitBytes: number }) {
   };
 }
 
-/** A path or query carrying an encoded NUL can reach no store or driver: 400 before routing. */
+/**
+ * A path or query carrying an encoded NUL can reach no store or driver: 400 before routing. So is an HTTP/1.1
+ * request without a Host header (RFC 9112 §3.2), which Node would answer itself outside the envelope: the
+ * gateway's server leaves that check to this link (src/http/client-error.ts).
+ */
 export function refuseNulInUrl(ctx: Context, next: Next): Promise<void> {
+  if (ctx.req.headers.host === undefined && ctx.req.httpVersion === '1.1') throw bad('host', 'an HTTP/1.1 request must carry a Host header');
   if (/%00/i.test(ctx.path)) throw bad('path', 'the path must not contain NUL characters');
   if (/%00/i.test(ctx.querystring)) throw bad('query', 'the query must not contain NUL characters');
   return next();

@@ -11,7 +11,7 @@ import { ERROR_STATUS, type ErrorCode } from '../errors.js';
 
 interface Refusal {
   status: number;
-  code: Extract<ErrorCode, 'VALIDATION_FAILED' | 'PAYLOAD_TOO_LARGE' | 'HEADERS_TOO_LARGE' | 'REQUEST_TIMEOUT'>;
+  code: Extract<ErrorCode, 'VALIDATION_FAILED' | 'PAYLOAD_TOO_LARGE' | 'HEADERS_TOO_LARGE' | 'REQUEST_TIMEOUT' | 'METHOD_NOT_ALLOWED'>;
   message: string;
   data: Record<string, unknown>;
 }
@@ -37,13 +37,14 @@ function refusal(code: string | undefined, server: http.Server): Refusal {
 }
 
 /** A complete HTTP/1.1 response carrying the envelope `{success:false, error, code, data}`. */
-function responseBytes(r: Refusal): string {
+function responseBytes(r: Refusal, ...extraHeaders: string[]): string {
   const body = JSON.stringify({ success: false, error: r.message, code: r.code, data: r.data });
   return [
     `HTTP/1.1 ${r.status} ${http.STATUS_CODES[r.status] ?? 'Error'}`,
     'Content-Type: application/json; charset=utf-8',
     `Content-Length: ${Buffer.byteLength(body)}`,
     'Connection: close',
+    ...extraHeaders,
     '',
     body,
   ].join('\r\n');
@@ -71,7 +72,27 @@ export function refusalOn(socket: Duplex): number | undefined {
   return refusedWith.get(socket);
 }
 
+/**
+ * The options of a server whose app answers a missing Host itself, in the envelope (src/http/body.ts
+ * refuseNulInUrl): Node's own check answers a bare 400 before any middleware runs.
+ */
+export const serverOptions: http.ServerOptions = { requireHostHeader: false };
+
+/** A refusal of a request that is not for this server at all (CONNECT: it is not a proxy). */
+const NOT_A_PROXY: Refusal = { status: 405, code: 'METHOD_NOT_ALLOWED', message: 'CONNECT is not supported: this server is not a proxy', data: { allowed: [] } };
+
+/**
+ * Answer in the envelope what Node answers itself otherwise: requests its parser refuses (below), an
+ * Expect other than 100-continue (Node's bare 417: the expectation is ignored, as RFC 9110 allows, and the
+ * request answered as any other) and CONNECT (Node drops the connection without a word: 405 here). An
+ * HTTP/1.1 request without Host, which Node answers with a bare 400, is left to the app by `serverOptions`.
+ */
 export function answerClientErrors(server: http.Server): void {
+  server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => server.emit('request', req, res));
+  server.on('connect', (_req: http.IncomingMessage, socket: Duplex) => {
+    if (socket.writable) socket.write(responseBytes(NOT_A_PROXY, 'Allow: '));
+    socket.destroy();
+  });
   server.on('clientError', (err: Error, socket: Duplex) => {
     const code = 'code' in err && typeof err.code === 'string' ? err.code : undefined;
     // ECONNRESET: the peer is gone; nobody would read an answer

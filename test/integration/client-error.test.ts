@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
 import { Writable } from 'node:stream';
-import { answerClientErrors } from '../../src/http/client-error.js';
+import { answerClientErrors, serverOptions } from '../../src/http/client-error.js';
 import { createApp } from '../../src/http/app.js';
 import { createRouter } from '../../src/http/router.js';
 import { ok } from '../../src/http/envelope.js';
@@ -198,5 +198,37 @@ test('a body that stalls past the request timeout: the 408 the client gets is th
     assert.ok(!lines.join('').includes(MARKER));
   } finally {
     await close(slow);
+  }
+});
+
+test("what Node answered itself outside the envelope: no Host (400), an Expect it does not know (417), CONNECT (dropped)", async () => {
+  // found from the outside: an empty 400, an empty 417, and a connection closed without an answer
+  const router = createRouter();
+  router.post('/echo', (ctx) => ok(ctx, ctx.request.body));
+  router.get('/ping', (ctx) => ok(ctx, { pong: true }));
+  const log = createLogger({ level: 'error', stream: new Writable({ write(_c: Buffer, _e, cb) { cb(); } }) });
+  const app = http.createServer(serverOptions, createApp({ log, routers: [router] }).callback());
+  answerClientErrors(app);
+  try {
+    const to = await listen(app);
+    const noHost = parseResponse(await exchange(to, 'GET /ping HTTP/1.1\r\n\r\n'));
+    assert.equal(noHost.status, 400, noHost.raw);
+    assert.equal(noHost.body.code, 'VALIDATION_FAILED');
+    assert.deepEqual(noHost.body.data, { field: 'host' });
+    // HTTP/1.0 has no Host requirement
+    const old = await exchange(to, 'GET /ping HTTP/1.0\r\n\r\n');
+    assert.match(old, /^HTTP\/1\.1 200 /);
+    // an expectation the server does not know is ignored (RFC 9110 allows it): the request is answered
+    const body = '{"a":1}';
+    const expect = await exchange(to, `POST /echo HTTP/1.1\r\nHost: x\r\nExpect: foo\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+    assert.match(expect, /^HTTP\/1\.1 200 /);
+    assert.ok(expect.endsWith('{"success":true,"data":{"a":1}}'), expect);
+    const connect = parseResponse(await exchange(to, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', { end: false }));
+    assertRefusal(connect, 405, 'METHOD_NOT_ALLOWED');
+    assert.equal(connect.headers.allow, '');
+    const after = await fetch(`http://127.0.0.1:${to}/ping`);
+    assert.equal(after.status, 200, 'still serving');
+  } finally {
+    await close(app);
   }
 });
