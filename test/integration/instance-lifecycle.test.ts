@@ -5,6 +5,7 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { startTestGateway, type ApiResponse, type TestGateway } from '../helpers/gateway.js';
 import { instanceActorId } from '../../machines/supervisor.machine.js';
 import { instanceStatus, type InstanceSnapshot } from '../../machines/instance.machine.js';
@@ -315,6 +316,27 @@ test('GET /debug/actors: operators only, every live actor, and never a secret', 
   // the instance actor owns its children: session, planner, dispatcher, webhook sender
   const children = actors.filter((x) => (x as { parent?: string }).parent === instanceActorId(instance.id)).map((x) => x.machine).sort();
   assert.deepEqual(children, ['dispatcher', 'planner', 'session', 'webhooks']);
+
+  // HEAD: the stream's headers, and the server ends the connection as asked (it held it open, subscribed)
+  const head = await new Promise<string>((resolve, reject) => {
+    const u = new URL(t.url);
+    const socket = net.connect(Number(u.port), u.hostname, () => {
+      // written, not ended: a client that keeps its side open, as a browser does
+      socket.write(`HEAD /debug/actors/stream HTTP/1.1\r\nHost: ${u.host}\r\nAuthorization: Bearer ${t.adminToken}\r\nConnection: close\r\n\r\n`);
+    });
+    let text = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (c: string) => (text += c));
+    socket.setTimeout(5_000, () => {
+      socket.destroy();
+      reject(new Error(`HEAD /debug/actors/stream: the connection was held open after\n${text}`));
+    });
+    socket.on('error', reject);
+    socket.on('close', () => resolve(text));
+  });
+  assert.match(head, /^HTTP\/1\.1 200 /);
+  assert.match(head, /content-type: text\/event-stream/i);
+  assert.ok(!head.includes('event: actors'), 'no body on HEAD');
 
   // the live stream: the first snapshot and the one after a change carry no secret either
   const ac = new AbortController();

@@ -15,6 +15,13 @@ export function debugRouter(actors: Pick<ActorSystem, 'describeActors' | 'subscr
   router.get('/actors', (ctx) => ok(ctx, { actors: actors.describeActors() }));
 
   router.get('/actors/stream', (ctx) => {
+    // HEAD: the stream's headers only. Subscribing (and keeping the connection open without a timeout, below)
+    // held a HEAD's connection open although nothing would ever be sent on it
+    if (ctx.method === 'HEAD') {
+      ctx.status = 200;
+      ctx.set({ 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
+      return;
+    }
     const stream = new PassThrough();
     ctx.status = 200;
     ctx.set({ 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive' });
