@@ -39,6 +39,12 @@ const held = (j: Omit<PlanJob, 'seq'>, seq: number, scheduledAt: number | null, 
 
 const NO_IDS: ReadonlySet<string> = new Set();
 
+/**
+ * How much freed time in the middle of the plan (the pauses of cancelled or expired jobs, `remove`) is left
+ * counted before the next acceptance plans in full: the most any job is late for it.
+ */
+export const FREED_REPLAN_MS = 60_000;
+
 const samePlanSettings = (a: InstanceSettings, b: InstanceSettings) =>
   a.maxPerHour === b.maxPerHour && a.maxPer24h === b.maxPer24h && a.minDelayMs === b.minDelayMs &&
   a.maxDelayMs === b.maxDelayMs && JSON.stringify(a.quietHours) === JSON.stringify(b.quietHours);
@@ -62,14 +68,14 @@ export class Planner {
   private tail: PlanTail | null = null;
   private tailSettings: InstanceSettings | null = null;
   /**
-   * Jobs taken out of the plan without going out (`remove` with `freed`: a cancel, an expiry, a claim another
-   * path won) so far, and how many of them the tail has seen. The tail's cursor and gaps still count a job
-   * removed after it was made: appending after it would place a new job behind a slot that is no longer
-   * there (behind a whole gap when that job had waited for its notBefore), so new jobs are not appended to
-   * a tail that has not seen every such removal (`add`).
+   * Removals that leave the tail wrong (`remove`: the last placed job gone without going out, one after a
+   * gap, or freed time past FREED_REPLAN_MS) so far, and how many of them the tail has seen: new jobs are not appended to a tail
+   * that has not seen every one of them (`add`).
    */
   private freed = 0;
   private tailFreed = 0;
+  /** the pauses of placed jobs removed from the middle of the plan without going out, since the last full plan */
+  private freedMs = 0;
   private retryAt: number | null = null;
   private readonly expiry = new EarliestExpiry();
   private nextSeq = 1;
@@ -96,6 +102,7 @@ export class Planner {
     this.orderVersion++;
     this.tail = null;
     this.tailFreed = this.freed;
+    this.freedMs = 0;
   }
 
   /** Give a job its slot in the current plan, noting whether PostgreSQL holds another. */
@@ -120,14 +127,23 @@ export class Planner {
     if (!tail || !this.tailSettings || !samePlanSettings(this.tailSettings, settings) || this.retryAt !== null) return this.full(now, settings, jobs);
     // after a removal the tail has not seen, the walk runs again from the jobs still placed (planInsert)
     const appended = this.tailFreed === this.freed ? planAppend(tail, jobs, now) : null;
-    if (appended) return { result: appended, kept: this.order.size, rerun: [] };
+    if (appended) return this.unlessFreedCosts(appended, { result: appended, kept: this.order.size, rerun: [] }, jobs, now, settings);
     if (tail.exhaustedAt !== null || now < tail.plannedAt) return this.full(now, settings, jobs);
     const placed = this.order.all();
     // every waiting job with a slot is in the order: with as many as there are jobs, none is without one
     const unslotted = this.jobs.size === this.order.size ? [] : [...this.jobs.values()].filter((j) => j.scheduledAt === null);
     const ins = planInsert({ placed, unslotted, fresh: jobs, history: this.history.recent(now), settings, random: this.random, now });
     if (!ins) return this.full(now, settings, jobs);
-    return { result: ins.result, kept: ins.kept, rerun: [...placed.slice(ins.kept), ...unslotted] };
+    return this.unlessFreedCosts(ins.result, { result: ins.result, kept: ins.kept, rerun: [...placed.slice(ins.kept), ...unslotted] }, jobs, now, settings);
+  }
+
+  /**
+   * `step`, unless freed time the plan still counts (`freedMs`) costs a new job its slot: a job the kept slots
+   * leave without one before its expiry may have one in a full plan, which gives the freed time back.
+   */
+  private unlessFreedCosts(result: PlanResult, step: Step, jobs: PlanJob[], now: number, settings: InstanceSettings): Step {
+    if (this.freedMs === 0 || (result.unreachable.length === 0 && result.unplaced.length === 0)) return step;
+    return this.full(now, settings, jobs);
   }
 
   /**
@@ -206,6 +222,7 @@ export class Planner {
     this.tail = freedAt === this.freed ? result.tail : null;
     this.tailFreed = freedAt;
     this.tailSettings = settings;
+    if (rerun === null) this.freedMs = 0;
   }
 
   /**
@@ -293,13 +310,18 @@ export class Planner {
   }
 
   /**
-   * Take a job out of the plan. `freed` (the default): it did not go out (a cancel, an expiry, a claim that
-   * another path won), so its slot is free. The job after it in the order is then marked as coming after a
-   * gap, and the tail is not appended to until a plan has seen the removal (`add`): the next acceptance walks
-   * again from the jobs before it (src/queue/plan-insert.ts), which moves the later jobs forward into the
-   * freed time and places new jobs as a full plan would. Without this, a job allowed now was placed behind
-   * a cancelled job's slot (with a notBefore, behind the whole gap in front of it: hours or days, or
-   * TTL_UNREACHABLE in an empty queue). A dispatch (`freed` false) used its slot: the plan after it holds.
+   * Take a job out of the plan. A dispatch (`freed` false) used its slot: the plan after it holds. Otherwise
+   * (a cancel, an expiry, a claim another path won) its slot is free, and what the plan still counts of it
+   * must not hold new jobs back:
+   * - it came after a gap (it waited for its notBefore): the job after it now comes after that gap, and is
+   *   marked so (`idled`). A job allowed now was placed behind the whole gap otherwise, hours or days late, or
+   *   refused TTL_UNREACHABLE with nothing in front of it;
+   * - it was the last placed job: the tail counts its slot, so the next acceptance walks on from the job before
+   *   it instead (src/queue/plan-insert.ts) and a new job takes the freed slot;
+   * - it was in the middle of the plan: the jobs after it keep their slots (moving them all forward would
+   *   rewrite every row after it, for every cancel), so its pause is still counted, late by at most
+   *   FREED_REPLAN_MS for any job: past that, the next acceptance plans in full and gives the time back, as it
+   *   does for a new job that the counted time would leave without a slot (`unlessFreedCosts`).
    */
   remove(jobId: string, freed = true): void {
     this.unwritten.delete(jobId);
@@ -309,9 +331,22 @@ export class Planner {
     this.expiry.removed(job.expiresAt);
     const next = this.order.remove(jobId);
     this.orderVersion++;
-    if (!freed) return;
-    if (next) next.idled = true;
-    this.freed++;
+    if (!freed || job.scheduledAt === null) return;
+    if (next === undefined) {
+      this.freed++;
+      return;
+    }
+    if (job.idled) {
+      next.idled = true;
+      // a plan being committed meanwhile brings its own marks: the next acceptance then plans in full
+      this.freed++;
+      return;
+    }
+    this.freedMs += job.after === null ? 0 : Math.max(0, job.after - job.scheduledAt);
+    if (this.freedMs >= FREED_REPLAN_MS) {
+      this.freed++;
+      this.tail = null;
+    }
   }
 
   /** 1-based position in dispatch order; jobs without a slot come after; 0 when not waiting. */

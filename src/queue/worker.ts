@@ -170,8 +170,7 @@ export class QueueWorker {
    * DELETE /api/v2/messages/:jobId: only before sending starts. Not on the serial executor: the job machine's
    * conditional UPDATE decides alone (a claim commits `sending` by the same kind of UPDATE, so exactly one of
    * the two wins), and a cancel never waits behind acceptances or a re-plan. The plan forgets the job after
-   * the commit; the next acceptance plans again from where it was, so later jobs and new ones take its slot
-   * (src/queue/planning.ts `remove`).
+   * the commit; new jobs are not placed behind its slot (src/queue/planning.ts `remove`).
    */
   async cancel(jobId: string, reason = 'cancelled by the caller'): Promise<Job> {
     const { core } = this;

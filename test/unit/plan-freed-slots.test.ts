@@ -61,21 +61,44 @@ test('with pauses: every job cancelled, the next send goes now, not behind their
   assert.equal(accept(p, T0 + 1_000, PACED).slot, T0 + 1_000, 'not 100 pauses later in an empty queue');
 });
 
-test('with pauses: the jobs after cancelled ones move up into the freed slots, and the next send follows them, as a full plan places them', () => {
+test('with pauses, jobs cancelled in the middle: the later jobs keep their slots while the freed time is under a minute, past it the next acceptance plans as a full plan', () => {
+  const fullPlan = (ids: string[], now: number) =>
+    planAll({
+      jobs: ids.map((id, i) => ({ id, seq: i + 1, priority: 5, notBefore: null, expiresAt: T0 + DAY_MS })),
+      history: [], settings: PACED, lastDispatchAt: null, now, random: stableRandomDelay('freed'),
+    }).placements;
+  // 6 cancelled: 30 s freed, nothing rewritten; the next send goes after the last job
   const p = planner();
   const ids = Array.from({ length: 10 }, () => accept(p, T0, PACED).id);
+  const slots = new Map(ids.map((id) => [id, p.slotOf(id)]));
   for (const id of ids.slice(2, 8)) p.remove(id);
   const plain = job(T0);
   const prop = p.tryAdd([plain], T0, PACED);
   prop.commit?.();
-  const waiting = [...ids.slice(0, 2), ...ids.slice(8)];
-  const full = planAll({
-    jobs: [...waiting, plain.id].map((id, i) => ({ id, seq: i + 1, priority: 5, notBefore: null, expiresAt: T0 + DAY_MS })),
-    history: [], settings: PACED, lastDispatchAt: null, now: T0, random: stableRandomDelay('freed'),
-  });
-  assert.deepEqual(full.placements.map((pl) => pl.scheduledAt), [0, 1, 2, 3, 4].map((k) => T0 + k * 5_000));
-  for (const pl of full.placements) assert.equal(pl.jobId === plain.id ? prop.slots.get(plain.id) : p.slotOf(pl.jobId), pl.scheduledAt, pl.jobId);
-  assert.deepEqual(prop.moved.map((m) => m.jobId).sort(), ids.slice(8).sort(), 'the two after the cancelled ones moved (their rows are written)');
+  assert.deepEqual(prop.moved, [], 'nothing rewritten');
+  for (const id of [...ids.slice(0, 2), ...ids.slice(8)]) assert.equal(p.slotOf(id), slots.get(id));
+  assert.equal(prop.slots.get(plain.id), (slots.get(ids[9] as string) as number) + 5_000, 'after the last job, 30 s later than a full plan would place it');
+  // 13 cancelled of 20: 65 s freed, past the minute: the acceptance plans as a full plan does
+  const q = planner();
+  const many = Array.from({ length: 20 }, () => accept(q, T0, PACED).id);
+  for (const id of many.slice(2, 15)) q.remove(id);
+  const next = job(T0);
+  const prop2 = q.tryAdd([next], T0, PACED);
+  prop2.commit?.();
+  const kept = [...many.slice(0, 2), ...many.slice(15)];
+  const full = fullPlan([...kept, next.id], T0);
+  assert.deepEqual(full.map((pl) => pl.scheduledAt), full.map((_, k) => T0 + k * 5_000));
+  for (const pl of full) assert.equal(pl.jobId === next.id ? prop2.slots.get(next.id) : q.slotOf(pl.jobId), pl.scheduledAt, pl.jobId);
+  assert.deepEqual(prop2.moved.map((m) => m.jobId).sort(), many.slice(15).sort(), 'the jobs after the cancelled ones moved up (their rows are written)');
+});
+
+test('with pauses, the freed time a plan still counts never costs a new job its slot: a send whose validity ends before it is planned in full instead of refused', () => {
+  const p = planner();
+  const ids = Array.from({ length: 10 }, () => accept(p, T0, PACED).id);
+  for (const id of ids.slice(1, 9)) p.remove(id); // 40 s freed: under the minute
+  // valid for 20 s: behind the kept slots (the last at +45 s, then a pause) it would have none
+  const short = accept(p, T0, PACED, null, 20_000);
+  assert.equal(short.slot, T0 + 10_000, 'placed where a full plan puts it, after the two jobs left');
 });
 
 test('a dispatch used its slot: the plan after it stays as it is', () => {
