@@ -133,7 +133,9 @@ async function readAll(ctx: Context, limit: number): Promise<Buffer> {
     // answered before the body was read to its end: Connection: close, then a bounded drain (src/media/linger.ts)
     closeUnreadRequest(ctx.req, ctx.res);
     if (err instanceof DomainError) throw err;
-    if (ctx.req.destroyed || (err as { code?: string }).code === 'ECONNRESET') throw bad('body', 'the request was aborted before its body arrived');
+    // a request whose body arrived whole was not aborted, whatever its stream says now (a request read to its
+    // end is destroyed by then): its bytes did not decode
+    if (!ctx.req.complete || (err as { code?: string }).code === 'ECONNRESET') throw bad('body', 'the request was aborted before its body arrived');
     throw bad('body', `the body could not be decoded with Content-Encoding ${ctx.get('content-encoding') || 'identity'}`);
   } finally {
     if (source !== ctx.req) source.destroy();
