@@ -33,6 +33,17 @@ function hasBody(ctx: Context): boolean {
 
 const encodingOf = (ctx: Context) => (ctx.get('content-encoding') || 'identity').trim().toLowerCase();
 
+/**
+ * A transfer coding besides chunked (`Transfer-Encoding: gzip, chunked`): Node's parser undoes the chunked
+ * framing only, so the body would be read still coded (RFC 9112 §6.1: a coding the server does not know is
+ * refused; 415 here, as for a Content-Encoding it does not know).
+ */
+function otherTransferCoding(te: string | undefined): boolean {
+  if (te === undefined) return false;
+  for (const coding of te.split(',')) if (coding.trim().toLowerCase() !== 'chunked') return true;
+  return false;
+}
+
 function decoded(ctx: Context, encoding: string): Readable {
   switch (encoding) {
     case 'identity':
@@ -246,6 +257,7 @@ export function jsonBody(opts: { limitBytes: number }) {
     if (!ctx.is('application/json', '+json')) {
       throw unsupported('send the body as JSON with Content-Type: application/json');
     }
+    if (otherTransferCoding(ctx.req.headers['transfer-encoding'])) throw unsupported('Transfer-Encoding must be chunked alone (compress with Content-Encoding instead)');
     const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(ctx.get('content-type'))?.[1]?.toLowerCase();
     if (charset && charset !== 'utf-8' && charset !== 'utf8') throw unsupported('the JSON body must be UTF-8');
     const bytes = await readAll(ctx, opts.limitBytes);

@@ -51,7 +51,8 @@ export async function receiveUpload(
   // the parts are read as they arrive, not decoded: a gzip-encoded body was stored as it came (or refused as
   // malformed), so an encoding is refused as JSON routes refuse one they do not know
   const encoding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
-  if (encoding !== 'identity' && encoding !== '') {
+  const transfer = (req.headers['transfer-encoding'] ?? 'chunked').toLowerCase().split(',').map((c) => c.trim());
+  if ((encoding !== 'identity' && encoding !== '') || transfer.some((c) => c !== 'chunked')) {
     throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'send the upload without Content-Encoding (the file itself may be compressed)');
   }
   const declared = Number(req.headers['content-length']);

@@ -52,6 +52,15 @@ test('Content-Encoding: gzip and deflate are read; broken bytes are 400, an unkn
   refused(await send(body, { ...JSON_CT, 'content-encoding': 'compress' }), 415, 'UNSUPPORTED_MEDIA_TYPE');
 });
 
+test('a transfer coding besides chunked is 415 (Node undoes only the chunked framing), chunked alone is read', async () => {
+  // found from the outside: `Transfer-Encoding: gzip, chunked` was read as if it were not coded
+  const gz = gzipSync(JSON.stringify({ phone: RECIPIENT, message: 'transfer coded' }));
+  const head = (te: string) => `POST /api/v2/send-message HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nTransfer-Encoding: ${te}\r\n\r\n`;
+  const chunked = (b: Buffer) => Buffer.concat([Buffer.from(`${b.length.toString(16)}\r\n`), b, Buffer.from('\r\n0\r\n\r\n')]);
+  assert.deepEqual(await piecewise([[head('gzip, chunked'), chunked(gz)]], 1), [415]);
+  assert.deepEqual(await piecewise([[head('chunked'), chunked(Buffer.from(JSON.stringify({ phone: RECIPIENT, message: 'plain chunked' })))]], 1), [202]);
+});
+
 test('a body that inflates past 10 MB is 413 with data.maxBytes', async () => {
   const bomb = gzipSync(Buffer.concat([Buffer.from('{"message":"'), Buffer.alloc(11 * 1024 * 1024, 0x61), Buffer.from('"}')]));
   const r = await send(bomb, { ...JSON_CT, 'content-encoding': 'gzip' });
