@@ -8,8 +8,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Planner, type PlanJob } from '../../src/queue/planning.js';
-import { planAll, stableRandomDelay } from '../../src/queue/plan.js';
+import { FREED_REPLAN_MS, Planner, type PlanJob } from '../../src/queue/planning.js';
+import { planAll, seededRandomDelay, stableRandomDelay } from '../../src/queue/plan.js';
 import { EXISTING_INSTANCE_DEFAULTS, type InstanceSettings } from '../../src/queue/settings.js';
 import { DAY_MS, HOUR_MS } from '../../src/queue/windows.js';
 
@@ -120,4 +120,55 @@ test('a cancel while an acceptance is being committed (it does not wait for the 
   p.remove(first);
   pending.commit?.();
   assert.equal(accept(p, T0 + 1_000, UNLIMITED).slot, T0 + 1_000);
+});
+
+test('random acceptances, dispatches and cancels at 5 s pauses: a new job allowed now is never later than a full plan places it by FREED_REPLAN_MS or more', () => {
+  // the random test of plan-planner.test.ts runs at 0 ms pauses, where a cancelled slot frees no time: it never
+  // saw the finding (before the fix this fails: a job 2,710 s late where a full plan places it 10 s out). Here
+  // every acceptance of a job allowed now is held to a full plan of the same jobs.
+  const rnd = seededRandomDelay(29);
+  const r = (min: number, max: number) => rnd(min, max, '');
+  let checked = 0;
+  for (let run = 0; run < 30; run++) {
+    const p = planner();
+    const waiting = new Map<string, { priority: number; notBefore: number | null; expiresAt: number; seq: number }>();
+    let seq = 0;
+    let last: number | null = null;
+    const history: number[] = [];
+    let now = T0;
+    for (let step = 0; step < 150; step++) {
+      const what = r(0, 9);
+      if (what <= 4) {
+        const nb = r(0, 3) === 0 ? now + r(1, 8) * 15 * 60_000 : null;
+        const j = { id: `wq_${++n}`, priority: r(0, 2) === 0 ? r(1, 9) : 5, notBefore: nb, expiresAt: Math.max(now, nb ?? now) + DAY_MS };
+        const prop = p.tryAdd([j], now, PACED);
+        prop.commit?.();
+        waiting.set(j.id, { ...j, seq: ++seq });
+        if (nb !== null) continue;
+        const full = planAll({
+          jobs: [...waiting].map(([id, w]) => ({ id, ...w })), history, settings: PACED, lastDispatchAt: last, now, random: stableRandomDelay('freed'),
+        });
+        const want = full.placements.find((pl) => pl.jobId === j.id)?.scheduledAt;
+        const got = prop.slots.get(j.id);
+        if (want === undefined || got === undefined || got === null) return assert.fail(`run ${run} step ${step}: ${j.id} placed by both`);
+        assert.ok(got - want < FREED_REPLAN_MS, `run ${run} step ${step}: ${j.id} at +${(got - now) / 1000} s, a full plan +${(want - now) / 1000} s`);
+        checked++;
+      } else if (what <= 6) {
+        now += r(0, 3) === 0 ? r(0, 20 * 60_000) : r(0, 20_000);
+        for (let due = p.due(now); due !== null; due = p.due(now)) {
+          if (!p.recheck(now, PACED).ok) break;
+          p.remove(due, false);
+          p.recordDispatch(now);
+          history.push(now);
+          last = now;
+          waiting.delete(due);
+        }
+      } else if (waiting.size > 0) {
+        const id = [...waiting.keys()][r(0, waiting.size - 1)] as string;
+        p.remove(id);
+        waiting.delete(id);
+      }
+    }
+  }
+  assert.ok(checked > 500, `${checked} acceptances checked`);
 });
