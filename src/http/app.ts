@@ -1,11 +1,11 @@
 /**
- * The Koa application: request log → error boundary → URL checks → route families (each: guard → JSON body ≤ 10 MB → route)
+ * The Koa application: request log → error boundary → target checks (Host, no NUL in path or query) → route families (each: guard → JSON body ≤ 10 MB → route)
  * → 404/405 for what no route answered. Families are built by the composition root (src/gateway.ts).
  */
 import Koa from 'koa';
 import type Router from '@koa/router';
 import { errorBoundary } from './envelope.js';
-import { jsonBody, refuseNulInUrl } from './body.js';
+import { jsonBody, refuseMalformedTarget } from './body.js';
 import { notMatched, routeFamilies, type RouteFamily } from './router.js';
 import { requestLog } from './request-log.js';
 import type { Logger } from '../log.js';
@@ -31,7 +31,7 @@ export function createApp(opts: AppOptions): Koa {
   // outermost: the line is written with the status the boundary answered, and every answer carries X-Request-Id
   app.use(requestLog(opts.log));
   app.use(errorBoundary(opts.log, opts.onStoreError ? { onStoreError: opts.onStoreError } : {}));
-  app.use(refuseNulInUrl);
+  app.use(refuseMalformedTarget);
   const json = jsonBody({ limitBytes: JSON_LIMIT_BYTES });
   app.use(routeFamilies(families, json));
   app.use(notMatched(families));

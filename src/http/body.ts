@@ -277,7 +277,7 @@ export function jsonBody(opts: { limitBytes: number }) {
  * request without a Host header (RFC 9112 §3.2), which Node would answer itself outside the envelope: the
  * gateway's server leaves that check to this link (src/http/client-error.ts).
  */
-export function refuseNulInUrl(ctx: Context, next: Next): Promise<void> {
+export function refuseMalformedTarget(ctx: Context, next: Next): Promise<void> {
   if (ctx.req.headers.host === undefined && ctx.req.httpVersion === '1.1') throw bad('host', 'an HTTP/1.1 request must carry a Host header');
   if (/%00/i.test(ctx.path)) throw bad('path', 'the path must not contain NUL characters');
   if (/%00/i.test(ctx.querystring)) throw bad('query', 'the query must not contain NUL characters');

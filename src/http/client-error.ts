@@ -74,7 +74,7 @@ export function refusalOn(socket: Duplex): number | undefined {
 
 /**
  * The options of a server whose app answers a missing Host itself, in the envelope (src/http/body.ts
- * refuseNulInUrl): Node's own check answers a bare 400 before any middleware runs.
+ * refuseMalformedTarget): Node's own check answers a bare 400 before any middleware runs.
  */
 export const serverOptions: http.ServerOptions = { requireHostHeader: false };
 

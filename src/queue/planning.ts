@@ -127,22 +127,23 @@ export class Planner {
     if (!tail || !this.tailSettings || !samePlanSettings(this.tailSettings, settings) || this.retryAt !== null) return this.full(now, settings, jobs);
     // after a removal the tail has not seen, the walk runs again from the jobs still placed (planInsert)
     const appended = this.tailFreed === this.freed ? planAppend(tail, jobs, now) : null;
-    if (appended) return this.unlessFreedCosts(appended, { result: appended, kept: this.order.size, rerun: [] }, jobs, now, settings);
+    if (appended) return this.unlessFreedCosts({ result: appended, kept: this.order.size, rerun: [] }, jobs, now, settings);
     if (tail.exhaustedAt !== null || now < tail.plannedAt) return this.full(now, settings, jobs);
     const placed = this.order.all();
     // every waiting job with a slot is in the order: with as many as there are jobs, none is without one
     const unslotted = this.jobs.size === this.order.size ? [] : [...this.jobs.values()].filter((j) => j.scheduledAt === null);
     const ins = planInsert({ placed, unslotted, fresh: jobs, history: this.history.recent(now), settings, random: this.random, now });
     if (!ins) return this.full(now, settings, jobs);
-    return this.unlessFreedCosts(ins.result, { result: ins.result, kept: ins.kept, rerun: [...placed.slice(ins.kept), ...unslotted] }, jobs, now, settings);
+    return this.unlessFreedCosts({ result: ins.result, kept: ins.kept, rerun: [...placed.slice(ins.kept), ...unslotted] }, jobs, now, settings);
   }
 
   /**
    * `step`, unless freed time the plan still counts (`freedMs`) costs a new job its slot: a job the kept slots
    * leave without one before its expiry may have one in a full plan, which gives the freed time back.
    */
-  private unlessFreedCosts(result: PlanResult, step: Step, jobs: PlanJob[], now: number, settings: InstanceSettings): Step {
-    if (this.freedMs === 0 || (result.unreachable.length === 0 && result.unplaced.length === 0)) return step;
+  private unlessFreedCosts(step: Step, jobs: PlanJob[], now: number, settings: InstanceSettings): Step {
+    const { unreachable, unplaced } = step.result;
+    if (this.freedMs === 0 || (unreachable.length === 0 && unplaced.length === 0)) return step;
     return this.full(now, settings, jobs);
   }
 

@@ -15,16 +15,13 @@ export function debugRouter(actors: Pick<ActorSystem, 'describeActors' | 'subscr
   router.get('/actors', (ctx) => ok(ctx, { actors: actors.describeActors() }));
 
   router.get('/actors/stream', (ctx) => {
+    ctx.status = 200;
+    ctx.set({ 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
     // HEAD: the stream's headers only. Subscribing (and keeping the connection open without a timeout, below)
     // held a HEAD's connection open although nothing would ever be sent on it
-    if (ctx.method === 'HEAD') {
-      ctx.status = 200;
-      ctx.set({ 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
-      return;
-    }
+    if (ctx.method === 'HEAD') return;
     const stream = new PassThrough();
-    ctx.status = 200;
-    ctx.set({ 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive' });
+    ctx.set('Connection', 'keep-alive');
     ctx.body = stream;
     ctx.req.socket.setTimeout(0);
     const send = (event: string, data: unknown) => stream.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);

@@ -113,16 +113,15 @@ export type ParsedSend = Send & {
 /** The idempotency key from header and/or body (SPEC.md rule 3: both present must be identical). */
 export function idempotencyKeyOf(body: unknown, header: string | undefined): string | null {
   const fromBody = body && typeof body === 'object' && 'idempotencyKey' in body ? (body as { idempotencyKey: unknown }).idempotencyKey : undefined;
-  const h = header;
-  if (h !== undefined && !IDEMPOTENCY_KEY.test(h)) throw validationFailed('idempotencyKey', 'X-Idempotency-Key must be 8 to 128 characters of [A-Za-z0-9_.:-]');
+  if (header !== undefined && !IDEMPOTENCY_KEY.test(header)) throw validationFailed('idempotencyKey', 'X-Idempotency-Key must be 8 to 128 characters of [A-Za-z0-9_.:-]');
   if (fromBody !== undefined && fromBody !== null && (typeof fromBody !== 'string' || !IDEMPOTENCY_KEY.test(fromBody))) {
     throw validationFailed('idempotencyKey', 'idempotencyKey must be 8 to 128 characters of [A-Za-z0-9_.:-]');
   }
   const b = typeof fromBody === 'string' ? fromBody : undefined;
-  if (h !== undefined && b !== undefined && h !== b) {
+  if (header !== undefined && b !== undefined && header !== b) {
     throw new DomainError('IDEMPOTENCY_KEY_CONFLICT', 'X-Idempotency-Key header and body idempotencyKey differ');
   }
-  return h ?? b ?? null;
+  return header ?? b ?? null;
 }
 
 /** Exactly one of phone/chatId; German national numbers corrected. */
