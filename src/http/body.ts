@@ -11,7 +11,7 @@ import type { Readable } from 'node:stream';
 import type { IncomingMessage } from 'node:http';
 import type { Context, Next } from 'koa';
 import { DomainError, payloadTooLarge } from '../errors.js';
-import { closeUnreadRequest } from '../media/linger.js';
+import { closeUnreadRequest, continueBody } from '../media/linger.js';
 
 /** Deeper than any request of the API (options.groupMentions.0.x is 4); far below any stack limit. */
 export const MAX_JSON_DEPTH = 32;
@@ -130,6 +130,7 @@ async function readAll(ctx: Context, limit: number): Promise<Buffer> {
     throw payloadTooLarge(limit);
   }
   const encoding = encodingOf(ctx);
+  continueBody(ctx.req, ctx.res);
   const whole = encoding === 'identity' ? arrived(ctx.req) : null;
   if (whole) {
     if (whole.length > limit) throw payloadTooLarge(limit);

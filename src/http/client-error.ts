@@ -86,9 +86,16 @@ const NOT_A_PROXY: Refusal = { status: 405, code: 'METHOD_NOT_ALLOWED', message:
  * Expect other than 100-continue (Node's bare 417: the expectation is ignored, as RFC 9110 allows, and the
  * request answered as any other) and CONNECT (Node drops the connection without a word: 405 here). An
  * HTTP/1.1 request without Host, which Node answers with a bare 400, is left to the app by `serverOptions`.
+ *
+ * `Expect: 100-continue` (curl sends it with every body over 1 MiB): Node would answer `100 Continue` at once,
+ * before any credential or header was looked at, and the client would send its whole body to be refused.
+ * Here the request goes to the app without it; a body reader asks for the body once every check before it
+ * passed (src/media/linger.ts `continueBody`), and a refusal before that goes out with the body never sent
+ * (Node closes that connection after the answer: the client may still send the body).
  */
 export function answerClientErrors(server: http.Server): void {
   server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => server.emit('request', req, res));
+  server.on('checkContinue', (req: http.IncomingMessage, res: http.ServerResponse) => server.emit('request', req, res));
   server.on('connect', (_req: http.IncomingMessage, socket: Duplex) => {
     if (socket.writable) socket.write(responseBytes(NOT_A_PROXY, 'Allow: '));
     socket.destroy();

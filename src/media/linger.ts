@@ -62,3 +62,21 @@ export function closeUnreadRequest(req: IncomingMessage, res: ServerResponse, li
     if (socket.writable) socket.end();
   };
 }
+
+/** Node's own test of an Expect header for 100-continue (lib/_http_server.js). */
+const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i;
+const continued = new WeakSet<ServerResponse>();
+
+/**
+ * Call right before a request's body is read: a client that sent `Expect: 100-continue` waits for `100
+ * Continue` before it sends the body, and the gateway's server leaves that answer to the reader
+ * (src/http/client-error.ts), so that a request refused on its credentials, its route or its declared size
+ * never has its body sent at all. Nothing is written when the body already arrived, for HTTP/1.0, or twice.
+ */
+export function continueBody(req: IncomingMessage, res: ServerResponse): void {
+  const expect = req.headers.expect;
+  if (expect === undefined || req.httpVersion !== '1.1' || req.complete || res.headersSent || continued.has(res)) return;
+  if (!CONTINUE.test(expect)) return;
+  continued.add(res);
+  res.writeContinue();
+}

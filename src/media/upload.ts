@@ -7,9 +7,10 @@
  * store's per-file ceiling (16 MiB) → 507 reason `too_large`; too little disk → 507 reason `low_disk` before
  * a byte of the file is read.
  */
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { DomainError, payloadTooLarge, validationFailed } from '../errors.js';
 import { boundaryOf, readMultipart } from './multipart.js';
+import { continueBody } from './linger.js';
 import type { MediaRecord } from './record.js';
 import type { MediaStore, StagedMedia } from './store.js';
 
@@ -43,6 +44,7 @@ const isStoreTooLarge = (err: unknown) =>
 
 export async function receiveUpload(
   req: IncomingMessage,
+  res: ServerResponse,
   instanceId: string,
   deps: { store: MediaStore; uploadMaxBytes: number },
 ): Promise<MediaRecord> {
@@ -59,6 +61,7 @@ export async function receiveUpload(
   if (Number.isFinite(declared) && declared > deps.uploadMaxBytes + MULTIPART_ALLOWANCE) {
     throw payloadTooLarge(deps.uploadMaxBytes);
   }
+  continueBody(req, res);
 
   let staged: StagedMedia | null = null;
   let fileSeen = false;

@@ -36,7 +36,7 @@ export function createMediaRouter(deps: MediaRouterDeps): Router {
   router.post('/api/v2/media', async (ctx) => {
     const instanceId = deps.getInstanceId(ctx);
     try {
-      const record = await receiveUpload(ctx.req, instanceId, deps);
+      const record = await receiveUpload(ctx.req, ctx.res, instanceId, deps);
       ctx.status = 201;
       ctx.body = { success: true, data: toStoredMedia(record) };
     } catch (err) {
