@@ -108,3 +108,48 @@ test('cancel and requeue: scoped to the instance, with the v2 refusals', async (
   assert.equal(seen.body.data?.originRoute, '/admin/v1/instances/:id/messages/:jobId/requeue');
   assert.equal(seen.body.data?.previousJobId, job);
 });
+
+test('re-plan: the operator moves the waiting jobs forward after a cancel, as the key would (event reason operator)', async () => {
+  const { instance, apiKey } = await t.createInstance('queuereplan', {
+    settings: { quietHours: null, maxPerHour: null, maxPer24h: null, minDelayMs: 10_000, maxDelayMs: 10_000 },
+  });
+  const id = instance.id;
+  const hook = await t.admin('PUT', `/admin/v1/instances/${id}/webhook`, { url: 'http://127.0.0.1:9/hook', secret: 'a-webhook-secret-0123456789', allowPrivate: true, events: ['queue.replanned'] });
+  assert.ok(hook.status < 300, hook.text);
+  const jobs: string[] = [];
+  for (let i = 0; i < 4; i++) {
+    const r = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: RECIPIENT, message: `r${i}` });
+    assert.equal(r.status, 202, r.text);
+    jobs.push(String(r.body.data?.jobId));
+  }
+  const slotOf = async (j: string) => Date.parse(String((await t.api(apiKey, 'GET', `/api/v2/messages/${j}`)).body.data?.scheduledAt));
+  const before = await slotOf(jobs[3] as string);
+  // a cancel in the middle frees 10 s, less than the planner waits for before it re-plans by itself
+  assert.equal((await t.admin('DELETE', `/admin/v1/instances/${id}/messages/${jobs[1]}`)).status, 200);
+  assert.equal(await slotOf(jobs[3] as string), before, 'the later jobs keep their slots until a re-plan');
+
+  const counts = (await t.api(apiKey, 'GET', '/api/v2/queue')).body.data?.counts as { queued: number; scheduled: number };
+  const r = await t.admin('POST', `/admin/v1/instances/${id}/queue/replan`);
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.body.data?.replanned, true);
+  assert.equal(r.body.data?.affected, counts.queued + counts.scheduled, `every waiting job: ${r.text}`);
+  assert.equal(typeof r.body.data?.epoch, 'number');
+  assert.equal(await slotOf(jobs[3] as string), before - 10_000, 'moved forward by the freed pause');
+  const deliveries = await t.admin('GET', `/admin/v1/instances/${id}/webhook/deliveries?limit=200`);
+  assert.equal((deliveries.body.data?.items as { event: string }[]).filter((d) => d.event === 'queue.replanned').length, 1, deliveries.text);
+  const sent = await t.gw.pool.query<{ body: string }>(`SELECT body FROM outbox WHERE instance_id = $1 AND event = 'queue.replanned'`, [id]);
+  const event = JSON.parse(sent.rows[0]?.body ?? '{}') as { data?: { reason?: string; affected?: number } };
+  assert.equal(event.data?.reason, 'operator', sent.rows[0]?.body);
+  assert.equal(event.data?.affected, r.body.data?.affected);
+
+  // the instance in the path decides: another's path re-plans that one; an unknown one is 404; a key is 403
+  const other = await t.admin('POST', `/admin/v1/instances/${B.id}/queue/replan`);
+  assert.equal(other.status, 200, other.text);
+  assert.equal(await slotOf(jobs[3] as string), before - 10_000);
+  const unknown = await t.admin('POST', '/admin/v1/instances/00000000-0000-4000-8000-000000000000/queue/replan');
+  assert.equal(unknown.status, 404);
+  assert.equal(unknown.body.code, 'INSTANCE_NOT_FOUND');
+  const withKey = await t.api(apiKey, 'POST', `/admin/v1/instances/${id}/queue/replan`);
+  assert.equal(withKey.status, 403, withKey.text);
+  for (const j of jobs) await t.api(apiKey, 'DELETE', `/api/v2/messages/${j}`);
+});

@@ -53,6 +53,12 @@ export const INSTANCE_VERBS: Verb[] = [
     },
   },
   {
+    name: 'replan', args: ['id'], flags: {}, summary: 're-plan every waiting job (after cancelling many: the rest move forward)',
+    async run(p) {
+      answer(await call('POST', inst(p.args.id, '/queue/replan')), p);
+    },
+  },
+  {
     name: 'logout', args: ['id'], flags: {}, summary: 'unlink the number',
     async run(p) {
       answer(await call('POST', inst(p.args.id, '/logout')), p);

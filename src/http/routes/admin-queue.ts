@@ -3,6 +3,7 @@
  *
  *   GET    /admin/v1/instances/:id/queue                        the summary of GET /api/v2/queue
  *   GET    /admin/v1/instances/:id/queue/items                  ?state&limit&cursor, as GET /api/v2/queue/items
+ *   POST   /admin/v1/instances/:id/queue/replan                 as POST /api/v2/queue/replan (event reason `operator`)
  *   DELETE /admin/v1/instances/:id/messages/:jobId              cancel, as DELETE /api/v2/messages/:id
  *   POST   /admin/v1/instances/:id/messages/:jobId/requeue      as POST /api/v2/messages/:id/requeue
  *
@@ -43,6 +44,7 @@ export function adminQueueRouter(deps: AdminQueueDeps): Router {
 
   router.get(`${base}/queue`, async (ctx) => handle.summary(ctx, await portOf(ctx)));
   router.get(`${base}/queue/items`, async (ctx) => handle.items(ctx, await portOf(ctx)));
+  router.post(`${base}/queue/replan`, async (ctx) => handle.replan(ctx, await portOf(ctx), 'operator'));
   router.delete(`${base}/messages/:jobId`, async (ctx) => handle.cancel(ctx, await portOf(ctx), jobId(ctx)));
   router.post(`${base}/messages/:jobId/requeue`, async (ctx) =>
     handle.requeue(ctx, await portOf(ctx), jobId(ctx), '/admin/v1/instances/:id/messages/:jobId/requeue'));

@@ -40,7 +40,7 @@ export const ItemsQuery = object({
 export const KeyQuery = object({ idempotencyKey: pattern(string(), IDEMPOTENCY_KEY) });
 
 /**
- * The handlers of the summary, the job list, cancel and requeue, given the instance's port: the v2 routes
+ * The handlers of the summary, the job list, re-plan, cancel and requeue, given the instance's port: the v2 routes
  * (the port of the key's instance) and the operator's /admin/v1/instances/:id routes (src/http/routes/admin-queue.ts,
  * the port of the instance in the path) answer with the same code. A job is looked up within the port's
  * instance only: another instance's job is JOB_NOT_FOUND.
@@ -51,6 +51,8 @@ export interface QueueHandlers {
   cancel(ctx: Context, port: InstancePort, jobId: string): Promise<void>;
   /** `originRoute` is stored on the new job */
   requeue(ctx: Context, port: InstancePort, jobId: string, originRoute: string): Promise<void>;
+  /** `reason` is the event's (`queue.replanned`): `api` with the key, `operator` with the admin token */
+  replan(ctx: Context, port: InstancePort, reason: 'api' | 'operator'): Promise<void>;
 }
 
 export function queueHandlers(deps: Pick<QueueRouteDeps, 'pool' | 'clock' | 'degradedSince'>): QueueHandlers {
@@ -94,6 +96,13 @@ export function queueHandlers(deps: Pick<QueueRouteDeps, 'pool' | 'clock' | 'deg
       ok(ctx, jobStatus(job, deps.clock.now()));
     },
 
+    async replan(ctx, port, reason) {
+      const { queueMode } = await requestView(ctx, port);
+      if (queueMode !== 'pg') throw queueStoreUnavailable(queueMode);
+      const r = await port.ask({ type: 'queue.replan', reason }, DEADLINES.queueStatus);
+      ok(ctx, { replanned: true, affected: r.affected, epoch: r.epoch });
+    },
+
     async requeue(ctx, port, jobId, originRoute) {
       const old = await loadJob(port, jobId);
       if (!canRequeue(old.state)) {
@@ -132,13 +141,7 @@ export function queueRouter(deps: QueueRouteDeps): Router {
 
   router.get('/queue/items', (ctx) => handle.items(ctx, deps.portOf(ctx)));
 
-  router.post('/queue/replan', async (ctx) => {
-    const port = deps.portOf(ctx);
-    const { queueMode } = await requestView(ctx, port);
-    if (queueMode !== 'pg') throw queueStoreUnavailable(queueMode);
-    const r = await port.ask({ type: 'queue.replan', reason: 'api' }, DEADLINES.queueStatus);
-    ok(ctx, { replanned: true, affected: r.affected, epoch: r.epoch });
-  });
+  router.post('/queue/replan', (ctx) => handle.replan(ctx, deps.portOf(ctx), 'api'));
 
   router.get('/messages', async (ctx) => {
     const { idempotencyKey } = parse(ctx.query, KeyQuery);

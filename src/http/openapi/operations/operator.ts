@@ -96,6 +96,13 @@ export const OPERATOR_OPERATIONS: Record<string, Operation> = {
     errors: [...ADMIN_ONE, 'VALIDATION_FAILED'],
     example: { query: { state: 'scheduled', limit: '10' } },
   },
+  'POST /admin/v1/instances/:id/queue/replan': {
+    summary: "Re-plan every waiting job of the instance (as POST /api/v2/queue/replan; event queue.replanned with reason operator)",
+    tag: 'Queue',
+    ok: data(obj({ replanned: { const: true }, affected: { type: 'integer' }, epoch: { type: 'integer' } })),
+    errors: [...ADMIN_ONE, 'QUEUE_STORE_UNAVAILABLE'],
+    example: {},
+  },
   'DELETE /admin/v1/instances/:id/messages/:jobId': { summary: "Cancel a waiting job of the instance (as DELETE /api/v2/messages/:id)", tag: 'Queue', ok: data(ref('JobStatus')), errors: [...ADMIN_ONE, 'JOB_NOT_FOUND', 'JOB_NOT_CANCELLABLE'] },
   'POST /admin/v1/instances/:id/messages/:jobId/requeue': {
     summary: 'Requeue a failed, expired or cancelled job of the instance as a new job (as POST /api/v2/messages/:id/requeue)',
