@@ -61,6 +61,7 @@ export const CONSOLE_HTML = `<!doctype html>
   <section id="queue" class="panel" hidden>
     <h2>Queue of <span id="queue-name"></span></h2>
     <p id="queue-counts" class="muted"></p>
+    <button id="queue-replan" type="button" title="Re-plan every waiting job: after cancels, the rest move forward">Re-plan</button>
     <label>State <select id="queue-state"><option value="">all</option><option>queued</option><option>scheduled</option><option>sending</option><option>sent</option><option>failed</option><option>unknown</option><option>cancelled</option><option>expired</option></select></label>
     <p class="error" id="queue-error" role="alert"></p>
     <p class="muted" id="queue-note"></p>

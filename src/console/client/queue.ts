@@ -1,7 +1,8 @@
 /**
  * The Queue panel of one instance: its counts (GET /admin/v1/instances/:id/queue) and its jobs
  * (GET .../queue/items, oldest first), refreshed every 2 s while open. A waiting job (queued, scheduled) can be
- * cancelled, a failed, expired or cancelled one requeued (a new job); a refusal shows the server's message.
+ * cancelled, a failed, expired or cancelled one requeued (a new job), and the waiting jobs re-planned (after
+ * cancels, the rest move forward); a refusal shows the server's message.
  * Selecting a job shows its state in the job diagram (diagrams.ts).
  */
 import { call, message } from './api.js';
@@ -142,4 +143,8 @@ async function refresh(): Promise<void> {
 export function initQueue(): void {
   byId('queue-close').addEventListener('click', closeQueue);
   byId('queue-state').addEventListener('change', () => void refresh());
+  byId('queue-replan').addEventListener('click', () => void act('Re-plan', async () => {
+    const r = await call<{ affected: number }>('POST', `${base()}/queue/replan`);
+    return `Re-planned ${r.affected} waiting ${r.affected === 1 ? 'job' : 'jobs'}.`;
+  }));
 }
