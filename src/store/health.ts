@@ -15,7 +15,6 @@ import type { Logger } from '../log.js';
 
 const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006']);
 
-/** True for errors that say the database could not be reached (not for a bad query). */
 /** A connection failure reported by another actor (as data, then rethrown where the answer is written). */
 export class StoreUnreachable extends Error {
   constructor(message: string) {
@@ -24,13 +23,18 @@ export class StoreUnreachable extends Error {
   }
 }
 
+/** True for errors that say the database could not be reached or used (not for a bad query). */
 export function isConnectionError(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   if (err instanceof StoreUnreachable) return true;
   // the connection broke during COMMIT: something may have been written, so not a "nothing happened" fault
   if (err instanceof CommitOutcomeUnknown) return false;
-  const code = (err as { code?: unknown }).code;
+  const { code, severity } = err as { code?: unknown; severity?: unknown };
   if (typeof code === 'string' && CONNECTION_CODES.has(code)) return true;
+  // The server ends the session with every FATAL error, whatever its code: a database that does not accept
+  // connections now (55000), too many connections (53300), a dropped database (3D000), a failed
+  // authentication (28P01). No statement ran; the store cannot be used until that changes.
+  if (severity === 'FATAL' || severity === 'PANIC') return true;
   return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|not queryable|Query read timeout|ECONNREFUSED|ECONNRESET/i.test(err.message);
 }
 

@@ -4,7 +4,8 @@
  * connections, then as a partition (nothing passes, nothing closed). Throughout: the process stays up, the
  * queue turns `memory-degraded` promptly, v2 sends answer 503 QUEUE_STORE_UNAVAILABLE with data.queueMode, v1
  * keeps working (keys verified before the outage stay usable past their cache lifetime), the limits hold, and
- * after the restore the queue is back to `pg` with no accepted job lost and none left in `sending`.
+ * after the restore the queue is back to `pg` with no accepted job lost and none left in `sending`. The same when
+ * the server itself refuses every new session (FATAL, e.g. a database not accepting connections).
  *
  * The gateway's timers run on the simulated clock; the sockets and pg's own deadlines are real.
  */
@@ -12,6 +13,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestGateway, waitFor, type ApiResponse, type TestGateway } from '../helpers/gateway.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
+import pg from 'pg';
 import { COMMIT_UNKNOWN } from '../../src/http/errors.js';
 
 const SKIP = !process.env.TEST_DATABASE_URL && 'needs a PostgreSQL server (TEST_DATABASE_URL) to put a proxy in front of';
@@ -229,5 +231,41 @@ test('a partition: nothing passes, nothing closed', { skip: SKIP }, async () => 
   const bodies = (await ledger(instance.id)).map((e) => e.body);
   // 200: it went out; 503: it did not; 500 (unknown): either, at most once (recovered() checks every body)
   if (first.status !== 500) assert.equal(bodies.includes('p-v1-inflight'), first.status === 200, 'the in-flight v1 send went out exactly when it was answered 200');
+  assert.deepEqual(crashes, [], 'no unhandled error');
+});
+
+test('a database that refuses every new session (FATAL 55000, not a socket error): degraded, never 500; v1 past the key cache', { skip: SKIP }, async () => {
+  // found from the outside: ALTER DATABASE … ALLOW_CONNECTIONS false answered every key-authenticated route 500
+  // INTERNAL_ERROR once the key cache's 30 s were over (the server's FATAL was not taken for an outage)
+  await proxy.restore();
+  await t.advanceUntil(() => !degraded(), 'the store back after the tests before', { stepMs: 500, maxMs: 30_000 });
+  const free = { minDelayMs: 0, maxDelayMs: 0, quietHours: null, maxPerHour: null, maxPer24h: null };
+  const { instance, apiKey } = await t.createInstance('refusing', { settings: free });
+  const accepted = new Map<string, string>();
+  assert.equal((await answered(v1(apiKey, 'f-v1-before'), 'v1 before')).status, 200);
+  const name = new URL(t.db.url ?? '').pathname.slice(1);
+  const admin = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL });
+  await admin.connect();
+  try {
+    await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS false`);
+    await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name]);
+    await t.advanceUntil(degraded, 'memory-degraded', { stepMs: 100, maxMs: 5_000 });
+    await t.advance(31_000, 1_000); // past the key cache's lifetime: the key can be looked up no more
+    const v1During = await answered(v1(apiKey, 'f-v1-during'), 'v1 during');
+    assert.equal(v1During.status, 200, `v1 sends from memory: ${v1During.text}`);
+    const v2During = await realAnswer(v2(apiKey, 'f-v2-during'), 'v2 during');
+    assert.equal(v2During.status, 503, v2During.text);
+    assert.equal(v2During.body.code, 'QUEUE_STORE_UNAVAILABLE');
+    for (const route of ['/api/status', '/api/v2/queue', '/api/v2/chats']) {
+      const r = await realAnswer(t.api(apiKey, 'GET', route), route);
+      assert.notEqual(r.status, 500, `${route}: ${r.text}`);
+    }
+  } finally {
+    await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`);
+    await admin.end();
+  }
+  await recovered(instance.id, apiKey, accepted);
+  const bodies = (await ledger(instance.id)).map((e) => e.body);
+  assert.ok(bodies.includes('f-v1-during'));
   assert.deepEqual(crashes, [], 'no unhandled error');
 });
