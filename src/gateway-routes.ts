@@ -154,7 +154,7 @@ export function gatewayFamilies(deps: RouteDeps): Families {
     {
       ...instanceFamily(
         'v1',
-        legacyRouter({ portOf, clock, config, log, validateMedia: media.validateAtAcceptance, onStoreError: () => void store.suspect() }),
+        legacyRouter({ portOf, clock, pool, config, log, validateMedia: media.validateAtAcceptance, onStoreError: () => void store.suspect() }),
       ),
       // an API key that cannot be verified while the store is unreachable: 503 in v1's shape
       guard: v1Guard(apiKey),

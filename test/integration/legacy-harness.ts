@@ -137,6 +137,7 @@ export async function startV1Harness(label: string, env: Record<string, string> 
       return inst.handle;
     },
     clock,
+    pool: db.pool,
     config,
     validateMedia: media.validateAtAcceptance,
     log,

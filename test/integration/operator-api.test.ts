@@ -298,3 +298,26 @@ test('an id shaped like a uuid that is not one is 404 INSTANCE_NOT_FOUND on ever
   const health = await t.admin('GET', '/admin/v1/instances');
   assert.equal(health.status, 200, health.text);
 });
+
+test('DELETE while a v1 caller waits for its slot: the caller is told nothing was sent, not to poll a job that went with the instance', async () => {
+  // found from the outside: 504 QUEUE_WAIT_TIMEOUT "still queued, poll the job, do not resend" for a job
+  // deleted with its instance, whose key no longer worked
+  const { instance, apiKey } = await t.createInstance('deletedwhilewaiting', {
+    settings: { quietHours: null, maxPerHour: 1, maxPer24h: null, minDelayMs: 1000, maxDelayMs: 1000 },
+  });
+  const to = { phone: '4915112340009' };
+  let first: ApiResponse | null = null;
+  void t.api(apiKey, 'POST', '/api/send-message', { ...to, message: 'uses the hour' }).then((r) => (first = r));
+  await t.advanceUntil(() => first, 'the first v1 send answered');
+  assert.equal((first as ApiResponse | null)?.status, 200);
+
+  let waiting: ApiResponse | null = null;
+  void t.api(apiKey, 'POST', '/api/send-message', { ...to, message: 'waits an hour' }).then((r) => (waiting = r));
+  await t.advanceUntil(async () => (await t.gw.pool.query("SELECT 1 FROM jobs WHERE payload::text LIKE '%waits an hour%'")).rowCount, 'the second accepted');
+  const deleted = await t.admin('DELETE', `/admin/v1/instances/${instance.id}`);
+  assert.equal(deleted.status, 200, deleted.text);
+  const r = await t.advanceUntil(() => waiting, 'the waiting v1 send answered', { stepMs: 500, maxMs: 60_000 });
+  assert.equal(r.status, 503, r.text);
+  assert.deepEqual(Object.keys(r.body), ['success', 'error'], 'the v1 shape');
+  assert.match(String(r.body.error), /deleted.*nothing was sent/);
+});

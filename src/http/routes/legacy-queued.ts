@@ -28,6 +28,9 @@ import { toAcceptRequest } from './send.js';
 import { acceptJob, viewOf } from './queue-gate.js';
 import type { V1Send } from './legacy-parse.js';
 import { isConnectionError } from '../../store/health.js';
+import type { Pool } from '../../store/pool.js';
+import { getJob } from '../../queue/jobs.js';
+import { isTerminal } from '../../../machines/job.machine.js';
 import { NOT_CONNECTED, RESTARTING, STORE_LOST_QUEUED, answerOutcome, outcomeOfJob, queuedData, waitTimeout, type V1Outcome } from './legacy-answer.js';
 
 /** SPEC.md rule 1: v1 send-message and send-media are dispatched before everything else. */
@@ -37,6 +40,8 @@ const CANCEL_GRACE_MS = 2_000;
 
 export interface QueuedDeps {
   clock: Clock;
+  /** reads a job whose instance no longer answers (src/queue/jobs.ts getJob) */
+  pool: Pool;
   log?: Logger;
   config: Pick<Config, 'LEGACY_SYNC_TIMEOUT_MS' | 'LEGACY_CALLER_TIMEOUT_MS'>;
 }
@@ -120,10 +125,28 @@ export async function sendThroughQueue(
   if (ceilings) {
     // the caller gets the job's id and polls it: from now on the job goes out at its slot whatever happens here;
     // if the store cannot take that now, a later start expires the job and the caller's poll says so
-    await port.ask({ type: 'queue.releaseCaller', jobId: job.id }, DEADLINES.queueStatus).catch((err: unknown) => deps.log?.warn({ err, jobId: job.id }, 'could not release the synchronous caller of a job'));
+    const released = await port.ask({ type: 'queue.releaseCaller', jobId: job.id }, DEADLINES.queueStatus).then(
+      () => true,
+      (err: unknown) => (deps.log?.warn({ err, jobId: job.id }, 'could not release the synchronous caller of a job'), false),
+    );
+    const settled = released ? null : await unreleasedOutcome(deps, port, job, whyExpired);
+    if (settled) return answerOutcome(ctx, send, settled);
     throw waitTimeout(job, clock.now());
   }
   return answerOutcome(ctx, send, await closeWait(port, job, whyExpired));
+}
+
+/**
+ * The instance did not take the release (it stopped: deleted, moved, or its store is away): the 504's promise
+ * ("it goes out at scheduledAt: poll the job") holds only for a job that is still there. Found from the
+ * outside: an instance deleted during the wait took the job with it, and its caller was told to poll a job
+ * that no longer existed, with a key that no longer worked. A job gone is answered as not sent, one that ended
+ * meanwhile with its outcome; a job still waiting (or a store that cannot say) keeps the 504.
+ */
+async function unreleasedOutcome(deps: QueuedDeps, port: InstancePort, job: Job, whyExpired: () => V1Outcome): Promise<V1Outcome | null> {
+  const now = await getJob(deps.pool, port.instanceId, job.id).catch(() => undefined);
+  if (now === null) return { kind: 'not_sent', offline: true, error: 'not sent: the instance was deleted while the message waited; nothing was sent' };
+  return now && isTerminal(now.state) ? outcomeOfJob(now, whyExpired) : null;
 }
 
 /** Without ceilings: make sure the job cannot go out after the answer, and say what happened. */

@@ -17,6 +17,7 @@ import type { Clock } from '../../clock.js';
 import type { Logger } from '../../log.js';
 import { v1Queues, type InstancePort, type InstanceView } from '../../actors/port.js';
 import type { Instance } from '../../store/instances.js';
+import type { Pool } from '../../store/pool.js';
 import { parseV1Send, type V1Kind } from './legacy-parse.js';
 import { toV1GuardError, toV1SendError } from '../translate.js';
 import { requireConnectedOrRestarting, sendThroughQueue } from './legacy-queued.js';
@@ -28,6 +29,7 @@ export interface LegacyRouteDeps {
   /** the port of the request's instance (the API-key guard set ctx.state.instance) */
   portOf(ctx: Context): InstancePort;
   clock: Clock;
+  pool: Pool;
   config: Pick<Config, 'LEGACY_SYNC_TIMEOUT_MS' | 'LEGACY_CALLER_TIMEOUT_MS' | 'QUEUE_MAX_PENDING'>;
   validateMedia(instanceId: string, payload: Record<string, unknown>): Promise<void>;
   /** where an unexpected error of a v1 route is logged (its answer is the v1 500 `{success:false, error}`) */
