@@ -36,18 +36,21 @@ export class Replans {
     const { core } = this;
     const plan = core.planner.replan(now, core.deps.settings());
     const epoch = core.epoch + 1;
+    // the jobs whose slot, as a read of the job shows it, this re-plan changes: moved, or given or taken one
+    let affected = 0;
     await this.slots.exclusive(async () => {
       const writes = plan.writes();
+      affected = writes.length;
       await core.transaction(async (c) => {
         await saveSlots(c, core.instanceId, writes, epoch);
         await setPlanEpoch(c, core.instanceId, epoch);
-        if (announce) await core.emit(c, 'queue.replanned', { affected: plan.slots.length, epoch, reason });
+        if (announce) await core.emit(c, 'queue.replanned', { affected, epoch, reason });
       });
       core.epoch = epoch;
       plan.commit(writes);
     });
     this.arm();
-    return { affected: plan.slots.length, epoch };
+    return { affected, epoch };
   }
 
   /**

@@ -128,11 +128,10 @@ test('re-plan: the operator moves the waiting jobs forward after a cancel, as th
   assert.equal((await t.admin('DELETE', `/admin/v1/instances/${id}/messages/${jobs[1]}`)).status, 200);
   assert.equal(await slotOf(jobs[3] as string), before, 'the later jobs keep their slots until a re-plan');
 
-  const counts = (await t.api(apiKey, 'GET', '/api/v2/queue')).body.data?.counts as { queued: number; scheduled: number };
   const r = await t.admin('POST', `/admin/v1/instances/${id}/queue/replan`);
   assert.equal(r.status, 200, r.text);
   assert.equal(r.body.data?.replanned, true);
-  assert.equal(r.body.data?.affected, counts.queued + counts.scheduled, `every waiting job: ${r.text}`);
+  assert.equal(r.body.data?.affected, 2, `the two jobs after the cancelled one moved: ${r.text}`);
   assert.equal(typeof r.body.data?.epoch, 'number');
   assert.equal(await slotOf(jobs[3] as string), before - 10_000, 'moved forward by the freed pause');
   const deliveries = await t.admin('GET', `/admin/v1/instances/${id}/webhook/deliveries?limit=200`);
@@ -151,5 +150,35 @@ test('re-plan: the operator moves the waiting jobs forward after a cancel, as th
   assert.equal(unknown.body.code, 'INSTANCE_NOT_FOUND');
   const withKey = await t.api(apiKey, 'POST', `/admin/v1/instances/${id}/queue/replan`);
   assert.equal(withKey.status, 403, withKey.text);
+  for (const j of jobs) await t.api(apiKey, 'DELETE', `/api/v2/messages/${j}`);
+});
+
+test('queue.replanned counts the jobs whose slot changed: none for a limit that moves nothing, all when every slot is lost', async () => {
+  // found from the outside: `affected` counted the jobs holding a slot after the re-plan, so 3 when nothing
+  // moved and 0 when all three lost their slots
+  const { instance, apiKey } = await t.createInstance('replancount', {
+    settings: { quietHours: null, maxPerHour: null, maxPer24h: null, minDelayMs: 300_000, maxDelayMs: 300_000 },
+  });
+  const id = instance.id;
+  const hook = await t.admin('PUT', `/admin/v1/instances/${id}/webhook`, { url: 'http://127.0.0.1:9/hook', secret: 'a-webhook-secret-0123456789', allowPrivate: true, events: ['queue.replanned'] });
+  assert.ok(hook.status < 300, hook.text);
+  const jobs: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    const r = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: RECIPIENT, message: `c${i}`, notBefore: later() });
+    assert.equal(r.status, 202, r.text);
+    jobs.push(String(r.body.data?.jobId));
+  }
+  const events = async () =>
+    (await t.gw.pool.query<{ body: string }>(`SELECT body FROM outbox WHERE instance_id = $1 AND event = 'queue.replanned' ORDER BY id`, [id])).rows.map(
+      (row) => (JSON.parse(row.body) as { data: { affected: number; reason: string } }).data,
+    );
+  assert.equal((await t.admin('PATCH', `/admin/v1/instances/${id}`, { settings: { maxPer24h: 499 } })).status, 200);
+  assert.deepEqual((await events()).map((e) => e.affected), [0], 'a ceiling that holds every slot moves none');
+  assert.equal((await t.admin('PATCH', `/admin/v1/instances/${id}`, { settings: { maxPerHour: 0 } })).status, 200);
+  assert.deepEqual((await events()).map((e) => [e.affected, e.reason]), [[0, 'limits_changed'], [3, 'limits_changed']], 'every job lost its slot');
+  for (const j of jobs) {
+    const s = await t.api(apiKey, 'GET', `/api/v2/messages/${j}`);
+    assert.deepEqual([s.body.data?.state, s.body.data?.scheduledAt], ['queued', null], s.text);
+  }
   for (const j of jobs) await t.api(apiKey, 'DELETE', `/api/v2/messages/${j}`);
 });
