@@ -3,7 +3,8 @@
  * `directSend`, past the same gate as the dispatcher's re-check, from memory. What memory knows and the store
  * does not (those sends, outcomes whose write failed) is written back on recovery, with the window's
  * `queue.degraded` and `queue.recovered` events; a recovery that fails is tried again.
- * `directSend` without limits is the `disabled` mode: nothing counted, nothing written.
+ * `directSend` without limits is the `disabled` mode: nothing held back, but what goes out is counted and
+ * written (the pause and the ceilings count it once the queue is enabled again).
  */
 import type { TimerHandle } from '../clock.js';
 import { bulkJobEvent } from '../../machines/job.machine.js';
@@ -24,7 +25,7 @@ export class DegradedMode {
   constructor(private readonly core: QueueCore, private readonly loop: DispatchLoop) {}
 
   /**
-   * Send now without a job: mode `disabled` (no limits, nothing counted) or `memory-degraded` (the same gate
+   * Send now without a job: mode `disabled` (no limits; what goes out is counted) or `memory-degraded` (the same gate
    * as the dispatcher's re-check, from memory; what goes out is counted and written back on recovery).
    */
   async directSend(req: DirectSend, enforceLimits: boolean): Promise<DirectOutcome> {
@@ -48,7 +49,27 @@ export class DegradedMode {
         core.writeBack.dropDispatch(at);
       });
     }
+    if (outcome.kind !== 'failed' && !enforceLimits) await this.countUngated(at);
     return outcome;
+  }
+
+  /**
+   * A send of mode `disabled` went out (or may have): no limit held it back, but it is an actual dispatch,
+   * which the pause and the ceilings count once the queue is enabled again (SPEC.md: the pause is measured
+   * against the last actual dispatch, which is persisted). Found from the outside: a v2 send right after
+   * the queue was enabled went out 82 ms after such a send, with a 15 s pause. Kept in memory at once; a
+   * write the store refuses now is written back with the next recovery.
+   */
+  private async countUngated(at: number): Promise<void> {
+    const { core } = this;
+    await core.serial.run(async () => {
+      core.planner.recordDispatch(at);
+      if (core.degraded) return core.writeBack.keepDispatch(at);
+      await insertDispatches(core.deps.pool, core.instanceId, [{ jobId: null, at }]).catch((err: unknown) => {
+        core.deps.log.warn({ err }, 'a direct send of the disabled queue was not written; kept for the next recovery');
+        core.writeBack.keepDispatch(at);
+      });
+    });
   }
 
   /**

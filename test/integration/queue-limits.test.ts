@@ -114,6 +114,27 @@ test('queue disabled: v2 sends and a re-plan answer 503 QUEUE_STORE_UNAVAILABLE 
   assert.equal(replan.body.data?.queueMode, 'disabled');
 });
 
+test('the pause holds after the queue is enabled again: a v1 send while it was disabled is the last dispatch', async () => {
+  // found from the outside: enabled false, a v1 send (straight out), enabled true, then a v2 send went out 82 ms
+  // after it with a 15 s pause (SPEC.md: measured against the last actual dispatch, which is persisted)
+  const { instance, apiKey } = await t.createInstance('reenabled', { settings: { ...SLOW, minDelayMs: 15_000, maxDelayMs: 15_000 } });
+  const off = await t.admin('PATCH', `/admin/v1/instances/${instance.id}`, { settings: { enabled: false } });
+  assert.equal(off.status, 200, off.text);
+  let v1: { status: number; text: string } | null = null;
+  void t.api(apiKey, 'POST', '/api/send-message', { phone: '4915112345678', message: 'while disabled' }).then((r) => (v1 = r));
+  const direct = await t.advanceUntil(() => v1, 'the v1 send while disabled');
+  assert.equal(direct.status, 200, direct.text);
+  const persisted = await t.gw.pool.query<{ at: Date | null }>('SELECT last_dispatch_at AS at FROM instances WHERE id = $1', [instance.id]);
+  const sentAt = persisted.rows[0]?.at?.getTime();
+  assert.ok(sentAt !== undefined && sentAt <= t.clock.now(), 'the direct send is persisted as the last dispatch');
+  assert.equal((await t.admin('PATCH', `/admin/v1/instances/${instance.id}`, { settings: { enabled: true } })).status, 200);
+  const r = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'after enabling' });
+  assert.equal(r.status, 202, r.text);
+  const slot = Date.parse(String(r.body.data?.scheduledAt));
+  assert.equal(slot - sentAt, 15_000, 'the v2 send waits out the pause after the direct one');
+  await t.api(apiKey, 'DELETE', `/api/v2/messages/${String(r.body.data?.jobId)}`);
+});
+
 test('idempotency keys are remembered 7 days, then free again; housekeeping bounds the tables', async () => {
   const { instance, apiKey } = await t.createInstance('keys7d', { settings: { ...SLOW, minDelayMs: 1000, maxDelayMs: 1000 } });
   const first = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'week one', idempotencyKey: 'weekly-report-key' });
