@@ -65,6 +65,8 @@ test('a gateway killed during `sending` leaves the job unknown, never resent', {
   }, 'job unknown after restart');
   assert.equal(job.deliveryConfidence, 'unknown');
   assert.match(String(job.unknownReason), /may or may not have been sent/);
+  // as every unknown outcome (found from the outside: null here, UNKNOWN after a timeout or a failed call)
+  assert.equal(job.resultCode, 'UNKNOWN');
 
   // the queue works after the restart, and the unknown job was not sent again
   await waitFor(async () => (await call(gw.url, apiKey, 'GET', '/api/status')).body.data.connected === true, 'connected again');

@@ -1,7 +1,7 @@
 /**
  * At start: jobs an earlier process (a crash, a killed node) left in `sending` have an outcome nobody can
- * know. The job machine's RECOVERED_SENDING moves each (to `unknown`, never resent); the caller emits the
- * event the step names for each returned job.
+ * know. The job machine's RECOVERED_SENDING moves each (to `unknown`, never resent, result code `UNKNOWN` as
+ * every unknown outcome has); the caller emits the event the step names for each returned job.
  *
  * Strategy: one UPDATE … RETURNING over the instance's jobs in the states the event is allowed in, inside the
  * start transaction, so the moves and their events commit together.
@@ -15,7 +15,7 @@ export const RECOVERED_REASON = 'gateway stopped while the message was being dis
 
 const { from, step } = bulkJobEvent('RECOVERED_SENDING');
 const SQL = `UPDATE jobs SET state = '${step.next}', terminal_at = $2, delivery_confidence = COALESCE($3, delivery_confidence),
-                    unknown_reason = $4
+                    unknown_reason = $4, result_code = 'UNKNOWN'
               WHERE instance_id = $1 AND state IN (${sqlStates(from)}) RETURNING *`;
 
 export async function recoverSending(q: Queryable, instanceId: string, now: number): Promise<Moved[]> {
