@@ -13,7 +13,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { StructError } from 'superstruct';
-import { idempotencyKeyOf, parseSend, resolveTarget, SCHEMAS, type ParsedSend } from '../../src/http/routes/send-schemas.js';
+import { idempotencyKeyOf, parseSend, resolveTarget, SCHEMAS, withoutNulls, type ParsedSend } from '../../src/http/routes/send-schemas.js';
 import { payloadHash } from '../../src/http/routes/send.js';
 import { parse, structField, structMessage } from '../../src/http/validate.js';
 import { checkSend } from '../../src/queue/payload.js';
@@ -50,7 +50,9 @@ function optionsOf(raw: unknown): Record<string, unknown> | undefined {
 }
 
 /** parseSend('text', …) as it was before the shortcuts: every body through the schema, the send checked against its kind. */
-function viaSchema(body: unknown, header: string | undefined, own: string | null): ParsedSend {
+function viaSchema(sent: unknown, header: string | undefined, own: string | null): ParsedSend {
+  // a common field sent as null means not given, on either way
+  const body = withoutNulls(sent, false);
   const idempotencyKey = idempotencyKeyOf(body, header);
   const b = parse(body, SCHEMAS.text);
   const target = resolveTarget(b, own);

@@ -52,8 +52,8 @@ describe('send fast paths', () => {
       { phone: '4915112345678', message: 'hi', ttlSeconds: 59 },
       { phone: '4915112345678', message: 'hi', notBefore: '2030-01-31' },
       { phone: '4915112345678', message: 'hi', options: [] },
-      { phone: '4915112345678', message: 'hi', options: null },
-      { phone: null, chatId: '4915112345678@c.us', message: 'hi' },
+      { phone: '4915112345678', message: 'hi', options: 'none' },
+      { phone: 123, chatId: '4915112345678@c.us', message: 'hi' },
       ['not', 'an', 'object'],
     ];
     for (const body of bad) {
@@ -66,5 +66,24 @@ describe('send fast paths', () => {
       assert.ok(expected, `the schema refuses ${JSON.stringify(body)}`);
       assert.throws(() => parseSend('text', body, undefined, null), (err: unknown) => err instanceof StructError && structMessage(err) === expected, JSON.stringify(body));
     }
+  });
+});
+
+describe('null for a common field means not given', () => {
+  const sent = { phone: '4915112345678', message: 'typed client' };
+  test('every common field as null parses as if it were absent, with the same fingerprint', () => {
+    const nulls = { ...sent, chatId: null, idempotencyKey: null, priority: null, notBefore: null, ttlSeconds: null, options: null };
+    const a = parseSend('text', nulls, undefined, null);
+    const b = parseSend('text', sent, undefined, null);
+    assert.deepEqual(a, b);
+    assert.equal(payloadHash(a), payloadHash(b));
+    const keyed = parseSend('media', { phone: '4915112345678', mediaUrl: 'https://example.com/a.png', notBefore: null, options: null }, 'order-0000001', null);
+    assert.equal(keyed.idempotencyKey, 'order-0000001');
+    assert.equal(keyed.notBefore, null);
+  });
+  test('a null anywhere else is still checked as sent: the poll answers, the message', () => {
+    const at = (field: string) => (e: unknown) => e instanceof StructError && e.path[0] === field;
+    assert.throws(() => parseSend('poll', { phone: '4915112345678', name: 'q', options: null }, undefined, null), at('options'));
+    assert.throws(() => parseSend('text', { ...sent, message: null }, undefined, null), at('message'));
   });
 });

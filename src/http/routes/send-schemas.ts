@@ -170,7 +170,8 @@ export const GroupCreateBody = type({
  * POST /api/v2/groups: group creation goes through the queue like a send (limits, pauses, quiet hours) and
  * is counted against the windows. The job's chatId is null until the network gives the group id.
  */
-export function parseGroupCreate(body: unknown, header: string | undefined, ownNumber: string | null): ParsedSend {
+export function parseGroupCreate(sent: unknown, header: string | undefined, ownNumber: string | null): ParsedSend {
+  const body = withoutNulls(sent, false);
   const idempotencyKey = idempotencyKeyOf(body, header);
   const b = parse(body, GroupCreateBody);
   const own = ownNumber ? `${ownNumber}@c.us` : null;
@@ -187,8 +188,30 @@ export function parseGroupCreate(body: unknown, header: string | undefined, ownN
   };
 }
 
+/**
+ * The common fields (SPEC.md "Common send request fields") a client may send as null to mean "not given":
+ * their default is null or the instance's, and typed clients write null for a field they leave unset. Found
+ * from the outside: `"notBefore": null` was 400 "must be a string". In send-poll, `options` is the required
+ * list of answers, so a null there is checked as sent.
+ */
+const NULL_MEANS_UNSET = ['phone', 'chatId', 'idempotencyKey', 'priority', 'notBefore', 'ttlSeconds', 'options'] as const;
+
+/** `body` without the common fields it sets to null (the same object when there is none). */
+export function withoutNulls(body: unknown, pollAnswers: boolean): unknown {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return body;
+  const b = body as Record<string, unknown>;
+  let copy: Record<string, unknown> | null = null;
+  for (const k of NULL_MEANS_UNSET) {
+    if (b[k] !== null || (pollAnswers && k === 'options')) continue;
+    copy ??= { ...b };
+    delete copy[k];
+  }
+  return copy ?? body;
+}
+
 /** Parse one v2 send route's body. `ownNumber` is the linked number (refused as recipient). */
-export function parseSend(kind: Exclude<SendKind, 'group_create'>, body: unknown, header: string | undefined, ownNumber: string | null, extra: { msgId?: string } = {}): ParsedSend {
+export function parseSend(kind: Exclude<SendKind, 'group_create'>, sent: unknown, header: string | undefined, ownNumber: string | null, extra: { msgId?: string } = {}): ParsedSend {
+  const body = withoutNulls(sent, kind === 'poll');
   const idempotencyKey = idempotencyKeyOf(body, header);
   const warnings: string[] = [];
   let payload: Record<string, unknown>;
