@@ -211,6 +211,16 @@ test('not registered → failed with a result code; requeue makes a new job with
   assert.equal(rq2.status, 200, 'a second requeue of the same job is a replay, not another message');
   assert.equal(rq2.body.data?.jobId, rq.body.data?.jobId);
   assert.equal((await job(apiKey, id)).state, 'failed', 'the old job stays terminal');
+  // the derived key finds the new job, and no client's send can take it (found from the outside: a send keyed
+  // requeue:<id> made the job impossible to requeue); in the body or the header alike
+  const found = await t.api(apiKey, 'GET', `/api/v2/messages?idempotencyKey=requeue:${id}`);
+  assert.equal(found.body.data?.jobId, rq.body.data?.jobId, found.text);
+  for (const [body, headers] of [[{ idempotencyKey: `requeue:${id}` }, {}], [{}, { 'X-Idempotency-Key': 'requeue:wq_00000000000000000000' }]] as const) {
+    const taken = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112340000', message: 'mine', ...body }, headers);
+    assert.equal(taken.status, 400, taken.text);
+    assert.equal(taken.body.code, 'VALIDATION_FAILED');
+    assert.equal(taken.body.data?.field, 'idempotencyKey');
+  }
 });
 
 test('the payload fingerprint is stored for a keyed job only; a requeue of an unkeyed job fingerprints it, and a repeat with another payload is refused', async () => {

@@ -18,7 +18,7 @@ import { JOB_STATES, canRequeue } from '../../../machines/job.machine.js';
 import { DEADLINES, type InstancePort } from '../../actors/port.js';
 import type { Pool } from '../../store/pool.js';
 import type { Clock } from '../../clock.js';
-import { IDEMPOTENCY_KEY } from './send-schemas.js';
+import { IDEMPOTENCY_KEY, requeueKey } from './send-schemas.js';
 import { isJobId } from './network-common.js';
 import { acceptJob, answerAccepted, requestView, v2Gate } from './queue-gate.js';
 import { payloadHash } from './send.js';
@@ -117,7 +117,7 @@ export function queueHandlers(deps: Pick<QueueRouteDeps, 'pool' | 'clock' | 'deg
         phone: old.phone,
         // the derived key is compared on a repeat: a job stored without a key has no fingerprint, so it gets one
         payloadHash: old.payloadHash ?? payloadHash({ kind: old.kind, chatId: old.chatId ?? '', payload: old.payload, priority: old.priority, notBefore: null, ttlSeconds: null }),
-        idempotencyKey: `requeue:${old.id}`,
+        idempotencyKey: requeueKey(old.id),
         priority: old.priority,
         notBefore: null,
         ttlSeconds: null,

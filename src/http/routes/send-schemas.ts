@@ -121,8 +121,20 @@ export function idempotencyKeyOf(body: unknown, header: string | undefined): str
   if (header !== undefined && b !== undefined && header !== b) {
     throw new DomainError('IDEMPOTENCY_KEY_CONFLICT', 'X-Idempotency-Key header and body idempotencyKey differ');
   }
-  return header ?? b ?? null;
+  const key = header ?? b ?? null;
+  if (key?.startsWith(REQUEUE_KEY_PREFIX)) {
+    throw validationFailed('idempotencyKey', `keys starting with ${REQUEUE_KEY_PREFIX} are the gateway's own (a requeued job's key); choose another`);
+  }
+  return key;
 }
+
+/**
+ * The prefix of the key a requeue derives from the job it requeues (`requeue:<jobId>`, src/http/routes/queue.ts).
+ * Refused in a client's key: found from the outside, a send keyed `requeue:<id of a cancelled job>` made that
+ * job impossible to requeue ever (409 IDEMPOTENCY_PAYLOAD_MISMATCH against the send).
+ */
+export const REQUEUE_KEY_PREFIX = 'requeue:';
+export const requeueKey = (jobId: string): string => `${REQUEUE_KEY_PREFIX}${jobId}`;
 
 /** Exactly one of phone/chatId; German national numbers corrected. */
 export function resolveTarget(body: { phone?: string | undefined; chatId?: string | undefined }, ownNumber: string | null): { chatId: string; phone: string | null } {
