@@ -107,9 +107,9 @@ test('the console panels in Chromium: queue (sent, cancel, requeue), webhook (fa
   const waitingRow = `#queue-items tr[data-job="${waiting}"]`;
   await page.waitForSelector(`${waitingRow}[data-state="scheduled"]`, WAIT);
   assert.equal(await page.$(`${waitingRow} button:text("Requeue")`), null, 'a waiting job cannot be requeued');
-  // the operator's re-plan: the one waiting job
+  // the operator's re-plan: the one waiting job keeps its slot (its notBefore)
   await page.click('#queue-replan');
-  await page.waitForSelector('#queue-note:text("Re-planned 1 waiting job.")', WAIT);
+  await page.waitForSelector('#queue-note:text("Re-planned: 0 jobs moved.")', WAIT);
   await page.click(`${waitingRow} button:text("Cancel")`);
   await page.waitForSelector(`${waitingRow}[data-state="cancelled"]`, WAIT);
   await page.click(`${waitingRow} button:text("Requeue")`);

@@ -116,9 +116,11 @@ test('re-plan: the operator moves the waiting jobs forward after a cancel, as th
   const id = instance.id;
   const hook = await t.admin('PUT', `/admin/v1/instances/${id}/webhook`, { url: 'http://127.0.0.1:9/hook', secret: 'a-webhook-secret-0123456789', allowPrivate: true, events: ['queue.replanned'] });
   assert.ok(hook.status < 300, hook.text);
+  // all four after the same notBefore, so that none is sent while the test runs (real time here)
+  const notBefore = later();
   const jobs: string[] = [];
   for (let i = 0; i < 4; i++) {
-    const r = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: RECIPIENT, message: `r${i}` });
+    const r = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: RECIPIENT, message: `r${i}`, notBefore });
     assert.equal(r.status, 202, r.text);
     jobs.push(String(r.body.data?.jobId));
   }
@@ -134,6 +136,7 @@ test('re-plan: the operator moves the waiting jobs forward after a cancel, as th
   assert.equal(r.body.data?.affected, 2, `the two jobs after the cancelled one moved: ${r.text}`);
   assert.equal(typeof r.body.data?.epoch, 'number');
   assert.equal(await slotOf(jobs[3] as string), before - 10_000, 'moved forward by the freed pause');
+  assert.equal(await slotOf(jobs[2] as string), Date.parse(notBefore) + 10_000, 'into the cancelled one\'s slot');
   const deliveries = await t.admin('GET', `/admin/v1/instances/${id}/webhook/deliveries?limit=200`);
   assert.equal((deliveries.body.data?.items as { event: string }[]).filter((d) => d.event === 'queue.replanned').length, 1, deliveries.text);
   const sent = await t.gw.pool.query<{ body: string }>(`SELECT body FROM outbox WHERE instance_id = $1 AND event = 'queue.replanned'`, [id]);

@@ -145,6 +145,6 @@ export function initQueue(): void {
   byId('queue-state').addEventListener('change', () => void refresh());
   byId('queue-replan').addEventListener('click', () => void act('Re-plan', async () => {
     const r = await call<{ affected: number }>('POST', `${base()}/queue/replan`);
-    return `Re-planned ${r.affected} waiting ${r.affected === 1 ? 'job' : 'jobs'}.`;
+    return `Re-planned: ${r.affected} ${r.affected === 1 ? 'job' : 'jobs'} moved.`;
   }));
 }
