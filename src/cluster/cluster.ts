@@ -28,7 +28,7 @@ import type { Pool, Queryable } from '../store/pool.js';
 import type { Instance } from '../store/instances.js';
 import { Batcher } from '../store/batch.js';
 import { HeldLeases, acquireLeases, liveLeases, ownerOf, releaseLeases, renewLeases, retakeLeases, type Lease, type Owner } from './leases.js';
-import { heartbeat, leaveCluster, liveNodes, registerNode, secretHash, type LiveNode, type NodeInfo } from './nodes.js';
+import { healthProbe, heartbeat, leaveCluster, liveNodes, registerNode, secretHash, type LiveNode, type NodeInfo } from './nodes.js';
 import { placeInstance } from './placement.js';
 import { WriteFence } from './write-fence.js';
 import { pinnedAway, placements, unheldInstances } from './candidates.js';
@@ -62,6 +62,8 @@ export const OWNER_CACHE_MS = 1_000;
  * a request arriving meanwhile waits behind a few dozen queries, not behind thousands of starts.
  */
 const TAKE_BATCH = 25;
+/** How long a start waits for a live node registered with its NODE_ID at another address to answer. */
+const NODE_PROBE_MS = 2_000;
 const POOL_BACKLOG = 5;
 
 /** An instance to take; `created`: just created by this node's operator API (Cluster.place). */
@@ -97,6 +99,9 @@ export class Cluster {
     return leases.map(() => undefined);
   });
 
+  /** the address the last heartbeat found registered for this node ('gone': none) */
+  private lastRegistration: string | null = null;
+
   constructor(private readonly deps: ClusterDeps) {}
 
   get nodeId(): string {
@@ -110,10 +115,20 @@ export class Cluster {
   /** Register with this node's URL (known once the server listens), start taking the instances placed here. */
   async start(url: string): Promise<void> {
     this.deps.node.url = url;
-    await registerNode(this.deps.leasePool, this.deps.node, secretHash(this.deps.secret), this.deps.ttlMs);
+    await registerNode(this.deps.leasePool, this.deps.node, secretHash(this.deps.secret), this.deps.ttlMs, healthProbe(NODE_PROBE_MS));
     await this.tick();
     this.timer = setInterval(() => void this.tick(), this.tickMs);
     this.timer.unref();
+  }
+
+  /** What the last heartbeat found, said once when it changes (src/cluster/nodes.ts heartbeat). */
+  private registeredAt(url: string | null): void {
+    const found = url ?? 'gone';
+    if (found === this.lastRegistration) return;
+    this.lastRegistration = found;
+    const { node, log } = this.deps;
+    if (url === null) log.warn({ node: node.id }, 'this node was no longer registered (removed by hand, or by another process that had its NODE_ID): registered again');
+    else if (url !== node.url) log.error({ node: node.id, url }, 'another process registered this NODE_ID at another address: give every node its own NODE_ID');
   }
 
   /** Run one round now (after a move, instead of waiting for the timer). */
@@ -132,7 +147,7 @@ export class Cluster {
    */
   private async round(): Promise<void> {
     const { leasePool: pool, node, ttlMs } = this.deps;
-    await heartbeat(pool, node.id);
+    this.registeredAt(await heartbeat(pool, node, secretHash(this.deps.secret)));
     const lost = await renewLeases(pool, node.id, this.held.all(), ttlMs);
     // ran out (the store was away longer than a lease) and nobody took them: taken back at once, not stopped
     // here to be taken again by a later round; never those handed over (released)
@@ -315,6 +330,6 @@ export class Cluster {
     this.left = true;
     if (this.timer) clearInterval(this.timer);
     await this.ticking;
-    await leaveCluster(this.deps.leasePool, this.deps.node.id).catch((err: unknown) => this.deps.log.warn({ err }, 'leaving the cluster failed'));
+    await leaveCluster(this.deps.leasePool, this.deps.node).catch((err: unknown) => this.deps.log.warn({ err }, 'leaving the cluster failed'));
   }
 }

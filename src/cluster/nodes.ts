@@ -27,16 +27,32 @@ export class ClusterRefused extends Error {
 
 export const secretHash = (secret: string | undefined): string | null => (secret ? createHash('sha256').update(secret).digest('hex') : null);
 
-export async function registerNode(q: Queryable, node: NodeInfo, hash: string | null, liveMs: number): Promise<void> {
-  const { rows } = await q.query<{ id: string; secret_hash: string | null }>(
-    `SELECT id, secret_hash FROM nodes WHERE id <> $1 AND heartbeat_at > now() - $2 * interval '1 millisecond'`,
-    [node.id, liveMs],
+/** Whether a gateway answers at `url` (any HTTP answer: a process is there). */
+export type NodeProbe = (url: string) => Promise<boolean>;
+
+/**
+ * Join: refused next to live nodes of another secret, and when a live node already has this NODE_ID at
+ * another address and still answers there (a second process given the same id). Found from the outside: such a
+ * process, without any secret, took over the live node's row (its address and its secret's hash), and the
+ * nodes started right after, with the right secret, were the ones refused; with the right secret, two
+ * processes ran the same instances under one lease. A registration of this id at this very address, or at one
+ * where nothing answers, is this node's own earlier process (killed before its heartbeat aged): taken over.
+ */
+export async function registerNode(q: Queryable, node: NodeInfo, hash: string | null, liveMs: number, probe: NodeProbe): Promise<void> {
+  const { rows } = await q.query<{ id: string; url: string; secret_hash: string | null }>(
+    `SELECT id, url, secret_hash FROM nodes WHERE heartbeat_at > now() - $1 * interval '1 millisecond'`,
+    [liveMs],
   );
-  if (rows.length > 0 && hash === null) {
+  const others = rows.filter((r) => r.id !== node.id);
+  if (others.length > 0 && hash === null) {
     throw new ClusterRefused('other gateway nodes use this database: set CLUSTER_SECRET (the same on every node) to join them');
   }
-  if (rows.some((r) => r.secret_hash !== hash)) {
+  if (others.some((r) => r.secret_hash !== hash)) {
     throw new ClusterRefused('other gateway nodes use this database with a different CLUSTER_SECRET (or none): this node does not join them');
+  }
+  const same = rows.find((r) => r.id === node.id);
+  if (same && same.url !== node.url && (await probe(same.url))) {
+    throw new ClusterRefused(`NODE_ID ${node.id} is in use by a live node at ${same.url}: give every node its own NODE_ID`);
   }
   await q.query(
     `INSERT INTO nodes (id, url, capacity, secret_hash) VALUES ($1, $2, $3, $4)
@@ -46,13 +62,32 @@ export async function registerNode(q: Queryable, node: NodeInfo, hash: string | 
   );
 }
 
-export async function heartbeat(q: Queryable, nodeId: string): Promise<void> {
-  await q.query('UPDATE nodes SET heartbeat_at = now() WHERE id = $1', [nodeId]);
+/**
+ * Renew this node's heartbeat. Answers the address its row names (another one: a process that took this
+ * NODE_ID), or null when the row was gone (deleted by hand, or by such a process leaving): then it is
+ * registered again, so that the node does not drop out of the cluster without a word.
+ */
+export async function heartbeat(q: Queryable, node: NodeInfo, hash: string | null): Promise<string | null> {
+  const { rows } = await q.query<{ url: string }>('UPDATE nodes SET heartbeat_at = now() WHERE id = $1 RETURNING url', [node.id]);
+  if (rows[0]) return rows[0].url;
+  await q.query(
+    'INSERT INTO nodes (id, url, capacity, secret_hash) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING',
+    [node.id, node.url, node.capacity, hash],
+  );
+  return null;
 }
 
-export async function leaveCluster(q: Queryable, nodeId: string): Promise<void> {
-  await q.query('DELETE FROM nodes WHERE id = $1', [nodeId]);
+/** Leave: this node's own registration only (not one another process made with the same NODE_ID). */
+export async function leaveCluster(q: Queryable, node: NodeInfo): Promise<void> {
+  await q.query('DELETE FROM nodes WHERE id = $1 AND url = $2', [node.id, node.url]);
 }
+
+/** The probe of a node's address: its GET /health, within `ms`. */
+export const healthProbe = (ms: number): NodeProbe => (url) =>
+  fetch(`${url.replace(/\/+$/, '')}/health`, { signal: AbortSignal.timeout(ms) }).then(
+    async (res) => (await res.arrayBuffer().catch(() => null), true),
+    () => false,
+  );
 
 export async function liveNodes(q: Queryable, liveMs: number): Promise<LiveNode[]> {
   const { rows } = await q.query<{ id: string; url: string; capacity: number; started_at: Date; heartbeat_at: Date }>(

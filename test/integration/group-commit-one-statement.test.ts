@@ -31,7 +31,7 @@ const NOW = Date.now();
 before(async () => {
   db = await createTestDb('group_one_statement');
   // the second node is refused without a cluster secret; its row is all a lease needs
-  for (const id of ['node-a', 'node-b']) await registerNode(db.pool, { id, url: `http://${id}`, capacity: 1 }, null, TTL).catch(() => undefined);
+  for (const id of ['node-a', 'node-b']) await registerNode(db.pool, { id, url: `http://${id}`, capacity: 1 }, null, TTL, async () => false).catch(() => undefined);
 });
 after(async () => {
   await db?.close();

@@ -23,7 +23,7 @@ const TTL = 60_000;
 
 before(async () => {
   db = await createTestDb('leases');
-  for (const id of ['node-a', 'node-b']) await registerNode(db.pool, { id, url: `http://${id}`, capacity: 1 }, null, TTL).catch(() => undefined);
+  for (const id of ['node-a', 'node-b']) await registerNode(db.pool, { id, url: `http://${id}`, capacity: 1 }, null, TTL, async () => false).catch(() => undefined);
 });
 after(async () => {
   await db?.close();
