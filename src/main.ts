@@ -77,10 +77,24 @@ export function startFailure(err: unknown, config: Pick<Config, 'DATABASE_URL' |
     const why = e.code === 'EADDRINUSE' ? 'is in use' : e.code === 'EACCES' ? 'needs privileges' : `cannot be used (${message})`;
     return `PORT ${config.PORT} on HOST ${config.HOST} ${why}: set PORT to a free port (0: any free port)`;
   }
+  // HOST names no address here (found from the outside: "getaddrinfo ENOTFOUND nosuch.invalid", no variable named)
+  const unresolved = (e as { hostname?: unknown } | null)?.hostname;
+  if (e?.syscall === 'getaddrinfo' && unresolved === config.HOST && hostOf(config.DATABASE_URL) !== config.HOST) {
+    return `HOST ${config.HOST} does not resolve to an address (${String(e.code)}): set HOST to an address of this machine (0.0.0.0: all of them)`;
+  }
   const sqlState = typeof e?.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code);
   const network = e?.syscall === 'connect' || e?.syscall === 'getaddrinfo' || isConnectionError(err);
   if (config.DATABASE_URL && (sqlState || network)) return `cannot use the PostgreSQL server of DATABASE_URL: ${message}`;
   return message;
+}
+
+/** The host of DATABASE_URL (null without one, or when it is not a URL). */
+function hostOf(url: string | undefined): string | null {
+  try {
+    return url ? new URL(url).hostname : null;
+  } catch {
+    return null;
+  }
 }
 
 /** The password of a URL as written and decoded (either may appear in a driver's message). */

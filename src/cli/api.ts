@@ -8,7 +8,26 @@ import path from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import { UsageError, type Parsed } from './args.js';
 
-export const baseUrl = (): string => process.env.MGW_URL ?? `http://127.0.0.1:${process.env.PORT ?? 3000}`;
+/**
+ * The gateway's address: MGW_URL, else http://127.0.0.1:$PORT. A usage error names the variable without
+ * echoing it: an address with a user or password is refused (the token goes as a bearer token, and the
+ * password was printed back in the error). Found from the outside, as was `PORT=abc` answering only "Invalid URL".
+ */
+export function gatewayUrl(): URL {
+  const given = process.env.MGW_URL || undefined;
+  const from = given !== undefined ? 'MGW_URL' : 'PORT';
+  let url: URL;
+  try {
+    url = new URL(given ?? `http://127.0.0.1:${process.env.PORT ?? 3000}`);
+  } catch {
+    throw new UsageError(from === 'MGW_URL' ? 'mgw: MGW_URL is not a URL (e.g. http://127.0.0.1:3000)' : 'mgw: PORT is not a port number (or set MGW_URL)');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`mgw: ${from} must be an http:// or https:// address`);
+  if (url.username !== '' || url.password !== '') {
+    throw new UsageError('mgw: MGW_URL must not carry a user or password (the admin token is sent as a bearer token)');
+  }
+  return url;
+}
 
 async function adminToken(): Promise<string> {
   if (process.env.ADMIN_TOKEN) return process.env.ADMIN_TOKEN;
@@ -38,13 +57,7 @@ export interface Envelope {
 }
 
 export async function call(method: string, route: string, body?: unknown): Promise<Envelope> {
-  const base = baseUrl();
-  let url: URL;
-  try {
-    url = new URL(route, base);
-  } catch {
-    throw new UsageError(`MGW_URL is not a URL: ${base}`);
-  }
+  const url = new URL(route, gatewayUrl());
   const res = await request(url, {
     method,
     headers: { authorization: `Bearer ${await adminToken()}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },

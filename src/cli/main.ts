@@ -46,10 +46,12 @@ function select(argv: string[]): { verb: Verb; rest: string[] } | null {
 
 async function main(argv: string[]): Promise<void> {
   const cmd = argv[0];
-  if (cmd === undefined || cmd === 'help' || cmd === '--help' || cmd === '-h') {
+  if (cmd === 'help' || cmd === '--help' || cmd === '-h') {
     process.stdout.write(usage());
     return;
   }
+  // no command is a missing argument: exit 2, one line
+  if (cmd === undefined) throw new UsageError('mgw: missing a command (mgw --help lists them)');
   const found = select(argv);
   if (!found) {
     if (cmd === 'webhook') throw new UsageError('mgw webhook: missing a subcommand: show, set or delete (usage: mgw webhook show|set|delete <id> …)');

@@ -51,7 +51,7 @@ async function fewAtATime<T, R>(list: readonly T[], f: (item: T) => Promise<R>):
   return results;
 }
 
-const VERBS = ['start', 'sandbox', 'instances', 'create', 'get', 'settings', 'rotate-key', 'restart', 'logout', 'qr', 'pair', 'delete',
+const VERBS = ['start', 'sandbox', 'instances', 'create', 'get', 'settings', 'rotate-key', 'restart', 'replan', 'logout', 'qr', 'pair', 'delete',
   'webhook show', 'webhook set', 'webhook delete', 'webhook-test', 'deliveries', 'redeliver', 'nodes', 'health'];
 
 test('mgw --help lists every verb and the environment; every verb honours --help (none runs)', async () => {
@@ -81,6 +81,7 @@ test('usage errors: exit 2 and one line naming what is wrong', async () => {
     [['get', 'a', 'b'], /unexpected argument 'b'/],
     [['frobnicate'], /unknown command 'frobnicate'/],
     [['settings', 'abc', '{nope'], /settings JSON is not valid JSON/],
+    [[], /^mgw: missing a command \(mgw --help lists them\)$/],
   ];
   const results = await fewAtATime(cases, ([args]) => mgw(args));
   results.forEach((r, i) => {
@@ -90,6 +91,34 @@ test('usage errors: exit 2 and one line naming what is wrong', async () => {
     assert.match(r.stderr.trim(), re);
     assert.equal(r.stdout, '');
   });
+});
+
+test('the address from MGW_URL or PORT: a bad one is a usage error naming the variable, never echoing a password', async () => {
+  // found from the outside: a password in MGW_URL was printed back ("cannot reach the gateway … (Request cannot
+  // be constructed from a URL that includes credentials: http://ops:…@…)"), and PORT=abc said only "Invalid URL"
+  const cases: [Record<string, string>, RegExp][] = [
+    [{ MGW_URL: 'http://ops:hunter2secret@127.0.0.1:9' }, /^mgw: MGW_URL must not carry a user or password/],
+    [{ MGW_URL: 'not a url' }, /^mgw: MGW_URL is not a URL/],
+    [{ MGW_URL: 'ftp://127.0.0.1:9' }, /^mgw: MGW_URL must be an http:\/\/ or https:\/\/ address$/],
+    [{ MGW_URL: '', PORT: 'abc' }, /^mgw: PORT is not a port number \(or set MGW_URL\)$/],
+  ];
+  const results = await fewAtATime(cases, ([env]) => mgw(['health'], env));
+  results.forEach((r, i) => {
+    assert.equal(r.code, 2, `${JSON.stringify(cases[i]?.[0])}: ${r.stderr}`);
+    assert.match(r.stderr.trim(), cases[i]![1]);
+    assert.ok(!r.stderr.includes('hunter2secret'), 'never the password');
+  });
+});
+
+test('mgw replan <id>: the operator re-plan of an instance, its envelope with --json', async () => {
+  const { instance } = await t.createInstance('cli-replan');
+  const r = await mgw(['replan', instance.id, '--json']);
+  assert.equal(r.code, 0, r.stderr);
+  const body = JSON.parse(r.stdout) as { success: boolean; data: { replanned: boolean; affected: number } };
+  assert.deepEqual([body.success, body.data.replanned, body.data.affected], [true, true, 0]);
+  const unknown = await mgw(['replan', '00000000-0000-4000-8000-000000000000']);
+  assert.equal(unknown.code, 1);
+  assert.match(unknown.stdout, /INSTANCE_NOT_FOUND/);
 });
 
 test('a gateway that cannot be reached is named by its URL', async () => {
