@@ -113,7 +113,8 @@ export type SessionEvent =
   | { type: 'browser_health'; health: BrowserHealth; at: number }
   | { type: 'fatal'; reason: string; at: number }
   /** driver creation or `initialize()` failed */
-  | { type: 'SESSION_FAILED'; message: string; at: number }
+  /** `unreachable`: the start never reached the network (src/drivers/contract.ts networkUnreachable) */
+  | { type: 'SESSION_FAILED'; message: string; at: number; unreachable?: boolean }
   | { type: 'LOGGED_OUT'; at: number }
   | { type: 'LOGOUT_FAILED'; message: string; at: number }
   | { type: 'PAIRING_CODE_FAILED'; message: string; at: number };

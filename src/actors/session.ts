@@ -25,7 +25,7 @@
  * is sent twice. `onNetworkEvent` gets raw arguments, QR strings and pairing codes included: never log them.
  */
 import { fromCallback, type CallbackActorLogic } from 'xstate';
-import { NO_SESSION_DRIVER_CODES, type Driver, type DriverEventName, type DriverEvents, type DriverFactory, type DriverOptions } from '../drivers/contract.js';
+import { NO_SESSION_DRIVER_CODES, networkUnreachable, type Driver, type DriverEventName, type DriverEvents, type DriverFactory, type DriverOptions } from '../drivers/contract.js';
 import type { SessionCommand, SessionControl, SessionEvent, SessionInput } from '../../machines/instance.machine.js';
 import { answer } from './local-port.js';
 import { performCall, type CallOutcome } from './call.js';
@@ -155,7 +155,8 @@ export function runSession(
   const initialized = after.then(() => {
     if (!stopped) return driver.initialize();
   });
-  initialized.catch((err: unknown) => forward(() => ({ type: 'SESSION_FAILED', message: messageOf(err), at: clock.now() })));
+  initialized.catch((err: unknown) =>
+    forward(() => ({ type: 'SESSION_FAILED', message: messageOf(err), at: clock.now(), ...(networkUnreachable(err) ? { unreachable: true } : {}) })));
   // Commands wait for the start, whatever its outcome, so a logout right after a start still reaches the driver.
   const started = initialized.catch(() => undefined);
 

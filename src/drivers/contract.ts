@@ -81,6 +81,13 @@ export class DriverError extends Error {
   }
 }
 
+/**
+ * A start (or call) refused before it reached the network at all: a connection the network's side refused
+ * (the separate sandbox process is away). The network is not there now; nothing about the session failed.
+ */
+export const networkUnreachable = (err: unknown): boolean =>
+  err instanceof DriverError && err.code === 'CALL_FAILED' && err.provablyNotSent;
+
 /** Driver refusals that say there is no session to send on (with `provablyNotSent`: the call never started). */
 export const NO_SESSION_DRIVER_CODES: ReadonlySet<DriverError['code']> = new Set<DriverError['code']>(['NOT_CONNECTED', 'SESSION_CLOSED']);
 

@@ -189,6 +189,32 @@ describe('instance machine: quarantine', () => {
     h.actor.stop();
   });
 
+  test('starts that never reach the network back off up to the ceiling without quarantine, and connect when it is back', () => {
+    // found from the outside: a 15 s outage of the separate sandbox process quarantined every instance
+    const h = harness();
+    h.connect();
+    h.crash(); // the network went away under the connected session: a failure like any other
+    const unreachable = () => h.session().send({ type: 'SESSION_FAILED', message: 'the sandbox network is unreachable', at: h.clock.now(), unreachable: true });
+    for (let i = 0; i < 12; i++) {
+      h.clock.increment(h.snap().context.backoffMs);
+      unreachable();
+      assert.ok(h.snap().matches({ active: { lifecycle: 'backoff' } }), `still backing off after ${i + 2} failures`);
+    }
+    assert.equal(h.snap().context.recentFailures.length, 1, 'only the crash counts towards quarantine');
+    assert.ok(h.snap().context.backoffMs <= DEFAULT_POLICY.backoff.maxMs && h.snap().context.backoffMs >= DEFAULT_POLICY.backoff.maxMs * 0.8, 'at the ceiling');
+    assert.equal(h.snap().context.lastError?.reason, 'SESSION_FAILED');
+    h.clock.increment(h.snap().context.backoffMs);
+    h.connect();
+    assert.equal(h.status(), 'connected', 'back by itself, no operator restart');
+    // starts that fail otherwise still quarantine
+    for (let i = 1; i <= 5; i++) {
+      h.session().send({ type: 'SESSION_FAILED', message: 'chromium did not start', at: h.clock.now() });
+      if (i < 5) h.clock.increment(h.snap().context.backoffMs);
+    }
+    assert.ok(h.snap().matches({ active: { lifecycle: 'quarantined' } }));
+    h.actor.stop();
+  });
+
   test('failures spread wider than the window do not quarantine', () => {
     const h = harness({ quarantine: { maxFailures: 2, windowMs: 60_000 } });
     h.connect();
