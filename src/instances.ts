@@ -60,11 +60,16 @@ export class InstanceAdminService implements InstanceAdmin {
   }
 
   /** Place an instance on a node (it is handed over within a few rounds); false: no such live node. */
-  async move(id: string, nodeId: string): Promise<boolean> {
+  /**
+   * Pin an instance to a live node: `moving` when another node runs it now, `there` when that node already does
+   * (the pin still holds it there), null when no such node is live.
+   */
+  async move(id: string, nodeId: string): Promise<'moving' | 'there' | null> {
     const nodes = (await this.deps.nodes?.nodes()) ?? [];
-    if (!nodes.some((n) => n.id === nodeId)) return false;
+    if (!nodes.some((n) => n.id === nodeId)) return null;
+    const owner = (await this.deps.actors.nodeOf?.(id)) ?? null;
     await this.deps.nodes?.move(id, nodeId);
-    return true;
+    return owner === nodeId ? 'there' : 'moving';
   }
 
   onKeysChanged(f: () => void): void {

@@ -33,8 +33,8 @@ export interface InstanceAdmin {
   describe(instance: Instance): Promise<Record<string, unknown>>;
   /** the live gateway nodes with how many instances each owns */
   nodes(): Promise<Record<string, unknown>[]>;
-  /** place the instance on a live node; false when no such node is live */
-  move(id: string, nodeId: string): Promise<boolean>;
+  /** pin the instance to a live node: `moving` there, or `there` already; null when no such node is live */
+  move(id: string, nodeId: string): Promise<'moving' | 'there' | null>;
 }
 
 export const CreateSchema = object({
@@ -120,8 +120,11 @@ export function adminInstancesRouter(admin: InstanceAdmin): Router {
   router.post('/admin/v1/instances/:id/move', async (ctx) => {
     const inst = await load(ctx.params.id ?? '');
     const { node } = parse(ctx.request.body, MoveSchema);
-    if (!(await admin.move(inst.id, node))) throw validationFailed('node', 'node must be the id of a live node (GET /admin/v1/nodes)');
-    // the hand-over takes a few rounds of the cluster (the instance drains here, then starts there)
+    const moved = await admin.move(inst.id, node);
+    if (moved === null) throw validationFailed('node', 'node must be the id of a live node (GET /admin/v1/nodes)');
+    // the hand-over takes a few rounds of the cluster (the instance drains here, then starts there); an instance
+    // that node runs already stays (found from the outside: it answered `moving: true` all the same)
+    if (moved === 'there') return ok(ctx, { instanceId: inst.id, node, moving: false });
     ok(ctx, { instanceId: inst.id, node, moving: true }, 202);
   });
   return router;

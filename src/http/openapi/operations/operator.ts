@@ -77,8 +77,9 @@ export const OPERATOR_OPERATIONS: Record<string, Operation> = {
   'POST /admin/v1/instances/:id/move': {
     summary: 'Move an instance to another node',
     tag: 'Operator',
+    description: '202 with moving true while the instance is handed over; 200 with moving false when that node runs it already (it stays pinned there).',
     body: MoveSchema,
-    ok: data(obj({ instanceId: { type: 'string' }, node: { type: 'string' }, moving: { const: true } }), 202),
+    ok: data(obj({ instanceId: { type: 'string' }, node: { type: 'string' }, moving: { type: 'boolean' } }), 202),
     errors: [...ADMIN_ONE, 'VALIDATION_FAILED'],
   },
   'PUT /admin/v1/instances/:id/webhook': { summary: 'Set the webhook receiver', tag: 'Webhooks', body: WebhookInput, ok: anyData(), errors: [...ADMIN_ONE, 'VALIDATION_FAILED'] },
