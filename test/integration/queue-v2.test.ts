@@ -357,3 +357,22 @@ test('one key sent several times at once (one acceptance batch): one job, the ot
   const list = await t.api(apiKey, 'GET', '/api/v2/queue/items');
   assert.equal((list.body.data as { items: unknown[] }).items.length, 1, 'one job in the queue');
 });
+
+test('DELETE /api/v2/messages/:msgId reads its body after the queue\'s cancel passed it on: a delete for everyone reaches the network', async () => {
+  // found from the outside: the queue's cancel (DELETE /api/v2/messages/:jobId, job ids only) read the body and
+  // passed the request on; the message route read the consumed stream again as `{}`, answered everyone:false, and
+  // the message stayed with the recipient, where it could not be deleted for everyone any more
+  const { instance, apiKey } = await t.createInstance('q-revoke', { settings: FAST });
+  const r = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112340044', message: 'take it back' });
+  assert.equal(r.status, 202, r.text);
+  const sent = await untilState(apiKey, String(r.body.data?.jobId), 'sent');
+  const msgId = String(sent.messageId);
+  const unknownField = await t.api(apiKey, 'DELETE', `/api/v2/messages/${encodeURIComponent(msgId)}`, { everyone: true, evil: 1 });
+  assert.equal(unknownField.status, 400, `the body is validated: ${unknownField.text}`);
+  const del = await t.api(apiKey, 'DELETE', `/api/v2/messages/${encodeURIComponent(msgId)}`, { everyone: true });
+  assert.equal(del.status, 200, del.text);
+  assert.deepEqual(del.body.data, { msgId, everyone: true });
+  const deletes = (await ledger(instance.id)).filter((e) => e.action === 'delete');
+  assert.equal(deletes.length, 1, JSON.stringify(deletes));
+  assert.equal((deletes[0] as unknown as { everyone?: boolean }).everyone, true, JSON.stringify(deletes[0]));
+});
