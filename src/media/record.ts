@@ -2,6 +2,22 @@
 
 export type MediaOrigin = 'upload' | 'incoming';
 
+/**
+ * A filename as metadata only (it never names a file on disk): no path, no control characters. Every name
+ * that comes from outside goes through it, the caller's (an upload, a media URL's answer) and the network's (an
+ * incoming attachment: found from the outside, `../../evil.png` came out as the download's filename).
+ */
+export function cleanFilename(value: string | null | undefined): string | null {
+  if (value == null) return null;
+  const base = value.split(/[/\\]/).pop() ?? '';
+  const clean = base.replace(/[\u0000-\u001f\u007f]/g, '').trim().slice(0, 255);
+  return clean === '' || clean === '.' || clean === '..' ? null : clean;
+}
+
+/** What an incoming message says of its attachment, its filename cleaned. */
+export const incomingInfo = (m: { mimetype: string; filename: string | null; size: number } | null | undefined) =>
+  ({ mimetype: m?.mimetype ?? 'application/octet-stream', filename: cleanFilename(m?.filename), size: m?.size ?? 0 });
+
 export interface MediaRecord {
   mediaId: string;
   instanceId: string;

@@ -12,7 +12,7 @@ import type { Instance } from '../store/instances.js';
 import { createMediaStore, type MediaStore } from './store.js';
 import { resolveMediaSource, validateMediaSourceAtAcceptance, type MediaSourceInput } from './resolve.js';
 import type { IncomingMedia } from '../actors/network-events.js';
-import { incomingMediaBlock } from './record.js';
+import { cleanFilename, incomingInfo, incomingMediaBlock } from './record.js';
 
 export interface MediaServices extends IncomingMedia {
   store: MediaStore;
@@ -61,7 +61,7 @@ export function createMediaServices(deps: { pool: Pool; clock: Clock; config: Co
     },
     // `fetch` is the session's own download of this message's attachment (src/actors/network-events.ts).
     async describe(instance: Instance, m: WireMessage, fetch) {
-      const info = { mimetype: m.mediaInfo?.mimetype ?? 'application/octet-stream', filename: m.mediaInfo?.filename ?? null, size: m.mediaInfo?.size ?? 0 };
+      const info = incomingInfo(m.mediaInfo);
       const enabled = instance.settings.storeIncomingMedia;
       if (!enabled) return incomingMediaBlock(info, enabled, null);
       try {
@@ -70,7 +70,7 @@ export function createMediaServices(deps: { pool: Pool; clock: Clock; config: Co
         const record = await store.put(instance.id, {
           data: Buffer.from(media.data, 'base64'),
           mimetype: media.mimetype,
-          filename: media.filename ?? null,
+          filename: cleanFilename(media.filename),
           origin: 'incoming',
           messageId: m.id._serialized,
         });

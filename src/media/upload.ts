@@ -11,6 +11,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { DomainError, payloadTooLarge, validationFailed } from '../errors.js';
 import { boundaryOf, readMultipart } from './multipart.js';
 import { continueBody } from './linger.js';
+import { cleanFilename } from './record.js';
 import type { MediaRecord } from './record.js';
 import type { MediaStore, StagedMedia } from './store.js';
 
@@ -31,13 +32,8 @@ export function normaliseMimetype(value: string | null | undefined): string | nu
   return [essence.toLowerCase(), ...params.map((p) => p.trim())].join(';');
 }
 
-/** A caller's filename as metadata only (it never names a file on disk): no path, no control characters. */
-export function cleanFilename(value: string | null | undefined): string | null {
-  if (value == null) return null;
-  const base = value.split(/[/\\]/).pop() ?? '';
-  const clean = base.replace(/[\u0000-\u001f\u007f]/g, '').trim().slice(0, 255);
-  return clean === '' || clean === '.' || clean === '..' ? null : clean;
-}
+/** a caller's filename as metadata only: src/media/record.ts */
+export { cleanFilename } from './record.js';
 
 const isStoreTooLarge = (err: unknown) =>
   err instanceof DomainError && err.code === 'MEDIA_STORE_UNAVAILABLE' && err.extra.reason === 'too_large';

@@ -108,6 +108,29 @@ test('incoming message with media, stored; queue events of a send; every deliver
   assert.ok(phone.length > 0);
 });
 
+test('an incoming attachment named with a path: the name alone in the event, the metadata, the stored record and the download header', async () => {
+  // found from the outside: `../../evil.png` came out as the download's filename (uploads were cleaned, incoming names not)
+  for (const storeIncomingMedia of [false, true]) {
+    const { instance, apiKey } = await t.createInstance(`evilname-${String(storeIncomingMedia)}`, { settings: { storeIncomingMedia } });
+    const inbound = await t.admin('POST', `/sandbox/v1/instances/${instance.id}/messages`, {
+      from: '4917612345678', type: 'media', media: { mimetype: 'image/png', data: Buffer.from('png bytes').toString('base64'), filename: '../../evil\\x\u0007.png' },
+    });
+    assert.equal(inbound.status, 201, inbound.text);
+    const msgId = encodeURIComponent(String(inbound.body.data?.messageId));
+    const meta = await t.api(apiKey, 'GET', `/api/v2/messages/${msgId}/media`);
+    assert.equal(meta.status, 200, meta.text);
+    assert.equal(meta.body.data?.filename, 'x.png', meta.text);
+    if (storeIncomingMedia) {
+      const stored = await t.api(apiKey, 'GET', `/api/v2/media/${String(meta.body.data?.mediaId)}`);
+      assert.equal(stored.body.data?.filename, 'x.png', stored.text);
+    }
+    const raw = await fetch(`${t.url}/api/v2/messages/${msgId}/media?download=1`, { headers: { authorization: `Bearer ${apiKey}` } });
+    assert.equal(raw.status, 200);
+    assert.equal(raw.headers.get('content-disposition'), `attachment; filename="x.png"; filename*=UTF-8''x.png`);
+    await raw.arrayBuffer();
+  }
+});
+
 test('no webhook configured: nothing is written to the outbox', async () => {
   const { instance, apiKey } = await t.createInstance('quiet', { settings: { minDelayMs: 1000, maxDelayMs: 1000, quietHours: null } });
   const s = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4917612345678', message: 'x' });

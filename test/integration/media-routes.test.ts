@@ -383,7 +383,10 @@ describe('media view helpers', () => {
   test('contentDisposition', () => {
     assert.equal(contentDisposition('a b.pdf', 'md_x'), `attachment; filename="a b.pdf"; filename*=UTF-8''a%20b.pdf`);
     assert.equal(contentDisposition(null, 'md_x'), `attachment; filename="md_x"; filename*=UTF-8''md_x`);
-    assert.equal(contentDisposition('100%"\\.txt', 'md_x'), `attachment; filename="100___.txt"; filename*=UTF-8''100%25%22%5C.txt`);
+    assert.equal(contentDisposition('100%"x.txt', 'md_x'), `attachment; filename="100__x.txt"; filename*=UTF-8''100%25%22x.txt`);
+    // never a path, whatever a record holds: the name alone (a backslash separates as in a Windows path)
+    assert.equal(contentDisposition('../..\\evil.png', 'md_x'), `attachment; filename="evil.png"; filename*=UTF-8''evil.png`);
+    assert.equal(contentDisposition('../', 'md_x'), `attachment; filename="md_x"; filename*=UTF-8''md_x`);
   });
 
   test('incoming media block and message media view', () => {

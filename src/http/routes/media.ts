@@ -6,6 +6,7 @@ import Router from '@koa/router';
 import { createRouter } from '../router.js';
 import type { ParameterizedContext } from 'koa';
 import { closeUnreadRequest, normaliseMimetype, receiveUpload } from '../../media/upload.js';
+import { cleanFilename } from '../../media/record.js';
 import { toMediaMetadata, toStoredMedia } from '../../media/record.js';
 import type { MediaStore } from '../../media/store.js';
 
@@ -24,7 +25,8 @@ const isDownload = (v: unknown) => v === '1' || v === 'true';
  * escape is possible.
  */
 export function contentDisposition(filename: string | null, fallback: string): string {
-  const name = (filename ?? '').replace(/[\u0000-\u001f\u007f]/g, '').trim() || fallback;
+  // never a path, whatever the record holds (a name stored before incoming names were cleaned)
+  const name = cleanFilename(filename) ?? fallback;
   const ascii = name.replace(/[^\x20-\x7e]|["\\%]/g, '_');
   const encoded = encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
   return `attachment; filename="${ascii}"; filename*=UTF-8''${encoded}`;

@@ -13,7 +13,7 @@ import { DomainError } from '../../errors.js';
 import { DEADLINES, type InstancePort } from '../../actors/port.js';
 import type { Instance } from '../../store/instances.js';
 import type { MediaStore } from '../../media/store.js';
-import { messageMediaView } from '../../media/record.js';
+import { cleanFilename, incomingInfo, messageMediaView } from '../../media/record.js';
 import { contentDisposition } from './media.js';
 import type { MessageMedia } from '../../drivers/contract.js';
 import { messageNotFound, notFound } from './network-common.js';
@@ -38,7 +38,7 @@ export function messageMediaRouter(deps: MessageMediaRouteDeps): Router {
     );
     if (!message) throw messageNotFound(msgId);
     if (!message.hasMedia) throw new DomainError('NO_MEDIA', 'the message has no attachment', { msgId });
-    const info = { mimetype: message.mediaInfo?.mimetype ?? 'application/octet-stream', filename: message.mediaInfo?.filename ?? null, size: message.mediaInfo?.size ?? 0 };
+    const info = incomingInfo(message.mediaInfo);
     const enabled = (ctx.state.instance as Instance).settings.storeIncomingMedia;
     let stored = await deps.store.findByMessage(instanceId, msgId);
     let fetched: MessageMedia | null = null;
@@ -49,7 +49,7 @@ export function messageMediaRouter(deps: MessageMediaRouteDeps): Router {
     };
     if (enabled && !stored) {
       const media = await download();
-      stored = await deps.store.put(instanceId, { data: Buffer.from(media.data, 'base64'), mimetype: media.mimetype, filename: media.filename ?? null, origin: 'incoming', messageId: msgId });
+      stored = await deps.store.put(instanceId, { data: Buffer.from(media.data, 'base64'), mimetype: media.mimetype, filename: cleanFilename(media.filename), origin: 'incoming', messageId: msgId });
     }
     const wantsBytes = ctx.query.download === '1' || ctx.query.download === 'true';
     if (!wantsBytes) return ok(ctx, messageMediaView(info, enabled, stored));
