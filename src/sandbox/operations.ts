@@ -94,9 +94,13 @@ export const handlers: Omit<Handlers, Lifecycle> = {
       else s.net.messages.deleteForMe(me, m);
       ledgerAction(s, me, { action: 'delete', chatId, target: msgId, body: null, everyone });
     }),
+  // as whatsapp-web.js's sendSeen: false for a chat the account does not have (found from the outside: a group
+  // the instance is not in, and a number it never wrote with, answered seen:true)
   sendSeen: (s, chatId) =>
     s.guarded('sendSeen', (me) => {
-      s.net.messages.markSeen(me, chatIdOrThrow(chatId));
+      const id = chatIdOrThrow(chatId);
+      if (!s.net.messages.chat(me, id)) return false;
+      s.net.messages.markSeen(me, id);
       return true;
     }),
   sendStateTyping: (s, chatId) => s.guarded('sendStateTyping', () => void s.presence.set(chatIdOrThrow(chatId), 'typing')),

@@ -376,3 +376,15 @@ test('DELETE /api/v2/messages/:msgId reads its body after the queue\'s cancel pa
   assert.equal(deletes.length, 1, JSON.stringify(deletes));
   assert.equal((deletes[0] as unknown as { everyone?: boolean }).everyone, true, JSON.stringify(deletes[0]));
 });
+
+test('seen: true for a chat the instance has, false for one it does not (as the real network answers)', async () => {
+  const { instance, apiKey } = await t.createInstance('q-seen', { settings: FAST });
+  const stranger = await t.api(apiKey, 'POST', '/api/v2/chats/4917611111111@c.us/seen');
+  assert.deepEqual([stranger.status, stranger.body.data?.seen], [200, false], stranger.text);
+  const notMember = await t.api(apiKey, 'POST', '/api/v2/chats/120363000000000000@g.us/seen');
+  assert.deepEqual([notMember.status, notMember.body.data?.seen], [200, false], notMember.text);
+  const inbound = await t.admin('POST', `/sandbox/v1/instances/${instance.id}/messages`, { from: '4917611111111', type: 'text', body: 'hello' });
+  assert.equal(inbound.status, 201, inbound.text);
+  const known = await t.api(apiKey, 'POST', '/api/v2/chats/4917611111111@c.us/seen');
+  assert.deepEqual([known.status, known.body.data?.seen], [200, true], known.text);
+});
