@@ -375,6 +375,13 @@ test('DELETE /api/v2/messages/:msgId reads its body after the queue\'s cancel pa
   const deletes = (await ledger(instance.id)).filter((e) => e.action === 'delete');
   assert.equal(deletes.length, 1, JSON.stringify(deletes));
   assert.equal((deletes[0] as unknown as { everyone?: boolean }).everyone, true, JSON.stringify(deletes[0]));
+  // a contact's message cannot be deleted for everyone: refused, and still there (never silently for us alone)
+  const inbound = await t.admin('POST', `/sandbox/v1/instances/${instance.id}/messages`, { from: '4915112340044', type: 'text', body: 'theirs' });
+  const theirs = encodeURIComponent(String(inbound.body.data?.messageId));
+  const refused = await t.api(apiKey, 'DELETE', `/api/v2/messages/${theirs}`, { everyone: true });
+  assert.equal(refused.status, 400, refused.text);
+  assert.equal(refused.body.code, 'VALIDATION_FAILED');
+  assert.equal((await t.api(apiKey, 'GET', `/api/v2/messages/${theirs}`)).status, 200, 'still there');
 });
 
 test('seen: true for a chat the instance has, false for one it does not (as the real network answers)', async () => {

@@ -89,6 +89,10 @@ describe('interactions', () => {
     await driver.deleteMessage(MINE, true);
     await driver.deleteMessage(THEIRS, false);
     assert.deepEqual(client.callsOf('message.delete'), [[MINE, true], [THEIRS, false]]);
+    // a contact's message cannot be revoked: the library would delete it for us alone, silently; refused first
+    const refused = await rejection(driver.deleteMessage(THEIRS, true));
+    assert.deepEqual([refused.code, refused.provablyNotSent], ['INVALID_INPUT', true]);
+    assert.deepEqual(client.callsOf('message.delete'), [[MINE, true], [THEIRS, false]], 'nothing deleted');
   });
 
   test('an unknown message is NOT_FOUND', async () => {

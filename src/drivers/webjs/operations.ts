@@ -4,7 +4,7 @@
  * fetchMessages, …) so a missing message or chat is a clear NOT_FOUND instead of a silent no-op in the page.
  */
 import type WAWebJS from 'whatsapp-web.js';
-import type { FetchMessagesOptions, MessageMedia, SendOptions, WireChat, WireContact, WireMessage } from '../contract.js';
+import { DriverError, type FetchMessagesOptions, type MessageMedia, type SendOptions, type WireChat, type WireContact, type WireMessage } from '../contract.js';
 import { checkChatId, checkMessageId, checkPhone, isGroupId, isUserId } from './content.js';
 import { serialized } from './fields.js';
 import type { Gate } from './gate.js';
@@ -43,8 +43,17 @@ export async function editMessage(gate: Gate, msgId: string, body: string, optio
   return edited && isMessageData(edited) ? mapMessage(edited) : null;
 }
 
+/**
+ * whatsapp-web.js deletes a message for us alone when it cannot revoke it (a contact's message outside a
+ * group), and says nothing: the answer would say `everyone: true` for a delete that was not, and the message
+ * could not be revoked afterwards. Refused before anything is done, as the sandbox network refuses it. In a
+ * group an admin may revoke anyone's message: the library decides there.
+ */
 export async function deleteMessage(gate: Gate, msgId: string, everyone: boolean): Promise<void> {
   const message = await findMessage(gate, msgId);
+  if (everyone && !message.fromMe && !isGroupId(message.id.remote)) {
+    throw new DriverError('only the sender (or a group admin) can delete a message for everyone', 'INVALID_INPUT', true);
+  }
   await gate.call('delete', () => message.delete(everyone));
 }
 
