@@ -191,6 +191,11 @@ test('a method the path has with the other kind of id: requeue of a network mess
   assert.equal(edit.status, 400, edit.text);
   assert.equal(edit.body.code, 'VALIDATION_FAILED');
   assert.equal((edit.body.data as { field?: string }).field, 'msgId');
+  // a job's attachment: the same answer, naming the id to use (it was a 404 "no route")
+  const media = await t.api(apiKey, 'GET', '/api/v2/messages/wq_000000000000000000000000/media');
+  assert.equal(media.status, 400, media.text);
+  assert.equal((media.body.data as { field?: string }).field, 'msgId');
+  assert.match(String(media.body.error), /data\.messageId of the job/);
 });
 
 test('not registered → failed with a result code; requeue makes a new job with previousJobId (and only once)', async () => {

@@ -7,7 +7,7 @@
  */
 import Router from '@koa/router';
 import { createRouter } from '../router.js';
-import type { Context, Next } from 'koa';
+import type { Context } from 'koa';
 import { ok } from '../envelope.js';
 import { DomainError } from '../../errors.js';
 import { DEADLINES, type InstancePort } from '../../actors/port.js';
@@ -16,7 +16,7 @@ import type { MediaStore } from '../../media/store.js';
 import { cleanFilename, incomingInfo, messageMediaView } from '../../media/record.js';
 import { contentDisposition } from './media.js';
 import type { MessageMedia } from '../../drivers/contract.js';
-import { messageNotFound, notFound } from './network-common.js';
+import { messageNotFound, notAJobId, notFound } from './network-common.js';
 
 export interface MessageMediaRouteDeps {
   /** the port of the request's instance (the API-key guard set ctx.state.instance) */
@@ -27,9 +27,9 @@ export interface MessageMediaRouteDeps {
 export function messageMediaRouter(deps: MessageMediaRouteDeps): Router {
   const router = createRouter('/api/v2/messages');
 
-  router.get('/:msgId/media', async (ctx: Context, next: Next) => {
-    const msgId = String(ctx.params.msgId ?? '');
-    if (msgId.startsWith('wq_')) return next();
+  router.get('/:msgId/media', async (ctx: Context) => {
+    // a job has no attachment route: its sent message's id (data.messageId) has (found from the outside: 404 "no route")
+    const msgId = notAJobId(String(ctx.params.msgId ?? ''));
     const port = deps.portOf(ctx);
     const instanceId = port.instanceId;
     const message = await port.ask(

@@ -58,11 +58,14 @@ export function chatIdParam(ctx: Context, name: string): string {
 
 /** A network message id from the path (`true_<chatId>_<HEX>`); a wq_ id is a job and never reaches here. */
 export function messageIdParam(ctx: Context, name = 'msgId'): string {
-  const raw = param(ctx, name);
-  if (isJobId(raw)) {
-    throw validationFailed(name, `${name} is a queue job id; use the network message id (data.messageId of the job)`);
-  }
+  const raw = notAJobId(param(ctx, name), name);
   if (!MESSAGE_ID.test(raw)) throw validationFailed(name, `${name} is not a message id`);
+  return raw;
+}
+
+/** `raw`, unless it is a queue job's id where only a network message id can be meant: 400 naming `name`. */
+export function notAJobId(raw: string, name = 'msgId'): string {
+  if (isJobId(raw)) throw validationFailed(name, `${name} is a queue job id; use the network message id (data.messageId of the job)`);
   return raw;
 }
 
