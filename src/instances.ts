@@ -59,7 +59,6 @@ export class InstanceAdminService implements InstanceAdmin {
     }));
   }
 
-  /** Place an instance on a node (it is handed over within a few rounds); false: no such live node. */
   /**
    * Pin an instance to a live node: `moving` when another node runs it now, `there` when that node already does
    * (the pin still holds it there), null when no such node is live.

@@ -11,7 +11,7 @@ import type { Readable } from 'node:stream';
 import type { IncomingMessage } from 'node:http';
 import type { Context, Next } from 'koa';
 import { DomainError, payloadTooLarge } from '../errors.js';
-import { closeUnreadRequest, continueBody } from '../media/linger.js';
+import { closeUnreadRequest, continueBody, otherTransferCoding } from '../media/linger.js';
 
 /** Deeper than any request of the API (options.groupMentions.0.x is 4); far below any stack limit. */
 export const MAX_JSON_DEPTH = 32;
@@ -32,17 +32,6 @@ function hasBody(ctx: Context): boolean {
 }
 
 const encodingOf = (ctx: Context) => (ctx.get('content-encoding') || 'identity').trim().toLowerCase();
-
-/**
- * A transfer coding besides chunked (`Transfer-Encoding: gzip, chunked`): Node's parser undoes the chunked
- * framing only, so the body would be read still coded (RFC 9112 §6.1: a coding the server does not know is
- * refused; 415 here, as for a Content-Encoding it does not know).
- */
-function otherTransferCoding(te: string | undefined): boolean {
-  if (te === undefined) return false;
-  for (const coding of te.split(',')) if (coding.trim().toLowerCase() !== 'chunked') return true;
-  return false;
-}
 
 function decoded(ctx: Context, encoding: string): Readable {
   switch (encoding) {

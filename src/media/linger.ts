@@ -80,3 +80,14 @@ export function continueBody(req: IncomingMessage, res: ServerResponse): void {
   continued.add(res);
   res.writeContinue();
 }
+
+/**
+ * A transfer coding besides chunked (`Transfer-Encoding: gzip, chunked`): Node's parser undoes the chunked
+ * framing only, so the body would be read still coded (RFC 9112 §6.1: a coding the server does not know is
+ * refused; 415 for the JSON body and the upload alike, as for a Content-Encoding they do not know).
+ */
+export function otherTransferCoding(te: string | undefined): boolean {
+  if (te === undefined) return false;
+  for (const coding of te.split(',')) if (coding.trim().toLowerCase() !== 'chunked') return true;
+  return false;
+}

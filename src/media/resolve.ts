@@ -13,10 +13,10 @@ import { payloadTooLarge, validationFailed } from '../errors.js';
 import type { Clock } from '../clock.js';
 import { dispositionParams } from './multipart.js';
 import { probeMediaUrl } from './probe.js';
-import type { MediaRecord } from './record.js';
+import { cleanFilename, type MediaRecord } from './record.js';
 import { assertPublicUrl, safeFetch, urlRefused, type AddressPolicy, type Resolver } from './ssrf.js';
 import type { MediaStore } from './store.js';
-import { cleanFilename, normaliseMimetype } from './upload.js';
+import { normaliseMimetype } from './upload.js';
 
 const MiB = 1024 * 1024;
 

@@ -10,9 +10,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { DomainError, payloadTooLarge, validationFailed } from '../errors.js';
 import { boundaryOf, readMultipart } from './multipart.js';
-import { continueBody } from './linger.js';
-import { cleanFilename } from './record.js';
-import type { MediaRecord } from './record.js';
+import { continueBody, otherTransferCoding } from './linger.js';
+import { cleanFilename, type MediaRecord } from './record.js';
 import type { MediaStore, StagedMedia } from './store.js';
 
 /** answering before the body is read to its end: see linger.ts */
@@ -32,9 +31,6 @@ export function normaliseMimetype(value: string | null | undefined): string | nu
   return [essence.toLowerCase(), ...params.map((p) => p.trim())].join(';');
 }
 
-/** a caller's filename as metadata only: src/media/record.ts */
-export { cleanFilename } from './record.js';
-
 const isStoreTooLarge = (err: unknown) =>
   err instanceof DomainError && err.code === 'MEDIA_STORE_UNAVAILABLE' && err.extra.reason === 'too_large';
 
@@ -49,8 +45,7 @@ export async function receiveUpload(
   // the parts are read as they arrive, not decoded: a gzip-encoded body was stored as it came (or refused as
   // malformed), so an encoding is refused as JSON routes refuse one they do not know
   const encoding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
-  const transfer = (req.headers['transfer-encoding'] ?? 'chunked').toLowerCase().split(',').map((c) => c.trim());
-  if ((encoding !== 'identity' && encoding !== '') || transfer.some((c) => c !== 'chunked')) {
+  if ((encoding !== 'identity' && encoding !== '') || otherTransferCoding(req.headers['transfer-encoding'])) {
     throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'send the upload without Content-Encoding (the file itself may be compressed)');
   }
   const declared = Number(req.headers['content-length']);

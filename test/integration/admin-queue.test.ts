@@ -109,13 +109,27 @@ test('cancel and requeue: scoped to the instance, with the v2 refusals', async (
   assert.equal(seen.body.data?.previousJobId, job);
 });
 
-test('re-plan: the operator moves the waiting jobs forward after a cancel, as the key would (event reason operator)', async () => {
-  const { instance, apiKey } = await t.createInstance('queuereplan', {
-    settings: { quietHours: null, maxPerHour: null, maxPer24h: null, minDelayMs: 10_000, maxDelayMs: 10_000 },
+/**
+ * An instance with a fixed pause whose webhook wants `queue.replanned` (at an address nobody answers: the outbox
+ * keeps what was written, which `replannedEvents` reads).
+ */
+async function replanWatched(name: string, pauseMs: number): Promise<{ id: string; apiKey: string }> {
+  const { instance, apiKey } = await t.createInstance(name, {
+    settings: { quietHours: null, maxPerHour: null, maxPer24h: null, minDelayMs: pauseMs, maxDelayMs: pauseMs },
   });
-  const id = instance.id;
-  const hook = await t.admin('PUT', `/admin/v1/instances/${id}/webhook`, { url: 'http://127.0.0.1:9/hook', secret: 'a-webhook-secret-0123456789', allowPrivate: true, events: ['queue.replanned'] });
+  const hook = await t.admin('PUT', `/admin/v1/instances/${instance.id}/webhook`, { url: 'http://127.0.0.1:9/hook', secret: 'a-webhook-secret-0123456789', allowPrivate: true, events: ['queue.replanned'] });
   assert.ok(hook.status < 300, hook.text);
+  return { id: instance.id, apiKey };
+}
+
+/** The data of the instance's `queue.replanned` events, oldest first, as the outbox holds them. */
+async function replannedEvents(id: string): Promise<{ affected: number; reason: string }[]> {
+  const { rows } = await t.gw.pool.query<{ body: string }>(`SELECT body FROM outbox WHERE instance_id = $1 AND event = 'queue.replanned' ORDER BY id`, [id]);
+  return rows.map((row) => (JSON.parse(row.body) as { data: { affected: number; reason: string } }).data);
+}
+
+test('re-plan: the operator moves the waiting jobs forward after a cancel, as the key would (event reason operator)', async () => {
+  const { id, apiKey } = await replanWatched('queuereplan', 10_000);
   // all four after the same notBefore, so that none is sent while the test runs (real time here)
   const notBefore = later();
   const jobs: string[] = [];
@@ -139,10 +153,9 @@ test('re-plan: the operator moves the waiting jobs forward after a cancel, as th
   assert.equal(await slotOf(jobs[2] as string), Date.parse(notBefore) + 10_000, 'into the cancelled one\'s slot');
   const deliveries = await t.admin('GET', `/admin/v1/instances/${id}/webhook/deliveries?limit=200`);
   assert.equal((deliveries.body.data?.items as { event: string }[]).filter((d) => d.event === 'queue.replanned').length, 1, deliveries.text);
-  const sent = await t.gw.pool.query<{ body: string }>(`SELECT body FROM outbox WHERE instance_id = $1 AND event = 'queue.replanned'`, [id]);
-  const event = JSON.parse(sent.rows[0]?.body ?? '{}') as { data?: { reason?: string; affected?: number } };
-  assert.equal(event.data?.reason, 'operator', sent.rows[0]?.body);
-  assert.equal(event.data?.affected, r.body.data?.affected);
+  const events = await replannedEvents(id);
+  assert.equal(events[0]?.reason, 'operator', JSON.stringify(events));
+  assert.equal(events[0]?.affected, r.body.data?.affected);
 
   // the instance in the path decides: another's path re-plans that one; an unknown one is 404; a key is 403
   const other = await t.admin('POST', `/admin/v1/instances/${B.id}/queue/replan`);
@@ -159,26 +172,17 @@ test('re-plan: the operator moves the waiting jobs forward after a cancel, as th
 test('queue.replanned counts the jobs whose slot changed: none for a limit that moves nothing, all when every slot is lost', async () => {
   // found from the outside: `affected` counted the jobs holding a slot after the re-plan, so 3 when nothing
   // moved and 0 when all three lost their slots
-  const { instance, apiKey } = await t.createInstance('replancount', {
-    settings: { quietHours: null, maxPerHour: null, maxPer24h: null, minDelayMs: 300_000, maxDelayMs: 300_000 },
-  });
-  const id = instance.id;
-  const hook = await t.admin('PUT', `/admin/v1/instances/${id}/webhook`, { url: 'http://127.0.0.1:9/hook', secret: 'a-webhook-secret-0123456789', allowPrivate: true, events: ['queue.replanned'] });
-  assert.ok(hook.status < 300, hook.text);
+  const { id, apiKey } = await replanWatched('replancount', 300_000);
   const jobs: string[] = [];
   for (let i = 0; i < 3; i++) {
     const r = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: RECIPIENT, message: `c${i}`, notBefore: later() });
     assert.equal(r.status, 202, r.text);
     jobs.push(String(r.body.data?.jobId));
   }
-  const events = async () =>
-    (await t.gw.pool.query<{ body: string }>(`SELECT body FROM outbox WHERE instance_id = $1 AND event = 'queue.replanned' ORDER BY id`, [id])).rows.map(
-      (row) => (JSON.parse(row.body) as { data: { affected: number; reason: string } }).data,
-    );
   assert.equal((await t.admin('PATCH', `/admin/v1/instances/${id}`, { settings: { maxPer24h: 499 } })).status, 200);
-  assert.deepEqual((await events()).map((e) => e.affected), [0], 'a ceiling that holds every slot moves none');
+  assert.deepEqual((await replannedEvents(id)).map((e) => e.affected), [0], 'a ceiling that holds every slot moves none');
   assert.equal((await t.admin('PATCH', `/admin/v1/instances/${id}`, { settings: { maxPerHour: 0 } })).status, 200);
-  assert.deepEqual((await events()).map((e) => [e.affected, e.reason]), [[0, 'limits_changed'], [3, 'limits_changed']], 'every job lost its slot');
+  assert.deepEqual((await replannedEvents(id)).map((e) => [e.affected, e.reason]), [[0, 'limits_changed'], [3, 'limits_changed']], 'every job lost its slot');
   for (const j of jobs) {
     const s = await t.api(apiKey, 'GET', `/api/v2/messages/${j}`);
     assert.deepEqual([s.body.data?.state, s.body.data?.scheduledAt], ['queued', null], s.text);

@@ -17,8 +17,8 @@ import { createTestDb, type TestDb } from '../helpers/db.js';
 import { DomainError } from '../../src/errors.js';
 import { createMediaStore, type MediaStore } from '../../src/media/store.js';
 import { contentDisposition, createMediaRouter } from '../../src/http/routes/media.js';
-import { cleanFilename, normaliseMimetype } from '../../src/media/upload.js';
-import { incomingMediaBlock, messageMediaView, type MediaRecord } from '../../src/media/record.js';
+import { normaliseMimetype } from '../../src/media/upload.js';
+import { cleanFilename, incomingMediaBlock, messageMediaView, type MediaRecord } from '../../src/media/record.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;

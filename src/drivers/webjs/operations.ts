@@ -4,13 +4,13 @@
  * fetchMessages, …) so a missing message or chat is a clear NOT_FOUND instead of a silent no-op in the page.
  */
 import type WAWebJS from 'whatsapp-web.js';
-import { DriverError, type FetchMessagesOptions, type MessageMedia, type SendOptions, type WireChat, type WireContact, type WireMessage } from '../contract.js';
+import type { FetchMessagesOptions, MessageMedia, SendOptions, WireChat, WireContact, WireMessage } from '../contract.js';
 import { checkChatId, checkMessageId, checkPhone, isGroupId, isUserId } from './content.js';
 import { serialized } from './fields.js';
 import type { Gate } from './gate.js';
 import type { LibChat, LibMessage } from './library.js';
 import { isChatData, isMessageData, mapChat, mapContact, mapMedia, mapMessage } from './mapping.js';
-import { notFound } from './outcome.js';
+import { invalidInput, notFound } from './outcome.js';
 
 export async function findMessage(gate: Gate, msgId: string): Promise<LibMessage> {
   checkMessageId(msgId);
@@ -52,7 +52,7 @@ export async function editMessage(gate: Gate, msgId: string, body: string, optio
 export async function deleteMessage(gate: Gate, msgId: string, everyone: boolean): Promise<void> {
   const message = await findMessage(gate, msgId);
   if (everyone && !message.fromMe && !isGroupId(message.id.remote)) {
-    throw new DriverError('only the sender (or a group admin) can delete a message for everyone', 'INVALID_INPUT', true);
+    throw invalidInput('only the sender (or a group admin) can delete a message for everyone');
   }
   await gate.call('delete', () => message.delete(everyone));
 }

@@ -6,8 +6,7 @@ import Router from '@koa/router';
 import { createRouter } from '../router.js';
 import type { ParameterizedContext } from 'koa';
 import { closeUnreadRequest, normaliseMimetype, receiveUpload } from '../../media/upload.js';
-import { cleanFilename } from '../../media/record.js';
-import { toMediaMetadata, toStoredMedia } from '../../media/record.js';
+import { cleanFilename, toMediaMetadata, toStoredMedia } from '../../media/record.js';
 import type { MediaStore } from '../../media/store.js';
 
 export interface MediaRouterDeps {
