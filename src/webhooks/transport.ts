@@ -46,6 +46,26 @@ export class DeliveryTimeoutError extends Error {
   }
 }
 
+/** How long a response body may take to end after its status arrived, and how much of it is drained. */
+export const DRAIN_MS = 5_000;
+export const DRAIN_MAX_BYTES = 64 * 1024;
+
+/**
+ * Drain a response without reading it: the status decides, and a drained response frees the socket for reuse.
+ * A body that does not end within DRAIN_MS, or runs past DRAIN_MAX_BYTES, closes the connection instead: a
+ * receiver that answers 200 and then stalls (or streams without end) held one socket per event, for ever.
+ */
+function drain(res: http.IncomingMessage, clock: Clock): void {
+  let bytes = 0;
+  const cut = clock.setTimeout(() => res.destroy(), DRAIN_MS);
+  res.on('data', (chunk: Buffer) => {
+    bytes += chunk.length;
+    if (bytes > DRAIN_MAX_BYTES) res.destroy();
+  });
+  res.on('error', () => undefined);
+  res.on('close', () => clock.clearTimeout(cut));
+}
+
 export function createWebhookTransport(opts: TransportOptions = {}): WebhookTransport {
   const strict: SafeAgent = createSafeAgent({ keepAlive: true, resolver: opts.resolver });
   const permissive: SafeAgent = createSafeAgent({ keepAlive: true, resolver: opts.resolver, allowPrivate: true });
@@ -88,10 +108,8 @@ export function createWebhookTransport(opts: TransportOptions = {}): WebhookTran
         const timer = req.clock.setTimeout(() => r.destroy(new DeliveryTimeoutError(req.timeoutMs)), req.timeoutMs);
         r.on('response', (res) => {
           req.clock.clearTimeout(timer);
-          // Drain without reading: the status decides, and a drained response frees the socket for reuse.
-          res.on('error', () => undefined);
-          res.resume();
           resolve({ status: res.statusCode ?? 0 });
+          drain(res, req.clock);
         });
         r.on('error', (err) => {
           req.clock.clearTimeout(timer);

@@ -15,6 +15,7 @@ import { Writable } from 'node:stream';
 import type { QueryConfig } from 'pg';
 import { createActor } from 'xstate';
 import { createTestDb, type TestDb } from '../helpers/db.js';
+import { waitFor } from '../helpers/gateway.js';
 import { simulatedClock } from '../../src/clock.js';
 import { createLogger } from '../../src/log.js';
 import { withTransaction } from '../../src/store/pool.js';
@@ -22,14 +23,14 @@ import { putWebhook } from '../../src/webhooks/config.js';
 import { enqueueEvent, enqueueEvents } from '../../src/webhooks/outbox.js';
 import { listDeliveries } from '../../src/webhooks/deliveries.js';
 import { WebhookSender, type WebhookSenderOptions } from '../../src/webhooks/deliver.js';
-import { createWebhookTransport, type WebhookTransport } from '../../src/webhooks/transport.js';
+import { createWebhookTransport, DRAIN_MS, type WebhookTransport } from '../../src/webhooks/transport.js';
 import { verifyWebhook, type VerifyInput, type VerifyResult } from '../../src/webhooks/sign.js';
 import { createWebhookSenders } from '../../src/actors/webhook-sender.js';
 import type { EventOf, Subscription } from '../../src/webhooks/events.js';
 
 // ---- a receiver on loopback --------------------------------------------------------------------------
 
-type Action = number | 'reset' | 'hang';
+type Action = number | 'reset' | 'hang' | 'stall' | 'flood';
 interface Receipt {
   eventId: string;
   headers: http.IncomingHttpHeaders;
@@ -42,6 +43,8 @@ interface Receiver {
   respond: (r: { eventId: string; n: number; seen: number }) => Action;
   /** resolves at the next request that arrives */
   nextRequest(): Promise<void>;
+  /** connections the receiver holds open now */
+  openSockets(): number;
   delivered(): string[];
   close(): Promise<void>;
 }
@@ -54,6 +57,7 @@ async function startReceiver(): Promise<Receiver> {
     receipts,
     respond: () => 200,
     nextRequest: () => new Promise((resolve) => waiters.push(resolve)),
+    openSockets: () => open.size,
     delivered: () => receipts.filter((x) => typeof x.answered === 'number' && x.answered < 300).map((x) => x.eventId),
     close: async () => {
       server.closeAllConnections();
@@ -71,8 +75,24 @@ async function startReceiver(): Promise<Receiver> {
       waiters = [];
       for (const f of w) f();
       if (action === 'reset') req.socket.destroy();
-      else if (action !== 'hang') res.writeHead(action).end('ok');
+      // 200 and a body that never ends
+      else if (action === 'stall') res.writeHead(200, { 'content-length': '1000000' }).write('x');
+      // 200 and a body without end, as fast as the connection takes it
+      else if (action === 'flood') {
+        res.writeHead(200);
+        const chunk = Buffer.alloc(16 * 1024, 0x78);
+        const pump = () => {
+          while (!res.destroyed && res.write(chunk));
+          if (!res.destroyed) res.once('drain', pump);
+        };
+        pump();
+      } else if (action !== 'hang') res.writeHead(action).end('ok');
     });
+  });
+  const open = new Set<import('node:net').Socket>();
+  server.on('connection', (socket) => {
+    open.add(socket);
+    socket.on('close', () => open.delete(socket));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   r.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
@@ -380,6 +400,28 @@ describe('webhook delivery', () => {
     await s.idle();
     await s.stop();
     assert.equal((await row(eventId)).state, 'delivered');
+  });
+
+  test('a 2xx whose body stalls or never ends is delivered, and its connection is closed rather than held for ever', async () => {
+    const clock = simulatedClock();
+    const rcv = await receiver();
+    rcv.respond = ({ n }) => (n === 1 ? 'stall' : 'flood');
+    const id = await instance(rcv.url);
+    const first = (await enqueue(id, clock, { event: 'ready', data: { phoneNumber: '491700000000' } }))!;
+    const second = (await enqueue(id, clock, { event: 'ready', data: { phoneNumber: '491700000001' } }))!;
+    const s = sender(id, clock);
+    s.start();
+    await s.idle();
+    // both delivered on the status alone
+    assert.deepEqual([(await row(first.eventId)).state, (await row(second.eventId)).state], ['delivered', 'delivered']);
+    // the flood was cut once DRAIN_MAX_BYTES had passed; the stalled body is cut at DRAIN_MS on the clock
+    await waitFor(() => rcv.openSockets() === 1, 'the endless body closed its connection');
+    clock.increment(DRAIN_MS - 1);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.equal(rcv.openSockets(), 1, 'a stalled body is waited for until DRAIN_MS');
+    clock.increment(1);
+    await waitFor(() => rcv.openSockets() === 0, 'the stalled body closed its connection');
+    await s.stop();
   });
 
   test('SSRF: a loopback receiver is refused unless the webhook or the gateway allows private targets', async () => {
