@@ -57,6 +57,15 @@ const LOCAL_NAMES = /^(localhost|localhost\.localdomain|ip6-localhost|ip6-loopba
  * What can be judged without DNS: parseable, http(s), has a host, and an IP-literal host is public. WHATWG
  * parsing has already turned 2130706433, 0x7f.0.0.1, 0177.0.0.1 and 127.1 into 127.0.0.1.
  */
+function percentDecodable(s: string): boolean {
+  try {
+    decodeURIComponent(s);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export function checkUrlSyntax(raw: string, opts: UrlCheckOptions = {}): URL {
   const field = opts.field ?? 'mediaUrl';
   let url: URL;
@@ -67,6 +76,10 @@ export function checkUrlSyntax(raw: string, opts: UrlCheckOptions = {}): URL {
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     throw urlRefused(field, 'must use http or https', { reason: 'scheme' });
+  }
+  // credentials go out decoded (Basic authorization): a `%` not followed by two hex digits could never be sent
+  if (!percentDecodable(url.username) || !percentDecodable(url.password)) {
+    throw urlRefused(field, 'has a user name or password that is not valid percent-encoding (write % as %25)', { reason: 'invalid_url' });
   }
   // `localhost..` is `localhost` to many resolvers: every trailing dot goes, an empty label inside is refused
   const host = url.hostname.toLowerCase().replace(/\.+$/, '');

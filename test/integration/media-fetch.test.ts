@@ -193,6 +193,15 @@ describe('safeFetch: redirects', () => {
     assert.deepEqual(hub.hits, ['/r4', '/r3', '/r2', '/r1'], 'the target of the 4th redirect was not requested');
   });
 
+  test('URL credentials that are not valid percent-encoding are refused before any request', async () => {
+    hub.hits.length = 0;
+    const err = await refusal(safeFetch(`http://user:p%ss@public.example:${hub.port}/auth`, opts()));
+    assert.equal(err.data.reason, 'invalid_url');
+    assert.match(err.message, /percent-encoding/);
+    assert.ok(!JSON.stringify({ m: err.message, d: err.data }).includes('p%ss'));
+    assert.deepEqual(hub.hits, []);
+  });
+
   test('URL credentials become a Basic header and are not in finalUrl', async () => {
     const res = await safeFetch(`http://al%40ice:p%3Ass@public.example:${hub.port}/auth`, opts());
     assert.equal(res.body.toString(), `Basic ${Buffer.from('al@ice:p:ss').toString('base64')}`);

@@ -321,3 +321,28 @@ test('DELETE while a v1 caller waits for its slot: the caller is told nothing wa
   assert.deepEqual(Object.keys(r.body), ['success', 'error'], 'the v1 shape');
   assert.match(String(r.body.error), /deleted.*nothing was sent/);
 });
+
+test('webhook PUT: the URL is kept as deliveries use it, and credentials that could never be sent are refused', async () => {
+  const created = await t.admin('POST', '/admin/v1/instances', { name: 'hook-url', driver: 'sandbox' });
+  const id = String((created.body.data as { instance: { id: string } }).instance.id);
+  const put = (url: string) => t.admin('PUT', `/admin/v1/instances/${id}/webhook`, { url, secret: 'a-webhook-secret-0123456789', allowPrivate: true });
+
+  // spaces around it and a tab inside the host: what is shown is where deliveries go (example.com.evil.com)
+  const spaced = await put(' http://example.com\t.evil.com/ho\u0007ok ');
+  assert.equal(spaced.status, 200, spaced.text);
+  assert.equal((spaced.body.data as { url: string }).url, 'http://example.com.evil.com/ho%07ok');
+  const shown = await t.admin('GET', `/admin/v1/instances/${id}/webhook`);
+  assert.equal((shown.body.data as { url: string }).url, 'http://example.com.evil.com/ho%07ok');
+
+  // a `%` in the password that is not percent-encoding: the Basic header could never be made
+  for (const url of ['http://user:p%ss@127.0.0.1:9/hook', 'http://user%E0%A4:pass@127.0.0.1:9/hook']) {
+    const bad = await put(url);
+    assertError(bad, 400, 'VALIDATION_FAILED');
+    assert.deepEqual([bad.body.data?.field, bad.body.data?.reason], ['url', 'invalid_url'], bad.text);
+    assert.ok(!bad.text.includes('p%ss') && !bad.text.includes('pass@'), 'the credentials are not echoed');
+  }
+  // written as the error says, it is taken, and the view masks the password
+  const fixed = await put('http://user:p%25ss@127.0.0.1:9/hook');
+  assert.equal(fixed.status, 200, fixed.text);
+  assert.equal((fixed.body.data as { url: string }).url, 'http://user:***@127.0.0.1:9/hook');
+});

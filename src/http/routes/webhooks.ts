@@ -18,7 +18,7 @@ import { enums, integer, max, min, object, optional, size, string, coerce, defau
 import { ok } from '../envelope.js';
 import { DomainError } from '../../errors.js';
 import { parse } from '../validate.js';
-import { assertPublicUrl, type Resolver } from '../../media/ssrf.js';
+import { assertPublicUrl, checkUrlSyntax, type Resolver } from '../../media/ssrf.js';
 import type { Clock } from '../../clock.js';
 import type { Queryable } from '../../store/pool.js';
 import { deleteWebhook, getWebhook, putWebhook, toView, WebhookInput } from '../../webhooks/config.js';
@@ -62,10 +62,13 @@ export function createWebhookAdminRouter(deps: WebhookAdminDeps): Router {
   router.put('/admin/v1/instances/:id/webhook', async (ctx) => {
     const id = await instanceId(ctx.params.id);
     const input = parse(ctx.request.body, WebhookInput);
-    if (!input.allowPrivate && !deps.allowPrivate) {
-      await assertPublicUrl(input.url, { field: 'url', resolver: deps.resolver });
-    }
-    const saved = await putWebhook(deps.db, id, input);
+    const allowPrivate = input.allowPrivate === true || deps.allowPrivate;
+    const url = allowPrivate
+      ? checkUrlSyntax(input.url, { field: 'url', allowPrivate })
+      : await assertPublicUrl(input.url, { field: 'url', resolver: deps.resolver });
+    // kept as the URL parser reads it, which is where deliveries go: spaces around it and tabs or line breaks
+    // inside it dropped (`http://example.com<TAB>.evil.com` is example.com.evil.com), control characters encoded
+    const saved = await putWebhook(deps.db, id, { ...input, url: url.href });
     // Rows that were pending go to the new receiver now rather than at the next poll.
     deps.wake(id);
     ok(ctx, toView(saved));
