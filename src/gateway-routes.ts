@@ -83,6 +83,8 @@ export function gatewayFamilies(deps: RouteDeps): Families {
   const portOf = (ctx: Context): InstancePort => portOfInstance((ctx.state.instance as Instance).id);
   // an instance another node owns: its record read from the store, kept a second (what a forwarding node needs of it)
   const recordOf = cachedFor(1_000, (id: string) => getInstance(pool, id));
+  // a deleted instance's key is 401 at once, not a second of 502/503 for a record still remembered
+  instances.onKeysChanged(() => recordOf.clear());
   const apiKey = requireApiKey(keys, async (id) => rt.record(id) ?? (await recordOf(id)));
   // the operator console signs in with the admin token into an HttpOnly cookie session (src/console)
   const consoleSessions = new ConsoleSessions(clock);

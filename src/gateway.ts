@@ -19,6 +19,7 @@ import { routeTable, type RouteInfo } from './http/router.js';
 import { gatewayFamilies } from './gateway-routes.js';
 import { StoreHealth } from './store/health.js';
 import { startHousekeeping } from './store/housekeeping.js';
+import { watchKeyChanges } from './store/key-changes.js';
 import { KeyResolver } from './http/auth.js';
 import { ActorSystem } from './actors/system.js';
 import { createEventBus } from './actors/events.js';
@@ -166,6 +167,15 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   // ---- HTTP
   const keys = new KeyResolver(pool, clock);
   instances.onKeysChanged(() => keys.clear());
+  // other nodes on the same database rotate keys and delete instances too: hear of it at once. Not on a database
+  // of one connection, the embedded PostgreSQL's (here, or a test's): one node only, whose changes are its own
+  const oneNode = embedded !== null || dbConfig.max === 1;
+  keys.setWatched(oneNode);
+  const keyWatch = oneNode ? null : watchKeyChanges({
+    connection: dbConfig, clock, log,
+    changed: () => instances.keysChanged(),
+    watching: (on) => keys.setWatched(on),
+  });
   const { families, consoleSessions, presence } = gatewayFamilies({
     config, clock, log, pool, rt, cluster, admin, instances, keys, portOfInstance, media, store, sandbox, metrics, wake,
     routes: () => routes,
@@ -246,6 +256,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       server?.closeAllConnections();
       await closing;
       await sandbox?.close();
+      await keyWatch?.stop();
       if (leasePool !== pool) await leasePool.end();
       await pool.end();
       await embedded?.stop();

@@ -71,8 +71,14 @@ export class InstanceAdminService implements InstanceAdmin {
     return owner === nodeId ? 'there' : 'moving';
   }
 
+  /** `f` is told whenever API keys may have stopped working: a rotation or a delete, here or on another node. */
   onKeysChanged(f: () => void): void {
     this.keyListeners.push(f);
+  }
+
+  /** Keys may have stopped working (this node's rotation or delete, or another node's: src/store/key-changes.ts). */
+  keysChanged(): void {
+    for (const f of this.keyListeners) f();
   }
 
   list(): Promise<Instance[]> {
@@ -104,7 +110,7 @@ export class InstanceAdminService implements InstanceAdmin {
   async remove(id: string): Promise<boolean> {
     await this.deps.actors.remove(id);
     const removed = await deleteInstance(this.deps.pool, id);
-    for (const f of this.keyListeners) f();
+    this.keysChanged();
     return removed;
   }
 
@@ -112,7 +118,7 @@ export class InstanceAdminService implements InstanceAdmin {
     const inst = await getInstance(this.deps.pool, id);
     if (!inst) return null;
     const key = await withTransaction(this.deps.pool, (c) => rotateKey(c, inst));
-    for (const f of this.keyListeners) f();
+    this.keysChanged();
     return key;
   }
 

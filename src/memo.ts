@@ -1,9 +1,9 @@
 /** Small caches for reads that may be a moment old. */
 
 /** `load(key)` remembered for `ms` of real time per key (a hit costs no query). */
-export function cachedFor<T>(ms: number, load: (key: string) => Promise<T>): (key: string) => Promise<T> {
+export function cachedFor<T>(ms: number, load: (key: string) => Promise<T>): ((key: string) => Promise<T>) & { clear(): void } {
   const cache = new Map<string, { at: number; value: Promise<T> }>();
-  return (key) => {
+  const read = (key: string): Promise<T> => {
     const now = Date.now();
     const hit = cache.get(key);
     if (hit && now - hit.at < ms) return hit.value;
@@ -13,6 +13,7 @@ export function cachedFor<T>(ms: number, load: (key: string) => Promise<T>): (ke
     value.catch(() => cache.delete(key));
     return value;
   };
+  return Object.assign(read, { clear: () => cache.clear() });
 }
 
 /**

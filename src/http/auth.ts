@@ -14,6 +14,8 @@ import { isConnectionError } from '../store/health.js';
 /** Lookup statements of unknown keys running at once, and keys in one. */
 const LOOKUP_STATEMENTS = 2;
 const LOOKUP_BATCH = 500;
+/** How long a verified key is kept while this node cannot hear of other nodes' key changes. */
+export const UNWATCHED_TTL_MS = 1_000;
 
 interface Waiter {
   resolve: (instanceId: string | null) => void;
@@ -75,6 +77,8 @@ export class KeyResolver {
   /** when a lookup last failed because the store was unreachable (null once one succeeds again) */
   private unreachableAt: number | null = null;
   private readonly lookups = new Map<string, Promise<string | null>>();
+  /** whether another node's key changes are heard (src/store/key-changes.ts); unheard, a key is kept a second */
+  private watched = true;
   /** keys (by hash) waiting for the next lookup statement, with who waits (more than one only across a `clear`) */
   private waiting = new Map<string, Waiter[]>();
   private statements = 0;
@@ -89,7 +93,7 @@ export class KeyResolver {
     // the cache's key: the key's SHA-256 in hex, in one call (no hash object per request)
     const h = hash('sha256', key, 'hex');
     const hit = this.cache.get(h);
-    if (hit && this.clock.now() - hit.at < this.ttlMs) return hit.instanceId;
+    if (hit && this.clock.now() - hit.at < (this.watched ? this.ttlMs : UNWATCHED_TTL_MS)) return hit.instanceId;
     if (hit && this.unreachableAt !== null) {
       // the store was failing at the last lookup: answer from the cache now, re-verify in the background
       void this.lookup(h).catch((err: unknown) => {
@@ -170,6 +174,14 @@ export class KeyResolver {
       this.statements--;
       this.schedule();
     }
+  }
+
+  /**
+   * Whether this node hears of other nodes' key changes now (src/store/key-changes.ts). While it does not, a
+   * verified key is kept UNWATCHED_TTL_MS instead of `ttlMs`; the cache itself stays, as in an outage of the store.
+   */
+  setWatched(on: boolean): void {
+    this.watched = on;
   }
 
   clear(): void {

@@ -1,0 +1,97 @@
+/**
+ * Hearing that API keys stopped working on another node. A rotation, a revocation or an instance's delete, made
+ * by any node, notifies the channel KEYS_CHANGED_CHANNEL when its transaction commits (sql/0013); this holds a
+ * connection of its own that LISTENs on it and calls `changed` for each notice, so that the node drops its
+ * cached keys and instance records at once, not when their cache time runs out (30 s for a key: a rotated key
+ * still sent messages through the other nodes meanwhile).
+ *
+ * A notice sent while the connection is down is lost: `watching` tells the cache when it breaks (the key cache
+ * then keeps a verified key for a second only: src/http/auth.ts KeyResolver.setWatched), and `changed` is
+ * called once it listens anew. It connects again after 1 s, doubling up to 30 s, on the injectable clock.
+ */
+import pg from 'pg';
+import type { Clock, TimerHandle } from '../clock.js';
+import type { Logger } from '../log.js';
+
+export const KEYS_CHANGED_CHANNEL = 'mgw_keys_changed';
+/** the listening connection's application_name (pg_stat_activity) */
+export const KEY_CHANGES_APPLICATION = 'mgw-key-changes';
+const RETRY_FIRST_MS = 1_000;
+const RETRY_MAX_MS = 30_000;
+
+export interface KeyChangeWatchOptions {
+  connection: pg.ClientConfig;
+  clock: Clock;
+  log: Logger;
+  /** keys may have stopped working: drop what is cached */
+  changed: () => void;
+  /** whether a notice would be heard now */
+  watching: (on: boolean) => void;
+}
+
+export interface KeyChangeWatch {
+  stop(): Promise<void>;
+}
+
+export function watchKeyChanges(opts: KeyChangeWatchOptions): KeyChangeWatch {
+  const { clock, log } = opts;
+  let client: pg.Client | null = null;
+  let retry: TimerHandle | null = null;
+  let retryMs = RETRY_FIRST_MS;
+  let stopped = false;
+
+  const lost = (c: pg.Client, err?: unknown) => {
+    if (client !== c) return;
+    client = null;
+    c.end().catch(() => undefined);
+    // not `changed`: the connection breaks with the store too often, and the cached keys are what keeps every
+    // route working while the store is away (src/http/auth.ts); unheard, each is kept a second only
+    opts.watching(false);
+    if (stopped) return;
+    log.warn({ err, retryMs }, 'not hearing of other nodes\' key changes; listening again soon');
+    retry = clock.setTimeout(() => {
+      retry = null;
+      void connect();
+    }, retryMs);
+    retryMs = Math.min(RETRY_MAX_MS, retryMs * 2);
+  };
+
+  const connect = async () => {
+    const c = new pg.Client({ ...opts.connection, application_name: KEY_CHANGES_APPLICATION, keepAlive: true });
+    client = c;
+    c.on('notification', (n) => {
+      if (n.channel === KEYS_CHANGED_CHANNEL) opts.changed();
+    });
+    c.on('error', (err) => lost(c, err));
+    c.on('end', () => lost(c));
+    try {
+      await c.connect();
+      await c.query(`LISTEN ${KEYS_CHANGED_CHANNEL}`);
+    } catch (err) {
+      lost(c, err);
+      return;
+    }
+    if (client !== c) return;
+    if (stopped) {
+      await c.end().catch(() => undefined);
+      return;
+    }
+    retryMs = RETRY_FIRST_MS;
+    opts.watching(true);
+    // what changed while nobody listened
+    opts.changed();
+  };
+
+  void connect();
+  return {
+    async stop() {
+      stopped = true;
+      if (retry !== null) clock.clearTimeout(retry);
+      retry = null;
+      const c = client;
+      client = null;
+      opts.watching(false);
+      await c?.end().catch(() => undefined);
+    },
+  };
+}
