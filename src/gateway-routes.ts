@@ -134,7 +134,7 @@ export function gatewayFamilies(deps: RouteDeps): Families {
       name: 'health',
       auth: 'none',
       guard: null,
-      router: healthRouter({ version: VERSION, now: () => clock.now(), counts: () => ({ instances: rt.health(), queue: { degraded: rt.degradedCount() }, cluster: cluster.counts() }) }),
+      router: healthRouter({ version: VERSION, now: () => clock.now(), counts: () => ({ instances: rt.health(), queue: { degraded: rt.degradedCount() } }) }),
     },
     { name: 'openapi', auth: 'none', guard: null, router: openApiRouter(deps.routes, VERSION) },
     { name: 'metrics', auth: 'admin', guard: requireMetricsToken(admin.token, config.METRICS_TOKEN), router: metricsRouter({ metrics, pool, actors: rt, clock }) },

@@ -313,11 +313,6 @@ export class Cluster {
     return this.stopped;
   }
 
-  /** /health: counts only. */
-  counts(): { owned: number } {
-    return { owned: this.held.size };
-  }
-
   /** Graceful stop: hand every instance over (0 unknown), then leave. */
   async stop(): Promise<void> {
     // the rounds go on renewing the leases until every hand-over has finished: an in-flight dispatch may take
