@@ -4,6 +4,7 @@
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { BEARER_TOKEN_RULE, BEARER_TOKEN_TEXT } from './config.js';
 import { newAdminToken } from './ids.js';
 
 export async function ensureDataDir(dataDir: string): Promise<void> {
@@ -16,8 +17,11 @@ export async function resolveAdminToken(dataDir: string, fromEnv: string | undef
   const file = path.join(dataDir, 'admin-token');
   try {
     const token = (await readFile(file, 'utf8')).trim();
-    if (token.length >= 16) return { token, generated: false };
-  } catch {
+    if (BEARER_TOKEN_RULE.test(token)) return { token, generated: false };
+    // written by hand with characters a bearer token cannot hold: it could never be used (never overwritten)
+    if (token.length >= 16) throw new Error(`the admin token in ${file} ${BEARER_TOKEN_TEXT}; correct it, or delete the file to have one generated`);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     // first start: generate below
   }
   const token = newAdminToken();

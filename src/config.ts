@@ -71,14 +71,19 @@ const databaseUrl = define<string>('postgres URL', (v) => {
 
 const nodeId = define<string>('node id', (v) => (typeof v === 'string' && /^[A-Za-z0-9._:-]{1,64}$/.test(v)) || 'must be 1 to 64 characters of A-Z a-z 0-9 . _ : -');
 const httpUrl = define<string>('url', (v) => (typeof v === 'string' && isHttpUrl(v)) || 'must be the http(s) URL of this node as the other nodes reach it');
-const clusterSecret = define<string>('secret', (v) => (typeof v === 'string' && v.length >= 16 && !/\s/.test(v)) || 'must be at least 16 characters without spaces');
 
-/** The admin token from the environment: long enough not to be guessed. */
-export const ADMIN_TOKEN_MIN_LENGTH = 16;
-const adminToken = define<string>('token', (v) => (typeof v === 'string' && v.trim().length >= ADMIN_TOKEN_MIN_LENGTH && !/\s/.test(v)) || `must be at least ${ADMIN_TOKEN_MIN_LENGTH} characters without spaces`);
-
-/** The scrape token of /metrics: a bearer token (src/http/auth.ts accepts these characters), long enough not to be guessed. */
-const metricsToken = define<string>('token', (v) => (typeof v === 'string' && /^[A-Za-z0-9._~+/=-]{16,512}$/.test(v)) || 'must be 16 to 512 characters of A-Z a-z 0-9 . _ ~ + / = -');
+/**
+ * A token sent as `Authorization: Bearer <token>` (the admin token, the cluster secret, the metrics token): long
+ * enough not to be guessed, and only the characters of a bearer token (RFC 6750's b64token, which
+ * src/http/auth.ts reads). ADMIN_TOKEN='Adm!n#T0ken@x:2026' started the gateway and could then never be used:
+ * every request with it was 401 "header missing or malformed".
+ */
+export const BEARER_TOKEN_RULE = /^[A-Za-z0-9._~+/=-]{16,512}$/;
+export const BEARER_TOKEN_TEXT = 'must be 16 to 512 characters of A-Z a-z 0-9 . _ ~ + / = - (what a bearer token may hold)';
+const bearerToken = (what: string) => define<string>(what, (v) => (typeof v === 'string' && BEARER_TOKEN_RULE.test(v)) || BEARER_TOKEN_TEXT);
+const adminToken = bearerToken('token');
+const clusterSecret = bearerToken('secret');
+const metricsToken = bearerToken('token');
 
 function isHttpUrl(v: string): boolean {
   try {

@@ -1,0 +1,49 @@
+/** The admin token's first-start duties (src/bootstrap.ts): generated once, read back, never one that cannot be used. */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { resolveAdminToken } from '../../src/bootstrap.js';
+import { BEARER_TOKEN_RULE } from '../../src/config.js';
+
+async function inDir(f: (dir: string) => Promise<void>): Promise<void> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'mgw-bootstrap-'));
+  try {
+    await f(dir);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+test('generated on the first start (mode 0600, a usable bearer token), then read back as it is', () =>
+  inDir(async (dir) => {
+    const first = await resolveAdminToken(dir, undefined);
+    assert.equal(first.generated, true);
+    assert.match(first.token, BEARER_TOKEN_RULE);
+    assert.equal((await stat(path.join(dir, 'admin-token'))).mode & 0o777, 0o600);
+    assert.deepEqual(await resolveAdminToken(dir, undefined), { token: first.token, generated: false });
+    // ADMIN_TOKEN wins over the file
+    assert.deepEqual(await resolveAdminToken(dir, 'from-the-environment-0123'), { token: 'from-the-environment-0123', generated: false });
+  }));
+
+test('a token written by hand that no bearer header can carry: the start fails naming the file, not the token, and keeps it', () =>
+  inDir(async (dir) => {
+    const file = path.join(dir, 'admin-token');
+    await writeFile(file, 'Adm!n#hunter2@probe:2026\n');
+    await assert.rejects(resolveAdminToken(dir, undefined), (err: Error) => {
+      assert.ok(err.message.includes(file), err.message);
+      assert.match(err.message, /A-Z a-z 0-9/);
+      assert.ok(!err.message.includes('hunter2'), 'the token is not echoed');
+      return true;
+    });
+    assert.equal(await readFile(file, 'utf8'), 'Adm!n#hunter2@probe:2026\n', 'not overwritten');
+  }));
+
+test('a token too short to keep is replaced by a generated one', () =>
+  inDir(async (dir) => {
+    await writeFile(path.join(dir, 'admin-token'), 'short\n');
+    const r = await resolveAdminToken(dir, undefined);
+    assert.equal(r.generated, true);
+    assert.match(r.token, BEARER_TOKEN_RULE);
+  }));
