@@ -32,6 +32,8 @@ export const newInstanceId = () => randomUUID();
  * before it reaches a query, so a malformed one is a 404, not a failed statement.
  */
 export const isInstanceId = (id: string) => UUID.test(id);
+/** An instance id as the gateway keeps it (lower case; a UUID is case-insensitive), or null when it is none. */
+export const canonicalInstanceId = (id: string): string | null => (UUID.test(id) ? id.toLowerCase() : null);
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** API key `wapi_<NAME>_<random>`: 32 characters of randomness. */
 export const newApiKey = (name: string) => `wapi_${name}_${randomBytes(24).toString('base64url')}`;

@@ -63,6 +63,12 @@ test('summary and items: the v2 answers, for the instance in the path; the curso
   const bad = await t.admin('GET', `/admin/v1/instances/${A.id}/queue/items?state=bogus`);
   assert.equal(bad.status, 400);
   assert.equal(bad.body.code, 'VALIDATION_FAILED');
+  // an upper-case spelling of the id is the same instance (it was a false 502 "being handed over")
+  const upper = await t.admin('GET', `/admin/v1/instances/${A.id.toUpperCase()}/queue`);
+  assert.equal(upper.status, 200, upper.text);
+  assert.deepEqual(upper.body.data, admin.body.data);
+  const upperReplan = await t.admin('POST', `/admin/v1/instances/${A.id.toUpperCase()}/queue/replan`);
+  assert.equal(upperReplan.status, 200, upperReplan.text);
   const unknown = await t.admin('GET', '/admin/v1/instances/00000000-0000-4000-8000-000000000000/queue');
   assert.equal(unknown.status, 404);
   assert.equal(unknown.body.code, 'INSTANCE_NOT_FOUND');

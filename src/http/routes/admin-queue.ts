@@ -19,7 +19,7 @@ import type { InstancePort } from '../../actors/port.js';
 import type { Pool } from '../../store/pool.js';
 import type { Clock } from '../../clock.js';
 import { queueHandlers } from './queue.js';
-import { isInstanceId } from '../../ids.js';
+import { canonicalInstanceId } from '../../ids.js';
 
 export interface AdminQueueDeps {
   pool: Pool;
@@ -35,9 +35,11 @@ export function adminQueueRouter(deps: AdminQueueDeps): Router {
   const handle = queueHandlers(deps);
 
   const portOf = async (ctx: Context): Promise<InstancePort> => {
-    const id = String(ctx.params.id ?? '');
-    const found = isInstanceId(id) && (await deps.pool.query('SELECT 1 FROM instances WHERE id = $1', [id])).rowCount;
-    if (!found) throw new DomainError('INSTANCE_NOT_FOUND', 'no such instance', { instanceId: id });
+    const raw = String(ctx.params.id ?? '');
+    // the port is found by the id as the gateway keeps it: an upper-case spelling was a false 502 "being handed over"
+    const id = canonicalInstanceId(raw);
+    const found = id !== null && (await deps.pool.query('SELECT 1 FROM instances WHERE id = $1', [id])).rowCount;
+    if (!found) throw new DomainError('INSTANCE_NOT_FOUND', 'no such instance', { instanceId: raw });
     return deps.portOf(id);
   };
   const jobId = (ctx: Context) => String(ctx.params.jobId ?? '');

@@ -25,7 +25,7 @@ import { deleteWebhook, getWebhook, putWebhook, toView, WebhookInput } from '../
 import { decodeCursor, DELIVERY_STATES, listDeliveries, redeliver } from '../../webhooks/deliveries.js';
 import { EVENT_NAMES, maxAttemptsFor, NORMAL_ATTEMPTS } from '../../webhooks/events.js';
 import { enqueueEvent } from '../../webhooks/outbox.js';
-import { isInstanceId } from '../../ids.js';
+import { canonicalInstanceId } from '../../ids.js';
 
 export interface WebhookAdminDeps {
   db: Queryable;
@@ -52,9 +52,10 @@ export function createWebhookAdminRouter(deps: WebhookAdminDeps): Router {
   const router = createRouter();
 
   const instanceId = async (raw: string | undefined): Promise<string> => {
-    const id = raw ?? '';
-    const found = isInstanceId(id) && (await deps.db.query('SELECT 1 FROM instances WHERE id = $1', [id])).rowCount;
-    if (!found) throw new DomainError('INSTANCE_NOT_FOUND', 'no such instance', { instanceId: id });
+    // as the gateway keeps it: the sender is woken by that id
+    const id = canonicalInstanceId(raw ?? '');
+    const found = id !== null && (await deps.db.query('SELECT 1 FROM instances WHERE id = $1', [id])).rowCount;
+    if (!found || id === null) throw new DomainError('INSTANCE_NOT_FOUND', 'no such instance', { instanceId: raw ?? '' });
     return id;
   };
   const noWebhook = (id: string) => new DomainError('NOT_FOUND', 'no webhook configured for this instance', { instanceId: id });
