@@ -74,6 +74,19 @@ test('every mounted route is documented, and every documented route is mounted',
   assert.deepEqual(stale, [], 'described but not mounted');
 });
 
+test('each operation names the credentials it takes, every one a declared scheme; /metrics takes the metrics token too', () => {
+  const schemes = new Set(Object.keys(doc.components.securitySchemes as Json));
+  for (const [template, methods] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(methods)) {
+      for (const alternative of op.security as Json[]) {
+        for (const name of Object.keys(alternative)) assert.ok(schemes.has(name), `${method} ${template}: ${name} is declared`);
+      }
+    }
+  }
+  assert.deepEqual(doc.paths['/metrics']?.get?.security, [{ adminToken: [] }, { metricsToken: [] }]);
+  assert.deepEqual(doc.paths['/admin/v1/instances']?.get?.security, [{ adminToken: [] }], 'the others of the family: the admin token alone');
+});
+
 test('every error code is a response with its status', () => {
   for (const [name, response] of Object.entries(doc.components.responses)) {
     const code = name.slice(2);

@@ -259,4 +259,5 @@ export const SECURITY_SCHEMES: Record<string, JsonSchema> = {
   instanceKey: { type: 'http', scheme: 'bearer', bearerFormat: 'wapi_<name>_<random>', description: "The instance's API key (shown once by the operator API). It alone selects the instance." },
   adminToken: { type: 'http', scheme: 'bearer', description: 'The operator token (ADMIN_TOKEN), for /admin/v1, /debug and /sandbox/v1.' },
   clusterSecret: { type: 'http', scheme: 'bearer', description: 'CLUSTER_SECRET: node-to-node calls only.' },
+  metricsToken: { type: 'http', scheme: 'bearer', description: 'METRICS_TOKEN, when set: GET /metrics only (a scraper needs no admin token).' },
 };

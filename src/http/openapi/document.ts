@@ -107,7 +107,7 @@ function operationOf(template: string, method: string, routes: RouteInfo[]): Jso
     summary: undocumented ? `${method} ${template} (undocumented)` : ops.map((o) => o.summary).join(' / '),
     ...(description ? { description } : {}),
     tags: [first?.tag ?? 'Undocumented'],
-    security: SECURITY[routes[0]?.auth ?? 'none'],
+    security: first?.security ?? SECURITY[routes[0]?.auth ?? 'none'],
     ...(parameters.length > 0 ? { parameters } : {}),
     ...(withBody?.body
       ? {

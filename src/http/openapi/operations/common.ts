@@ -23,6 +23,8 @@ export interface Operation {
   example?: { body?: unknown; query?: Record<string, string> };
   /** v1: frozen shapes, errors without `code` */
   v1?: boolean;
+  /** the credentials it takes, when its family's are not all (each entry one alternative) */
+  security?: JsonSchema[];
 }
 
 export const data = (schema: JsonSchema, status = 200, description?: string) => ({ status, schema: okEnvelope(schema), ...(description ? { description } : {}) });

@@ -122,6 +122,7 @@ export const OPERATOR_OPERATIONS: Record<string, Operation> = {
   'GET /metrics': {
     summary: 'Prometheus metrics (admin token or METRICS_TOKEN)',
     tag: 'Operator',
+    security: [{ adminToken: [] }, { metricsToken: [] }],
     ok: { status: 200, schema: { type: 'string' }, description: 'The Prometheus text exposition format (text/plain; version=0.0.4).' },
   },
   'GET /console': { summary: 'The operator console (an HTML page)', tag: 'Operator', ok: { status: 200, schema: { type: 'string' }, description: 'An HTML page.' } },
