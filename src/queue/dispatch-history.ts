@@ -32,6 +32,14 @@ export class DispatchHistory {
     };
   }
 
+  /**
+   * A dispatch counted at its claim was handed to the network at `at`, later (src/queue/dispatch-loop.ts
+   * `fromTheCall`): the pause to the next one runs from there. The windows keep counting it at its claim.
+   */
+  calledAt(at: number): void {
+    if (this.last === null || at > this.last) this.last = at;
+  }
+
   /** A dispatch that ended provably unsent stops counting. */
   forget(at: number): void {
     const i = this.instants.lastIndexOf(at);

@@ -77,17 +77,18 @@ function unreachable(job: never): never {
 /** Send one claimed job. Never throws: every way it can end is an outcome. */
 export async function dispatchJob(job: Job, deps: DispatchDeps): Promise<DispatchOutcome> {
   const deadline = deps.clock.now() + deps.callTimeoutMs;
-  let started = false;
+  let callAt: number | null = null;
   try {
     return await withDeadline(deps.clock, deps.callTimeoutMs, async (signal): Promise<DispatchOutcome> => {
       const prepared = await prepare(job, deps, signal);
-      started = true;
-      return outcomeOf(await deps.perform(prepared, Math.max(0, deadline - deps.clock.now())));
+      const at = deps.clock.now();
+      callAt = at;
+      return { ...outcomeOf(await deps.perform(prepared, Math.max(0, deadline - at))), callAt: at };
     });
   } catch (err) {
     if (err instanceof DeadlineExceeded) {
-      return started
-        ? { kind: 'unknown', unknownReason: `${err.message}; the message may or may not have been sent` }
+      return callAt !== null
+        ? { kind: 'unknown', unknownReason: `${err.message}; the message may or may not have been sent`, callAt }
         : { kind: 'failed', resultCode: 'MEDIA_DOWNLOAD_FAILED', errorMessage: 'preparing the message took longer than the call deadline' };
     }
     // only preparing can throw (perform never does): the media could not be fetched, nothing was sent

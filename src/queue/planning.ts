@@ -437,6 +437,11 @@ export class Planner {
     this.history.forget(at);
   }
 
+  /** A dispatch was handed to the network at `at`, after its claim: the pause to the next one runs from there. */
+  dispatchCalledAt(at: number): void {
+    this.history.calledAt(at);
+  }
+
   historySnapshot(now: number): number[] { return this.history.recent(now); }
   waitingCount(): number { return this.jobs.size; }
   scheduledCount(): number { return this.order.size; }

@@ -26,11 +26,19 @@ export interface Dispatcher {
   connected(): boolean;
 }
 
-export type DispatchOutcome =
+export type DispatchOutcome = (
   | { kind: 'confirmed'; messageId: string }
   | { kind: 'assumed'; messageId: string | null }
   | { kind: 'failed'; resultCode: string; errorMessage: string }
-  | { kind: 'unknown'; unknownReason: string };
+  | { kind: 'unknown'; unknownReason: string }
+) & {
+  /**
+   * When the call was handed to the network, once the message was prepared (its media read or fetched), on the
+   * queue's clock; none when no call was made. The pause to the next message runs from here (src/queue/
+   * dispatch-loop.ts `fromTheCall`).
+   */
+  callAt?: number;
+};
 
 /**
  * Observations for the metrics (src/metrics/): plain numbers, so the queue needs no metrics library. Durations

@@ -36,8 +36,22 @@ async function jobRows(ids: string[]): Promise<Row[]> {
   });
 }
 
+const instances = new Map<string, string>();
+const instanceOf = (apiKey: string) => instances.get(apiKey) as string;
+/** When the network received each of `bodies` (the sandbox's ledger), in that order. */
+async function ledgerTimes(instanceId: string, bodies: string[]): Promise<number[]> {
+  const r = await t.admin('GET', `/sandbox/v1/instances/${instanceId}/ledger`);
+  const items = (r.body.data as { items: { body: string | null; timestamp: number }[] }).items;
+  return bodies.map((b) => {
+    const e = items.find((x) => x.body === b);
+    if (!e) throw new Error(`"${b}" not on the ledger`);
+    return e.timestamp;
+  });
+}
+
 test('after a late dispatch the next job gets a new slot one pause after it, and the rows say so', async () => {
-  const { apiKey } = await t.createInstance('recheck-late', { settings: SETTINGS });
+  const { apiKey, instance } = await t.createInstance('recheck-late', { settings: SETTINGS });
+  instances.set(apiKey, instance.id);
   const first = t.clock.now() + 3_000;
   const ids: string[] = [];
   for (let i = 0; i < 3; i++) {
@@ -58,10 +72,14 @@ test('after a late dispatch the next job gets a new slot one pause after it, and
   assert.deepEqual(done.map((j) => j.dispatches), [1, 1, 1], 'each sent once');
   const at = done.map((j) => (j.dispatchedAt as Date).getTime());
   assert.ok((at[0] as number) >= first + 1_500, 'the first went out late');
-  for (let i = 1; i < at.length; i++) assert.ok((at[i] as number) - (at[i - 1] as number) >= SETTINGS.minDelayMs, `pause ${i} ≥ minDelayMs (actual dispatch instants)`);
-  // the second was not sent at its first slot (too close to the late first): a new slot, one pause after the first
-  assert.equal((done[1]?.scheduledAt as Date).getTime(), (at[0] as number) + SETTINGS.minDelayMs);
-  assert.equal((done[2]?.scheduledAt as Date).getTime(), (at[0] as number) + 2 * SETTINGS.minDelayMs);
+  // the network's instants (the sandbox's ledger, on the same clock): the pause holds between them
+  const received = await ledgerTimes(instanceOf(apiKey), ['late 0', 'late 1', 'late 2']);
+  for (let i = 1; i < received.length; i++) assert.ok((received[i] as number) - (received[i - 1] as number) >= SETTINGS.minDelayMs, `pause ${i} ≥ minDelayMs (on the network)`);
+  // the second was not sent at its first slot (too close to the late first): a new slot, one pause after the
+  // first's call, which came between its claim (dispatchedAt) and the network's receipt
+  const second = (done[1]?.scheduledAt as Date).getTime();
+  assert.ok(second >= (at[0] as number) + SETTINGS.minDelayMs && second <= (received[0] as number) + SETTINGS.minDelayMs, `${second} one pause after the first's call`);
+  assert.equal((done[2]?.scheduledAt as Date).getTime(), second + SETTINGS.minDelayMs);
 });
 
 test('a dispatch a few milliseconds late: the next job waits out its pause, and no other slot moves', async () => {
