@@ -65,6 +65,24 @@ describe('v1 waits', () => {
       assert.equal(inst.events.filter((e) => e.event === 'message.sent' && e.data.jobId === data.jobId).length, 1);
     });
 
+    test('a call still hanging when the wait ends: 504 says it is being sent, not that it goes out at a slot already past', async () => {
+      const inst = await h.add('hanging-ceil', { maxPerHour: 100 });
+      const release = inst.net.holdNext();
+      const { value: r } = await h.drive(send(inst, 'hanging'));
+      assert.equal(r.status, 504);
+      assert.equal(r.body.code, 'QUEUE_WAIT_TIMEOUT');
+      assert.equal(r.body.error, 'the message was being sent when the synchronous wait ended and the network has not answered yet: poll the job for its outcome, do not resend');
+      const data = r.body.data as { jobId: string; etaSeconds: number };
+      assert.equal(data.etaSeconds, 0);
+      const job = await jobOf(inst, 'hanging');
+      assert.deepEqual([job.id, job.state], [data.jobId, 'sending']);
+      // the poll then finds its outcome; it was sent once
+      release();
+      await h.settle();
+      await h.until(async () => (await jobOf(inst, 'hanging')).state === 'sent', 'the hanging call answered');
+      assert.deepEqual(inst.net.bodies(), ['hanging']);
+    });
+
     test('maxPer24h alone is a ceiling too', async () => {
       const inst = await h.add('daily', { maxPer24h: 1 });
       assert.equal((await h.drive(send(inst, 'one'))).value.status, 200);

@@ -49,12 +49,16 @@ export function bulkRejected(phone: string | null, error: string): Record<string
 }
 
 /**
- * 504: the message is still in the queue after the synchronous wait and goes out at `scheduledAt`; the caller
- * polls the job and does not resend. `scheduledAt` is the slot planned at acceptance (a re-plan may move it;
- * the job status has the current one); `etaSeconds` is null only for a job without a slot.
+ * 504: the message is still on its way after the synchronous wait; the caller polls the job and does not
+ * resend. Either it waits in the queue and goes out at `scheduledAt` (its slot as read after the wait;
+ * `etaSeconds` is null only for a job without a slot), or it was being sent when the wait ended: the network
+ * had not answered yet (a hanging call runs until DRIVER_CALL_TIMEOUT_MS). That one was told "still queued, it
+ * goes out at scheduledAt" with a slot already past; found from the outside.
  */
 export function waitTimeout(job: Job, now: number): V1Error {
-  const error = 'the message is still queued after the synchronous wait; it goes out at scheduledAt: poll the job, do not resend';
+  const error = job.state === 'sending'
+    ? 'the message was being sent when the synchronous wait ended and the network has not answered yet: poll the job for its outcome, do not resend'
+    : 'the message is still queued after the synchronous wait; it goes out at scheduledAt: poll the job, do not resend';
   return new V1Error(504, error, {
     success: false,
     error,

@@ -125,28 +125,28 @@ export async function sendThroughQueue(
   if (ceilings) {
     // the caller gets the job's id and polls it: from now on the job goes out at its slot whatever happens here;
     // if the store cannot take that now, a later start expires the job and the caller's poll says so
-    const released = await port.ask({ type: 'queue.releaseCaller', jobId: job.id }, DEADLINES.queueStatus).then(
-      () => true,
-      (err: unknown) => (deps.log?.warn({ err, jobId: job.id }, 'could not release the synchronous caller of a job'), false),
-    );
-    const settled = released ? null : await unreleasedOutcome(deps, port, job, whyExpired);
+    await port.ask({ type: 'queue.releaseCaller', jobId: job.id }, DEADLINES.queueStatus).catch((err: unknown) => {
+      deps.log?.warn({ err, jobId: job.id }, 'could not release the synchronous caller of a job');
+    });
+    const current = await getJob(deps.pool, port.instanceId, job.id).catch(() => undefined);
+    const settled = settledMeanwhile(current, whyExpired);
     if (settled) return answerOutcome(ctx, send, settled);
-    throw waitTimeout(job, clock.now());
+    throw waitTimeout(current ?? job, clock.now());
   }
   return answerOutcome(ctx, send, await closeWait(port, job, whyExpired));
 }
 
 /**
- * The instance did not take the release (it stopped: deleted, moved, or its store is away): the 504's promise
- * ("it goes out at scheduledAt: poll the job") holds only for a job that is still there. Found from the
- * outside: an instance deleted during the wait took the job with it, and its caller was told to poll a job
+ * The job as read after the wait and its release (`undefined`: the store could not say): the 504 tells the caller
+ * to poll a job that is still on its way, so a job that is gone or ended is answered here instead. Found from
+ * the outside: an instance deleted during the wait took the job with it, and its caller was told to poll a job
  * that no longer existed, with a key that no longer worked. A job gone is answered as not sent, one that ended
- * meanwhile with its outcome; a job still waiting (or a store that cannot say) keeps the 504.
+ * meanwhile with its outcome; a job waiting or being sent (or a store that cannot say) gets the 504, which
+ * says which of the two it is (src/http/routes/legacy-answer.ts waitTimeout).
  */
-async function unreleasedOutcome(deps: QueuedDeps, port: InstancePort, job: Job, whyExpired: () => V1Outcome): Promise<V1Outcome | null> {
-  const now = await getJob(deps.pool, port.instanceId, job.id).catch(() => undefined);
-  if (now === null) return { kind: 'not_sent', offline: true, error: 'not sent: the instance was deleted while the message waited; nothing was sent' };
-  return now && isTerminal(now.state) ? outcomeOfJob(now, whyExpired) : null;
+function settledMeanwhile(current: Job | null | undefined, whyExpired: () => V1Outcome): V1Outcome | null {
+  if (current === null) return { kind: 'not_sent', offline: true, error: 'not sent: the instance was deleted while the message waited; nothing was sent' };
+  return current && isTerminal(current.state) ? outcomeOfJob(current, whyExpired) : null;
 }
 
 /** Without ceilings: make sure the job cannot go out after the answer, and say what happened. */
