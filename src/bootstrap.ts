@@ -1,14 +1,62 @@
 /**
  * First-start duties: the admin token (generated into DATA_DIR when ADMIN_TOKEN is unset, mode 0600, shown
- * once) and the data directory itself.
+ * once), the data directory itself, and its lock (one process per DATA_DIR).
  */
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import net from 'node:net';
 import path from 'node:path';
 import { BEARER_TOKEN_RULE, BEARER_TOKEN_TEXT } from './config.js';
 import { newAdminToken } from './ids.js';
 
 export async function ensureDataDir(dataDir: string): Promise<void> {
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
+}
+
+/** What a second process on the same DATA_DIR is told (it starts nothing). */
+export const dataDirInUse = (dataDir: string) =>
+  `another gateway process is using DATA_DIR ${dataDir}: stop it first, or give this one a DATA_DIR of its own`;
+
+/**
+ * One process per DATA_DIR: a unix socket bound in DATA_DIR/run and held while the gateway runs (bind is
+ * atomic, so of two starts one gets it). A second process found the first one's embedded database and opened
+ * the same files, removed its socket, and with a NODE_ID and a CLUSTER_SECRET of its own ran beside it: both
+ * owned the demo instance and sent one idempotent request twice. A socket file nobody answers on is what a
+ * killed process left: it is removed and bound again. Answers how to let go (the gateway's stop).
+ */
+export async function lockDataDir(dataDir: string): Promise<{ release(): Promise<void> }> {
+  const runDir = path.join(dataDir, 'run');
+  await mkdir(runDir, { recursive: true, mode: 0o700 });
+  const file = path.join(runDir, 'gateway.lock');
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const server = net.createServer((socket) => socket.end());
+    const bound = await new Promise<boolean>((resolve, reject) => {
+      server.once('error', (err: NodeJS.ErrnoException) => (err.code === 'EADDRINUSE' ? resolve(false) : reject(err)));
+      server.listen(file, () => resolve(true));
+    });
+    if (bound) {
+      server.unref();
+      return {
+        async release() {
+          await new Promise<void>((resolve) => server.close(() => resolve()));
+          await rm(file, { force: true });
+        },
+      };
+    }
+    if (await answers(file)) throw new Error(dataDirInUse(dataDir));
+    await rm(file, { force: true });
+  }
+  throw new Error(dataDirInUse(dataDir));
+}
+
+/** Whether a process listens on the unix socket `file`. */
+function answers(file: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(file);
+    const done = (v: boolean) => (socket.destroy(), resolve(v));
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+    socket.setTimeout(2_000, () => done(true));
+  });
 }
 
 /** The admin token and whether this call generated it (then, and only then, it is shown to the operator). */

@@ -12,7 +12,7 @@ import { createLogger, registerSecret, type Logger } from './log.js';
 import { createPool, withTransaction, type Pool, type PoolConfig, type Queryable } from './store/pool.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './store/embedded.js';
 import { migrate } from './store/migrate.js';
-import { ensureDataDir, resolveAdminToken } from './bootstrap.js';
+import { ensureDataDir, lockDataDir, resolveAdminToken } from './bootstrap.js';
 import { createApp } from './http/app.js';
 import { answerClientErrors, serverOptions } from './http/client-error.js';
 import { routeTable, type RouteInfo } from './http/router.js';
@@ -76,10 +76,21 @@ export interface Gateway {
 export const DEMO_PHONE = '4915550100001';
 
 export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
+  await ensureDataDir(opts.config.DATA_DIR);
+  // before anything in it is touched: the embedded database's files, its socket, the sandbox's state
+  const dataDirLock = await lockDataDir(opts.config.DATA_DIR);
+  try {
+    return await startInDataDir(opts, dataDirLock);
+  } catch (err) {
+    await dataDirLock.release();
+    throw err;
+  }
+}
+
+async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Promise<void> }): Promise<Gateway> {
   const { config } = opts;
   const clock = opts.clock ?? systemClock;
   const log = opts.log ?? createLogger({ level: config.LOG_LEVEL });
-  await ensureDataDir(config.DATA_DIR);
 
   // ---- store
   let embedded: EmbeddedPostgres | null = null;
@@ -260,6 +271,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       if (leasePool !== pool) await leasePool.end();
       await pool.end();
       await embedded?.stop();
+      await dataDirLock.release();
     },
   };
 }

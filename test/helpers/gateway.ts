@@ -22,6 +22,8 @@ export interface TestGateway {
   gw: Gateway;
   url: string;
   db: TestDb;
+  /** its DATA_DIR (a temporary directory, removed at stop) */
+  dataDir: string;
   clock: Clock;
   /** present when started with `simulated: true` */
   sim: (SimulatedClock & Clock) | null;
@@ -163,6 +165,7 @@ export async function startTestGateway(
     db,
     clock: clock ?? { now: Date.now, setTimeout, clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout) },
     sim,
+    dataDir,
     adminToken: ADMIN_TOKEN,
     api: (key, method, route, body, headers) => request(key, method, route, body, headers),
     admin: (method, route, body) => request(ADMIN_TOKEN, method, route, body),
