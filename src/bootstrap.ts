@@ -2,8 +2,10 @@
  * First-start duties: the admin token (generated into DATA_DIR when ADMIN_TOKEN is unset, mode 0600, shown
  * once), the data directory itself, and its lock (one process per DATA_DIR).
  */
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { mkdir, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { BEARER_TOKEN_RULE, BEARER_TOKEN_TEXT } from './config.js';
 import { newAdminToken } from './ids.js';
@@ -26,7 +28,7 @@ export const dataDirInUse = (dataDir: string) =>
 export async function lockDataDir(dataDir: string): Promise<{ release(): Promise<void> }> {
   const runDir = path.join(dataDir, 'run');
   await mkdir(runDir, { recursive: true, mode: 0o700 });
-  const file = path.join(runDir, 'gateway.lock');
+  const file = lockPath(runDir, await realpath(dataDir));
   for (let attempt = 0; attempt < 2; attempt++) {
     const server = net.createServer((socket) => socket.end());
     const bound = await new Promise<boolean>((resolve, reject) => {
@@ -47,6 +49,18 @@ export async function lockDataDir(dataDir: string): Promise<{ release(): Promise
   }
   throw new Error(dataDirInUse(dataDir));
 }
+
+/**
+ * The lock socket's path: in DATA_DIR/run, or, where that is longer than a unix socket's path may be (libuv
+ * cuts it short without a word, so that the file lands elsewhere), in the temporary directory under a hash of
+ * DATA_DIR's real path.
+ */
+function lockPath(runDir: string, realDataDir: string): string {
+  const inRun = path.join(runDir, 'gateway.lock');
+  if (Buffer.byteLength(inRun) <= MAX_SOCKET_PATH) return inRun;
+  return path.join(os.tmpdir(), `mgw-${createHash('sha256').update(realDataDir).digest('hex').slice(0, 24)}.lock`);
+}
+const MAX_SOCKET_PATH = 107;
 
 /** Whether a process listens on the unix socket `file`. */
 function answers(file: string): Promise<boolean> {

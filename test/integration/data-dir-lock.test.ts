@@ -67,3 +67,14 @@ test('a lock left by a killed process is taken over', async () => {
   const taken = await waitFor(() => lockDataDir(dir).catch(() => null), 'the lock taken over');
   await taken.release();
 });
+
+test('a DATA_DIR too deep for a socket path beside it: the lock lives in the temporary directory, and still holds', async () => {
+  const dir = path.join(scratch, 'd'.repeat(60), 'e'.repeat(60));
+  const lock = await lockDataDir(dir);
+  await assert.rejects(lockDataDir(dir), new Error(dataDirInUse(dir)));
+  // another deep DATA_DIR with the same first 107 bytes is another lock
+  const sibling = await lockDataDir(`${dir}-2`);
+  await sibling.release();
+  await lock.release();
+  await (await lockDataDir(dir)).release();
+});
