@@ -103,9 +103,20 @@ test('two reminders at one instant in front of a later one, the first cancelled:
   assert.equal((await job(apiKey, far.jobId)).scheduledAt, new Date(t0 + 48 * HOUR).toISOString());
 });
 
+const instances = new Map<string, string>();
+const instanceOf = (apiKey: string) => instances.get(apiKey) as string;
+/** When the network received the message `body` (the sandbox's ledger, on the gateway's clock). */
+async function receivedAt(instanceId: string, body: string): Promise<number> {
+  const r = await t.admin('GET', `/sandbox/v1/instances/${instanceId}/ledger`);
+  const e = (r.body.data as { items: { body: string | null; timestamp: number }[] }).items.find((x) => x.body === body);
+  if (!e) throw new Error(`"${body}" not on the ledger`);
+  return e.timestamp;
+}
+
 test('with pauses, every waiting job cancelled: the next send takes the first free slot, not one behind theirs', async () => {
   const paced = { ...UNLIMITED, minDelayMs: 5_000, maxDelayMs: 5_000 };
-  const { apiKey } = await t.createInstance('paced-cancel', { settings: paced });
+  const { apiKey, instance } = await t.createInstance('paced-cancel', { settings: paced });
+  instances.set(apiKey, instance.id);
   const jobs = [];
   // the first goes out at once; the others wait for it (its dispatch is the one the pauses count from)
   for (let i = 0; i < 6; i++) jobs.push(await send(apiKey, { message: `m${i}` }));
@@ -113,6 +124,10 @@ test('with pauses, every waiting job cancelled: the next send takes the first fr
   const sentAt = Date.parse(String((await job(apiKey, (jobs[0] as { jobId: string }).jobId)).dispatchedAt));
   for (const j of jobs.slice(1)) assert.equal((await t.api(apiKey, 'DELETE', `/api/v2/messages/${j.jobId}`)).status, 200);
   const plain = await send(apiKey, { message: 'next' });
-  assert.equal(plain.scheduledAt, Math.max(t.clock.now(), sentAt + 5_000), 'one pause after the last dispatch, not five');
+  // one pause after the first one's call, which came between its claim (dispatchedAt) and the network's receipt
+  const received = await receivedAt(instanceOf(apiKey), 'm0');
+  const now = t.clock.now();
+  assert.ok((plain.scheduledAt as number) >= Math.max(now, sentAt + 5_000) && (plain.scheduledAt as number) <= Math.max(now, received + 5_000),
+    `one pause after the last dispatch, not five: ${plain.scheduledAt} in [${Math.max(now, sentAt + 5_000)}, ${Math.max(now, received + 5_000)}]`);
   assert.equal(plain.queuePosition, 1);
 });
