@@ -77,6 +77,9 @@ export function acceptedResponse(v: AcceptedView, now: number): Record<string, u
   const { job } = v;
   // A fresh submission always says `queued`; a replay mirrors the original job but never says `scheduled`.
   const status = !v.replay ? 'queued' : job.state === 'scheduled' ? 'queued' : job.state;
+  // a waiting job without a slot has no send time: etaSeconds must be an integer (SPEC.md), and its 0 is not one
+  const unplanned = job.scheduledAt === null && (job.state === 'queued' || job.state === 'scheduled');
+  const warnings = unplanned ? [...v.warnings, NO_SLOT_YET] : v.warnings;
   return {
     status,
     // SPEC.md: `queued` exactly when scheduledAt is null; a replay of a job that went out keeps the slot it had
@@ -91,6 +94,13 @@ export function acceptedResponse(v: AcceptedView, now: number): Record<string, u
     expiresAt: iso(job.expiresAt),
     statusUrl: `/api/v2/messages/${job.id}`,
     limits: v.limits,
-    ...(v.warnings.length > 0 ? { warnings: v.warnings } : {}),
+    ...(warnings.length > 0 ? { warnings } : {}),
   };
 }
+
+/**
+ * The warning of an answer whose job has no slot yet: the planner places at most a bounded number of jobs
+ * ahead (src/queue/plan.ts), and a job beyond what the limits let it reach waits, `queued`, until earlier
+ * dispatches free the windows. Its etaSeconds then reads 0 (an integer by SPEC.md), which is no send time.
+ */
+export const NO_SLOT_YET = 'no slot yet: the send limits leave none within what is planned so far; etaSeconds 0 is not a send time: the job is planned as earlier messages go out (its status shows the slot once it has one)';
