@@ -148,9 +148,11 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Pr
   });
   const rt: ActorSystem = actors;
   // membership, leases and placement: which instances this node runs (all of them when it is alone)
-  // the rounds' own connection (a second pool of at most two), except on the embedded PostgreSQL: it takes one
-  // connection only, and only one node can use it anyway
-  const leasePool = embedded ? pool : createPool({ ...dbConfig, max: 2 });
+  // the rounds' own connection (a second pool of at most two), except on a database of one connection, the
+  // embedded PostgreSQL's (here, or a test's): it takes one connection only (PGlite's socket server mixes up the
+  // messages of concurrent ones), and only one node can use it anyway
+  const oneNode = embedded !== null || dbConfig.max === 1;
+  const leasePool = oneNode ? pool : createPool({ ...dbConfig, max: 2 });
   const cluster: Cluster = new Cluster({
     pool,
     leasePool,
@@ -179,8 +181,7 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Pr
   const keys = new KeyResolver(pool, clock);
   instances.onKeysChanged(() => keys.clear());
   // other nodes on the same database rotate keys and delete instances too: hear of it at once. Not on a database
-  // of one connection, the embedded PostgreSQL's (here, or a test's): one node only, whose changes are its own
-  const oneNode = embedded !== null || dbConfig.max === 1;
+  // of one connection (`oneNode`): one node only, whose changes are its own
   keys.setWatched(oneNode);
   const keyWatch = oneNode ? null : watchKeyChanges({
     connection: dbConfig, clock, log,

@@ -93,9 +93,10 @@ test('sliding hourly window: the third message waits for oldest + 1 h + 1 ms', a
   await untilState(apiKey, ids[1] as string, 'sent');
   const third = await job(apiKey, ids[2] as string);
   assert.equal(third.state, 'scheduled');
-  // planned from the first message's dispatch, as the window counts it: oldest in the window + 1 h + 1 ms (its
-  // claim: at its slot, or a step of the simulated clock after it on a busy machine)
-  assert.equal(Date.parse(String(third.scheduledAt)), Date.parse(String(first.dispatchedAt)) + 3_600_000 + 1);
+  // oldest in the window + 1 h + 1 ms: planned at acceptance from the first message's slot, or, when a re-plan
+  // followed (its claim came a step of the simulated clock after its slot, on a busy machine), from its claim
+  const third0 = Date.parse(String(third.scheduledAt));
+  assert.ok([first.scheduledAt, first.dispatchedAt].map((x) => Date.parse(String(x)) + 3_600_000 + 1).includes(third0), `${third0}`);
   const q = await t.api(apiKey, 'GET', '/api/v2/queue');
   const limits = (q.body.data as { limits: Record<string, unknown> }).limits;
   assert.equal(limits.usedLastHour, 2);
