@@ -53,10 +53,7 @@ const nonPublic = (field: string, c: AddressClass | null, redirected = false) =>
 
 const LOCAL_NAMES = /^(localhost|localhost\.localdomain|ip6-localhost|ip6-loopback)$|\.localhost$/;
 
-/**
- * What can be judged without DNS: parseable, http(s), has a host, and an IP-literal host is public. WHATWG
- * parsing has already turned 2130706433, 0x7f.0.0.1, 0177.0.0.1 and 127.1 into 127.0.0.1.
- */
+/** Whether `s` (a URL's user name or password) decodes: no `%` without two hex digits after it. */
 function percentDecodable(s: string): boolean {
   try {
     decodeURIComponent(s);
@@ -66,6 +63,10 @@ function percentDecodable(s: string): boolean {
   }
 }
 
+/**
+ * What can be judged without DNS: parseable, http(s), has a host, and an IP-literal host is public. WHATWG
+ * parsing has already turned 2130706433, 0x7f.0.0.1, 0177.0.0.1 and 127.1 into 127.0.0.1.
+ */
 export function checkUrlSyntax(raw: string, opts: UrlCheckOptions = {}): URL {
   const field = opts.field ?? 'mediaUrl';
   let url: URL;

@@ -4,7 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Queryable } from './pool.js';
-import { isInstanceId, newApiKey, newInstanceId } from '../ids.js';
+import { canonicalInstanceId, isInstanceId, newApiKey, newInstanceId } from '../ids.js';
 import { DomainError } from '../errors.js';
 import { NEW_INSTANCE_DEFAULTS, type InstanceSettings } from '../queue/settings.js';
 
@@ -142,6 +142,17 @@ async function issueKey(q: Queryable, instanceId: string, name: string): Promise
   return apiKey;
 }
 
+
+/**
+ * The id of the stored instance that `raw` names, in the case the gateway keeps it (a UUID in any letter case
+ * names the same instance: its actors and senders are found by the lower-case id), else 404 INSTANCE_NOT_FOUND.
+ */
+export async function existingInstanceId(q: Queryable, raw: string): Promise<string> {
+  const id = canonicalInstanceId(raw);
+  const found = id !== null && (await q.query('SELECT 1 FROM instances WHERE id = $1', [id])).rowCount;
+  if (!found || id === null) throw new DomainError('INSTANCE_NOT_FOUND', 'no such instance', { instanceId: raw });
+  return id;
+}
 /** Revoke every key of the instance and issue a new one. */
 export async function rotateKey(q: Queryable, instance: Instance): Promise<string> {
   await q.query('UPDATE api_keys SET revoked_at = now() WHERE instance_id = $1 AND revoked_at IS NULL', [instance.id]);

@@ -14,12 +14,11 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { createRouter } from '../router.js';
-import { DomainError } from '../../errors.js';
 import type { InstancePort } from '../../actors/port.js';
 import type { Pool } from '../../store/pool.js';
 import type { Clock } from '../../clock.js';
 import { queueHandlers } from './queue.js';
-import { canonicalInstanceId } from '../../ids.js';
+import { existingInstanceId } from '../../store/instances.js';
 
 export interface AdminQueueDeps {
   pool: Pool;
@@ -34,14 +33,8 @@ export function adminQueueRouter(deps: AdminQueueDeps): Router {
   const base = '/admin/v1/instances/:id';
   const handle = queueHandlers(deps);
 
-  const portOf = async (ctx: Context): Promise<InstancePort> => {
-    const raw = String(ctx.params.id ?? '');
-    // the port is found by the id as the gateway keeps it: an upper-case spelling was a false 502 "being handed over"
-    const id = canonicalInstanceId(raw);
-    const found = id !== null && (await deps.pool.query('SELECT 1 FROM instances WHERE id = $1', [id])).rowCount;
-    if (!found) throw new DomainError('INSTANCE_NOT_FOUND', 'no such instance', { instanceId: raw });
-    return deps.portOf(id);
-  };
+  // the port is found by the id as the gateway keeps it: an upper-case spelling was a false 502 "being handed over"
+  const portOf = async (ctx: Context): Promise<InstancePort> => deps.portOf(await existingInstanceId(deps.pool, String(ctx.params.id ?? '')));
   const jobId = (ctx: Context) => String(ctx.params.jobId ?? '');
 
   router.get(`${base}/queue`, async (ctx) => handle.summary(ctx, await portOf(ctx)));

@@ -25,7 +25,7 @@ import { deleteWebhook, getWebhook, putWebhook, toView, WebhookInput } from '../
 import { decodeCursor, DELIVERY_STATES, listDeliveries, redeliver } from '../../webhooks/deliveries.js';
 import { EVENT_NAMES, maxAttemptsFor, NORMAL_ATTEMPTS } from '../../webhooks/events.js';
 import { enqueueEvent } from '../../webhooks/outbox.js';
-import { canonicalInstanceId } from '../../ids.js';
+import { existingInstanceId } from '../../store/instances.js';
 
 export interface WebhookAdminDeps {
   db: Queryable;
@@ -51,13 +51,8 @@ const EVENT_ID = /^ev_[A-Za-z0-9_-]{1,80}$/;
 export function createWebhookAdminRouter(deps: WebhookAdminDeps): Router {
   const router = createRouter();
 
-  const instanceId = async (raw: string | undefined): Promise<string> => {
-    // as the gateway keeps it: the sender is woken by that id
-    const id = canonicalInstanceId(raw ?? '');
-    const found = id !== null && (await deps.db.query('SELECT 1 FROM instances WHERE id = $1', [id])).rowCount;
-    if (!found || id === null) throw new DomainError('INSTANCE_NOT_FOUND', 'no such instance', { instanceId: raw ?? '' });
-    return id;
-  };
+  // as the gateway keeps it: the sender is woken by that id
+  const instanceId = (raw: string | undefined): Promise<string> => existingInstanceId(deps.db, raw ?? '');
   const noWebhook = (id: string) => new DomainError('NOT_FOUND', 'no webhook configured for this instance', { instanceId: id });
 
   router.put('/admin/v1/instances/:id/webhook', async (ctx) => {
