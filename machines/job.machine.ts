@@ -55,6 +55,8 @@ export const JOB_EVENT_TYPES = [
   'RETURNED',
   /** Found in `sending` at start-up or after its owner node died: never resent. */
   'RECOVERED_SENDING',
+  /** The same, but still `preparing` (its media was being read or fetched): the network was never called. */
+  'RECOVERED_UNSENT',
   /** `DELETE /api/v2/messages/<jobId>` before sending started. */
   'CANCEL',
   /** TTL elapsed before a slot came free, or its synchronous v1 caller died with an earlier process. */
@@ -117,6 +119,7 @@ export const jobMachine = setup({
         RESULT_FAILED: { target: 'failed', actions: emit('message.failed') },
         RESULT_UNKNOWN: { target: 'unknown', actions: [confidence('unknown'), emit('message.unknown')] },
         RECOVERED_SENDING: { target: 'unknown', actions: [confidence('unknown'), emit('message.unknown')] },
+        RECOVERED_UNSENT: { target: 'failed', actions: emit('message.failed') },
         RETURNED: { target: 'scheduled' },
       },
     },

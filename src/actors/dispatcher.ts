@@ -8,7 +8,7 @@
  */
 import { fromCallback, type CallbackActorLogic } from 'xstate';
 import type { Clock } from '../clock.js';
-import { dispatchJob, type MediaResolver } from '../queue/dispatch.js';
+import { dispatchJob, type DispatchDeps, type MediaResolver } from '../queue/dispatch.js';
 import { neverReachedNetwork } from '../queue/outcome.js';
 import type { DispatchOutcome } from '../queue/types.js';
 import type { CallOutcome } from './call.js';
@@ -24,6 +24,8 @@ export interface DispatcherDeps {
   clock: Clock;
   callTimeoutMs: number;
   resolveMedia: MediaResolver;
+  /** src/queue/dispatch.ts DispatchDeps.startCall */
+  startCall: DispatchDeps['startCall'];
   replies: Replies;
 }
 
@@ -43,6 +45,7 @@ export function createDispatcherLogic(deps: DispatcherDeps): CallbackActorLogic<
         clock: deps.clock,
         callTimeoutMs: deps.callTimeoutMs,
         resolveMedia: deps.resolveMedia,
+        startCall: deps.startCall,
         perform: (prepared, deadlineMs) =>
           deps.replies
             .request((address) => (sendBack({ type: 'CALL', ...address, prepared }), true), deadlineMs, () => new Error('late'))

@@ -16,7 +16,8 @@ import { createSessionLogic, type Sessions } from './session.js';
 import { createWebhookSenders, type WebhookSenders } from './webhook-sender.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
-import type { Pool, Queryable } from '../store/pool.js';
+import { claimPool, type Pool, type Queryable } from '../store/pool.js';
+import { startCall } from '../queue/sql/startCall.js';
 import type { Instance } from '../store/instances.js';
 import type { DriverFactory } from '../drivers/contract.js';
 import { lifecycleCommand, networkCommand, type IncomingEvents } from './network-events.js';
@@ -155,7 +156,14 @@ export class ActorSystem {
       starts: new QueueStarts(deps.pool, deps.clock),
       fresh: (id) => this.fresh.delete(id),
     });
-    const dispatcher = createDispatcherLogic({ clock: deps.clock, callTimeoutMs: deps.callTimeoutMs, resolveMedia: deps.resolveMedia, replies });
+    const dispatcher = createDispatcherLogic({
+      clock: deps.clock,
+      callTimeoutMs: deps.callTimeoutMs,
+      resolveMedia: deps.resolveMedia,
+      // on the claims' own connections, as the claim: a due job waits for it
+      startCall: (job) => startCall(claimPool(deps.pool), job.instanceId, job.id),
+      replies,
+    });
 
     const instanceLogic = withInput(instanceMachine.provide({
       actors: { session: this.sessions.logic, planner: this.planners.logic, dispatcher, webhooks: this.webhooks.logic },

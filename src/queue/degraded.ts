@@ -8,7 +8,7 @@
  */
 import type { TimerHandle } from '../clock.js';
 import { bulkJobEvent } from '../../machines/job.machine.js';
-import type { Job } from './job.js';
+import { DIRECT_ORIGIN, type Job } from './job.js';
 import { sendPart } from './payload.js';
 import type { QueueCore } from './core.js';
 import type { DispatchLoop } from './dispatch-loop.js';
@@ -133,7 +133,7 @@ let directSeq = 0;
 function directJob(instanceId: string, req: DirectSend, at: number): Job {
   return {
     ...sendPart(req),
-    id: `direct_${++directSeq}`, seq: 0, instanceId, state: DISPATCHED, originRoute: 'direct', chatId: req.chatId, phone: null,
+    id: `direct_${++directSeq}`, seq: 0, instanceId, state: DISPATCHED, originRoute: DIRECT_ORIGIN, chatId: req.chatId, phone: null,
     payloadHash: null, idempotencyKey: null, priority: 9, notBefore: null, queuedAt: at, scheduledAt: at, dispatchedAt: at,
     terminalAt: null, expiresAt: at, attempts: 1, deliveryConfidence: null, messageId: null, resultCode: null,
     errorMessage: null, unknownReason: null, previousJobId: null,

@@ -74,7 +74,7 @@ export class DispatchLoop {
 
   /**
    * At start, before the mirror is loaded: jobs left `sending` by an earlier process become `unknown` (never
-   * resent), and waiting jobs whose synchronous v1 caller died with an earlier process are expired.
+   * resent; `failed` where it was still preparing its media, src/queue/sql/recoverSending.ts), and waiting jobs whose synchronous v1 caller died with an earlier process are expired.
    */
   async recoverAtStart(now: number): Promise<void> {
     const { core } = this;
@@ -84,11 +84,12 @@ export class DispatchLoop {
       for (const j of await orphanedSyncJobs(c, core.instanceId, BOOT_ID)) {
         await core.moveIn(c, j, { type: 'EXPIRE' }, { terminalAt: now }, { reason: ORPHAN_REASON });
       }
-      return moved.map((m) => m.job.id);
+      return moved;
     });
-    if (recovered.length > 0) {
-      core.deps.log.warn({ instanceId: core.instanceId, jobs: recovered }, 'jobs found in sending at start are unknown');
-    }
+    const ids = (state: string) => recovered.filter((m) => m.job.state === state).map((m) => m.job.id);
+    const [unknown, failed] = [ids('unknown'), ids('failed')];
+    if (unknown.length > 0) core.deps.log.warn({ instanceId: core.instanceId, jobs: unknown }, 'jobs found in sending at start are unknown');
+    if (failed.length > 0) core.deps.log.warn({ instanceId: core.instanceId, jobs: failed }, 'jobs found in sending at start, their media not yet prepared, failed: never sent');
   }
 
   /** Re-plan every waiting job and arm (src/queue/replans.ts `locked`; on the serial executor: the caller holds it). */

@@ -2,7 +2,9 @@
  * One dispatch: turn a claimed job's payload into a network call (`PreparedCall`) and the call's result into
  * an outcome. The call itself is made by whoever holds the driver (the session actor: `perform`).
  *
- * The job is already committed as `sending`. The call gets its own deadline; a deadline passed, or any failure
+ * The job is already committed as `sending`. A media job's call is handed over only once the store recorded that
+ * it starts (its media ready), so that a crash while the media is fetched is known to have sent nothing
+ * (src/queue/sql/startCall.ts). The call gets its own deadline; a deadline passed, or any failure
  * after the call started that does not prove the message stayed out, is `unknown`: never retried. Only a
  * provable refusal (recipient not registered, bad input, media that could not be fetched) is `failed`; a call
  * the session could not take at all is `failed INSTANCE_OFFLINE`, which puts the job back (never reached the
@@ -12,14 +14,20 @@ import type { MessageMedia, SendContent } from '../drivers/contract.js';
 import { DomainError } from '../errors.js';
 import { raceClock, type Clock } from '../clock.js';
 import type { CallOutcome, PreparedCall } from '../actors/call.js';
-import type { Job } from './job.js';
-import type { MessageOptions } from './payload.js';
+import { isStoredJob, type Job } from './job.js';
+import { isMediaKind, type MessageOptions } from './payload.js';
+import { CALL_NOT_STARTED } from './outcome.js';
 import type { DispatchOutcome } from './types.js';
 
 export type MediaResolver = (instanceId: string, payload: Record<string, unknown>, signal: AbortSignal) => Promise<MessageMedia>;
 
 export interface DispatchDeps {
   clock: Clock;
+  /**
+   * Record that a stored media job's call starts now, its media ready (src/queue/sql/startCall.ts): until that
+   * is stored, a restart knows the network was never called. False (or a throw): the call is not made.
+   */
+  startCall: (job: Job) => Promise<boolean>;
   /** make the call where the driver is; resolves with how it ended, never throws */
   perform: (prepared: PreparedCall, deadlineMs: number) => Promise<CallOutcome>;
   callTimeoutMs: number;
@@ -27,6 +35,13 @@ export interface DispatchDeps {
 }
 
 class DeadlineExceeded extends Error {}
+
+/** The start of a media job's call could not be recorded: not called, so the job waits again (src/queue/outcome.ts). */
+const NOT_STARTED: DispatchOutcome = {
+  kind: 'failed',
+  resultCode: CALL_NOT_STARTED,
+  errorMessage: 'the start of the call could not be recorded; nothing was sent',
+};
 
 /** Run `work` with an AbortSignal that fires, and a DeadlineExceeded rejection, after `ms` on the clock. */
 function withDeadline<T>(clock: Clock, ms: number, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
@@ -81,6 +96,8 @@ export async function dispatchJob(job: Job, deps: DispatchDeps): Promise<Dispatc
   try {
     return await withDeadline(deps.clock, deps.callTimeoutMs, async (signal): Promise<DispatchOutcome> => {
       const prepared = await prepare(job, deps, signal);
+      // a direct send (degraded or disabled queue) has no row to record it in, and nothing to recover at a start
+      if (isMediaKind(job.kind) && isStoredJob(job) && !(await deps.startCall(job).catch(() => false))) return NOT_STARTED;
       const at = deps.clock.now();
       callAt = at;
       return { ...outcomeOf(await deps.perform(prepared, Math.max(0, deadline - at))), callAt: at };

@@ -42,6 +42,12 @@ export interface JobRecord {
 /** A stored job: `kind` narrows `payload`. */
 export type Job = JobRecord & Send;
 
+/** The origin of a send outside the queue (src/queue/degraded.ts `directJob`): dispatched as a job, never stored. */
+export const DIRECT_ORIGIN = 'direct';
+
+/** Whether `job` is a row of `jobs` (not a direct send, which has none). */
+export const isStoredJob = (job: JobRecord): boolean => job.originRoute !== DIRECT_ORIGIN;
+
 /** What acceptance inserts: the job's own fields; state, seq and outcomes are the store's. */
 export type NewJob = Pick<
   JobRecord,

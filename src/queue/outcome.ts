@@ -3,7 +3,7 @@
  *
  * One outcome is not an outcome of the network at all: the call never reached it, because the session went
  * away between the claim and the call (no driver, or the driver refused before sending: NOT_CONNECTED /
- * SESSION_CLOSED with `provablyNotSent`). Such a job was provably not sent and is not `failed` either: it goes
+ * SESSION_CLOSED with `provablyNotSent`), or because a media job's call could not be recorded as starting. Such a job was provably not sent and is not `failed` either: it goes
  * back to `scheduled` (event RETURNED), stops counting against the windows and waits for the reconnect.
  */
 import type { JobEvent } from '../../machines/job.machine.js';
@@ -11,10 +11,16 @@ import { NO_SESSION_DRIVER_CODES } from '../drivers/contract.js';
 import type { TransitionFields } from './jobs.js';
 import type { DispatchOutcome } from './types.js';
 
-/** Result codes of a provably unsent call that no session took (src/queue/dispatch.ts, the drivers). */
-const NO_SESSION_CODES: ReadonlySet<string> = new Set<string>(['INSTANCE_OFFLINE', ...NO_SESSION_DRIVER_CODES]);
+/**
+ * A media job whose call could not be recorded as starting (src/queue/sql/startCall.ts: the store away, or the
+ * row moved by a node that took the instance over) was not called: it goes back like a call no session took.
+ */
+export const CALL_NOT_STARTED = 'CALL_NOT_STARTED';
 
-/** The call never reached the network because there was no session to take it. */
+/** Result codes of a provably unsent call that no session took (src/queue/dispatch.ts, the drivers). */
+const NO_SESSION_CODES: ReadonlySet<string> = new Set<string>(['INSTANCE_OFFLINE', CALL_NOT_STARTED, ...NO_SESSION_DRIVER_CODES]);
+
+/** The call never reached the network because there was no session to take it, or it was not started. */
 export function neverReachedNetwork(outcome: DispatchOutcome): boolean {
   return outcome.kind === 'failed' && NO_SESSION_CODES.has(outcome.resultCode);
 }

@@ -2,10 +2,14 @@
  * At-most-once across a crash: the gateway runs as its own process against a separate sandbox network; it is
  * killed (SIGKILL) while a message is in `sending`. The restarted gateway marks that job `unknown` and never
  * sends it again; the network's ledger (which survived the kill) holds the message exactly once.
+ *
+ * And the honest other side: killed while a media job in `sending` was still fetching its media URL (the
+ * network never called), the job is `failed` after the restart, not `unknown`, and can be requeued.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { startSandboxServer, type SandboxServer } from '../../src/http/sandbox-server.js';
@@ -31,9 +35,68 @@ after(async () => {
   await rm(dataDir, { recursive: true, force: true });
 });
 
-/** The gateway process; the network's call that hangs must keep it in `sending` until the kill. */
+/**
+ * The gateway process; the network's call that hangs must keep it in `sending` until the kill. Every host name
+ * it resolves is STANDIN (test/helpers/standin-network.ts), where a test's media host listens.
+ */
+const STANDIN = '127.0.0.2';
 const startGatewayProcess = () =>
-  startSandboxedGateway({ dataDir, databaseUrl: db.url ?? '', sandboxUrl: sandbox.url, adminToken: ADMIN, env: { DRIVER_CALL_TIMEOUT_MS: '600000' } });
+  startSandboxedGateway({
+    dataDir,
+    databaseUrl: db.url ?? '',
+    sandboxUrl: sandbox.url,
+    adminToken: ADMIN,
+    env: { DRIVER_CALL_TIMEOUT_MS: '600000', MGW_TEST_STANDIN_ADDRESS: STANDIN },
+    preload: ['test/helpers/standin-network.ts'],
+  });
+
+const NO_LIMITS = { minDelayMs: 0, maxDelayMs: 0, quietHours: null, maxPerHour: null, maxPer24h: null };
+
+/** A linked instance on `gw`: its id and key. */
+async function linkedInstance(gw: RunningProcess, name: string): Promise<{ instanceId: string; apiKey: string }> {
+  const created = await call(gw.url, ADMIN, 'POST', '/admin/v1/instances', { name, driver: 'sandbox', settings: NO_LIMITS });
+  assert.equal(created.status, 201);
+  const instanceId = String((created.body.data.instance as { id: string }).id);
+  const apiKey = String(created.body.data.apiKey);
+  sandbox.network.link(instanceId, { phoneNumber: '4915100000124' });
+  await waitFor(async () => (await call(gw.url, apiKey, 'GET', '/api/status')).body.data.connected === true, 'connected');
+  return { instanceId, apiKey };
+}
+
+/**
+ * A media host on STANDIN: a HEAD (the acceptance's probe) gets a 4-byte PNG's head; a GET (the dispatch's
+ * download) gets the head and then nothing, for ever, until `serve()`: from then on the whole image. `gets`
+ * counts the GETs.
+ */
+async function stalledMediaHost(): Promise<{ port: number; gets: () => number; serve: () => void; close: () => Promise<void> }> {
+  let gets = 0;
+  let stall = true;
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => {});
+    socket.once('data', (chunk) => {
+      const head = 'HTTP/1.1 200 OK\r\nContent-Type: image/png\r\nContent-Length: 4\r\n\r\n';
+      if (chunk.toString('latin1').startsWith('HEAD ')) return void socket.end(head);
+      gets += 1;
+      if (stall) socket.write(head);
+      else socket.end(`${head}PNG!`);
+    });
+  });
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, STANDIN, () => resolve()));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    gets: () => gets,
+    serve: () => {
+      stall = false;
+    },
+    close: () => {
+      for (const s of sockets) s.destroy();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
 
 test('a gateway killed during `sending` leaves the job unknown, never resent', { skip: !process.env.TEST_DATABASE_URL && 'needs TEST_DATABASE_URL (two processes share the database)' }, async () => {
   let gw = await startGatewayProcess();
@@ -80,4 +143,46 @@ test('a gateway killed during `sending` leaves the job unknown, never resent', {
   const { code } = await gw.kill('SIGTERM');
   assert.equal(code, 0, 'SIGTERM stops the gateway cleanly');
   child = null;
+});
+
+test('a gateway killed while a media job fetched its media leaves the job failed (never called), requeueable', { skip: !process.env.TEST_DATABASE_URL && 'needs TEST_DATABASE_URL (two processes share the database)' }, async () => {
+  const host = await stalledMediaHost();
+  try {
+    let gw = await startGatewayProcess();
+    child = gw;
+    const { instanceId, apiKey } = await linkedInstance(gw, 'fetching');
+    const sent = await call(gw.url, apiKey, 'POST', '/api/v2/send-media', {
+      phone: '4915112345678', mediaUrl: `http://media.example.com:${host.port}/picture.png`, caption: 'never fetched',
+    });
+    assert.equal(sent.status, 202, JSON.stringify(sent.body));
+    const jobId = String(sent.body.data.jobId);
+    await waitFor(async () => host.gets() > 0 && (await call(gw.url, apiKey, 'GET', `/api/v2/messages/${jobId}`)).body.data.state === 'sending', 'job in sending, its media being fetched');
+
+    await gw.kill('SIGKILL');
+    gw = await startGatewayProcess();
+    child = gw;
+    const job = await waitFor(async () => {
+      const r = await call(gw.url, apiKey, 'GET', `/api/v2/messages/${jobId}`);
+      return r.body.data.state === 'failed' ? r.body.data : null;
+    }, 'job failed after restart');
+    assert.equal(job.resultCode, 'INTERRUPTED_BEFORE_SEND');
+    assert.match(String(job.errorMessage), /never called, nothing was sent/);
+    assert.equal(job.unknownReason, null);
+    assert.equal(sandbox.network.ledger(instanceId).length, 0, 'the network received nothing');
+
+    // failed is requeueable: the message can go again, and goes once
+    host.serve();
+    await waitFor(async () => (await call(gw.url, apiKey, 'GET', '/api/status')).body.data.connected === true, 'connected again');
+    const again = await call(gw.url, apiKey, 'POST', `/api/v2/messages/${jobId}/requeue`);
+    assert.equal(again.status, 202, JSON.stringify(again.body));
+    const next = String(again.body.data.jobId);
+    await waitFor(async () => (await call(gw.url, apiKey, 'GET', `/api/v2/messages/${next}`)).body.data.state === 'sent', 'the requeued job sent');
+    assert.deepEqual(sandbox.network.ledger(instanceId).map((e) => [e.type, e.body]), [['image', 'never fetched']]);
+
+    const { code } = await gw.kill('SIGTERM');
+    assert.equal(code, 0, 'SIGTERM stops the gateway cleanly');
+    child = null;
+  } finally {
+    await host.close();
+  }
 });

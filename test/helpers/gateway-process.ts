@@ -115,12 +115,15 @@ export interface SandboxedGateway {
   adminToken: string;
   /** more variables for the gateway */
   env?: Record<string, string>;
+  /** modules of this repository loaded before the gateway (`--import`), e.g. test/helpers/standin-network.ts */
+  preload?: string[];
 }
 
 /** The gateway from source on loopback against a database and an external sandbox network, no demo instance. */
 export function startSandboxedGateway(gw: SandboxedGateway, opts: Pick<StartOptions, 'startTimeoutMs' | 'tailChars'> = {}): Promise<RunningProcess> {
   return startProcess({
     ...opts,
+    args: ['--import', 'tsx', ...(gw.preload ?? []).flatMap((m) => ['--import', `./${m}`]), 'src/main.ts'],
     env: {
       ...process.env,
       PORT: String(gw.port ?? 0),

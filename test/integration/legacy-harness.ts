@@ -26,6 +26,7 @@ import { createInstance, type Instance } from '../../src/store/instances.js';
 import { EXISTING_INSTANCE_DEFAULTS, type InstanceSettings } from '../../src/queue/settings.js';
 import { QueueWorker } from '../../src/queue/worker.js';
 import { dispatchJob } from '../../src/queue/dispatch.js';
+import { startCall } from '../../src/queue/sql/startCall.js';
 import type { Job } from '../../src/queue/jobs.js';
 import { sendPart } from '../../src/queue/payload.js';
 import type { DirectOutcome, DirectSend } from '../../src/queue/worker.js';
@@ -95,7 +96,13 @@ export async function startV1Harness(label: string, env: Record<string, string> 
   const perform = (port: V1Port, net: Driver) => (prepared: PreparedCall): Promise<CallOutcome> =>
     port.connected ? performCall(net, prepared, () => clock.now()) : Promise.resolve({ kind: 'not_sent', message: 'the session went away before the call' });
   const dispatch = (port: V1Port, net: Driver, job: Job) =>
-    dispatchJob(job, { clock, perform: perform(port, net), callTimeoutMs: 30_000, resolveMedia: media.resolveForDispatch });
+    dispatchJob(job, {
+      clock,
+      perform: perform(port, net),
+      callTimeoutMs: 30_000,
+      resolveMedia: media.resolveForDispatch,
+      startCall: (j) => startCall(db.pool, j.instanceId, j.id),
+    });
 
   const directSend = async (inst: V1Instance, job: DirectSend): Promise<DirectOutcome> => {
     const now = clock.now();

@@ -24,14 +24,32 @@ function textJob(id: string): Job {
   } as Job;
 }
 
-/** A dispatcher under a parent answering each CALL with the next scripted outcome; `calls` counts them. */
-function harness(script: CallOutcome[]) {
+/** A media job (its media given inline), as the planner hands a claimed one over. */
+function mediaJob(id: string): Job {
+  return { ...textJob(id), kind: 'media', payload: { chatId: '4915112345678@c.us', mediaBase64: 'aGVsbG8=', mimetype: 'text/plain' } } as Job;
+}
+
+const MEDIA = { mimetype: 'text/plain', data: 'aGVsbG8=', filename: null };
+
+/**
+ * A dispatcher under a parent answering each CALL with the next scripted outcome; `calls` counts them.
+ * `starts` answers each recording of a media job's call start in turn (src/queue/sql/startCall.ts; true when
+ * the script ran out), `started` counts them.
+ */
+function harness(script: CallOutcome[], starts: (boolean | Error)[] = []) {
   const clock = simulatedClock();
   const replies = createReplies(clock);
   let calls = 0;
+  let started = 0;
+  const startCall = () => {
+    started += 1;
+    const next = starts.shift() ?? true;
+    return next instanceof Error ? Promise.reject(next) : Promise.resolve(next);
+  };
+  const dispatcher = createDispatcherLogic({ clock, callTimeoutMs: 30_000, resolveMedia: () => Promise.resolve(MEDIA), startCall, replies });
   const parent = setup({
     types: { context: {} as { dispatcher: AnyActorRef | null } },
-    actors: { replies: replies.logic, dispatcher: createDispatcherLogic({ clock, callTimeoutMs: 30_000, resolveMedia: () => Promise.reject(new Error('no media')), replies }) },
+    actors: { replies: replies.logic, dispatcher },
   }).createMachine({
     context: { dispatcher: null },
     entry: assign({ dispatcher: ({ spawn }) => spawn('dispatcher', { id: 'dispatcher', input: { instanceId: 'i-1' } }) }),
@@ -52,7 +70,7 @@ function harness(script: CallOutcome[]) {
     assert.equal(r.ok, true);
     return (r as { ok: true; value: DispatchOutcome }).value;
   };
-  return { dispatch, calls: () => calls, stop: () => actor.stop() };
+  return { dispatch, calls: () => calls, started: () => started, stop: () => actor.stop() };
 }
 
 const confirmed: CallOutcome = { kind: 'confirmed', messageId: 'true_4915112345678@c.us_3EB0A' };
@@ -84,6 +102,33 @@ test('a job handed to the network is never called again while the dispatcher run
     const again = await h.dispatch(textJob('wq_once'));
     assert.deepEqual(again, { kind: 'unknown', unknownReason: 'the job was already handed to the network once; not sent again' });
     assert.equal(h.calls(), 1, 'no second call');
+  } finally {
+    h.stop();
+  }
+});
+
+test('a media job is called only once its start was recorded; a start not recorded is not called and may go again', async () => {
+  const h = harness([confirmed], [false, new Error('the store went away'), true]);
+  try {
+    for (const why of ['the row moved (another node took it)', 'the store could not record it']) {
+      const refused = await h.dispatch(mediaJob('wq_media'));
+      assert.deepEqual(refused, { kind: 'failed', resultCode: 'CALL_NOT_STARTED', errorMessage: 'the start of the call could not be recorded; nothing was sent' }, why);
+      assert.equal(h.calls(), 0, `${why}: no call`);
+    }
+    const sent = await h.dispatch(mediaJob('wq_media'));
+    assert.equal(sent.kind, 'confirmed', JSON.stringify(sent));
+    assert.equal(h.calls(), 1);
+    assert.equal(h.started(), 3);
+  } finally {
+    h.stop();
+  }
+});
+
+test('a text job is called without a recorded start (nothing to prepare)', async () => {
+  const h = harness([confirmed], [false]);
+  try {
+    assert.equal((await h.dispatch(textJob('wq_text'))).kind, 'confirmed');
+    assert.equal(h.started(), 0);
   } finally {
     h.stop();
   }

@@ -37,6 +37,7 @@ const EVENTS: JobEventType[] = [
   'RESULT_FAILED',
   'RESULT_UNKNOWN',
   'RECOVERED_SENDING',
+  'RECOVERED_UNSENT',
   'RETURNED',
   'CANCEL',
   'EXPIRE',
@@ -69,6 +70,8 @@ const ALLOWED: Partial<Record<JobState, Partial<Record<JobEventType, JobStep>>>>
     RESULT_FAILED: step('failed', 'message.failed'),
     RESULT_UNKNOWN: step('unknown', 'message.unknown', 'unknown'),
     RECOVERED_SENDING: step('unknown', 'message.unknown', 'unknown'),
+    // found in sending while its media was still being prepared: the network was never called
+    RECOVERED_UNSENT: step('failed', 'message.failed'),
     // the call never reached the network (no session to take it): the job waits again, no event
     RETURNED: step('scheduled'),
   },
@@ -112,6 +115,11 @@ describe('job machine: SPEC.md "Job transitions", row by row', () => {
     assert.deepEqual(applyJobEvent('sending', ev('RESULT_UNKNOWN')), step('unknown', 'message.unknown', 'unknown'));
     assert.deepEqual(applyJobEvent('sending', ev('RECOVERED_SENDING')), step('unknown', 'message.unknown', 'unknown'));
     assert.deepEqual(statesAccepting('RECOVERED_SENDING'), ['sending']);
+  });
+
+  test('sending → failed when found in sending at start-up still preparing its media (never called)', () => {
+    assert.deepEqual(applyJobEvent('sending', ev('RECOVERED_UNSENT')), step('failed', 'message.failed'));
+    assert.deepEqual(statesAccepting('RECOVERED_UNSENT'), ['sending']);
   });
 
   test('queued, scheduled → cancelled by DELETE before sending started; refused once sending', () => {

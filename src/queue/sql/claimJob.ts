@@ -4,8 +4,9 @@
  * history the sliding windows count, and the instance's `last_dispatch_at` moved forward — one statement.
  *
  * The slot the planner dispatched it at is written with it (`scheduled_at`): a slot an acceptance moved may
- * not have been written yet (src/queue/slot-writer.ts), and the row then says when it was due. No `message.*`
- * event: DISPATCH emits none.
+ * not have been written yet (src/queue/slot-writer.ts), and the row then says when it was due. A media job is
+ * claimed `preparing` (sql/0014): it is not handed to the network before src/queue/sql/startCall.ts cleared it.
+ * No `message.*` event: DISPATCH emits none.
  *
  * Strategy: one statement of three data-modifying CTEs instead of a read, an UPDATE and an INSERT: the
  * dispatch lane's claim is what a due slot waits for, and every round trip is a turn of a busy event loop.
@@ -24,10 +25,13 @@
 import { bulkJobEvent } from '../../../machines/job.machine.js';
 import type { Queryable } from '../../store/pool.js';
 import type { Job } from '../job.js';
+import { MEDIA_SEND_KINDS } from '../payload.js';
 import type { LeaseRef } from '../types.js';
 import { JOB_ROW_NAMES, rowToJob, type JobRow } from './row.js';
 
 const dispatch = bulkJobEvent('DISPATCH');
+/** A media job is claimed `preparing`: its media is read or fetched before the call (src/queue/sql/startCall.ts). */
+const MEDIA_KINDS = MEDIA_SEND_KINDS.map((k) => `'${k}'`).join(', ');
 
 const claim = (fence: boolean) => `WITH ${fence ? `held AS (
        SELECT 1 FROM instance_leases
@@ -35,7 +39,7 @@ const claim = (fence: boolean) => `WITH ${fence ? `held AS (
         FOR KEY SHARE),
      ` : ''}moved AS (
        UPDATE jobs SET state = $3, scheduled_at = $4, dispatched_at = $5, attempts = attempts + 1,
-                       delivery_confidence = COALESCE($6, delivery_confidence)
+                       delivery_confidence = COALESCE($6, delivery_confidence), preparing = kind IN (${MEDIA_KINDS})
         WHERE id = $1 AND instance_id = $2 AND state = ANY($7::text[])${fence ? ' AND EXISTS (SELECT 1 FROM held)' : ''}
        RETURNING ${JOB_ROW_NAMES}),
      d AS (
