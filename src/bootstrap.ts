@@ -10,8 +10,23 @@ import path from 'node:path';
 import { BEARER_TOKEN_RULE, BEARER_TOKEN_TEXT } from './config.js';
 import { newAdminToken } from './ids.js';
 
+/**
+ * Create DATA_DIR if need be. A path that cannot be a directory is told as such, naming the variable (found from
+ * the outside: a DATA_DIR naming a file ended the start with a bare "EEXIST: file already exists, mkdir …").
+ */
 export async function ensureDataDir(dataDir: string): Promise<void> {
-  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  try {
+    await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why = code === 'EEXIST' || code === 'ENOTDIR'
+      ? 'is not a directory (a file is in its way)'
+      : code === 'EACCES' || code === 'EPERM' || code === 'EROFS'
+        ? `cannot be created or written by this user (${code})`
+        : null;
+    if (why === null) throw err;
+    throw new Error(`DATA_DIR ${dataDir} ${why}: set DATA_DIR to a directory this process may write`, { cause: err });
+  }
 }
 
 /** What a second process on the same DATA_DIR is told (it starts nothing). */

@@ -1,10 +1,13 @@
-/** The admin token's first-start duties (src/bootstrap.ts): generated once, read back, never one that cannot be used. */
+/**
+ * The first-start duties (src/bootstrap.ts): the admin token generated once, read back, never one that cannot be
+ * used; a DATA_DIR that cannot be a directory refused naming the variable.
+ */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { resolveAdminToken } from '../../src/bootstrap.js';
+import { ensureDataDir, resolveAdminToken } from '../../src/bootstrap.js';
 import { BEARER_TOKEN_RULE } from '../../src/config.js';
 
 async function inDir(f: (dir: string) => Promise<void>): Promise<void> {
@@ -46,4 +49,20 @@ test('a token too short to keep is replaced by a generated one', () =>
     const r = await resolveAdminToken(dir, undefined);
     assert.equal(r.generated, true);
     assert.match(r.token, BEARER_TOKEN_RULE);
+  }));
+
+test('a DATA_DIR that is a file, or lies under one, is refused naming DATA_DIR; an existing directory is fine', () =>
+  inDir(async (dir) => {
+    const file = path.join(dir, 'not-a-dir');
+    await writeFile(file, 'x');
+    for (const p of [file, path.join(file, 'below')]) {
+      await assert.rejects(ensureDataDir(p), (err: Error) => {
+        assert.equal(err.message, `DATA_DIR ${p} is not a directory (a file is in its way): set DATA_DIR to a directory this process may write`);
+        return true;
+      });
+    }
+    await ensureDataDir(dir);
+    const fresh = path.join(dir, 'a', 'b');
+    await ensureDataDir(fresh);
+    assert.equal((await stat(fresh)).isDirectory(), true);
   }));
