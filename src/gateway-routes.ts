@@ -44,6 +44,7 @@ import { groupsRouter } from './http/routes/groups.js';
 import { InteractionLimiter } from './http/rate-limit.js';
 import { PresenceManager } from './actors/presence.js';
 import { legacyRouter, v1Guard } from './http/routes/legacy.js';
+import type { V1Waits } from './http/routes/legacy-waits.js';
 import { messageMediaRouter } from './http/routes/message-media.js';
 
 export interface RouteDeps {
@@ -67,6 +68,8 @@ export interface RouteDeps {
   /** the mounted route table (the API reference is built from it) */
   routes(): RouteInfo[];
   version: string;
+  /** the synchronous v1 waits, which the gateway's stop ends and answers first */
+  v1Waits: V1Waits;
 }
 
 export interface Families {
@@ -76,7 +79,7 @@ export interface Families {
 }
 
 export function gatewayFamilies(deps: RouteDeps): Families {
-  const { config, clock, log, pool, rt, cluster, admin, instances, keys, portOfInstance, media, store, sandbox, metrics, wake } = deps;
+  const { config, clock, log, pool, rt, cluster, admin, instances, keys, portOfInstance, media, store, sandbox, metrics, wake, v1Waits } = deps;
   const VERSION = deps.version;
   // the one way into an instance: the port of the instance the request's key names
   // (this node's own, or a port forwarding to the node that owns it)
@@ -156,7 +159,7 @@ export function gatewayFamilies(deps: RouteDeps): Families {
     {
       ...instanceFamily(
         'v1',
-        legacyRouter({ portOf, clock, pool, config, log, validateMedia: media.validateAtAcceptance, onStoreError: () => void store.suspect() }),
+        legacyRouter({ portOf, clock, pool, config, log, validateMedia: media.validateAtAcceptance, onStoreError: () => void store.suspect(), waits: v1Waits }),
       ),
       // an API key that cannot be verified while the store is unreachable: 503 in v1's shape
       guard: v1Guard(apiKey),

@@ -17,6 +17,7 @@ import { createApp } from './http/app.js';
 import { answerClientErrors, serverOptions } from './http/client-error.js';
 import { routeTable, type RouteInfo } from './http/router.js';
 import { gatewayFamilies } from './gateway-routes.js';
+import { V1Waits } from './http/routes/legacy-waits.js';
 import { StoreHealth } from './store/health.js';
 import { startHousekeeping } from './store/housekeeping.js';
 import { watchKeyChanges } from './store/key-changes.js';
@@ -35,6 +36,9 @@ import { createMediaServices, type MediaServices } from './media/services.js';
 import { driverFactoryFor } from './drivers/factory.js';
 import type { GroupCommitStats } from './queue/group-commit.js';
 import { PACKAGE_ROOT } from './package-root.js';
+
+/** What a graceful stop gives the synchronous v1 callers to get their answers before it hands the instances over. */
+const V1_STOP_ANSWER_MS = 3_000;
 
 export const VERSION: string = (JSON.parse(readFileSync(path.join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
@@ -188,8 +192,9 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Pr
     changed: () => instances.keysChanged(),
     watching: (on) => keys.setWatched(on),
   });
+  const v1Waits = new V1Waits();
   const { families, consoleSessions, presence } = gatewayFamilies({
-    config, clock, log, pool, rt, cluster, admin, instances, keys, portOfInstance, media, store, sandbox, metrics, wake,
+    config, clock, log, pool, rt, cluster, admin, instances, keys, portOfInstance, media, store, sandbox, metrics, wake, v1Waits,
     routes: () => routes,
     version: VERSION,
   });
@@ -249,6 +254,8 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Pr
         idle.unref();
       };
       if (!clustered) stopListening();
+      // every synchronous v1 caller gets its answer while the instances are still here (legacy-waits.ts)
+      await v1Waits.stop(V1_STOP_ANSWER_MS);
       presence.stopAll();
       // open console event streams end before the server closes
       consoleSessions.close();

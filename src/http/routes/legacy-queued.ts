@@ -12,6 +12,8 @@
  *   the worker (or be refused at once with TTL_UNREACHABLE when the planner already knows), never send late.
  *   Should the expiry not have happened by the end of the wait (a long dispatch of another job holds the
  *   worker), the job is cancelled; a job already being sent is answered 500 "may have been delivered".
+ * - a graceful stop ends the wait at once (legacy-waits.ts): without ceilings the job is cancelled (503, the
+ *   gateway is stopping) or, being sent, waited for; with ceilings the 504, the job released to go out later.
  */
 import type { Context } from 'koa';
 import { DomainError } from '../../errors.js';
@@ -28,6 +30,7 @@ import { toAcceptRequest } from './send.js';
 import { acceptJob, viewOf } from './queue-gate.js';
 import type { V1Send } from './legacy-parse.js';
 import { isConnectionError } from '../../store/health.js';
+import type { V1Waits } from './legacy-waits.js';
 import type { Pool } from '../../store/pool.js';
 import { getJob } from '../../queue/jobs.js';
 import { isTerminal } from '../../../machines/job.machine.js';
@@ -44,7 +47,12 @@ export interface QueuedDeps {
   pool: Pool;
   log?: Logger;
   config: Pick<Config, 'LEGACY_SYNC_TIMEOUT_MS' | 'LEGACY_CALLER_TIMEOUT_MS'>;
+  /** the waits of this node, which a graceful stop ends and answers (legacy-waits.ts) */
+  waits?: V1Waits;
 }
+
+/** A synchronous send the gateway's stop ended before its outcome: nothing was sent (SPEC.md: 503). */
+const STOPPING = 'not sent: the gateway is stopping; nothing was sent';
 
 /** "Limits are active": a sending ceiling is set. Only then may a v1 wait end in 504. */
 export const limitsActive = (s: Pick<InstanceSettings, 'maxPerHour' | 'maxPer24h'>): boolean => s.maxPerHour !== null || s.maxPer24h !== null;
@@ -101,25 +109,53 @@ export async function sendThroughQueue(
   );
   // the caller waits here for the outcome: should this process die, the job must not outlive its caller
   if (!asyncMode) req.awaitsCaller = true;
+  // a stop has begun: nothing new is accepted to wait for (its wait would end at once)
+  if (!asyncMode && deps.waits?.stopping) throw new V1Error(503, STOPPING);
 
-  let job: Job;
-  try {
-    ({ job } = await acceptJob(port, req, waitMs, gate));
-  } catch (err) {
-    if (err instanceof DomainError && err.code === 'TTL_UNREACHABLE') {
-      // the planner already knows the slot is outside the job's validity: answer now, nothing was created
-      if (shortLived) return answerOutcome(ctx, send, await whyNotSent(port, settings, clock.now(), waitMs));
-      throw new V1Error(500, 'not sent: the send limits leave no slot before the message would expire; nothing was sent');
+  const run = async (): Promise<void> => {
+    let job: Job;
+    try {
+      ({ job } = await acceptJob(port, req, waitMs, gate));
+    } catch (err) {
+      if (err instanceof DomainError && err.code === 'TTL_UNREACHABLE') {
+        // the planner already knows the slot is outside the job's validity: answer now, nothing was created
+        if (shortLived) return answerOutcome(ctx, send, await whyNotSent(port, settings, clock.now(), waitMs));
+        throw new V1Error(500, 'not sent: the send limits leave no slot before the message would expire; nothing was sent');
+      }
+      throw err;
     }
-    throw err;
-  }
-  if (asyncMode) return ok(ctx, queuedData(send, job, clock.now()), 202);
+    if (asyncMode) return ok(ctx, queuedData(send, job, clock.now()), 202);
+    await waitAndAnswer(ctx, deps, port, settings, send, job, { start, waitMs, ceilings });
+  };
+  // a stop waits for the answer of a synchronous send, from its acceptance on
+  return !asyncMode && deps.waits ? deps.waits.track(run()) : run();
+}
 
-  const done = await awaitOutcome(port, job.id, Math.max(0, start + waitMs - clock.now()));
+/**
+ * Wait for the accepted job's outcome until the wait ends (or the gateway begins to stop: the wait ends at
+ * once, and its answer says so), and answer it.
+ */
+async function waitAndAnswer(
+  ctx: Context,
+  deps: QueuedDeps,
+  port: InstancePort,
+  settings: InstanceSettings,
+  send: V1Send,
+  job: Job,
+  wait: { start: number; waitMs: number; ceilings: boolean },
+): Promise<void> {
+  const { clock } = deps;
+  const { start, waitMs, ceilings } = wait;
+  const left = () => Math.max(0, start + waitMs - clock.now());
+  const outcome = awaitOutcome(port, job.id, left());
+  const done = deps.waits ? await deps.waits.untilStop(outcome) : await outcome;
+  const stopped = done === null && deps.waits?.stopping === true;
   // why the job did not go out in time, from the view right after the wait: read only where it can be the
   // answer (an expired job, a wait without ceilings that ended), so that a sent job asks nothing more of the
   // instance (an ask to its owner, where another node runs it)
-  const why = (done ? done.state === 'expired' : !ceilings) ? await whyNotSent(port, settings, clock.now(), waitMs) : null;
+  const why = stopped
+    ? ({ kind: 'not_sent', offline: true, error: STOPPING } as const)
+    : (done ? done.state === 'expired' : !ceilings) ? await whyNotSent(port, settings, clock.now(), waitMs) : null;
   const whyExpired = (): V1Outcome => why ?? { kind: 'not_sent', offline: false, error: 'not sent within the synchronous wait; nothing was sent' };
   if (done) return answerOutcome(ctx, send, outcomeOfJob(done, whyExpired));
   if (ceilings) {
@@ -133,7 +169,9 @@ export async function sendThroughQueue(
     if (settled) return answerOutcome(ctx, send, settled);
     throw waitTimeout(current ?? job, clock.now());
   }
-  return answerOutcome(ctx, send, await closeWait(port, job, whyExpired));
+  // a stop ended the wait early: a job being sent has the rest of the wait for its outcome (the stop lets an
+  // in-flight dispatch finish and persist it)
+  return answerOutcome(ctx, send, await closeWait(port, job, whyExpired, stopped ? left() : 0));
 }
 
 /**
@@ -149,8 +187,11 @@ function settledMeanwhile(current: Job | null | undefined, whyExpired: () => V1O
   return current && isTerminal(current.state) ? outcomeOfJob(current, whyExpired) : null;
 }
 
-/** Without ceilings: make sure the job cannot go out after the answer, and say what happened. */
-async function closeWait(port: InstancePort, job: Job, whyExpired: () => V1Outcome): Promise<V1Outcome> {
+/**
+ * Without ceilings: make sure the job cannot go out after the answer, and say what happened. A job already being
+ * sent is waited for up to `sendingMs` (0: answered as in flight at once: the caller's wait is over).
+ */
+async function closeWait(port: InstancePort, job: Job, whyExpired: () => V1Outcome, sendingMs: number): Promise<V1Outcome> {
   const inFlight: V1Outcome = {
     kind: 'unknown',
     unknownReason: 'the message was being sent when the synchronous wait ended',
@@ -163,7 +204,10 @@ async function closeWait(port: InstancePort, job: Job, whyExpired: () => V1Outco
     // Nothing was sent, and nothing will be: the job's validity ended before the wait did.
     if (isConnectionError(err)) return { kind: 'not_sent', offline: true, error: STORE_LOST_QUEUED };
     if (!(err instanceof DomainError) || err.code !== 'JOB_NOT_CANCELLABLE') throw err;
-    if (err.data.state === 'sending') return inFlight;
+    if (err.data.state === 'sending') {
+      const ended = sendingMs > 0 ? await awaitOutcome(port, job.id, sendingMs) : null;
+      return ended ? outcomeOfJob(ended, whyExpired) : inFlight;
+    }
     // it ended between the wait and the cancellation: read the outcome
     const ended = await awaitOutcome(port, job.id, CANCEL_GRACE_MS);
     return ended ? outcomeOfJob(ended, whyExpired) : inFlight;

@@ -23,6 +23,7 @@ import { toV1GuardError, toV1SendError } from '../translate.js';
 import { requireConnectedOrRestarting, sendThroughQueue } from './legacy-queued.js';
 import { sendDirect } from './legacy-direct.js';
 import { sendBulk } from './legacy-bulk.js';
+import type { V1Waits } from './legacy-waits.js';
 import { GateStale, ownNumber, viewOf } from './queue-gate.js';
 
 export interface LegacyRouteDeps {
@@ -36,6 +37,8 @@ export interface LegacyRouteDeps {
   log?: Logger;
   /** a v1 route met a store connection error (the error boundary never sees it): probe the store now */
   onStoreError?: () => void;
+  /** the synchronous waits of this node, which a graceful stop ends and answers (legacy-waits.ts) */
+  waits?: V1Waits;
 }
 
 export function legacyRouter(deps: LegacyRouteDeps): Router {
