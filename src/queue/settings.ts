@@ -6,6 +6,7 @@
  */
 import { IANAZone } from 'luxon';
 import {
+  coerce,
   assert,
   boolean,
   define,
@@ -89,8 +90,28 @@ export const LIMIT_MAX = 1_000_000;
 const HHMM = /^([01]\d|2[0-3]):[0-5]\d$/;
 const hhmm = refine(string(), 'pattern', (v) => HHMM.test(v) || 'must be a time of day HH:MM from 00:00 to 23:59');
 
-const TimeZone = define<string>('TimeZone', (v) =>
-  typeof v === 'string' && IANAZone.isValidZone(v) ? true : 'must be an IANA time zone such as Europe/Berlin',
+/**
+ * A zone name in its own case (`europe/berlin` → `Europe/Berlin`); anything else as given: an alias stays the
+ * alias it is (`Etc/UTC` is not rewritten to `UTC`, nor `EST5EDT` to `America/New_York`), and a name that is no
+ * zone is left for the check to refuse.
+ */
+function canonicalZone(name: string): string {
+  try {
+    const own = new Intl.DateTimeFormat('en-US', { timeZone: name }).resolvedOptions().timeZone;
+    return own.toLowerCase() === name.toLowerCase() ? own : name;
+  } catch {
+    return name;
+  }
+}
+
+/**
+ * An IANA time zone, stored and echoed as the zone's own spelling: zone names are matched without regard to
+ * case, and `europe/berlin` was accepted and echoed back as written (found from the outside).
+ */
+const TimeZone = coerce(
+  define<string>('TimeZone', (v) => (typeof v === 'string' && IANAZone.isValidZone(v) ? true : 'must be an IANA time zone such as Europe/Berlin')),
+  string(),
+  canonicalZone,
 );
 
 export const QuietHoursStruct: Struct<QuietHours, unknown> = refine(

@@ -1,6 +1,6 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { StructError, validate } from 'superstruct';
+import { StructError, create, validate } from 'superstruct';
 import {
   EXISTING_INSTANCE_DEFAULTS,
   NEW_INSTANCE_DEFAULTS,
@@ -66,6 +66,16 @@ describe('settings PATCH validation', () => {
     ]) {
       assert.equal(failingField(p), null, JSON.stringify(p));
     }
+  });
+
+  test('a time zone is stored in its own case; an alias stays as given', () => {
+    const tzOf = (tz: string) => create({ quietHours: { start: '22:00', end: '07:00', tz } }, SettingsPatchStruct).quietHours?.tz;
+    assert.equal(tzOf('europe/berlin'), 'Europe/Berlin');
+    assert.equal(tzOf('AMERICA/NEW_YORK'), 'America/New_York');
+    assert.equal(tzOf('Europe/Berlin'), 'Europe/Berlin');
+    assert.equal(tzOf('Etc/UTC'), 'Etc/UTC');
+    assert.equal(tzOf('EST5EDT'), 'EST5EDT');
+    assert.throws(() => tzOf('europe/atlantis'), StructError);
   });
 
   test('each invalid field is named', () => {
