@@ -33,9 +33,12 @@ export const OUTCOMES_BESIDE_LANE = 2;
 /** How much later than its claim a call must come for the instance's last dispatch to be written anew (`fromTheCall`). */
 export const MOVE_WRITE_MS = 50;
 
-/** The instant of the call when it came after the job's claim; null when there was none or it came with it. */
-function calledAfterClaim(job: Job, outcome: DispatchOutcome): number | null {
-  return outcome.callAt !== undefined && job.dispatchedAt !== null && outcome.callAt > job.dispatchedAt ? outcome.callAt : null;
+/**
+ * The instant of the call when it came more than `afterMs` after the job's claim; null when there was none or it
+ * came with it.
+ */
+function calledAfterClaim(job: Job, outcome: DispatchOutcome, afterMs = 0): number | null {
+  return outcome.callAt !== undefined && job.dispatchedAt !== null && outcome.callAt - job.dispatchedAt > afterMs ? outcome.callAt : null;
 }
 
 export class DispatchLoop {
@@ -314,8 +317,7 @@ export class DispatchLoop {
       }
       return;
     }
-    const called = calledAfterClaim(job, outcome);
-    const later = called !== null && job.dispatchedAt !== null && called - job.dispatchedAt > MOVE_WRITE_MS ? called : null;
+    const later = calledAfterClaim(job, outcome, MOVE_WRITE_MS);
     const also = async (c: PoolClient) => {
       if (step.forgetDispatch) await forgetDispatch(c, job.id);
       if (later !== null) await laterLastDispatch(c, core.instanceId, later);
@@ -328,7 +330,7 @@ export class DispatchLoop {
   private async putBack(job: Job, now: number, outcome?: DispatchOutcome): Promise<Job | null> {
     const back = await this.core.move(job, { type: 'RETURNED' }, { dispatchedAt: null }, {}, (c) => forgetDispatch(c, job.id));
     const why = outcome?.kind === 'failed' ? { resultCode: outcome.resultCode, detail: outcome.errorMessage } : {};
-    if (back) this.core.deps.log.warn({ jobId: job.id, at: now, ...why }, 'the session went away before the call: job back in the queue');
+    if (back) this.core.deps.log.warn({ jobId: job.id, at: now, ...why }, 'the call was never made (no session took it, or its start could not be recorded): job back in the queue');
     return back;
   }
 
