@@ -139,6 +139,18 @@ describe('v1 waits', () => {
       assert.ok(states.every((s) => s === 'sent' || s === 'expired'), states.join());
     });
 
+    test('a pause between two messages longer than the wait: refused at once, and the answer names the pause, not a queue', async () => {
+      const inst = await h.add('long-pause', { minDelayMs: 25_000, maxDelayMs: 30_000 });
+      const { value: first } = await h.drive(send(inst, 'first'));
+      assert.equal(first.status, 200);
+      const r = await h.post(inst, '/api/send-message', to(A, 'second'));
+      assert.equal(r.status, 500);
+      assert.equal(r.text, JSON.stringify({ success: false, error: 'not sent within the synchronous wait of 20 s: the send before it and the pause between two messages (25000-30000 ms) end after the wait; nothing was sent' }));
+      assert.equal((await h.jobs(inst)).length, 1, 'nothing queued');
+      await h.advance(HOUR, 60_000);
+      assert.deepEqual(inst.net.bodies(), ['first']);
+    });
+
     test('quiet hours: refused at once, nothing queued, nothing sent later', async () => {
       const now = new Date(h.clock.now());
       const hh = (d: number) => String((now.getUTCHours() + d) % 24).padStart(2, '0');

@@ -3,7 +3,9 @@ import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { V1Error } from '../../src/http/errors.js';
 import { parseBulkEntry, parseV1Send } from '../../src/http/routes/legacy-parse.js';
-import { limitsActive, syncTtlSeconds } from '../../src/http/routes/legacy-queued.js';
+import { limitsActive, notSentInTime, syncTtlSeconds } from '../../src/http/routes/legacy-queued.js';
+import { stoppedView } from '../../machines/instance.snapshot.js';
+import { EXISTING_INSTANCE_DEFAULTS } from '../../src/queue/settings.js';
 
 const OWN = '4915199999999';
 
@@ -92,5 +94,21 @@ describe('wait policy', () => {
     assert.equal(syncTtlSeconds(25_000), 24);
     assert.equal(syncTtlSeconds(1_500), 1);
     assert.equal(syncTtlSeconds(0), 1);
+  });
+
+  test('why a message was not sent in time: a queue ahead of it, or only the send before it and the pause', () => {
+    const view = { ...stoppedView('4915100000001'), status: 'connected' as const, connected: true, queueMode: 'pg' as const };
+    const settings = { ...EXISTING_INSTANCE_DEFAULTS, minDelayMs: 1_500, maxDelayMs: 3_000, quietHours: null };
+    const error = (ahead: number | null, s = settings) => {
+      const o = notSentInTime(view, s, 0, 20_000, ahead);
+      assert.equal(o.kind, 'not_sent');
+      return o.kind === 'not_sent' ? o.error : '';
+    };
+    const queue = 'not sent within the synchronous wait of 20 s: other messages are ahead in the send queue; nothing was sent';
+    const pause = (p: string) => `not sent within the synchronous wait of 20 s: the send before it and the pause between two messages (${p}) end after the wait; nothing was sent`;
+    assert.equal(error(3), queue);
+    assert.equal(error(null), queue, 'not known, and the pause alone fits into the wait');
+    assert.equal(error(0), pause('1500-3000 ms'));
+    assert.equal(error(null, { ...settings, minDelayMs: 20_000, maxDelayMs: 20_000 }), pause('20000 ms'));
   });
 });

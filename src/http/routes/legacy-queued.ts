@@ -60,8 +60,13 @@ export const limitsActive = (s: Pick<InstanceSettings, 'maxPerHour' | 'maxPer24h
 /** Validity of a synchronous v1 job without ceilings: it expires a second before the wait ends. */
 export const syncTtlSeconds = (waitMs: number): number => Math.max(1, Math.floor(waitMs / 1000) - 1);
 
-/** Why a message was not sent within the wait: the connection (503) or the plan (500). */
-export function notSentInTime(view: InstanceView, settings: InstanceSettings, now: number, waitMs: number): V1Outcome {
+/**
+ * Why a message was not sent within the wait: the connection (503) or the plan (500). `ahead`: the jobs ahead of
+ * it when it was accepted (null: not known, nothing was accepted). With none ahead, or with a pause between two
+ * messages longer than the wait, what held it back was the send before it and that pause, not a queue (found
+ * from the outside: "other messages are ahead" was said of a message alone in its queue).
+ */
+export function notSentInTime(view: InstanceView, settings: InstanceSettings, now: number, waitMs: number, ahead: number | null = null): V1Outcome {
   if (view.paused) return { kind: 'not_sent', offline: true, error: `${RESTARTING}; nothing was sent` };
   if (!view.connected) return { kind: 'not_sent', offline: true, error: `${NOT_CONNECTED}; nothing was sent` };
   const qh = settings.quietHours;
@@ -69,11 +74,16 @@ export function notSentInTime(view: InstanceView, settings: InstanceSettings, no
     const end = quietEnd(isQuiet(now, qh) ? now : now + waitMs, qh);
     return { kind: 'not_sent', offline: false, error: `not sent: quiet hours until ${new Date(end).toISOString()}; nothing was sent` };
   }
-  return {
-    kind: 'not_sent',
-    offline: false,
-    error: `not sent within the synchronous wait of ${Math.round(waitMs / 1000)} s: other messages are ahead in the send queue; nothing was sent`,
-  };
+  const within = `not sent within the synchronous wait of ${Math.round(waitMs / 1000)} s`;
+  if (ahead === 0 || settings.minDelayMs >= waitMs) {
+    const pause = settings.minDelayMs === settings.maxDelayMs ? `${settings.minDelayMs} ms` : `${settings.minDelayMs}-${settings.maxDelayMs} ms`;
+    return {
+      kind: 'not_sent',
+      offline: false,
+      error: `${within}: the send before it and the pause between two messages (${pause}) end after the wait; nothing was sent`,
+    };
+  }
+  return { kind: 'not_sent', offline: false, error: `${within}: other messages are ahead in the send queue; nothing was sent` };
 }
 
 /** Resolve when the job is terminal (its latest state), or with null after `ms`. */
@@ -81,8 +91,8 @@ const awaitOutcome = (port: InstancePort, jobId: string, ms: number): Promise<Jo
   port.ask({ type: 'queue.awaitOutcome', jobId, timeoutMs: ms }, ms + DEADLINES.queueStatus);
 
 /** Why the job did not go out in time, from the instance's view now. */
-const whyNotSent = async (port: InstancePort, settings: InstanceSettings, now: number, waitMs: number): Promise<V1Outcome> =>
-  notSentInTime(await viewOf(port), settings, now, waitMs);
+const whyNotSent = async (port: InstancePort, settings: InstanceSettings, now: number, waitMs: number, ahead: number | null = null): Promise<V1Outcome> =>
+  notSentInTime(await viewOf(port), settings, now, waitMs, ahead);
 
 /**
  * `gate`: the send was prepared with the last view seen of an instance on another node (legacy.ts `send`);
@@ -114,8 +124,9 @@ export async function sendThroughQueue(
 
   const run = async (): Promise<void> => {
     let job: Job;
+    let queuePosition: number;
     try {
-      ({ job } = await acceptJob(port, req, waitMs, gate));
+      ({ job, queuePosition } = await acceptJob(port, req, waitMs, gate));
     } catch (err) {
       if (err instanceof DomainError && err.code === 'TTL_UNREACHABLE') {
         // the planner already knows the slot is outside the job's validity: answer now, nothing was created
@@ -125,7 +136,7 @@ export async function sendThroughQueue(
       throw err;
     }
     if (asyncMode) return ok(ctx, queuedData(send, job, clock.now()), 202);
-    await waitAndAnswer(ctx, deps, port, settings, send, job, { start, waitMs, ceilings });
+    await waitAndAnswer(ctx, deps, port, settings, send, job, { start, waitMs, ceilings, ahead: Math.max(0, queuePosition - 1) });
   };
   // a stop waits for the answer of a synchronous send, from its acceptance on
   return !asyncMode && deps.waits ? deps.waits.track(run()) : run();
@@ -142,10 +153,10 @@ async function waitAndAnswer(
   settings: InstanceSettings,
   send: V1Send,
   job: Job,
-  wait: { start: number; waitMs: number; ceilings: boolean },
+  wait: { start: number; waitMs: number; ceilings: boolean; ahead: number },
 ): Promise<void> {
   const { clock } = deps;
-  const { start, waitMs, ceilings } = wait;
+  const { start, waitMs, ceilings, ahead } = wait;
   const left = () => Math.max(0, start + waitMs - clock.now());
   const outcome = awaitOutcome(port, job.id, left());
   const done = deps.waits ? await deps.waits.untilStop(outcome) : await outcome;
@@ -155,7 +166,7 @@ async function waitAndAnswer(
   // instance (an ask to its owner, where another node runs it)
   const why = stopped
     ? ({ kind: 'not_sent', offline: true, error: STOPPING } as const)
-    : (done ? done.state === 'expired' : !ceilings) ? await whyNotSent(port, settings, clock.now(), waitMs) : null;
+    : (done ? done.state === 'expired' : !ceilings) ? await whyNotSent(port, settings, clock.now(), waitMs, ahead) : null;
   const whyExpired = (): V1Outcome => why ?? { kind: 'not_sent', offline: false, error: 'not sent within the synchronous wait; nothing was sent' };
   if (done) return answerOutcome(ctx, send, outcomeOfJob(done, whyExpired));
   if (ceilings) {
