@@ -4,6 +4,12 @@
  * by Node itself, as bare status lines outside the envelope. `answerClientErrors` answers them in the v2 error
  * envelope of envelope.ts instead, with `Connection: close`, then drops the connection: the stream can no
  * longer be parsed. Nothing of the refused bytes is echoed; the texts are fixed.
+ *
+ * Requests before the refused one on the same connection keep their answers (found from the outside: a send
+ * pipelined before a malformed request was accepted and went out, while its client got only the 400 of the
+ * request after it, which SPEC.md reads as "nothing accepted"): the refusal waits until they are answered.
+ * And a client that half-closes its side after a whole request (`shutdown(SHUT_WR)`, `nc -N`) still gets its
+ * answer: Node ended such a connection at once and the answer of a send that was performed was never written.
  */
 import http from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -100,15 +106,54 @@ export function answerClientErrors(server: http.Server): void {
     if (socket.writable) socket.write(responseBytes(NOT_A_PROXY, 'Allow: '));
     socket.destroy();
   });
+  // the answers of a connection whose client closed its sending side are still written; the connection ends
+  // after the last of them (node:_http_server socketOnEnd reads this property of the server; it has no option
+  // and no type: test/integration/client-error.test.ts holds the behaviour)
+  Object.assign(server, { httpAllowHalfOpen: true });
+  server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const open = unanswered.get(req.socket) ?? new Set<Exchange>();
+    const exchange = { req, res };
+    open.add(exchange);
+    unanswered.set(req.socket, open);
+    const done = () => void open.delete(exchange);
+    res.once('finish', done).once('close', done);
+  });
   server.on('clientError', (err: Error, socket: Duplex) => {
     const code = 'code' in err && typeof err.code === 'string' ? err.code : undefined;
-    // ECONNRESET: the peer is gone; nobody would read an answer
-    if (socket.writable && code !== 'ECONNRESET' && !responseUnderway(socket)) {
-      const r = refusal(code, server);
-      refusedWith.set(socket, r.status);
-      // small enough to be taken by the kernel at once, so the destroy below does not cut it off
-      socket.write(responseBytes(r));
-    }
-    socket.destroy();
+    const refuse = () => {
+      // ECONNRESET: the peer is gone; nobody would read an answer
+      if (socket.writable && code !== 'ECONNRESET' && !responseUnderway(socket)) {
+        const r = refusal(code, server);
+        refusedWith.set(socket, r.status);
+        // small enough to be taken by the kernel at once, so the destroy below does not cut it off
+        socket.write(responseBytes(r));
+      }
+      socket.destroy();
+    };
+    // Requests before the refused one whose bodies were received whole, and whose answers have not begun, are
+    // answered first: the bytes that could not be parsed came after them. One still receiving its body (the
+    // error is in that body, or the body stalled past the request timeout) cannot be answered, and one whose
+    // answer is being written (a stream) is cut off as before: the connection is refused at once.
+    const before = [...(unanswered.get(socket) ?? [])];
+    const answerFirst = before.length > 0 && !responseUnderway(socket) && before.every((x) => x.req.complete);
+    if (code === 'ECONNRESET' || code === 'ERR_HTTP_REQUEST_TIMEOUT' || !answerFirst) return refuse();
+    void Promise.all(before.map(({ res }) => answered(res))).then(refuse);
+  });
+}
+
+/** A request and its response, on a connection, until the response is written whole or closed. */
+interface Exchange {
+  req: http.IncomingMessage;
+  res: http.ServerResponse;
+}
+
+/** The exchanges of each connection whose response is not written yet. */
+const unanswered = new WeakMap<Duplex, Set<Exchange>>();
+
+/** Resolves once `res` is written whole, or its connection closed. */
+function answered(res: http.ServerResponse): Promise<void> {
+  if (res.writableFinished || res.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    res.once('finish', () => resolve()).once('close', () => resolve());
   });
 }
