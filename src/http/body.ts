@@ -273,9 +273,19 @@ export function jsonBody(opts: { limitBytes: number }) {
  */
 export function refuseMalformedTarget(ctx: Context, next: Next): Promise<void> {
   if (ctx.req.headers.host === undefined && ctx.req.httpVersion === '1.1') throw bad('host', 'an HTTP/1.1 request must carry a Host header');
+  // RFC 9112 3.2: more than one Host, or one that is no host[:port], is a 400 (Node keeps the first of several)
+  const hosts = ctx.req.headersDistinct.host;
+  if (hosts && hosts.length > 1) throw bad('host', 'a request must carry one Host header');
+  if (hosts?.[0] !== undefined && !validHost(hosts[0])) throw bad('host', 'the Host header must be a host name or address, with a port from 0 to 65535 if any');
   if (/%00/i.test(ctx.path)) throw bad('path', 'the path must not contain NUL characters');
   if (/%00/i.test(ctx.querystring)) throw bad('query', 'the query must not contain NUL characters');
   return next();
+}
+
+/** `host[:port]` as RFC 9110 4.2.3 writes it: a name or IPv4 address, or an IPv6 literal in brackets; a port of 0-65535. */
+function validHost(value: string): boolean {
+  const m = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~!$&'()*+,;=%-]*)(?::(\d{0,5}))?$/.exec(value);
+  return m !== null && (m[1] === undefined || m[1] === '' || Number(m[1]) <= 65_535);
 }
 
 declare module 'koa' {

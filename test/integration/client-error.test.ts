@@ -270,6 +270,15 @@ test("what Node answered itself outside the envelope: no Host (400), an Expect i
     assert.equal(noHost.status, 400, noHost.raw);
     assert.equal(noHost.body.code, 'VALIDATION_FAILED');
     assert.deepEqual(noHost.body.data, { field: 'host' });
+    // RFC 9112 3.2: two Host headers, or a Host that is no host[:port], are a 400 as well (found from the outside)
+    for (const head of ['Host: a\r\nHost: b', 'Host: x:99999', 'Host: x y', 'Host: a/b']) {
+      const r = parseResponse(await exchange(to, `GET /ping HTTP/1.1\r\n${head}\r\n\r\n`));
+      assert.equal(r.status, 400, `${head}: ${r.raw}`);
+      assert.deepEqual(r.body.data, { field: 'host' }, head);
+    }
+    for (const head of ['Host: x:65535', 'Host: 127.0.0.1:3000', 'Host: [::1]:80', 'Host: my_host.example', 'Host: x:']) {
+      assert.match(await exchange(to, `GET /ping HTTP/1.1\r\n${head}\r\n\r\n`), /^HTTP\/1\.1 200 /, head);
+    }
     // HTTP/1.0 has no Host requirement
     const old = await exchange(to, 'GET /ping HTTP/1.0\r\n\r\n');
     assert.match(old, /^HTTP\/1\.1 200 /);
