@@ -18,7 +18,17 @@ export interface StopOptions {
   parentCheckMs?: number;
   /** called on a second signal while stopping (the user insists): default exits at once with 130 */
   onForce?: () => void;
+  /** the clock of FORCE_AFTER_MS (tests); default Date.now */
+  now?: () => number;
 }
+
+/**
+ * A signal this soon after the first is the same request delivered twice, not a user insisting: Ctrl-C in a
+ * terminal signals the whole foreground process group, so a gateway under `npm start` gets SIGINT from the
+ * terminal and again from npm, which forwards it, a few milliseconds apart. Found from the outside: Ctrl-C on
+ * `npm start` exited 130 at once instead of stopping gracefully with 0.
+ */
+export const FORCE_AFTER_MS = 1_000;
 
 const SIGNALS = ['SIGTERM', 'SIGINT'] as const;
 
@@ -29,23 +39,23 @@ export function stopsWithParent(env: NodeJS.ProcessEnv = process.env): boolean {
 }
 
 /**
- * Call `stop(reason)` once on the first stop request; a second signal forces an immediate exit.
+ * Call `stop(reason)` once on the first stop request; a second signal (FORCE_AFTER_MS or more after it) forces
+ * an immediate exit.
  * Returns a function that removes the handlers (tests, or a process that stopped by itself).
  */
 export function onStopRequest(stop: (reason: string) => void, opts: StopOptions = {}): () => void {
-  let requested = false;
+  const now = opts.now ?? Date.now;
+  let requestedAt: number | null = null;
   const request = (reason: string) => {
-    if (requested) return;
-    requested = true;
+    if (requestedAt !== null) return;
+    requestedAt = now();
     stop(reason);
   };
   const onSignal = (signal: NodeJS.Signals) => {
-    if (requested) {
-      if (opts.onForce) opts.onForce();
-      else process.exit(130);
-      return;
-    }
-    request(signal);
+    if (requestedAt === null) return request(signal);
+    if (now() - requestedAt < FORCE_AFTER_MS) return;
+    if (opts.onForce) opts.onForce();
+    else process.exit(130);
   };
   for (const s of SIGNALS) process.on(s, onSignal);
 
