@@ -1,6 +1,8 @@
 /**
  * Logging: bunyan, JSON lines. Secrets never reach a log line: serializers and a stream filter redact API
- * keys (wapi_…), the admin token, webhook secrets, QR strings and pairing codes wherever they appear.
+ * keys (wapi_…), the admin token, webhook secrets, QR strings and pairing codes wherever they appear. Text a
+ * client gave (a request's path) is masked in every spelling a server decodes to a secret, percent-encoded too
+ * (`maskClientText`); error answers that echo such text use it as well.
  */
 import bunyan from 'bunyan';
 import { Writable } from 'node:stream';
@@ -10,10 +12,10 @@ export type Logger = bunyan;
 const SECRET_KEYS = /^(apikey|api_key|key|secret|token|admintoken|admin_token|authorization|qr|code|pairingcode|password)$/i;
 const KEY_PATTERN = /wapi_[A-Za-z0-9-]+_[A-Za-z0-9_-]+/g;
 
-/** Deep copy with secret-named fields replaced and API keys masked in every string. */
+/** Deep copy with secret-named fields replaced and API keys masked in every string (percent-encoded ones too). */
 export function redact(value: unknown, depth = 0): unknown {
   if (depth > 6) return '[deep]';
-  if (typeof value === 'string') return value.replace(KEY_PATTERN, 'wapi_[redacted]');
+  if (typeof value === 'string') return value.includes('%') ? maskClientText(value) : value.replace(KEY_PATTERN, 'wapi_[redacted]');
   if (Array.isArray(value)) return value.map((v) => redact(v, depth + 1));
   if (value instanceof Error) return { name: value.name, message: redact(value.message), stack: redact(value.stack) };
   if (value && typeof value === 'object') {
@@ -87,6 +89,56 @@ function maskSecrets(line: string): string {
 
 function maskLine(line: string): string {
   return maskSecrets(line.includes('wapi_') ? line.replace(KEY_PATTERN, 'wapi_[redacted]') : line);
+}
+
+/** A run of well-formed percent escapes; a malformed one (`%zz`, `%4`) is not part of a run and stays as written. */
+const PERCENT_RUN = /(?:%[0-9A-Fa-f]{2})+/g;
+/**
+ * A server decodes a path once, a proxy in front of it maybe once more: 8 rounds are far past what any decodes,
+ * and bound the work on a hostile path (`%252525…`, each round only 2 characters shorter).
+ */
+const MAX_DECODES = 8;
+
+/** One round of percent-decoding as a server does it (the bytes of a run as UTF-8); never throws, unlike decodeURIComponent. */
+const decodePercent = (text: string) => text.replace(PERCENT_RUN, (run) => Buffer.from(run.replaceAll('%', ''), 'hex').toString('utf8'));
+
+/**
+ * Text a client gave (a request's path, an id echoed in an error), with every secret masked in every spelling a
+ * server decodes to it: as written, and percent-encoded in any way (any character, upper- or lower-case hex, an
+ * encoded `%` decoded again). Text without `%` costs what maskLine does. Text that decodes to a secret is given
+ * back decoded, masked (`/api/v2/messages/wapi%5Fdemo_…` is `/api/v2/messages/wapi_[redacted]`): masking its
+ * encoded spelling in place would keep any part of the secret that the masked span missed (`wapi_demo_ab%41cd`);
+ * text that holds none is given back as written.
+ */
+export function maskClientText(text: string): string {
+  if (!text.includes('%')) return maskLine(text);
+  let found = false;
+  let decoded = text;
+  for (let round = 0; round < MAX_DECODES; round++) {
+    // a registered secret is masked in the spelling it has at this round, before a decoding could change it
+    const masked = maskSecrets(decoded);
+    found ||= masked !== decoded;
+    decoded = decodePercent(masked);
+    if (decoded === masked) break;
+  }
+  const masked = maskLine(decoded);
+  return found || masked !== decoded ? masked : text;
+}
+
+/**
+ * A deep copy of an answer's fields with every string masked as maskClientText does: for error answers that echo
+ * what a client gave (an id, a path). Only arrays and plain objects are entered; field names are kept as they are.
+ */
+export function maskClientValue(value: unknown, depth = 0): unknown {
+  if (typeof value === 'string') return maskClientText(value);
+  if (depth > 6) return '[deep]';
+  if (Array.isArray(value)) return value.map((v) => maskClientValue(v, depth + 1));
+  if (value !== null && typeof value === 'object' && [Object.prototype, null].includes(Object.getPrototypeOf(value))) {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[k] = maskClientValue(v, depth + 1);
+    return out;
+  }
+  return value;
 }
 
 /** The part of a stream a log line is written to: a stream, or the process's batched stdout. */
@@ -174,6 +226,9 @@ export function createLogger(opts: { level: bunyan.LogLevel; name?: string; stre
       req: (r: unknown) => redact(r),
       data: (d: unknown) => redact(d),
       payload: (d: unknown) => redact(d),
+      // a request's path as the client sent it (src/http/request-log.ts): its percent-encoded spellings of a
+      // secret are masked here; the plain ones by the stream, as in every line (so a path without '%' costs nothing more)
+      path: (p: unknown) => (typeof p !== 'string' ? redact(p) : p.includes('%') ? maskClientText(p) : p),
     },
   });
 }

@@ -1,13 +1,15 @@
 /**
  * The one place that writes responses' envelopes: success `{success:true, data}` and the error boundary
  * `{success:false, error, code, data}`. What a thrown error answers is decided by translate.ts; an unknown
- * error is logged in full and answered without internals. A V1Error's frozen body is written as is.
+ * error is logged in full and answered without internals. A V1Error's frozen body is written with the fields it
+ * has. An error's answer may echo what the client gave (an id, the path): a secret in it is masked as in the log
+ * (maskClientText), in whatever spelling it came, so an answer never carries an API key or the admin token back.
  */
 import type { Context, Next } from 'koa';
 import { DomainError } from '../errors.js';
 import { V1Error } from './errors.js';
 import { translate, type TranslateOptions } from './translate.js';
-import type { Logger } from '../log.js';
+import { maskClientValue, type Logger } from '../log.js';
 
 export function ok(ctx: Context, data: unknown, status = 200): void {
   ctx.status = status;
@@ -24,7 +26,7 @@ export function errorBoundary(log: Logger, opts: TranslateOptions = {}) {
     } catch (raw) {
       if (raw instanceof V1Error) {
         ctx.status = raw.status;
-        ctx.body = raw.body;
+        ctx.body = maskClientValue(raw.body);
         return;
       }
       const err = translate(raw, opts);
@@ -32,7 +34,7 @@ export function errorBoundary(log: Logger, opts: TranslateOptions = {}) {
         log.error({ err: raw, method: ctx.method, path: ctx.path }, 'unhandled error');
       }
       ctx.status = err.status;
-      ctx.body = { success: false, error: err.message, code: err.code, ...err.extra, data: err.data };
+      ctx.body = maskClientValue({ success: false, error: err.message, code: err.code, ...err.extra, data: err.data });
     }
   };
 }

@@ -1,7 +1,8 @@
 /**
  * One log line per request, at info, when its answer is decided: method, path (never the query string: it may
- * carry a credential), status, duration, and a request id. The id is the client's `X-Request-Id` when that is
- * a sane token (1 to 128 of A-Z a-z 0-9 . _ : ~ + / = -), else a new one; it is echoed in the answer's
+ * carry a credential; a secret in the path is masked by the logger in any spelling, src/log.ts), status,
+ * duration, and a request id. The id is the client's `X-Request-Id` when that is a sane token (1 to 128 of
+ * A-Z a-z 0-9 . _ : ~ + / = -), else a new one; it is echoed in the answer's
  * `X-Request-Id` and kept in `ctx.state.requestId` for other log lines of the request. Headers and bodies are
  * never logged. Mounted first (outside the error boundary), so the status logged is the one answered.
  */
