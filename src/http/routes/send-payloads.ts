@@ -5,6 +5,7 @@
  */
 import { DomainError, validationFailed } from '../../errors.js';
 import type { SendKind } from '../../queue/payload.js';
+import { mimeEssence } from '../../media/mimetype.js';
 
 export const VOICE_MIMETYPES = [
   'audio/ogg', 'audio/ogg;codecs=opus', 'audio/opus', 'audio/mpeg', 'audio/mp3', 'audio/mp4', 'audio/aac',
@@ -28,6 +29,18 @@ function mediaSource(b: { mediaUrl?: string | undefined; mediaBase64?: string | 
   if (b.mimetype !== undefined) src.mimetype = b.mimetype.toLowerCase().replace(/\s+/g, '');
   if (b.filename !== undefined) src.filename = b.filename;
   return src;
+}
+
+/**
+ * A sticker is made from a still image (SPEC.md: video or GIF to sticker is not supported). A GIF is an image
+ * type, but it is the animated case SPEC.md names with video: refused as video is, not sent as a sticker.
+ */
+function checkStickerType(mimetype: string): void {
+  const essence = mimeEssence(mimetype);
+  if (essence.startsWith('video/') || essence === 'image/gif') {
+    throw new DomainError('STICKER_VIDEO_UNSUPPORTED', 'video or GIF to sticker is not supported; send an image', { field: 'mimetype' });
+  }
+  if (!essence.startsWith('image/')) throw validationFailed('mimetype', 'a sticker needs an image/* mimetype');
 }
 
 /** A string field of the body, else undefined. */
@@ -62,8 +75,7 @@ export function buildPayload(kind: Exclude<SendKind, 'group_create' | 'forward'>
     case 'sticker': {
       const src = mediaSource(b, false);
       const mt = src.mimetype as string | undefined;
-      if (mt?.startsWith('video/')) throw new DomainError('STICKER_VIDEO_UNSUPPORTED', 'video or GIF to sticker is not supported; send an image', { field: 'mimetype' });
-      if (mt !== undefined && !mt.startsWith('image/')) throw validationFailed('mimetype', 'a sticker needs an image/* mimetype');
+      if (mt !== undefined) checkStickerType(mt);
       if (mt === undefined) warnings.push('mimetype not given: only image/* can be converted to a sticker');
       return {
         ...src,
