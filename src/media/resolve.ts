@@ -47,7 +47,8 @@ export interface MediaSourceDeps extends AddressPolicy {
 }
 
 export type ValidatedMediaSource =
-  | { kind: 'url'; url: string }
+  /** `mimetype`: the probed answer's Content-Type (the type dispatch sends it as when none is given), or null */
+  | { kind: 'url'; url: string; mimetype: string | null }
   | { kind: 'base64'; size: number }
   | { kind: 'id'; record: MediaRecord };
 
@@ -101,16 +102,17 @@ export async function validateMediaSourceAtAcceptance(
   const { field, value } = pickSource(src);
   const mimetype = givenMimetype(src);
   switch (field) {
-    case 'mediaUrl':
+    case 'mediaUrl': {
       await assertPublicUrl(value, urlOptions(deps));
-      await probeMediaUrl(value, {
+      const probed = await probeMediaUrl(value, {
         ...urlOptions(deps),
         maxBytes: deps.urlMaxBytes ?? 16 * MiB,
         maxRedirects: 3,
         timeoutMs: deps.probeTimeoutMs,
         clock: deps.probeClock,
       });
-      return { kind: 'url', url: value };
+      return { kind: 'url', url: value, mimetype: normaliseMimetype(probed.mimetype) };
+    }
     case 'mediaBase64': {
       if (!mimetype) throw validationFailed('mimetype', 'mimetype is required with mediaBase64');
       const bytes = decodeBase64Media(value, deps.base64MaxBytes ?? 7 * MiB);

@@ -16,7 +16,8 @@ import { cleanFilename, incomingInfo, incomingMediaBlock } from './record.js';
 
 export interface MediaServices extends IncomingMedia {
   store: MediaStore;
-  validateAtAcceptance(instanceId: string, payload: Record<string, unknown>): Promise<void>;
+  /** the checks of a send's media source at acceptance; answers the source's own type where it tells one */
+  validateAtAcceptance(instanceId: string, payload: Record<string, unknown>): Promise<string | null>;
   resolveForDispatch(instanceId: string, payload: Record<string, unknown>, signal: AbortSignal): Promise<MessageMedia>;
   stop(): void;
 }
@@ -54,7 +55,9 @@ export function createMediaServices(deps: { pool: Pool; clock: Clock; config: Co
   return {
     store,
     async validateAtAcceptance(instanceId, payload) {
-      await validateMediaSourceAtAcceptance(instanceId, sourceOf(payload), sourceDeps);
+      const v = await validateMediaSourceAtAcceptance(instanceId, sourceOf(payload), sourceDeps);
+      // base64 has no type of its own: its mimetype is required
+      return v.kind === 'id' ? v.record.mimetype : v.kind === 'url' ? v.mimetype : null;
     },
     resolveForDispatch(instanceId, payload, signal) {
       return resolveMediaSource(instanceId, sourceOf(payload), { ...sourceDeps, signal });

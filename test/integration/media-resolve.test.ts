@@ -92,7 +92,7 @@ describe('validateMediaSourceAtAcceptance', () => {
   test('mediaUrl must be public http(s), and is probed with one HEAD', async () => {
     const ok = `http://cdn.example:${port}/pics/photo%20one.jpg`;
     const from = requests.length;
-    assert.deepEqual(await validateMediaSourceAtAcceptance(instA, { mediaUrl: ok }, deps()), { kind: 'url', url: ok });
+    assert.deepEqual(await validateMediaSourceAtAcceptance(instA, { mediaUrl: ok }, deps()), { kind: 'url', url: ok, mimetype: 'image/jpeg' }, 'with the type the probe was told');
     assert.deepEqual(requests.slice(from), ['HEAD /pics/photo%20one.jpg'], 'one HEAD, the body is not fetched');
     for (const url of ['http://127.0.0.1/a', 'http://localhost/a', 'file:///etc/passwd', 'http://[::ffff:127.0.0.1]/', 'http://169.254.169.254/']) {
       await rejectsWith(validateMediaSourceAtAcceptance(instA, { mediaUrl: url }, deps()), 400, 'VALIDATION_FAILED', 'mediaUrl');

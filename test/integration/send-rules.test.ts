@@ -30,3 +30,38 @@ test('send-sticker: a GIF is refused as video is (STICKER_VIDEO_UNSUPPORTED), a 
   const png = await t.api(key, 'POST', '/api/v2/send-sticker', { ...TO, mediaBase64: PNG_B64, mimetype: 'image/png' });
   assert.equal(png.status, 202, png.text);
 });
+
+async function upload(data: Buffer, type: string, filename: string): Promise<string> {
+  const form = new FormData();
+  form.append('file', new Blob([data], { type }), filename);
+  const res = await fetch(`${t.url}/api/v2/media`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });
+  const body = (await res.json()) as { data: { mediaId: string } };
+  assert.equal(res.status, 201, JSON.stringify(body));
+  return body.data.mediaId;
+}
+
+test('send-sticker from a mediaId: the stored record\'s type is the one checked, at acceptance', async () => {
+  const text = await upload(Buffer.from('not a picture'), 'text/plain', 'notes.txt');
+  const r = await t.api(key, 'POST', '/api/v2/send-sticker', { ...TO, mediaId: text });
+  assert.equal(r.status, 400, r.text);
+  assert.equal(r.body.code, 'VALIDATION_FAILED');
+  assert.equal(r.body.data?.field, 'mediaId');
+  assert.equal(r.body.error, 'the stored media is text/plain: a sticker needs an image/* mimetype');
+
+  const gif = await upload(Buffer.from('GIF89a'), 'image/gif', 'a.gif');
+  const g = await t.api(key, 'POST', '/api/v2/send-sticker', { ...TO, mediaId: gif });
+  assert.equal(g.status, 400, g.text);
+  assert.equal(g.body.code, 'STICKER_VIDEO_UNSUPPORTED');
+  assert.equal(g.body.data?.field, 'mediaId');
+
+  // a stored image: accepted, and no warning that the type was not given (the record has it)
+  const png = await upload(Buffer.from(PNG_B64, 'base64'), 'image/png', 'a.png');
+  const p = await t.api(key, 'POST', '/api/v2/send-sticker', { ...TO, mediaId: png });
+  assert.equal(p.status, 202, p.text);
+  assert.equal(p.body.data?.warnings, undefined, p.text);
+
+  // a voice note's type is the required mimetype (the type it is sent as), whatever the record's
+  const voice = await t.api(key, 'POST', '/api/v2/send-voice', { ...TO, mediaId: png });
+  assert.equal(voice.status, 400, voice.text);
+  assert.equal(voice.body.data?.field, 'mimetype');
+});

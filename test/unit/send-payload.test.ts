@@ -7,6 +7,8 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SEND_KINDS, StoredPayloadInvalid, checkSend } from '../../src/queue/payload.js';
 import { parseGroupCreate, parseSend } from '../../src/http/routes/send-schemas.js';
+import { checkSourceType } from '../../src/http/routes/send-payloads.js';
+import { DomainError } from '../../src/errors.js';
 
 const to = { phone: '4915112345678' };
 const BODIES = {
@@ -41,5 +43,22 @@ describe('send payloads', () => {
     assert.throws(() => checkSend('poll', { chatId: '1@c.us', body: 'secret text' }), (e: unknown) => e instanceof StoredPayloadInvalid && !/secret/.test(e.message));
     assert.throws(() => checkSend('telegram', {}), StoredPayloadInvalid);
     assert.throws(() => checkSend('text', null), StoredPayloadInvalid);
+  });
+
+  test('a sticker without mimetype is checked by its source\'s own type, warned about only when none is known', () => {
+    const refused = (code: string, field: string) => (e: unknown) => e instanceof DomainError && e.code === code && e.data.field === field;
+    const url = { chatId: '1@c.us', mediaUrl: 'https://example.org/a' };
+    assert.throws(() => checkSourceType('sticker', url, 'image/gif', []), refused('STICKER_VIDEO_UNSUPPORTED', 'mediaUrl'));
+    assert.throws(() => checkSourceType('sticker', url, 'text/html', []), refused('VALIDATION_FAILED', 'mediaUrl'));
+    assert.throws(() => checkSourceType('sticker', { chatId: '1@c.us', mediaId: 'md_1' }, 'video/mp4', []), refused('STICKER_VIDEO_UNSUPPORTED', 'mediaId'));
+    const warnings: string[] = [];
+    checkSourceType('sticker', url, 'image/webp', warnings);
+    assert.deepEqual(warnings, []);
+    checkSourceType('sticker', url, null, warnings);
+    assert.deepEqual(warnings, ['mimetype not given: only image/* can be converted to a sticker']);
+    // a given mimetype is the type sent (src/media/resolve.ts), checked with the body already
+    checkSourceType('sticker', { ...url, mimetype: 'image/png' }, 'text/plain', warnings);
+    checkSourceType('media', url, 'text/plain', warnings);
+    assert.equal(warnings.length, 1);
   });
 });

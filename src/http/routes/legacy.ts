@@ -32,7 +32,8 @@ export interface LegacyRouteDeps {
   clock: Clock;
   pool: Pool;
   config: Pick<Config, 'LEGACY_SYNC_TIMEOUT_MS' | 'LEGACY_CALLER_TIMEOUT_MS' | 'QUEUE_MAX_PENDING'>;
-  validateMedia(instanceId: string, payload: Record<string, unknown>): Promise<void>;
+  /** acceptance-time media check (send.ts SendRouteDeps); v1 send-media has no rule on the source's type */
+  validateMedia(instanceId: string, payload: Record<string, unknown>): Promise<unknown>;
   /** where an unexpected error of a v1 route is logged (its answer is the v1 500 `{success:false, error}`) */
   log?: Logger;
   /** a v1 route met a store connection error (the error boundary never sees it): probe the store now */

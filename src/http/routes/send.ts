@@ -10,11 +10,15 @@ import { DomainError } from '../../errors.js';
 import { parseGroupCreate, parseSend, type ParsedSend, type SendKind } from './send-schemas.js';
 import type { AcceptRequest } from '../../queue/worker.js';
 import { sendPart } from '../../queue/payload.js';
+import { checkSourceType } from './send-payloads.js';
 import { answerAccepted, gatedAccept, ownNumber, type QueueGateDeps } from './queue-gate.js';
 
 export interface SendRouteDeps extends QueueGateDeps {
-  /** acceptance-time media check (SSRF, size, mediaId of this instance); throws DomainError */
-  validateMedia(instanceId: string, payload: Record<string, unknown>): Promise<void>;
+  /**
+   * acceptance-time media check (SSRF, size, mediaId of this instance); throws DomainError. Answers the
+   * source's own media type where it tells one (a stored media's, a URL's Content-Type), else null.
+   */
+  validateMedia(instanceId: string, payload: Record<string, unknown>): Promise<string | null>;
 }
 
 const ROUTES: [string, Exclude<SendKind, 'group_create' | 'forward'>][] = [
@@ -103,7 +107,7 @@ export function sendRouter(deps: SendRouteDeps): Router {
     let warnings: string[] = [];
     const r = await gatedAccept(ctx, port, async (view) => {
       const parsed = parseSend(kind, ctx.request.body, idempotencyHeader(ctx), ownNumber(ctx, view), extra);
-      if (MEDIA_KINDS.has(kind)) await deps.validateMedia(port.instanceId, parsed.payload);
+      if (MEDIA_KINDS.has(kind)) checkSourceType(kind, parsed.payload, await deps.validateMedia(port.instanceId, parsed.payload), parsed.warnings);
       warnings = parsed.warnings;
       return toAcceptRequest(parsed, route);
     });
