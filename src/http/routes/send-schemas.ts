@@ -160,9 +160,15 @@ export function resolveTarget(body: { phone?: string | undefined; chatId?: strin
   return { chatId, phone };
 }
 
+/**
+ * The options parsed where they are in the body, so that a failure's `data.field` is its path from the body
+ * (`options.mentions.0`, as every other field's is). Found from the outside: parsed alone, it was `mentions.0`.
+ */
+const OptionsInBody = type({ options: OptionsSchema });
+
 function whitelistOptions(raw: unknown): Options {
   if (raw === undefined || raw === null) return {}; // what the schema makes of {}
-  const opts = parse(raw, OptionsSchema);
+  const opts = parse({ options: raw }, OptionsInBody).options;
   const out: Record<string, unknown> = {};
   for (const k of OPTION_KEYS) if (opts[k] !== undefined) out[k] = opts[k];
   return out as Options;
