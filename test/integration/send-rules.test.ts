@@ -65,3 +65,19 @@ test('send-sticker from a mediaId: the stored record\'s type is the one checked,
   assert.equal(voice.status, 400, voice.text);
   assert.equal(voice.body.data?.field, 'mimetype');
 });
+
+test('send-voice: the accepted types are compared as media types (RFC 2045), not as text', async () => {
+  for (const mimetype of ['audio/ogg; codecs="opus"', 'AUDIO/OGG;  codecs=opus', 'audio/ogg; CODECS="opus"', 'audio/ogg;codecs=opus', 'Audio/Opus']) {
+    const r = await t.api(key, 'POST', '/api/v2/send-voice', { ...TO, mediaBase64: 'T2dnUw==', mimetype });
+    assert.equal(r.status, 202, `${mimetype}: ${r.text}`);
+    assert.equal(r.body.data?.warnings, undefined, `${mimetype}: an OGG voice note has no warning`);
+  }
+  for (const mimetype of ['audio/ogg; codecs="vorbis"', 'audio/ogg; codecs=opus; rate=48000', 'video/ogg; codecs="opus"']) {
+    const r = await t.api(key, 'POST', '/api/v2/send-voice', { ...TO, mediaBase64: 'T2dnUw==', mimetype });
+    assert.equal(r.status, 400, `${mimetype}: ${r.text}`);
+    assert.equal(r.body.code, 'VOICE_MIMETYPE_UNSUPPORTED', mimetype);
+  }
+  const mp3 = await t.api(key, 'POST', '/api/v2/send-voice', { ...TO, mediaBase64: 'T2dnUw==', mimetype: 'Audio/MPEG' });
+  assert.equal(mp3.status, 202, mp3.text);
+  assert.deepEqual(mp3.body.data?.warnings, ['non-ogg audio may not render as PTT on all clients']);
+});

@@ -5,7 +5,7 @@
  */
 import { DomainError, validationFailed } from '../../errors.js';
 import type { SendKind } from '../../queue/payload.js';
-import { mimeEssence } from '../../media/mimetype.js';
+import { mimeEssence, sameMimetype } from '../../media/mimetype.js';
 
 export const VOICE_MIMETYPES = [
   'audio/ogg', 'audio/ogg;codecs=opus', 'audio/opus', 'audio/mpeg', 'audio/mp3', 'audio/mp4', 'audio/aac',
@@ -86,10 +86,13 @@ export function buildPayload(kind: Exclude<SendKind, 'group_create' | 'forward'>
     case 'voice': {
       const src = mediaSource(b, true);
       const mt = src.mimetype as string;
-      if (!VOICE_MIMETYPES.includes(mt)) {
+      // compared as media types, not as text: found from the outside, audio/ogg; codecs="opus" was refused while
+      // codecs=opus was accepted, and RFC 2045 makes a quoted value the same as the token
+      if (!VOICE_MIMETYPES.some((accepted) => sameMimetype(accepted, mt))) {
         throw new DomainError('VOICE_MIMETYPE_UNSUPPORTED', `mimetype ${mt} cannot be a voice note; use audio/ogg (Opus)`, { field: 'mimetype', accepted: VOICE_MIMETYPES });
       }
-      if (!mt.startsWith('audio/ogg') && mt !== 'audio/opus') warnings.push('non-ogg audio may not render as PTT on all clients');
+      const essence = mimeEssence(mt);
+      if (essence !== 'audio/ogg' && essence !== 'audio/opus') warnings.push('non-ogg audio may not render as PTT on all clients');
       return src;
     }
     case 'sticker': {
