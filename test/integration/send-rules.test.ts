@@ -81,3 +81,14 @@ test('send-voice: the accepted types are compared as media types (RFC 2045), not
   assert.equal(mp3.status, 202, mp3.text);
   assert.deepEqual(mp3.body.data?.warnings, ['non-ogg audio may not render as PTT on all clients']);
 });
+
+test('send-document: a blank filename is refused like a missing one (it would be sent without a name)', async () => {
+  for (const filename of ['   ', '\t', 'folder/', '..']) {
+    const r = await t.api(key, 'POST', '/api/v2/send-document', { ...TO, mediaBase64: PNG_B64, mimetype: 'application/pdf', filename });
+    assert.equal(r.status, 400, `${JSON.stringify(filename)}: ${r.text}`);
+    assert.equal(r.body.code, 'VALIDATION_FAILED');
+    assert.equal(r.body.data?.field, 'filename');
+  }
+  const ok = await t.api(key, 'POST', '/api/v2/send-document', { ...TO, mediaBase64: PNG_B64, mimetype: 'application/pdf', filename: ' a.pdf ' });
+  assert.equal(ok.status, 202, ok.text);
+});

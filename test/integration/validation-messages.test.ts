@@ -55,6 +55,8 @@ const ROWS: Row[] = [
   ['key', 'POST', '/api/v2/send-media', { ...TO, mediaUrl: 'https://example.org/a.png', mimetype: 'png' }, 'mimetype', 'mimetype must be a MIME type such as image/png or audio/ogg; codecs=opus'],
   ['key', 'POST', '/api/v2/send-media', { ...TO, mediaUrl: '' }, 'mediaUrl', 'mediaUrl must be a non-empty string'],
   ['key', 'POST', '/api/v2/send-document', { ...TO, mediaUrl: 'https://example.org/a.pdf', filename: '' }, 'filename', 'filename must be 1 to 255 characters long'],
+  ['key', 'POST', '/api/v2/send-document', { ...TO, mediaUrl: 'https://example.org/a.pdf', filename: '   ' }, 'filename', 'filename must not be blank'],
+  ['key', 'POST', '/api/v2/send-document', { ...TO, mediaUrl: 'https://example.org/a.pdf', filename: 'docs/..' }, 'filename', 'filename must name a file: nothing is left of it without its path and control characters'],
   ['key', 'POST', '/api/v2/send-sticker', { ...TO, mediaUrl: 'https://example.org/a.png', stickerName: 'n'.repeat(129) }, 'stickerName', 'stickerName must be at most 128 characters long'],
   ['key', 'POST', '/api/v2/send-video', { ...TO, mediaUrl: 'https://example.org/a.mp4', asGif: 1 }, 'asGif', 'asGif must be true or false'],
   ['key', 'POST', '/api/v2/send-location', { ...TO, latitude: 91, longitude: 0 }, 'latitude', 'latitude must be a number from -90 to 90'],

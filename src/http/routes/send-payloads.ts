@@ -6,6 +6,7 @@
 import { DomainError, validationFailed } from '../../errors.js';
 import type { SendKind } from '../../queue/payload.js';
 import { mimeEssence, sameMimetype } from '../../media/mimetype.js';
+import { cleanFilename } from '../../media/record.js';
 
 export const VOICE_MIMETYPES = [
   'audio/ogg', 'audio/ogg;codecs=opus', 'audio/opus', 'audio/mpeg', 'audio/mp3', 'audio/mp4', 'audio/aac',
@@ -78,7 +79,13 @@ export function buildPayload(kind: Exclude<SendKind, 'group_create' | 'forward'>
       return { ...src, ...(caption !== undefined ? { caption } : {}), ...(kind === 'video' && b.asGif === true ? { asGif: true } : {}) };
     }
     case 'document': {
-      if (str('filename') === undefined) throw validationFailed('filename', 'filename is required for documents');
+      const filename = str('filename');
+      if (filename === undefined) throw validationFailed('filename', 'filename is required for documents');
+      // what the document is sent with is the cleaned name (src/media/resolve.ts): a name of which cleaning
+      // leaves nothing would be sent without one. Found from the outside: "   " was accepted and sent as null.
+      if (cleanFilename(filename) === null) {
+        throw validationFailed('filename', filename.trim() === '' ? 'filename must not be blank' : 'filename must name a file: nothing is left of it without its path and control characters');
+      }
       const src = mediaSource(b, false);
       const caption = str('caption') ?? str('message');
       return { ...src, ...(caption !== undefined ? { caption } : {}) };
