@@ -8,8 +8,11 @@
  * test/unit/validation-messages.test.ts). A custom refinement or `define` states its rule itself by
  * returning a sentence that starts with "must " (or with the field's own name).
  */
-import { create, define, refine, size, string, type Struct, type StructError, type Failure } from 'superstruct';
+import { create, define, refine, string, type Struct, type StructError, type Failure } from 'superstruct';
 import { withoutStack } from '../errors.js';
+import { chars } from '../characters.js';
+
+export { chars };
 
 /**
  * Validate (and coerce/default) `value`; throws StructError, which the boundary maps to 400.
@@ -34,7 +37,7 @@ export function integerIn(lo: number, hi: number): Struct<number, null> {
 
 /** A string of 1 to `max` characters that is not only blanks. */
 export function nonBlank(max: number): Struct<string, null> {
-  return refine(size(string(), 1, max), 'nonBlank', (v) => v.trim().length > 0 || 'must not be blank');
+  return refine(chars(1, max), 'nonBlank', (v) => v.trim().length > 0 || 'must not be blank');
 }
 
 /** The path of the first failure of a superstruct error, as `data.field` ("options.mentions.0"). */

@@ -8,6 +8,7 @@ import type { ParticipantResults } from '../drivers/sandbox/api.js';
 import { newGroupId, newInviteCode, newPhoneKey, serializeId, userId } from './ids.js';
 import type { GroupNetwork } from './books.js';
 import { dict, type GroupRecord } from './types.js';
+import { characterCount } from '../characters.js';
 
 type GroupEvent = Extract<DriverEventName, 'group_join' | 'group_leave' | 'group_admin_changed' | 'group_update'>;
 
@@ -47,7 +48,7 @@ export class GroupBook {
   }
 
   create(creator: string, title: string, ids: string[]): CreateGroupResult {
-    if (!title.trim() || title.length > 100) throw new DriverError('group title must be 1 to 100 characters', 'INVALID_INPUT', true);
+    if (!title.trim() || characterCount(title) > 100) throw new DriverError('group title must be 1 to 100 characters', 'INVALID_INPUT', true);
     const g: GroupRecord = {
       gid: newGroupId(),
       subject: title,
@@ -133,7 +134,7 @@ export class GroupBook {
 
   setSubject(actor: string, g: GroupRecord, subject: string): void {
     this.requireMember(g, actor);
-    if (!subject.trim() || subject.length > 100) throw new DriverError('subject must be 1 to 100 characters', 'INVALID_INPUT', true);
+    if (!subject.trim() || characterCount(subject) > 100) throw new DriverError('subject must be 1 to 100 characters', 'INVALID_INPUT', true);
     g.subject = subject;
     this.net.persist();
     this.notify(g, 'group_update', 'subject', actor, [], [], subject);

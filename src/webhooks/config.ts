@@ -9,8 +9,9 @@
  * CACHE_TTL_MS so that a webhook added on another node is picked up; on this node `putWebhook` /
  * `deleteWebhook` invalidate explicitly.
  */
-import { array, boolean, define, object, optional, refine, size, string, type Infer } from 'superstruct';
+import { array, boolean, define, object, optional, refine, size, type Infer } from 'superstruct';
 import type { Queryable } from '../store/pool.js';
+import { chars } from '../characters.js';
 import { registerSecret } from '../log.js';
 import { DEFAULT_SUBSCRIPTION, isEventName, type Subscription } from './events.js';
 
@@ -19,7 +20,7 @@ export const SECRET_MIN_LENGTH = 16;
 const subscriptionName = define<Subscription>('event name', (v) =>
   (typeof v === 'string' && (v === '*' || isEventName(v))) || 'must be * or an event name of docs/webhooks.md (e.g. message, ready, message.sent)');
 
-const httpUrl = refine(size(string(), 1, 2048), 'http(s) URL', (v) => {
+const httpUrl = refine(chars(1, 2048), 'http(s) URL', (v) => {
   try {
     const u = new URL(v);
     return u.protocol === 'http:' || u.protocol === 'https:' || 'must be an http:// or https:// URL';
@@ -31,7 +32,7 @@ const httpUrl = refine(size(string(), 1, 2048), 'http(s) URL', (v) => {
 /** Body of `PUT /admin/v1/instances/:id/webhook`. */
 export const WebhookInput = object({
   url: httpUrl,
-  secret: size(string(), SECRET_MIN_LENGTH, 512),
+  secret: chars(SECRET_MIN_LENGTH, 512),
   events: optional(size(array(subscriptionName), 1, 100)),
   allowPrivate: optional(boolean()),
   enabled: optional(boolean()),

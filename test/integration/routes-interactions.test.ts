@@ -58,6 +58,16 @@ describe('interaction routes over HTTP', () => {
     assert.equal(net.reactions.has(incoming), false);
   });
 
+  test('reaction: up to 32 characters, counted in code points (an emoji is two UTF-16 code units)', async () => {
+    for (const emoji of ['😀'.repeat(32), '👨‍👩‍👧‍👦', '👍🏽']) {
+      const r = await request(srv.url, 'POST', `/api/v2/messages/${enc(incoming)}/reaction`, { emoji });
+      assert.equal(r.status, 200, `${emoji}: ${JSON.stringify(r.body)}`);
+    }
+    const r = await request(srv.url, 'POST', `/api/v2/messages/${enc(incoming)}/reaction`, { emoji: '😀'.repeat(33) });
+    assert.equal(r.status, 400);
+    assert.deepEqual(r.body.data, { field: 'emoji' });
+  });
+
   test('reaction errors: missing emoji 400 field emoji, unknown message 404, a wq_ id 400 field msgId', async () => {
     let r = await request(srv.url, 'POST', `/api/v2/messages/${enc(incoming)}/reaction`, {});
     assert.equal(r.status, 400);

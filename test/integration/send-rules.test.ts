@@ -92,3 +92,14 @@ test('send-document: a blank filename is refused like a missing one (it would be
   const ok = await t.api(key, 'POST', '/api/v2/send-document', { ...TO, mediaBase64: PNG_B64, mimetype: 'application/pdf', filename: ' a.pdf ' });
   assert.equal(ok.status, 202, ok.text);
 });
+
+test('send-poll: a length in characters counts code points, not UTF-16 code units (an emoji is one)', async () => {
+  const r = await t.api(key, 'POST', '/api/v2/send-poll', { ...TO, name: '😀'.repeat(255), options: ['😀'.repeat(100), 'ü'.repeat(100)] });
+  assert.equal(r.status, 202, r.text);
+  const over = await t.api(key, 'POST', '/api/v2/send-poll', { ...TO, name: 'q', options: ['a', '😀'.repeat(101)] });
+  assert.equal(over.status, 400, over.text);
+  assert.equal(over.body.data?.field, 'options.1');
+  assert.equal(over.body.error, 'options.1 must be 1 to 100 characters long');
+  const sticker = await t.api(key, 'POST', '/api/v2/send-sticker', { ...TO, mediaBase64: PNG_B64, mimetype: 'image/png', stickerName: '😀'.repeat(128) });
+  assert.equal(sticker.status, 202, sticker.text);
+});

@@ -67,11 +67,14 @@ const ROWS: Row[] = [
   ['key', 'POST', '/api/v2/send-poll', { ...TO, name: 'Lunch?', options: ['yes'] }, 'options', 'options must have 2 to 12 items'],
   ['key', 'POST', '/api/v2/send-poll', { ...TO, name: '', options: ['a', 'b'] }, 'name', 'name must be 1 to 255 characters long'],
   ['key', 'POST', '/api/v2/send-poll', { ...TO, name: 'Lunch?', options: ['a', 'o'.repeat(101)] }, 'options.1', 'options.1 must be 1 to 100 characters long'],
+  // characters are code points: 101 emoji are 101 characters (202 UTF-16 code units), 100 would pass
+  ['key', 'POST', '/api/v2/send-poll', { ...TO, name: 'Lunch?', options: ['a', '😀'.repeat(101)] }, 'options.1', 'options.1 must be 1 to 100 characters long'],
   ['key', 'POST', `/api/v2/messages/${MSG}/forward`, { toChatId: 'someone' }, 'toChatId', 'toChatId must be a chat id: digits@c.us, digits@lid or a group id ending in @g.us'],
   ['key', 'POST', '/api/v2/groups', { title: '   ', participants: ['4915112345678@c.us'] }, 'title', 'title must not be blank'],
   ['key', 'POST', '/api/v2/groups', { title: 'Team', participants: [] }, 'participants', 'participants must have 1 to 1024 items'],
   // interactions and groups
   ['key', 'POST', `/api/v2/messages/${MSG}/reaction`, { emoji: '' }, 'emoji', 'emoji must be 1 to 32 characters long'],
+  ['key', 'POST', `/api/v2/messages/${MSG}/reaction`, { emoji: '😀'.repeat(33) }, 'emoji', 'emoji must be 1 to 32 characters long'],
   ['key', 'POST', '/api/v2/chats/4915112345678@c.us/typing', { durationMs: 0 }, 'durationMs', 'durationMs must be an integer of at least 1'],
   ['key', 'PATCH', `/api/v2/messages/${MSG}`, { message: '' }, 'message', 'message must be 1 to 65536 characters long'],
   ['key', 'PATCH', `/api/v2/groups/${GROUP}`, { subject: '  ' }, 'subject', 'subject must not be blank'],

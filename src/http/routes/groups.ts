@@ -15,7 +15,7 @@ import type { Context } from 'koa';
 import { array, object, optional, pattern, record, refine, size, string, unknown, type Infer } from 'superstruct';
 import { ok } from '../envelope.js';
 import { DomainError, validationFailed } from '../../errors.js';
-import { parse } from '../validate.js';
+import { chars, nonBlank, parse } from '../validate.js';
 import { consumeInteraction } from '../rate-limit.js';
 import { DEADLINES, type InstancePort, type NetworkAsk, type ReplyOf } from '../../actors/port.js';
 import { PARTICIPANT_ID_PATTERN, askNetwork, notFound, param, type RouteDeps } from './network-common.js';
@@ -24,7 +24,6 @@ export type GroupsRouteDeps = RouteDeps<'portOf' | 'limiter'>;
 
 /** WhatsApp's own ceilings: group size 1024 members, subject 100 characters, description 2048. */
 const MAX_GROUP_SIZE = 1024;
-const nonBlank = (max: number) => refine(size(string(), 1, max), 'nonBlank', (v) => v.trim().length > 0 || 'must not be blank');
 
 export const ParticipantIdSchema = refine(string(), 'pattern', (v) => PARTICIPANT_ID_PATTERN.test(v) || 'must be a contact id: digits@c.us or digits@lid');
 export const ParticipantsSchema = size(array(ParticipantIdSchema), 1, MAX_GROUP_SIZE);
@@ -45,7 +44,7 @@ export type GroupCreateInput = Infer<typeof GroupCreateSchema>;
 /** `options` (whatsapp-web.js AddParticipantsOptions) is accepted for compatibility; the driver contract has no use for it. */
 export const AddSchema = object({ participants: ParticipantsSchema, options: optional(OptionsSchema) });
 export const ParticipantsBody = object({ participants: ParticipantsSchema });
-export const PatchSchema = object({ subject: optional(nonBlank(100)), description: optional(size(string(), 0, 2048)) });
+export const PatchSchema = object({ subject: optional(nonBlank(100)), description: optional(chars(0, 2048)) });
 
 /** whatsapp-web.js addParticipants answers a status per id; 200 means added. */
 const ADDED = 200;

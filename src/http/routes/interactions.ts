@@ -11,10 +11,10 @@
 import Router from '@koa/router';
 import { createRouter } from '../router.js';
 import type { Context, Next } from 'koa';
-import { array, boolean, defaulted, integer, min, object, optional, pattern, size, string, type } from 'superstruct';
+import { array, boolean, defaulted, integer, min, object, optional, pattern, string, type } from 'superstruct';
 import { ok } from '../envelope.js';
 import { DomainError } from '../../errors.js';
-import { parse } from '../validate.js';
+import { chars, parse } from '../validate.js';
 import { consumeInteraction } from '../rate-limit.js';
 import { DEADLINES, type InstancePort, type NetworkAsk, type ReplyOf } from '../../actors/port.js';
 import { effectiveDuration, type PresenceKind } from '../../actors/presence.js';
@@ -33,7 +33,8 @@ import {
 
 export type InteractionsRouteDeps = RouteDeps<'portOf' | 'limiter' | 'presence'>;
 
-export const ReactionSchema = object({ emoji: size(string(), 1, 32) });
+/** An emoji is often several code points (👍🏽 is 2, a family 7): 32 characters leave room for any one. */
+export const ReactionSchema = object({ emoji: chars(1, 32) });
 /** durationMs: optional, integer ≥ 1; values above 300000 are capped, not refused (SPEC.md "capped"). */
 export const PresenceSchema = object({ durationMs: optional(min(integer(), 1)) });
 /** Edit options: the subset of the send `options` whitelist that an edit can carry; other keys are dropped. */
@@ -41,7 +42,7 @@ const EditOptionsSchema = type({
   linkPreview: optional(boolean()),
   mentions: optional(array(pattern(string(), /@c\.us$/))),
 });
-export const EditSchema = object({ message: size(string(), 1, 65_536), options: optional(EditOptionsSchema) });
+export const EditSchema = object({ message: chars(1, 65_536), options: optional(EditOptionsSchema) });
 export const DeleteSchema = object({ everyone: defaulted(boolean(), false) });
 
 export function interactionsRouter(deps: InteractionsRouteDeps): Router {

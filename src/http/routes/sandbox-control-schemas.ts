@@ -17,9 +17,10 @@ import {
   union,
 } from 'superstruct';
 import type { FaultKind } from '../../sandbox/types.js';
+import { chars } from '../validate.js';
 
 const FAULT_KINDS: FaultKind[] = ['not_registered', 'no_id', 'hang', 'call_error', 'invalid_input', 'session_crash', 'browser_death', 'disconnect'];
-const str = size(string(), 1, 4096);
+const str = chars(1, 4096);
 
 export const LinkBody = object({ qr: optional(str), phoneNumber: optional(str), pushname: optional(str) });
 export const PairingBody = object({ code: str });

@@ -8,7 +8,7 @@ import {
   type Infer,
 } from 'superstruct';
 import { DomainError, validationFailed } from '../../errors.js';
-import { integerIn, matching, nonBlank, parse } from '../validate.js';
+import { chars, integerIn, matching, nonBlank, parse } from '../validate.js';
 import { CHAT_ID, CONTACT_ID, normalizePhone, phoneToChatId, chatIdToPhone } from '../../phone.js';
 import { checkSend, sendOf, type Send, type SendKind } from '../../queue/payload.js';
 import { buildPayload, ROUTE_OPTIONS } from './send-payloads.js';
@@ -68,7 +68,7 @@ const MediaSource = {
   mediaBase64: optional(nonempty(string())),
   mediaId: optional(matching(/^md_[A-Za-z0-9]+$/, 'a media id from POST /api/v2/media (md_…)')),
   mimetype: optional(matching(/^[a-z0-9.+-]+\/[a-z0-9.+-]+(\s*;\s*[a-z0-9-]+=[^;\s]+)*$/i, 'a MIME type such as image/png or audio/ogg; codecs=opus')),
-  filename: optional(size(string(), 1, 255)),
+  filename: optional(chars(1, 255)),
 };
 
 const finite = (lo: number, hi: number) => refine(number(), 'finite', (v) => (Number.isFinite(v) && v >= lo && v <= hi) || `must be a number from ${lo} to ${hi}`);
@@ -78,7 +78,7 @@ export const SCHEMAS = {
   media: type({ ...Common, ...MediaSource, caption: optional(string()), message: optional(string()) }),
   voice: type({ ...Common, ...MediaSource }),
   document: type({ ...Common, ...MediaSource, caption: optional(string()), message: optional(string()) }),
-  sticker: type({ ...Common, ...MediaSource, stickerName: optional(size(string(), 0, 128)), stickerAuthor: optional(size(string(), 0, 128)) }),
+  sticker: type({ ...Common, ...MediaSource, stickerName: optional(chars(0, 128)), stickerAuthor: optional(chars(0, 128)) }),
   video: type({ ...Common, ...MediaSource, asGif: optional(boolean()), caption: optional(string()), message: optional(string()) }),
   location: type({
     ...Common,
@@ -92,8 +92,8 @@ export const SCHEMAS = {
   contact: type({ ...Common, contactIds: size(array(contactId), 1, 256) }),
   poll: type({
     ...Common,
-    name: size(string(), 1, 255),
-    options: size(array(size(string(), 1, 100)), 2, 12),
+    name: chars(1, 255),
+    options: size(array(chars(1, 100)), 2, 12),
     allowMultipleAnswers: optional(boolean()),
   }),
   forward: type({ ...Common, toChatId: matching(CHAT_ID, 'a chat id: digits@c.us, digits@lid or a group id ending in @g.us') }),

@@ -17,7 +17,7 @@ import { createRouter } from '../router.js';
 import { enums, integer, max, min, object, optional, size, string, coerce, defaulted } from 'superstruct';
 import { ok } from '../envelope.js';
 import { DomainError } from '../../errors.js';
-import { parse } from '../validate.js';
+import { chars, parse } from '../validate.js';
 import { assertPublicUrl, checkUrlSyntax, type Resolver } from '../../media/ssrf.js';
 import type { Clock } from '../../clock.js';
 import type { Queryable } from '../../store/pool.js';
@@ -37,10 +37,10 @@ export interface WebhookAdminDeps {
   resolver?: Resolver;
 }
 
-export const TestInput = object({ message: optional(size(string(), 1, 1000)) });
+export const TestInput = object({ message: optional(chars(1, 1000)) });
 export const DeliveriesQuery = object({
   limit: defaulted(coerce(size(integer(), 1, 200), string(), (v) => (/^\d+$/.test(v) ? Number(v) : NaN)), 50),
-  cursor: optional(size(string(), 1, 100)),
+  cursor: optional(chars(1, 100)),
   state: optional(enums(DELIVERY_STATES)),
 });
 
