@@ -13,7 +13,7 @@ import { TerminalWaiters } from './waiters.js';
 import { WriteBack } from './write-back.js';
 import { queueEventData } from '../wire/queue-events.js';
 import { countPending } from './sql/countPending.js';
-import { listWaiting } from './sql/listWaiting.js';
+import { listWaitingAndLostClaims } from './sql/listWaiting.js';
 import { loadHistory } from './sql/loadHistory.js';
 import { loadPlanState } from './sql/loadPlanState.js';
 import { transitionJob } from './sql/transitionJob.js';
@@ -46,6 +46,11 @@ export class QueueCore {
   degraded = false;
   started = false;
   stopped = false;
+  /**
+   * Whether this process holds the claim of a job: its call in flight or its outcome not yet written (set by
+   * src/queue/dispatch-loop.ts). A `sending` job it does not hold is a claim whose answer was lost (`reload`).
+   */
+  claimHeld: (jobId: string) => boolean = () => false;
 
   constructor(readonly deps: WorkerDeps) {
     this.planner = new Planner({ random: deps.random, salt: deps.instanceId });
@@ -70,12 +75,18 @@ export class QueueCore {
     this.pending = Math.max(0, this.pending - 1);
   }
 
-  /** Load the mirror (waiting jobs, dispatch history, epoch, pending count, outcome tally) from PostgreSQL. */
+  /**
+   * Load the mirror (waiting jobs, dispatch history, epoch, pending count, outcome tally) from PostgreSQL. Claims
+   * whose answer was lost come back into the mirror: found from the outside, a claim that committed while its
+   * answer timed out (the store's answers lost for seconds under load), followed by this re-read after a group
+   * commit of unknown outcome, left the job `sending` for ever with its call never made.
+   */
   async reload(now: number): Promise<void> {
     const { pool, instanceId } = this.deps;
     const plan = await loadPlanState(pool, instanceId);
     const history = await loadHistory(pool, instanceId, now);
-    const waiting = await listWaiting(pool, instanceId);
+    // a claim whose answer was lost is read back into the mirror (else it would stay `sending` for ever)
+    const waiting = await listWaitingAndLostClaims(pool, instanceId, this.claimHeld);
     const pending = await countPending(pool, instanceId);
     const outcomes = await loadOutcomes(pool, instanceId, now);
     this.load({ epoch: plan.epoch, lastDispatchAt: plan.lastDispatchAt, history, waiting, pending, outcomes });

@@ -12,7 +12,7 @@ import { claimJob } from './sql/claimJob.js';
 import { getJob } from './sql/getJob.js';
 
 /** A claim whose call was never made goes back by RETURNED: the states it is allowed in are the claimed ones. */
-const CLAIMED = statesAccepting('RETURNED');
+export const CLAIMED = statesAccepting('RETURNED');
 /** The states a claim (DISPATCH) moves a job from. */
 const CLAIMABLE: readonly string[] = bulkJobEvent('DISPATCH').from;
 

@@ -10,7 +10,7 @@ import { performance } from 'node:perf_hooks';
 import type { TimerHandle } from '../clock.js';
 import type { Job } from './job.js';
 import type { QueueCore } from './core.js';
-import { claimDue, readStored, type ClaimHelpers } from './dispatch-claim.js';
+import { CLAIMED, claimDue, readStored, type ClaimHelpers } from './dispatch-claim.js';
 import { neverReachedNetwork, outcomeStep } from './outcome.js';
 import { ORPHAN_REASON, BOOT_ID } from './sync-callers.js';
 import { WRITE_BACK_RETRY_MS } from './write-back.js';
@@ -64,6 +64,7 @@ export class DispatchLoop {
 
   constructor(private readonly core: QueueCore, private readonly slots: SlotWriter) {
     this.replans = new Replans(core, slots, () => this.arm());
+    core.claimHeld = (id) => this.claimed.has(id) || core.writeBack.keptOutcomes().some((k) => k.job.id === id);
     // the claims go to connections of their own (src/queue/dispatch-claim.ts): one is opened before the first is due
     if (core.deps.lease) void warmClaimPool(core.deps.pool);
   }
@@ -232,7 +233,9 @@ export class DispatchLoop {
   private async expireDue(now: number): Promise<void> {
     const { core } = this;
     for (const id of core.planner.expiredAt(now)) {
-      const job = await readStored(core, id);
+      let job = await readStored(core, id);
+      // a claim whose answer was lost (core.reload): its call was never made, so it goes back, then expires
+      if (job && CLAIMED.includes(job.state) && !core.claimHeld(id)) job = await this.putBack(job, now);
       const moved = job ? await core.move(job, { type: 'EXPIRE' }, { terminalAt: now }, { reason: 'ttl elapsed before a slot came free' }) : null;
       // out of the mirror only once the store has the outcome: a failed write leaves it to expire on the next step
       core.planner.remove(id);

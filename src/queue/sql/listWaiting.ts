@@ -6,7 +6,10 @@
  * Strategy: only the columns planning reads, never the payloads: a start with 5,000 waiting jobs neither
  * ships nor parses 5,000 payloads (each is read and checked when its job is claimed).
  */
-import { WAITING_JOB_STATES } from '../../../machines/job.machine.js';
+import { WAITING_JOB_STATES, statesAccepting } from '../../../machines/job.machine.js';
+
+/** The states of a claimed job whose call may not have been made (the job machine's RETURNED). */
+const CLAIMED_JOB_STATES = statesAccepting('RETURNED');
 import type { Queryable } from '../../store/pool.js';
 import type { MirrorJob } from '../planning-types.js';
 import { sqlStates } from './row.js';
@@ -27,6 +30,21 @@ export interface WaitingRow {
 export async function listWaiting(q: Queryable, instanceId: string): Promise<MirrorJob[]> {
   const { rows } = await q.query<WaitingRow>(SQL, [instanceId]);
   return rows.map(mirrorJobOf);
+}
+
+const WITH_CLAIMED = `SELECT id, priority, seq, not_before, expires_at, scheduled_at, state FROM jobs
+              WHERE instance_id = $1 AND state IN (${sqlStates([...WAITING_JOB_STATES, ...CLAIMED_JOB_STATES])}) ORDER BY priority DESC, seq`;
+
+/**
+ * The waiting jobs, and those claimed (`sending`) whose claim this process does not hold (`held`: a call in
+ * flight, an outcome not yet written), in planning order: what a running queue reads again (src/queue/core.ts
+ * `reload`). Such a claim is one whose answer was lost: it committed, but the lane saw a failure and made no
+ * call. In the mirror its next claim finds it claimed and puts it back first (src/queue/dispatch-claim.ts);
+ * left out, nothing would ever claim, put back or end it.
+ */
+export async function listWaitingAndLostClaims(q: Queryable, instanceId: string, held: (jobId: string) => boolean): Promise<MirrorJob[]> {
+  const { rows } = await q.query<WaitingRow & { state: string }>(WITH_CLAIMED, [instanceId]);
+  return rows.filter((r) => !(CLAIMED_JOB_STATES as readonly string[]).includes(r.state) || !held(r.id)).map(mirrorJobOf);
 }
 
 export function mirrorJobOf(r: WaitingRow): MirrorJob {
