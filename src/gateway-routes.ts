@@ -123,14 +123,18 @@ export function gatewayFamilies(deps: RouteDeps): Families {
         throw err;
       }
     });
+  // docs/api.md "Requests and answers": these families refuse unknown query parameters and body fields
+  const REFUSING = new Set(['v2-queue', 'v2-groups', 'v2-interactions', 'admin-instances', 'admin-webhooks', 'admin-queue']);
+  const refusing = (name: string) => (REFUSING.has(name) ? { unknownInputs: 'refused' as const } : {});
   const instanceFamily = (name: string, router: Router, body?: 'stream'): RouteFamily => ({
     name,
     auth: 'instance',
     guard: name === 'v2-send' ? v2SendKey : name.startsWith('v2-') ? v2Key : apiKey,
     router,
     ...(body ? { body } : {}),
+    ...refusing(name),
   });
-  const adminFamily = (name: string, router: Router): RouteFamily => ({ name, auth: 'admin', guard: adminAuth, router });
+  const adminFamily = (name: string, router: Router): RouteFamily => ({ name, auth: 'admin', guard: adminAuth, router, ...refusing(name) });
   const consoleDeps = { adminToken: admin.token, sessions: consoleSessions, instances, portOf: portOfInstance, log };
   const families: RouteFamily[] = [
     {

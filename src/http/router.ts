@@ -8,7 +8,7 @@
  */
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
-import { DomainError } from '../errors.js';
+import { DomainError, validationFailed } from '../errors.js';
 
 /** Who may call a family's routes: nobody needs a credential, an instance API key, or the admin token. */
 export type AuthKind = 'none' | 'instance' | 'admin' | 'cluster';
@@ -22,6 +22,56 @@ export interface RouteFamily {
   router: Router;
   /** `json` (default): the body is parsed as JSON after the guard; `stream`: the routes read it themselves */
   body?: 'json' | 'stream';
+  /**
+   * `refused`: every route of the family declares what it takes with `takes()` (checked when the app is built,
+   * so no route can forget it), and a query parameter or body field it does not take is 400 VALIDATION_FAILED
+   * naming it. Left out: the routes ignore what they do not read (the send routes, the reads, v1).
+   */
+  unknownInputs?: 'refused';
+}
+
+/** What a route takes besides its path, declared with the route by `takes()`. */
+export interface Takes {
+  /** the query parameters the route reads (default none); any other is refused */
+  query?: readonly string[];
+  /**
+   * true: the route reads a JSON body and its own schema (a superstruct `object`) refuses fields it does not know;
+   * false (default): it reads none, so a body with any field is refused (none, or `{}`, is no body)
+   */
+  body?: boolean;
+  /**
+   * A request this route passes on to a later route of the same path (a network message id on a job route):
+   * not checked here, the route that takes it checks it by its own declaration.
+   */
+  passes?: (ctx: Context) => boolean;
+}
+
+/** The declarations made by `takes()`, found again in the routes' chains by `assertDeclared`. */
+const DECLARATIONS = new WeakSet<Middleware>();
+
+/**
+ * The first link of a route's chain in a family whose unknown inputs are refused: it refuses a query parameter
+ * the route does not read, and on a route without a body any body field, before the handler runs (so before an
+ * interaction is counted or anything is asked of the instance). A parameter given twice, or a bad value, is left
+ * to the route, which names what it accepts.
+ */
+export function takes(spec: Takes = {}): Middleware {
+  const known = new Set(spec.query ?? []);
+  const declared: Middleware = (ctx, next) => {
+    if (spec.passes?.(ctx)) return next();
+    for (const name of Object.keys(ctx.query)) {
+      if (!known.has(name)) throw validationFailed(name, `${name} is not allowed here (unknown query parameter${known.size === 0 ? '; this route takes none' : `; it takes ${[...known].join(', ')}`})`);
+    }
+    if (!spec.body) {
+      const body: unknown = ctx.request.body;
+      if (Array.isArray(body)) throw validationFailed('body', 'this route takes no body: send none, or {}');
+      const first = body !== null && typeof body === 'object' ? Object.keys(body)[0] : undefined;
+      if (first !== undefined) throw validationFailed(first, `${first} is not allowed here (unknown field; this route takes no body)`);
+    }
+    return next();
+  };
+  DECLARATIONS.add(declared);
+  return declared;
 }
 
 /** One mounted route, as the route table lists it: the matrix and the fuzzer are generated from it. */
@@ -41,6 +91,7 @@ export function createRouter(prefix?: string): Router {
 interface LayerLike {
   path: string | RegExp;
   methods: string[];
+  stack: Middleware[];
   match(path: string): boolean;
 }
 const layersOf = (router: Router): LayerLike[] => router.stack as unknown as LayerLike[];
@@ -54,6 +105,15 @@ function assertStrict(family: string, router: Router): void {
   // a strict router with a prefix turns a route '/' into '<prefix>/', which no client spells
   const slashed = layersOf(router).find((l) => l.methods.length > 0 && typeof l.path === 'string' && l.path.length > 1 && l.path.endsWith('/'));
   if (slashed) throw new Error(`route ${String(slashed.path)} of family ${family} ends with '/'`);
+}
+
+/** A family that refuses unknown inputs: each of its routes declares them (`takes()`), or the app is not built. */
+function assertDeclared(family: RouteFamily): void {
+  if (family.unknownInputs !== 'refused') return;
+  const undeclared = layersOf(family.router).find((l) => l.methods.length > 0 && !l.stack.some((m) => DECLARATIONS.has(m)));
+  if (undeclared) {
+    throw new Error(`route ${undeclared.methods.join('/')} ${String(undeclared.path)} of family ${family.name} must declare what it takes with takes()`);
+  }
 }
 
 /** The routes of the families, one row per method (HEAD, implied by GET, left out). */
@@ -95,6 +155,7 @@ export function literalPrefixes(router: Router): string[] {
  */
 function guarded(family: RouteFamily, jsonBody: Middleware): Middleware {
   assertStrict(family.name, family.router);
+  assertDeclared(family);
   if (family.auth !== 'none' && !family.guard) throw new Error(`family ${family.name} needs a guard for auth ${family.auth}`);
   const outer = createRouter();
   if (family.guard) outer.use(family.guard);

@@ -4,7 +4,7 @@
  * rotate; the QR and the pairing code only in the answers of their own routes (and the webhook), never a log.
  */
 import Router from '@koa/router';
-import { createRouter } from '../router.js';
+import { createRouter, takes } from '../router.js';
 import { defaulted, enums, object, optional, pattern, record, size, string, unknown, StructError } from 'superstruct';
 import { ok } from '../envelope.js';
 import { DomainError, validationFailed } from '../../errors.js';
@@ -67,42 +67,42 @@ export function adminInstancesRouter(admin: InstanceAdmin): Router {
     return inst;
   };
 
-  router.post('/admin/v1/instances', async (ctx) => {
+  router.post('/admin/v1/instances', takes({ body: true }), async (ctx) => {
     const input = parse(ctx.request.body, CreateSchema);
     const settings = input.settings === undefined ? undefined : await inSettings(() => parse(input.settings, SettingsPatchStruct));
     // a name already taken answers 409 CONFLICT from the store's unique name (also for two creates at once)
     const { instance, apiKey } = await inSettings(() => admin.create({ name: input.name, driver: input.driver, ...(settings ? { settings } : {}) }));
     ok(ctx, { instance: await admin.describe(instance), apiKey }, 201);
   });
-  router.get('/admin/v1/instances', async (ctx) => ok(ctx, { items: await Promise.all((await admin.list()).map((i) => admin.describe(i))) }));
-  router.get('/admin/v1/instances/:id', async (ctx) => ok(ctx, await admin.describe(await load(ctx.params.id ?? ''))));
-  router.patch('/admin/v1/instances/:id', async (ctx) => {
+  router.get('/admin/v1/instances', takes(), async (ctx) => ok(ctx, { items: await Promise.all((await admin.list()).map((i) => admin.describe(i))) }));
+  router.get('/admin/v1/instances/:id', takes(), async (ctx) => ok(ctx, await admin.describe(await load(ctx.params.id ?? ''))));
+  router.patch('/admin/v1/instances/:id', takes({ body: true }), async (ctx) => {
     const inst = await load(ctx.params.id ?? '');
     const body = parse(ctx.request.body, PatchSchema);
     const settings = await inSettings(() => parse(body.settings, SettingsPatchStruct));
     const updated = await inSettings(() => admin.updateSettings(inst.id, settings));
     ok(ctx, await admin.describe(updated ?? inst));
   });
-  router.delete('/admin/v1/instances/:id', async (ctx) => {
+  router.delete('/admin/v1/instances/:id', takes(), async (ctx) => {
     const inst = await load(ctx.params.id ?? '');
     await admin.remove(inst.id);
     ok(ctx, { id: inst.id, deleted: true });
   });
-  router.post('/admin/v1/instances/:id/keys', async (ctx) => {
+  router.post('/admin/v1/instances/:id/keys', takes(), async (ctx) => {
     const inst = await load(ctx.params.id ?? '');
     ok(ctx, { instanceId: inst.id, apiKey: await admin.rotateKey(inst.id) }, 201);
   });
-  router.post('/admin/v1/instances/:id/restart', async (ctx) => {
+  router.post('/admin/v1/instances/:id/restart', takes(), async (ctx) => {
     const inst = await load(ctx.params.id ?? '');
     await admin.restart(inst.id, 'operator');
     ok(ctx, { instanceId: inst.id, restarting: true }, 202);
   });
-  router.post('/admin/v1/instances/:id/logout', async (ctx) => {
+  router.post('/admin/v1/instances/:id/logout', takes(), async (ctx) => {
     const inst = await load(ctx.params.id ?? '');
     await admin.logout(inst.id);
     ok(ctx, { instanceId: inst.id, loggedOut: true }, 202);
   });
-  router.post('/admin/v1/instances/:id/pairing-code', async (ctx) => {
+  router.post('/admin/v1/instances/:id/pairing-code', takes({ body: true }), async (ctx) => {
     const inst = await load(ctx.params.id ?? '');
     const { phoneNumber } = parse(ctx.request.body, PairingSchema);
     // The code is a login secret: it goes to the operator here and to the webhook (event `code`), never to a log.
@@ -110,14 +110,14 @@ export function adminInstancesRouter(admin: InstanceAdmin): Router {
     ctx.set('Cache-Control', 'no-store');
     ok(ctx, { instanceId: inst.id, code, at: new Date(at).toISOString() });
   });
-  router.get('/admin/v1/instances/:id/qr', async (ctx) => {
+  router.get('/admin/v1/instances/:id/qr', takes(), async (ctx) => {
     const inst = await load(ctx.params.id ?? '');
     const { status, raw } = await admin.linking(inst.id);
     ctx.set('Cache-Control', 'no-store');
     ok(ctx, { status, qr: raw === null ? null : qrImage(raw), raw });
   });
-  router.get('/admin/v1/nodes', async (ctx) => ok(ctx, { items: await admin.nodes() }));
-  router.post('/admin/v1/instances/:id/move', async (ctx) => {
+  router.get('/admin/v1/nodes', takes(), async (ctx) => ok(ctx, { items: await admin.nodes() }));
+  router.post('/admin/v1/instances/:id/move', takes({ body: true }), async (ctx) => {
     const inst = await load(ctx.params.id ?? '');
     const { node } = parse(ctx.request.body, MoveSchema);
     const moved = await admin.move(inst.id, node);

@@ -13,11 +13,11 @@
  */
 import type Router from '@koa/router';
 import type { Context } from 'koa';
-import { createRouter } from '../router.js';
+import { createRouter, takes } from '../router.js';
 import type { InstancePort } from '../../actors/port.js';
 import type { Pool } from '../../store/pool.js';
 import type { Clock } from '../../clock.js';
-import { queueHandlers } from './queue.js';
+import { ITEMS_QUERY, queueHandlers } from './queue.js';
 import { existingInstanceId } from '../../store/instances.js';
 
 export interface AdminQueueDeps {
@@ -37,11 +37,11 @@ export function adminQueueRouter(deps: AdminQueueDeps): Router {
   const portOf = async (ctx: Context): Promise<InstancePort> => deps.portOf(await existingInstanceId(deps.pool, String(ctx.params.id ?? '')));
   const jobId = (ctx: Context) => String(ctx.params.jobId ?? '');
 
-  router.get(`${base}/queue`, async (ctx) => handle.summary(ctx, await portOf(ctx)));
-  router.get(`${base}/queue/items`, async (ctx) => handle.items(ctx, await portOf(ctx)));
-  router.post(`${base}/queue/replan`, async (ctx) => handle.replan(ctx, await portOf(ctx), 'operator'));
-  router.delete(`${base}/messages/:jobId`, async (ctx) => handle.cancel(ctx, await portOf(ctx), jobId(ctx)));
-  router.post(`${base}/messages/:jobId/requeue`, async (ctx) =>
+  router.get(`${base}/queue`, takes(), async (ctx) => handle.summary(ctx, await portOf(ctx)));
+  router.get(`${base}/queue/items`, takes({ query: ITEMS_QUERY }), async (ctx) => handle.items(ctx, await portOf(ctx)));
+  router.post(`${base}/queue/replan`, takes(), async (ctx) => handle.replan(ctx, await portOf(ctx), 'operator'));
+  router.delete(`${base}/messages/:jobId`, takes(), async (ctx) => handle.cancel(ctx, await portOf(ctx), jobId(ctx)));
+  router.post(`${base}/messages/:jobId/requeue`, takes(), async (ctx) =>
     handle.requeue(ctx, await portOf(ctx), jobId(ctx), '/admin/v1/instances/:id/messages/:jobId/requeue'));
 
   return router;

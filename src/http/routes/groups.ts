@@ -10,7 +10,7 @@
  * docs/api-groups.md.
  */
 import Router from '@koa/router';
-import { createRouter } from '../router.js';
+import { createRouter, takes } from '../router.js';
 import type { Context } from 'koa';
 import { array, object, optional, pattern, record, refine, size, string, unknown, type Infer } from 'superstruct';
 import { ok } from '../envelope.js';
@@ -77,7 +77,7 @@ export function groupsRouter(deps: GroupsRouteDeps): Router {
     return asGroupError(askNetwork(port, ask, DEADLINES.interaction), groupId);
   };
 
-  router.post(`${G}/participants`, async (ctx) => {
+  router.post(`${G}/participants`, takes({ body: true }), async (ctx) => {
     const { port, groupId } = prepare(ctx);
     const ids = unique(parse(ctx.request.body, AddSchema).participants);
     const results = await onGroup(port, groupId, { type: 'network', op: 'addParticipants', args: [groupId, ids], label: 'group.participants.add' });
@@ -93,46 +93,46 @@ export function groupsRouter(deps: GroupsRouteDeps): Router {
     ok(ctx, { groupId, added, failed });
   });
 
-  router.delete(`${G}/participants`, async (ctx) => {
+  router.delete(`${G}/participants`, takes({ body: true }), async (ctx) => {
     const { port, groupId } = prepare(ctx);
     const ids = unique(parse(ctx.request.body, ParticipantsBody).participants);
     await onGroup(port, groupId, { type: 'network', op: 'removeParticipants', args: [groupId, ids], label: 'group.participants.remove' });
     ok(ctx, { groupId, removed: ids });
   });
 
-  router.post(`${G}/admins`, async (ctx) => {
+  router.post(`${G}/admins`, takes({ body: true }), async (ctx) => {
     const { port, groupId } = prepare(ctx);
     const ids = unique(parse(ctx.request.body, ParticipantsBody).participants);
     await onGroup(port, groupId, { type: 'network', op: 'promoteParticipants', args: [groupId, ids], label: 'group.admins.promote' });
     ok(ctx, { groupId, promoted: ids });
   });
 
-  router.delete(`${G}/admins`, async (ctx) => {
+  router.delete(`${G}/admins`, takes({ body: true }), async (ctx) => {
     const { port, groupId } = prepare(ctx);
     const ids = unique(parse(ctx.request.body, ParticipantsBody).participants);
     await onGroup(port, groupId, { type: 'network', op: 'demoteParticipants', args: [groupId, ids], label: 'group.admins.demote' });
     ok(ctx, { groupId, demoted: ids });
   });
 
-  router.get(`${G}/invite`, async (ctx) => {
+  router.get(`${G}/invite`, takes(), async (ctx) => {
     const { port, groupId } = prepare(ctx);
     const code = await onGroup(port, groupId, { type: 'network', op: 'getInviteCode', args: [groupId], label: 'group.invite' });
     ok(ctx, { code, url: inviteUrl(code) });
   });
 
-  router.post(`${G}/invite/revoke`, async (ctx) => {
+  router.post(`${G}/invite/revoke`, takes(), async (ctx) => {
     const { port, groupId } = prepare(ctx);
     const code = await onGroup(port, groupId, { type: 'network', op: 'revokeInvite', args: [groupId], label: 'group.invite.revoke' });
     ok(ctx, { code });
   });
 
-  router.post(`${G}/leave`, async (ctx) => {
+  router.post(`${G}/leave`, takes(), async (ctx) => {
     const { port, groupId } = prepare(ctx);
     await onGroup(port, groupId, { type: 'network', op: 'leaveGroup', args: [groupId], label: 'group.leave' });
     ok(ctx, { groupId, left: true });
   });
 
-  router.patch(G, async (ctx) => {
+  router.patch(G, takes({ body: true }), async (ctx) => {
     const { port, groupId } = prepare(ctx);
     const { subject, description } = parse(ctx.request.body, PatchSchema);
     if (subject === undefined && description === undefined) {

@@ -9,7 +9,7 @@
  * PATCH/DELETE /api/v2/messages/:id is a queue job and is passed on untouched and uncounted.
  */
 import Router from '@koa/router';
-import { createRouter } from '../router.js';
+import { createRouter, takes } from '../router.js';
 import type { Context, Next } from 'koa';
 import { array, boolean, defaulted, integer, min, object, optional, pattern, string, type } from 'superstruct';
 import { ok } from '../envelope.js';
@@ -56,7 +56,7 @@ export function interactionsRouter(deps: InteractionsRouteDeps): Router {
   const interact = <A extends NetworkAsk>(port: InstancePort, ask: A): Promise<ReplyOf<A>> =>
     askNetwork(port, ask, DEADLINES.interaction);
 
-  router.post('/api/v2/messages/:msgId/reaction', async (ctx) => {
+  router.post('/api/v2/messages/:msgId/reaction', takes({ body: true }), async (ctx) => {
     const port = limited(ctx);
     const msgId = messageIdParam(ctx);
     const { emoji } = parse(ctx.request.body, ReactionSchema);
@@ -64,7 +64,7 @@ export function interactionsRouter(deps: InteractionsRouteDeps): Router {
     ok(ctx, { msgId, emoji });
   });
 
-  router.delete('/api/v2/messages/:msgId/reaction', async (ctx) => {
+  router.delete('/api/v2/messages/:msgId/reaction', takes(), async (ctx) => {
     const port = limited(ctx);
     const msgId = messageIdParam(ctx);
     // whatsapp-web.js removes one's reaction by reacting with the empty string
@@ -72,7 +72,7 @@ export function interactionsRouter(deps: InteractionsRouteDeps): Router {
     ok(ctx, { msgId, emoji: null });
   });
 
-  router.post('/api/v2/chats/:chatId/seen', async (ctx) => {
+  router.post('/api/v2/chats/:chatId/seen', takes(), async (ctx) => {
     const port = limited(ctx);
     const chatId = chatIdParam(ctx, 'chatId');
     const seen = await interact(port, { type: 'network', op: 'sendSeen', args: [chatId], label: 'chat.seen', notFound: notFound(chatNotFound(chatId)) });
@@ -97,10 +97,10 @@ export function interactionsRouter(deps: InteractionsRouteDeps): Router {
     });
     ok(ctx, { chatId, expiresAt: new Date(info.expiresAt).toISOString(), durationMs: duration });
   };
-  router.post('/api/v2/chats/:chatId/typing', presence('typing'));
-  router.post('/api/v2/chats/:chatId/recording', presence('recording'));
+  router.post('/api/v2/chats/:chatId/typing', takes({ body: true }), presence('typing'));
+  router.post('/api/v2/chats/:chatId/recording', takes({ body: true }), presence('recording'));
 
-  router.delete('/api/v2/chats/:chatId/state', async (ctx) => {
+  router.delete('/api/v2/chats/:chatId/state', takes(), async (ctx) => {
     const port = limited(ctx);
     const chatId = chatIdParam(ctx, 'chatId');
     const cancelled = deps.presence.cancel(port.instanceId, chatId);
@@ -108,7 +108,7 @@ export function interactionsRouter(deps: InteractionsRouteDeps): Router {
     ok(ctx, { chatId, cancelled });
   });
 
-  router.patch('/api/v2/messages/:msgId', async (ctx: Context) => {
+  router.patch('/api/v2/messages/:msgId', takes({ body: true }), async (ctx: Context) => {
     // jobs are not edited (no queue route has PATCH): a wq_ id is 400 naming the network message id to use
     const msgId = messageIdParam(ctx);
     const port = limited(ctx);
@@ -131,7 +131,7 @@ export function interactionsRouter(deps: InteractionsRouteDeps): Router {
     ok(ctx, { messageId: edited.id._serialized || msgId });
   });
 
-  router.delete('/api/v2/messages/:msgId', async (ctx: Context, next: Next) => {
+  router.delete('/api/v2/messages/:msgId', takes({ body: true, passes: (ctx) => isJobId(param(ctx, 'msgId')) }), async (ctx: Context, next: Next) => {
     if (isJobId(param(ctx, 'msgId'))) return next();
     const port = limited(ctx);
     const msgId = messageIdParam(ctx);

@@ -4,7 +4,7 @@
  * passed on to the network-message routes.
  */
 import Router from '@koa/router';
-import { createRouter } from '../router.js';
+import { createRouter, takes } from '../router.js';
 import type { Context, Next } from 'koa';
 import { enums, integer, object, optional, pattern, size, string, coerce } from 'superstruct';
 import { ok } from '../envelope.js';
@@ -37,6 +37,8 @@ export const ItemsQuery = object({
   // a nextCursor of an earlier page: a job's sequence number, which fits in a safe integer
   cursor: optional(pattern(string(), /^\d{1,15}$/)),
 });
+/** The query parameters of the job list (its routes declare them: src/http/router.ts `takes`). */
+export const ITEMS_QUERY = Object.keys(ItemsQuery.schema);
 export const KeyQuery = object({ idempotencyKey: pattern(string(), IDEMPOTENCY_KEY) });
 
 /**
@@ -137,13 +139,16 @@ export function queueRouter(deps: QueueRouteDeps): Router {
     return job;
   };
 
-  router.get('/queue', (ctx) => handle.summary(ctx, deps.portOf(ctx)));
+  // a network message id on /messages/:id is the reads' and interactions' (their routes check its query)
+  const notAJob = (ctx: Context) => !isJobId(String(ctx.params.id ?? ''));
 
-  router.get('/queue/items', (ctx) => handle.items(ctx, deps.portOf(ctx)));
+  router.get('/queue', takes(), (ctx) => handle.summary(ctx, deps.portOf(ctx)));
 
-  router.post('/queue/replan', (ctx) => handle.replan(ctx, deps.portOf(ctx), 'api'));
+  router.get('/queue/items', takes({ query: ITEMS_QUERY }), (ctx) => handle.items(ctx, deps.portOf(ctx)));
 
-  router.get('/messages', async (ctx) => {
+  router.post('/queue/replan', takes(), (ctx) => handle.replan(ctx, deps.portOf(ctx), 'api'));
+
+  router.get('/messages', takes({ query: ['idempotencyKey'] }), async (ctx) => {
     const { idempotencyKey } = parse(ctx.query, KeyQuery);
     const now = deps.clock.now();
     const found = await findByIdempotencyKey(deps.pool, deps.portOf(ctx).instanceId, idempotencyKey, now - IDEMPOTENCY_RETENTION_MS);
@@ -151,13 +156,13 @@ export function queueRouter(deps: QueueRouteDeps): Router {
     ok(ctx, jobStatus(found.job, now));
   });
 
-  router.get('/messages/:id', async (ctx: Context, next: Next) => {
+  router.get('/messages/:id', takes({ passes: notAJob }), async (ctx: Context, next: Next) => {
     const id = String(ctx.params.id ?? '');
     if (!isJobId(id)) return next();
     ok(ctx, jobStatus(await loadJob(deps.portOf(ctx), id), deps.clock.now()));
   });
 
-  router.delete('/messages/:id', async (ctx: Context, next: Next) => {
+  router.delete('/messages/:id', takes({ passes: notAJob }), async (ctx: Context, next: Next) => {
     const id = String(ctx.params.id ?? '');
     if (!isJobId(id)) return next();
     await handle.cancel(ctx, deps.portOf(ctx), id);
@@ -165,7 +170,7 @@ export function queueRouter(deps: QueueRouteDeps): Router {
 
   // only jobs are requeued (no network message route has this path): any other id is an unknown job, 404
   // JOB_NOT_FOUND as on the operator's route, not a "no route" 404 for a method the path has
-  router.post('/messages/:id/requeue', async (ctx: Context) => {
+  router.post('/messages/:id/requeue', takes(), async (ctx: Context) => {
     const id = String(ctx.params.id ?? '');
     await handle.requeue(ctx, deps.portOf(ctx), id, '/api/v2/messages/:jobId/requeue');
   });

@@ -13,7 +13,7 @@
  * at every connection.
  */
 import Router from '@koa/router';
-import { createRouter } from '../router.js';
+import { createRouter, takes } from '../router.js';
 import { enums, integer, max, min, object, optional, size, string, coerce, defaulted } from 'superstruct';
 import { ok } from '../envelope.js';
 import { DomainError } from '../../errors.js';
@@ -55,7 +55,7 @@ export function createWebhookAdminRouter(deps: WebhookAdminDeps): Router {
   const instanceId = (raw: string | undefined): Promise<string> => existingInstanceId(deps.db, raw ?? '');
   const noWebhook = (id: string) => new DomainError('NOT_FOUND', 'no webhook configured for this instance', { instanceId: id });
 
-  router.put('/admin/v1/instances/:id/webhook', async (ctx) => {
+  router.put('/admin/v1/instances/:id/webhook', takes({ body: true }), async (ctx) => {
     const id = await instanceId(ctx.params.id);
     const input = parse(ctx.request.body, WebhookInput);
     const allowPrivate = input.allowPrivate === true || deps.allowPrivate;
@@ -70,14 +70,14 @@ export function createWebhookAdminRouter(deps: WebhookAdminDeps): Router {
     ok(ctx, toView(saved));
   });
 
-  router.get('/admin/v1/instances/:id/webhook', async (ctx) => {
+  router.get('/admin/v1/instances/:id/webhook', takes(), async (ctx) => {
     const id = await instanceId(ctx.params.id);
     const cfg = await getWebhook(deps.db, id);
     if (!cfg) throw noWebhook(id);
     ok(ctx, toView(cfg));
   });
 
-  router.delete('/admin/v1/instances/:id/webhook', async (ctx) => {
+  router.delete('/admin/v1/instances/:id/webhook', takes(), async (ctx) => {
     const id = await instanceId(ctx.params.id);
     const deleted = await deleteWebhook(deps.db, id);
     // The sender fails what was pending ("webhook removed").
@@ -85,7 +85,7 @@ export function createWebhookAdminRouter(deps: WebhookAdminDeps): Router {
     ok(ctx, { deleted });
   });
 
-  router.post('/admin/v1/instances/:id/webhook/test', async (ctx) => {
+  router.post('/admin/v1/instances/:id/webhook/test', takes({ body: true }), async (ctx) => {
     const id = await instanceId(ctx.params.id);
     const { message } = parse(ctx.request.body, TestInput);
     const cfg = await getWebhook(deps.db, id);
@@ -103,7 +103,7 @@ export function createWebhookAdminRouter(deps: WebhookAdminDeps): Router {
     ok(ctx, { eventId: written.eventId }, 202);
   });
 
-  router.get('/admin/v1/instances/:id/webhook/deliveries', async (ctx) => {
+  router.get('/admin/v1/instances/:id/webhook/deliveries', takes({ query: Object.keys(DeliveriesQuery.schema) }), async (ctx) => {
     const id = await instanceId(ctx.params.id);
     const query = parse({ ...ctx.query }, DeliveriesQuery);
     if (query.cursor !== undefined && decodeCursor(query.cursor) === null) {
@@ -114,7 +114,7 @@ export function createWebhookAdminRouter(deps: WebhookAdminDeps): Router {
 
   // Put a failed or delivered row back to pending (src/webhooks/deliveries.ts redeliver): one conditional
   // statement, then the sender is woken. It goes out before newer pending rows (the outbox is delivered in id order).
-  router.post('/admin/v1/instances/:id/webhook/deliveries/:eventId/redeliver', async (ctx) => {
+  router.post('/admin/v1/instances/:id/webhook/deliveries/:eventId/redeliver', takes(), async (ctx) => {
     const id = await instanceId(ctx.params.id);
     const eventId = String(ctx.params.eventId ?? '');
     const notFound = () => new DomainError('NOT_FOUND', 'no delivery with this event id for this instance', { instanceId: id, eventId });
