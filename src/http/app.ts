@@ -32,8 +32,9 @@ export function createApp(opts: AppOptions): Koa {
   app.use(requestLog(opts.log));
   app.use(errorBoundary(opts.log, opts.onStoreError ? { onStoreError: opts.onStoreError } : {}));
   app.use(refuseMalformedTarget);
+  // one reader for every family, unless a family has a route that takes its body's entries one by one
   const json = jsonBody({ limitBytes: JSON_LIMIT_BYTES });
-  app.use(routeFamilies(families, json));
+  app.use(routeFamilies(families, (entriesAt) => (entriesAt ? jsonBody({ limitBytes: JSON_LIMIT_BYTES, entriesAt }) : json)));
   app.use(notMatched(families));
   return app;
 }

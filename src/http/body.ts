@@ -9,7 +9,7 @@
 import { createGunzip, createInflate, createBrotliDecompress } from 'node:zlib';
 import type { Readable } from 'node:stream';
 import type { IncomingMessage } from 'node:http';
-import type { Context, Next } from 'koa';
+import type { Context, Middleware, Next } from 'koa';
 import { DomainError, payloadTooLarge } from '../errors.js';
 import { closeUnreadRequest, continueBody, otherTransferCoding } from '../media/linger.js';
 
@@ -195,36 +195,87 @@ function clean(root: unknown, surrogates: boolean): boolean {
 }
 
 /**
- * Walks the parsed value without recursion: no key that reaches a prototype, no NUL in keys or strings, and no
- * lone surrogate (`surrogates`: the text escaped one). PostgreSQL's JSON refuses `\ud800` unpaired (a 500 from
- * the insert, found by probing), and in text it would become U+FFFD: stored, but not what the client sent.
+ * The first key or string of `root` that is refused, named by its path under `base`, or null. `namesOnly`:
+ * only a key that reaches a prototype (not what a text holds).
  */
-function checkValues(root: unknown, surrogates: boolean): void {
-  if (clean(root, surrogates)) return;
-  // something to refuse: walk again with paths, to name the first offending field
-  const stack: Array<{ value: unknown; path: string }> = [{ value: root, path: '' }];
+function firstOffence(root: unknown, surrogates: boolean, base: string, namesOnly = false): DomainError | null {
+  const stack: Array<{ value: unknown; path: string }> = [{ value: root, path: base }];
   const at = (path: string, key: string) => (path ? `${path}.${key}` : key);
   while (stack.length > 0) {
     const { value, path } = stack.pop() as { value: unknown; path: string };
     if (typeof value === 'string') {
-      if (value.includes('\u0000')) throw bad(path || 'body', `${path || 'body'} must not contain NUL characters`);
-      if (surrogates && LONE_SURROGATE.test(value)) throw bad(path || 'body', `${path || 'body'} must be well-formed Unicode (it holds half of a surrogate pair)`);
+      if (namesOnly) continue;
+      if (value.includes('\u0000')) return bad(path || 'body', `${path || 'body'} must not contain NUL characters`);
+      if (surrogates && LONE_SURROGATE.test(value)) return bad(path || 'body', `${path || 'body'} must be well-formed Unicode (it holds half of a surrogate pair)`);
     } else if (Array.isArray(value)) {
       value.forEach((v, i) => stack.push({ value: v, path: at(path, String(i)) }));
     } else if (value !== null && typeof value === 'object') {
       for (const [k, v] of Object.entries(value)) {
         const p = at(path, k);
-        if (FORBIDDEN_KEYS.has(k)) throw bad(p, `${p} is not an allowed field name`);
-        if (k.includes('\u0000')) throw bad(path || 'body', `field names must not contain NUL characters`);
-        if (surrogates && LONE_SURROGATE.test(k)) throw bad(path || 'body', 'field names must be well-formed Unicode (one holds half of a surrogate pair)');
+        if (FORBIDDEN_KEYS.has(k)) return bad(p, `${p} is not an allowed field name`);
+        if (namesOnly) {
+          stack.push({ value: v, path: p });
+          continue;
+        }
+        if (k.includes('\u0000')) return bad(path || 'body', `field names must not contain NUL characters`);
+        if (surrogates && LONE_SURROGATE.test(k)) return bad(path || 'body', 'field names must be well-formed Unicode (one holds half of a surrogate pair)');
         stack.push({ value: v, path: p });
       }
     }
   }
+  return null;
 }
 
-/** An object or an array (as before: schemas refuse an array where they want an object, v1 in its frozen words). */
-export function parseJsonText(text: string): object {
+/** Why an entry of a body read with `entries` was refused (its text), by the entry: see `refusedEntry`. */
+const REFUSED_ENTRIES = new WeakMap<object, string>();
+
+/**
+ * Why an entry of the route's entries (`jsonBody`'s `entriesAt`) holds text that cannot be stored: a NUL or a
+ * lone surrogate, named by its field within the entry ("message must not contain NUL characters"). Undefined
+ * for an entry without one. The route rejects that entry alone.
+ */
+export function refusedEntry(entry: unknown): string | undefined {
+  return entry !== null && typeof entry === 'object' ? REFUSED_ENTRIES.get(entry) : undefined;
+}
+
+/**
+ * Walks the parsed value without recursion: no key that reaches a prototype, no NUL in keys or strings, and no
+ * lone surrogate (`surrogates`: the text escaped one). PostgreSQL's JSON refuses `\ud800` unpaired (a 500 from
+ * the insert, found by probing), and in text it would become U+FFFD: stored, but not what the client sent.
+ *
+ * `entries`: the top-level array whose object entries the route takes one by one (v1 send-bulk's `messages`,
+ * SPEC.md "send-bulk rules" 3: a rejected entry does not abort the batch). A NUL or a lone surrogate inside
+ * such an entry is noted for the route (`refusedEntry`) instead of refusing the body; a key that reaches a
+ * prototype is refused wherever it is, and so is anything outside the entries.
+ */
+function checkValues(root: unknown, surrogates: boolean, entries?: string): void {
+  if (clean(root, surrogates)) return;
+  // something to refuse: walk again with paths, to name the first offending field
+  const list = entries !== undefined && !Array.isArray(root) ? (root as Record<string, unknown>)[entries] : undefined;
+  if (entries === undefined || !Array.isArray(list) || !Object.hasOwn(root as object, entries)) {
+    const offence = firstOffence(root, surrogates, '');
+    if (offence) throw offence;
+    return;
+  }
+  const outside = firstOffence({ ...(root as Record<string, unknown>), [entries]: [] }, surrogates, '');
+  if (outside) throw outside;
+  list.forEach((entry: unknown, i) => {
+    if (clean(entry, surrogates)) return;
+    const path = `${entries}.${i}`;
+    // a key that reaches a prototype is refused wherever it is; an entry that is a bare string has nothing to
+    // note its refusal on: the whole body, as anywhere else
+    const whole = entry !== null && typeof entry === 'object' ? firstOffence(entry, surrogates, path, true) : firstOffence(entry, surrogates, path);
+    if (whole) throw whole;
+    const within = firstOffence(entry, surrogates, '');
+    if (within) REFUSED_ENTRIES.set(entry as object, within.message);
+  });
+}
+
+/**
+ * An object or an array (as before: schemas refuse an array where they want an object, v1 in its frozen words).
+ * `entries`: see `checkValues`.
+ */
+export function parseJsonText(text: string, entries?: string): object {
   const surrogates = checkDepth(text);
   let value: unknown;
   try {
@@ -233,12 +284,15 @@ export function parseJsonText(text: string): object {
     throw bad('body', 'the body is not valid JSON');
   }
   if (value === null || typeof value !== 'object') throw bad('body', 'the body must be a JSON object');
-  checkValues(value, surrogates);
+  checkValues(value, surrogates, entries);
   return value;
 }
 
-/** Parses a JSON body into `ctx.request.body` (`{}` when there is none). */
-export function jsonBody(opts: { limitBytes: number }) {
+/**
+ * Parses a JSON body into `ctx.request.body` (`{}` when there is none). `entriesAt`: the field of the
+ * request's route whose entries it takes one by one (declared with the route by `entriesApart`), if any.
+ */
+export function jsonBody(opts: { limitBytes: number; entriesAt?: (ctx: Context) => string | undefined }) {
   return async function readJsonBody(ctx: Context, next: Next): Promise<void> {
     // read already by an earlier family whose route passed the request on (DELETE /api/v2/messages/:id: the
     // queue's cancel takes job ids only): its stream is consumed, and reading it again gave {}. Found from the
@@ -261,9 +315,32 @@ export function jsonBody(opts: { limitBytes: number }) {
     } catch {
       throw bad('body', 'the body is not valid UTF-8');
     }
-    ctx.request.body = text.trim() === '' ? {} : parseJsonText(text);
+    ctx.request.body = text.trim() === '' ? {} : parseJsonText(text, opts.entriesAt?.(ctx));
     return next();
   };
+}
+
+/** The declarations made by `entriesApart`, found again in the routes' chains (src/http/router.ts). */
+const ENTRY_FIELDS = new WeakMap<Middleware, string>();
+
+/**
+ * Declared with a route whose body holds a top-level array of entries it takes one by one, rejecting a bad one
+ * alone (v1 send-bulk's `messages`): a NUL or a lone surrogate inside one of them refuses that entry
+ * (`refusedEntry`), not the body. A link that does nothing itself: the body was read before the route ran.
+ */
+export function entriesApart(field: string): Middleware {
+  const declared: Middleware = (_ctx, next) => next();
+  ENTRY_FIELDS.set(declared, field);
+  return declared;
+}
+
+/** The field a route's chain declared with `entriesApart`, if any. */
+export function entriesFieldOf(chain: readonly Middleware[]): string | undefined {
+  for (const m of chain) {
+    const field = ENTRY_FIELDS.get(m);
+    if (field !== undefined) return field;
+  }
+  return undefined;
 }
 
 /**

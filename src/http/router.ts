@@ -9,6 +9,7 @@
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { DomainError, validationFailed } from '../errors.js';
+import { entriesFieldOf } from './body.js';
 
 /** Who may call a family's routes: nobody needs a credential, an instance API key, or the admin token. */
 export type AuthKind = 'none' | 'instance' | 'admin' | 'cluster';
@@ -150,16 +151,32 @@ export function literalPrefixes(router: Router): string[] {
 }
 
 /**
+ * The JSON body reader of a family: `entriesAt` names the field whose entries the request's route takes one
+ * by one (src/http/body.ts `entriesApart`), when it declared one.
+ */
+export type JsonBodyReader = (entriesAt?: (ctx: Context) => string | undefined) => Middleware;
+
+/** The routes of a router that declared entries taken one by one, and the field of each. */
+function entriesAtOf(router: Router): ((ctx: Context) => string | undefined) | undefined {
+  const declared = layersOf(router).flatMap((layer) => {
+    const field = layer.methods.length > 0 ? entriesFieldOf(layer.stack) : undefined;
+    return field === undefined ? [] : [{ layer, field }];
+  });
+  if (declared.length === 0) return undefined;
+  return (ctx) => declared.find((d) => d.layer.methods.includes(ctx.method) && d.layer.match(ctx.path))?.field;
+}
+
+/**
  * The family's routes behind its guard: guard → body → route (validate → handler). The guard and the body
  * reader run only when one of the family's routes matched, so nothing is read for an unknown path.
  */
-function guarded(family: RouteFamily, jsonBody: Middleware): Middleware {
+function guarded(family: RouteFamily, jsonBody: JsonBodyReader): Middleware {
   assertStrict(family.name, family.router);
   assertDeclared(family);
   if (family.auth !== 'none' && !family.guard) throw new Error(`family ${family.name} needs a guard for auth ${family.auth}`);
   const outer = createRouter();
   if (family.guard) outer.use(family.guard);
-  if (family.body !== 'stream') outer.use(jsonBody);
+  if (family.body !== 'stream') outer.use(jsonBody(entriesAtOf(family.router)));
   outer.use(family.router.routes());
   return outer.routes() as unknown as Middleware;
 }
@@ -170,7 +187,7 @@ function guarded(family: RouteFamily, jsonBody: Middleware): Middleware {
  * with one of its literal route prefixes; every other path cannot match its routes, so it goes on at once,
  * without the family's router (a request crosses many families before its own).
  */
-export function routeFamilies(families: readonly RouteFamily[], jsonBody: Middleware): Middleware {
+export function routeFamilies(families: readonly RouteFamily[], jsonBody: JsonBodyReader): Middleware {
   const chain: FamilyLink[] = families.map((f) => ({ dispatch: guarded(f, jsonBody), prefixes: literalPrefixes(f.router) }));
   return function familyRoutes(ctx, next) {
     return fromLink(chain, 0, ctx, next);

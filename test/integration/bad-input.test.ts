@@ -81,8 +81,22 @@ test('a NUL character in any text field is 400 naming it, on v2 and v1; nothing 
   refused(await send(JSON.stringify({ phone: RECIPIENT, message: 'x', options: { mentions: ['a\u0000@c.us'] } })), 400, 'VALIDATION_FAILED', 'options.mentions.0');
   refused(await raw('GET', '/api/v2/chats/abc%00def/messages', undefined, {}), 400, 'VALIDATION_FAILED', 'path');
   refused(await raw('GET', '/api/v2/queue/items?state=queued%00', undefined, {}), 400, 'VALIDATION_FAILED', 'query');
+  refused(await raw('POST', '/api/send-bulk', JSON.stringify({ messages: [{ phone: RECIPIENT, message: 'b' }], note: 'a\u0000b' }), JSON_CT), 400, 'VALIDATION_FAILED', 'note');
   const after = await t.db.pool.query('SELECT count(*)::int AS n FROM jobs');
   assert.deepEqual(after.rows, before.rows);
+});
+
+test('send-bulk: an entry with a NUL or half of a surrogate pair is rejected alone (SPEC.md send-bulk rule 3)', async () => {
+  // found from the outside: 400 VALIDATION_FAILED field messages.1.message for the whole batch, nothing queued
+  for (const bad of ['a\u0000b', '\ud800']) {
+    const r = await raw('POST', '/api/send-bulk', JSON.stringify({ messages: [{ phone: RECIPIENT, message: 'b1' }, { phone: RECIPIENT, message: bad }] }), JSON_CT);
+    assert.equal(r.status, 200, r.text);
+    const entries = (r.body.data?.messages ?? []) as Array<{ phone: string; status: string; jobId?: string; error?: string }>;
+    assert.deepEqual(entries.map((e) => [e.phone, e.status]), [[RECIPIENT, 'queued'], [RECIPIENT, 'rejected']], r.text);
+    assert.match(String(entries[1]?.error), /^message must /, r.text);
+    const { rows } = await t.db.pool.query<{ message: string }>("SELECT payload->>'body' AS message FROM jobs WHERE id = $1", [entries[0]?.jobId]);
+    assert.equal(rows[0]?.message, 'b1');
+  }
 });
 
 test('half of a surrogate pair in a text field or a key is 400 naming it, on v2 and v1; a whole pair is a character', async () => {

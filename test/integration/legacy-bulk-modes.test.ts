@@ -56,6 +56,45 @@ describe('send-bulk', () => {
     assert.deepEqual(inst.net.sent.map((s) => s.chatId), ['4915111111111@c.us', '4915133333333@c.us', '4915144444444@c.us', '123456789012345@lid']);
   });
 
+  test('an entry with a NUL or half of a surrogate pair is rejected alone; the others are queued', async () => {
+    // found from the outside: the body reader refused the whole batch (400 VALIDATION_FAILED, field
+    // messages.1.message) and nothing was queued, against rule 3
+    const inst = await h.add('nul', {});
+    const messages = [
+      { phone: '4915112345678', message: 'b1' },
+      { phone: '4915112345678', message: 'a\u0000b' },
+      { phone: '4915112345678', message: 'x\ud800' },
+      { chatId: '4915112345679@c.us', message: 'ok', ['k\u0000']: 1 },
+      { phone: '4915112345679', message: 'b2' },
+    ];
+    const r = await h.post(inst, '/api/send-bulk', { messages });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.body.data?.queued, messages.length);
+    assert.deepEqual(entriesOf(r.body.data).map((e) => [e.phone, e.status, e.error ?? null]), [
+      ['4915112345678', 'queued', null],
+      ['4915112345678', 'rejected', 'message must not contain NUL characters'],
+      ['4915112345678', 'rejected', 'message must be well-formed Unicode (it holds half of a surrogate pair)'],
+      ['4915112345679@c.us', 'rejected', 'field names must not contain NUL characters'],
+      ['4915112345679', 'queued', null],
+    ]);
+    assert.deepEqual((await h.jobs(inst)).map((j) => j.payload.body), ['b1', 'b2']);
+
+    // outside the entries (the escape as a client writes it, too) the body is refused as before, and so is a
+    // key that reaches a prototype inside an entry; nothing is queued
+    for (const [body, field] of [
+      [JSON.stringify({ messages: [{ phone: '4915112345678', message: 'b3' }], note: 'a\u0000b' }), 'note'],
+      [`{"messages":[{"phone":"4915112345678","message":"b3"}],"note":"\\ud800"}`, 'note'],
+      [`{"messages":["a\\u0000b"]}`, 'messages.0'],
+      [`{"messages":[{"phone":"4915112345678","message":"a\\u0000","__proto__":{}}]}`, 'messages.0.__proto__'],
+    ] as const) {
+      const refused = await h.post(inst, '/api/send-bulk', body);
+      assert.equal(refused.status, 400, refused.text);
+      assert.equal(refused.body.success, false, refused.text);
+      assert.equal(refused.body.data?.field, field, refused.text);
+    }
+    assert.equal((await h.jobs(inst)).length, 2);
+  });
+
   test('entries of more than one ask (4 MB of messages) go to the queue in parts, in order, each answered', async () => {
     const inst = await h.add('parts', {});
     const big = (c: string) => c.repeat(1_500_000);

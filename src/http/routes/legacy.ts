@@ -11,6 +11,7 @@
  */
 import Router from '@koa/router';
 import { createRouter } from '../router.js';
+import { entriesApart } from '../body.js';
 import type { Context, Middleware } from 'koa';
 import type { Config } from '../../config.js';
 import type { Clock } from '../../clock.js';
@@ -46,7 +47,8 @@ export function legacyRouter(deps: LegacyRouteDeps): Router {
   const router = createRouter('/api');
   router.post('/send-message', v1Route(deps, (ctx) => send(ctx, deps, 'text', '/api/send-message')));
   router.post('/send-media', v1Route(deps, (ctx) => send(ctx, deps, 'media', '/api/send-media')));
-  router.post('/send-bulk', v1Route(deps, async (ctx) => {
+  // SPEC.md send-bulk rule 3: an entry with a NUL or a lone surrogate is rejected alone, the others queued
+  router.post('/send-bulk', entriesApart('messages'), v1Route(deps, async (ctx) => {
     const port = deps.portOf(ctx);
     const view = await viewOf(port);
     await sendBulk(ctx, deps, port, view, ownNumber(ctx, view));
