@@ -104,8 +104,17 @@ describe('reading routes over HTTP', () => {
       ['limit=1.5', 'limit'],
       ['limit=ten', 'limit'],
       ['limit=1&limit=2', 'limit'],
+      // one spelling of a query integer on every route (src/http/validate.ts QUERY_INTEGER): found from the
+      // outside, `limit=%205` was 200 here and 400 on the queue list
+      ['limit=%205', 'limit'],
+      ['limit=5%20', 'limit'],
+      ['limit=+5', 'limit'],
+      ['limit=%2B5', 'limit'],
+      ['limit=', 'limit'],
       ['cursor=-1', 'cursor'],
       ['cursor=abc', 'cursor'],
+      ['cursor=%201', 'cursor'],
+      ['cursor=', 'cursor'],
       ['archived=maybe', 'archived'],
     ] as const) {
       const r = await request(srv.url, 'GET', `/api/v2/chats?${q}`);
@@ -169,6 +178,15 @@ describe('reading routes over HTTP', () => {
     assert.deepEqual(r.body.data, { field: 'fromMe' });
     r = await request(srv.url, 'GET', `/api/v2/chats/${enc(ALICE)}/messages?limit=0`);
     assert.deepEqual(r.body.data, { field: 'limit' });
+    for (const q of ['%205', '+5', '']) {
+      r = await request(srv.url, 'GET', `/api/v2/chats/${enc(ALICE)}/messages?limit=${q}`);
+      assert.equal(r.status, 400, q);
+      assert.deepEqual(r.body.data, { field: 'limit' }, q);
+    }
+    // leading zeros are read as written, as on the queue list
+    r = await request(srv.url, 'GET', `/api/v2/chats/${enc(ALICE)}/messages?limit=05`);
+    assert.equal(r.status, 200);
+    assert.equal(r.body.data?.limit, 5);
     r = await request(srv.url, 'GET', `/api/v2/chats/${enc(BOB)}/messages`);
     assert.equal(r.status, 404);
     assert.equal(r.body.code, 'CHAT_NOT_FOUND');

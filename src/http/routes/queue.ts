@@ -6,10 +6,10 @@
 import Router from '@koa/router';
 import { createRouter, takes } from '../router.js';
 import type { Context, Next } from 'koa';
-import { enums, integer, object, optional, pattern, size, string, coerce } from 'superstruct';
+import { enums, object, optional, pattern, string } from 'superstruct';
 import { ok } from '../envelope.js';
 import { DomainError, queueStoreUnavailable } from '../../errors.js';
-import { parse } from '../validate.js';
+import { parse, queryInteger } from '../validate.js';
 import { jobStatus } from '../../wire/job.js';
 import { getJob, listJobs, findByIdempotencyKey } from '../../queue/jobs.js';
 import { IDEMPOTENCY_RETENTION_MS } from '../../queue/worker.js';
@@ -30,10 +30,9 @@ export interface QueueRouteDeps {
   degradedSince(): number | null;
 }
 
-const intString = (lo: number, hi: number) => coerce(size(integer(), lo, hi), string(), (v) => (/^\d+$/.test(v) ? Number(v) : NaN));
 export const ItemsQuery = object({
   state: optional(enums(JOB_STATES)),
-  limit: optional(intString(1, 1_000_000)),
+  limit: optional(queryInteger(1, 1_000_000)),
   // a nextCursor of an earlier page: a job's sequence number, which fits in a safe integer
   cursor: optional(pattern(string(), /^\d{1,15}$/)),
 });

@@ -15,6 +15,7 @@ import type { Context, Next } from 'koa';
 import { ok } from '../envelope.js';
 import { DomainError, validationFailed } from '../../errors.js';
 import { toV1ReadError } from '../translate.js';
+import { QUERY_INTEGER } from '../validate.js';
 import { DEADLINES } from '../../actors/port.js';
 import { toChat, toContact, toMessage } from '../../wire/objects.js';
 import { normalizePhone } from '../../phone.js';
@@ -154,20 +155,26 @@ function phoneParam(ctx: Context): string {
   return phone;
 }
 
-/** `limit`: default 50, an integer ≥ 1, clamped to FETCH_MESSAGES_MAX; `capped` says the clamp applied. */
+/**
+ * `limit`: default 50, an integer ≥ 1 in the one spelling of query integers (QUERY_INTEGER: no blanks, no sign,
+ * not empty), clamped to FETCH_MESSAGES_MAX; `capped` says the clamp applied.
+ */
 export function listLimit(ctx: Context, max: number): { limit: number; capped: boolean } {
   const raw = singleQuery(ctx, 'limit');
-  if (raw === undefined || raw === '') return { limit: Math.min(DEFAULT_LIST_LIMIT, max), capped: DEFAULT_LIST_LIMIT > max };
-  if (!/^[0-9]+$/.test(raw.trim()) || Number(raw) < 1) throw validationFailed('limit', 'limit must be an integer of at least 1');
+  if (raw === undefined) return { limit: Math.min(DEFAULT_LIST_LIMIT, max), capped: DEFAULT_LIST_LIMIT > max };
+  if (!QUERY_INTEGER.test(raw) || Number(raw) < 1) throw validationFailed('limit', 'limit must be an integer of at least 1');
   const n = Number(raw);
   return n > max ? { limit: max, capped: true } : { limit: n, capped: false };
 }
 
+/** No list has more entries than this; a larger offset is no cursor the gateway gave. */
+const MAX_CURSOR = 999_999_999;
+
 /** `cursor`: the offset returned as `nextCursor` by the previous page. */
 function cursorOf(ctx: Context): number {
   const raw = singleQuery(ctx, 'cursor');
-  if (raw === undefined || raw === '') return 0;
-  if (!/^[0-9]{1,9}$/.test(raw.trim())) throw validationFailed('cursor', 'cursor must be the nextCursor of a previous page');
+  if (raw === undefined) return 0;
+  if (!QUERY_INTEGER.test(raw) || Number(raw) > MAX_CURSOR) throw validationFailed('cursor', 'cursor must be the nextCursor of a previous page');
   return Number(raw);
 }
 

@@ -9,7 +9,7 @@ import Router, { type RouterContext } from '@koa/router';
 import { createRouter } from '../router.js';
 import { ok } from '../envelope.js';
 import { DomainError } from '../../errors.js';
-import { parse } from '../validate.js';
+import { parse, QUERY_INTEGER } from '../validate.js';
 import type { SandboxNetwork } from '../../sandbox/network.js';
 import * as people from '../../sandbox/people.js';
 import { chatAsSeenBy, groupView, requireGroup } from '../../sandbox/control.js';
@@ -44,7 +44,7 @@ const param = (ctx: Ctx, name: string): string => {
 };
 const body = (ctx: Ctx): unknown => ctx.request.body;
 const limitOf = (raw: unknown, dflt: number) => {
-  const n = typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : dflt;
+  const n = typeof raw === 'string' && QUERY_INTEGER.test(raw) ? Number(raw) : dflt;
   return Math.min(Math.max(n, 1), 1000);
 };
 
@@ -284,7 +284,7 @@ export function createSandboxControlRouter(network: SandboxNetwork): Router {
 
   r.get('/instances/:instanceId/ledger', (ctx) => {
     const id = param(ctx, 'instanceId');
-    const since = typeof ctx.query.since === 'string' && /^\d+$/.test(ctx.query.since) ? Number(ctx.query.since) : 0;
+    const since = typeof ctx.query.since === 'string' && QUERY_INTEGER.test(ctx.query.since) ? Number(ctx.query.since) : 0;
     const items = net.ledger(id, since);
     ok(ctx, { instanceId: id, items, total: net.ledger(id).length });
   });

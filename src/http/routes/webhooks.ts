@@ -14,10 +14,10 @@
  */
 import Router from '@koa/router';
 import { createRouter, takes } from '../router.js';
-import { enums, integer, max, min, object, optional, size, string, coerce, defaulted } from 'superstruct';
+import { enums, object, optional, defaulted } from 'superstruct';
 import { ok } from '../envelope.js';
 import { DomainError } from '../../errors.js';
-import { chars, parse } from '../validate.js';
+import { chars, parse, queryInteger } from '../validate.js';
 import { assertPublicUrl, checkUrlSyntax, type Resolver } from '../../media/ssrf.js';
 import type { Clock } from '../../clock.js';
 import type { Queryable } from '../../store/pool.js';
@@ -39,7 +39,7 @@ export interface WebhookAdminDeps {
 
 export const TestInput = object({ message: optional(chars(1, 1000)) });
 export const DeliveriesQuery = object({
-  limit: defaulted(coerce(size(integer(), 1, 200), string(), (v) => (/^\d+$/.test(v) ? Number(v) : NaN)), 50),
+  limit: defaulted(queryInteger(1, 200), 50),
   cursor: optional(chars(1, 100)),
   state: optional(enums(DELIVERY_STATES)),
 });
