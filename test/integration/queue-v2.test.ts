@@ -118,6 +118,33 @@ test('TTL_UNREACHABLE when the earliest slot is after expiry; nothing is created
   assert.equal((items.body.data as { items: unknown[] }).items.length, 1);
 });
 
+test('idempotency: the same media bytes are the same payload, however the base64 is wrapped or padded', async () => {
+  // found from the outside: without `=` padding the same bytes were 409 IDEMPOTENCY_PAYLOAD_MISMATCH, while a
+  // line-wrapped spelling replayed with 200
+  const { apiKey } = await t.createInstance('q5b64', { settings: FAST });
+  const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==';
+  const send = (mediaBase64: string) =>
+    t.api(apiKey, 'POST', '/api/v2/send-media', { phone: '4915112345678', mediaBase64, mimetype: 'image/png', idempotencyKey: 'media-b64-once' });
+  const first = await send(PNG);
+  assert.equal(first.status, 202, first.text);
+  const jobId = first.body.data?.jobId;
+  const wrapped = PNG.replace(/(.{20})/g, '$1\r\n');
+  // the last group written with bits the bytes do not have ('Jggg' → 'Jggh') decodes to the same bytes too
+  for (const spelling of [PNG.replace(/=+$/, ''), wrapped, wrapped.replace(/=+$/, ''), PNG.replace(/g==$/, 'h==')]) {
+    const again = await send(spelling);
+    assert.equal(again.status, 200, `${JSON.stringify(spelling.slice(-8))}: ${again.text}`);
+    assert.equal(again.body.data?.jobId, jobId);
+    assert.equal(again.body.data?.idempotentReplay, true);
+  }
+  // other bytes are another payload; a wrong padding is still not base64
+  const other = await send(PNG.replace('iVBOR', 'iVBOQ'));
+  assert.equal(other.status, 409, other.text);
+  assert.equal(other.body.code, 'IDEMPOTENCY_PAYLOAD_MISMATCH');
+  const badPadding = await send(`${PNG.replace(/=+$/, '')}=`);
+  assert.equal(badPadding.status, 400, badPadding.text);
+  assert.equal(badPadding.body.data?.field, 'mediaBase64');
+});
+
 test('idempotency: replay 200 with the current state, mismatch 409, header/body conflict 400, lookup by key', async () => {
   const { apiKey } = await t.createInstance('q5', { settings: FAST });
   const body = { phone: '4915112345678', message: 'once', idempotencyKey: 'order-4711-confirm' };

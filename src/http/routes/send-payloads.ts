@@ -13,6 +13,23 @@ export const VOICE_MIMETYPES = [
   'audio/amr', 'audio/wav', 'audio/x-wav', 'audio/webm',
 ];
 
+/**
+ * `mediaBase64` as the job stores it, and so as idempotency fingerprints it (send.ts payloadHash): one spelling
+ * for one file's bytes. Line breaks are dropped (as they always were) and the padding is written out, and the
+ * last group, the only one that can carry bits the bytes do not have, is encoded again. Found from the outside:
+ * the same bytes without `=` padding were 409 IDEMPOTENCY_PAYLOAD_MISMATCH while a line-wrapped spelling
+ * replayed. Padded rather than bare: that is what encoders write, so most fingerprints stored before stay valid.
+ * A wrong padding, or a length no base64 has, is left as given for the decode at acceptance to refuse
+ * (src/media/resolve.ts decodeBase64Media): it is not repaired here.
+ */
+export function canonicalBase64(value: string): string {
+  const compact = value.replace(/[\r\n]/g, '');
+  const bare = compact.replace(/={1,2}$/, '');
+  if (bare === '' || bare.length % 4 === 1 || (bare !== compact && compact.length % 4 !== 0)) return compact;
+  const cut = bare.length - (bare.length % 4 || 4);
+  return bare.slice(0, cut) + Buffer.from(bare.slice(cut), 'base64').toString('base64');
+}
+
 function mediaSource(b: { mediaUrl?: string | undefined; mediaBase64?: string | undefined; mediaId?: string | undefined; mimetype?: string | undefined; filename?: string | undefined }, mimetypeRequired: boolean) {
   const given = (['mediaUrl', 'mediaBase64', 'mediaId'] as const).filter((k) => b[k] !== undefined);
   if (given.length !== 1) throw validationFailed(given[1] ?? 'mediaUrl', 'exactly one of mediaUrl, mediaBase64 or mediaId is required');
@@ -25,7 +42,7 @@ function mediaSource(b: { mediaUrl?: string | undefined; mediaBase64?: string | 
   if (b.mediaUrl !== undefined && !/^https?:\/\//i.test(b.mediaUrl)) throw validationFailed('mediaUrl', 'mediaUrl must be an http or https URL');
   const src: Record<string, unknown> = {};
   if (b.mediaUrl !== undefined) src.mediaUrl = b.mediaUrl;
-  if (b.mediaBase64 !== undefined) src.mediaBase64 = b.mediaBase64.replace(/[\r\n]/g, '');
+  if (b.mediaBase64 !== undefined) src.mediaBase64 = canonicalBase64(b.mediaBase64);
   if (b.mediaId !== undefined) src.mediaId = b.mediaId;
   if (b.mimetype !== undefined) src.mimetype = b.mimetype.toLowerCase().replace(/\s+/g, '');
   if (b.filename !== undefined) src.filename = b.filename;
