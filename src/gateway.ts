@@ -36,6 +36,7 @@ import { createMediaServices, type MediaServices } from './media/services.js';
 import { driverFactoryFor } from './drivers/factory.js';
 import type { GroupCommitStats } from './queue/group-commit.js';
 import { PACKAGE_ROOT } from './package-root.js';
+import { DegradedJournal, journalFile, replayDegradedJournal } from './queue/degraded-journal.js';
 
 /** What a graceful stop gives the synchronous v1 callers to get their answers before it hands the instances over. */
 const V1_STOP_ANSWER_MS = 3_000;
@@ -111,6 +112,11 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Pr
   const pool = createPool(dbConfig);
   log.info('migrating the database');
   await migrate(pool);
+  // sends an earlier process made while the store was away and did not get to write back: into the history
+  // before any queue reads it (src/queue/degraded-journal.ts)
+  const journalPath = journalFile(config.DATA_DIR);
+  await replayDegradedJournal(pool, journalPath, clock.now(), log);
+  const journal = new DegradedJournal(journalPath);
 
   const admin = await resolveAdminToken(config.DATA_DIR, config.ADMIN_TOKEN);
   registerSecret(admin.token);
@@ -141,6 +147,7 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Pr
     incoming: createIncomingEvents({ pool, clock, log, events, media, downloadTimeoutMs: DEADLINES.read }),
     webhookAllowPrivate: config.WEBHOOK_ALLOW_PRIVATE,
     store,
+    journal,
     ...(opts.instancePolicy ? { instancePolicy: opts.instancePolicy } : {}),
     // every write of an instance's queue is made under this node's lease of it (src/cluster/leases.ts)
     fence: (instanceId: string, q: Queryable): Promise<void> => cluster.writeFence.fence(instanceId, q),
@@ -277,6 +284,7 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Pr
       await sandbox?.close();
       await keyWatch?.stop();
       if (leasePool !== pool) await leasePool.end();
+      journal.close();
       await pool.end();
       await embedded?.stop();
       await dataDirLock.release();

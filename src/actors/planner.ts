@@ -25,6 +25,7 @@ import { answer, serveLocally, type Replies } from './local-port.js';
 import { Stopping } from './stopping.js';
 import { failureReply, okReply, type AskEnvelope, type AskReply, type PlannerAsk, type QueueSummary } from './port.js';
 import type { ChildEvent, PlannerNotice } from '../../machines/instance.types.js';
+import type { DegradedJournal } from '../queue/degraded-journal.js';
 import type { AcceptanceCommitter } from '../queue/group-commit.js';
 import type { QueueStarts } from '../queue/starts.js';
 
@@ -59,6 +60,8 @@ export interface PlannerDeps {
   metrics?: QueueMetrics;
   /** the node's group commit of acceptances */
   committer?: AcceptanceCommitter;
+  /** where sends made outside the store are kept on disk (src/queue/degraded-journal.ts) */
+  journal?: DegradedJournal;
   /** the node's batched start reads (src/queue/starts.ts) */
   starts?: QueueStarts;
   /** whether the instance is brand-new (its queue starts empty, without reads); asked once, as its planner starts */
@@ -102,6 +105,7 @@ export function createPlanners(deps: PlannerDeps): Planners {
       ...(fence ? { fence: (q: Queryable) => fence(instanceId, q) } : {}),
       ...(fence && leaseOf ? { lease: () => leaseOf(instanceId) } : {}),
       ...(deps.committer ? { committer: deps.committer } : {}),
+      ...(deps.journal ? { journal: deps.journal } : {}),
       events: {
         emit: (q, event, data) => deps.events.emit(q, instanceId, event, data),
         emitMany: (q, items) => deps.events.emitMany(q, instanceId, items),

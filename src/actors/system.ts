@@ -33,6 +33,7 @@ import { AcceptanceCommitter } from '../queue/group-commit.js';
 import type { InstanceLeaseRef } from '../queue/sql/insertJobsFenced.js';
 import { QUEUED_EVENT } from '../queue/acceptance.js';
 import { QueueStarts } from '../queue/starts.js';
+import type { DegradedJournal } from '../queue/degraded-journal.js';
 import { createDispatcherLogic } from './dispatcher.js';
 import { DEADLINES, type InstancePort } from './port.js';
 import { describeActors, type ActorSummary } from './describe.js';
@@ -68,6 +69,8 @@ export interface ActorSystemDeps {
   nodeId?: string;
   /** the hooks of /metrics (src/metrics) */
   metrics?: { queue: QueueMetrics; webhooks: WebhookMetrics };
+  /** where sends made outside the store are kept on disk (src/queue/degraded-journal.ts) */
+  journal?: DegradedJournal;
 }
 
 type InstanceLogic = ReturnType<typeof instanceMachine.provide>;
@@ -153,6 +156,7 @@ export class ActorSystem {
       ...(deps.leaseOf ? { leaseOf: deps.leaseOf } : {}),
       ...(deps.metrics ? { metrics: deps.metrics.queue } : {}),
       committer: this.groupCommit,
+      ...(deps.journal ? { journal: deps.journal } : {}),
       starts: new QueueStarts(deps.pool, deps.clock),
       fresh: (id) => this.fresh.delete(id),
     });

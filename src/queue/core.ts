@@ -32,7 +32,7 @@ export class QueueCore {
   readonly planner: Planner;
   readonly waiters: TerminalWaiters;
   /** sends made while degraded and outcomes whose write failed: written back when the store answers */
-  readonly writeBack = new WriteBack();
+  readonly writeBack: WriteBack;
   /** outcomes counted as they are committed (GET /api/status without a query) */
   readonly tally = new Tally();
   /** outcomes moved inside a transaction not yet committed, by its client */
@@ -54,6 +54,7 @@ export class QueueCore {
 
   constructor(readonly deps: WorkerDeps) {
     this.planner = new Planner({ random: deps.random, salt: deps.instanceId });
+    this.writeBack = new WriteBack(deps.instanceId, deps.journal);
     this.waiters = new TerminalWaiters(deps.clock);
   }
 

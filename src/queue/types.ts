@@ -5,6 +5,7 @@ import type { Logger } from '../log.js';
 import type { InstanceSettings } from './settings.js';
 import type { Job, JobRecord } from './job.js';
 import type { Send } from './payload.js';
+import type { DegradedJournal } from './degraded-journal.js';
 import type { AcceptanceCommitter } from './group-commit.js';
 
 export interface QueueEventSink {
@@ -92,6 +93,8 @@ export interface WorkerDeps {
   metrics?: QueueMetrics;
   /** the node's group commit of acceptances (none: the queue commits its batches alone) */
   committer?: AcceptanceCommitter;
+  /** where sends made outside the store are kept on disk until it has them (none: memory only) */
+  journal?: DegradedJournal;
 }
 
 /** A validated send as a route hands it over: the send, its place in the queue and, for a requeue, its origin. */

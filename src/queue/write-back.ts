@@ -3,13 +3,15 @@
  * back when it answers again.
  *
  * - Sends made outside the queue in `memory-degraded` mode (v1): their instants go to `dispatches` on
- *   recovery, so the sliding windows stay true.
+ *   recovery, so the sliding windows stay true; they are on disk too (degraded-journal.ts), so that a killed
+ *   process does not lose them.
  * - Outcomes of dispatches whose write failed (the send went out during the outage, or the connection broke
  *   at the write): without them the job would stay `sending` for good. Each is written back, with its
  *   `message.*` event, once the store answers; the write is conditional on `sending`, so a write that did
  *   commit but whose answer was lost is not repeated. If the process stops first, the job is still `sending`
  *   in PostgreSQL and the next start makes it `unknown` (never resent).
  */
+import type { DegradedJournal } from './degraded-journal.js';
 import type { Job } from './job.js';
 import type { DispatchOutcome } from './types.js';
 
@@ -26,6 +28,9 @@ export const WRITE_BACK_RETRY_MS = 2_000;
 export class WriteBack {
   private readonly outcomes = new Map<string, KeptOutcome>();
   private dispatches: number[] = [];
+
+  /** `journal`: where the kept sends are also written, so that a killed process does not lose them (degraded-journal.ts) */
+  constructor(private readonly instanceId: string = '', private readonly journal?: DegradedJournal) {}
 
   keepOutcome(kept: KeptOutcome): void {
     this.outcomes.set(kept.job.id, kept);
@@ -46,13 +51,16 @@ export class WriteBack {
 
   /** A send outside the queue while degraded. */
   keepDispatch(at: number): void {
+    this.journal?.kept(this.instanceId, at);
     this.dispatches.push(at);
   }
 
   /** That send provably did not go out. */
   dropDispatch(at: number): void {
     const i = this.dispatches.indexOf(at);
-    if (i >= 0) this.dispatches.splice(i, 1);
+    if (i < 0) return;
+    this.dispatches.splice(i, 1);
+    this.journal?.dropped(this.instanceId, at);
   }
 
   keptDispatches(): number[] {
@@ -61,6 +69,7 @@ export class WriteBack {
 
   /** The kept sends are in PostgreSQL now. */
   dispatchesWritten(count: number): void {
+    this.journal?.written(this.instanceId, this.dispatches.slice(0, count));
     this.dispatches = this.dispatches.slice(count);
   }
 }

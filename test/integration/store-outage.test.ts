@@ -15,6 +15,8 @@ import { startTestGateway, waitFor, type ApiResponse, type TestGateway } from '.
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import pg from 'pg';
 import { COMMIT_UNKNOWN } from '../../src/http/errors.js';
+import { readFile } from 'node:fs/promises';
+import { journalFile, unwrittenSends } from '../../src/queue/degraded-journal.js';
 
 const SKIP = !process.env.TEST_DATABASE_URL && 'needs a PostgreSQL server (TEST_DATABASE_URL) to put a proxy in front of';
 const TO = '4915112345678';
@@ -177,9 +179,14 @@ test('connections refused and reset for 30 s under v1 + v2 load', { skip: SKIP }
   assert.ok(v1Answers.includes(200), 'v1 works in memory-degraded');
   assert.ok(v1Answers.includes(500), `the hourly limit held from memory: ${v1Answers.join(' ')}`);
   assert.equal(degraded(), true);
+  // the sends made outside the store are on disk too, so that a killed process would not forget them
+  const journal = journalFile(t.dataDir);
+  const kept = unwrittenSends(await readFile(journal, 'utf8')).get(instance.id) ?? [];
+  assert.equal(kept.length, v1Answers.filter((s) => s === 200).length, 'every v1 send made while degraded is in the journal');
 
   await proxy.restore();
   await recovered(instance.id, apiKey, accepted);
+  await assert.rejects(readFile(journal, 'utf8'), { code: 'ENOENT' }, 'written back: the journal is gone');
   const sent = await ledger(instance.id);
   const bodies = sent.map((e) => e.body);
   assert.equal(bodies.includes('r-v1-inflight'), inFlightSent, 'the in-flight v1 send went out exactly when it was not answered 503');
