@@ -110,14 +110,6 @@ export function answerClientErrors(server: http.Server): void {
   // after the last of them (node:_http_server socketOnEnd reads this property of the server; it has no option
   // and no type: test/integration/client-error.test.ts holds the behaviour)
   Object.assign(server, { httpAllowHalfOpen: true });
-  server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
-    const open = unanswered.get(req.socket) ?? new Set<Exchange>();
-    const exchange = { req, res };
-    open.add(exchange);
-    unanswered.set(req.socket, open);
-    const done = () => void open.delete(exchange);
-    res.once('finish', done).once('close', done);
-  });
   server.on('clientError', (err: Error, socket: Duplex) => {
     const code = 'code' in err && typeof err.code === 'string' ? err.code : undefined;
     const refuse = () => {
@@ -130,25 +122,24 @@ export function answerClientErrors(server: http.Server): void {
       }
       socket.destroy();
     };
-    // Requests before the refused one whose bodies were received whole, and whose answers have not begun, are
-    // answered first: the bytes that could not be parsed came after them. One still receiving its body (the
-    // error is in that body, or the body stalled past the request timeout) cannot be answered, and one whose
-    // answer is being written (a stream) is cut off as before: the connection is refused at once.
-    const before = [...(unanswered.get(socket) ?? [])];
-    const answerFirst = before.length > 0 && !responseUnderway(socket) && before.every((x) => x.req.complete);
-    if (code === 'ECONNRESET' || code === 'ERR_HTTP_REQUEST_TIMEOUT' || !answerFirst) return refuse();
-    void Promise.all(before.map(({ res }) => answered(res))).then(refuse);
+    if (code === 'ECONNRESET' || code === 'ERR_HTTP_REQUEST_TIMEOUT') return refuse();
+    afterEarlierAnswers(socket, refuse);
   });
 }
 
-/** A request and its response, on a connection, until the response is written whole or closed. */
-interface Exchange {
-  req: http.IncomingMessage;
-  res: http.ServerResponse;
+/**
+ * Run `then` once the requests before the refused one on `socket` are answered: those received whole whose
+ * answers have not begun (the bytes that could not be parsed came after them). Node writes a connection's
+ * answers one after the other, the one being written in `_httpMessage`, the next taking its place as it
+ * finishes; so they are waited for one at a time, with no bookkeeping on the way of every request. One still
+ * receiving its body (the error is in that body), or one whose answer is being written (a stream), is not
+ * waited for: `then` runs at once, and cuts it off, as before.
+ */
+function afterEarlierAnswers(socket: Duplex, then: () => void): void {
+  const res = (socket as Duplex & { _httpMessage?: http.ServerResponse | null })._httpMessage;
+  if (!res || res.writableFinished || res.destroyed || res.headersSent || !res.req.complete) return then();
+  void answered(res).then(() => afterEarlierAnswers(socket, then));
 }
-
-/** The exchanges of each connection whose response is not written yet. */
-const unanswered = new WeakMap<Duplex, Set<Exchange>>();
 
 /** Resolves once `res` is written whole, or its connection closed. */
 function answered(res: http.ServerResponse): Promise<void> {
