@@ -50,6 +50,13 @@ const startGatewayProcess = () =>
     preload: ['test/helpers/standin-network.ts'],
   });
 
+/** The job's status once the restarted gateway `gw` says it is in `state`. */
+const jobReaching = (gw: RunningProcess, apiKey: string, jobId: string, state: string) =>
+  waitFor(async () => {
+    const r = await call(gw.url, apiKey, 'GET', `/api/v2/messages/${jobId}`);
+    return r.body.data.state === state ? r.body.data : null;
+  }, `job ${state} after the restart`);
+
 const NO_LIMITS = { minDelayMs: 0, maxDelayMs: 0, quietHours: null, maxPerHour: null, maxPer24h: null };
 
 /** A linked instance on `gw`: its id and key. */
@@ -122,10 +129,7 @@ test('a gateway killed during `sending` leaves the job unknown, never resent', {
 
   gw = await startGatewayProcess();
   child = gw;
-  const job = await waitFor(async () => {
-    const r = await call(gw.url, apiKey, 'GET', `/api/v2/messages/${jobId}`);
-    return r.body.data.state === 'unknown' ? r.body.data : null;
-  }, 'job unknown after restart');
+  const job = await jobReaching(gw, apiKey, jobId, 'unknown');
   assert.equal(job.deliveryConfidence, 'unknown');
   assert.match(String(job.unknownReason), /may or may not have been sent/);
   // as every unknown outcome (found from the outside: null here, UNKNOWN after a timeout or a failed call)
@@ -161,10 +165,7 @@ test('a gateway killed while a media job fetched its media leaves the job failed
     await gw.kill('SIGKILL');
     gw = await startGatewayProcess();
     child = gw;
-    const job = await waitFor(async () => {
-      const r = await call(gw.url, apiKey, 'GET', `/api/v2/messages/${jobId}`);
-      return r.body.data.state === 'failed' ? r.body.data : null;
-    }, 'job failed after restart');
+    const job = await jobReaching(gw, apiKey, jobId, 'failed');
     assert.equal(job.resultCode, 'INTERRUPTED_BEFORE_SEND');
     assert.match(String(job.errorMessage), /never called, nothing was sent/);
     assert.equal(job.unknownReason, null);

@@ -8,8 +8,8 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import pg from 'pg';
-import { startTestGateway, waitFor, type TestGateway } from '../helpers/gateway.js';
+import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { commitOfUnknownOutcome } from '../helpers/unknown-commit.js';
 import { NEEDS_SERVER } from '../helpers/db.js';
 import { insertJobs } from '../../src/queue/sql/insertJobs.js';
 import { newJobId } from '../../src/ids.js';
@@ -24,17 +24,8 @@ after(async () => {
 
 test('a commit of unknown outcome: told so, and a job that did reach PostgreSQL is found and sent once', NEEDS_SERVER, async () => {
   const { instance, apiKey } = await t.createInstance('unknown', { settings: { minDelayMs: 1_000, maxDelayMs: 1_000, quietHours: null, maxPerHour: null, maxPer24h: null } });
-  const holder = new pg.Client(t.db.config);
-  await holder.connect();
-  try {
-    await holder.query('BEGIN');
-    await holder.query('LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE');
-    const answer = t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'lost answer' });
-    const pid = await waitFor(async () => {
-      const { rows } = await t.db.pool.query<{ pid: number }>(
-        "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'WITH f AS%'");
-      return rows[0]?.pid;
-    }, 'the acceptance waiting for the jobs table');
+  let ghostId = '';
+  const r = await commitOfUnknownOutcome(t, apiKey, { phone: '4915112345678', message: 'lost answer' }, async (holder) => {
     // the job the gateway does not know it wrote: committed by the holder, in the acceptance's place
     const now = t.clock.now();
     const [ghost] = await insertJobs(holder, [{
@@ -42,24 +33,17 @@ test('a commit of unknown outcome: told so, and a job that did reach PostgreSQL 
       payloadHash: 'ghost', idempotencyKey: null, priority: 5, notBefore: null, queuedAt: now, scheduledAt: now + 1_000,
       expiresAt: now + 3_600_000, previousJobId: null, callerBoot: null, kind: 'text', payload: { body: 'ghost', chatId: '4915112345678@c.us' },
     }]);
-    await holder.query('SELECT pg_terminate_backend($1)', [pid]);
-    await holder.query('COMMIT');
+    ghostId = ghost?.id ?? '';
+  });
+  assert.match(String(r.body.error), /may have been accepted/);
 
-    const r = await answer;
-    assert.equal(r.status, 504, r.text);
-    assert.equal(r.body.code, 'INSTANCE_TIMEOUT');
-    assert.match(String(r.body.error), /may have been accepted/);
-
-    const sent = await t.advanceUntil(async () => {
-      const { rows } = await t.db.pool.query<{ state: string; attempts: number }>('SELECT state, attempts FROM jobs WHERE id = $1', [ghost?.id]);
-      return rows[0]?.state === 'sent' ? rows[0] : null;
-    }, 'the job found again and sent', { maxMs: 30_000, stepMs: 500 });
-    assert.equal(sent.attempts, 1);
-    const ledger = await t.admin('GET', `/sandbox/v1/instances/${instance.id}/ledger`);
-    const bodies = (ledger.body.data as { items: { body: string | null }[] }).items.map((e) => e.body);
-    assert.equal(bodies.filter((b) => b === 'ghost').length, 1, `sent once: ${ledger.text}`);
-    assert.ok(!bodies.includes('lost answer'), 'the send whose statement never ran was not sent');
-  } finally {
-    await holder.end().catch(() => undefined);
-  }
+  const sent = await t.advanceUntil(async () => {
+    const { rows } = await t.db.pool.query<{ state: string; attempts: number }>('SELECT state, attempts FROM jobs WHERE id = $1', [ghostId]);
+    return rows[0]?.state === 'sent' ? rows[0] : null;
+  }, 'the job found again and sent', { maxMs: 30_000, stepMs: 500 });
+  assert.equal(sent.attempts, 1);
+  const ledger = await t.admin('GET', `/sandbox/v1/instances/${instance.id}/ledger`);
+  const bodies = (ledger.body.data as { items: { body: string | null }[] }).items.map((e) => e.body);
+  assert.equal(bodies.filter((b) => b === 'ghost').length, 1, `sent once: ${ledger.text}`);
+  assert.ok(!bodies.includes('lost answer'), 'the send whose statement never ran was not sent');
 });

@@ -12,8 +12,8 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import pg from 'pg';
-import { startTestGateway, waitFor, type TestGateway } from '../helpers/gateway.js';
+import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { commitOfUnknownOutcome } from '../helpers/unknown-commit.js';
 import { NEEDS_SERVER } from '../helpers/db.js';
 import { insertJobs } from '../../src/queue/sql/insertJobs.js';
 import { newJobId } from '../../src/ids.js';
@@ -25,28 +25,6 @@ before(async () => {
 after(async () => {
   await t.stop();
 });
-
-/** Make the next acceptance's commit end with an unknown outcome: the queue reads itself again. */
-async function commitOfUnknownOutcome(apiKey: string): Promise<void> {
-  const holder = new pg.Client(t.db.config);
-  await holder.connect();
-  try {
-    await holder.query('BEGIN');
-    await holder.query('LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE');
-    const answer = t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'its statement never runs' });
-    const pid = await waitFor(async () => {
-      const { rows } = await t.db.pool.query<{ pid: number }>(
-        "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'WITH f AS%'");
-      return rows[0]?.pid;
-    }, 'the acceptance waiting for the jobs table');
-    await holder.query('SELECT pg_terminate_backend($1)', [pid]);
-    await holder.query('COMMIT');
-    const r = await answer;
-    assert.equal(r.status, 504, r.text);
-  } finally {
-    await holder.end().catch(() => undefined);
-  }
-}
 
 const NO_LIMITS = { minDelayMs: 1_000, maxDelayMs: 1_000, quietHours: null, maxPerHour: null, maxPer24h: null };
 
@@ -71,7 +49,7 @@ test('a claim whose answer was lost is put back and sent once after the queue re
   const { instance, apiKey } = await t.createInstance('lost', { settings: NO_LIMITS });
   const job = await lostClaim(instance.id, 'lost claim', 3_600_000);
 
-  await commitOfUnknownOutcome(apiKey);
+  await commitOfUnknownOutcome(t, apiKey, { phone: '4915112345678', message: 'its statement never runs' });
 
   const sent = await t.advanceUntil(async () => {
     const { rows } = await t.db.pool.query<{ state: string; attempts: number }>('SELECT state, attempts FROM jobs WHERE id = $1', [job.id]);
@@ -88,7 +66,7 @@ test('a lost claim past its validity is put back and expires: never sent, never 
   const { instance, apiKey } = await t.createInstance('lost-expired', { settings: NO_LIMITS });
   const job = await lostClaim(instance.id, 'lost and expired', -1_000);
 
-  await commitOfUnknownOutcome(apiKey);
+  await commitOfUnknownOutcome(t, apiKey, { phone: '4915112345678', message: 'its statement never runs' });
 
   await t.advanceUntil(async () => {
     const { rows } = await t.db.pool.query<{ state: string }>('SELECT state FROM jobs WHERE id = $1', [job.id]);
