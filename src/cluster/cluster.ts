@@ -147,7 +147,7 @@ export class Cluster {
    */
   private async round(): Promise<void> {
     const { leasePool: pool, node, ttlMs } = this.deps;
-    this.registeredAt(await heartbeat(pool, node, secretHash(this.deps.secret)));
+    this.registeredAt(await heartbeat(pool, node, secretHash(this.deps.secret), this.deps.ttlMs));
     const lost = await renewLeases(pool, node.id, this.held.all(), ttlMs);
     // ran out (the store was away longer than a lease) and nobody took them: taken back at once, not stopped
     // here to be taken again by a later round; never those handed over (released)

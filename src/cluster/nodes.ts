@@ -4,6 +4,7 @@
  * A node refuses to join live nodes of another secret (or of none, when it has one, and the reverse): two
  * clusters must never share instances by accident.
  */
+import { BOOT_ID } from '../queue/sync-callers.js';
 import { createHash } from 'node:crypto';
 import type { Queryable } from '../store/pool.js';
 
@@ -55,10 +56,10 @@ export async function registerNode(q: Queryable, node: NodeInfo, hash: string | 
     throw new ClusterRefused(`NODE_ID ${node.id} is in use by a live node at ${same.url}: give every node its own NODE_ID`);
   }
   await q.query(
-    `INSERT INTO nodes (id, url, capacity, secret_hash) VALUES ($1, $2, $3, $4)
+    `INSERT INTO nodes (id, url, capacity, secret_hash, boot_id, live_ms) VALUES ($1, $2, $3, $4, $5, $6)
      ON CONFLICT (id) DO UPDATE SET url = EXCLUDED.url, capacity = EXCLUDED.capacity, secret_hash = EXCLUDED.secret_hash,
-       started_at = now(), heartbeat_at = now()`,
-    [node.id, node.url, node.capacity, hash],
+       boot_id = EXCLUDED.boot_id, live_ms = EXCLUDED.live_ms, started_at = now(), heartbeat_at = now()`,
+    [node.id, node.url, node.capacity, hash, BOOT_ID, liveMs],
   );
 }
 
@@ -67,12 +68,12 @@ export async function registerNode(q: Queryable, node: NodeInfo, hash: string | 
  * NODE_ID), or null when the row was gone (deleted by hand, or by such a process leaving): then it is
  * registered again, so that the node does not drop out of the cluster without a word.
  */
-export async function heartbeat(q: Queryable, node: NodeInfo, hash: string | null): Promise<string | null> {
+export async function heartbeat(q: Queryable, node: NodeInfo, hash: string | null, liveMs: number): Promise<string | null> {
   const { rows } = await q.query<{ url: string }>('UPDATE nodes SET heartbeat_at = now() WHERE id = $1 RETURNING url', [node.id]);
   if (rows[0]) return rows[0].url;
   await q.query(
-    'INSERT INTO nodes (id, url, capacity, secret_hash) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING',
-    [node.id, node.url, node.capacity, hash],
+    'INSERT INTO nodes (id, url, capacity, secret_hash, boot_id, live_ms) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING',
+    [node.id, node.url, node.capacity, hash, BOOT_ID, liveMs],
   );
   return null;
 }

@@ -300,7 +300,8 @@ function newJob(req: AcceptRequest, instanceId: string, now: number, ttlSeconds:
     scheduledAt: null,
     expiresAt: now + ttlSeconds * 1000,
     previousJobId: req.previousJobId ?? null,
-    callerBoot: req.awaitsCaller ? BOOT_ID : null,
+    // the process the caller waits in (the node that took the request); an older node sends only the flag
+    callerBoot: req.callerBoot ?? (req.awaitsCaller ? BOOT_ID : null),
     ...sendPart(req),
   };
 }

@@ -104,6 +104,8 @@ export type AcceptRequest = Send & Pick<JobRecord, 'originRoute' | 'chatId' | 'p
   previousJobId?: string | null;
   /** a synchronous v1 caller waits for the outcome in this process (src/queue/sync-callers.ts) */
   awaitsCaller?: boolean;
+  /** the boot id of the process whose route waits (src/queue/sync-callers.ts), given with `awaitsCaller` */
+  callerBoot?: string;
 };
 
 export interface AcceptResult {

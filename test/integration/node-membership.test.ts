@@ -75,12 +75,12 @@ test('a node\'s own earlier process is taken over: at the same address, or where
 test('a registration removed under a node comes back with its next heartbeat; a process leaves only its own', async () => {
   const n5 = { id: 'n5', url: await deadUrl(), capacity: 100 };
   await registerNode(db.pool, n5, HASH, TTL, probe);
-  assert.equal(await heartbeat(db.pool, n5, HASH), n5.url);
+  assert.equal(await heartbeat(db.pool, n5, HASH, TTL), n5.url);
   // another process with the same id at another address leaving: n5's row stays
   await leaveCluster(db.pool, { ...n5, url: 'http://127.0.0.1:1/other' });
   assert.equal((await row('n5'))?.url, n5.url);
   await db.pool.query('DELETE FROM nodes WHERE id = $1', ['n5']);
-  assert.equal(await heartbeat(db.pool, n5, HASH), null, 'the heartbeat says the row was gone');
+  assert.equal(await heartbeat(db.pool, n5, HASH, TTL), null, 'the heartbeat says the row was gone');
   assert.deepEqual(await row('n5'), { url: n5.url, secret_hash: HASH }, 'and registers again');
   await leaveCluster(db.pool, n5);
   assert.equal(await row('n5'), undefined);

@@ -31,6 +31,7 @@ import { acceptJob, viewOf } from './queue-gate.js';
 import type { V1Send } from './legacy-parse.js';
 import { isConnectionError } from '../../store/health.js';
 import type { V1Waits } from './legacy-waits.js';
+import { BOOT_ID } from '../../queue/sync-callers.js';
 import type { Pool } from '../../store/pool.js';
 import { getJob } from '../../queue/jobs.js';
 import { isTerminal } from '../../../machines/job.machine.js';
@@ -118,7 +119,11 @@ export async function sendThroughQueue(
     route,
   );
   // the caller waits here for the outcome: should this process die, the job must not outlive its caller
-  if (!asyncMode) req.awaitsCaller = true;
+  if (!asyncMode) {
+    req.awaitsCaller = true;
+    // this process: the owner the send may be forwarded to must not take the caller for gone while it waits here
+    req.callerBoot = BOOT_ID;
+  }
   // a stop has begun: nothing new is accepted to wait for (its wait would end at once)
   if (!asyncMode && deps.waits?.stopping) throw new V1Error(503, STOPPING);
 

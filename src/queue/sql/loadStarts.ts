@@ -9,6 +9,7 @@
  * jobs_instance_state, jobs_terminal, dispatches_window, jobs_caller_boot); rows come back sorted by instance
  * and are split in one pass.
  */
+import { CALLER_GONE } from '../sync-callers.js';
 import { OUTCOME_JOB_STATES, PENDING_JOB_STATES, WAITING_JOB_STATES, bulkJobEvent, statesAccepting } from '../../../machines/job.machine.js';
 import type { Queryable } from '../../store/pool.js';
 import type { MirrorJob } from '../planning-types.js';
@@ -46,7 +47,8 @@ const RECENT = `SELECT instance_id, state, terminal_at FROM jobs
 const RECOVERY = `SELECT DISTINCT instance_id FROM jobs
                    WHERE instance_id = ANY ($1::uuid[])
                      AND (state IN (${sqlStates(bulkJobEvent('RECOVERED_SENDING').from)})
-                          OR (caller_boot IS NOT NULL AND caller_boot <> $2 AND state IN (${sqlStates(statesAccepting('EXPIRE'))})))`;
+                          OR (caller_boot IS NOT NULL AND caller_boot <> $2 AND state IN (${sqlStates(statesAccepting('EXPIRE'))})
+                              AND ${CALLER_GONE}))`;
 
 
 /** The start state of each instance (by id) at `now`; `bootId`: this process's (sync-callers.ts). */

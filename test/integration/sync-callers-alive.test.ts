@@ -1,0 +1,62 @@
+/**
+ * Which waiting v1 jobs a queue's start expires as orphans (src/queue/sql/orphanedSyncJobs.ts, the start reads'
+ * src/queue/sql/loadStarts.ts): only those whose caller's process is gone, not every job of another process.
+ * Found from the outside with three nodes: a move, or a graceful stop, of an instance made the new owner expire
+ * the messages of callers still waiting on live nodes (the node that forwarded the send, or the one that handed
+ * the instance over), and nothing was sent. A caller is alive while a node row names its process's boot id
+ * with a heartbeat younger than that node's liveness (sql/0015). Real PostgreSQL.
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { createTestDb, type TestDb } from '../helpers/db.js';
+import { createInstance } from '../../src/store/instances.js';
+import { insertJobs } from '../../src/queue/sql/insertJobs.js';
+import { orphanedSyncJobs } from '../../src/queue/sql/orphanedSyncJobs.js';
+import { loadStarts } from '../../src/queue/sql/loadStarts.js';
+import { registerNode } from '../../src/cluster/nodes.js';
+import { BOOT_ID } from '../../src/queue/sync-callers.js';
+import { newJobId } from '../../src/ids.js';
+
+let db: TestDb;
+before(async () => {
+  db = await createTestDb('sync_callers_alive');
+});
+after(async () => {
+  await db.close();
+});
+
+test('a waiting v1 job is an orphan only when its caller\'s process is gone', async () => {
+  const { instance } = await createInstance(db.pool, { name: 'callers', driver: 'sandbox' });
+  // this process, registered as a node (as every gateway registers when it starts)
+  await registerNode(db.pool, { id: 'here', url: 'http://127.0.0.1:1', capacity: 100 }, null, 10_000, async () => false);
+  // another live node, one whose heartbeat is older than its liveness, and a process no row names
+  const live = randomUUID();
+  const stale = randomUUID();
+  await db.pool.query(`INSERT INTO nodes (id, url, capacity, boot_id, live_ms, heartbeat_at) VALUES
+    ('live', 'http://127.0.0.1:2', 100, $1, 10000, now()),
+    ('stale', 'http://127.0.0.1:3', 100, $2, 10000, now() - interval '11 seconds')`, [live, stale]);
+  const now = Date.now();
+  const job = (body: string, callerBoot: string) => ({
+    id: newJobId(), instanceId: instance.id, originRoute: '/api/send-message', chatId: '4915112345678@c.us', phone: '4915112345678',
+    payloadHash: null, idempotencyKey: null, priority: 9, notBefore: null, queuedAt: now, scheduledAt: now + 60_000,
+    expiresAt: now + 3_600_000, previousJobId: null, callerBoot, kind: 'text' as const, payload: { body, chatId: '4915112345678@c.us' },
+  });
+  const jobs = await insertJobs(db.pool, [job('mine', BOOT_ID), job('forwarded from a live node', live), job('of a dead node', stale), job('of an earlier process', randomUUID())]);
+  const ids = jobs.map((j) => j?.id);
+
+  const client = await db.pool.connect();
+  try {
+    await client.query('BEGIN');
+    const orphans = (await orphanedSyncJobs(client, instance.id, BOOT_ID)).map((j) => j.id).sort();
+    await client.query('COMMIT');
+    assert.deepEqual(orphans, [ids[2], ids[3]].sort());
+  } finally {
+    client.release();
+  }
+  assert.equal((await loadStarts(db.pool, [instance.id], now, BOOT_ID)).get(instance.id)?.needsRecovery, true, 'the start reads see it too');
+
+  // with only callers alive, nothing to recover
+  await db.pool.query('UPDATE jobs SET caller_boot = NULL WHERE id = ANY($1)', [[ids[2], ids[3]]]);
+  assert.equal((await loadStarts(db.pool, [instance.id], now, BOOT_ID)).get(instance.id)?.needsRecovery, false);
+});
