@@ -122,7 +122,10 @@ export function answerClientErrors(server: http.Server): void {
       }
       socket.destroy();
     };
-    if (code === 'ECONNRESET' || code === 'ERR_HTTP_REQUEST_TIMEOUT') return refuse();
+    // a request timeout too: the request that timed out may be a later one, stalled behind an earlier one whose
+    // answer is still being made (found from the outside: a send's caller got only the 408 of an unfinished
+    // request pipelined after it, for a message that went out); one whose own body stalled is refused at once
+    if (code === 'ECONNRESET') return refuse();
     afterEarlierAnswers(socket, refuse);
   });
 }

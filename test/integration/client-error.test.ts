@@ -170,7 +170,7 @@ test('a refusal on a connection whose earlier response has begun: no second stat
  * An app (the gateway's, with its request log) whose `/gate` answers only once `open` was called, and whose
  * log lines are kept: what a handler still at work when the connection's next bytes arrive looks like.
  */
-async function gatedApp() {
+async function gatedApp(options: http.ServerOptions = {}) {
   const lines: string[] = [];
   const log = createLogger({ level: 'info', stream: new Writable({ write(c: Buffer, _e, cb) { lines.push(c.toString()); cb(); } }) });
   let open = () => {};
@@ -180,7 +180,7 @@ async function gatedApp() {
     await gate;
     ok(ctx, { answered: true });
   });
-  const s = http.createServer(serverOptions, createApp({ log, routers: [router] }).callback());
+  const s = http.createServer({ ...serverOptions, ...options }, createApp({ log, routers: [router] }).callback());
   answerClientErrors(s);
   return { s, port: await listen(s), open, lines };
 }
@@ -198,6 +198,23 @@ test('a malformed request pipelined after a good one: the good one is answered f
     assert.match(first, /^HTTP\/1\.1 200 OK\r\n/);
     assert.ok(first.endsWith(JSON.stringify({ success: true, data: { answered: true } })), first);
     assertRefusal(parseResponse(raw.slice(second)), 400, 'VALIDATION_FAILED');
+    const line = g.lines.find((l) => l.includes('"path":"/gate"'));
+    assert.equal((JSON.parse(line ?? '{}') as { status?: number }).status, 200, line);
+  } finally {
+    await close(g.s);
+  }
+});
+
+test('an unfinished request pipelined after a good one times out: the good one is answered first, then the 408', async () => {
+  // found from the outside: the send's caller got only the 408 of the request after it, for a message that went out
+  const g = await gatedApp({ headersTimeout: 200, requestTimeout: 200, connectionsCheckingInterval: 20 });
+  try {
+    g.s.once('clientError', () => setImmediate(g.open));
+    const raw = await exchange(g.port, `GET /gate HTTP/1.1\r\nHost: localhost\r\n\r\nGET /x HTTP/1.1\r\nHost: localhost\r\nX-Slow: ${MARKER}`, { end: false });
+    const second = raw.indexOf('HTTP/1.1 ', 1);
+    assert.ok(second > 0, `two responses:\n${raw}`);
+    assert.match(raw.slice(0, second), /^HTTP\/1\.1 200 OK\r\n/);
+    assertRefusal(parseResponse(raw.slice(second)), 408, 'REQUEST_TIMEOUT');
     const line = g.lines.find((l) => l.includes('"path":"/gate"'));
     assert.equal((JSON.parse(line ?? '{}') as { status?: number }).status, 200, line);
   } finally {
