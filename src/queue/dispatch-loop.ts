@@ -9,6 +9,7 @@
 import { performance } from 'node:perf_hooks';
 import type { TimerHandle } from '../clock.js';
 import type { Job } from './job.js';
+import { applyJobEvent, isTerminal } from '../../machines/job.machine.js';
 import type { QueueCore } from './core.js';
 import { CLAIMED, claimDue, readStored, type ClaimHelpers } from './dispatch-claim.js';
 import { neverReachedNetwork, outcomeStep } from './outcome.js';
@@ -39,6 +40,15 @@ export const MOVE_WRITE_MS = 50;
  */
 function calledAfterClaim(job: Job, outcome: DispatchOutcome, afterMs = 0): number | null {
   return outcome.callAt !== undefined && job.dispatchedAt !== null && outcome.callAt - job.dispatchedAt > afterMs ? outcome.callAt : null;
+}
+
+/** The job as its outcome leaves it, in memory (null: an outcome that ends nothing, a call that never reached the network). */
+function endedAs(job: Job, outcome: DispatchOutcome, at: number): Job | null {
+  const step = outcomeStep(outcome, at);
+  const next = applyJobEvent(job.state, step.event);
+  if (!next || !isTerminal(next.next)) return null;
+  const { attemptsIncrement: _ignored, ...fields } = step.fields;
+  return { ...job, ...fields, state: next.next, deliveryConfidence: next.deliveryConfidence ?? job.deliveryConfidence };
 }
 
 export class DispatchLoop {
@@ -303,6 +313,9 @@ export class DispatchLoop {
     } catch (err) {
       core.writeBack.keepOutcome({ job, outcome, at });
       core.deps.log.warn({ err, jobId: job.id, outcome: outcome.kind }, 'dispatch outcome not written; kept for write-back');
+      // the outcome is known, only not stored yet: a synchronous caller waiting for it is told it now
+      const ended = endedAs(job, outcome, at);
+      if (ended) core.waiters.settle(ended);
     } finally {
       this.claimed.delete(job.id);
     }

@@ -174,6 +174,10 @@ export class QueueWorker {
    */
   async cancel(jobId: string, reason = 'cancelled by the caller'): Promise<Job> {
     const { core } = this;
+    // claimed here (a call in flight, or an outcome not yet written): sending, whatever the store answers now.
+    // Found from the outside: the store's answers lost, a cancel that could not read the row was taken for one
+    // of a job never dispatched, and a v1 caller was told "not sent, retry" for a message that went out.
+    if (core.claimHeld(jobId)) throw notCancellable(jobId, 'sending');
     const job = await getJob(core.deps.pool, core.instanceId, jobId);
     if (!job) throw notFound('JOB_NOT_FOUND', 'no such job', { jobId });
     if (!applyJobEvent(job.state, { type: 'CANCEL' })) throw notCancellable(jobId, job.state);

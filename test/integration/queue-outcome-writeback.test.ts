@@ -90,3 +90,25 @@ test('an outcome that could not be written during an outage is written back on r
   assert.equal(rows[0]?.n, 1, 'one message.unknown in the outbox');
   assert.equal(ledger().length, 1, 'sent once, never again');
 });
+
+test('a v1 send in flight when the store goes away is never answered "not sent": the wait ends as unknown', { skip: !process.env.TEST_DATABASE_URL && 'needs a PostgreSQL server (TEST_DATABASE_URL) to put a proxy in front of' }, async () => {
+  // found from the outside: with the store's answers lost, the cancellation that closes a v1 wait could not read
+  // the job's row and took it for a job never dispatched; the caller was told "not sent, will not be: retry"
+  // (503) for a message that went out
+  await t.advanceUntil(() => t.gw.actors.degradedCount() === 0, 'the store back after the test before', { maxMs: 30_000, stepMs: 1_000 });
+  const { instance, apiKey } = await t.createInstance('v1-cut', { settings: { minDelayMs: 0, maxDelayMs: 0, quietHours: null, maxPerHour: null, maxPer24h: null } });
+  const fault = await t.admin('POST', `/sandbox/v1/instances/${instance.id}/faults`, { kind: 'hang', deliver: true });
+  assert.equal(fault.status, 201, fault.text);
+  const answer = t.api(apiKey, 'POST', '/api/send-message', { phone: '4915112345678', message: 'v1 in flight at the cut' });
+  const ledger = () => t.gw.sandbox?.network?.ledger(instance.id) ?? [];
+  await t.advanceUntil(() => ledger().length === 1, 'the message in the ledger', { maxMs: 2_000, stepMs: 10, realWaitMs: 20 });
+
+  await proxy.cut();
+  // the synchronous wait (20 s) ends before the call's deadline: the job is being sent, whatever the store says
+  await t.advance(25_000, 1_000);
+  const r = await answer;
+  assert.equal(r.status, 500, r.text);
+  assert.match(String(r.body.error), /may have been delivered: do not resend/);
+  await proxy.restore();
+  await t.advanceUntil(() => t.gw.actors.degradedCount() === 0, 'recovery', { maxMs: 30_000, stepMs: 1_000 });
+});
