@@ -30,6 +30,10 @@ export const journalFile = (dataDir: string): string => path.join(dataDir, 'run'
 
 /** Sends older than this count in no window (the longest is 24 h): not written back at a start. */
 const WINDOW_MS = 24 * 3_600_000;
+/** A send dated later than this after the start is not one this process's clock made: skipped, else it would hold the pause for that long. */
+const FUTURE_SKEW_MS = 60_000;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const MAX_INSTANT = 253_402_300_799_999;
 
 export class DegradedJournal {
   private fd: number | null = null;
@@ -82,7 +86,9 @@ export function unwrittenSends(text: string): Map<string, number[]> {
     } catch {
       continue;
     }
-    if (typeof line.i !== 'string' || typeof line.at !== 'number') continue;
+    // what this module writes, nothing else: an instance id, an instant between 1970 and 9999
+    if (typeof line.i !== 'string' || !UUID.test(line.i) || typeof line.at !== 'number' || !Number.isInteger(line.at)) continue;
+    if (line.at < 0 || line.at > MAX_INSTANT) continue;
     const ats = kept.get(line.i) ?? [];
     if (line.op === 'kept') ats.push(line.at);
     else {
@@ -119,15 +125,22 @@ export async function replayDegradedJournal(pool: Pool, file: string, now: numbe
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 0;
-    throw err;
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return 0;
+    // the start cannot go on without knowing what was sent, and says what to look at (found from the outside:
+    // a directory in the file's place ended the start with a bare EISDIR)
+    throw new Error(`the journal of sends made while the store was away, ${file}, cannot be read (${code ?? 'error'}): ` +
+      'move it away to start without it (its sends then do not count against the limits)', { cause: err });
   }
   const kept = unwrittenSends(text);
+  let skipped = 0;
   for (const [instanceId, ats] of kept) {
-    const recent = ats.filter((at) => at > now - WINDOW_MS);
+    // within a window, and not from the future: a clock that was ahead must not hold the instance's pause for that long
+    const recent = ats.filter((at) => at > now - WINDOW_MS && at <= now + FUTURE_SKEW_MS);
+    skipped += ats.length - recent.length;
     if (recent.length > 0) await pool.query(REPLAY, [instanceId, recent.map((at) => new Date(at))]);
   }
-  if (kept.size > 0) log.warn({ instances: kept.size }, 'sends made while the store was away, kept on disk by an earlier process, written to the history');
+  if (kept.size > 0) log.warn({ instances: kept.size, skipped }, 'sends made while the store was away, kept on disk by an earlier process, written to the history');
   rmSync(file, { force: true });
   return kept.size;
 }
