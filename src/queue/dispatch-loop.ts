@@ -121,8 +121,11 @@ export class DispatchLoop {
     this.slots.soon();
     void core.serial.run(async () => {
       if (core.planner.hasOverdue(core.now())) await this.replanLocked('backlog', core.now(), true);
-      this.arm();
-    });
+    }).catch((err: unknown) => {
+      // found from the outside as an unhandled rejection with the store's answers lost: the overdue jobs are
+      // still claimed in their order (each claim re-checks the limits), and the next resume plans them again
+      core.deps.log.warn({ err, instanceId: core.instanceId }, 'the backlog was not planned again yet');
+    }).finally(() => this.arm());
   }
 
   disarm(): void {
