@@ -185,42 +185,38 @@ async function gatedApp(options: http.ServerOptions = {}) {
   return { s, port: await listen(s), open, lines };
 }
 
-test('a malformed request pipelined after a good one: the good one is answered first, then the refusal', async () => {
-  // found from the outside: a send pipelined before a malformed request was accepted and went out, and its
-  // client got only the 400 of the request after it (and the request log wrote 400 for the send)
-  const g = await gatedApp();
+/**
+ * `/gate` and a request the server refuses (`after`) on one connection, the gate opened once it did: the gated
+ * answer comes first, whole, and its log line says 200; then the refusal `status`/`code`.
+ */
+async function answeredBeforeRefusal(after: string, status: number, code: string, options: http.ServerOptions = {}): Promise<void> {
+  const g = await gatedApp(options);
   try {
     g.s.once('clientError', () => setImmediate(g.open));
-    const raw = await exchange(g.port, `GET /gate HTTP/1.1\r\nHost: localhost\r\n\r\nGET /x HTTP/1.1\r\nHost: localhost\r\n${MARKER} no colon\r\n\r\n`, { end: false });
+    const raw = await exchange(g.port, `GET /gate HTTP/1.1\r\nHost: localhost\r\n\r\n${after}`, { end: false });
     const second = raw.indexOf('HTTP/1.1 ', 1);
     assert.ok(second > 0, `two responses:\n${raw}`);
     const first = raw.slice(0, second);
     assert.match(first, /^HTTP\/1\.1 200 OK\r\n/);
     assert.ok(first.endsWith(JSON.stringify({ success: true, data: { answered: true } })), first);
-    assertRefusal(parseResponse(raw.slice(second)), 400, 'VALIDATION_FAILED');
+    assertRefusal(parseResponse(raw.slice(second)), status, code);
     const line = g.lines.find((l) => l.includes('"path":"/gate"'));
     assert.equal((JSON.parse(line ?? '{}') as { status?: number }).status, 200, line);
   } finally {
     await close(g.s);
   }
-});
+}
 
-test('an unfinished request pipelined after a good one times out: the good one is answered first, then the 408', async () => {
+test('a malformed request pipelined after a good one: the good one is answered first, then the refusal', () =>
+  // found from the outside: a send pipelined before a malformed request was accepted and went out, and its
+  // client got only the 400 of the request after it (and the request log wrote 400 for the send)
+  answeredBeforeRefusal(`GET /x HTTP/1.1\r\nHost: localhost\r\n${MARKER} no colon\r\n\r\n`, 400, 'VALIDATION_FAILED'));
+
+test('an unfinished request pipelined after a good one times out: the good one is answered first, then the 408', () =>
   // found from the outside: the send's caller got only the 408 of the request after it, for a message that went out
-  const g = await gatedApp({ headersTimeout: 200, requestTimeout: 200, connectionsCheckingInterval: 20 });
-  try {
-    g.s.once('clientError', () => setImmediate(g.open));
-    const raw = await exchange(g.port, `GET /gate HTTP/1.1\r\nHost: localhost\r\n\r\nGET /x HTTP/1.1\r\nHost: localhost\r\nX-Slow: ${MARKER}`, { end: false });
-    const second = raw.indexOf('HTTP/1.1 ', 1);
-    assert.ok(second > 0, `two responses:\n${raw}`);
-    assert.match(raw.slice(0, second), /^HTTP\/1\.1 200 OK\r\n/);
-    assertRefusal(parseResponse(raw.slice(second)), 408, 'REQUEST_TIMEOUT');
-    const line = g.lines.find((l) => l.includes('"path":"/gate"'));
-    assert.equal((JSON.parse(line ?? '{}') as { status?: number }).status, 200, line);
-  } finally {
-    await close(g.s);
-  }
-});
+  answeredBeforeRefusal(`GET /x HTTP/1.1\r\nHost: localhost\r\nX-Slow: ${MARKER}`, 408, 'REQUEST_TIMEOUT', {
+    headersTimeout: 200, requestTimeout: 200, connectionsCheckingInterval: 20,
+  }));
 
 test('a client that closes its sending side after a whole request still gets the answer', async () => {
   // found from the outside: shutdown(SHUT_WR) after a send request; the send was performed, no answer written
