@@ -227,6 +227,8 @@ export const TERMINAL_JOB_STATES: readonly JobState[] = JOB_STATES.filter((s) =>
 export const PENDING_JOB_STATES: readonly JobState[] = JOB_STATES.filter((s) => !TERMINAL_JOB_STATES.includes(s));
 /** Waiting for a slot or for its slot: what a re-plan moves, so what the planner mirrors. */
 export const WAITING_JOB_STATES: readonly JobState[] = statesAccepting('REPLANNED');
+/** Claimed for dispatch, the call maybe not made: what a call that never reached the network goes back from (RETURNED). */
+export const CLAIMED_JOB_STATES: readonly JobState[] = statesAccepting('RETURNED');
 /** `DELETE /api/v2/messages/<jobId>` accepts these. */
 export const CANCELLABLE_JOB_STATES: readonly JobState[] = statesAccepting('CANCEL');
 /** States that count against the hourly and daily windows (SPEC.md "Limits", rule 2). */

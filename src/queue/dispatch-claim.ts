@@ -2,7 +2,7 @@
  * The dispatch lane's claim of a due job (src/queue/dispatch-loop.ts): one statement in the common case
  * (src/queue/sql/claimJob.ts), the stored row read only when the claim found it not claimable, to learn why.
  */
-import { bulkJobEvent, statesAccepting } from '../../machines/job.machine.js';
+import { CLAIMED_JOB_STATES, bulkJobEvent } from '../../machines/job.machine.js';
 import { DomainError } from '../errors.js';
 import type { Job } from './job.js';
 import { StoredPayloadInvalid } from './payload.js';
@@ -11,8 +11,6 @@ import { claimPool } from '../store/pool.js';
 import { claimJob } from './sql/claimJob.js';
 import { getJob } from './sql/getJob.js';
 
-/** A claim whose call was never made goes back by RETURNED: the states it is allowed in are the claimed ones. */
-export const CLAIMED = statesAccepting('RETURNED');
 /** The states a claim (DISPATCH) moves a job from. */
 const CLAIMABLE: readonly string[] = bulkJobEvent('DISPATCH').from;
 
@@ -62,7 +60,7 @@ export async function claimDue(core: QueueCore, helpers: ClaimHelpers, id: strin
   if (claimed) return claimed;
   const job = await readStored(core, id);
   if (!job) return null;
-  if (CLAIMED.includes(job.state)) {
+  if (CLAIMED_JOB_STATES.includes(job.state)) {
     if (!(await helpers.putBack(job, now))) return null;
   } else if (job.state === 'queued' && !core.planner.isPersisted(id)) {
     await helpers.writeSlot(id);

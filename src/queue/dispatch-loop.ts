@@ -9,9 +9,9 @@
 import { performance } from 'node:perf_hooks';
 import type { TimerHandle } from '../clock.js';
 import type { Job } from './job.js';
-import { applyJobEvent, isTerminal } from '../../machines/job.machine.js';
+import { CLAIMED_JOB_STATES, applyJobEvent, isTerminal } from '../../machines/job.machine.js';
 import type { QueueCore } from './core.js';
-import { CLAIMED, claimDue, readStored, type ClaimHelpers } from './dispatch-claim.js';
+import { claimDue, readStored, type ClaimHelpers } from './dispatch-claim.js';
 import { neverReachedNetwork, outcomeStep } from './outcome.js';
 import { ORPHAN_REASON, BOOT_ID } from './sync-callers.js';
 import { WRITE_BACK_RETRY_MS } from './write-back.js';
@@ -74,7 +74,7 @@ export class DispatchLoop {
 
   constructor(private readonly core: QueueCore, private readonly slots: SlotWriter) {
     this.replans = new Replans(core, slots, () => this.arm());
-    core.claimHeld = (id) => this.claimed.has(id) || core.writeBack.keptOutcomes().some((k) => k.job.id === id);
+    core.claimHeld = (id) => this.claimed.has(id) || core.writeBack.keepsOutcomeOf(id);
     // the claims go to connections of their own (src/queue/dispatch-claim.ts): one is opened before the first is due
     if (core.deps.lease) void warmClaimPool(core.deps.pool);
   }
@@ -88,7 +88,8 @@ export class DispatchLoop {
 
   /**
    * At start, before the mirror is loaded: jobs left `sending` by an earlier process become `unknown` (never
-   * resent; `failed` where it was still preparing its media, src/queue/sql/recoverSending.ts), and waiting jobs whose synchronous v1 caller died with an earlier process are expired.
+   * resent; `failed` where it was still preparing its media, src/queue/sql/recoverSending.ts), and waiting jobs
+   * whose synchronous v1 caller died with an earlier process are expired.
    */
   async recoverAtStart(now: number): Promise<void> {
     const { core } = this;
@@ -248,7 +249,7 @@ export class DispatchLoop {
     for (const id of core.planner.expiredAt(now)) {
       let job = await readStored(core, id);
       // a claim whose answer was lost (core.reload): its call was never made, so it goes back, then expires
-      if (job && CLAIMED.includes(job.state) && !core.claimHeld(id)) job = await this.putBack(job, now);
+      if (job && CLAIMED_JOB_STATES.includes(job.state) && !core.claimHeld(id)) job = await this.putBack(job, now);
       const moved = job ? await core.move(job, { type: 'EXPIRE' }, { terminalAt: now }, { reason: 'ttl elapsed before a slot came free' }) : null;
       // out of the mirror only once the store has the outcome: a failed write leaves it to expire on the next step
       core.planner.remove(id);

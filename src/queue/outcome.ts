@@ -3,8 +3,9 @@
  *
  * One outcome is not an outcome of the network at all: the call never reached it, because the session went
  * away between the claim and the call (no driver, or the driver refused before sending: NOT_CONNECTED /
- * SESSION_CLOSED with `provablyNotSent`), or because a media job's call could not be recorded as starting. Such a job was provably not sent and is not `failed` either: it goes
- * back to `scheduled` (event RETURNED), stops counting against the windows and waits for the reconnect.
+ * SESSION_CLOSED with `provablyNotSent`), or because a media job's call could not be recorded as starting.
+ * Such a job was provably not sent and is not `failed` either: it goes back to `scheduled` (event RETURNED),
+ * stops counting against the windows and waits for the reconnect.
  */
 import type { JobEvent } from '../../machines/job.machine.js';
 import { NO_SESSION_DRIVER_CODES } from '../drivers/contract.js';

@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 /** This process's boot id: differs on every start, so a mark from an earlier process is always recognised. */
 export const BOOT_ID = randomUUID();
 
- /**
+/**
  * SQL: the process named by `jobs.caller_boot` is not alive: no node row names that boot id with a heartbeat
  * younger than the node's own liveness (sql/0015). A caller waiting on a live node that forwarded its send, or on
  * the node that just handed the instance over, is not an orphan; one whose process died (or an earlier process

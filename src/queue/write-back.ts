@@ -30,7 +30,7 @@ export class WriteBack {
   private dispatches: number[] = [];
 
   /** `journal`: where the kept sends are also written, so that a killed process does not lose them (degraded-journal.ts) */
-  constructor(private readonly instanceId: string = '', private readonly journal?: DegradedJournal) {}
+  constructor(private readonly instanceId: string, private readonly journal?: DegradedJournal) {}
 
   keepOutcome(kept: KeptOutcome): void {
     this.outcomes.set(kept.job.id, kept);
@@ -39,6 +39,11 @@ export class WriteBack {
   /** Outcomes still to write, oldest first. */
   keptOutcomes(): KeptOutcome[] {
     return [...this.outcomes.values()];
+  }
+
+  /** Whether an outcome of `jobId` waits to be written. */
+  keepsOutcomeOf(jobId: string): boolean {
+    return this.outcomes.has(jobId);
   }
 
   outcomeWritten(jobId: string): void {

@@ -6,10 +6,7 @@
  * Strategy: only the columns planning reads, never the payloads: a start with 5,000 waiting jobs neither
  * ships nor parses 5,000 payloads (each is read and checked when its job is claimed).
  */
-import { WAITING_JOB_STATES, statesAccepting } from '../../../machines/job.machine.js';
-
-/** The states of a claimed job whose call may not have been made (the job machine's RETURNED). */
-const CLAIMED_JOB_STATES = statesAccepting('RETURNED');
+import { CLAIMED_JOB_STATES, WAITING_JOB_STATES } from '../../../machines/job.machine.js';
 import type { Queryable } from '../../store/pool.js';
 import type { MirrorJob } from '../planning-types.js';
 import { sqlStates } from './row.js';
@@ -44,7 +41,7 @@ const WITH_CLAIMED = `SELECT id, priority, seq, not_before, expires_at, schedule
  */
 export async function listWaitingAndLostClaims(q: Queryable, instanceId: string, held: (jobId: string) => boolean): Promise<MirrorJob[]> {
   const { rows } = await q.query<WaitingRow & { state: string }>(WITH_CLAIMED, [instanceId]);
-  return rows.filter((r) => !(CLAIMED_JOB_STATES as readonly string[]).includes(r.state) || !held(r.id)).map(mirrorJobOf);
+  return rows.filter((r) => !CLAIMED_JOB_STATES.some((s) => s === r.state) || !held(r.id)).map(mirrorJobOf);
 }
 
 export function mirrorJobOf(r: WaitingRow): MirrorJob {
