@@ -29,6 +29,7 @@ import {
   type SafeAgent,
 } from './agent.js';
 import { readCapped, type ByteSource } from './capped.js';
+import { mimeEssence } from './mimetype.js';
 
 export { createSafeAgent, createCheckedLookup, setNetworkDefaults, systemResolver } from './agent.js';
 export type { AddressPolicy, Resolver, ResolvedAddress, SafeAgent, SafeAgentOptions } from './agent.js';
@@ -180,7 +181,8 @@ function splitCredentials(url: URL): { target: URL; authorization: string | null
   return { target, authorization: `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}` };
 }
 
-const essence = (contentType: string | null) => contentType?.split(';')[0]?.trim().toLowerCase() || null;
+/** The answer's `type/subtype` (mimetype.ts), null when it names none. */
+const essence = (contentType: string | null) => (contentType === null ? null : mimeEssence(contentType) || null);
 
 function discard(res: Response): void {
   if (res.body instanceof Readable) res.body.destroy();
