@@ -2,7 +2,9 @@
  * Until a gateway's store pool has had no query in flight or waiting for `quietMs` (at most `limitMs`): what a
  * warm-up set going (its first messages' dispatches, their delivery and read receipts, each written to
  * PostgreSQL) is over before a measured run begins. Resolves with how long it waited; past `limitMs` it throws,
- * or (`pastLimit: 'go on'`) resolves.
+ * or (`pastLimit: 'go on'`) resolves. Whether it was quiet is `quietWithin(waited, limitMs)`: a benchmark goes on
+ * and says so beside its figures, rather than print nothing (on a slow machine, S's third run in docs/
+ * benchmarks.md, the spread benchmark's warm-up never had 6 s of silence within a minute, and the run died there).
  */
 import type pg from 'pg';
 
@@ -19,3 +21,6 @@ export async function untilStoreQuiet(pool: pg.Pool, quietMs: number, limitMs = 
   }
   return performance.now() - t0;
 }
+
+/** Whether `untilStoreQuiet` found its silence (`waited` what it resolved with) rather than going on past `limitMs`. */
+export const quietWithin = (waited: number, limitMs = 60_000): boolean => waited < limitMs;
