@@ -13,7 +13,7 @@ import type { Logger } from './log.js';
 import type { Pool } from './store/pool.js';
 import type { RouteFamily, RouteInfo } from './http/router.js';
 import type { StoreHealth } from './store/health.js';
-import { requireApiKey, type KeyResolver } from './http/auth.js';
+import { keyStillValid, requireApiKey, requireKeyStillValid, type KeyResolver } from './http/auth.js';
 import { queuePaused } from './errors.js';
 import { healthRouter } from './http/routes/health.js';
 import { adminInstancesRouter } from './http/routes/admin-instances.js';
@@ -130,6 +130,8 @@ export function gatewayFamilies(deps: RouteDeps): Families {
     name,
     auth: 'instance',
     guard: name === 'v2-send' ? v2SendKey : name.startsWith('v2-') ? v2Key : apiKey,
+    // a key rotated while the body was on its way stops the request there (a streamed body: its route checks)
+    afterBody: requireKeyStillValid,
     router,
     ...(body ? { body } : {}),
     ...refusing(name),
@@ -174,7 +176,7 @@ export function gatewayFamilies(deps: RouteDeps): Families {
     instanceFamily('v2-reads', readsRouter(networkDeps)),
     instanceFamily(
       'v2-media',
-      createMediaRouter({ store: media.store, uploadMaxBytes: config.MEDIA_UPLOAD_MAX_BYTES, getInstanceId: (ctx) => (ctx.state.instance as Instance).id }),
+      createMediaRouter({ store: media.store, uploadMaxBytes: config.MEDIA_UPLOAD_MAX_BYTES, getInstanceId: (ctx) => (ctx.state.instance as Instance).id, keyStillValid }),
       'stream',
     ),
     ...(sandbox?.network ? [adminFamily('sandbox-control', createSandboxControlRouter(sandbox.network))] : []),

@@ -189,6 +189,59 @@ export class KeyResolver {
     this.cache.clear();
     this.lookups.clear();
   }
+
+  /** What `stillValid` compares with: the keys' generation and the instant a request's key was verified. */
+  stamp(): KeyStamp {
+    return { generation: this.generation, at: this.clock.now() };
+  }
+
+  /**
+   * Whether `key`, verified for `instanceId` at `since`, still is: at once when no key changed since (the
+   * usual case: a number compared), else looked up again (a rotation or deletion anywhere cleared the cache).
+   * While other nodes' changes are not heard, a verification older than UNWATCHED_TTL_MS is looked up again too.
+   */
+  stillValid(key: string, instanceId: string, since: KeyStamp): boolean | Promise<boolean> {
+    if (since.generation === this.generation && (this.watched || this.clock.now() - since.at < UNWATCHED_TTL_MS)) return true;
+    return this.resolve(key).then((id) => id === instanceId);
+  }
+}
+
+/** When a request's API key was verified (KeyResolver.stamp). */
+export interface KeyStamp {
+  generation: number;
+  at: number;
+}
+
+/** What the API-key guard keeps of a request it let in, for `keyStillValid`. */
+interface KeyCheck {
+  keys: KeyResolver;
+  token: string;
+  instanceId: string;
+  stamp: KeyStamp;
+}
+const KEY_CHECK = Symbol('apiKeyCheck');
+
+/**
+ * Throws 401 INVALID_API_KEY when the key that let the request in was rotated or its instance deleted since the
+ * guard verified it: the guard runs before the body is read, and a client can take minutes to send it (found from
+ * the outside: a send-message whose body came 45 s after its key's rotation was accepted and sent, an upload
+ * stored). "The old key stops working at once" holds for a request on its way too: checked once the body is read,
+ * before anything is done with it (src/http/router.ts `afterBody`; the upload's commit for a streamed body). A
+ * request the guard did not let in with a key (another family's credential) passes.
+ */
+export async function keyStillValid(ctx: Context): Promise<void> {
+  const check = (ctx.state as { [KEY_CHECK]?: KeyCheck })[KEY_CHECK];
+  if (!check) return;
+  const valid = check.keys.stillValid(check.token, check.instanceId, check.stamp);
+  if (valid === true || (valid !== false && (await valid))) return;
+  throw new DomainError('INVALID_API_KEY', 'API key is not valid');
+}
+
+/** `keyStillValid` as the link after a family's body reader; no await on the usual path (nothing changed). */
+export function requireKeyStillValid(ctx: Context, next: Next): Promise<void> {
+  const check = (ctx.state as { [KEY_CHECK]?: KeyCheck })[KEY_CHECK];
+  if (!check || check.keys.stillValid(check.token, check.instanceId, check.stamp) === true) return next();
+  return keyStillValid(ctx).then(next);
 }
 
 
@@ -198,11 +251,14 @@ export function requireApiKey<I>(keys: KeyResolver, loadInstance: (id: string) =
     if (ctx.state.authenticated === 'instance') return next();
     const token = bearerToken(ctx);
     if (!API_KEY.test(token)) throw new DomainError('INVALID_API_KEY', 'API key is not valid');
+    const stamp = keys.stamp();
     const id = await keys.resolve(token);
     const instance = id ? await loadInstance(id) : null;
-    if (!instance) throw new DomainError('INVALID_API_KEY', 'API key is not valid');
+    if (!id || !instance) throw new DomainError('INVALID_API_KEY', 'API key is not valid');
     ctx.state.instance = instance;
     ctx.state.authenticated = 'instance';
+    // stamped before the lookup: a rotation while it ran is seen by the check after the body (keyStillValid)
+    (ctx.state as { [KEY_CHECK]?: KeyCheck })[KEY_CHECK] = { keys, token, instanceId: id, stamp };
     await next();
   };
 }

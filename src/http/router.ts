@@ -24,6 +24,12 @@ export interface RouteFamily {
   /** `json` (default): the body is parsed as JSON after the guard; `stream`: the routes read it themselves */
   body?: 'json' | 'stream';
   /**
+   * The link after the JSON body is read, before the route: what the guard checked that the time a body takes
+   * can change (an API key rotated meanwhile, src/http/auth.ts `requireKeyStillValid`). A `stream` family's
+   * routes check it themselves once they have read their body.
+   */
+  afterBody?: Middleware;
+  /**
    * `refused`: every route of the family declares what it takes with `takes()` (checked when the app is built,
    * so no route can forget it), and a query parameter or body field it does not take is 400 VALIDATION_FAILED
    * naming it. Left out: the routes ignore what they do not read (the send routes, the reads, v1).
@@ -167,7 +173,7 @@ function entriesAtOf(router: Router): ((ctx: Context) => string | undefined) | u
 }
 
 /**
- * The family's routes behind its guard: guard → body → route (validate → handler). The guard and the body
+ * The family's routes behind its guard: guard → body → after the body → route (validate → handler). The guard and the body
  * reader run only when one of the family's routes matched, so nothing is read for an unknown path.
  */
 function guarded(family: RouteFamily, jsonBody: JsonBodyReader): Middleware {
@@ -176,7 +182,10 @@ function guarded(family: RouteFamily, jsonBody: JsonBodyReader): Middleware {
   if (family.auth !== 'none' && !family.guard) throw new Error(`family ${family.name} needs a guard for auth ${family.auth}`);
   const outer = createRouter();
   if (family.guard) outer.use(family.guard);
-  if (family.body !== 'stream') outer.use(jsonBody(entriesAtOf(family.router)));
+  if (family.body !== 'stream') {
+    outer.use(jsonBody(entriesAtOf(family.router)));
+    if (family.afterBody) outer.use(family.afterBody);
+  }
   outer.use(family.router.routes());
   return outer.routes() as unknown as Middleware;
 }

@@ -38,7 +38,7 @@ export async function receiveUpload(
   req: IncomingMessage,
   res: ServerResponse,
   instanceId: string,
-  deps: { store: MediaStore; uploadMaxBytes: number },
+  deps: { store: MediaStore; uploadMaxBytes: number; beforeCommit?: () => Promise<void> },
 ): Promise<MediaRecord> {
   const boundary = boundaryOf(req.headers['content-type']);
   if (!boundary) throw validationFailed('file', 'the body must be multipart/form-data with a file part');
@@ -92,6 +92,8 @@ export async function receiveUpload(
       mimetype = given;
     }
     const filename = cleanFilename(fields.filename !== undefined && fields.filename.trim() !== '' ? fields.filename : partName);
+    // what the request's guard checked before the body may have changed while it arrived (a key rotated)
+    await deps.beforeCommit?.();
     const committing = staged;
     staged = null;
     return await committing.commit({ mimetype, filename, origin: 'upload' });

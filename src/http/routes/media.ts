@@ -14,6 +14,8 @@ export interface MediaRouterDeps {
   /** MEDIA_UPLOAD_MAX_BYTES (64 MiB) */
   uploadMaxBytes: number;
   getInstanceId: (ctx: ParameterizedContext) => string;
+  /** throws when the request's credential stopped being valid while its body was read (src/http/auth.ts keyStillValid) */
+  keyStillValid?: (ctx: ParameterizedContext) => Promise<void>;
 }
 
 const isDownload = (v: unknown) => v === '1' || v === 'true';
@@ -37,7 +39,9 @@ export function createMediaRouter(deps: MediaRouterDeps): Router {
   router.post('/api/v2/media', async (ctx) => {
     const instanceId = deps.getInstanceId(ctx);
     try {
-      const record = await receiveUpload(ctx.req, ctx.res, instanceId, deps);
+      // the file is kept only if the key that let the upload in still works once all of it has arrived
+      const { keyStillValid } = deps;
+      const record = await receiveUpload(ctx.req, ctx.res, instanceId, { ...deps, ...(keyStillValid ? { beforeCommit: () => keyStillValid(ctx) } : {}) });
       ctx.status = 201;
       ctx.body = { success: true, data: toStoredMedia(record) };
     } catch (err) {
