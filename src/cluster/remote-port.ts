@@ -164,6 +164,15 @@ const errorCode = (err: unknown): string | undefined => {
   return typeof code === 'string' ? code : undefined;
 };
 
+/**
+ * The ask as it is asked again `ms` after it was first: a wait for a job's outcome waits only for what is left of
+ * it (its owner stopped while it waited: the new owner is asked, src/http/routes/legacy-queued.ts), so that its
+ * answer comes inside the ask's deadline. Other asks are asked again as they were.
+ */
+function spent<A extends InstanceAsk>(ask: A, ms: number): A {
+  return ask.type === 'queue.awaitOutcome' ? { ...ask, timeoutMs: Math.max(0, ask.timeoutMs - ms) } : ask;
+}
+
 export class RemoteInstancePort implements InstancePort {
   constructor(readonly instanceId: string, private readonly deps: RemoteDeps) {}
 
@@ -186,9 +195,9 @@ export class RemoteInstancePort implements InstancePort {
         if (now() + HAND_OVER_POLL_MS > waitUntil || (refused.length >= 2 && refused.at(-1) === refused.at(-2))) break;
         await (this.deps.sleep ?? realSleep)(HAND_OVER_POLL_MS);
       }
-      reply = await this.forward(ask, deadlineMs - (now() - started), true, refused);
+      reply = await this.forward(spent(ask, now() - started), deadlineMs - (now() - started), true, refused);
     }
-    if (reply instanceof HandedOver) return reply.port.ask(ask, deadlineMs - (now() - started));
+    if (reply instanceof HandedOver) return reply.port.ask(spent(ask, now() - started), deadlineMs - (now() - started));
     if (!reply.ok) throw replyErrorToThrow(reply.error);
     return reply.value as ReplyOf<A>;
   }

@@ -8,3 +8,4 @@ export { findByIdempotencyKey } from './sql/findByIdempotencyKeys.js';
 export { listJobs, type ListJobsOptions } from './sql/listJobs.js';
 export { queueCounts } from './sql/queueCounts.js';
 export { pruneIdempotencyKeys } from './sql/pruneIdempotencyKeys.js';
+export { releaseSyncCaller } from './sql/releaseSyncCaller.js';

@@ -139,6 +139,9 @@ export class QueueWorker {
     if (core.writeBack.hasOutcomes) await core.serial.runFirst(() => this.loop.writeBackOutcomes()).catch(() => undefined);
     await core.serial.idle();
     this.acceptance.rejectWaiting(new DomainError('INSTANCE_UNREACHABLE', 'the instance is stopping; nothing was accepted'));
+    // the jobs still waiting end where the instance runs next (another node after a hand-over, or a queue started
+    // here again): their synchronous callers ask its owner from now on, not this queue
+    core.waiters.left(new DomainError('INSTANCE_UNREACHABLE', 'the instance\'s queue stopped here (handed over, or stopping); its jobs end where it runs next'));
   }
 
   /** Accept a send, answered with what acceptance decided: accepted, a replay, or a refusal. */
@@ -250,7 +253,10 @@ export class QueueWorker {
     };
   }
 
-  /** Resolve when the job reaches a terminal state, or with null after `timeoutMs` (v1 synchronous wait). */
+  /**
+   * Resolve when the job reaches a terminal state, or with null after `timeoutMs` (v1 synchronous wait);
+   * INSTANCE_UNREACHABLE once this queue stopped (the job ends where the instance runs next).
+   */
   waitForTerminal(jobId: string, timeoutMs: number): Promise<Job | null> {
     const { core } = this;
     const waiting = core.waiters.wait(jobId, timeoutMs);

@@ -285,6 +285,20 @@ test('handed over to this very node while the ask waited: this node\'s own port 
   assert.deepEqual(asked, ['view']);
 });
 
+test('a wait for a job\'s outcome asked again after a hand-over waits only for what is left of it, at another node or at this one', async () => {
+  const o = await owner(() => replied(null));
+  const { port, elapsed } = handedOver([null, null, null, { nodeId: 'n3', url: o.url }]);
+  assert.equal(await port.ask({ type: 'queue.awaitOutcome', jobId: 'wq_1', timeoutMs: 15_000 }, 25_000), null);
+  assert.equal(elapsed(), 2 * HAND_OVER_POLL_MS);
+  assert.deepEqual((o.asks[0]?.body as { ask: unknown }).ask, { type: 'queue.awaitOutcome', jobId: 'wq_1', timeoutMs: 15_000 - 2 * HAND_OVER_POLL_MS });
+
+  const asked: unknown[] = [];
+  const own = { ask: async (a: unknown) => (asked.push(a), null) } as unknown as InstancePort;
+  const home = handedOver([null, null, { nodeId: 'n1', url: 'http://127.0.0.1:1' }], () => own);
+  assert.equal(await home.port.ask({ type: 'queue.awaitOutcome', jobId: 'wq_2', timeoutMs: 15_000 }, 25_000), null);
+  assert.deepEqual(asked, [{ type: 'queue.awaitOutcome', jobId: 'wq_2', timeoutMs: 15_000 - HAND_OVER_POLL_MS }]);
+});
+
 test('views are kept for at most as many instances as the node allows, the oldest seen forgotten first', () => {
   const views = new RemoteViews(2);
   views.saw('a', fullView, true, someOwner);

@@ -14,13 +14,16 @@
  *   worker), the job is cancelled; a job already being sent is answered 500 "may have been delivered".
  * - a graceful stop ends the wait at once (legacy-waits.ts): without ceilings the job is cancelled (503, the
  *   gateway is stopping) or, being sent, waited for; with ceilings the 504, the job released to go out later.
+ * - the instance handed over to another node during the wait (a move, its owner's graceful stop): the wait
+ *   follows the job to its new owner (`followOutcome`), and what the end of a wait asks (the view, the release,
+ *   the cancellation) goes to the owner of that moment.
  */
 import type { Context } from 'koa';
 import { DomainError } from '../../errors.js';
 import { V1Error } from '../errors.js';
 import { ok } from '../envelope.js';
 import { legacyWaitMs, type Config } from '../../config.js';
-import type { Clock } from '../../clock.js';
+import { sleep, type Clock } from '../../clock.js';
 import type { Logger } from '../../log.js';
 import { DEADLINES, type InstancePort, type InstanceView, type SendGate } from '../../actors/port.js';
 import type { Job } from '../../queue/jobs.js';
@@ -33,7 +36,7 @@ import { isConnectionError } from '../../store/health.js';
 import type { V1Waits } from './legacy-waits.js';
 import { BOOT_ID } from '../../queue/sync-callers.js';
 import type { Pool } from '../../store/pool.js';
-import { getJob } from '../../queue/jobs.js';
+import { getJob, releaseSyncCaller } from '../../queue/jobs.js';
 import { isTerminal } from '../../../machines/job.machine.js';
 import { NOT_CONNECTED, RESTARTING, STORE_LOST_QUEUED, answerOutcome, outcomeOfJob, queuedData, waitTimeout, type V1Outcome } from './legacy-answer.js';
 
@@ -43,6 +46,11 @@ export const V1_PRIORITY = 9;
 const CANCEL_GRACE_MS = 2_000;
 
 export interface QueuedDeps {
+  /**
+   * The port of the request's instance as it is now (legacy.ts): after a hand-over to another node, a port to
+   * its new owner. The wait for a job's outcome follows the job there (`followOutcome`).
+   */
+  portOf(ctx: Context): InstancePort;
   clock: Clock;
   /** reads a job whose instance no longer answers (src/queue/jobs.ts getJob) */
   pool: Pool;
@@ -90,6 +98,45 @@ export function notSentInTime(view: InstanceView, settings: InstanceSettings, no
 /** Resolve when the job is terminal (its latest state), or with null after `ms`. */
 const awaitOutcome = (port: InstancePort, jobId: string, ms: number): Promise<Job | null> =>
   port.ask({ type: 'queue.awaitOutcome', jobId, timeoutMs: ms }, ms + DEADLINES.queueStatus);
+
+/** The pause between two asks for the outcome of a job whose instance no node serves right now. */
+const FOLLOW_PAUSE_MS = 250;
+
+/**
+ * The queue asked is no longer the job's, or did not answer: the instance was handed over (a move, a graceful
+ * stop of its owner: the stopped queue ends its waits with INSTANCE_UNREACHABLE, src/queue/waiters.ts), no node
+ * serves it right now, or its owner closed the connection as it stopped (INSTANCE_TIMEOUT). An outcome ask
+ * changes nothing, so it is asked again where the instance runs now.
+ */
+const lostTheQueue = (err: unknown): boolean =>
+  err instanceof DomainError && (err.code === 'INSTANCE_UNREACHABLE' || err.code === 'INSTANCE_TIMEOUT');
+
+/**
+ * The job's outcome (its state once terminal), or null when `left()` ran out (or the job is gone: its instance
+ * was deleted). The wait follows the job: while the caller waits here, the instance may be handed over to
+ * another node, which then dispatches the job; the queue that was asked ends the wait (`lostTheQueue`), and the
+ * outcome is asked again of the instance's port as it is now (`now()`: its new owner, found and waited for by
+ * src/cluster/remote-port.ts; this node's own queue after a restart or a hand-over to it). Between two asks the
+ * job's row says whether it ended meanwhile. Asking the owner, rather than listening to PostgreSQL, keeps one
+ * way of waiting: the owner's queue settles the wait in the turn it writes the outcome.
+ */
+async function followOutcome(deps: QueuedDeps, now: () => InstancePort, job: Pick<Job, 'id' | 'instanceId'>, left: () => number): Promise<Job | null> {
+  for (let asks = 0; ; asks++) {
+    if (asks > 0) {
+      const row = await getJob(deps.pool, job.instanceId, job.id).catch(() => undefined);
+      if (row === null) return null;
+      if (row && isTerminal(row.state)) return row;
+      if (left() <= 0 || deps.waits?.stopping) return null;
+      // an ask that failed at once again (no node serves the instance yet): not a busy loop
+      if (asks > 1) await sleep(deps.clock, Math.min(FOLLOW_PAUSE_MS, left()));
+    }
+    try {
+      return await awaitOutcome(now(), job.id, left());
+    } catch (err) {
+      if (!lostTheQueue(err)) throw err;
+    }
+  }
+}
 
 /** Why the job did not go out in time, from the instance's view now. */
 const whyNotSent = async (port: InstancePort, settings: InstanceSettings, now: number, waitMs: number, ahead: number | null = null): Promise<V1Outcome> =>
@@ -141,7 +188,7 @@ export async function sendThroughQueue(
       throw err;
     }
     if (asyncMode) return ok(ctx, queuedData(send, job, clock.now()), 202);
-    await waitAndAnswer(ctx, deps, port, settings, send, job, { start, waitMs, ceilings, ahead: Math.max(0, queuePosition - 1) });
+    await waitAndAnswer(ctx, deps, settings, send, job, { start, waitMs, ceilings, ahead: Math.max(0, queuePosition - 1) });
   };
   // a stop waits for the answer of a synchronous send, from its acceptance on
   return !asyncMode && deps.waits ? deps.waits.track(run()) : run();
@@ -154,7 +201,6 @@ export async function sendThroughQueue(
 async function waitAndAnswer(
   ctx: Context,
   deps: QueuedDeps,
-  port: InstancePort,
   settings: InstanceSettings,
   send: V1Send,
   job: Job,
@@ -163,31 +209,42 @@ async function waitAndAnswer(
   const { clock } = deps;
   const { start, waitMs, ceilings, ahead } = wait;
   const left = () => Math.max(0, start + waitMs - clock.now());
-  const outcome = awaitOutcome(port, job.id, left());
+  // the instance's port as it is at each ask: after a hand-over, a port to its new owner
+  const now = (): InstancePort => deps.portOf(ctx);
+  const outcome = followOutcome(deps, now, job, left);
   const done = deps.waits ? await deps.waits.untilStop(outcome) : await outcome;
   const stopped = done === null && deps.waits?.stopping === true;
   // why the job did not go out in time, from the view right after the wait: read only where it can be the
   // answer (an expired job, a wait without ceilings that ended), so that a sent job asks nothing more of the
-  // instance (an ask to its owner, where another node runs it)
+  // instance (an ask to its owner, where another node runs it). An instance no node serves at this moment
+  // gives no view: the answer, should the job not have gone out, then says so without its reason.
   const why = stopped
     ? ({ kind: 'not_sent', offline: true, error: STOPPING } as const)
-    : (done ? done.state === 'expired' : !ceilings) ? await whyNotSent(port, settings, clock.now(), waitMs, ahead) : null;
+    : (done ? done.state === 'expired' : !ceilings)
+      ? await whyNotSent(now(), settings, clock.now(), waitMs, ahead).catch((err: unknown) => {
+        if (lostTheQueue(err)) return null;
+        throw err;
+      })
+      : null;
   const whyExpired = (): V1Outcome => why ?? { kind: 'not_sent', offline: false, error: 'not sent within the synchronous wait; nothing was sent' };
   if (done) return answerOutcome(ctx, send, outcomeOfJob(done, whyExpired));
   if (ceilings) {
     // the caller gets the job's id and polls it: from now on the job goes out at its slot whatever happens here;
-    // if the store cannot take that now, a later start expires the job and the caller's poll says so
-    await port.ask({ type: 'queue.releaseCaller', jobId: job.id }, DEADLINES.queueStatus).catch((err: unknown) => {
-      deps.log?.warn({ err, jobId: job.id }, 'could not release the synchronous caller of a job');
-    });
-    const current = await getJob(deps.pool, port.instanceId, job.id).catch(() => undefined);
+    // if the store cannot take that now, a later start expires the job and the caller's poll says so. No node
+    // to ask at this moment (a hand-over): the mark is a column no owner's write depends on, cleared here
+    await now().ask({ type: 'queue.releaseCaller', jobId: job.id }, DEADLINES.queueStatus)
+      .catch((err: unknown) => (lostTheQueue(err) ? releaseSyncCaller(deps.pool, job.instanceId, job.id) : Promise.reject(err)))
+      .catch((err: unknown) => {
+        deps.log?.warn({ err, jobId: job.id }, 'could not release the synchronous caller of a job');
+      });
+    const current = await getJob(deps.pool, job.instanceId, job.id).catch(() => undefined);
     const settled = settledMeanwhile(current, whyExpired);
     if (settled) return answerOutcome(ctx, send, settled);
     throw waitTimeout(current ?? job, clock.now());
   }
   // a stop ended the wait early: a job being sent has the rest of the wait for its outcome (the stop lets an
   // in-flight dispatch finish and persist it)
-  return answerOutcome(ctx, send, await closeWait(port, job, whyExpired, stopped ? left() : 0));
+  return answerOutcome(ctx, send, await closeWait(deps, now, job, whyExpired, stopped ? left() : 0));
 }
 
 /**
@@ -207,27 +264,43 @@ function settledMeanwhile(current: Job | null | undefined, whyExpired: () => V1O
  * Without ceilings: make sure the job cannot go out after the answer, and say what happened. A job already being
  * sent is waited for up to `sendingMs` (0: answered as in flight at once: the caller's wait is over).
  */
-async function closeWait(port: InstancePort, job: Job, whyExpired: () => V1Outcome, sendingMs: number): Promise<V1Outcome> {
+async function closeWait(deps: QueuedDeps, now: () => InstancePort, job: Job, whyExpired: () => V1Outcome, sendingMs: number): Promise<V1Outcome> {
   const inFlight: V1Outcome = {
     kind: 'unknown',
     unknownReason: 'the message was being sent when the synchronous wait ended',
   };
+  const { clock } = deps;
+  const outcomeWithin = async (ms: number): Promise<V1Outcome> => {
+    const until = clock.now() + ms;
+    const ended = ms > 0 ? await followOutcome(deps, now, job, () => Math.max(0, until - clock.now())) : null;
+    return ended ? outcomeOfJob(ended, whyExpired) : inFlight;
+  };
   try {
-    await port.ask({ type: 'queue.cancel', jobId: job.id }, CANCEL_GRACE_MS);
+    await now().ask({ type: 'queue.cancel', jobId: job.id }, CANCEL_GRACE_MS);
     return whyExpired();
   } catch (err) {
     // The store went away: the cancellation ran (so no dispatch was in progress) but could not be written.
     // Nothing was sent, and nothing will be: the job's validity ended before the wait did.
     if (isConnectionError(err)) return { kind: 'not_sent', offline: true, error: STORE_LOST_QUEUED };
+    // no node could be asked right now (a hand-over at this very moment): the job's row says what it is
+    if (lostTheQueue(err)) return settledOrInFlight(await getJob(deps.pool, job.instanceId, job.id).catch(() => undefined), whyExpired, clock.now(), inFlight);
     if (!(err instanceof DomainError) || err.code !== 'JOB_NOT_CANCELLABLE') throw err;
-    if (err.data.state === 'sending') {
-      const ended = sendingMs > 0 ? await awaitOutcome(port, job.id, sendingMs) : null;
-      return ended ? outcomeOfJob(ended, whyExpired) : inFlight;
-    }
+    if (err.data.state === 'sending') return outcomeWithin(sendingMs);
     // it ended between the wait and the cancellation: read the outcome
-    const ended = await awaitOutcome(port, job.id, CANCEL_GRACE_MS);
-    return ended ? outcomeOfJob(ended, whyExpired) : inFlight;
+    return outcomeWithin(CANCEL_GRACE_MS);
   }
+}
+
+/**
+ * The job's row at the end of a wait without ceilings whose cancellation reached no node: a job gone or ended is
+ * answered as such; one still waiting whose validity is over never goes out (it expires wherever its instance
+ * runs: not sent); anything else (being sent, or a row the store could not give) may go out: in flight.
+ */
+function settledOrInFlight(row: Job | null | undefined, whyExpired: () => V1Outcome, now: number, inFlight: V1Outcome): V1Outcome {
+  const settled = settledMeanwhile(row, whyExpired);
+  if (settled) return settled;
+  if (row && (row.state === 'queued' || row.state === 'scheduled') && row.expiresAt <= now) return whyExpired();
+  return inFlight;
 }
 
 /** The connection rule shared by the queued v1 routes: an ordered restart is waited for, anything else is 503. */
