@@ -53,15 +53,17 @@ const boxes = new WeakMap<AnyActorRef, (event: ReplyEvent) => void>();
 
 /** What a planner running in this process serves a local ask with: its queue summary, and any ask's reply. */
 export interface LocalPlanner {
-  summary(): QueueSummary;
+  /** the summary read at once; null while the queue has not read its start state (then `reply` waits for it) */
+  summary(): QueueSummary | null;
   reply(ask: PlannerAsk): Promise<AskReply>;
 }
 
 /**
  * The planners running in this process, by actor. A local ask for a planner is served in the caller's turn, as
  * a view is read from the instance's snapshot: a `queue.summary` read at once (a synchronous read of the
- * queue's state), any other ask by the same reply() its `ASK` event gets, under the same deadline, without the
- * event and the reply box. The planner registers itself when it starts and removes itself when it stops.
+ * queue's state) once the queue has loaded, any other ask (and a summary before the load) by the same reply()
+ * its `ASK` event gets, under the same deadline, without the event and the reply box. The planner registers
+ * itself when it starts and removes itself when it stops.
  */
 const planners = new WeakMap<AnyActorRef, LocalPlanner>();
 
@@ -170,7 +172,10 @@ export class LocalInstancePort implements InstancePort {
     if (isPlannerAsk(ask)) {
       const planner = this.localPlanner(ask);
       if (planner) {
-        if (ask.type === 'queue.summary') return planner.summary() as ReplyOf<A>;
+        if (ask.type === 'queue.summary') {
+          const summary = planner.summary();
+          if (summary) return summary as ReplyOf<A>;
+        }
         return this.replied<A>(await this.replies.served(planner.reply(ask), deadlineMs, instanceTimeout));
       }
     }

@@ -152,6 +152,9 @@ export function createPlanners(deps: PlannerDeps): Planners {
         case 'queue.replan':
           return worker.replan(ask.reason);
         case 'queue.summary':
+          // counts the queue has not read yet would be an empty queue's: the summary waits for the start read
+          // (bounded by the asker's deadline) and is then answered from memory, as always after
+          if (!worker.loaded) await worker.whenLoaded();
           return summary();
         case 'queue.awaitOutcome':
           return worker.waitForTerminal(ask.jobId, ask.timeoutMs);
@@ -196,8 +199,9 @@ export function createPlanners(deps: PlannerDeps): Planners {
       }
     });
 
-    // a local ask is served in the caller's turn (src/actors/local-port.ts), by the same reply() and summary()
-    const unregister = serveLocally(self, { summary, reply });
+    // a local ask is served in the caller's turn (src/actors/local-port.ts), by the same reply() and summary();
+    // a summary before the queue has loaded goes through reply(), which waits for the load
+    const unregister = serveLocally(self, { summary: () => (worker.loaded ? summary() : null), reply });
 
     return () => {
       unregister();

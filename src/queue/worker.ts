@@ -54,6 +54,9 @@ export class QueueWorker {
   private startRetryMs = START_RETRY_MS;
   /** re-plans asked for and not started yet, by reason: a later ask of the same reason joins it */
   private readonly replans = new Map<string, Promise<{ affected: number; epoch: number }>>();
+  /** settled once the queue has read what it starts from (`whenLoaded`), or stopped before it did */
+  private readonly loadedOnce: Promise<void>;
+  private settleLoaded: { resolve(): void; reject(err: Error): void } = { resolve: () => undefined, reject: () => undefined };
 
   constructor(deps: WorkerDeps, private readonly how: StartOptions = {}) {
     this.core = new QueueCore(deps);
@@ -61,6 +64,9 @@ export class QueueWorker {
     this.loop = new DispatchLoop(this.core, this.slots);
     this.acceptance = new Acceptance(this.core, this.slots, () => this.loop.arm());
     this.degradedMode = new DegradedMode(this.core, this.loop);
+    this.loadedOnce = new Promise<void>((resolve, reject) => (this.settleLoaded = { resolve, reject }));
+    // a queue that stops before anyone waited for its load leaves no unhandled rejection behind
+    this.loadedOnce.catch(() => undefined);
   }
 
   get instanceId(): string {
@@ -73,6 +79,23 @@ export class QueueWorker {
 
   get isDegraded(): boolean {
     return this.core.degraded;
+  }
+
+  /**
+   * Whether the queue has read what it starts from (or started empty, brand-new). Until then its views (counts,
+   * waiting jobs, limits used) are those of an empty queue, not of the instance's: a start read of thousands of
+   * waiting jobs takes a while, and a summary answered meanwhile said 0 pending.
+   */
+  get loaded(): boolean {
+    return this.core.started;
+  }
+
+  /**
+   * Resolves once the queue has read what it starts from, across the tries of a start that fails; rejects with
+   * INSTANCE_UNREACHABLE when the queue stops first. The caller bounds the wait (a route's deadline).
+   */
+  whenLoaded(): Promise<void> {
+    return this.loadedOnce;
   }
 
   /**
@@ -95,6 +118,7 @@ export class QueueWorker {
     if (this.how.fresh) {
       // nothing in PostgreSQL yet: the mirror, the epoch, the counts and the tally are their empty selves
       core.started = true;
+      this.settleLoaded.resolve();
       this.loop.arm();
       return;
     }
@@ -107,6 +131,7 @@ export class QueueWorker {
       core.load(state);
     }
     core.started = true;
+    this.settleLoaded.resolve();
     // with no waiting job a plan would change nothing but the epoch
     if (core.planner.waitingCount() > 0) await this.loop.replanLocked('start', now, false);
     else this.loop.arm();
@@ -128,6 +153,8 @@ export class QueueWorker {
   async stop(): Promise<void> {
     const { core } = this;
     core.stopped = true;
+    // whoever still waits for the load is told the queue is gone (after a load this changes nothing)
+    this.settleLoaded.reject(new DomainError('INSTANCE_UNREACHABLE', 'the instance queue stopped before it read its jobs'));
     if (this.startRetry !== null) core.deps.clock.clearTimeout(this.startRetry);
     this.startRetry = null;
     this.degradedMode.clearRecoveryTimer();

@@ -1,0 +1,149 @@
+/**
+ * GET /api/status and GET /api/v2/queue while the instance's queue has not read itself from PostgreSQL yet
+ * (src/queue/worker.ts `start`): they never answer counts the queue has not read. A gateway starts over a
+ * database that already holds an instance with waiting jobs while another session holds the `jobs` table
+ * (LOCK TABLE), so the queue's start read waits: the summary waits for it and answers the jobs once it is
+ * done, and a start read held past the route's deadline (DEADLINES.queueStatus) is 504 INSTANCE_TIMEOUT,
+ * not a queue of nothing.
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig } from '../../src/config.js';
+import { startGateway, type Gateway } from '../../src/gateway.js';
+import { silentLogger } from '../../src/log.js';
+import { simulatedClock } from '../../src/clock.js';
+import { newJobId } from '../../src/ids.js';
+import { DEADLINES } from '../../src/actors/port.js';
+import { createInstance } from '../../src/store/instances.js';
+import { insertJobs } from '../../src/queue/sql/insertJobs.js';
+import type { NewJob } from '../../src/queue/job.js';
+import type { PoolClient } from '../../src/store/pool.js';
+import { createTestDb, NEEDS_SERVER, type TestDb } from '../helpers/db.js';
+import { ADMIN_TOKEN, waitFor } from '../helpers/gateway.js';
+
+const WAITING = 40;
+const HOUR = 3_600_000;
+
+let db: TestDb;
+let dataDir: string;
+
+before(async () => {
+  if (NEEDS_SERVER.skip) return;
+  db = await createTestDb('status_at_start');
+  dataDir = await mkdtemp(path.join(os.tmpdir(), 'mgw-status-at-start-'));
+});
+after(async () => {
+  await db?.close();
+  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+});
+
+/** An instance created in the store (not by the gateway, so its queue reads at start) with WAITING jobs. */
+async function seeded(name: string, now: number): Promise<{ apiKey: string }> {
+  const { instance, apiKey } = await createInstance(db.pool, { name, driver: 'sandbox' });
+  const jobs: NewJob[] = Array.from({ length: WAITING }, (_, i) => ({
+    id: newJobId(), instanceId: instance.id, originRoute: '/api/v2/send-message', chatId: '4915112345678@c.us', phone: '4915112345678',
+    payloadHash: `hash-${i}`, idempotencyKey: null, priority: 5, notBefore: null, queuedAt: now - HOUR, scheduledAt: null,
+    expiresAt: now + 24 * HOUR, previousJobId: null, callerBoot: null, kind: 'text', payload: { body: `m${i}`, chatId: '4915112345678@c.us' },
+  }));
+  await insertJobs(db.pool, jobs);
+  return { apiKey };
+}
+
+/**
+ * Another session's lock on `jobs`: every read of the table, the queue's start read first, waits until
+ * `release()` (which may be called more than once).
+ */
+async function holdJobs(): Promise<{ release(): Promise<void> }> {
+  const holder: PoolClient = await db.pool.connect();
+  await holder.query('BEGIN');
+  await holder.query('LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE');
+  let held = true;
+  return {
+    async release() {
+      if (!held) return;
+      held = false;
+      await holder.query('ROLLBACK');
+      holder.release();
+    },
+  };
+}
+
+const get = (gw: Gateway, apiKey: string, route: string) =>
+  fetch(`${gw.url}${route}`, { headers: { authorization: `Bearer ${apiKey}` } }).then(async (r) => ({
+    status: r.status,
+    text: await r.text(),
+  }));
+
+/** The asks this gateway has waiting for an answer (/debug/actors). */
+const waitingAsks = (gw: Gateway) => Number(gw.actors.describeActors().find((a) => a.id === 'supervisor')?.context.waitingAsks);
+
+async function gatewayOver(clock: ReturnType<typeof simulatedClock>): Promise<Gateway> {
+  return startGateway({
+    config: loadConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, ADMIN_TOKEN, DEMO_INSTANCE: 'false', LOG_LEVEL: 'fatal' }),
+    database: db.config,
+    clock,
+    log: silentLogger(),
+  });
+}
+
+test('while the start read is held, status and the queue summary wait for it and answer the jobs it read', NEEDS_SERVER, async () => {
+  const clock = simulatedClock();
+  const { apiKey } = await seeded('held-start', clock.now());
+  const lock = await holdJobs();
+  let gw: Gateway | null = null;
+  try {
+    gw = await gatewayOver(clock);
+    const g = gw;
+    const idle = waitingAsks(g);
+    const status = get(g, apiKey, '/api/status');
+    const queue = get(g, apiKey, '/api/v2/queue');
+    // Both asks wait for the queue's start read; an answer that came before it (the bug) ends the wait too.
+    let early: unknown = null;
+    void status.then((r) => (early ??= r));
+    void queue.then((r) => (early ??= r));
+    await waitFor(() => early !== null || waitingAsks(g) === idle + 2, 'both summaries waiting for the start read');
+    assert.equal(early, null, `no summary is answered before the queue has read its jobs: ${JSON.stringify(early)}`);
+    await lock.release();
+    const s = await status;
+    assert.equal(s.status, 200, s.text);
+    const sq = (JSON.parse(s.text) as { data: { queue: Record<string, unknown> } }).data.queue;
+    assert.equal(sq.pending, WAITING, s.text);
+    const q = await queue;
+    assert.equal(q.status, 200, q.text);
+    const counts = (JSON.parse(q.text) as { data: { counts: Record<string, number> } }).data.counts;
+    assert.equal((counts.queued ?? 0) + (counts.scheduled ?? 0), WAITING, q.text);
+    // loaded: answered from memory at once, without an ask waiting
+    const again = await get(g, apiKey, '/api/status');
+    assert.equal(again.status, 200, again.text);
+    assert.equal(waitingAsks(g), idle);
+  } finally {
+    await lock.release();
+    await gw?.stop();
+  }
+});
+
+test('a start read held past the route deadline is 504 INSTANCE_TIMEOUT, never an empty queue', NEEDS_SERVER, async () => {
+  const clock = simulatedClock();
+  const { apiKey } = await seeded('held-past-deadline', clock.now());
+  const lock = await holdJobs();
+  let gw: Gateway | null = null;
+  try {
+    gw = await gatewayOver(clock);
+    const g = gw;
+    const idle = waitingAsks(g);
+    const status = get(g, apiKey, '/api/status');
+    let early: unknown = null;
+    void status.then((r) => (early ??= r));
+    await waitFor(() => early !== null || waitingAsks(g) === idle + 1, 'the summary waiting for the start read');
+    clock.increment(DEADLINES.queueStatus + 1);
+    const s = await status;
+    assert.equal(s.status, 504, s.text);
+    assert.equal((JSON.parse(s.text) as { code?: string }).code, 'INSTANCE_TIMEOUT', s.text);
+  } finally {
+    await lock.release();
+    await gw?.stop();
+  }
+});
