@@ -16,7 +16,7 @@ import { probeMediaUrl } from './probe.js';
 import { cleanFilename, type MediaRecord } from './record.js';
 import { assertPublicUrl, safeFetch, urlRefused, type AddressPolicy, type Resolver } from './ssrf.js';
 import type { MediaStore } from './store.js';
-import { normaliseMimetype } from './upload.js';
+import { normaliseMimetype } from './mimetype.js';
 
 const MiB = 1024 * 1024;
 

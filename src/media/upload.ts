@@ -10,6 +10,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { DomainError, payloadTooLarge, validationFailed } from '../errors.js';
 import { boundaryOf, readMultipart } from './multipart.js';
+import { normaliseMimetype } from './mimetype.js';
 import { continueBody, otherTransferCoding } from './linger.js';
 import { cleanFilename, type MediaRecord } from './record.js';
 import type { MediaStore, StagedMedia } from './store.js';
@@ -19,17 +20,6 @@ export { closeUnreadRequest } from './linger.js';
 
 /** Room for part headers and the small fields beside the file before a Content-Length alone means 413. */
 const MULTIPART_ALLOWANCE = 1024 * 1024;
-
-const TOKEN = "[A-Za-z0-9!#$&^_.+-]+";
-const MIMETYPE_RE = new RegExp(`^${TOKEN}/${TOKEN}(\\s*;\\s*${TOKEN}=(${TOKEN}|"[^"\\\\\\r\\n]*"))*$`);
-
-/** A syntactically valid media type (type/subtype, optional parameters), lower-cased type; else null. */
-export function normaliseMimetype(value: string | null | undefined): string | null {
-  const v = value?.trim();
-  if (!v || v.length > 255 || !MIMETYPE_RE.test(v)) return null;
-  const [essence = '', ...params] = v.split(';');
-  return [essence.toLowerCase(), ...params.map((p) => p.trim())].join(';');
-}
 
 const isStoreTooLarge = (err: unknown) =>
   err instanceof DomainError && err.code === 'MEDIA_STORE_UNAVAILABLE' && err.extra.reason === 'too_large';
@@ -85,6 +75,8 @@ export async function receiveUpload(
     if (storeRefusal) throw storeRefusal;
     if (!staged || staged.size === 0) throw validationFailed('file', 'file is required and must not be empty');
 
+    // the part's own type and the `mimetype` field are read by the parser the send rules read a type with
+    // (src/media/mimetype.ts): one spelling is taken or refused alike everywhere, and stored in one form
     let mimetype = normaliseMimetype(partType) ?? 'application/octet-stream';
     if (fields.mimetype !== undefined && fields.mimetype.trim() !== '') {
       const given = normaliseMimetype(fields.mimetype);

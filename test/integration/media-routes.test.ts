@@ -17,7 +17,7 @@ import { createTestDb, type TestDb } from '../helpers/db.js';
 import { DomainError } from '../../src/errors.js';
 import { createMediaStore, type MediaStore } from '../../src/media/store.js';
 import { contentDisposition, createMediaRouter } from '../../src/http/routes/media.js';
-import { normaliseMimetype } from '../../src/media/upload.js';
+import { normaliseMimetype, parseMimetype, sameMimetype } from '../../src/media/mimetype.js';
 import { cleanFilename, incomingMediaBlock, messageMediaView, type MediaRecord } from '../../src/media/record.js';
 
 const KiB = 1024;
@@ -196,6 +196,37 @@ describe('POST /api/v2/media', () => {
     const meta = json(await request('GET', `/api/v2/media/${json(r).data.mediaId}`, { instance: instA }));
     assert.equal(meta.data.mimetype, 'image/webp');
     assert.equal(meta.data.filename, 'sticker.webp');
+  });
+
+  test('a mimetype field is taken or refused as the send rules read a media type (src/media/mimetype.ts), stored in one spelling', async () => {
+    // spellings the upload's own pattern read otherwise than the shared parser: spaces around `=`, a quoted-pair,
+    // RFC 2045 token characters, a parameter named twice, a control or non-Latin-1 character inside quotes
+    const cases: { given: string; stored: string | null }[] = [
+      { given: 'audio/ogg; codecs = opus', stored: 'audio/ogg;codecs=opus' },
+      { given: 'Audio/OGG;Codecs="opus"', stored: 'audio/ogg;codecs=opus' },
+      { given: 'text/plain; title="a \\"b\\""', stored: 'text/plain;title="a \\"b\\""' },
+      { given: 'application/x~y', stored: 'application/x~y' },
+      { given: 'text/plain; charset=utf-8; charset=latin1', stored: null },
+      { given: 'text/plain; x="\u0001"', stored: null },
+      { given: 'text/plain; x="\u20ac"', stored: null },
+    ];
+    for (const { given, stored } of cases) {
+      assert.equal(parseMimetype(given) !== null, stored !== null, `the shared parser's verdict on ${JSON.stringify(given)}`);
+      const r = await upload(instA, [{ name: 'file', filename: 'a.bin', data: Buffer.from('x') }, { name: 'mimetype', value: given }]);
+      if (stored === null) {
+        assert.equal(r.status, 400, `${JSON.stringify(given)}: ${r.body.toString()}`);
+        assert.equal(json(r).code, 'VALIDATION_FAILED');
+        assert.equal(json(r).data.field, 'mimetype');
+        continue;
+      }
+      assert.equal(r.status, 201, `${JSON.stringify(given)}: ${r.body.toString()}`);
+      const id = String(json(r).data.mediaId);
+      assert.equal(json(await request('GET', `/api/v2/media/${id}`, { instance: instA })).data.mimetype, stored, JSON.stringify(given));
+      const served = await request('GET', `/api/v2/media/${id}?download=1`, { instance: instA });
+      assert.equal(served.status, 200);
+      assert.equal(served.headers['content-type'], stored);
+      assert.ok(sameMimetype(String(served.headers['content-type']), given), `${JSON.stringify(given)} is served as the same type`);
+    }
   });
 
   test('400 VALIDATION_FAILED: no file, an empty file, a bad mimetype, not multipart', async () => {

@@ -1,7 +1,7 @@
 /** Media types read as RFC 2045 defines them (src/media/mimetype.ts). */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mimeEssence, parseMimetype, sameMimetype } from '../../src/media/mimetype.js';
+import { mimeEssence, normaliseMimetype, parseMimetype, sameMimetype } from '../../src/media/mimetype.js';
 
 test('parseMimetype: case-insensitive type and parameter names, quoted values unquoted, values kept as written', () => {
   const p = parseMimetype('Audio/OGG ; Codecs="op\\"us" ;rate=48000');
@@ -19,4 +19,19 @@ test('sameMimetype: the same type and parameters, in any order and spelling', ()
   assert.ok(!sameMimetype('audio/ogg;codecs=opus', 'audio/ogg;codecs=vorbis'));
   assert.ok(!sameMimetype('audio/ogg', 'audio/ogg;'));
   assert.equal(mimeEssence(' Image/GIF ; x=1'), 'image/gif');
+});
+
+test('normaliseMimetype: one spelling of what parseMimetype takes, null for what it refuses', () => {
+  assert.equal(normaliseMimetype(' Audio/OGG ; Codecs = "opus" ; rate=48000 '), 'audio/ogg;codecs=opus;rate=48000');
+  assert.equal(normaliseMimetype('text/plain; Charset=UTF-8'), 'text/plain;charset=UTF-8', 'a value keeps its case');
+  assert.equal(normaliseMimetype('text/plain; title="a \\"b\\" c"; e=""'), 'text/plain;title="a \\"b\\" c";e=""', 'quoted where not a token');
+  assert.equal(normaliseMimetype(`a/${'b'.repeat(253)}`), `a/${'b'.repeat(253)}`);
+  for (const bad of [`a/${'b'.repeat(254)}`, 'text/plain; x="\u0000"', 'text/plain; x="a\r\nX-Y: z"', 'text/plain; x="\u20ac"', 'a/b; x=1; X=2', 'image/png;', null, undefined]) {
+    assert.equal(normaliseMimetype(bad), null, JSON.stringify(bad));
+  }
+  // what the parser takes, the normal form is the same type
+  for (const given of ['AUDIO/OGG;  codecs="opus"', 'a/b; y="2";X=1', 'text/plain; title="tab\there"']) {
+    const normal = normaliseMimetype(given);
+    assert.ok(normal !== null && sameMimetype(normal, given), given);
+  }
 });

@@ -5,7 +5,8 @@
 import Router from '@koa/router';
 import { createRouter } from '../router.js';
 import type { ParameterizedContext } from 'koa';
-import { closeUnreadRequest, normaliseMimetype, receiveUpload } from '../../media/upload.js';
+import { closeUnreadRequest, receiveUpload } from '../../media/upload.js';
+import { normaliseMimetype } from '../../media/mimetype.js';
 import { cleanFilename, toMediaMetadata, toStoredMedia } from '../../media/record.js';
 import type { MediaStore } from '../../media/store.js';
 
