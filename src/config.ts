@@ -10,20 +10,34 @@ import { coerce, create, define, defaulted, object, optional, string, StructErro
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] as const;
 type LogLevel = (typeof LOG_LEVELS)[number];
 
+/**
+ * Whether a number's or a boolean's value has blanks around it (`PORT=" 3455"`, a quoted line of an env file).
+ * Such a value is refused for every number and boolean alike, as a blank inside one is and as the other
+ * variables (a token, a URL, a node id) refuse blanks: one rule for what a value is, with the reason said in
+ * the message rather than a value silently trimmed into another.
+ */
+const blanked = (v: unknown): v is string => typeof v === 'string' && v !== v.trim();
+const WITHOUT_BLANKS = ', without blanks around it';
+
 /** An integer variable in [lo, hi]; the message states the range. */
 const int = (lo: number, hi = Number.MAX_SAFE_INTEGER): Struct<number, null> => {
   const range = hi === Number.MAX_SAFE_INTEGER ? `an integer of at least ${lo}` : `an integer from ${lo} to ${hi}`;
-  const checked = define<number>('integer', (v) => (typeof v === 'number' && Number.isInteger(v) && v >= lo && v <= hi) || `must be ${range}`);
-  return coerce(checked, string(), (v) => (/^\s*-?\d+\s*$/.test(v) ? Number(v) : NaN));
+  const checked = define<number>('integer', (v) => {
+    if (blanked(v)) return `must be ${range}${WITHOUT_BLANKS}`;
+    return (typeof v === 'number' && Number.isInteger(v) && v >= lo && v <= hi) || `must be ${range}`;
+  });
+  // a blanked value stays a string, for the check to say why it is refused
+  return coerce(checked, string(), (v) => (blanked(v) ? v : /^-?\d+$/.test(v) ? Number(v) : NaN));
 };
 
 const TRUE = ['1', 'true', 'yes', 'on'];
 const FALSE = ['0', 'false', 'no', 'off'];
+const BOOLEAN_RULE = 'must be true or false (also 1/0, yes/no, on/off)';
 const bool: Struct<boolean, null> = coerce(
-  define<boolean>('boolean', (v) => typeof v === 'boolean' || 'must be true or false (also 1/0, yes/no, on/off)'),
+  define<boolean>('boolean', (v) => typeof v === 'boolean' || (blanked(v) ? `${BOOLEAN_RULE}${WITHOUT_BLANKS}` : BOOLEAN_RULE)),
   string(),
   (v) => {
-    const s = v.trim().toLowerCase();
+    const s = v.toLowerCase();
     return TRUE.includes(s) ? true : FALSE.includes(s) ? false : v;
   },
 );

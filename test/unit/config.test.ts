@@ -85,6 +85,34 @@ const BAD: [variable: string, value: string, message: string][] = [
   ['METRICS_TOKEN', 'hunter2 hunter2 hunter2', 'METRICS_TOKEN must be 16 to 512 characters of A-Z a-z 0-9 . _ ~ + / = - (what a bearer token may hold)'],
 ];
 
+/**
+ * Blanks around a number or a boolean (`PORT=" 3455"`, a quoted line of an env file) are refused like any other
+ * malformed value, for every such variable alike, with the reason said; the value without them is taken.
+ */
+test('a number or a boolean with blanks around it is refused, whichever variable it is', async () => {
+  const { ConfigSchema } = await import('../../src/config.js');
+  const good: Record<string, string> = {};
+  for (const key of Object.keys(ConfigSchema.schema)) {
+    const reading = loadConfig({})[key as keyof ReturnType<typeof loadConfig>];
+    if (typeof reading === 'number') good[key] = String(key === 'PORT' ? 3455 : reading);
+    if (typeof reading === 'boolean') good[key] = String(reading);
+  }
+  assert.ok(Object.keys(good).length >= 15, Object.keys(good).join(' '));
+  for (const [variable, value] of Object.entries(good)) {
+    assert.doesNotThrow(() => loadConfig({ [variable]: value }), `${variable}=${value}`);
+    for (const blanked of [` ${value}`, `${value} `, `\t${value}\n`]) {
+      assert.throws(() => loadConfig({ [variable]: blanked }), (err: unknown) => {
+        assert.ok(err instanceof ConfigError, `${variable}=${JSON.stringify(blanked)}`);
+        assert.equal(err.variable, variable);
+        assert.match(err.message, new RegExp(`^invalid configuration: ${variable} must be .*, without blanks around it$`), JSON.stringify(blanked));
+        return true;
+      });
+    }
+  }
+  assert.throws(() => loadConfig({ PORT: ' 3455' }), { message: 'invalid configuration: PORT must be an integer from 0 to 65535, without blanks around it' });
+  assert.throws(() => loadConfig({ DEMO_INSTANCE: 'yes ' }), { message: 'invalid configuration: DEMO_INSTANCE must be true or false (also 1/0, yes/no, on/off), without blanks around it' });
+});
+
 test('a bad value of any variable: the variable, what it accepts, never the value', () => {
   for (const [variable, value, message] of BAD) {
     assert.throws(() => loadConfig({ [variable]: value }), (err: unknown) => {
