@@ -1,12 +1,13 @@
 /**
- * The Koa application: request log → error boundary → target checks (Host, no NUL in path or query) → route families (each: guard → JSON body ≤ 10 MB → route)
+ * The Koa application: request log → error boundary → target checks (Host, no NUL in path or query, no malformed
+ * percent escape in the path) → route families (each: guard → JSON body ≤ 10 MB → route)
  * → 404/405 for what no route answered. Families are built by the composition root (src/gateway.ts).
  */
 import Koa from 'koa';
 import type Router from '@koa/router';
 import { errorBoundary } from './envelope.js';
 import { jsonBody, refuseMalformedTarget } from './body.js';
-import { notMatched, routeFamilies, type RouteFamily } from './router.js';
+import { notMatched, refuseMalformedPath, routeFamilies, type RouteFamily } from './router.js';
 import { requestLog } from './request-log.js';
 import type { Logger } from '../log.js';
 
@@ -32,6 +33,7 @@ export function createApp(opts: AppOptions): Koa {
   app.use(requestLog(opts.log));
   app.use(errorBoundary(opts.log, opts.onStoreError ? { onStoreError: opts.onStoreError } : {}));
   app.use(refuseMalformedTarget);
+  app.use(refuseMalformedPath(families));
   // one reader for every family, unless a family has a route that takes its body's entries one by one
   const json = jsonBody({ limitBytes: JSON_LIMIT_BYTES });
   app.use(routeFamilies(families, (entriesAt) => (entriesAt ? jsonBody({ limitBytes: JSON_LIMIT_BYTES, entriesAt }) : json)));

@@ -99,7 +99,11 @@ interface LayerLike {
   path: string | RegExp;
   methods: string[];
   stack: Middleware[];
+  /** the route's parameters, in the order of their captures */
+  paramNames: readonly { name: string }[];
   match(path: string): boolean;
+  /** the raw (not decoded) text of each parameter in `path` */
+  captures(path: string): string[];
 }
 const layersOf = (router: Router): LayerLike[] => router.stack as unknown as LayerLike[];
 
@@ -226,6 +230,52 @@ function fromLink(chain: readonly FamilyLink[], i: number, ctx: Parameters<Middl
 function mayMatch(prefixes: readonly string[], path: string): boolean {
   for (const p of prefixes) if (path.startsWith(p)) return true;
   return false;
+}
+
+/** Whether percent-decoding `text` fails: a `%` without two hex digits, or escapes that spell no UTF-8. */
+function malformedEscape(text: string): boolean {
+  try {
+    decodeURIComponent(text);
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+/**
+ * A path with a malformed percent escape (`%ZZ`, `%E0%A4%A`) is bad input: 400 VALIDATION_FAILED before any family
+ * (so before a guard, as a NUL in the path is: src/http/body.ts refuseMalformedTarget), naming the route parameter
+ * the escape is in when a route's pattern matches the path, else `path`. @koa/router decodes a parameter
+ * "safely": a malformed one reached the route as written, as an id nothing has (404), and a path no route
+ * matched was 404 too. Nothing of the path is echoed. A path without `%` costs one search.
+ */
+export function refuseMalformedPath(families: readonly RouteFamily[]): Middleware {
+  const layers = families.flatMap((f) => layersOf(f.router)).filter((l) => l.methods.length > 0);
+  return function malformedPath(ctx, next) {
+    const path = ctx.path;
+    if (!path.includes('%') || !malformedEscape(path)) return next();
+    // the routes of the request's method first: the parameter is named as the route that takes the request names it
+    const field = malformedParameter(layers, path, ctx.method) ?? malformedParameter(layers, path, null);
+    throw validationFailed(
+      field ?? 'path',
+      `${field === undefined ? 'the path' : `the path parameter ${field}`} is not valid percent-encoding: a % must be followed by two hex digits, and the escapes must spell UTF-8`,
+    );
+  };
+}
+
+/**
+ * The parameter whose raw text does not decode, of the first route matching `path` (of `method`, or of any method
+ * when null) that has one; undefined if none.
+ */
+function malformedParameter(layers: readonly LayerLike[], path: string, method: string | null): string | undefined {
+  for (const layer of layers) {
+    if (layer.paramNames.length === 0 || (method !== null && !layer.methods.includes(method)) || !layer.match(path)) continue;
+    const raw = layer.captures(path);
+    const i = raw.findIndex((text) => text !== undefined && malformedEscape(text));
+    const name = i < 0 ? undefined : layer.paramNames[i]?.name;
+    if (name !== undefined) return name;
+  }
+  return undefined;
 }
 
 /**

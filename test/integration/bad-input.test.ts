@@ -86,6 +86,46 @@ test('a NUL character in any text field is 400 naming it, on v2 and v1; nothing 
   assert.deepEqual(after.rows, before.rows);
 });
 
+test('a path with a malformed percent escape is 400 naming its path parameter, on every route family; a secret in it is never echoed', async () => {
+  const as = (auth: string | null) => async (method: string, path: string) => {
+    const res = await fetch(`${t.url}${path}`, { method, headers: auth === null ? {} : { authorization: `Bearer ${auth}` } });
+    const text = await res.text();
+    return { status: res.status, text, body: JSON.parse(text) as { success: boolean; code?: string; data?: Record<string, unknown> } };
+  };
+  const api = as(key);
+  const admin = as(t.adminToken);
+  const instanceId = (await t.createInstance('malformed-paths', { link: false })).instance.id;
+  // a `%` without two hex digits, a UTF-8 sequence cut short, bytes that are no UTF-8
+  for (const escape of ['%ZZ', '%E0%A4%A', '%C3%28', '%ff', 'ab%4']) {
+    // named as the first route of the method that takes the path names it (a job or a message: `:id`, docs/api.md)
+    refused(await api('GET', `/api/v2/messages/${escape}`), 400, 'VALIDATION_FAILED', 'id');
+    refused(await api('GET', `/api/v2/messages/${escape}/media`), 400, 'VALIDATION_FAILED', 'msgId');
+    refused(await api('PUT', `/api/v2/messages/${escape}/reaction`), 400, 'VALIDATION_FAILED', 'msgId');
+    refused(await api('GET', `/api/v2/chats/abc${escape}/messages`), 400, 'VALIDATION_FAILED', 'chatId');
+    refused(await api('GET', `/api/check-number/${escape}`), 400, 'VALIDATION_FAILED', 'phone');
+    refused(await admin('GET', `/admin/v1/instances/${escape}`), 400, 'VALIDATION_FAILED', 'id');
+    refused(await admin('POST', `/admin/v1/instances/${instanceId}/webhook/deliveries/${escape}/redeliver`), 400, 'VALIDATION_FAILED', 'eventId');
+    // no route's parameter holds it: the path as a whole
+    refused(await admin('GET', `/debug/actors${escape}`), 400, 'VALIDATION_FAILED', 'path');
+    refused(await api('GET', `/api/v2/mess${escape}/x`), 400, 'VALIDATION_FAILED', 'path');
+    // before a credential is looked at, as a NUL in the path is
+    refused(await as(null)('GET', `/api/v2/contacts/${escape}`), 400, 'VALIDATION_FAILED', 'contactId');
+  }
+  // well-formed escapes are decoded for the route as before
+  const decoded = await api('GET', '/api/v2/messages/wq_abc%41');
+  refused(decoded, 404, 'JOB_NOT_FOUND');
+  assert.equal(decoded.body.data?.jobId, 'wq_abcA', decoded.text);
+  // a secret beside a malformed escape: refused, and neither the answer nor the log line holds it
+  const before = logLines.length;
+  const withKey = await api('GET', `/api/v2/messages/${key.replace('_', '%5F')}%ZZ`);
+  refused(withKey, 400, 'VALIDATION_FAILED', 'id');
+  await settle();
+  for (const [what, text] of [['answer', withKey.text], ['log', logLines.slice(before).join('')]] as const) {
+    assert.ok(!text.includes(key.slice(5)), `the ${what} holds the key: ${text}`);
+  }
+  assert.match(logLines.slice(before).join(''), /wapi_\[redacted\]%ZZ/);
+});
+
 test('send-bulk: an entry with a NUL or half of a surrogate pair is rejected alone (SPEC.md send-bulk rule 3)', async () => {
   // found from the outside: 400 VALIDATION_FAILED field messages.1.message for the whole batch, nothing queued
   for (const bad of ['a\u0000b', '\ud800']) {
