@@ -10,8 +10,13 @@
  *   instant the clocks jump, i.e. the first instant whose local time is at or after it (03:00 CEST). So a window
  *   ending at 02:30 ends at the jump, not an hour late at 03:30; a window opening at 02:30 opens at the jump; a
  *   window lying wholly inside the gap does not happen that day.
- * - A time that exists twice (fall back; 02:00–02:59 on 25 October 2026) resolves to its first occurrence (CEST).
- *   A window closes once: the repeated hour does not re-open it.
+ * - A time that exists twice (fall back; 02:00–02:59 on 25 October 2026) is taken so that the window covers every
+ *   instant whose local time lies in it: a window opens at the first occurrence of its start (CEST) and closes at
+ *   the last occurrence of its end (CET). So 01:00–02:30 on 25 October is quiet from 01:00 CEST to 02:30 CET, both
+ *   times the clocks read 02:00–02:30. Found from the outside: the window closed at the first 02:30, and three
+ *   messages went out at 02:00, 02:10 and 02:20 CET, inside the quiet hours the clocks showed. Quiet hours are a
+ *   promise to the people written to: on these two days a window may be longer than its local span, never shorter.
+ *   A window that closes that late may reach the next day's (a window of nearly a whole day): the two are one.
  * Consequently 22:00–07:00 lasts 8 real hours in the night to 29 March 2026 and 10 in the night to 25 October.
  */
 import { IANAZone } from 'luxon';
@@ -41,13 +46,16 @@ function minutesOf(hhmm: string): number {
 /** Local wall-clock reading of instant `t`, expressed as if it were UTC milliseconds. */
 const wallOf = (zone: IANAZone, t: number) => t + zone.offset(t) * MINUTE;
 
-/** The instant of local wall-clock time `wall` (ms as if UTC), with the gap and overlap rules above. */
-function instantOf(zone: IANAZone, wall: number): number {
+/**
+ * The instant of local wall-clock time `wall` (ms as if UTC), with the gap and overlap rules above: a time that
+ * exists twice is its `first` occurrence (a window's start) or its last (`first` false: a window's end).
+ */
+function instantOf(zone: IANAZone, wall: number, first: boolean): number {
   // Offsets a day either side bracket any single DST change near `wall`.
   const a = wall - zone.offset(wall - DAY) * MINUTE;
   const b = wall - zone.offset(wall + DAY) * MINUTE;
   const valid = [a, b].filter((t) => wallOf(zone, t) === wall);
-  if (valid.length > 0) return Math.min(...valid);
+  if (valid.length > 0) return first ? Math.min(...valid) : Math.max(...valid);
   // In a gap: the first instant whose wall clock reads `wall` or later. The wall clock is monotone across a
   // spring-forward, so bisect between the two candidates.
   let lo = Math.min(a, b);
@@ -88,9 +96,23 @@ export class QuietSchedule {
   }
 
   private resolveDay(day: number): QuietWindow {
-    const start = instantOf(this.zone, day * DAY + this.open);
-    const end = instantOf(this.zone, (this.crossesMidnight ? day + 1 : day) * DAY + this.close);
+    const start = instantOf(this.zone, day * DAY + this.open, true);
+    const end = instantOf(this.zone, (this.crossesMidnight ? day + 1 : day) * DAY + this.close, false);
     return { start, end };
+  }
+
+  /**
+   * Day `day`'s window `w` with the next days' windows that open before it closes (a window that closes in a
+   * repeated hour can reach the next one's start): where `w` ends, sending is allowed.
+   */
+  private joined(w: QuietWindow, day: number): QuietWindow {
+    let end = w.end;
+    for (let next = day + 1; next <= day + 2; next++) {
+      const n = this.windowOfDay(next);
+      if (n.end <= n.start || n.start > end) break;
+      end = Math.max(end, n.end);
+    }
+    return end === w.end ? w : { start: w.start, end };
   }
 
   /** The first window that has not ended at `t` (it contains `t` when `start <= t`). */
@@ -99,7 +121,7 @@ export class QuietSchedule {
     // Yesterday's window may still be open (crossing midnight); a day whose window fell into a DST gap is empty.
     for (let day = today - 1; day <= today + 3; day++) {
       const w = this.windowOfDay(day);
-      if (w.end > w.start && w.end > t) return w;
+      if (w.end > w.start && w.end > t) return this.joined(w, day);
     }
     throw new Error('no quiet window found within four days'); // unreachable: at most one day is empty
   }

@@ -88,10 +88,30 @@ describe('quiet hours across the 2026 DST changes in Europe/Berlin', () => {
     });
   });
 
-  test('an end that exists twice (02:30 on 25 October) ends at its first occurrence; the repeated hour does not re-open it', () => {
+  test('an end that exists twice (02:30 on 25 October) ends at its last occurrence: quiet both times the clocks read 02:00-02:30', () => {
     const qh: QuietHours = { start: '22:00', end: '02:30', tz: 'Europe/Berlin' };
-    assert.equal(quietEnd(Z('2026-10-24T23:00:00Z'), qh), Z('2026-10-25T00:30:00Z')); // 02:30 CEST
-    assert.equal(isQuiet(Z('2026-10-25T01:15:00Z'), qh), false); // 02:15 CET, the second time round
+    assert.equal(quietEnd(Z('2026-10-24T23:00:00Z'), qh), Z('2026-10-25T01:30:00Z')); // 02:30 CET
+    assert.equal(isQuiet(Z('2026-10-25T00:15:00Z'), qh), true); // 02:15 CEST
+    assert.equal(isQuiet(Z('2026-10-25T01:15:00Z'), qh), true); // 02:15 CET, the second time round
+    assert.equal(isQuiet(Z('2026-10-25T01:30:00Z'), qh), false); // 02:30 CET: the window's end
+  });
+
+  test('found from the outside: 01:00-02:30 on 25 October sends nothing at 02:00, 02:10 or 02:20 CET', () => {
+    const qh: QuietHours = { start: '01:00', end: '02:30', tz: 'Europe/Berlin' };
+    for (const t of ['2026-10-25T01:00:00Z', '2026-10-25T01:10:00Z', '2026-10-25T01:20:00Z']) assert.equal(isQuiet(Z(t), qh), true, t);
+    assert.equal(quietEnd(Z('2026-10-25T00:25:00Z'), qh), Z('2026-10-25T01:30:00Z'));
+    // a start that exists twice opens at its first occurrence, as before
+    const late: QuietHours = { start: '02:15', end: '02:45', tz: 'Europe/Berlin' };
+    assert.deepEqual(new QuietSchedule(late).windowAfter(Z('2026-10-24T22:00:00Z')), { start: Z('2026-10-25T00:15:00Z'), end: Z('2026-10-25T01:45:00Z') });
+  });
+
+  test('a window that closes in the repeated hour and reaches the next day\'s window is one window with it', () => {
+    // 02:40 to 02:30 the next day: on 25 October the window of the 24th closes at 02:30 CET (01:30Z), after the
+    // window of the 25th opened at 02:40 CEST (00:40Z); quietEnd must leave quiet hours, not land in the next
+    const qh: QuietHours = { start: '02:40', end: '02:30', tz: 'Europe/Berlin' };
+    const end = quietEnd(Z('2026-10-24T12:00:00Z'), qh);
+    assert.equal(isQuiet(end, qh), false, new Date(end).toISOString());
+    assert.equal(isQuiet(end - 1, qh), true);
   });
 });
 
@@ -106,6 +126,7 @@ describe('invariants around every DST change of 2026 (Berlin: 29 Mar, 25 Oct; Lo
     lunch,
     { start: '02:30', end: '03:30', tz: 'Europe/Berlin' },
     { start: '01:30', end: '02:30', tz: 'Europe/Berlin' },
+    { start: '02:40', end: '02:30', tz: 'Europe/Berlin' }, // its end in the repeated hour reaches the next window
     { start: '23:45', end: '02:15', tz: 'Australia/Lord_Howe' }, // a 30-minute DST shift
   ];
   for (const qh of settings) {
@@ -123,7 +144,8 @@ describe('invariants around every DST change of 2026 (Berlin: 29 Mar, 25 Oct; Lo
         assert.ok(end > t);
         const after = schedule.windowAfter(end);
         assert.ok(after.start > end, `window re-opens at its own end ${new Date(end).toISOString()}`);
-        assert.ok(end - w.start < 24 * 3_600_000 + 3_600_000);
+        // a window is at most a day and the hour a DST change adds; 02:40-02:30 joins two on 25 October
+        assert.ok(end - w.start < (qh.start === '02:40' ? 2 : 1) * 24 * 3_600_000 + 3_600_000);
         assert.equal(schedule.windowAfter(end - 1).end, end, 'quiet right up to the end');
       }
     });
