@@ -294,6 +294,12 @@ export class Cluster {
     return read;
   }
 
+  /** Whether the instance still exists (its row): an instance no node owns may have been deleted. */
+  async exists(instanceId: string): Promise<boolean> {
+    const { rows } = await this.deps.pool.query('SELECT 1 FROM instances WHERE id = $1', [instanceId]);
+    return rows.length > 0;
+  }
+
   /** Every live node with the instances it owns (GET /admin/v1/nodes). */
   async nodes(): Promise<(LiveNode & { instances: number; self: boolean })[]> {
     const [nodes, leases] = await Promise.all([liveNodes(this.deps.pool, this.deps.ttlMs), liveLeases(this.deps.pool)]);

@@ -37,6 +37,11 @@ export interface RemoteDeps {
   stopping?(): boolean;
   /** this node's own port of the instance, once it owns it (a hand-over to this node) */
   local?(instanceId: string): InstancePort | null;
+  /**
+   * Whether the instance still exists (its row): asked while no node owns it, so that an ask for an instance
+   * deleted meanwhile is answered INSTANCE_NOT_FOUND at once instead of waiting out a hand-over that never ends
+   */
+  exists?(instanceId: string): Promise<boolean>;
   /** the wait between two looks at the owner while an instance is handed over, and the time (tests: simulated) */
   sleep?(ms: number): Promise<void>;
   now?(): number;
@@ -204,7 +209,14 @@ export class RemoteInstancePort implements InstancePort {
 
   private async forward(ask: InstanceAsk, deadlineMs: number, fresh: boolean, refused: string[]): Promise<AskReply | HandedOver> {
     const owner = await this.deps.owner(this.instanceId, fresh);
-    if (!owner) return nothingDone('the instance has no live owner right now (it is being taken over); nothing was accepted');
+    if (!owner) {
+      // looked up afresh and still none: a deleted instance never gets one (found from the outside: a v1 caller
+      // waiting on an instance deleted meanwhile was answered only after this wait, 5 s, and again for its release)
+      if (fresh && this.deps.exists && !(await this.deps.exists(this.instanceId))) {
+        return { ok: false, error: { code: 'INSTANCE_NOT_FOUND', message: 'the instance was deleted; nothing was accepted' } };
+      }
+      return nothingDone('the instance has no live owner right now (it is being taken over); nothing was accepted');
+    }
     if (owner.nodeId === this.deps.selfId) {
       // handed over to this node since the request began: its own port answers
       const local = this.deps.local?.(this.instanceId);

@@ -34,7 +34,16 @@ export interface ClusterPorts {
 
 export function clusterPorts(local: ActorSystem, cluster: Cluster, secret: string | undefined): ClusterPorts {
   const views = new RemoteViews();
-  const remote = (id: string) => new RemoteInstancePort(id, { selfId: cluster.nodeId, owner: (i, fresh) => cluster.owner(i, fresh), secret, views, local: (i) => local.port(i), stopping: () => cluster.stopping });
+  const remote = (id: string) =>
+    new RemoteInstancePort(id, {
+      selfId: cluster.nodeId,
+      owner: (i, fresh) => cluster.owner(i, fresh),
+      exists: (i) => cluster.exists(i),
+      secret,
+      views,
+      local: (i) => local.port(i),
+      stopping: () => cluster.stopping,
+    });
   const portOf = (id: string): InstancePort => local.port(id) ?? remote(id);
   const actors: InstanceActors = {
     add: (instance: Instance) => cluster.place(instance),

@@ -105,11 +105,12 @@ const FOLLOW_PAUSE_MS = 250;
 /**
  * The queue asked is no longer the job's, or did not answer: the instance was handed over (a move, a graceful
  * stop of its owner: the stopped queue ends its waits with INSTANCE_UNREACHABLE, src/queue/waiters.ts), no node
- * serves it right now, or its owner closed the connection as it stopped (INSTANCE_TIMEOUT). An outcome ask
- * changes nothing, so it is asked again where the instance runs now.
+ * serves it right now, its owner closed the connection as it stopped (INSTANCE_TIMEOUT), or it was deleted
+ * (INSTANCE_NOT_FOUND: the job's row, gone with it, then says so). An outcome ask changes nothing, so it is
+ * asked again where the instance runs now.
  */
 const lostTheQueue = (err: unknown): boolean =>
-  err instanceof DomainError && (err.code === 'INSTANCE_UNREACHABLE' || err.code === 'INSTANCE_TIMEOUT');
+  err instanceof DomainError && (err.code === 'INSTANCE_UNREACHABLE' || err.code === 'INSTANCE_TIMEOUT' || err.code === 'INSTANCE_NOT_FOUND');
 
 /**
  * The job's outcome (its state once terminal), or null when `left()` ran out (or the job is gone: its instance
