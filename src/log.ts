@@ -1,16 +1,52 @@
 /**
  * Logging: bunyan, JSON lines. Secrets never reach a log line: serializers and a stream filter redact API
- * keys (wapi_…), the admin token, webhook secrets, QR strings and pairing codes wherever they appear. Text a
+ * keys (wapi_…), the admin token, webhook secrets, QR strings and pairing codes wherever they appear; a `code`
+ * that names an error (ECONNREFUSED, a SQLSTATE of pg, the gateway's own) is kept for the operator. Text a
  * client gave (a request's path) is masked in every spelling a server decodes to a secret, percent-encoded too
  * (`maskClientText`); error answers that echo such text use it as well.
  */
 import bunyan from 'bunyan';
+import dns from 'node:dns';
+import os from 'node:os';
 import { Writable } from 'node:stream';
+import { getSystemErrorMap } from 'node:util';
+import { ERROR_STATUS } from './errors.js';
 
 export type Logger = bunyan;
 
 const SECRET_KEYS = /^(apikey|api_key|key|secret|token|admintoken|admin_token|authorization|qr|code|pairingcode|password)$/i;
 const KEY_PATTERN = /wapi_[A-Za-z0-9-]+_[A-Za-z0-9_-]+/g;
+
+/**
+ * The values of a `code` field that name an error, shown in log lines because operators diagnose outages by
+ * them: the gateway's own codes (src/errors.ts), the system's errno and signal names, libuv's (`EAI_AGAIN`) and
+ * the DNS resolver's (`ENOTFOUND`). Any other `code` is redacted: a pairing code or a login code is a secret, and
+ * it comes under that name in any spelling (`4F7K-9XQ3`, `ABCD1234`).
+ */
+const ERROR_CODES: ReadonlySet<string> = new Set<string>([
+  ...Object.keys(ERROR_STATUS),
+  ...Object.keys(os.constants.errno),
+  ...Object.keys(os.constants.signals),
+  ...[...getSystemErrorMap().values()].map(([name]) => name),
+  ...(Object.values(dns) as unknown[]).filter((v): v is string => typeof v === 'string' && /^E[A-Z]+$/.test(v)),
+]);
+/** node's own error codes and undici's */
+const NODE_ERROR_CODE = /^(?:UND_)?ERR_[A-Z0-9_]+$/;
+/** a PostgreSQL SQLSTATE (`57P01`): shown only on an error from pg, since elsewhere five characters could be a secret */
+const SQLSTATE = /^[0-9A-Z]{5}$/;
+
+/** Whether a secret-named field is a `code` that names an error (ERROR_CODES, node's, undici's), so that it is shown. */
+const isErrorCode = (key: string, value: unknown): value is string =>
+  /^code$/i.test(key) && typeof value === 'string' && (ERROR_CODES.has(value) || NODE_ERROR_CODE.test(value));
+
+/**
+ * An error from PostgreSQL, as pg builds it from the server's ErrorResponse: the server always sends the severity
+ * and the routine that raised it, and only such an error's `code` is a SQLSTATE.
+ */
+const isPgError = (err: Error): boolean => {
+  const { severity, routine } = err as { severity?: unknown; routine?: unknown };
+  return typeof severity === 'string' && typeof routine === 'string';
+};
 
 /** Deep copy with secret-named fields replaced and API keys masked in every string (percent-encoded ones too). */
 export function redact(value: unknown, depth = 0): unknown {
@@ -20,10 +56,22 @@ export function redact(value: unknown, depth = 0): unknown {
   if (value instanceof Error) return { name: value.name, message: redact(value.message), stack: redact(value.stack) };
   if (value && typeof value === 'object') {
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = SECRET_KEYS.test(k) ? '[redacted]' : redact(v, depth + 1);
+    for (const [k, v] of Object.entries(value)) out[k] = !SECRET_KEYS.test(k) ? redact(v, depth + 1) : isErrorCode(k, v) ? v : '[redacted]';
     return out;
   }
   return value;
+}
+
+/**
+ * A logged error as bunyan's serializer reads it (message, name, stack, code, signal), redacted. The serializer
+ * drops the fields that tell an error from pg apart, so they are read here, on the error itself, and its SQLSTATE
+ * is kept.
+ */
+function redactError(err: Error): unknown {
+  const out = redact(bunyan.stdSerializers.err(err));
+  const { code } = err as { code?: unknown };
+  if (out && typeof out === 'object' && typeof code === 'string' && SQLSTATE.test(code) && isPgError(err)) return { ...out, code };
+  return out;
 }
 
 /**
@@ -222,7 +270,7 @@ export function createLogger(opts: { level: bunyan.LogLevel; name?: string; stre
     level: opts.level,
     streams: [{ level: opts.level, stream: redactingStream(opts.stream ?? stdoutLines()) }],
     serializers: {
-      err: (e: unknown) => redact(e instanceof Error ? bunyan.stdSerializers.err(e) : e),
+      err: (e: unknown) => (e instanceof Error ? redactError(e) : redact(e)),
       req: (r: unknown) => redact(r),
       data: (d: unknown) => redact(d),
       payload: (d: unknown) => redact(d),

@@ -2,6 +2,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { spawnSync } from 'node:child_process';
+import net from 'node:net';
+import pg from 'pg';
+import { DomainError } from '../../src/errors.js';
 import { BatchedLines, createLogger, maskClientText, maskClientValue, redact, registerSecret } from '../../src/log.js';
 
 function capture() {
@@ -24,6 +27,65 @@ test('API keys, secrets, QR and pairing codes never reach a log line', () => {
   }
   assert.match(out, /wapi_\[redacted\]/);
   assert.equal(lines.length, 3);
+});
+
+/** A real refused connection, as the store's or a webhook's would fail: a port that was just closed. */
+async function refusedConnection(): Promise<Error> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return new Promise((resolve) => net.connect(port, '127.0.0.1').on('error', resolve));
+}
+
+test('error codes reach the log line; pairing codes and every other code stay redacted', async () => {
+  const { lines, stream } = capture();
+  const log = createLogger({ level: 'info', stream });
+  const refused = await refusedConnection();
+  // a pg error as pg-protocol builds it from the server's ErrorResponse (severity, code, routine, …)
+  const terminated = Object.assign(new pg.DatabaseError('terminating connection due to administrator command', 116, 'error'), {
+    severity: 'FATAL', code: '57P01', routine: 'ProcessInterrupts',
+  });
+  log.error({ err: refused }, 'store unreachable');
+  log.error({ err: new DomainError('INSTANCE_UNREACHABLE', 'the instance did not answer') }, 'call failed');
+  log.error({ err: terminated }, 'store session ended');
+  log.error({ err: Object.assign(new Error('bad header'), { code: 'ERR_INVALID_CHAR' }) }, 'node');
+  log.error({ err: Object.assign(new Error('socket'), { code: 'UND_ERR_SOCKET' }) }, 'undici');
+  log.info({ data: { code: 'ECONNRESET', signal: 'SIGTERM' } }, 'errno in data');
+  log.info({ data: { code: 'SIGKILL' } }, 'signal in data');
+  log.info({ data: { code: 'QUEUE_FULL' } }, 'domain code in data');
+  // pairing codes and login codes, in any spelling, and codes that name nothing known
+  log.info({ data: { code: '4F7K-9XQ3' } }, 'dashed pairing code');
+  log.info({ data: { code: 'ABCD1234' } }, 'pairing code');
+  log.info({ data: { event: 'code', data: { code: 'K7QM9XD2' } } }, 'code event');
+  log.info({ payload: { name: 'code', code: 'ZX2W-PL8R' } }, 'code event payload');
+  log.info({ data: { code: '57P01' } }, 'a SQLSTATE outside a pg error');
+  log.error({ err: Object.assign(new Error('not from pg'), { code: '4F7K9' }) }, 'five characters without severity and routine');
+  log.error({ err: Object.assign(new Error('pairing'), { code: 'ABCD-1234' }) }, 'pairing code on an error');
+  log.info({ data: { code: 123456 } }, 'a numeric code');
+  log.info({ data: { code: 'econnrefused' } }, 'another spelling');
+  const records = lines.map((l) => JSON.parse(l) as { msg: string; err?: { code?: unknown }; data?: Record<string, unknown>; payload?: Record<string, unknown> });
+  const codeOf = (msg: string) => {
+    const r = records.find((x) => x.msg === msg);
+    assert.ok(r, msg);
+    return r.err?.code ?? r.data?.code ?? r.payload?.code ?? (r.data?.data as { code?: unknown } | undefined)?.code;
+  };
+  assert.equal(codeOf('store unreachable'), 'ECONNREFUSED');
+  assert.equal(codeOf('call failed'), 'INSTANCE_UNREACHABLE');
+  assert.equal(codeOf('store session ended'), '57P01');
+  assert.equal(codeOf('node'), 'ERR_INVALID_CHAR');
+  assert.equal(codeOf('undici'), 'UND_ERR_SOCKET');
+  assert.equal(codeOf('errno in data'), 'ECONNRESET');
+  assert.equal(codeOf('signal in data'), 'SIGKILL');
+  assert.equal(codeOf('domain code in data'), 'QUEUE_FULL');
+  for (const msg of ['dashed pairing code', 'pairing code', 'code event', 'code event payload', 'a SQLSTATE outside a pg error',
+    'five characters without severity and routine', 'pairing code on an error', 'a numeric code', 'another spelling']) {
+    assert.equal(codeOf(msg), '[redacted]', msg);
+  }
+  const out = lines.join('');
+  for (const secret of ['4F7K-9XQ3', 'ABCD1234', 'K7QM9XD2', 'ZX2W-PL8R', '4F7K9', 'ABCD-1234', '123456']) {
+    assert.ok(!out.includes(secret), `log contains ${secret}`);
+  }
 });
 
 test('many registered secrets (one per webhook) are all masked, wherever they sit in a line', () => {
