@@ -50,7 +50,7 @@ export interface WebhookConfig {
   updatedAt: Date;
 }
 
-/** What the operator API shows: never the secret, and a URL password masked. */
+/** What the operator API shows: never the secret, and the URL as maskWebhookUrl shows it. */
 export interface WebhookView {
   url: string;
   events: string[];
@@ -59,19 +59,38 @@ export interface WebhookView {
 }
 
 export function toView(c: WebhookConfig): WebhookView {
-  return { url: maskUrlPassword(c.url), events: c.events, allowPrivate: c.allowPrivate, enabled: c.enabled };
+  return { url: maskWebhookUrl(c.url), events: c.events, allowPrivate: c.allowPrivate, enabled: c.enabled };
 }
 
-/** `https://user:pw@host/x` → `https://user:***@host/x`: a URL may carry credentials of the receiver. */
-export function maskUrlPassword(url: string): string {
+/** What stands for a masked part of a webhook URL. */
+const URL_MASK = '***';
+
+/** One query parameter shown: `token=abc` is `token=***`; one without `=` (`?abc`) may be the token itself, `***`. */
+function maskParam(param: string): string {
+  const eq = param.indexOf('=');
+  return param === '' ? '' : eq < 0 ? URL_MASK : `${param.slice(0, eq)}=${URL_MASK}`;
+}
+
+/**
+ * A webhook URL as it is shown (the operator API, and through it the console and the CLI), never as it is stored
+ * or delivered to: a receiver's URL often carries its credential, as a password (`https://user:pw@host/`), as a
+ * user name alone (`https://sk_live_…@host/`, a token) or in the query string (`?token=…`). The scheme, host, port
+ * and path are kept, which is how an operator recognises the receiver; the password, a user name without a
+ * password, the value of every query parameter (its name kept: `?token=***&v=***`), a query parameter without a
+ * value (it may be the token itself) and the fragment are shown as `***`. A URL that cannot be parsed (none is
+ * stored: PUT keeps the parser's reading) is not shown at all.
+ */
+export function maskWebhookUrl(url: string): string {
+  let u: URL;
   try {
-    const u = new URL(url);
-    if (!u.password) return url;
-    u.password = '***';
-    return u.toString();
+    u = new URL(url);
   } catch {
-    return url;
+    return URL_MASK;
   }
+  const user = u.password ? `${u.username}:${URL_MASK}@` : u.username ? `${URL_MASK}@` : '';
+  const query = u.search ? `?${u.search.slice(1).split('&').map(maskParam).join('&')}` : '';
+  const fragment = u.hash ? `#${URL_MASK}` : '';
+  return `${u.protocol}//${user}${u.host}${u.pathname}${query}${fragment}`;
 }
 
 interface WebhookRow {

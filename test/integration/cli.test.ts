@@ -156,13 +156,18 @@ test('tables by default, --json for scripts; delete asks first; webhook show|set
   const refused = await mgw(['webhook', 'set', id, `${hook.url}/hook`, SECRET, 'test']);
   assert.equal(refused.code, 1);
   assert.match(refused.stdout, /"success": false/);
-  const set = await mgw(['webhook', 'set', id, `${hook.url}/hook`, SECRET, 'test', '--allow-private']);
+  // a token in the URL (a user name alone, a query value) is shown masked, and deliveries still carry it
+  const withToken = `${hook.url.replace('//', '//cli-user-token@')}/hook?token=cli-query-token`;
+  const set = await mgw(['webhook', 'set', id, withToken, SECRET, 'test', '--allow-private']);
   assert.equal(set.code, 0, set.stdout + set.stderr);
   assert.match(set.stdout, /allowPrivate: true/);
   const shown = await mgw(['webhook', 'show', id]);
   assert.equal(shown.code, 0);
-  assert.match(shown.stdout, new RegExp(`url: ${hook.url.replace(/[.]/g, '\\.')}/hook`));
-  assert.ok(!shown.stdout.includes(SECRET) && !set.stdout.includes(SECRET), 'the secret is never shown');
+  assert.match(shown.stdout, new RegExp(`^url: ${hook.url.replace('//', '//***@').replace(/[.*]/g, '\\$&')}/hook\\?token=\\*\\*\\*$`, 'm'));
+  for (const out of [set.stdout, shown.stdout, (await mgw(['webhook', 'show', id, '--json'])).stdout]) {
+    assert.ok(!out.includes(SECRET), 'the secret is never shown');
+    assert.ok(!out.includes('cli-user-token') && !out.includes('cli-query-token'), `the URL's tokens are never shown: ${out}`);
+  }
   assert.equal(JSON.parse((await mgw(['webhook', 'show', id, '--json'])).stdout).data.events[0], 'test');
 
   // a delivery that fails (the receiver answers 500; removing the webhook fails what is pending)
@@ -170,6 +175,8 @@ test('tables by default, --json for scripts; delete asks first; webhook show|set
   assert.equal(sent.code, 0, sent.stdout);
   const eventId = (JSON.parse(sent.stdout) as { data: { eventId: string } }).data.eventId;
   await waitFor(() => hook.requests.length > 0, 'a first delivery attempt', 6_000);
+  assert.equal(hook.requests[0]?.url, '/hook?token=cli-query-token', 'delivered to the URL as set');
+  assert.equal(hook.requests[0]?.headers.authorization, `Basic ${Buffer.from('cli-user-token:').toString('base64')}`);
   const keep = await mgw(['webhook', 'delete', id]);
   assert.equal(keep.code, 2, 'no confirmation without a terminal');
   assert.match(keep.stderr, /stdin is not a terminal; pass --yes/);

@@ -31,7 +31,7 @@ let base = '';
 let server: http.Server;
 let receiver: http.Server;
 let receiverUrl = '';
-const received: Array<{ headers: http.IncomingHttpHeaders; body: string }> = [];
+const received: Array<{ headers: http.IncomingHttpHeaders; body: string; url: string }> = [];
 const clock = simulatedClock();
 let senders: WebhookSenders;
 const actors: AnyActorRef[] = [];
@@ -56,7 +56,7 @@ before(async () => {
     let body = '';
     req.on('data', (c: Buffer) => (body += c.toString()));
     req.on('end', () => {
-      received.push({ headers: req.headers, body });
+      received.push({ headers: req.headers, body, url: req.url ?? '' });
       res.writeHead(204).end();
     });
   });
@@ -189,6 +189,46 @@ test('POST test enqueues `test`, wakes the sender, and the delivery shows in the
   assert.equal(item.lastStatus, 204);
   assert.equal((item.attemptLog as unknown[]).length, 1);
   assert.equal(list.text.includes(SECRET), false);
+});
+
+test('the URL is shown with its credentials masked (password, a user name alone, query values); stored and delivered to as given', async () => {
+  const id = await instance();
+  const shown = async (url: string) => {
+    const put = await call('PUT', hook(id), { url, secret: SECRET });
+    assert.equal(put.status, 200, put.text);
+    const got = await call('GET', hook(id));
+    assert.equal(got.json.data.url, put.json.data.url, 'PUT and GET show the same');
+    const { rows } = await db.pool.query<{ url: string }>('SELECT url FROM webhooks WHERE instance_id = $1', [id]);
+    assert.equal(rows[0]?.url, url, 'the stored URL is the one given');
+    return { url: String(got.json.data.url), text: put.text + got.text };
+  };
+  const cases = [
+    ['https://sk_live_SECRET1@hooks.example.com/ok', 'https://***@hooks.example.com/ok', ['sk_live_SECRET1']],
+    ['https://ops:pw-SECRET2@hooks.example.com/ok', 'https://ops:***@hooks.example.com/ok', ['pw-SECRET2']],
+    ['https://hooks.example.com/hook?token=abc-SECRET3', 'https://hooks.example.com/hook?token=***', ['abc-SECRET3']],
+    ['https://hooks.example.com:8443/a/b?token=SECRET4&v=2&sig=SECRET5', 'https://hooks.example.com:8443/a/b?token=***&v=***&sig=***', ['SECRET4', 'SECRET5']],
+    ['https://hooks.example.com/hook?SECRET6&v=', 'https://hooks.example.com/hook?***&v=***', ['SECRET6']],
+    ['https://tok-SECRET7@hooks.example.com/hook?key=SECRET8#SECRET9', 'https://***@hooks.example.com/hook?key=***#***', ['SECRET7', 'SECRET8', 'SECRET9']],
+    ['https://hooks.example.com/plain', 'https://hooks.example.com/plain', []],
+  ] as const;
+  for (const [url, masked, secrets] of cases) {
+    const r = await shown(url);
+    assert.equal(r.url, masked, url);
+    for (const secret of secrets) assert.equal(r.text.includes(secret), false, `${secret} shown for ${url}`);
+  }
+
+  // a delivery goes to the URL as given, credentials and query included
+  const target = new URL(receiverUrl);
+  target.username = 'sk_live_DELIVERED';
+  target.search = '?token=tok-DELIVERED&v=2';
+  const put = await call('PUT', hook(id), { url: target.href, secret: SECRET, allowPrivate: true });
+  assert.equal(put.json.data.url, `http://***@${target.host}${target.pathname}?token=***&v=***`);
+  const eventId = String((await call('POST', hook(id, '/test'), {})).json.data.eventId);
+  await senders.get(id)!.idle();
+  const got = received.find((x) => x.headers['x-event-id'] === eventId);
+  assert.ok(got, 'the receiver got the test event');
+  assert.equal(got.url, '/hook?token=tok-DELIVERED&v=2');
+  assert.equal(got.headers.authorization, `Basic ${Buffer.from('sk_live_DELIVERED:').toString('base64')}`);
 });
 
 test('deliveries: newest first, cursor pages, state filter, query validation', async () => {

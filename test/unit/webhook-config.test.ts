@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { create, StructError } from 'superstruct';
-import { WebhookInput, maskUrlPassword, toView } from '../../src/webhooks/config.js';
+import { WebhookInput, maskWebhookUrl, toView } from '../../src/webhooks/config.js';
 import { envelopeBody } from '../../src/webhooks/outbox.js';
 
 const valid = { url: 'https://hooks.example.com/x', secret: '0123456789abcdef' };
@@ -23,15 +23,19 @@ test('webhook input: url http(s), secret ≥ 16, events known names or *', () =>
   fails({ ...valid, extra: 1 }, 'extra');
 });
 
-test('the view never carries the secret and masks a URL password', () => {
+test('the view never carries the secret and masks a URL password and the query values', () => {
   const view = toView({
     instanceId: 'x', url: 'https://u:pw123@h.example/p?q=1', secret: 's'.repeat(20), events: ['message'],
     allowPrivate: false, enabled: true, updatedAt: new Date(),
   });
   assert.deepEqual(Object.keys(view).sort(), ['allowPrivate', 'enabled', 'events', 'url']);
-  assert.equal(view.url, 'https://u:***@h.example/p?q=1');
+  assert.equal(view.url, 'https://u:***@h.example/p?q=***');
   assert.equal(JSON.stringify(view).includes('sss'), false);
-  assert.equal(maskUrlPassword('https://h.example/'), 'https://h.example/');
+  assert.equal(maskWebhookUrl('https://h.example/'), 'https://h.example/');
+  assert.equal(maskWebhookUrl('http://sk_live_x@h.example:8080/ok'), 'http://***@h.example:8080/ok');
+  assert.equal(maskWebhookUrl('https://:pw@h.example/'), 'https://:***@h.example/');
+  assert.equal(maskWebhookUrl('https://h.example/p%20q?a%20b=c%20d&&e'), 'https://h.example/p%20q?a%20b=***&&***', 'names kept as written');
+  assert.equal(maskWebhookUrl('not a url'), '***');
 });
 
 test('envelope: v, eventId, then the v1 fields in their v1 order', () => {

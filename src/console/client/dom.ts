@@ -23,6 +23,7 @@ export interface El {
 export interface InputEl extends El {
   value: string;
   disabled: boolean;
+  placeholder: string;
 }
 export interface CheckEl extends InputEl {
   checked: boolean;

@@ -1,7 +1,8 @@
 /**
  * The Webhook panel of one instance: its configuration (url, events, allowPrivate, enabled) set with
  * PUT /admin/v1/instances/:id/webhook or removed, the server's validation messages shown as they are; the
- * secret is write-only (the server never shows it: the field starts empty and a save needs it again). Below, the
+ * secret is write-only (the server never shows it: the field starts empty and a save needs it again), and so is a
+ * URL the server shows masked (showUrl). Below, the
  * deliveries with their attempts (status, error), refreshed every 2 s while open, and a Redeliver button for a
  * failed or delivered one (POST .../deliveries/:eventId/redeliver).
  */
@@ -45,8 +46,25 @@ function clearMessages(): void {
   byId('webhook-saved').textContent = '';
 }
 
+/** What the server shows for a masked part of a webhook URL (src/webhooks/config.ts maskWebhookUrl). */
+const URL_MASK = '***';
+/** the URL field's placeholder as the page (src/console/page.ts) writes it */
+const URL_PLACEHOLDER = 'https://hooks.example.com/gateway';
+
+/**
+ * The URL field. A URL the server shows masked (its credentials, its query values) is not the one deliveries go
+ * to: kept in the field, a save would store the masks in its place. So the field then starts empty, the masked
+ * URL as its placeholder, and a save needs the full URL again, as it needs the secret.
+ */
+function showUrl(url: string | null): void {
+  const field = byId<InputEl>('webhook-url');
+  const masked = url !== null && url.includes(URL_MASK);
+  field.value = masked || url === null ? '' : url;
+  field.placeholder = masked ? `${url} (shown masked: type the full URL to save)` : URL_PLACEHOLDER;
+}
+
 function showConfig(cfg: WebhookView | null): void {
-  byId<InputEl>('webhook-url').value = cfg?.url ?? '';
+  showUrl(cfg?.url ?? null);
   byId<InputEl>('webhook-events').value = cfg ? cfg.events.join(', ') : '';
   byId<CheckEl>('webhook-private').checked = cfg?.allowPrivate ?? false;
   byId<CheckEl>('webhook-enabled').checked = cfg?.enabled ?? true;
