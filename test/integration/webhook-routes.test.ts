@@ -223,6 +223,11 @@ test('the URL is shown with its credentials masked (password, a user name alone,
   target.search = '?token=tok-DELIVERED&v=2';
   const put = await call('PUT', hook(id), { url: target.href, secret: SECRET, allowPrivate: true });
   assert.equal(put.json.data.url, `http://***@${target.host}${target.pathname}?token=***&v=***`);
+  // a read, edit, write round trip that sends the URL back as shown is refused: stored, it would deliver `***`
+  const roundTrip = await call('PUT', hook(id), { url: put.json.data.url, secret: SECRET, allowPrivate: true, events: ['*'] });
+  assert.equal(roundTrip.status, 400, roundTrip.text);
+  assert.equal(roundTrip.json.code, 'VALIDATION_FAILED');
+  assert.equal(roundTrip.json.data.field, 'url');
   const eventId = String((await call('POST', hook(id, '/test'), {})).json.data.eventId);
   await senders.get(id)!.idle();
   const got = received.find((x) => x.headers['x-event-id'] === eventId);
