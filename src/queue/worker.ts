@@ -54,9 +54,6 @@ export class QueueWorker {
   private startRetryMs = START_RETRY_MS;
   /** re-plans asked for and not started yet, by reason: a later ask of the same reason joins it */
   private readonly replans = new Map<string, Promise<{ affected: number; epoch: number }>>();
-  /** settled once the queue has read what it starts from (`whenLoaded`), or stopped before it did */
-  private readonly loadedOnce: Promise<void>;
-  private settleLoaded: { resolve(): void; reject(err: Error): void } = { resolve: () => undefined, reject: () => undefined };
 
   constructor(deps: WorkerDeps, private readonly how: StartOptions = {}) {
     this.core = new QueueCore(deps);
@@ -64,9 +61,6 @@ export class QueueWorker {
     this.loop = new DispatchLoop(this.core, this.slots);
     this.acceptance = new Acceptance(this.core, this.slots, () => this.loop.arm());
     this.degradedMode = new DegradedMode(this.core, this.loop);
-    this.loadedOnce = new Promise<void>((resolve, reject) => (this.settleLoaded = { resolve, reject }));
-    // a queue that stops before anyone waited for its load leaves no unhandled rejection behind
-    this.loadedOnce.catch(() => undefined);
   }
 
   get instanceId(): string {
@@ -91,11 +85,26 @@ export class QueueWorker {
   }
 
   /**
-   * Resolves once the queue has read what it starts from, across the tries of a start that fails; rejects with
-   * INSTANCE_UNREACHABLE when the queue stops first. The caller bounds the wait (a route's deadline).
+   * Resolves once the queue has read what it starts from: at once when it has, when the start on its way
+   * succeeds. Rejects with INSTANCE_UNREACHABLE, as other asks are answered meanwhile (`ready`), when that start
+   * fails, when a start failed and waits to be tried again (the store: a summary would otherwise wait out its
+   * whole deadline, 10 s, and the console asks every instance's every 2 s), or when the queue stopped. The
+   * caller bounds the wait (a route's deadline).
    */
   whenLoaded(): Promise<void> {
-    return this.loadedOnce;
+    const { core } = this;
+    if (core.started) return Promise.resolve();
+    const notLoaded = () => new DomainError('INSTANCE_UNREACHABLE', "the instance's queue has not read its jobs yet (its start failed; it is tried again): retry shortly");
+    const attempt = this.starting;
+    if (core.stopped || !attempt) return Promise.reject(core.stopped ? new DomainError('INSTANCE_UNREACHABLE', 'the instance queue stopped before it read its jobs') : notLoaded());
+    return attempt.then(
+      () => {
+        if (!core.started) throw core.stopped ? new DomainError('INSTANCE_UNREACHABLE', 'the instance queue stopped before it read its jobs') : notLoaded();
+      },
+      () => {
+        throw notLoaded();
+      },
+    );
   }
 
   /**
@@ -118,7 +127,6 @@ export class QueueWorker {
     if (this.how.fresh) {
       // nothing in PostgreSQL yet: the mirror, the epoch, the counts and the tally are their empty selves
       core.started = true;
-      this.settleLoaded.resolve();
       this.loop.arm();
       return;
     }
@@ -131,7 +139,6 @@ export class QueueWorker {
       core.load(state);
     }
     core.started = true;
-    this.settleLoaded.resolve();
     // with no waiting job a plan would change nothing but the epoch
     if (core.planner.waitingCount() > 0) await this.loop.replanLocked('start', now, false);
     else this.loop.arm();
@@ -153,8 +160,6 @@ export class QueueWorker {
   async stop(): Promise<void> {
     const { core } = this;
     core.stopped = true;
-    // whoever still waits for the load is told the queue is gone (after a load this changes nothing)
-    this.settleLoaded.reject(new DomainError('INSTANCE_UNREACHABLE', 'the instance queue stopped before it read its jobs'));
     if (this.startRetry !== null) core.deps.clock.clearTimeout(this.startRetry);
     this.startRetry = null;
     this.degradedMode.clearRecoveryTimer();

@@ -17,6 +17,7 @@ import { silentLogger } from '../../src/log.js';
 import { simulatedClock } from '../../src/clock.js';
 import { newJobId } from '../../src/ids.js';
 import { DEADLINES } from '../../src/actors/port.js';
+import { START_RETRY_MAX_MS } from '../../src/queue/worker.js';
 import { createInstance } from '../../src/store/instances.js';
 import { insertJobs } from '../../src/queue/sql/insertJobs.js';
 import type { NewJob } from '../../src/queue/job.js';
@@ -142,6 +143,35 @@ test('a start read held past the route deadline is 504 INSTANCE_TIMEOUT, never a
     const s = await status;
     assert.equal(s.status, 504, s.text);
     assert.equal((JSON.parse(s.text) as { code?: string }).code, 'INSTANCE_TIMEOUT', s.text);
+  } finally {
+    await lock.release();
+    await gw?.stop();
+  }
+});
+
+test('a start read that failed (held past the store deadline) is 502 INSTANCE_UNREACHABLE at once until the retry reads it, not a wait of the whole deadline', NEEDS_SERVER, async () => {
+  const clock = simulatedClock();
+  const { apiKey } = await seeded('failed-start', clock.now());
+  const lock = await holdJobs();
+  let gw: Gateway | null = null;
+  try {
+    gw = await gatewayOver(clock);
+    const g = gw;
+    // the summary asked while the start read is on its way waits for it; that read fails at the store's statement
+    // deadline (real time), and the waiting summary is answered then, as every later one is, until the retry
+    const first = await get(g, apiKey, '/api/status');
+    assert.equal(first.status, 502, first.text);
+    assert.equal((JSON.parse(first.text) as { code?: string }).code, 'INSTANCE_UNREACHABLE', first.text);
+    const queue = await get(g, apiKey, '/api/v2/queue');
+    assert.equal(queue.status, 502, queue.text);
+    await lock.release();
+    // the retry runs on the queue's clock
+    const s = await waitFor(async () => {
+      clock.increment(START_RETRY_MAX_MS);
+      const r = await get(g, apiKey, '/api/status');
+      return r.status === 200 ? r : null;
+    }, 'the retried start read');
+    assert.equal((JSON.parse(s.text) as { data: { queue: { pending: number } } }).data.queue.pending, WAITING, s.text);
   } finally {
     await lock.release();
     await gw?.stop();
