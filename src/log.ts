@@ -11,6 +11,7 @@ import os from 'node:os';
 import { Writable } from 'node:stream';
 import { getSystemErrorMap } from 'node:util';
 import { ERROR_STATUS } from './errors.js';
+import { DRIVER_ERROR_CODES } from './drivers/contract.js';
 
 export type Logger = bunyan;
 
@@ -19,12 +20,13 @@ const KEY_PATTERN = /wapi_[A-Za-z0-9-]+_[A-Za-z0-9_-]+/g;
 
 /**
  * The values of a `code` field that name an error, shown in log lines because operators diagnose outages by
- * them: the gateway's own codes (src/errors.ts), the system's errno and signal names, libuv's (`EAI_AGAIN`) and
- * the DNS resolver's (`ENOTFOUND`). Any other `code` is redacted: a pairing code or a login code is a secret, and
- * it comes under that name in any spelling (`4F7K-9XQ3`, `ABCD1234`).
+ * them: the gateway's own codes (src/errors.ts) and its drivers' (src/drivers/contract.ts), the system's errno
+ * and signal names, libuv's (`EAI_AGAIN`) and the DNS resolver's (`ENOTFOUND`). Any other `code` is redacted: a
+ * pairing code or a login code is a secret, and it comes under that name in any spelling (`4F7K-9XQ3`, `ABCD1234`).
  */
 const ERROR_CODES: ReadonlySet<string> = new Set<string>([
   ...Object.keys(ERROR_STATUS),
+  ...DRIVER_ERROR_CODES,
   ...Object.keys(os.constants.errno),
   ...Object.keys(os.constants.signals),
   ...[...getSystemErrorMap().values()].map(([name]) => name),

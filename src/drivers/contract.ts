@@ -58,6 +58,13 @@ export type DriverEventName = keyof DriverEvents;
 export type DriverListener<E extends DriverEventName> = (...args: DriverEvents[E]) => void;
 
 /**
+ * The codes of a DriverError, as a list a process can read (the sandbox's transport checks a code it receives
+ * against it; the log shows these codes, src/log.ts, where other `code` fields are redacted as possible secrets).
+ */
+export const DRIVER_ERROR_CODES = ['NOT_REGISTERED', 'INVALID_INPUT', 'NOT_FOUND', 'NOT_A_GROUP', 'NOT_CONNECTED', 'CALL_FAILED', 'TIMEOUT', 'SESSION_CLOSED'] as const;
+export type DriverErrorCode = (typeof DRIVER_ERROR_CODES)[number];
+
+/**
  * A failure the network reported. `provablyNotSent` is true only when the network certainly did not take
  * the message (recipient not registered, invalid input): the job ends `failed`. Anything else after the call
  * started ends `unknown`.
@@ -65,15 +72,7 @@ export type DriverListener<E extends DriverEventName> = (...args: DriverEvents[E
 export class DriverError extends Error {
   constructor(
     message: string,
-    readonly code:
-      | 'NOT_REGISTERED'
-      | 'INVALID_INPUT'
-      | 'NOT_FOUND'
-      | 'NOT_A_GROUP'
-      | 'NOT_CONNECTED'
-      | 'CALL_FAILED'
-      | 'TIMEOUT'
-      | 'SESSION_CLOSED',
+    readonly code: DriverErrorCode,
     readonly provablyNotSent: boolean,
   ) {
     super(message);

@@ -5,6 +5,7 @@ import { spawnSync } from 'node:child_process';
 import net from 'node:net';
 import pg from 'pg';
 import { DomainError } from '../../src/errors.js';
+import { DriverError } from '../../src/drivers/contract.js';
 import { BatchedLines, createLogger, maskClientText, maskClientValue, redact, registerSecret } from '../../src/log.js';
 
 function capture() {
@@ -54,6 +55,7 @@ test('error codes reach the log line; pairing codes and every other code stay re
   log.info({ data: { code: 'ECONNRESET', signal: 'SIGTERM' } }, 'errno in data');
   log.info({ data: { code: 'SIGKILL' } }, 'signal in data');
   log.info({ data: { code: 'QUEUE_FULL' } }, 'domain code in data');
+  log.warn({ err: new DriverError('the call timed out', 'TIMEOUT', false) }, 'driver error');
   // pairing codes and login codes, in any spelling, and codes that name nothing known
   log.info({ data: { code: '4F7K-9XQ3' } }, 'dashed pairing code');
   log.info({ data: { code: 'ABCD1234' } }, 'pairing code');
@@ -78,6 +80,7 @@ test('error codes reach the log line; pairing codes and every other code stay re
   assert.equal(codeOf('errno in data'), 'ECONNRESET');
   assert.equal(codeOf('signal in data'), 'SIGKILL');
   assert.equal(codeOf('domain code in data'), 'QUEUE_FULL');
+  assert.equal(codeOf('driver error'), 'TIMEOUT');
   for (const msg of ['dashed pairing code', 'pairing code', 'code event', 'code event payload', 'a SQLSTATE outside a pg error',
     'five characters without severity and routine', 'pairing code on an error', 'a numeric code', 'another spelling']) {
     assert.equal(codeOf(msg), '[redacted]', msg);

@@ -11,7 +11,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
-import { DriverError } from '../contract.js';
+import { DRIVER_ERROR_CODES, DriverError } from '../contract.js';
 import type {
   SandboxArgs,
   SandboxCallOptions,
@@ -23,19 +23,10 @@ import type {
   SandboxSubscribeOptions,
 } from './api.js';
 
-const DRIVER_ERROR_CODES = new Set<DriverError['code']>([
-  'NOT_REGISTERED',
-  'INVALID_INPUT',
-  'NOT_FOUND',
-  'NOT_A_GROUP',
-  'NOT_CONNECTED',
-  'CALL_FAILED',
-  'TIMEOUT',
-  'SESSION_CLOSED',
-]);
+const DRIVER_CODES: ReadonlySet<string> = new Set(DRIVER_ERROR_CODES);
 
 function isDriverErrorCode(v: unknown): v is DriverError['code'] {
-  return typeof v === 'string' && DRIVER_ERROR_CODES.has(v as DriverError['code']);
+  return typeof v === 'string' && DRIVER_CODES.has(v);
 }
 
 function transportError(err: unknown): DriverError {
