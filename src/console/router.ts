@@ -105,12 +105,27 @@ export function consoleRouter(deps: ConsoleDeps): Router {
     const old = deps.sessions.idOf(ctx);
     if (old !== null) deps.sessions.delete(old);
     const id = deps.sessions.create();
-    ctx.cookies.set(CONSOLE_COOKIE, id, { httpOnly: true, sameSite: 'strict', path: '/', secure: ctx.secure, maxAge: 12 * 60 * 60 * 1000, overwrite: true });
+    ctx.cookies.set(CONSOLE_COOKIE, id, { ...cookieSecurity(ctx), maxAge: 12 * 60 * 60 * 1000, overwrite: true });
     ctx.set('Cache-Control', 'no-store');
     ok(ctx, { signedIn: true });
   });
 
   return router;
+}
+
+/**
+ * The console cookie's attributes: HttpOnly, SameSite=Strict, Path=/, and Secure when the browser reached the
+ * console over HTTPS: this server's own TLS, or a proxy in front of it that ended TLS and says so with
+ * `X-Forwarded-Proto: https` (found from the outside: behind such a proxy the cookie was never Secure, so a
+ * browser would send it over plain HTTP to the same host). The header is believed without a trusted-proxy list:
+ * a client that sends it falsely over plain HTTP only gets a cookie its browser will not send back.
+ */
+function cookieSecurity(ctx: Context): { httpOnly: true; sameSite: 'strict'; path: '/'; secure: boolean } {
+  const forwarded = ctx.get('x-forwarded-proto').split(',')[0]?.trim().toLowerCase() === 'https';
+  const secure = ctx.secure || forwarded;
+  // the cookie jar refuses a Secure cookie on a connection it takes for plain HTTP (this one, behind the proxy)
+  if (secure) ctx.cookies.secure = true;
+  return { httpOnly: true, sameSite: 'strict', path: '/', secure };
 }
 
 /** Sign-out and the event stream; mounted behind requireAdminOrConsole (the cookie or the admin token). */
@@ -142,7 +157,7 @@ export function consoleApiRouter(deps: ConsoleDeps): Router {
   router.delete('/console/session', (ctx) => {
     const id = ctx.state.console === true ? deps.sessions.idOf(ctx) : null;
     if (id !== null) deps.sessions.delete(id);
-    ctx.cookies.set(CONSOLE_COOKIE, '', { httpOnly: true, sameSite: 'strict', path: '/', secure: ctx.secure, maxAge: 0, overwrite: true });
+    ctx.cookies.set(CONSOLE_COOKIE, '', { ...cookieSecurity(ctx), maxAge: 0, overwrite: true });
     ok(ctx, { signedIn: false });
   });
 

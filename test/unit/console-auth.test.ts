@@ -85,6 +85,26 @@ test('sign-in: the right token sets an HttpOnly, SameSite=Strict, Path=/ cookie 
   assert.match((await w.call('GET', '/console/session')).text, /"signedIn":false/);
 });
 
+test('the cookie is Secure behind a proxy that ended TLS (X-Forwarded-Proto: https), and over plain HTTP it is not', async (t) => {
+  const w = await world();
+  t.after(w.close);
+  const plain = await w.call('POST', '/console/session', { 'x-console': '1' }, { token: TOKEN });
+  assert.equal(plain.status, 200, plain.text);
+  assert.doesNotMatch(plain.cookie, /; *secure/i);
+  const proxied = await w.call('POST', '/console/session', { 'x-console': '1', 'x-forwarded-proto': 'https' }, { token: TOKEN });
+  assert.equal(proxied.status, 200, proxied.text);
+  assert.match(proxied.cookie, /; *secure/i);
+  assert.match(proxied.cookie, /; *httponly/i);
+  // the first of a list, as proxies append theirs
+  const chained = await w.call('POST', '/console/session', { 'x-console': '1', 'x-forwarded-proto': 'HTTPS, http' }, { token: TOKEN });
+  assert.match(chained.cookie, /; *secure/i);
+  // sign-out clears it with the same attributes
+  const cookie = proxied.cookie.split(';')[0] ?? '';
+  const out = await w.call('DELETE', '/console/session', { cookie, 'x-console': '1', 'x-forwarded-proto': 'https' });
+  assert.equal(out.status, 200, out.text);
+  assert.match(out.cookie, /; *secure/i);
+});
+
 test('the admin guard: bearer as before; the cookie reads freely, changes only with X-Console: 1 and not cross-site', async (t) => {
   const w = await world();
   t.after(w.close);
