@@ -1,12 +1,13 @@
 /**
  * The counts GET /api/v2/queue and GET /api/status answer are kept by the queue as it changes them (no query
  * per request; src/queue/tally.ts): after a mix of outcomes — sent, failed (not registered), cancelled,
- * expired, still waiting — they equal what PostgreSQL says, and again after the queue reloads (a restart of
- * the instance's actors), and the 24 h window slides as time passes.
+ * expired, still waiting — they equal what PostgreSQL says, again after a restart of the instance's session (its
+ * planner and tally keep running through it: what a start reads is checked by status-at-start.test.ts), and the
+ * 24 h window slides as time passes.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { startTestGateway, waitFor, type TestGateway } from '../helpers/gateway.js';
 import { queueCounts } from '../../src/queue/sql/queueCounts.js';
 import type { QueueCounts } from '../../src/queue/job.js';
 import { DEADLINES } from '../../src/actors/port.js';
@@ -76,7 +77,7 @@ test('counts kept by the queue equal PostgreSQL after sent, failed, cancelled, e
   await t.advance(40 * 60_000, 60_000);
   await compare(apiKey, instance.id, 'after an expiry');
 
-  // the instance's actors restart: the queue reloads its tally from PostgreSQL
+  // the instance's session restarts (the planner, and the tally with it, go on: nothing is read again)
   const restart = await t.admin('POST', `/admin/v1/instances/${instance.id}/restart`);
   assert.equal(restart.status, 202, restart.text);
   await t.advanceUntil(async () => ((await t.api(apiKey, 'GET', '/api/status')).body.data?.connected === true ? true : null), 'connected again', { maxMs: 600_000 });
@@ -134,8 +135,8 @@ test('a local ask the planner does not answer in time is 504 INSTANCE_TIMEOUT at
     const waitingAsks = () => Number(t.gw.actors.describeActors().find((a) => a.id === 'supervisor')?.context.waitingAsks);
     const idle = waitingAsks();
     const cancel = t.api(apiKey, 'DELETE', `/api/v2/messages/${jobId}`);
-    await new Promise((res) => setTimeout(res, 200));
-    assert.equal(waitingAsks(), idle + 1, 'the held cancel counts among the asks waiting (/debug/actors)');
+    // the held cancel counts among the asks waiting (/debug/actors): waited for, not slept on
+    await waitFor(() => (waitingAsks() === idle + 1 ? true : null), 'the held cancel among the asks waiting');
     await t.advance(DEADLINES.queueStatus + 1_000, 500);
     const answered = await cancel;
     assert.equal(answered.status, 504, answered.text);
