@@ -173,7 +173,7 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Pr
     ttlMs: config.LEASE_TTL_MS,
     local: rt,
   });
-  const { portOf: portOfInstance, actors: placed } = clusterPorts(rt, cluster, config.CLUSTER_SECRET);
+  const { portOf: portOfInstance, actors: placed } = clusterPorts(rt, cluster, config.CLUSTER_SECRET, config.DRIVER_CALL_TIMEOUT_MS + DEADLINES.operator);
   rt.start();
   store.start();
   const stopHousekeeping = startHousekeeping({ pool, clock, log });

@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import type { Config } from '../config.js';
 import type { ActorSystem } from '../actors/system.js';
 import { DEADLINES, type InstancePort } from '../actors/port.js';
+import { DomainError } from '../errors.js';
 import type { InstanceActors } from '../instances.js';
 import type { Instance } from '../store/instances.js';
 import type { Cluster } from './cluster.js';
@@ -32,7 +33,28 @@ export interface ClusterPorts {
   actors: InstanceActors;
 }
 
-export function clusterPorts(local: ActorSystem, cluster: Cluster, secret: string | undefined): ClusterPorts {
+/**
+ * Before an instance owned by another node is deleted, that node stops its queue (`drain`: a dispatch in flight
+ * finishes and its outcome is written, its v1 caller answered with it). Found from the outside: a delete made
+ * through another node removed the rows at once while the owner was sending, and the owner's v1 caller was
+ * told "nothing was sent" for a message the network had taken. `drainMs` bounds the wait: a call's deadline
+ * and an operator answer's.
+ */
+async function drainAtOwner(cluster: Cluster, port: InstancePort, instanceId: string, drainMs: number): Promise<void> {
+  const owner = await cluster.owner(instanceId, true);
+  // no live owner: no node can claim or send its jobs (a claim is fenced by the lease)
+  if (!owner || owner.nodeId === cluster.nodeId) return;
+  try {
+    await port.ask({ type: 'drain' }, drainMs);
+  } catch (err) {
+    // gone meanwhile (another delete), or no live owner any more: nothing of it can be sending
+    if (err instanceof DomainError && err.code === 'INSTANCE_NOT_FOUND') return;
+    if (!(await cluster.owner(instanceId, true))) return;
+    throw new DomainError('INSTANCE_UNREACHABLE', 'the node that runs the instance could not stop it before the delete; nothing was deleted: retry shortly');
+  }
+}
+
+export function clusterPorts(local: ActorSystem, cluster: Cluster, secret: string | undefined, drainMs: number = DEADLINES.send): ClusterPorts {
   const views = new RemoteViews();
   const remote = (id: string) =>
     new RemoteInstancePort(id, {
@@ -47,7 +69,13 @@ export function clusterPorts(local: ActorSystem, cluster: Cluster, secret: strin
   const portOf = (id: string): InstancePort => local.port(id) ?? remote(id);
   const actors: InstanceActors = {
     add: (instance: Instance) => cluster.place(instance),
-    remove: (id: string) => cluster.forget(id),
+    async remove(id: string) {
+      // this node's own instance is handed over (its queue stopped, an in-flight dispatch persisted); another
+      // node's is stopped there first
+      if (local.has(id)) return cluster.forget(id);
+      await cluster.forget(id);
+      await drainAtOwner(cluster, remote(id), id, drainMs);
+    },
     async update(instance, replan) {
       if (local.has(instance.id)) return local.update(instance, replan);
       // the owner keeps the record its planner reads: it hears of the change through its port

@@ -216,3 +216,43 @@ test('forwarded to the owner, the owner stops gracefully: the caller gets the ou
   await stopping;
   nodes.delete('c');
 });
+
+test('the instance deleted through a node that does not run it while the caller\'s message is being sent: the owner finishes the call first, and the caller is told it may have been delivered, never "nothing was sent"', NEEDS_SERVER, async () => {
+  const running = await owner();
+  assert.ok(running !== null && nodes.has(running), `a live owner: ${running}`);
+  const other = [...nodes.keys()].find((n) => n !== running) as string;
+  await sentNow(running, 'before the delete');
+  // the next call hangs: the network takes the message and never answers (the call ends at its deadline)
+  sandbox.network.addNextCallFault(instanceId, { kind: 'hang' });
+  const message = 'being sent at the delete';
+  const pending = sendV1(running, message);
+  for (let i = 0; i < 40 && (await jobState(message)) !== 'sending'; i++) {
+    sim().increment(500);
+    await settle();
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  assert.equal(await jobState(message), 'sending');
+  assert.equal(ledgerOf(message).length, 1, 'the network took it');
+  const deleted = fetch(`${urlOf(other)}/admin/v1/instances/${instanceId}`, { method: 'DELETE', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }).then(async (r) => ({
+    status: r.status,
+    text: await r.text(),
+  }));
+  // time runs until the call's deadline (on the gateway clock) ends the send, the owner's queue stops with its
+  // outcome written, and the delete and the caller are answered
+  let answer: { status: number; text: string } | null = null;
+  let done: { status: number; text: string } | null = null;
+  void pending.then((r) => (answer = r));
+  void deleted.then((r) => (done = r));
+  for (let i = 0; i < 200 && (answer === null || done === null); i++) {
+    sim().increment(500);
+    await settle();
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const r = await pending;
+  assert.notEqual(r.status, 503, `told nothing was sent: ${r.text}`);
+  assert.equal(r.status, 500, r.text);
+  assert.match(r.text, /may have been delivered/);
+  const d = await deleted;
+  assert.equal(d.status, 200, d.text);
+  assert.equal(ledgerOf(message).length, 1, 'sent once');
+});
