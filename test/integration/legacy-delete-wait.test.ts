@@ -43,3 +43,29 @@ for (const [name, settings] of [
     }
   });
 }
+
+test('a v1 caller whose message is being sent when its instance is deleted is answered when its wait ends, not seconds after', async () => {
+  // a short wait, and a call that hangs past it: the delete waits for the send, the caller for its wait
+  const waitMs = 3_000;
+  const t = await startTestGateway({ label: 'v1_delete_sending', env: { LEGACY_SYNC_TIMEOUT_MS: String(waitMs), DRIVER_CALL_TIMEOUT_MS: '8000' } });
+  try {
+    const { instance, apiKey } = await t.createInstance('deleted-sending', { settings: { quietHours: null, minDelayMs: 0, maxDelayMs: 0, maxPerHour: null, maxPer24h: null } });
+    t.gw.sandbox?.network?.addNextCallFault(instance.id, { kind: 'hang' });
+    const started = performance.now();
+    const answer: Promise<ApiResponse> = t.api(apiKey, 'POST', '/api/send-message', { phone: PHONE, message: 'held' });
+    await waitFor(async () => {
+      const { rows } = await t.db.pool.query<{ state: string }>('SELECT state FROM jobs WHERE instance_id = $1', [instance.id]);
+      return rows[0]?.state === 'sending' ? true : null;
+    }, 'the message being sent');
+    const deleted = t.admin('DELETE', `/admin/v1/instances/${instance.id}`);
+    const got = await answer;
+    const tookMs = performance.now() - started;
+    assert.equal(got.status, 500, got.text);
+    assert.match(got.text, /may have been delivered/);
+    // the asks made once the wait is over (its reason, the cancellation) do not wait out an owner that is gone
+    assert.ok(tookMs < waitMs + 1_500, `answered after ${Math.round(tookMs)} ms for a wait of ${waitMs}`);
+    assert.ok((await deleted).status < 300);
+  } finally {
+    await t.stop();
+  }
+});

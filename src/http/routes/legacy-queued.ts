@@ -44,6 +44,13 @@ import { NOT_CONNECTED, RESTARTING, STORE_LOST_QUEUED, answerOutcome, outcomeOfJ
 export const V1_PRIORITY = 9;
 /** Time given to the cancellation that closes a wait without ceilings (inside the 5 s reserve of the wait cap). */
 const CANCEL_GRACE_MS = 2_000;
+/**
+ * How long an ask made once the wait is over may take (the reason a job did not go out, the release of its
+ * caller's mark): the instance's owner answers in milliseconds, and one being handed over at that moment is not
+ * waited for. Found from the outside: with a send in flight during a hand-over or a delete, those asks waited out
+ * the hand-over (3 s and more) and the 20 s wait was answered at 24 s.
+ */
+const AFTER_WAIT_MS = 1_000;
 
 export interface QueuedDeps {
   /**
@@ -140,8 +147,8 @@ async function followOutcome(deps: QueuedDeps, now: () => InstancePort, job: Pic
 }
 
 /** Why the job did not go out in time, from the instance's view now. */
-const whyNotSent = async (port: InstancePort, settings: InstanceSettings, now: number, waitMs: number, ahead: number | null = null): Promise<V1Outcome> =>
-  notSentInTime(await viewOf(port), settings, now, waitMs, ahead);
+const whyNotSent = async (port: InstancePort, settings: InstanceSettings, now: number, waitMs: number, ahead: number | null = null, deadlineMs?: number): Promise<V1Outcome> =>
+  notSentInTime(await viewOf(port, deadlineMs), settings, now, waitMs, ahead);
 
 /**
  * `gate`: the send was prepared with the last view seen of an instance on another node (legacy.ts `send`);
@@ -222,7 +229,7 @@ async function waitAndAnswer(
   const why = stopped
     ? ({ kind: 'not_sent', offline: true, error: STOPPING } as const)
     : (done ? done.state === 'expired' : !ceilings)
-      ? await whyNotSent(now(), settings, clock.now(), waitMs, ahead).catch((err: unknown) => {
+      ? await whyNotSent(now(), settings, clock.now(), waitMs, ahead, AFTER_WAIT_MS).catch((err: unknown) => {
         if (lostTheQueue(err)) return null;
         throw err;
       })
@@ -233,7 +240,7 @@ async function waitAndAnswer(
     // the caller gets the job's id and polls it: from now on the job goes out at its slot whatever happens here;
     // if the store cannot take that now, a later start expires the job and the caller's poll says so. No node
     // to ask at this moment (a hand-over): the mark is a column no owner's write depends on, cleared here
-    await now().ask({ type: 'queue.releaseCaller', jobId: job.id }, DEADLINES.queueStatus)
+    await now().ask({ type: 'queue.releaseCaller', jobId: job.id }, AFTER_WAIT_MS)
       .catch((err: unknown) => (lostTheQueue(err) ? releaseSyncCaller(deps.pool, job.instanceId, job.id) : Promise.reject(err)))
       .catch((err: unknown) => {
         deps.log?.warn({ err, jobId: job.id }, 'could not release the synchronous caller of a job');
