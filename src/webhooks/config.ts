@@ -93,6 +93,38 @@ export function maskWebhookUrl(url: string): string {
   return `${u.protocol}//${user}${u.host}${u.pathname}${query}${fragment}`;
 }
 
+/**
+ * Whether a URL given to PUT holds a part that reads as the mask (`***`, in any spelling the URL parser reads as
+ * that: `%2A%2A%2A` too) where maskWebhookUrl puts one: the password, a user name alone, a query value or a query
+ * parameter without a value, the fragment. Such a URL is one copied from a GET (a read, edit, write round trip);
+ * stored, every delivery would carry `***` where the credential was. Found from the outside: a check against the
+ * masked form of the stored URL was passed by another letter case, an explicit default port, an edited path or
+ * the mask percent-encoded.
+ */
+export function holdsMask(url: string): boolean {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return false;
+  }
+  const decoded = (part: string): string => {
+    try {
+      return decodeURIComponent(part);
+    } catch {
+      return part;
+    }
+  };
+  if (decoded(u.password) === URL_MASK || (!u.password && decoded(u.username) === URL_MASK)) return true;
+  if (u.hash && decoded(u.hash.slice(1)) === URL_MASK) return true;
+  if (!u.search) return false;
+  return u.search.slice(1).split('&').some((param) => {
+    const eq = param.indexOf('=');
+    const value = eq < 0 ? param : param.slice(eq + 1);
+    return decoded(value.replaceAll('+', ' ')) === URL_MASK;
+  });
+}
+
 interface WebhookRow {
   instance_id: string;
   url: string;

@@ -224,10 +224,26 @@ test('the URL is shown with its credentials masked (password, a user name alone,
   const put = await call('PUT', hook(id), { url: target.href, secret: SECRET, allowPrivate: true });
   assert.equal(put.json.data.url, `http://***@${target.host}${target.pathname}?token=***&v=***`);
   // a read, edit, write round trip that sends the URL back as shown is refused: stored, it would deliver `***`
-  const roundTrip = await call('PUT', hook(id), { url: put.json.data.url, secret: SECRET, allowPrivate: true, events: ['*'] });
-  assert.equal(roundTrip.status, 400, roundTrip.text);
-  assert.equal(roundTrip.json.code, 'VALIDATION_FAILED');
-  assert.equal(roundTrip.json.data.field, 'url');
+  const shownUrl = String(put.json.data.url);
+  const shownParsed = new URL(shownUrl);
+  // and in the spellings found from the outside to slip past a comparison with the masked string
+  for (const url of [
+    shownUrl,
+    shownUrl.replace(/^http:/, 'HTTP:'),
+    shownUrl.replace(shownParsed.pathname, `${shownParsed.pathname}2`),
+    shownUrl.replaceAll('***', '%2A%2A%2A'),
+    'http://***@127.0.0.1:80/ok',
+    'https://hooks.example.com/hook?token=***',
+    'https://user:***@hooks.example.com/hook',
+    'https://hooks.example.com/hook#***',
+  ]) {
+    const roundTrip = await call('PUT', hook(id), { url, secret: SECRET, allowPrivate: true, events: ['*'] });
+    assert.equal(roundTrip.status, 400, `${url}: ${roundTrip.text}`);
+    assert.equal(roundTrip.json.code, 'VALIDATION_FAILED');
+    assert.equal(roundTrip.json.data.field, 'url');
+  }
+  const { rows: kept } = await db.pool.query<{ url: string }>('SELECT url FROM webhooks WHERE instance_id = $1', [id]);
+  assert.equal(kept[0]?.url, target.href, 'the stored URL is untouched by the refused ones');
   const eventId = String((await call('POST', hook(id, '/test'), {})).json.data.eventId);
   await senders.get(id)!.idle();
   const got = received.find((x) => x.headers['x-event-id'] === eventId);

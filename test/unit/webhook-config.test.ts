@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { create, StructError } from 'superstruct';
-import { WebhookInput, maskWebhookUrl, toView } from '../../src/webhooks/config.js';
+import { WebhookInput, holdsMask, maskWebhookUrl, toView } from '../../src/webhooks/config.js';
 import { envelopeBody } from '../../src/webhooks/outbox.js';
 
 const valid = { url: 'https://hooks.example.com/x', secret: '0123456789abcdef' };
@@ -41,4 +41,24 @@ test('the view never carries the secret and masks a URL password and the query v
 test('envelope: v, eventId, then the v1 fields in their v1 order', () => {
   const body = envelopeBody('ev_1', 'test', 'i-1', 1767607200000, { message: 'hi' });
   assert.equal(body, '{"v":2,"eventId":"ev_1","event":"test","instanceId":"i-1","timestamp":1767607200000,"data":{"message":"hi"}}');
+});
+
+test('holdsMask: a URL with the mask where maskWebhookUrl puts one, in any spelling the parser reads as it; not elsewhere', () => {
+  for (const url of [
+    'https://***@hooks.example.com/ok',
+    'HTTPS://***@HOOKS.example.com:443/ok',
+    'https://ops:***@hooks.example.com/ok',
+    'https://hooks.example.com/h?token=***',
+    'https://hooks.example.com/h?token=%2A%2A%2A&v=2',
+    'https://hooks.example.com/h?***',
+    'https://hooks.example.com/h#***',
+    maskWebhookUrl('https://sk_live_abc@hooks.example.com/ok?token=abc#frag'),
+  ]) assert.equal(holdsMask(url), true, url);
+  for (const url of [
+    'https://hooks.example.com/***/x',
+    'https://hooks.example.com/h?token=****',
+    'https://hooks.example.com/h?token=a***',
+    'https://sk_live_abc@hooks.example.com/ok?token=abc',
+    'not a url',
+  ]) assert.equal(holdsMask(url), false, url);
 });

@@ -21,7 +21,7 @@ import { chars, parse, queryInteger } from '../validate.js';
 import { assertPublicUrl, checkUrlSyntax, type Resolver } from '../../media/ssrf.js';
 import type { Clock } from '../../clock.js';
 import type { Queryable } from '../../store/pool.js';
-import { deleteWebhook, getWebhook, maskWebhookUrl, putWebhook, toView, WebhookInput } from '../../webhooks/config.js';
+import { deleteWebhook, getWebhook, holdsMask, putWebhook, toView, WebhookInput } from '../../webhooks/config.js';
 import { decodeCursor, DELIVERY_STATES, listDeliveries, redeliver } from '../../webhooks/deliveries.js';
 import { EVENT_NAMES, maxAttemptsFor, NORMAL_ATTEMPTS } from '../../webhooks/events.js';
 import { enqueueEvent } from '../../webhooks/outbox.js';
@@ -58,11 +58,10 @@ export function createWebhookAdminRouter(deps: WebhookAdminDeps): Router {
   router.put('/admin/v1/instances/:id/webhook', takes({ body: true }), async (ctx) => {
     const id = await instanceId(ctx.params.id);
     const input = parse(ctx.request.body, WebhookInput);
-    // the URL as GET shows it, its credentials masked (a read, edit, write round trip): storing it would send
-    // every delivery with `***` for the token; the full URL is needed, as the secret is
-    const current = await getWebhook(deps.db, id);
-    if (current && input.url !== current.url && input.url === maskWebhookUrl(current.url)) {
-      throw validationFailed('url', 'url is the webhook URL as shown, with its credentials masked (***): send the full URL');
+    // a URL as GET shows it, its credentials masked (a read, edit, write round trip): storing it would send every
+    // delivery with `***` for the token; the full URL is needed, as the secret is
+    if (holdsMask(input.url)) {
+      throw validationFailed('url', 'url holds a part masked as GET shows it (***) where a credential goes: send the full URL');
     }
     const allowPrivate = input.allowPrivate === true || deps.allowPrivate;
     const url = allowPrivate
