@@ -76,13 +76,20 @@ export async function receiveUpload(
     if (!staged || staged.size === 0) throw validationFailed('file', 'file is required and must not be empty');
 
     // the part's own type and the `mimetype` field are read by the parser the send rules read a type with
-    // (src/media/mimetype.ts): one spelling is taken or refused alike everywhere, and stored in one form
-    let mimetype = normaliseMimetype(partType) ?? 'application/octet-stream';
+    // (src/media/mimetype.ts): one spelling is taken or refused alike everywhere, and stored in one form. The
+    // `mimetype` field decides when given; else the part's Content-Type, refused as the field is when it is not
+    // a media type (found from the outside: `x`, `/png` or `image/png;;` were stored as application/octet-stream,
+    // where docs/api.md says 400); a part without one is application/octet-stream
+    let mimetype: string;
     if (fields.mimetype !== undefined && fields.mimetype.trim() !== '') {
       const given = normaliseMimetype(fields.mimetype);
       if (!given) throw validationFailed('mimetype', 'mimetype must be a media type like image/png');
       mimetype = given;
-    }
+    } else if (partType !== null && partType.trim() !== '') {
+      const declared = normaliseMimetype(partType);
+      if (!declared) throw validationFailed('mimetype', "the file part's Content-Type must be a media type like image/png (or give the field mimetype)");
+      mimetype = declared;
+    } else mimetype = 'application/octet-stream';
     const filename = cleanFilename(fields.filename !== undefined && fields.filename.trim() !== '' ? fields.filename : partName);
     // what the request's guard checked before the body may have changed while it arrived (a key rotated)
     await deps.beforeCommit?.();

@@ -229,6 +229,21 @@ describe('POST /api/v2/media', () => {
     }
   });
 
+  test("a file part's own Content-Type is read the same way: stored in one spelling, or 400 on mimetype when it is not a media type (unless the field mimetype decides)", async () => {
+    // found from the outside: these were stored as application/octet-stream, where docs/api.md says 400
+    for (const type of ['x', '/png', 'image/', 'image/png;;']) {
+      const r = await upload(instA, [{ name: 'file', filename: 'a.bin', type, data: Buffer.from('x') }]);
+      assert.equal(r.status, 400, `${JSON.stringify(type)}: ${r.body.toString()}`);
+      assert.equal(json(r).code, 'VALIDATION_FAILED');
+      assert.equal(json(r).data.field, 'mimetype');
+    }
+    const spelled = await upload(instA, [{ name: 'file', filename: 'a.png', type: 'Image/PNG', data: Buffer.from('x') }]);
+    assert.equal(spelled.status, 201, spelled.body.toString());
+    assert.equal(json(await request('GET', `/api/v2/media/${json(spelled).data.mediaId}`, { instance: instA })).data.mimetype, 'image/png');
+    const decided = await upload(instA, [{ name: 'file', filename: 'a.png', type: 'x', data: Buffer.from('x') }, { name: 'mimetype', value: 'image/png' }]);
+    assert.equal(decided.status, 201, decided.body.toString());
+  });
+
   test('400 VALIDATION_FAILED: no file, an empty file, a bad mimetype, not multipart', async () => {
     for (const r of [
       await upload(instA, [{ name: 'filename', value: 'x.png' }]),
