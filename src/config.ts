@@ -42,17 +42,28 @@ const bool: Struct<boolean, null> = coerce(
   },
 );
 
-const text = (what: string) => define<string>('string', (v) => (typeof v === 'string' && v.trim().length > 0) || `must be ${what}`);
+/**
+ * Text, paths and URLs refuse blanks around them too (found from the outside: DATA_DIR=" /srv/mgw" made a
+ * directory named by a blank under the working directory, and a DATABASE_URL with a trailing blank failed the start
+ * on a database "mgw " that nobody named).
+ */
+const unblanked = (v: unknown, what: string, rule: (v: string) => boolean): true | string => {
+  if (typeof v !== 'string') return `must be ${what}`;
+  if (blanked(v) && v.trim().length > 0) return `must be ${what}${WITHOUT_BLANKS}`;
+  return rule(v) || `must be ${what}`;
+};
 
-/** A filesystem path, made absolute against the working directory. */
+const text = (what: string) => define<string>('string', (v) => unblanked(v, what, (s) => s.trim().length > 0));
+
+/** A filesystem path, made absolute against the working directory (a blanked one is left for `text` to refuse). */
 const fsPath = (what: string): Struct<string, null> =>
-  coerce(text(what), string(), (v) => (v.trim().length > 0 ? path.resolve(v) : v));
+  coerce(text(what), string(), (v) => (v.trim().length > 0 && !blanked(v) ? path.resolve(v) : v));
 
 const logLevel = define<LogLevel>('enums', (v) => (LOG_LEVELS as readonly unknown[]).includes(v) || `must be one of ${LOG_LEVELS.join(', ')}`);
 
 const sandbox = define<string>('sandbox', (v) => {
   if (v === 'embedded' || v === 'off') return true;
-  return (typeof v === 'string' && isHttpUrl(v)) || 'must be embedded, off, or the http(s) URL of a `mgw sandbox` process';
+  return unblanked(v, 'embedded, off, or the http(s) URL of a `mgw sandbox` process', isHttpUrl);
 });
 
 const WEBJS_AUTH_MODES = ['local', 'postgres'] as const;
@@ -74,6 +85,7 @@ const chromeSwitches: Struct<string[], null> = coerce(
 
 const databaseUrl = define<string>('postgres URL', (v) => {
   if (typeof v !== 'string') return 'must be a postgres:// or postgresql:// URL';
+  if (blanked(v)) return `must be a postgres:// or postgresql:// URL${WITHOUT_BLANKS}`;
   try {
     const u = new URL(v);
     if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:') return 'must be a postgres:// or postgresql:// URL';
@@ -84,7 +96,7 @@ const databaseUrl = define<string>('postgres URL', (v) => {
 });
 
 const nodeId = define<string>('node id', (v) => (typeof v === 'string' && /^[A-Za-z0-9._:-]{1,64}$/.test(v)) || 'must be 1 to 64 characters of A-Z a-z 0-9 . _ : -');
-const httpUrl = define<string>('url', (v) => (typeof v === 'string' && isHttpUrl(v)) || 'must be the http(s) URL of this node as the other nodes reach it');
+const httpUrl = define<string>('url', (v) => unblanked(v, 'the http(s) URL of this node as the other nodes reach it', isHttpUrl));
 
 /**
  * A token sent as `Authorization: Bearer <token>` (the admin token, the cluster secret, the metrics token): long

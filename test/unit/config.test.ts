@@ -113,6 +113,30 @@ test('a number or a boolean with blanks around it is refused, whichever variable
   assert.throws(() => loadConfig({ DEMO_INSTANCE: 'yes ' }), { message: 'invalid configuration: DEMO_INSTANCE must be true or false (also 1/0, yes/no, on/off), without blanks around it' });
 });
 
+test('paths, URLs and host names with blanks around them are refused too, the variable named (found from the outside: DATA_DIR=" /x" made a directory named by a blank)', () => {
+  for (const [variable, value] of [
+    ['DATA_DIR', ' /srv/mgw'],
+    ['DATA_DIR', '/srv/mgw '],
+    ['CHROME_PATH', '/usr/bin/chromium '],
+    ['DATABASE_URL', 'postgres://u@db:5432/mgw '],
+    ['DATABASE_URL', ' postgres://u@db:5432/mgw'],
+    ['HOST', ' 10.1.2.3'],
+    ['NODE_URL', 'http://10.0.0.5:3000 '],
+    ['SANDBOX', ' http://127.0.0.1:4000'],
+  ] as const) {
+    assert.throws(() => loadConfig({ [variable]: value }), (err: unknown) => {
+      assert.ok(err instanceof ConfigError, `${variable}=${JSON.stringify(value)}`);
+      assert.equal(err.variable, variable);
+      assert.match(err.message, new RegExp(`^invalid configuration: ${variable} must be .*, without blanks around it$`), JSON.stringify(value));
+      assert.ok(!err.message.includes(value.trim()), 'the value is not echoed');
+      return true;
+    });
+  }
+  // the same without the blanks are taken
+  assert.equal(loadConfig({ DATA_DIR: '/srv/mgw' }).DATA_DIR, '/srv/mgw');
+  assert.equal(loadConfig({ DATABASE_URL: 'postgres://u@db:5432/mgw' }).DATABASE_URL, 'postgres://u@db:5432/mgw');
+});
+
 test('a bad value of any variable: the variable, what it accepts, never the value', () => {
   for (const [variable, value, message] of BAD) {
     assert.throws(() => loadConfig({ [variable]: value }), (err: unknown) => {
