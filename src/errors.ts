@@ -4,6 +4,14 @@
  * contract's error table plus this gateway's own codes); the one translation to responses is
  * src/http/translate.ts (the v2 envelope `{success:false, error, code, data}` and v1's frozen shapes).
  */
+/**
+ * The codes of a driver's DriverError (src/drivers/contract.ts), as a list a process can read: the sandbox's
+ * transport checks a code it receives against it, and the log shows these codes (src/log.ts), where other `code`
+ * fields are redacted as possible secrets. Kept here, below both, so that neither imports upwards.
+ */
+export const DRIVER_ERROR_CODES = ['NOT_REGISTERED', 'INVALID_INPUT', 'NOT_FOUND', 'NOT_A_GROUP', 'NOT_CONNECTED', 'CALL_FAILED', 'TIMEOUT', 'SESSION_CLOSED'] as const;
+export type DriverErrorCode = (typeof DRIVER_ERROR_CODES)[number];
+
 export type ErrorCode =
   | 'VALIDATION_FAILED'
   | 'IDEMPOTENCY_KEY_CONFLICT'

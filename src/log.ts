@@ -10,8 +10,7 @@ import dns from 'node:dns';
 import os from 'node:os';
 import { Writable } from 'node:stream';
 import { getSystemErrorMap } from 'node:util';
-import { ERROR_STATUS } from './errors.js';
-import { DRIVER_ERROR_CODES } from './drivers/contract.js';
+import { DRIVER_ERROR_CODES, ERROR_STATUS } from './errors.js';
 
 export type Logger = bunyan;
 

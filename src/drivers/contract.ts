@@ -12,6 +12,8 @@
  * Message timestamps here are unix SECONDS, as whatsapp-web.js has them; the HTTP layer converts to ms.
  */
 
+import type { DriverErrorCode } from '../errors.js';
+export { DRIVER_ERROR_CODES, type DriverErrorCode } from '../errors.js';
 import type { WAState, MessageAck, MessageType, MessageMedia, Location, Poll, SendContent, SendOptions, WireMessage, SendResult, WireChat, GroupParticipant, WireGroup, WireContact, WireReaction, WirePollVote, WireGroupNotification, WireCall, BatteryInfo, ClientInfo, BrowserHealth, CreateGroupResult } from './wire-types.js';
 export { ACK_NAMES } from './wire-types.js';
 export type { WAState, MessageAck, MessageType, MessageMedia, Location, Poll, SendContent, SendOptions, WireMessage, SendResult, WireChat, GroupParticipant, WireGroup, WireContact, WireReaction, WirePollVote, WireGroupNotification, WireCall, BatteryInfo, ClientInfo, BrowserHealth, CreateGroupResult } from './wire-types.js';
@@ -56,13 +58,6 @@ export interface DriverEvents {
 
 export type DriverEventName = keyof DriverEvents;
 export type DriverListener<E extends DriverEventName> = (...args: DriverEvents[E]) => void;
-
-/**
- * The codes of a DriverError, as a list a process can read (the sandbox's transport checks a code it receives
- * against it; the log shows these codes, src/log.ts, where other `code` fields are redacted as possible secrets).
- */
-export const DRIVER_ERROR_CODES = ['NOT_REGISTERED', 'INVALID_INPUT', 'NOT_FOUND', 'NOT_A_GROUP', 'NOT_CONNECTED', 'CALL_FAILED', 'TIMEOUT', 'SESSION_CLOSED'] as const;
-export type DriverErrorCode = (typeof DRIVER_ERROR_CODES)[number];
 
 /**
  * A failure the network reported. `provablyNotSent` is true only when the network certainly did not take
