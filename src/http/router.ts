@@ -10,6 +10,7 @@ import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { DomainError, validationFailed } from '../errors.js';
 import { entriesFieldOf } from './body.js';
+import { percentDecoded } from '../percent.js';
 
 /** Who may call a family's routes: nobody needs a credential, an instance API key, or the admin token. */
 export type AuthKind = 'none' | 'instance' | 'admin' | 'cluster';
@@ -233,14 +234,7 @@ function mayMatch(prefixes: readonly string[], path: string): boolean {
 }
 
 /** Whether percent-decoding `text` fails: a `%` without two hex digits, or escapes that spell no UTF-8. */
-function malformedEscape(text: string): boolean {
-  try {
-    decodeURIComponent(text);
-    return false;
-  } catch {
-    return true;
-  }
-}
+const malformedEscape = (text: string): boolean => percentDecoded(text) === null;
 
 /**
  * A path with a malformed percent escape (`%ZZ`, `%E0%A4%A`) is bad input: 400 VALIDATION_FAILED before any family

@@ -30,6 +30,7 @@ import {
 } from './agent.js';
 import { readCapped, type ByteSource } from './capped.js';
 import { mimeEssence } from './mimetype.js';
+import { percentDecoded } from '../percent.js';
 
 export { createSafeAgent, createCheckedLookup, setNetworkDefaults, systemResolver } from './agent.js';
 export type { AddressPolicy, Resolver, ResolvedAddress, SafeAgent, SafeAgentOptions } from './agent.js';
@@ -54,15 +55,6 @@ const nonPublic = (field: string, c: AddressClass | null, redirected = false) =>
 
 const LOCAL_NAMES = /^(localhost|localhost\.localdomain|ip6-localhost|ip6-loopback)$|\.localhost$/;
 
-/** Whether `s` (a URL's user name or password) decodes: no `%` without two hex digits after it. */
-function percentDecodable(s: string): boolean {
-  try {
-    decodeURIComponent(s);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /**
  * What can be judged without DNS: parseable, http(s), has a host, and an IP-literal host is public. WHATWG
@@ -80,7 +72,7 @@ export function checkUrlSyntax(raw: string, opts: UrlCheckOptions = {}): URL {
     throw urlRefused(field, 'must use http or https', { reason: 'scheme' });
   }
   // credentials go out decoded (Basic authorization): a `%` not followed by two hex digits could never be sent
-  if (!percentDecodable(url.username) || !percentDecodable(url.password)) {
+  if (percentDecoded(url.username) === null || percentDecoded(url.password) === null) {
     throw urlRefused(field, 'has a user name or password that is not valid percent-encoding (write % as %25)', { reason: 'invalid_url' });
   }
   // `localhost..` is `localhost` to many resolvers: every trailing dot goes, an empty label inside is refused
