@@ -13,6 +13,7 @@ import { array, boolean, define, object, optional, refine, size, type Infer } fr
 import type { Queryable } from '../store/pool.js';
 import { chars } from '../characters.js';
 import { registerSecret } from '../log.js';
+import { percentDecoded } from '../percent.js';
 import { DEFAULT_SUBSCRIPTION, isEventName, type Subscription } from './events.js';
 
 export const SECRET_MIN_LENGTH = 16;
@@ -65,64 +66,73 @@ export function toView(c: WebhookConfig): WebhookView {
 /** What stands for a masked part of a webhook URL. */
 const URL_MASK = '***';
 
-/** One query parameter shown: `token=abc` is `token=***`; one without `=` (`?abc`) may be the token itself, `***`. */
-function maskParam(param: string): string {
-  const eq = param.indexOf('=');
-  return param === '' ? '' : eq < 0 ? URL_MASK : `${param.slice(0, eq)}=${URL_MASK}`;
+/**
+ * The places of a webhook URL that may carry a credential, each as written (not decoded): the password, or the user
+ * name when there is none (`https://sk_live_…@host/`, a token); each query parameter's value, or the whole parameter
+ * when it has no `=` (`?abc`: it may be the token itself); the fragment. maskWebhookUrl shows each as URL_MASK, and
+ * holdsMask looks for URL_MASK in them: one list, so that what is masked and what is refused cannot drift apart.
+ */
+interface CredentialPlaces {
+  /** `name` the user name kept beside a password, null for a user name alone; `secret` what is masked */
+  userinfo: { name: string | null; secret: string } | null;
+  params: { name: string | null; value: string }[];
+  fragment: string | null;
+}
+
+function credentialPlaces(u: URL): CredentialPlaces {
+  const userinfo = u.password ? { name: u.username, secret: u.password } : u.username ? { name: null, secret: u.username } : null;
+  const params = u.search
+    ? u.search.slice(1).split('&').map((param) => {
+        const eq = param.indexOf('=');
+        return eq < 0 ? { name: null, value: param } : { name: param.slice(0, eq), value: param.slice(eq + 1) };
+      })
+    : [];
+  return { userinfo, params, fragment: u.hash ? u.hash.slice(1) : null };
+}
+
+/** The URL as the parser reads it, null when it reads none. */
+function parsedUrl(url: string): URL | null {
+  try {
+    return new URL(url);
+  } catch {
+    return null;
+  }
 }
 
 /**
  * A webhook URL as it is shown (the operator API, and through it the console and the CLI), never as it is stored
  * or delivered to: a receiver's URL often carries its credential, as a password (`https://user:pw@host/`), as a
  * user name alone (`https://sk_live_…@host/`, a token) or in the query string (`?token=…`). The scheme, host, port
- * and path are kept, which is how an operator recognises the receiver; the password, a user name without a
- * password, the value of every query parameter (its name kept: `?token=***&v=***`), a query parameter without a
- * value (it may be the token itself) and the fragment are shown as `***`. A URL that cannot be parsed (none is
- * stored: PUT keeps the parser's reading) is not shown at all.
+ * and path are kept, which is how an operator recognises the receiver; every place of `credentialPlaces` is shown
+ * as `***` (a query parameter's name kept: `?token=***&v=***`). A URL that cannot be parsed (none is stored: PUT
+ * keeps the parser's reading) is not shown at all.
  */
 export function maskWebhookUrl(url: string): string {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    return URL_MASK;
-  }
-  const user = u.password ? `${u.username}:${URL_MASK}@` : u.username ? `${URL_MASK}@` : '';
-  const query = u.search ? `?${u.search.slice(1).split('&').map(maskParam).join('&')}` : '';
-  const fragment = u.hash ? `#${URL_MASK}` : '';
-  return `${u.protocol}//${user}${u.host}${u.pathname}${query}${fragment}`;
+  const u = parsedUrl(url);
+  if (!u) return URL_MASK;
+  const { userinfo, params, fragment } = credentialPlaces(u);
+  const user = userinfo === null ? '' : userinfo.name === null ? `${URL_MASK}@` : `${userinfo.name}:${URL_MASK}@`;
+  // an empty parameter (`?a=1&&b=2`) carries nothing and stays empty
+  const query = u.search ? `?${params.map((p) => (p.name !== null ? `${p.name}=${URL_MASK}` : p.value === '' ? '' : URL_MASK)).join('&')}` : '';
+  const hash = fragment !== null ? `#${URL_MASK}` : '';
+  return `${u.protocol}//${user}${u.host}${u.pathname}${query}${hash}`;
 }
 
 /**
  * Whether a URL given to PUT holds a part that reads as the mask (`***`, in any spelling the URL parser reads as
- * that: `%2A%2A%2A` too) where maskWebhookUrl puts one: the password, a user name alone, a query value or a query
- * parameter without a value, the fragment. Such a URL is one copied from a GET (a read, edit, write round trip);
- * stored, every delivery would carry `***` where the credential was. Found from the outside: a check against the
- * masked form of the stored URL was passed by another letter case, an explicit default port, an edited path or
- * the mask percent-encoded.
+ * that: `%2A%2A%2A` too) in one of the places maskWebhookUrl masks (`credentialPlaces`). Such a URL is one copied
+ * from a GET (a read, edit, write round trip); stored, every delivery would carry `***` where the credential was.
+ * Found from the outside: a check against the masked form of the stored URL was passed by another letter case,
+ * an explicit default port, an edited path or the mask percent-encoded.
  */
 export function holdsMask(url: string): boolean {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    return false;
-  }
-  const decoded = (part: string): string => {
-    try {
-      return decodeURIComponent(part);
-    } catch {
-      return part;
-    }
-  };
-  if (decoded(u.password) === URL_MASK || (!u.password && decoded(u.username) === URL_MASK)) return true;
-  if (u.hash && decoded(u.hash.slice(1)) === URL_MASK) return true;
-  if (!u.search) return false;
-  return u.search.slice(1).split('&').some((param) => {
-    const eq = param.indexOf('=');
-    const value = eq < 0 ? param : param.slice(eq + 1);
-    return decoded(value.replaceAll('+', ' ')) === URL_MASK;
-  });
+  const u = parsedUrl(url);
+  if (!u) return false;
+  const { userinfo, params, fragment } = credentialPlaces(u);
+  const isMask = (part: string) => (percentDecoded(part) ?? part) === URL_MASK;
+  if (userinfo !== null && isMask(userinfo.secret)) return true;
+  if (fragment !== null && isMask(fragment)) return true;
+  return params.some((p) => isMask(p.value.replaceAll('+', ' ')));
 }
 
 interface WebhookRow {
