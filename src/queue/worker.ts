@@ -94,17 +94,16 @@ export class QueueWorker {
   whenLoaded(): Promise<void> {
     const { core } = this;
     if (core.started) return Promise.resolve();
-    const notLoaded = () => new DomainError('INSTANCE_UNREACHABLE', "the instance's queue has not read its jobs yet (its start failed; it is tried again): retry shortly");
+    const notLoaded = () =>
+      new DomainError('INSTANCE_UNREACHABLE', core.stopped
+        ? 'the instance queue stopped before it read its jobs'
+        : "the instance's queue has not read its jobs yet (its start failed; it is tried again): retry shortly");
     const attempt = this.starting;
-    if (core.stopped || !attempt) return Promise.reject(core.stopped ? new DomainError('INSTANCE_UNREACHABLE', 'the instance queue stopped before it read its jobs') : notLoaded());
-    return attempt.then(
-      () => {
-        if (!core.started) throw core.stopped ? new DomainError('INSTANCE_UNREACHABLE', 'the instance queue stopped before it read its jobs') : notLoaded();
-      },
-      () => {
-        throw notLoaded();
-      },
-    );
+    if (core.stopped || !attempt) return Promise.reject(notLoaded());
+    // loaded once the start on its way is over, whether it succeeded (started) or failed (not)
+    return attempt.catch(() => undefined).then(() => {
+      if (!core.started) throw notLoaded();
+    });
   }
 
   /**
