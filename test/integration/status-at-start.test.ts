@@ -90,14 +90,29 @@ async function gatewayOver(clock: ReturnType<typeof simulatedClock>): Promise<Ga
   });
 }
 
-test('while the start read is held, status and the queue summary wait for it and answer the jobs it read', NEEDS_SERVER, async () => {
+/**
+ * A gateway started over an instance named `name` with WAITING jobs while `jobs` is held (holdJobs), on a clock of
+ * its own; `run` gets them, and the lock and the gateway are let go whatever it does.
+ */
+async function overHeldStart(
+  name: string,
+  run: (w: { g: Gateway; apiKey: string; clock: ReturnType<typeof simulatedClock>; lock: { release(): Promise<void> } }) => Promise<void>,
+): Promise<void> {
   const clock = simulatedClock();
-  const { apiKey } = await seeded('held-start', clock.now());
+  const { apiKey } = await seeded(name, clock.now());
   const lock = await holdJobs();
   let gw: Gateway | null = null;
   try {
     gw = await gatewayOver(clock);
-    const g = gw;
+    await run({ g: gw, apiKey, clock, lock });
+  } finally {
+    await lock.release();
+    await gw?.stop();
+  }
+}
+
+test('while the start read is held, status and the queue summary wait for it and answer the jobs it read', NEEDS_SERVER, async () => {
+  await overHeldStart('held-start', async ({ g, apiKey, lock }) => {
     const idle = waitingAsks(g);
     const status = get(g, apiKey, '/api/status');
     const queue = get(g, apiKey, '/api/v2/queue');
@@ -120,20 +135,11 @@ test('while the start read is held, status and the queue summary wait for it and
     const again = await get(g, apiKey, '/api/status');
     assert.equal(again.status, 200, again.text);
     assert.equal(waitingAsks(g), idle);
-  } finally {
-    await lock.release();
-    await gw?.stop();
-  }
+  });
 });
 
 test('a start read held past the route deadline is 504 INSTANCE_TIMEOUT, never an empty queue', NEEDS_SERVER, async () => {
-  const clock = simulatedClock();
-  const { apiKey } = await seeded('held-past-deadline', clock.now());
-  const lock = await holdJobs();
-  let gw: Gateway | null = null;
-  try {
-    gw = await gatewayOver(clock);
-    const g = gw;
+  await overHeldStart('held-past-deadline', async ({ g, apiKey, clock }) => {
     const idle = waitingAsks(g);
     const status = get(g, apiKey, '/api/status');
     let early: unknown = null;
@@ -143,20 +149,11 @@ test('a start read held past the route deadline is 504 INSTANCE_TIMEOUT, never a
     const s = await status;
     assert.equal(s.status, 504, s.text);
     assert.equal((JSON.parse(s.text) as { code?: string }).code, 'INSTANCE_TIMEOUT', s.text);
-  } finally {
-    await lock.release();
-    await gw?.stop();
-  }
+  });
 });
 
 test('a start read that failed (held past the store deadline) is 502 INSTANCE_UNREACHABLE at once until the retry reads it, not a wait of the whole deadline', NEEDS_SERVER, async () => {
-  const clock = simulatedClock();
-  const { apiKey } = await seeded('failed-start', clock.now());
-  const lock = await holdJobs();
-  let gw: Gateway | null = null;
-  try {
-    gw = await gatewayOver(clock);
-    const g = gw;
+  await overHeldStart('failed-start', async ({ g, apiKey, clock, lock }) => {
     // the summary asked while the start read is on its way waits for it; that read fails at the store's statement
     // deadline (real time), and the waiting summary is answered then, as every later one is, until the retry
     const first = await get(g, apiKey, '/api/status');
@@ -172,8 +169,5 @@ test('a start read that failed (held past the store deadline) is 502 INSTANCE_UN
       return r.status === 200 ? r : null;
     }, 'the retried start read');
     assert.equal((JSON.parse(s.text) as { data: { queue: { pending: number } } }).data.queue.pending, WAITING, s.text);
-  } finally {
-    await lock.release();
-    await gw?.stop();
-  }
+  });
 });
