@@ -10,6 +10,7 @@ import { findInstanceIdsByKeyHashes } from '../store/instances.js';
 import type { Queryable } from '../store/pool.js';
 import type { Clock } from '../clock.js';
 import { isConnectionError } from '../store/health.js';
+import { headerCount } from './headers.js';
 
 /** Lookup statements of unknown keys running at once, and keys in one. */
 const LOOKUP_STATEMENTS = 2;
@@ -30,27 +31,12 @@ const API_KEY = /^wapi_[A-Za-z0-9-]{1,40}_[A-Za-z0-9_-]{16,}$/;
 export function bearerToken(ctx: Context, expected = 'API_KEY'): string {
   const header = ctx.get('authorization');
   const m = BEARER.exec(header.trim());
-  if (!m?.[1] || repeatedAuthorization(ctx.req.rawHeaders)) {
+  // more than one Authorization header is malformed, whichever of its keys is valid: Node answers for the first,
+  // where a proxy in front that reads the last one saw other credentials
+  if (!m?.[1] || headerCount(ctx.req.rawHeaders, 'authorization') > 1) {
     throw new DomainError('UNAUTHORIZED', `Authorization: Bearer <${expected}> header missing or malformed`);
   }
   return m[1];
-}
-
-/**
- * More than one Authorization header. Node keeps the first and drops the others, so a request with two was
- * answered for the first, where a proxy in front that reads the last one saw other credentials: such a request
- * is malformed, and refused whichever of its keys is valid.
- */
-function repeatedAuthorization(raw: readonly string[]): boolean {
-  let seen = false;
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i] as string;
-    if (name.length === 13 && name.toLowerCase() === 'authorization') {
-      if (seen) return true;
-      seen = true;
-    }
-  }
-  return false;
 }
 
 /**

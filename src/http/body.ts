@@ -12,6 +12,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Context, Middleware, Next } from 'koa';
 import { DomainError, payloadTooLarge } from '../errors.js';
 import { closeUnreadRequest, continueBody, otherTransferCoding } from '../media/linger.js';
+import { headerCount } from './headers.js';
 
 /** Deeper than any request of the API (options.groupMentions.0.x is 4); far below any stack limit. */
 export const MAX_JSON_DEPTH = 32;
@@ -353,22 +354,12 @@ export function refuseMalformedTarget(ctx: Context, next: Next): Promise<void> {
   // RFC 9112 3.2: more than one Host, or one that is no host[:port], is a 400 (Node keeps the first of several)
   const host = ctx.req.headers.host;
   if (host !== undefined) {
-    if (hostHeaders(ctx.req.rawHeaders) > 1) throw bad('host', 'a request must carry one Host header');
+    if (headerCount(ctx.req.rawHeaders, 'host') > 1) throw bad('host', 'a request must carry one Host header');
     if (!validHost(host)) throw bad('host', 'the Host header must be a host name or address, with a port from 0 to 65535 if any');
   }
   if (/%00/i.test(ctx.path)) throw bad('path', 'the path must not contain NUL characters');
   if (/%00/i.test(ctx.querystring)) throw bad('query', 'the query must not contain NUL characters');
   return next();
-}
-
-/** How many Host headers the request carried (its raw headers: names and values in turn; every request has few). */
-function hostHeaders(raw: readonly string[]): number {
-  let n = 0;
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i] as string;
-    if (name.length === 4 && name.toLowerCase() === 'host') n++;
-  }
-  return n;
 }
 
 /** `host[:port]` as RFC 9110 4.2.3 writes it: a name or IPv4 address, or an IPv6 literal in brackets; a port of 0-65535. */
