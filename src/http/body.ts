@@ -290,6 +290,13 @@ export function parseJsonText(text: string, entries?: string): object {
 }
 
 /**
+ * The two spellings of a JSON body's Content-Type that nearly every client sends, which `ctx.is` accepts: told
+ * apart by comparing the header, not by type-is's parse of it (1.4 % of the event loop's time accepting messages).
+ * Any other spelling is left to `ctx.is`.
+ */
+const isPlainJson = (contentType: string | undefined): boolean => contentType === 'application/json' || contentType === 'application/json; charset=utf-8';
+
+/**
  * Parses a JSON body into `ctx.request.body` (`{}` when there is none). `entriesAt`: the field of the
  * request's route whose entries it takes one by one (declared with the route by `entriesApart`), if any.
  */
@@ -303,7 +310,7 @@ export function jsonBody(opts: { limitBytes: number; entriesAt?: (ctx: Context) 
       ctx.request.body = {};
       return next();
     }
-    if (!ctx.is('application/json', '+json')) {
+    if (!isPlainJson(ctx.req.headers['content-type']) && !ctx.is('application/json', '+json')) {
       throw unsupported('send the body as JSON with Content-Type: application/json');
     }
     if (otherTransferCoding(ctx.req.headers['transfer-encoding'])) throw unsupported('Transfer-Encoding must be chunked alone (compress with Content-Encoding instead)');
