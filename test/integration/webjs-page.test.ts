@@ -96,6 +96,13 @@ function pageScript(tag: string): string {
   await new Promise((res) => { const tx = db.transaction('s', 'readwrite'); tx.objectStore('s').put('kept', 'link'); tx.oncomplete = res; });
   const ls = localStorage.getItem('link');
   localStorage.setItem('link', 'kept');
+  // the font's and the video's requests settled (loaded, refused or blocked) before the report, so that what
+  // reached the server is all there will be: its request comes before the answer the page waits for
+  await document.fonts.load('1em Stand').catch(() => undefined);
+  const video = document.querySelector('video');
+  if (!video.error && video.readyState === 0) {
+    await new Promise((r) => { for (const e of ['error', 'loadedmetadata', 'loadeddata']) video.addEventListener(e, r, { once: true }); });
+  }
   const report = {
     stored: { idb, ls },
     imgLoaded: img.naturalWidth > 0,
@@ -162,8 +169,6 @@ async function runPage(tag: string, opts: { blockResources?: WebjsBlockable[]; c
   void driver.initialize().catch(() => undefined);
   try {
     const report = await reported;
-    // the video's and the font's requests may still be on their way when the page reports: give them a moment
-    await new Promise((r) => setTimeout(r, 500));
     return { driver, report, hits: hits.get(tag) ?? [] };
   } catch (err) {
     await driver.destroy();
