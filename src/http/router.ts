@@ -295,10 +295,21 @@ function dispatchOf(pathLayers: LayerLike[], layers: LayerLike[], path: string):
  * All families in their order, as one link of the chain: each family behind its guard (`guarded`), a request
  * passed from one to the next when none of its routes answers. A family is tried only for a path that starts
  * with one of its literal route prefixes; every other path cannot match its routes, so it goes on at once,
- * without the family's router (a request crosses many families before its own).
+ * without the family's router (a request crosses many families before its own). For the path of a route without
+ * parameters (every send route, the queue, the status) the families it may match are listed once, when the app
+ * is built: the request goes to them without testing every family's prefixes (a dozen families precede the sends).
  */
 export function routeFamilies(families: readonly RouteFamily[], jsonBody: JsonBodyReader): Middleware {
-  const chain: FamilyLink[] = families.map((f) => ({ dispatch: guarded(f, jsonBody), prefixes: literalPrefixes(f.router) }));
+  const links: FamilyLink[] = families.map((f) => ({ dispatch: guarded(f, jsonBody), prefixes: literalPrefixes(f.router) }));
+  const candidates = new Map<string, readonly number[]>();
+  for (const f of families) {
+    for (const layer of layersOf(f.router)) {
+      const path = layer.path;
+      if (layer.methods.length === 0 || typeof path !== 'string' || layer.paramNames.length > 0 || candidates.has(path)) continue;
+      candidates.set(path, links.flatMap((link, i) => (mayMatch(link.prefixes, path) ? [i] : [])));
+    }
+  }
+  const chain: FamilyChain = { links, candidates };
   return function familyRoutes(ctx, next) {
     return fromLink(chain, 0, ctx, next);
   };
@@ -309,16 +320,28 @@ interface FamilyLink {
   prefixes: string[];
 }
 
+interface FamilyChain {
+  links: readonly FamilyLink[];
+  /** for the path of a route without parameters: the families whose prefixes it starts with, in order */
+  candidates: ReadonlyMap<string, readonly number[]>;
+}
+
 /**
  * The request passed to the first family from `i` on whose prefixes its path may match, the next one after it
  * when that family's routes do not answer. A module function and an anonymous continuation: tsx (keepNames)
  * names every closure bound to a name as it is made (`const from = …`), and `bind` names the function it makes;
  * both showed in profiles of acceptance (2 % of the busy thread).
  */
-function fromLink(chain: readonly FamilyLink[], i: number, ctx: Parameters<Middleware>[0], next: () => Promise<unknown>): Promise<unknown> {
+function fromLink(chain: FamilyChain, i: number, ctx: Parameters<Middleware>[0], next: () => Promise<unknown>): Promise<unknown> {
   const path = ctx.path;
-  for (; i < chain.length; i++) {
-    const link = chain[i] as FamilyLink;
+  const { links } = chain;
+  const listed = chain.candidates.get(path);
+  if (listed !== undefined) {
+    for (const j of listed) if (j >= i) return (links[j] as FamilyLink).dispatch(ctx, () => fromLink(chain, j + 1, ctx, next)) as Promise<unknown>;
+    return next();
+  }
+  for (; i < links.length; i++) {
+    const link = links[i] as FamilyLink;
     if (mayMatch(link.prefixes, path)) return link.dispatch(ctx, () => fromLink(chain, i + 1, ctx, next)) as Promise<unknown>;
   }
   return next();

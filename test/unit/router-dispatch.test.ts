@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Middleware } from 'koa';
 import type Router from '@koa/router';
-import { createRouter, dispatcher } from '../../src/http/router.js';
+import { createRouter, dispatcher, routeFamilies, type RouteFamily } from '../../src/http/router.js';
 
 /** What a run left: the links in order (with the params each saw), whether it went on, and the routing fields. */
 interface Trace {
@@ -98,4 +98,39 @@ test('dispatcher: ids and unknown paths are never kept', async () => {
     await run(ours, 'GET', `/api/v2/files/${i}/x`);
   }
   assert.equal(kept.size, 0);
+});
+
+test('families: a request reaches every family with a route for it, in order, listed or not', async () => {
+  // families whose routes overlap as the gateway's do: the queue's job routes pass a network id on to the reads
+  const make = (prefix: string, routes: [string, string][]): Router => {
+    const r = createRouter(prefix);
+    for (const [method, path] of routes) r[method as 'get'](path, (ctx, next) => next());
+    return r;
+  };
+  const routers: [string, Router][] = [
+    ['health', make('', [['get', '/health']])],
+    ['queue', make('/api/v2', [['get', '/queue'], ['get', '/messages/:id'], ['delete', '/messages/:id'], ['get', '/messages']])],
+    ['send', make('/api/v2', [['post', '/send-message'], ['post', '/messages/:msgId/forward']])],
+    ['reads', make('', [['get', '/api/v2/messages/:id'], ['get', '/api/v2/chats/:chatId/messages'], ['get', '/api/v2/queue']])],
+    ['any', make('', [['get', '/{*rest}']])],
+  ];
+  const families: RouteFamily[] = routers.map(([name, router]) => ({
+    name,
+    auth: 'none',
+    guard: null,
+    router,
+    afterBody: (ctx, next) => ((ctx.state.families as string[]).push(name), next()),
+  }));
+  const walk = routeFamilies(families, () => (_ctx, next) => next());
+  const paths = ['/health', '/api/v2/queue', '/api/v2/messages', '/api/v2/messages/wq_1', '/api/v2/send-message', '/api/v2/messages/x/forward', '/api/v2/chats/c/messages', '/nothing', '/api/v2/queue/'];
+  for (const path of paths) {
+    for (const method of ['GET', 'POST', 'DELETE']) {
+      const ctx = { method, path, state: { families: [] as string[] }, request: {} };
+      await walk(ctx as never, async () => undefined);
+      const expected = routers
+        .filter(([, router]) => (router.stack as unknown as { methods: string[]; match(p: string): boolean }[]).some((l) => l.methods.includes(method) && l.match(path)))
+        .map(([name]) => name);
+      assert.deepEqual(ctx.state.families, expected, `${method} ${path}`);
+    }
+  }
 });
