@@ -1,7 +1,7 @@
 /**
- * The Koa application: request log → error boundary → target checks (Host, no NUL in path or query, no malformed
- * percent escape in the path) → route families (each: guard → JSON body ≤ 10 MB → route)
- * → 404/405 for what no route answered. Families are built by the composition root (src/gateway.ts).
+ * The Koa application: request log → error boundary → target checks (Host, no NUL in the path, no NUL or malformed
+ * percent escape in the query, no malformed percent escape in the path) → route families (each: guard → JSON body
+ * ≤ 10 MB → route) → 404/405 for what no route answered. Families are built by the composition root (src/gateway.ts).
  */
 import Koa from 'koa';
 import type Router from '@koa/router';

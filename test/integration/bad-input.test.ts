@@ -126,6 +126,87 @@ test('a path with a malformed percent escape is 400 naming its path parameter, o
   assert.match(logLines.slice(before).join(''), /wapi_\[redacted\]%ZZ/);
 });
 
+test('a query with a malformed percent escape is 400 naming its parameter, on every route family and before a credential; nothing of it is echoed', async () => {
+  // found from the outside: a malformed escape was read as written (`%ZZ`), or as U+FFFD for bytes that are no
+  // UTF-8, so a route saw a value the client did not mean (the sandbox's ledger read `since=%ZZ` as no bound at
+  // all) or refused an unknown parameter by echoing its raw name
+  const as = (auth: string | null) => async (method: string, path: string) => {
+    const res = await fetch(`${t.url}${path}`, { method, headers: auth === null ? {} : { authorization: `Bearer ${auth}` } });
+    const text = await res.text();
+    return { status: res.status, text, body: JSON.parse(text) as { success: boolean; code?: string; error?: string; data?: Record<string, unknown> } };
+  };
+  const api = as(key);
+  const admin = as(t.adminToken);
+  const instanceId = (await t.createInstance('malformed-queries', { link: false })).instance.id;
+  const texts = new Set<string>();
+  const percentRule = /is not valid percent-encoding: a % must be followed by two hex digits, and the escapes must spell UTF-8/;
+  // a `%` without two hex digits, a UTF-8 sequence cut short, bytes that are no UTF-8, a `%` at the end
+  for (const escape of ['%ZZ', '%E0%A4%A', '%C3%28', '%ff', 'ab%4', 'ab%']) {
+    const cases: [ReturnType<typeof as>, string, string, string][] = [
+      // routes that ignore parameters they do not read, routes that refuse them, v1, operator, sandbox, open
+      [api, 'GET', `/api/v2/chats?limit=${escape}`, 'limit'],
+      [api, 'GET', `/api/v2/chats?archived=1&limit=${escape}&cursor=0`, 'limit'],
+      [api, 'GET', `/api/v2/queue/items?state=${escape}`, 'state'],
+      [api, 'GET', `/api/v2/messages?idempotencyKey=${escape}`, 'idempotencyKey'],
+      [api, 'POST', `/api/v2/send-message?note=${escape}`, 'note'],
+      [api, 'GET', `/api/check-number/4915112340001?x=${escape}`, 'x'],
+      [admin, 'GET', `/admin/v1/instances/${instanceId}/webhook/deliveries?state=${escape}`, 'state'],
+      [admin, 'GET', `/sandbox/v1/instances/${instanceId}/ledger?since=${escape}`, 'since'],
+      [api, 'GET', `/health?probe=${escape}`, 'probe'],
+      // the name decoded as a route reads it (`+` is a blank)
+      [api, 'GET', `/api/v2/queue/items?a+b%2Bc=${escape}`, 'a b+c'],
+      // in a name, or in the value of a name that does not decode: the query as a whole
+      [api, 'GET', `/api/v2/queue/items?state${escape}=queued`, 'query'],
+      [api, 'GET', `/api/v2/chats?limit=5&${escape}`, 'query'],
+      [api, 'GET', `/api/v2/chats?%ZZ=${escape}`, 'query'],
+      [api, 'GET', `/api/v2/chats?=${escape}`, 'query'],
+      // on a path no route has, and before a credential is looked at, as a malformed path is
+      [api, 'GET', `/api/v2/nothing-here?x=${escape}`, 'x'],
+      [as(null), 'GET', `/api/v2/chats?limit=${escape}`, 'limit'],
+      [as(null), 'GET', `/admin/v1/instances?cursor=${escape}`, 'cursor'],
+      [as('wapi_malformed_0123456789abcdef0123'), 'DELETE', `/api/v2/messages/wq_x?y=${escape}`, 'y'],
+    ];
+    for (const [who, method, path, field] of cases) {
+      const r = await who(method, path);
+      refused(r, 400, 'VALIDATION_FAILED', field);
+      assert.match(String(r.body.error), percentRule, `${method} ${path}: ${r.text}`);
+      texts.add(String(r.body.error));
+    }
+  }
+  // nothing of the query is echoed: one text for a parameter named in data.field, one for the query as a whole
+  assert.equal(texts.size, 2, [...texts].join('\n'));
+  // the first parameter that does not decode is named
+  refused(await api('GET', '/api/v2/chats?limit=%ZZ&cursor=%ZZ'), 400, 'VALIDATION_FAILED', 'limit');
+  refused(await api('GET', '/api/v2/chats?limit=5&cursor=%ZZ&archived=%ZZ'), 400, 'VALIDATION_FAILED', 'cursor');
+  // an encoded NUL is refused as before, whatever else the query holds
+  refused(await api('GET', '/api/v2/chats?limit=%ZZ&cursor=%00'), 400, 'VALIDATION_FAILED', 'query');
+  // well-formed escapes, `+` for a blank and an encoded `+` are decoded for the route as before
+  const decoded = await api('GET', '/api/v2/messages?idempotencyKey=abc%2Ddef%3A12');
+  refused(decoded, 404, 'JOB_NOT_FOUND');
+  assert.equal(decoded.body.data?.idempotencyKey, 'abc-def:12', decoded.text);
+  refused(await api('GET', '/api/v2/queue/items?a+b=1'), 400, 'VALIDATION_FAILED', 'a b');
+  refused(await api('GET', '/api/v2/queue/items?a%2Bb=1'), 400, 'VALIDATION_FAILED', 'a+b');
+  refused(await api('GET', '/api/v2/messages?idempotencyKey=with+blank'), 400, 'VALIDATION_FAILED', 'idempotencyKey');
+  const percent = await api('GET', '/api/v2/messages?idempotencyKey=100%25-sure');
+  refused(percent, 400, 'VALIDATION_FAILED', 'idempotencyKey');
+  assert.doesNotMatch(String(percent.body.error), percentRule, percent.text);
+  assert.equal((await api('GET', '/api/v2/chats?limit=%35&archived=tr%75e')).status, 200);
+  // a secret beside a malformed escape, in a value or in a name: refused, and neither the answer nor the log holds it
+  const before = logLines.length;
+  const answers = [
+    await api('GET', `/api/v2/messages?idempotencyKey=${key}%ZZ`),
+    await api('GET', `/api/v2/queue/items?${key}%ZZ=1`),
+    await as(null)('GET', `/api/v2/chats?token=${t.adminToken}%E0%A4%A`),
+  ];
+  refused(answers[0]!, 400, 'VALIDATION_FAILED', 'idempotencyKey');
+  refused(answers[1]!, 400, 'VALIDATION_FAILED', 'query');
+  refused(answers[2]!, 400, 'VALIDATION_FAILED', 'token');
+  await settle();
+  for (const text of [...answers.map((a) => a.text), logLines.slice(before).join('')]) {
+    assert.ok(!text.includes(key.slice(5)) && !text.includes(t.adminToken), `holds a secret: ${text}`);
+  }
+});
+
 test('send-bulk: an entry with a NUL or half of a surrogate pair is rejected alone (SPEC.md send-bulk rule 3)', async () => {
   // found from the outside: 400 VALIDATION_FAILED field messages.1.message for the whole batch, nothing queued
   for (const bad of ['a\u0000b', '\ud800']) {
