@@ -168,7 +168,11 @@ export const ConfigSchema = object({
 export type Config = Infer<typeof ConfigSchema>;
 
 export class ConfigError extends Error {
-  constructor(readonly variable: string, reason: string) {
+  constructor(
+    readonly variable: string,
+    /** what the variable accepts (`must be …`), never its value */
+    readonly reason: string,
+  ) {
     super(`invalid configuration: ${variable} ${reason}`);
     this.name = 'ConfigError';
   }
@@ -198,6 +202,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }
     throw err;
   }
+}
+
+/**
+ * Only the variables `keys` of `env`, read as loadConfig reads them: the same checks, defaults and ConfigError
+ * (every other variable takes its default, which passes). For a process that reads a few of the gateway's
+ * variables and must take them as the gateway does (`mgw`, src/cli/api.ts: PORT="80 " and PORT=80/x went to
+ * port 80 where the gateway refuses both, PORT= to port 80 where the gateway listens on 3000), without refusing
+ * to run for a variable it does not read.
+ */
+export function loadSettings<K extends keyof Config>(keys: readonly K[], env: NodeJS.ProcessEnv = process.env): Pick<Config, K> {
+  const only: NodeJS.ProcessEnv = {};
+  for (const key of keys) only[key] = env[key];
+  return loadConfig(only);
 }
 
 /** v1 synchronous wait: LEGACY_SYNC_TIMEOUT_MS hard-capped at LEGACY_CALLER_TIMEOUT_MS minus 5 s. */

@@ -6,37 +6,71 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline/promises';
+import { BEARER_TOKEN_RULE, BEARER_TOKEN_TEXT, ConfigError, loadSettings, type Config } from '../config.js';
 import { UsageError, type Parsed } from './args.js';
 
 /**
- * The gateway's address: MGW_URL, else http://127.0.0.1:$PORT. A usage error names the variable without
- * echoing it: an address with a user or password is refused (the token goes as a bearer token, and the
- * password was printed back in the error). Found from the outside, as was `PORT=abc` answering only "Invalid URL".
+ * A variable `mgw` reads that the gateway reads too, through the gateway's own checks (src/config.ts
+ * loadSettings): the same default, the same values accepted, and for a bad one a usage error (exit 2, as the
+ * gateway's start exits 2) naming the variable and what it accepts, never its value (ADMIN_TOKEN is a secret).
+ * Before, `mgw` built its address from PORT as written, so PORT="80 ", PORT=80/x and an empty PORT went to port
+ * 80 (the gateway refuses the first two and listens on 3000 for the last), and an ADMIN_TOKEN a bearer token
+ * cannot hold was sent as it was: one with a line break was printed back whole in fetch's error.
  */
-export function gatewayUrl(): URL {
-  const given = process.env.MGW_URL || undefined;
-  const from = given !== undefined ? 'MGW_URL' : 'PORT';
+function setting<K extends 'PORT' | 'DATA_DIR' | 'ADMIN_TOKEN'>(key: K, env: NodeJS.ProcessEnv, hint = ''): Config[K] {
+  try {
+    return loadSettings([key], env)[key];
+  } catch (err) {
+    if (err instanceof ConfigError) throw new UsageError(`mgw: ${err.variable} ${err.reason}${hint}`);
+    throw err;
+  }
+}
+
+/**
+ * The gateway's address: MGW_URL, else http://127.0.0.1:$PORT (PORT read as the gateway reads it; not read at all
+ * when MGW_URL is set). A usage error names the variable without echoing it: an address with a user or password
+ * is refused (the token goes as a bearer token, and the password was printed back in the error). Found from the
+ * outside, as was `PORT=abc` answering only "Invalid URL". PORT=0 lets the gateway choose its port, which only
+ * its start banner tells: MGW_URL is needed then.
+ */
+export function gatewayUrl(env: NodeJS.ProcessEnv = process.env): URL {
+  const given = env.MGW_URL || undefined;
+  if (given === undefined) {
+    const port = setting('PORT', env, ' (or set MGW_URL to the gateway\'s address)');
+    if (port === 0) throw new UsageError('mgw: PORT is 0, a port the gateway chooses at its start: set MGW_URL to the address it printed');
+    return new URL(`http://127.0.0.1:${port}`);
+  }
+  // taken as written, as the gateway takes its URLs (src/config.ts): URL would drop the blanks silently
+  if (given.trim() !== '' && given !== given.trim()) throw new UsageError('mgw: MGW_URL must be an http:// or https:// address, without blanks around it');
   let url: URL;
   try {
-    url = new URL(given ?? `http://127.0.0.1:${process.env.PORT ?? 3000}`);
+    url = new URL(given);
   } catch {
-    throw new UsageError(from === 'MGW_URL' ? 'mgw: MGW_URL is not a URL (e.g. http://127.0.0.1:3000)' : 'mgw: PORT is not a port number (or set MGW_URL)');
+    throw new UsageError('mgw: MGW_URL is not a URL (e.g. http://127.0.0.1:3000)');
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`mgw: ${from} must be an http:// or https:// address`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError('mgw: MGW_URL must be an http:// or https:// address');
   if (url.username !== '' || url.password !== '') {
     throw new UsageError('mgw: MGW_URL must not carry a user or password (the admin token is sent as a bearer token)');
   }
   return url;
 }
 
-async function adminToken(): Promise<string> {
-  if (process.env.ADMIN_TOKEN) return process.env.ADMIN_TOKEN;
-  const file = path.resolve(process.env.DATA_DIR || 'data', 'admin-token');
+/**
+ * ADMIN_TOKEN (checked as the gateway checks it), else the token the gateway wrote to $DATA_DIR/admin-token. A
+ * file whose token a bearer token cannot hold is refused as the gateway's start refuses it, without its text.
+ */
+async function adminToken(env: NodeJS.ProcessEnv = process.env): Promise<string> {
+  const given = setting('ADMIN_TOKEN', env);
+  if (given !== undefined) return given;
+  const file = path.join(setting('DATA_DIR', env), 'admin-token');
+  let token: string;
   try {
-    return (await readFile(file, 'utf8')).trim();
+    token = (await readFile(file, 'utf8')).trim();
   } catch {
     throw new Error(`no ADMIN_TOKEN set and ${file} not readable`);
   }
+  if (!BEARER_TOKEN_RULE.test(token)) throw new Error(`the admin token in ${file} ${BEARER_TOKEN_TEXT}`);
+  return token;
 }
 
 /** fetch, with a connection failure named by the URL that could not be reached (and its cause). */

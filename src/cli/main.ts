@@ -17,6 +17,7 @@ const ENVIRONMENT = `environment:
   MGW_URL      the gateway's address (default http://127.0.0.1:$PORT, PORT default 3000)
   ADMIN_TOKEN  the operator token (default: read from $DATA_DIR/admin-token)
   DATA_DIR     the gateway's data directory (default ./data); mgw start keeps its data there
+PORT, ADMIN_TOKEN and DATA_DIR are checked as the gateway checks them: a bad value exits 2, naming it.
 `;
 
 /** Every verb, in the order `mgw --help` lists them. */

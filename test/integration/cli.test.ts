@@ -8,6 +8,9 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { createServer } from 'node:net';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { startTestGateway, waitFor, type TestGateway } from '../helpers/gateway.js';
@@ -100,7 +103,7 @@ test('the address from MGW_URL or PORT: a bad one is a usage error naming the va
     [{ MGW_URL: 'http://ops:hunter2secret@127.0.0.1:9' }, /^mgw: MGW_URL must not carry a user or password/],
     [{ MGW_URL: 'not a url' }, /^mgw: MGW_URL is not a URL/],
     [{ MGW_URL: 'ftp://127.0.0.1:9' }, /^mgw: MGW_URL must be an http:\/\/ or https:\/\/ address$/],
-    [{ MGW_URL: '', PORT: 'abc' }, /^mgw: PORT is not a port number \(or set MGW_URL\)$/],
+    [{ MGW_URL: '', PORT: 'abc' }, /^mgw: PORT must be an integer from 0 to 65535 \(or set MGW_URL to the gateway's address\)$/],
   ];
   const results = await fewAtATime(cases, ([env]) => mgw(['health'], env));
   results.forEach((r, i) => {
@@ -108,6 +111,57 @@ test('the address from MGW_URL or PORT: a bad one is a usage error naming the va
     assert.match(r.stderr.trim(), cases[i]![1]);
     assert.ok(!r.stderr.includes('hunter2secret'), 'never the password');
   });
+});
+
+test("the gateway's variables mgw reads are checked as the gateway checks them: a bad one is a usage error naming it, never its value", async () => {
+  // found from the outside: mgw built its address from PORT as written, so PORT="80 " and PORT=80/x went to
+  // port 80 (the gateway refuses both), PORT=x@127.0.0.1:9 was blamed on MGW_URL, and an ADMIN_TOKEN with a line
+  // break was printed back whole in fetch's error
+  const port = (reason: string) => new RegExp(`^mgw: PORT must be an integer from 0 to 65535${reason} \\(or set MGW_URL to the gateway's address\\)$`);
+  const token = /^mgw: ADMIN_TOKEN must be 16 to 512 characters of A-Z a-z 0-9 \. _ ~ \+ \/ = - \(what a bearer token may hold\)$/;
+  const cases: [Record<string, string>, RegExp][] = [
+    ...['70000', '-1', '80/x', '3000#x', '3000?a', '0x50', '1e3', '80.0', 'x@127.0.0.1:9'].map((p): [Record<string, string>, RegExp] => [{ MGW_URL: '', PORT: p }, port('')]),
+    ...[' 80', '80 ', '3000\t'].map((p): [Record<string, string>, RegExp] => [{ MGW_URL: '', PORT: p }, port(', without blanks around it')]),
+    [{ MGW_URL: '', PORT: '0' }, /^mgw: PORT is 0, a port the gateway chooses at its start: set MGW_URL to the address it printed$/],
+    [{ ADMIN_TOKEN: 'hunter2-secret-token\nsecond-line' }, token],
+    [{ ADMIN_TOKEN: 'hunter2 secret token' }, token],
+    [{ ADMIN_TOKEN: 'hunter2' }, token],
+    [{ ADMIN_TOKEN: '', DATA_DIR: ' /tmp/mgw' }, /^mgw: DATA_DIR must be a directory path, without blanks around it$/],
+    [{ MGW_URL: ` ${t.url}` }, /^mgw: MGW_URL must be an http:\/\/ or https:\/\/ address, without blanks around it$/],
+  ];
+  const results = await fewAtATime(cases, ([env]) => mgw(['instances'], env));
+  results.forEach((r, i) => {
+    const [env, re] = cases[i]!;
+    assert.equal(r.code, 2, `${JSON.stringify(env)}: exit 2 (${r.stderr})`);
+    assert.equal(r.stderr.trimEnd().split('\n').length, 1, `one line: ${r.stderr}`);
+    assert.match(r.stderr.trim(), re, JSON.stringify(env));
+    assert.equal(r.stdout, '');
+    assert.ok(!r.stderr.includes('hunter2') && !r.stderr.includes('second-line'), `never the token: ${r.stderr}`);
+  });
+  // read as the gateway reads it: a valid PORT is the gateway's port; PORT is not read when MGW_URL is set
+  const gatewayPort = new URL(t.url).port;
+  const read: Record<string, string>[] = [{ MGW_URL: '', PORT: gatewayPort }, { MGW_URL: '', PORT: `00${gatewayPort}` }, { PORT: 'abc' }];
+  for (const env of read) {
+    const r = await mgw(['health'], env);
+    assert.equal(r.code, 0, `${JSON.stringify(env)}: ${r.stderr}`);
+  }
+});
+
+test('the admin token from $DATA_DIR/admin-token: used when ADMIN_TOKEN is unset; one a bearer token cannot hold is refused without its text', async () => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'mgw-cli-'));
+  try {
+    await writeFile(path.join(dir, 'admin-token'), `${t.adminToken}\n`);
+    const ok = await mgw(['instances', '--json'], { ADMIN_TOKEN: '', DATA_DIR: dir });
+    assert.equal(ok.code, 0, ok.stderr);
+    // written by hand with a line break inside: it was sent as it was, and fetch's error printed it back
+    await writeFile(path.join(dir, 'admin-token'), 'hunter2-secret-token\nsecond-line\n');
+    const bad = await mgw(['instances'], { ADMIN_TOKEN: '', DATA_DIR: dir });
+    assert.equal(bad.code, 1, bad.stderr);
+    assert.equal(bad.stderr.trim(), `mgw: the admin token in ${path.join(dir, 'admin-token')} must be 16 to 512 characters of A-Z a-z 0-9 . _ ~ + / = - (what a bearer token may hold)`);
+    assert.equal(bad.stdout, '');
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 });
 
 test('mgw replan <id>: the operator re-plan of an instance, its envelope with --json', async () => {

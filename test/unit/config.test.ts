@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { loadConfig, ConfigError, legacyWaitMs } from '../../src/config.js';
+import { loadConfig, loadSettings, ConfigError, legacyWaitMs } from '../../src/config.js';
 
 test('defaults: embedded store, sandbox, SPEC.md limits', () => {
   const c = loadConfig({});
@@ -148,6 +148,24 @@ test('a bad value of any variable: the variable, what it accepts, never the valu
       return true;
     });
   }
+});
+
+test('loadSettings: a few variables read as loadConfig reads them, the others not read at all (what mgw reads)', () => {
+  const cwd = process.cwd();
+  // every bad value of those variables is refused with loadConfig's own error, the reason apart from the variable
+  for (const [variable, value, message] of BAD.filter(([v]) => ['PORT', 'DATA_DIR', 'ADMIN_TOKEN'].includes(v))) {
+    assert.throws(() => loadSettings(['PORT', 'DATA_DIR', 'ADMIN_TOKEN'], { [variable]: value }), (err: unknown) => {
+      assert.ok(err instanceof ConfigError, `${variable}=${value}`);
+      assert.equal(err.message, `invalid configuration: ${message}`);
+      assert.equal(`${err.variable} ${err.reason}`, message);
+      return true;
+    });
+  }
+  // the same defaults (an empty value is unset), and a bad variable not asked for is not read
+  const env = { PORT: '', LOG_LEVEL: 'chatty', SANDBOX: 'maybe', DATA_DIR: 'var/mgw' };
+  const s = loadSettings(['PORT', 'DATA_DIR', 'ADMIN_TOKEN'], env);
+  assert.deepEqual([s.PORT, s.DATA_DIR, s.ADMIN_TOKEN], [3000, path.join(cwd, 'var/mgw'), undefined]);
+  assert.equal(loadSettings(['PORT'], { PORT: '0080' }).PORT, 80);
 });
 
 test('every variable of the schema has a bad-value case above', async () => {
