@@ -66,28 +66,81 @@ export function toView(c: WebhookConfig): WebhookView {
 /** What stands for a masked part of a webhook URL. */
 const URL_MASK = '***';
 
+/** The shortest path segment pathToken takes for a token: longer than the words and ids of a path. */
+const TOKEN_MIN_LENGTH = 16;
+/** What a token in a path is written with: letters, digits and `-._~:=+` (base64, base64url, hex, UUIDs, JWTs). */
+const TOKEN_CHARACTERS = /^[A-Za-z0-9._~:=+-]+$/;
+const CHARACTER_CLASSES = [/[a-z]/, /[A-Z]/, /[0-9]/];
+
+/**
+ * Receivers whose token is at a known place of the path, masked there whatever it looks like: the host, and the
+ * segments before the token (null: any). Zapier's `https://hooks.zapier.com/hooks/catch/<account>/<token>/`
+ * has a token of 6 or 7 lower-case letters and digits, sometimes letters only, which no rule tells from a word;
+ * Slack's and Discord's would pass the rule of pathToken but for a token drawn of one kind of character by chance
+ * (Slack's documented placeholder, `XXXXXXXXXXXXXXXXXXXXXXXX`, is one).
+ */
+const TOKEN_PLACES: readonly { host: string; before: readonly (string | null)[] }[] = [
+  { host: 'hooks.slack.com', before: ['services', null, null] },
+  { host: 'discord.com', before: ['api', 'webhooks', null] },
+  { host: 'discordapp.com', before: ['api', 'webhooks', null] },
+  { host: 'hooks.zapier.com', before: ['hooks', 'catch', null] },
+];
+
+/**
+ * Whether a path segment (the `index`th of the path, the empty one before its first `/` being 0) of a URL to
+ * `host` is taken for a credential, shown as URL_MASK. Many receivers carry theirs in the path, not the query:
+ * Slack (`/services/T…/B…/<24 letters and digits>`), Discord (`/api/webhooks/<id>/<68 characters>`), Teams'
+ * connectors (`/IncomingWebhook/<32 hex digits>/<UUID>`), most "your unique URL" services (`/webhook/<UUID>`).
+ *
+ * The rule: a segment, percent-decoded, of at least TOKEN_MIN_LENGTH characters, every one of them a token's
+ * (TOKEN_CHARACTERS), that draws on at least two of lower-case letters, upper-case letters and digits: what a
+ * random token is written with. The words of a path are kept, however long (`/order-created-events`, lower-case
+ * only), as are numeric ids (Discord's webhook id, an account number: digits only) and short segments
+ * (`/api/v2`, Slack's team and app ids `T0123ABCD`): with the scheme, host and port, they are how an operator
+ * recognises the receiver. A UUID is taken for a token on purpose: in a webhook path it is usually the credential
+ * itself (the unique URL). What is masked too though not secret (a long CamelCase word, a date with its time, a
+ * workflow id beside its `sig=`) costs only that the full URL must be typed again to change the webhook, as for
+ * a query credential. The segment is masked whole (nothing of a token helps to recognise it). TOKEN_PLACES adds
+ * the place of known receivers' tokens, whatever they look like.
+ */
+function pathToken(host: string, segments: readonly string[], index: number): boolean {
+  const written = segments[index] ?? '';
+  const segment = percentDecoded(written) ?? written;
+  if (segment === '') return false;
+  const place = TOKEN_PLACES.find((p) => p.host === host && index === p.before.length + 1);
+  if (place?.before.every((name, i) => name === null || segments[i + 1] === name)) return true;
+  return segment.length >= TOKEN_MIN_LENGTH && TOKEN_CHARACTERS.test(segment) && CHARACTER_CLASSES.filter((c) => c.test(segment)).length >= 2;
+}
+
 /**
  * The places of a webhook URL that may carry a credential, each as written (not decoded): the password, or the user
- * name when there is none (`https://sk_live_…@host/`, a token); each query parameter's value, or the whole parameter
- * when it has no `=` (`?abc`: it may be the token itself); the fragment. maskWebhookUrl shows each as URL_MASK, and
- * holdsMask looks for URL_MASK in them: one list, so that what is masked and what is refused cannot drift apart.
+ * name when there is none (`https://sk_live_…@host/`, a token); a path segment taken for a token (pathToken); each
+ * query parameter's value, or the whole parameter when it has no `=` (`?abc`: it may be the token itself); the
+ * fragment. maskWebhookUrl shows each as URL_MASK, and holdsMask looks for URL_MASK in them: one list, so that what
+ * is masked and what is refused cannot drift apart.
  */
 interface CredentialPlaces {
   /** `name` the user name kept beside a password, null for a user name alone; `secret` what is masked */
   userinfo: { name: string | null; secret: string } | null;
+  /** the path's segments (the first is the empty one before its first `/`), `token` where pathToken takes one */
+  segments: { value: string; token: boolean }[];
   params: { name: string | null; value: string }[];
   fragment: string | null;
 }
 
 function credentialPlaces(u: URL): CredentialPlaces {
   const userinfo = u.password ? { name: u.username, secret: u.password } : u.username ? { name: null, secret: u.username } : null;
+  const written = u.pathname.split('/');
+  // `hooks.slack.com.` is hooks.slack.com to DNS
+  const host = u.hostname.replace(/\.+$/, '');
+  const segments = written.map((value, i) => ({ value, token: pathToken(host, written, i) }));
   const params = u.search
     ? u.search.slice(1).split('&').map((param) => {
         const eq = param.indexOf('=');
         return eq < 0 ? { name: null, value: param } : { name: param.slice(0, eq), value: param.slice(eq + 1) };
       })
     : [];
-  return { userinfo, params, fragment: u.hash ? u.hash.slice(1) : null };
+  return { userinfo, segments, params, fragment: u.hash ? u.hash.slice(1) : null };
 }
 
 /** The URL as the parser reads it, null when it reads none. */
@@ -102,36 +155,40 @@ function parsedUrl(url: string): URL | null {
 /**
  * A webhook URL as it is shown (the operator API, and through it the console and the CLI), never as it is stored
  * or delivered to: a receiver's URL often carries its credential, as a password (`https://user:pw@host/`), as a
- * user name alone (`https://sk_live_…@host/`, a token) or in the query string (`?token=…`). The scheme, host, port
- * and path are kept, which is how an operator recognises the receiver; every place of `credentialPlaces` is shown
- * as `***` (a query parameter's name kept: `?token=***&v=***`). A URL that cannot be parsed (none is stored: PUT
- * keeps the parser's reading) is not shown at all.
+ * user name alone (`https://sk_live_…@host/`, a token), as a segment of its path (Slack's, Discord's: pathToken)
+ * or in the query string (`?token=…`). The scheme, host, port and the rest of the path are kept, which is how an
+ * operator recognises the receiver; every place of `credentialPlaces` is shown as `***` (a query parameter's name
+ * kept: `?token=***&v=***`; a path token as a segment of its own: `/services/T0123ABCD/B0123ABCD/***`). A URL
+ * that cannot be parsed (none is stored: PUT keeps the parser's reading) is not shown at all.
  */
 export function maskWebhookUrl(url: string): string {
   const u = parsedUrl(url);
   if (!u) return URL_MASK;
-  const { userinfo, params, fragment } = credentialPlaces(u);
+  const { userinfo, segments, params, fragment } = credentialPlaces(u);
   const user = userinfo === null ? '' : userinfo.name === null ? `${URL_MASK}@` : `${userinfo.name}:${URL_MASK}@`;
+  const path = segments.map((s) => (s.token ? URL_MASK : s.value)).join('/');
   // an empty parameter (`?a=1&&b=2`) carries nothing and stays empty
   const query = u.search ? `?${params.map((p) => (p.name !== null ? `${p.name}=${URL_MASK}` : p.value === '' ? '' : URL_MASK)).join('&')}` : '';
   const hash = fragment !== null ? `#${URL_MASK}` : '';
-  return `${u.protocol}//${user}${u.host}${u.pathname}${query}${hash}`;
+  return `${u.protocol}//${user}${u.host}${path}${query}${hash}`;
 }
 
 /**
  * Whether a URL given to PUT holds a part that reads as the mask (`***`, in any spelling the URL parser reads as
- * that: `%2A%2A%2A` too) in one of the places maskWebhookUrl masks (`credentialPlaces`). Such a URL is one copied
- * from a GET (a read, edit, write round trip); stored, every delivery would carry `***` where the credential was.
- * Found from the outside: a check against the masked form of the stored URL was passed by another letter case,
- * an explicit default port, an edited path or the mask percent-encoded.
+ * that: `%2A%2A%2A` too) in one of the places maskWebhookUrl masks (`credentialPlaces`); in the path, any segment
+ * (which segment was a token is a property of the URL that was masked, not of the one sent back). Such a URL is
+ * one copied from a GET (a read, edit, write round trip); stored, every delivery would carry `***` where the
+ * credential was. Found from the outside: a check against the masked form of the stored URL was passed by
+ * another letter case, an explicit default port, an edited path or the mask percent-encoded.
  */
 export function holdsMask(url: string): boolean {
   const u = parsedUrl(url);
   if (!u) return false;
-  const { userinfo, params, fragment } = credentialPlaces(u);
+  const { userinfo, segments, params, fragment } = credentialPlaces(u);
   const isMask = (part: string) => (percentDecoded(part) ?? part) === URL_MASK;
   if (userinfo !== null && isMask(userinfo.secret)) return true;
   if (fragment !== null && isMask(fragment)) return true;
+  if (segments.some((s) => isMask(s.value))) return true;
   return params.some((p) => isMask(p.value.replaceAll('+', ' ')));
 }
 

@@ -23,6 +23,8 @@ const PHONE = '4915112349002';
 const SECRET = 'console-panels-webhook-secret-0123';
 /** a credential in the receiver's query string: delivered with every event, never shown in the page */
 const HOOK_TOKEN = 'console-panels-hook-token-4567';
+/** and one in its path, as Slack's and Discord's URLs carry theirs */
+const PATH_TOKEN = 'Pz7kQ2mX9vL4nR8sT1wY';
 const WAIT = { timeout: 20_000 };
 const shot = (page: Page, name: string) => saveScreenshot(page, `console-${name}.png`, { fullPage: true });
 type Doc = { document: { getElementById(id: string): { textContent: string } } };
@@ -43,7 +45,7 @@ test('the console panels in Chromium: queue (sent, cancel, requeue), webhook (fa
   });
   await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
   t.after(() => new Promise((r) => receiver.close(r)));
-  const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook?token=${HOOK_TOKEN}`;
+  const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook/${PATH_TOKEN}?token=${HOOK_TOKEN}`;
 
   const browser = await chromium.launch({ executablePath: CHROME, args: ['--no-sandbox'], headless: true });
   t.after(() => browser.close());
@@ -143,8 +145,9 @@ test('the console panels in Chromium: queue (sent, cancel, requeue), webhook (fa
   assert.ok(!(await page.content()).includes(SECRET), 'the secret is nowhere in the page');
   // the URL is shown masked, and not in the field, where a save would store the masks in its place
   assert.equal(await page.inputValue('#webhook-url'), '', 'a URL shown masked is not kept in the field');
-  assert.match((await page.getAttribute('#webhook-url', 'placeholder')) ?? '', /^http:\/\/127\.0\.0\.1:\d+\/hook\?token=\*\*\* /);
+  assert.match((await page.getAttribute('#webhook-url', 'placeholder')) ?? '', /^http:\/\/127\.0\.0\.1:\d+\/hook\/\*\*\*\?token=\*\*\* /);
   assert.ok(!(await page.content()).includes(HOOK_TOKEN), 'the query token is nowhere in the page');
+  assert.ok(!(await page.content()).includes(PATH_TOKEN), 'the path token is nowhere in the page');
 
   // a delivery to the failing receiver: failed after its three attempts
   await page.click('#webhook-test');
@@ -172,7 +175,7 @@ test('the console panels in Chromium: queue (sent, cancel, requeue), webhook (fa
   assert.match((await page.textContent(`${drow} ol.attempts li.good`)) ?? '', /^#4 204/);
   assert.equal(await page.textContent(`${drow} td.attempt-count`), '4/6');
   assert.deepEqual([...new Set(hits)], [eventId], 'the receiver got the same event id every time');
-  assert.deepEqual([...new Set(paths)], [`/hook?token=${HOOK_TOKEN}`], 'delivered to the URL as saved, its token included');
+  assert.deepEqual([...new Set(paths)], [`/hook/${PATH_TOKEN}?token=${HOOK_TOKEN}`], 'delivered to the URL as saved, its tokens included');
   await shot(page, 'webhook');
 
   // ---- sign out: the panels close with the session

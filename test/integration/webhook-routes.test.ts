@@ -252,6 +252,45 @@ test('the URL is shown with its credentials masked (password, a user name alone,
   assert.equal(got.headers.authorization, `Basic ${Buffer.from('sk_live_DELIVERED:').toString('base64')}`);
 });
 
+test('a token in the URL path (Slack, Discord, Zapier, a random one) is shown masked; the URL sent back as shown is refused; deliveries go to the real path', async () => {
+  const id = await instance();
+  const cases = [
+    ['https://hooks.slack.com/services/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', 'https://hooks.slack.com/services/T0123ABCD/B0123ABCD/***', 'Ab3dEf6hIj9lMn2pQr5tUv8x'],
+    ['https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX', 'https://hooks.slack.com/services/T00000000/B00000000/***', 'XXXXXXXXXXXXXXXXXXXXXXXX'],
+    ['https://discord.com/api/webhooks/123456789012345678/aBcD-eFgH_1234567890abcdefghijklmnopq', 'https://discord.com/api/webhooks/123456789012345678/***', 'aBcD-eFgH_1234567890abcdefghijklmnopq'],
+    ['https://hooks.zapier.com/hooks/catch/1234567/o0h5dcd/', 'https://hooks.zapier.com/hooks/catch/1234567/***/', 'o0h5dcd'],
+    ['https://hooks.example.com/webhook/3f2504e0-4f89-11d3-9a0c-0305e82c3301?v=2', 'https://hooks.example.com/webhook/***?v=***', '3f2504e0-4f89-11d3-9a0c-0305e82c3301'],
+  ] as const;
+  for (const [url, masked, token] of cases) {
+    const put = await call('PUT', hook(id), { url, secret: SECRET, allowPrivate: true });
+    assert.equal(put.status, 200, put.text);
+    const got = await call('GET', hook(id));
+    assert.equal(put.json.data.url, masked, url);
+    assert.equal(got.json.data.url, masked, url);
+    assert.equal((put.text + got.text).includes(token), false, `${token} shown`);
+    // sent back as shown: refused, the stored URL kept, nothing of it echoed
+    const back = await call('PUT', hook(id), { url: masked, secret: SECRET, allowPrivate: true });
+    assert.equal(back.status, 400, `${masked}: ${back.text}`);
+    assert.equal(back.json.code, 'VALIDATION_FAILED');
+    assert.equal(back.json.data.field, 'url');
+    assert.equal(back.text.includes('hooks.'), false, back.text);
+    const { rows } = await db.pool.query<{ url: string }>('SELECT url FROM webhooks WHERE instance_id = $1', [id]);
+    assert.equal(rows[0]?.url, url, 'the stored URL is the one given, untouched by the refused one');
+  }
+
+  // the full URL given again is taken (as for a query credential), and a delivery goes to the real path
+  const token = 'Pz7kQ2mX9vL4nR8sT1wY';
+  const target = `${receiverUrl}/${token}`;
+  const put = await call('PUT', hook(id), { url: target, secret: SECRET, allowPrivate: true, events: ['test'] });
+  assert.equal(put.status, 200, put.text);
+  assert.equal(put.json.data.url, `${new URL(receiverUrl).origin}/hook/***`);
+  const eventId = String((await call('POST', hook(id, '/test'), {})).json.data.eventId);
+  await senders.get(id)!.idle();
+  const got = received.find((x) => x.headers['x-event-id'] === eventId);
+  assert.ok(got, 'the receiver got the test event');
+  assert.equal(got.url, `/hook/${token}`);
+});
+
 test('deliveries: newest first, cursor pages, state filter, query validation', async () => {
   const id = await instance();
   await call('PUT', hook(id), { url: 'https://hooks.example.com/x', secret: SECRET, events: ['*'] });

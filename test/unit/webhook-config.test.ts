@@ -53,12 +53,53 @@ test('holdsMask: a URL with the mask where maskWebhookUrl puts one, in any spell
     'https://hooks.example.com/h?***',
     'https://hooks.example.com/h#***',
     maskWebhookUrl('https://sk_live_abc@hooks.example.com/ok?token=abc#frag'),
+    // a path segment: where a path token is shown masked (whichever segment held one in the URL masked)
+    'https://hooks.example.com/***/x',
+    'https://hooks.slack.com/services/T0123ABCD/B0123ABCD/%2a%2A%2a',
+    maskWebhookUrl('https://hooks.slack.com/services/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'),
   ]) assert.equal(holdsMask(url), true, url);
   for (const url of [
-    'https://hooks.example.com/***/x',
+    'https://hooks.example.com/a***/x',
     'https://hooks.example.com/h?token=****',
     'https://hooks.example.com/h?token=a***',
     'https://sk_live_abc@hooks.example.com/ok?token=abc',
     'not a url',
   ]) assert.equal(holdsMask(url), false, url);
+});
+
+test('a token in the path is shown masked, the segment whole; the words and ids that tell the receiver are kept', () => {
+  const cases: [string, string][] = [
+    // Slack, Discord, Zapier: at their known place whatever the token looks like (Slack's documented placeholder too)
+    ['https://hooks.slack.com/services/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', 'https://hooks.slack.com/services/T0123ABCD/B0123ABCD/***'],
+    ['https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX', 'https://hooks.slack.com/services/T00000000/B00000000/***'],
+    ['https://HOOKS.slack.com./services/T00000000/B00000000/xxxxxxxx', 'https://hooks.slack.com./services/T00000000/B00000000/***'],
+    [
+      'https://discord.com/api/webhooks/123456789012345678/aBcD-eFgH_1234567890abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTU',
+      'https://discord.com/api/webhooks/123456789012345678/***',
+    ],
+    ['https://discord.com/api/v10/webhooks/123456789012345678/aBcD-eFgH_1234567890abcdefghij', 'https://discord.com/api/v10/webhooks/123456789012345678/***'],
+    ['https://hooks.zapier.com/hooks/catch/1234567/abcdefg/', 'https://hooks.zapier.com/hooks/catch/1234567/***/'],
+    ['https://hooks.zapier.com/hooks/catch/1234567/o0h5dcd/silent/', 'https://hooks.zapier.com/hooks/catch/1234567/***/silent/'],
+    // anywhere else by the rule: 16 or more token characters of two kinds at least (hex, base64url, a UUID)
+    [
+      'https://contoso.webhook.office.com/webhookb2/3f2504e0-4f89-11d3-9a0c-0305e82c3301@3f2504e0-4f89-11d3-9a0c-0305e82c3301/IncomingWebhook/0123456789abcdef0123456789abcdef/3f2504e0-4f89-11d3-9a0c-0305e82c3301',
+      'https://contoso.webhook.office.com/webhookb2/3f2504e0-4f89-11d3-9a0c-0305e82c3301@3f2504e0-4f89-11d3-9a0c-0305e82c3301/IncomingWebhook/***/***',
+    ],
+    [
+      'https://prod-12.westeurope.logic.azure.com:443/workflows/0123456789abcdef0123456789abcdef/triggers/manual/paths/invoke?api-version=2016-06-01&sv=1.0&sig=AbCdEf123',
+      'https://prod-12.westeurope.logic.azure.com/workflows/***/triggers/manual/paths/invoke?api-version=***&sv=***&sig=***',
+    ],
+    ['https://api.example.com/webhook/3f2504e0-4f89-11d3-9a0c-0305e82c3301', 'https://api.example.com/webhook/***'],
+    ['https://api.example.com/in/tok_9fK2xQ7mZ4pL8vN3/events', 'https://api.example.com/in/***/events'],
+    ['https://api.example.com/in/%74ok_9fK2xQ7mZ4pL8vN3', 'https://api.example.com/in/***'],
+    // kept: short segments, words however long, numeric ids, segments with other characters
+    ['https://api.example.com/api/v2/events', 'https://api.example.com/api/v2/events'],
+    ['https://api.example.com/webhooks/order-created-events/', 'https://api.example.com/webhooks/order-created-events/'],
+    ['https://api.example.com/accounts/1234567890123456789/hook', 'https://api.example.com/accounts/1234567890123456789/hook'],
+    ['https://api.example.com/a%20b/Ab3dEf6hIj9lMn2p%20x', 'https://api.example.com/a%20b/Ab3dEf6hIj9lMn2p%20x'],
+    ['https://other.example.com/services/T0/B0/xxxxxxxx', 'https://other.example.com/services/T0/B0/xxxxxxxx'],
+  ];
+  for (const [url, shown] of cases) assert.equal(maskWebhookUrl(url), shown, url);
+  // every URL shown with a masked path is one a PUT refuses
+  for (const [url, shown] of cases) assert.equal(holdsMask(shown), shown !== url, shown);
 });

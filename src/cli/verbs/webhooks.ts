@@ -32,7 +32,7 @@ async function setWebhook(p: Parsed): Promise<void> {
 
 export const WEBHOOK_VERBS: Verb[] = [
   {
-    name: 'webhook show', args: ['id'], flags: {}, summary: "show the instance's webhook (never the secret; the URL with its credentials and query values masked)",
+    name: 'webhook show', args: ['id'], flags: {}, summary: "show the instance's webhook (never the secret; the URL with its credentials, path tokens and query values masked)",
     async run(p) {
       answer(await call('GET', inst(p.args.id, '/webhook')), p, webhookText);
     },

@@ -52,9 +52,9 @@ const URL_MASK = '***';
 const URL_PLACEHOLDER = 'https://hooks.example.com/gateway';
 
 /**
- * The URL field. A URL the server shows masked (its credentials, its query values) is not the one deliveries go
- * to: kept in the field, a save would store the masks in its place. So the field then starts empty, the masked
- * URL as its placeholder, and a save needs the full URL again, as it needs the secret.
+ * The URL field. A URL the server shows masked (its credentials, a token in its path, its query values) is not the
+ * one deliveries go to: kept in the field, a save would store the masks in its place. So the field then starts
+ * empty, the masked URL as its placeholder, and a save needs the full URL again, as it needs the secret.
  */
 function showUrl(url: string | null): void {
   const field = byId<InputEl>('webhook-url');
