@@ -192,6 +192,17 @@ export function holdsMask(url: string): boolean {
   return params.some((p) => isMask(p.value.replaceAll('+', ' ')));
 }
 
+/**
+ * The path tokens of a webhook URL (pathToken), as written and percent-decoded: for a text that may hold a piece of
+ * the URL rather than all of it (an error's message, src/webhooks/deliver.ts attemptErrorText), to be replaced there.
+ */
+export function pathTokensOf(url: string): string[] {
+  const u = parsedUrl(url);
+  if (!u) return [];
+  const written = credentialPlaces(u).segments.filter((s) => s.token).map((s) => s.value);
+  return [...new Set(written.flatMap((w) => [w, percentDecoded(w) ?? w]))];
+}
+
 interface WebhookRow {
   instance_id: string;
   url: string;

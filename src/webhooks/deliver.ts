@@ -25,6 +25,7 @@ import type { Logger } from '../log.js';
 import { signBody } from './sign.js';
 import { ENVELOPE_VERSION } from './outbox.js';
 import { failOrphaned, fetchPending, recordResults, type AttemptResult, type PendingRow, type Receiver } from './pending.js';
+import { pathTokensOf } from './config.js';
 import type { WebhookTransport } from './transport.js';
 
 export const DELIVERY_TIMEOUT_MS = 10_000;
@@ -81,13 +82,16 @@ export function deliveryHeaders(row: Pick<PendingRow, 'eventId' | 'event'>, inst
   };
 }
 
-/** Error text for the attempt log: no URL (it may carry credentials), no secret, bounded. */
+/**
+ * Error text for the attempt log (shown by the deliveries route, written to the log): no URL (it may carry
+ * credentials), no token of its path (a message may name the path without the rest), no secret, bounded.
+ */
 export function attemptErrorText(err: unknown, cfg: Pick<Receiver, 'url' | 'secret'>): string {
   const e = err instanceof Error ? err : new Error(String(err));
   const code = (e as NodeJS.ErrnoException).code;
   // errno-style codes (ECONNREFUSED, ETIMEDOUT) help the operator; API error codes would only add noise
   let text = code && /^E[A-Z0-9]+$/.test(code) && !e.message.includes(code) ? `${code}: ${e.message}` : e.message;
-  for (const s of [cfg.secret, cfg.url]) if (s && text.includes(s)) text = text.split(s).join('[redacted]');
+  for (const s of [cfg.secret, cfg.url, ...pathTokensOf(cfg.url)]) if (s && text.includes(s)) text = text.split(s).join('[redacted]');
   return text.slice(0, 300);
 }
 

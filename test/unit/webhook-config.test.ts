@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { create, StructError } from 'superstruct';
 import { WebhookInput, holdsMask, maskWebhookUrl, toView } from '../../src/webhooks/config.js';
 import { envelopeBody } from '../../src/webhooks/outbox.js';
+import { attemptErrorText } from '../../src/webhooks/deliver.js';
 
 const valid = { url: 'https://hooks.example.com/x', secret: '0123456789abcdef' };
 const fails = (value: unknown, field: string) => {
@@ -102,4 +103,13 @@ test('a token in the path is shown masked, the segment whole; the words and ids 
   for (const [url, shown] of cases) assert.equal(maskWebhookUrl(url), shown, url);
   // every URL shown with a masked path is one a PUT refuses
   for (const [url, shown] of cases) assert.equal(holdsMask(shown), shown !== url, shown);
+});
+
+test('the attempt log names no token of the URL path, even where an error names the path without the rest', () => {
+  const token = 'Ab3dEf6hIj9lMn2pQr5tUv8x';
+  const cfg = { url: `https://hooks.slack.com/services/T0123ABCD/B0123ABCD/${token}`, secret: 'whsec_0123456789abcdef' };
+  const text = attemptErrorText(new Error(`POST /services/T0123ABCD/B0123ABCD/${token} failed: socket hang up`), cfg);
+  assert.equal(text, 'POST /services/T0123ABCD/B0123ABCD/[redacted] failed: socket hang up');
+  const encoded = attemptErrorText(new Error(`no route to /in/${token}`), { ...cfg, url: `https://api.example.com/in/%41${token.slice(1)}` });
+  assert.equal(encoded, 'no route to /in/[redacted]');
 });
