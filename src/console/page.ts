@@ -136,6 +136,7 @@ th { font-size: .8rem; text-transform: uppercase; color: #5a6273; }
 td.actions button { margin-right: .3rem; }
 button { font: inherit; padding: .25rem .7rem; border: 1px solid #b9c0cc; border-radius: 4px; background: #fff; cursor: pointer; }
 button.danger { border-color: #c4302b; color: #c4302b; }
+button:disabled { opacity: .45; cursor: default; }
 header button { background: transparent; color: #fff; border-color: #fff; }
 input, select { font: inherit; padding: .25rem .4rem; }
 form label { margin-right: .8rem; }
@@ -147,6 +148,8 @@ form label { margin-right: .8rem; }
 .error { color: #8f1d17; }
 .error:empty { display: none; }
 .detail { display: block; font-size: .75rem; margin-top: .15rem; }
+.note { color: #7a5800; }
+.note:empty { display: none; }
 .notice { background: #fff8e0; border: 1px solid #e8cf6b; padding: .6rem .9rem; border-radius: 4px; }
 .notice code, .code { font-family: ui-monospace, monospace; font-size: 1.05rem; user-select: all; word-break: break-all; }
 #link { background: #fff; border: 1px solid #e1e4ea; padding: .2rem 1rem 1rem; border-radius: 4px; margin-top: 1rem; }

@@ -25,6 +25,9 @@ export interface InputEl extends El {
   disabled: boolean;
   placeholder: string;
 }
+export interface ButtonEl extends El {
+  disabled: boolean;
+}
 export interface CheckEl extends InputEl {
   checked: boolean;
 }
@@ -49,6 +52,8 @@ interface Browser {
   EventSource: { new (url: string): EventSourceLike; readonly CLOSED: number };
   setInterval(fn: () => void, ms: number): number;
   clearInterval(handle: number): void;
+  setTimeout(fn: () => void, ms: number): number;
+  clearTimeout(handle: number): void;
 }
 
 export const browser = globalThis as unknown as Browser;
@@ -69,8 +74,8 @@ export function h(tag: string, className = '', ...children: (El | string)[]): El
 }
 
 /** A button (type=button) with a class that runs `onClick`. */
-export function button(text: string, className: string, onClick: () => void): El {
-  const b = h('button', className, text);
+export function button(text: string, className: string, onClick: () => void): ButtonEl {
+  const b = h('button', className, text) as ButtonEl;
   b.setAttribute('type', 'button');
   b.addEventListener('click', onClick);
   return b;

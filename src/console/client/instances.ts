@@ -1,10 +1,11 @@
 /**
  * The instances list: one row per instance, kept up to date from the event stream's `instances` events, with
  * its actions (link, settings, the queue, webhook and diagram panels; rotate key, restart, logout and delete
- * behind a confirmation), the create form, and the new API key shown once (after create or rotation).
+ * behind a confirmation; what a delete waits for, and why one was refused: `remove`), the create form, and the
+ * new API key shown once (after create or rotation).
  */
-import { call, message } from './api.js';
-import { button, byId, h, onSubmit, type El, type InputEl } from './dom.js';
+import { ApiError, call, message } from './api.js';
+import { browser, button, byId, h, onSubmit, type ButtonEl, type El, type InputEl } from './dom.js';
 import { confirmAction } from './confirm.js';
 import { linkFromList, linkTarget, openLink } from './link.js';
 import { openSettings } from './settings.js';
@@ -31,6 +32,8 @@ export interface InstanceItem {
   connected?: boolean;
   lastError?: string | null;
   settings?: Record<string, unknown>;
+  /** the node that runs it (several nodes on one database), or null while none does */
+  node?: string | null;
   queue: QueueCounts | null;
 }
 interface Row {
@@ -41,6 +44,9 @@ interface Row {
   driver: El;
   queue: El;
   link: El;
+  /** what an action under way waits for (a delete: `remove`); the event stream leaves it alone */
+  note: El;
+  remove: ButtonEl;
   item: InstanceItem;
 }
 
@@ -62,13 +68,51 @@ function queueText(q: QueueCounts | null): string {
   return `queued ${(q.queued ?? 0) + (q.scheduled ?? 0)} · sending ${q.sending ?? 0} · sent ${q.sent ?? 0} · failed ${q.failed ?? 0}`;
 }
 
+/** How long a delete may take before its row says what it waits for: far longer than one with nothing to wait for. */
+const DELETE_PATIENCE_MS = 1_000;
+
+/**
+ * Delete an instance (confirmed). The gateway first has the node that runs it finish a send in flight (its queue
+ * drained there, src/cluster/wiring.ts drainAtOwner, or handed over when it is this node), which lasts as long
+ * as that network call may (DRIVER_CALL_TIMEOUT_MS, 30 s by default). Meanwhile the row says the delete waits for
+ * that node, and nothing is deleted yet: at once when its counts show a send in flight, else once the delete has
+ * taken DELETE_PATIENCE_MS; its Delete is disabled. `502 INSTANCE_UNREACHABLE` is the gateway's refusal while that
+ * node cannot be reached (it may still be sending): nothing was deleted, and the error line says so, and why.
+ */
+async function remove(row: Row): Promise<void> {
+  const { id, name, node } = row.item;
+  const waiting = `Deleting: waiting for ${node ? `node ${node}, which runs it,` : 'the node that runs it'} to finish a send in flight; nothing is deleted until it has.`;
+  row.remove.disabled = true;
+  row.note.textContent = (row.item.queue?.sending ?? 0) > 0 ? waiting : 'Deleting…';
+  const slow = browser.setTimeout(() => {
+    row.note.textContent = waiting;
+  }, DELETE_PATIENCE_MS);
+  try {
+    await call('DELETE', `/admin/v1/instances/${encodeURIComponent(id)}`);
+    closePanelsOf(id);
+    showError('');
+  } catch (err) {
+    const owner = node ? `Node ${node}, which runs it,` : 'The node that runs it';
+    showError(
+      err instanceof ApiError && err.code === 'INSTANCE_UNREACHABLE'
+        ? `Delete ${name}: nothing was deleted. ${owner} could not be reached, or did not stop the instance in time, to finish a send in flight first; an instance is not deleted while a node may still be sending for it. Try again once that node answers.`
+        : `Delete ${name}: ${message(err)}`,
+    );
+  } finally {
+    browser.clearTimeout(slow);
+    row.note.textContent = '';
+    row.remove.disabled = false;
+  }
+}
+
 function createRow(item: InstanceItem): Row {
   const status = h('span', 'status');
   const detail = h('small', 'detail muted');
+  const note = h('small', 'detail note');
   const [phone, driver, queue] = [h('td'), h('td'), h('td', 'queue')];
   const link = button('Link', '', () => openLink(row.item.id, row.item.name));
   const act = (verb: string, question: string, run: () => Promise<unknown>) =>
-    button(verb, verb === 'Delete' ? 'danger' : '', () => {
+    button(verb, '', () => {
       void (async () => {
         if (!(await confirmAction(question))) return;
         try {
@@ -80,11 +124,16 @@ function createRow(item: InstanceItem): Row {
       })();
     });
   const base = () => `/admin/v1/instances/${encodeURIComponent(row.item.id)}`;
+  const removal = button('Delete', 'danger', () => {
+    void (async () => {
+      if (await confirmAction(`Delete ${row.item.name}? Its queue, key and session are removed for good (a send in flight finishes first).`)) await remove(row);
+    })();
+  });
   const tr = h(
     'tr',
     '',
     h('td', 'name', item.name),
-    h('td', '', status, detail),
+    h('td', '', status, detail, note),
     phone,
     driver,
     queue,
@@ -102,15 +151,12 @@ function createRow(item: InstanceItem): Row {
       }),
       act('Restart', `Restart ${item.name}? Its session restarts; queued messages wait.`, () => call('POST', `${base()}/restart`)),
       act('Logout', `Log ${item.name} out? The phone must be linked again.`, () => call('POST', `${base()}/logout`)),
-      act('Delete', `Delete ${item.name}? Its queue, key and session are removed for good.`, async () => {
-        await call('DELETE', base());
-        closePanelsOf(row.item.id);
-      }),
+      removal,
     ),
   );
   tr.setAttribute('data-id', item.id);
   tr.setAttribute('data-name', item.name);
-  const row: Row = { tr, status, detail, phone, driver, queue, link, item };
+  const row: Row = { tr, status, detail, phone, driver, queue, link, note, remove: removal, item };
   return row;
 }
 
