@@ -4,6 +4,7 @@
  * (failing with that output if it exits first or is not ready in time), stopped with a signal and awaited.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -149,8 +150,43 @@ export function cleanEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
-/** A port that nobody listens on right now on the loopback interface (bound, then released). */
+/** The first port of the kernel's range for the local end of outgoing connections (and for `listen(0)`). */
+function ephemeralFloor(): number {
+  try {
+    const first = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(first) && first > 0 ? first : 32_768;
+  } catch {
+    return 32_768;
+  }
+}
+
+/** Where freePort draws from: under the ephemeral range, 12,000 ports at most, from 1,024 at least. */
+const PICK_CEILING = ephemeralFloor();
+const PICK_FLOOR = Math.max(1_024, PICK_CEILING - 12_000);
+
+/** Whether a server can listen on `port` of the loopback interface now. */
+async function bindable(port: number): Promise<boolean> {
+  const s = net.createServer();
+  const ok = await new Promise<boolean>((resolve) => s.once('error', () => resolve(false)).listen(port, '127.0.0.1', () => resolve(true)));
+  if (ok) await new Promise<void>((resolve) => s.close(() => resolve()));
+  return ok;
+}
+
+/**
+ * A port that nobody listens on right now on the loopback interface (bound, then released), for a process the test
+ * starts later. Drawn at random from under the kernel's ephemeral range: a port of that range (what `listen(0)`
+ * gives) is also the local end of any outgoing connection, and one made by another test file in the time between
+ * the release and the process's own bind took it (seen: a node of test/e2e/cluster.test.ts refused to start, its
+ * port in use). Under the range only another test's pick can take it, one chance in thousands, and never by being
+ * handed out by the kernel.
+ */
 export async function freePort(): Promise<number> {
+  if (PICK_CEILING - PICK_FLOOR >= 1_000) {
+    for (let i = 0; i < 50; i++) {
+      const port = PICK_FLOOR + Math.floor(Math.random() * (PICK_CEILING - PICK_FLOOR));
+      if (await bindable(port)) return port;
+    }
+  }
   const s = net.createServer();
   await new Promise<void>((resolve, reject) => s.once('error', reject).listen(0, '127.0.0.1', () => resolve()));
   const { port } = s.address() as net.AddressInfo;
