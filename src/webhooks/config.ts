@@ -74,15 +74,19 @@ const CHARACTER_CLASSES = [/[a-z]/, /[A-Z]/, /[0-9]/];
 
 /**
  * Receivers whose token is at a known place of the path, masked there whatever it looks like: the host, and the
- * segments before the token (null: any). Zapier's `https://hooks.zapier.com/hooks/catch/<account>/<token>/`
- * has a token of 6 or 7 lower-case letters and digits, sometimes letters only, which no rule tells from a word;
+ * segments before the token (null: any; an empty one, of a doubled slash, does not count: the receivers read
+ * none there; Discord's API version may come before `webhooks`). Zapier's
+ * `https://hooks.zapier.com/hooks/catch/<account>/<token>/` has a token of 6 or 7 lower-case letters and digits,
+ * sometimes letters only, which no rule tells from a word;
  * Slack's and Discord's would pass the rule of pathToken but for a token drawn of one kind of character by chance
  * (Slack's documented placeholder, `XXXXXXXXXXXXXXXXXXXXXXXX`, is one).
  */
-const TOKEN_PLACES: readonly { host: string; before: readonly (string | null)[] }[] = [
+const TOKEN_PLACES: readonly { host: string; before: readonly (string | RegExp | null)[] }[] = [
   { host: 'hooks.slack.com', before: ['services', null, null] },
   { host: 'discord.com', before: ['api', 'webhooks', null] },
+  { host: 'discord.com', before: ['api', /^v\d+$/, 'webhooks', null] },
   { host: 'discordapp.com', before: ['api', 'webhooks', null] },
+  { host: 'discordapp.com', before: ['api', /^v\d+$/, 'webhooks', null] },
   { host: 'hooks.zapier.com', before: ['hooks', 'catch', null] },
 ];
 
@@ -107,8 +111,10 @@ function pathToken(host: string, segments: readonly string[], index: number): bo
   const written = segments[index] ?? '';
   const segment = percentDecoded(written) ?? written;
   if (segment === '') return false;
-  const place = TOKEN_PLACES.find((p) => p.host === host && index === p.before.length + 1);
-  if (place?.before.every((name, i) => name === null || segments[i + 1] === name)) return true;
+  // the segments before it as the receiver reads them: an empty one (`//`) is no segment to it
+  const before = segments.slice(0, index).filter((s) => s !== '');
+  const at = (name: string | RegExp | null, i: number) => name === null || (typeof name === 'string' ? before[i] === name : name.test(before[i] ?? ''));
+  if (TOKEN_PLACES.some((p) => p.host === host && before.length === p.before.length && p.before.every(at))) return true;
   return segment.length >= TOKEN_MIN_LENGTH && TOKEN_CHARACTERS.test(segment) && CHARACTER_CLASSES.filter((c) => c.test(segment)).length >= 2;
 }
 

@@ -79,6 +79,10 @@ test('a token in the path is shown masked, the segment whole; the words and ids 
       'https://discord.com/api/webhooks/123456789012345678/***',
     ],
     ['https://discord.com/api/v10/webhooks/123456789012345678/aBcD-eFgH_1234567890abcdefghij', 'https://discord.com/api/v10/webhooks/123456789012345678/***'],
+    // a versioned Discord path, and a doubled slash (no segment to the receiver), with a token of one kind
+    ['https://discord.com/api/v10/webhooks/123456789012345678/abcdefghijklmnopqrstuvwxyz', 'https://discord.com/api/v10/webhooks/123456789012345678/***'],
+    ['https://hooks.slack.com//services/T0123ABCD/B0123ABCD/xxxxxxxxxxxxxxxxxxxxxxxx', 'https://hooks.slack.com//services/T0123ABCD/B0123ABCD/***'],
+    ['https://hooks.slack.com/services//T0123ABCD/B0123ABCD/xxxxxxxxxxxxxxxxxxxxxxxx', 'https://hooks.slack.com/services//T0123ABCD/B0123ABCD/***'],
     ['https://hooks.zapier.com/hooks/catch/1234567/abcdefg/', 'https://hooks.zapier.com/hooks/catch/1234567/***/'],
     ['https://hooks.zapier.com/hooks/catch/1234567/o0h5dcd/silent/', 'https://hooks.zapier.com/hooks/catch/1234567/***/silent/'],
     // anywhere else by the rule: 16 or more token characters of two kinds at least (hex, base64url, a UUID)
