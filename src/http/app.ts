@@ -6,8 +6,9 @@
 import Koa from 'koa';
 import type Router from '@koa/router';
 import { errorBoundary } from './envelope.js';
-import { jsonBody, refuseMalformedTarget } from './body.js';
-import { notMatched, refuseMalformedPath, routeFamilies, type RouteFamily } from './router.js';
+import { jsonBody } from './body.js';
+import { notMatched, routeFamilies, type RouteFamily } from './router.js';
+import { refuseMalformedPath, refuseMalformedTarget } from './target.js';
 import { requestLog } from './request-log.js';
 import type { Logger } from '../log.js';
 

@@ -79,7 +79,7 @@ export function refusalOn(socket: Duplex): number | undefined {
 }
 
 /**
- * The options of a server whose app answers a missing Host itself, in the envelope (src/http/body.ts
+ * The options of a server whose app answers a missing Host itself, in the envelope (src/http/target.ts
  * refuseMalformedTarget): Node's own check answers a bare 400 before any middleware runs.
  */
 export const serverOptions: http.ServerOptions = { requireHostHeader: false };

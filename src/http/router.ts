@@ -7,11 +7,11 @@
  * enter, so no spelling of a path can reach a handler without its family's guard.
  */
 import Router from '@koa/router';
-import compose from 'koa-compose';
 import type { Context, Middleware } from 'koa';
 import { DomainError, validationFailed } from '../errors.js';
 import { entriesFieldOf } from './body.js';
-import { percentDecoded } from '../percent.js';
+import { dispatcher } from './dispatch.js';
+import { layersOf } from './layers.js';
 
 /** Who may call a family's routes: nobody needs a credential, an instance API key, or the admin token. */
 export type AuthKind = 'none' | 'instance' | 'admin' | 'cluster';
@@ -96,21 +96,6 @@ export interface RouteInfo {
 export function createRouter(prefix?: string): Router {
   return new Router({ ...(prefix ? { prefix } : {}), sensitive: true, strict: true });
 }
-
-interface LayerLike {
-  path: string | RegExp;
-  name?: string | null;
-  methods: string[];
-  stack: Middleware[];
-  /** the route's parameters, in the order of their captures */
-  paramNames: readonly { name: string }[];
-  match(path: string): boolean;
-  /** the raw (not decoded) text of each parameter in `path` */
-  captures(path: string): string[];
-  /** `existing` with the decoded parameters of `captures` over it */
-  params(path: string, captures: string[], existing?: Record<string, string>): Record<string, string>;
-}
-const layersOf = (router: Router): LayerLike[] => router.stack as unknown as LayerLike[];
 
 /** The rule every mounted router must keep; checked when the app is built so a lax router cannot slip in. */
 function assertStrict(family: string, router: Router): void {
@@ -199,98 +184,6 @@ function guarded(family: RouteFamily, jsonBody: JsonBodyReader): Middleware {
   return dispatcher(outer);
 }
 
-/** What @koa/router's dispatch leaves on the context for the routes (only `params` is read by ours). */
-interface RoutedContext {
-  router?: Router;
-  routeMatched?: boolean;
-  matched?: LayerLike[];
-  captures?: string[];
-  params?: Record<string, string>;
-  routerPath?: string | RegExp;
-  routerName?: string | undefined;
-  _matchedRoute?: string | RegExp;
-  _matchedRouteName?: string;
-  request: { params?: Record<string, string> };
-}
-
-/** Routes whose chains a dispatcher keeps, at most: far more than the API has (one per method and literal path). */
-const KEPT_CHAINS = 512;
-
-interface Dispatch {
-  /** every layer whose path matched, of any method (ctx.matched) */
-  path: LayerLike[];
-  run: Middleware;
-  matchedRoute: string | RegExp | undefined;
-  matchedRouteName: string | undefined;
-}
-
-/**
- * A router's dispatch, as `router.routes()` does it (the same layers run in the same order, the same context
- * left for them), with what it works out for a request kept for the next one of the same method and path: which
- * layers match, and the chain that runs them. @koa/router works both out anew for every request (a test of every
- * layer's pattern, a closure per layer and a composed chain), 6 % of the event loop's time accepting messages.
- * Kept only for a route whose path has no parameter, so for at most one entry per literal route and method: an
- * id in a path, or a path no route has, is worked out every time as before and never fills the memory.
- * `kept`: where the chains are kept (a test reads it).
- */
-export function dispatcher(router: Router, kept: Map<string, unknown> = new Map()): Middleware {
-  if ((router as unknown as { host?: unknown }).host !== undefined) throw new Error('a dispatcher is for routers without a host');
-  return function dispatch(ctx, next) {
-    const path = ctx.path;
-    const method = ctx.method;
-    const key = `${method} ${path}`;
-    let d = kept.get(key) as Dispatch | undefined;
-    if (d === undefined) {
-      const m = router.match(path, method) as unknown as { path: LayerLike[]; pathAndMethod: LayerLike[]; route: boolean };
-      const c = ctx as unknown as RoutedContext;
-      if (!m.route) {
-        c.matched = c.matched ? [...c.matched, ...m.path] : m.path;
-        c.router = router;
-        c.routeMatched = false;
-        return next();
-      }
-      d = dispatchOf(m.path, m.pathAndMethod, path);
-      if (kept.size < KEPT_CHAINS && m.pathAndMethod.every((l) => l.paramNames.length === 0 && typeof l.path === 'string')) kept.set(key, d);
-    }
-    const c = ctx as unknown as RoutedContext;
-    c.matched = c.matched ? [...c.matched, ...d.path] : [...d.path];
-    c.router = router;
-    c.routeMatched = true;
-    if (d.matchedRoute !== undefined) {
-      c._matchedRoute = d.matchedRoute;
-      if (d.matchedRouteName !== undefined) c._matchedRouteName = d.matchedRouteName;
-    }
-    return d.run(ctx, next);
-  };
-}
-
-/** The chain of a route's matched layers for one path: each layer's captures and parameters, then its middleware. */
-function dispatchOf(pathLayers: LayerLike[], layers: LayerLike[], path: string): Dispatch {
-  const chain: Middleware[] = [];
-  for (const layer of layers) {
-    const captures = layer.captures(path);
-    const params = layer.params(path, captures, {});
-    const routerPath = layer.path;
-    const name = layer.name || undefined;
-    chain.push(
-      (ctx, next) => {
-        const c = ctx as unknown as RoutedContext;
-        c.captures = [...captures];
-        c.request.params = { ...c.params, ...params };
-        c.params = c.request.params;
-        c.routerPath = routerPath;
-        c.routerName = name;
-        c._matchedRoute = routerPath;
-        if (name !== undefined) c._matchedRouteName = name;
-        return next();
-      },
-      ...layer.stack,
-    );
-  }
-  const route = layers.findLast((l) => l.methods.length > 0);
-  return { path: pathLayers, run: compose(chain), matchedRoute: route?.path, matchedRouteName: route?.name || undefined };
-}
-
 /**
  * All families in their order, as one link of the chain: each family behind its guard (`guarded`), a request
  * passed from one to the next when none of its routes answers. A family is tried only for a path that starts
@@ -350,45 +243,6 @@ function fromLink(chain: FamilyChain, i: number, ctx: Parameters<Middleware>[0],
 function mayMatch(prefixes: readonly string[], path: string): boolean {
   for (const p of prefixes) if (path.startsWith(p)) return true;
   return false;
-}
-
-/** Whether percent-decoding `text` fails: a `%` without two hex digits, or escapes that spell no UTF-8. */
-const malformedEscape = (text: string): boolean => percentDecoded(text) === null;
-
-/**
- * A path with a malformed percent escape (`%ZZ`, `%E0%A4%A`) is bad input: 400 VALIDATION_FAILED before any family
- * (so before a guard, as a NUL in the path is: src/http/body.ts refuseMalformedTarget), naming the route parameter
- * the escape is in when a route's pattern matches the path, else `path`. @koa/router decodes a parameter
- * "safely": a malformed one reached the route as written, as an id nothing has (404), and a path no route
- * matched was 404 too. Nothing of the path is echoed. A path without `%` costs one search.
- */
-export function refuseMalformedPath(families: readonly RouteFamily[]): Middleware {
-  const layers = families.flatMap((f) => layersOf(f.router)).filter((l) => l.methods.length > 0);
-  return function malformedPath(ctx, next) {
-    const path = ctx.path;
-    if (!path.includes('%') || !malformedEscape(path)) return next();
-    // the routes of the request's method first: the parameter is named as the route that takes the request names it
-    const field = malformedParameter(layers, path, ctx.method) ?? malformedParameter(layers, path, null);
-    throw validationFailed(
-      field ?? 'path',
-      `${field === undefined ? 'the path' : `the path parameter ${field}`} is not valid percent-encoding: a % must be followed by two hex digits, and the escapes must spell UTF-8`,
-    );
-  };
-}
-
-/**
- * The parameter whose raw text does not decode, of the first route matching `path` (of `method`, or of any method
- * when null) that has one; undefined if none.
- */
-function malformedParameter(layers: readonly LayerLike[], path: string, method: string | null): string | undefined {
-  for (const layer of layers) {
-    if (layer.paramNames.length === 0 || (method !== null && !layer.methods.includes(method)) || !layer.match(path)) continue;
-    const raw = layer.captures(path);
-    const i = raw.findIndex((text) => text !== undefined && malformedEscape(text));
-    const name = i < 0 ? undefined : layer.paramNames[i]?.name;
-    if (name !== undefined) return name;
-  }
-  return undefined;
 }
 
 /**

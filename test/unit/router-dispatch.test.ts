@@ -9,7 +9,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Middleware } from 'koa';
 import type Router from '@koa/router';
-import { createRouter, dispatcher, routeFamilies, type RouteFamily } from '../../src/http/router.js';
+import { createRouter, routeFamilies, type RouteFamily } from '../../src/http/router.js';
+import { dispatcher } from '../../src/http/dispatch.js';
 
 /** What a run left: the links in order (with the params each saw), whether it went on, and the routing fields. */
 interface Trace {
