@@ -17,7 +17,7 @@ import { UsageError, type Parsed } from './args.js';
  * 80 (the gateway refuses the first two and listens on 3000 for the last), and an ADMIN_TOKEN a bearer token
  * cannot hold was sent as it was: one with a line break was printed back whole in fetch's error.
  */
-function setting<K extends 'PORT' | 'DATA_DIR' | 'ADMIN_TOKEN'>(key: K, env: NodeJS.ProcessEnv, hint = ''): Config[K] {
+function setting<K extends 'PORT' | 'HOST' | 'DATA_DIR' | 'ADMIN_TOKEN'>(key: K, env: NodeJS.ProcessEnv, hint = ''): Config[K] {
   try {
     return loadSettings([key], env)[key];
   } catch (err) {
@@ -26,19 +26,31 @@ function setting<K extends 'PORT' | 'DATA_DIR' | 'ADMIN_TOKEN'>(key: K, env: Nod
   }
 }
 
+/** Addresses a server listens on for every interface: the gateway is reached on loopback then. */
+const EVERY_INTERFACE = new Set(['0.0.0.0', '::', '[::]']);
+
 /**
- * The gateway's address: MGW_URL, else http://127.0.0.1:$PORT (PORT read as the gateway reads it; not read at all
- * when MGW_URL is set). A usage error names the variable without echoing it: an address with a user or password
- * is refused (the token goes as a bearer token, and the password was printed back in the error). Found from the
- * outside, as was `PORT=abc` answering only "Invalid URL". PORT=0 lets the gateway choose its port, which only
- * its start banner tells: MGW_URL is needed then.
+ * The gateway's address: MGW_URL, else http://$HOST:$PORT, with HOST and PORT read as the gateway reads them (not
+ * at all when MGW_URL is set): the address the gateway listens on in the same environment. A HOST of every
+ * interface (`0.0.0.0`, `::`) is reached on 127.0.0.1; before, `mgw` always went to 127.0.0.1, so a gateway
+ * listening on one other address of the machine could not be reached without MGW_URL. A usage error names the
+ * variable without echoing it: an address with a user or password is refused (the token goes as a bearer token,
+ * and the password was printed back in the error). Found from the outside, as was `PORT=abc` answering only
+ * "Invalid URL". PORT=0 lets the gateway choose its port, which only its start banner tells: MGW_URL is needed
+ * then. MGW_URL may end in a path (a gateway behind a proxy under a prefix): the routes go below it.
  */
 export function gatewayUrl(env: NodeJS.ProcessEnv = process.env): URL {
   const given = env.MGW_URL || undefined;
   if (given === undefined) {
     const port = setting('PORT', env, ' (or set MGW_URL to the gateway\'s address)');
     if (port === 0) throw new UsageError('mgw: PORT is 0, a port the gateway chooses at its start: set MGW_URL to the address it printed');
-    return new URL(`http://127.0.0.1:${port}`);
+    const host = setting('HOST', env, ' (or set MGW_URL to the gateway\'s address)');
+    const reached = EVERY_INTERFACE.has(host) ? '127.0.0.1' : host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+    try {
+      return new URL(`http://${reached}:${port}`);
+    } catch {
+      throw new UsageError('mgw: HOST is not a host name or address mgw can reach (set MGW_URL to the gateway\'s address)');
+    }
   }
   // taken as written, as the gateway takes its URLs (src/config.ts): URL would drop the blanks silently
   if (given.trim() !== '' && given !== given.trim()) throw new UsageError('mgw: MGW_URL must be an http:// or https:// address, without blanks around it');
@@ -90,8 +102,16 @@ export interface Envelope {
   body: unknown;
 }
 
+/**
+ * The URL of a gateway route (`/admin/v1/…`, `/health`) below the gateway's address, its path included: a route
+ * resolved against MGW_URL alone dropped the path of a gateway behind a proxy (`https://ops.example/mgw`).
+ */
+export function routeUrl(route: string, base: URL = gatewayUrl()): URL {
+  return new URL(`${base.pathname.replace(/\/+$/, '')}${route}`, base.origin);
+}
+
 export async function call(method: string, route: string, body?: unknown): Promise<Envelope> {
-  const url = new URL(route, gatewayUrl());
+  const url = routeUrl(route);
   const res = await request(url, {
     method,
     headers: { authorization: `Bearer ${await adminToken()}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },

@@ -14,10 +14,11 @@ import { WEBHOOK_VERBS } from './verbs/webhooks.js';
 import { STATUS_VERBS } from './verbs/status.js';
 
 const ENVIRONMENT = `environment:
-  MGW_URL      the gateway's address (default http://127.0.0.1:$PORT, PORT default 3000)
+  MGW_URL      the gateway's address, a path below it allowed (default http://$HOST:$PORT: HOST default
+               127.0.0.1, and 127.0.0.1 for 0.0.0.0 or ::; PORT default 3000)
   ADMIN_TOKEN  the operator token (default: read from $DATA_DIR/admin-token)
   DATA_DIR     the gateway's data directory (default ./data); mgw start keeps its data there
-PORT, ADMIN_TOKEN and DATA_DIR are checked as the gateway checks them: a bad value exits 2, naming it.
+HOST, PORT, ADMIN_TOKEN and DATA_DIR are checked as the gateway checks them: a bad value exits 2, naming it.
 `;
 
 /** Every verb, in the order `mgw --help` lists them. */

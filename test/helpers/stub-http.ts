@@ -21,8 +21,8 @@ export interface StubServer {
   close(): Promise<void>;
 }
 
-/** `answer(n, req)` decides the answer to the n-th request (0-based). */
-export async function startStubServer(answer: (n: number, req: StubRequest) => StubAnswer): Promise<StubServer> {
+/** `answer(n, req)` decides the answer to the n-th request (0-based); `host` the loopback address it listens on. */
+export async function startStubServer(answer: (n: number, req: StubRequest) => StubAnswer, host = '127.0.0.1'): Promise<StubServer> {
   const requests: StubRequest[] = [];
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -34,10 +34,10 @@ export async function startStubServer(answer: (n: number, req: StubRequest) => S
       res.writeHead(a.status, { 'content-type': 'application/json' }).end(JSON.stringify(a.body));
     });
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  await new Promise<void>((r) => server.listen(0, host, r));
   const { port } = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `http://${host}:${port}`,
     requests,
     async close() {
       server.closeAllConnections();

@@ -147,6 +147,35 @@ test("the gateway's variables mgw reads are checked as the gateway checks them: 
   }
 });
 
+test('the address: HOST and PORT as the gateway listens in the same environment, and the routes below a path of MGW_URL', async () => {
+  // before, mgw went to 127.0.0.1 whatever HOST said, and resolved its routes against MGW_URL's origin, dropping
+  // the path of a gateway behind a proxy under a prefix
+  const onOther = await startStubServer(() => ({ status: 200, body: { success: true, data: { items: [] } } }), '127.0.0.2');
+  const onLoopback = await startStubServer(() => ({ status: 200, body: { success: true, data: { items: [] } } }));
+  try {
+    const r1 = await mgw(['health'], { MGW_URL: '', HOST: '127.0.0.2', PORT: new URL(onOther.url).port });
+    assert.equal(r1.code, 0, r1.stderr);
+    assert.deepEqual(onOther.requests.map((r) => r.url), ['/health']);
+    // a gateway listening on every interface is reached on loopback
+    const r2 = await mgw(['health'], { MGW_URL: '', HOST: '0.0.0.0', PORT: new URL(onLoopback.url).port });
+    assert.equal(r2.code, 0, r2.stderr);
+    const r3 = await mgw(['instances', '--json'], { MGW_URL: `${onLoopback.url}/mgw/` });
+    assert.equal(r3.code, 0, r3.stderr);
+    const r4 = await mgw(['health'], { MGW_URL: `${onLoopback.url}/ops/mgw` });
+    assert.equal(r4.code, 0, r4.stderr);
+    assert.deepEqual(onLoopback.requests.map((r) => r.url), ['/health', '/mgw/admin/v1/instances', '/ops/mgw/health']);
+    // HOST is checked as the gateway checks it, and not read when MGW_URL is set
+    const r5 = await mgw(['health'], { MGW_URL: '', HOST: ' 127.0.0.1', PORT: new URL(onLoopback.url).port });
+    assert.equal(r5.code, 2, r5.stderr);
+    assert.match(r5.stderr.trim(), /^mgw: HOST .*\(or set MGW_URL to the gateway's address\)$/);
+    const r6 = await mgw(['health'], { HOST: ' x' });
+    assert.equal(r6.code, 0, r6.stderr);
+  } finally {
+    await onOther.close();
+    await onLoopback.close();
+  }
+});
+
 test('the admin token from $DATA_DIR/admin-token: used when ADMIN_TOKEN is unset; one a bearer token cannot hold is refused without its text', async () => {
   const dir = await mkdtemp(path.join(tmpdir(), 'mgw-cli-'));
   try {

@@ -1,6 +1,6 @@
 /** The verbs on the gateway as a whole: its nodes and its health. */
 import { table, type Verb } from '../args.js';
-import { answer, gatewayUrl, call, items, print, request, str } from '../api.js';
+import { answer, call, items, print, request, routeUrl, str } from '../api.js';
 
 const nodesTable = (data: unknown): string =>
   table(['ID', 'URL', 'CAPACITY', 'INSTANCES', 'SELF', 'HEARTBEAT'], items(data).map((n) => [str(n.id), str(n.url), str(n.capacity), str(n.instances), n.self === true ? 'yes' : 'no', str(n.heartbeatAt)]));
@@ -15,7 +15,7 @@ export const STATUS_VERBS: Verb[] = [
   {
     name: 'health', args: [], flags: {}, summary: 'GET /health',
     async run() {
-      const res = await request(new URL('/health', gatewayUrl()), {});
+      const res = await request(routeUrl('/health'), {});
       if (!res.ok) process.exitCode = 1;
       print(await res.json().catch(() => ({ status: res.status })));
     },
