@@ -172,6 +172,7 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Pr
     secret: config.CLUSTER_SECRET,
     ttlMs: config.LEASE_TTL_MS,
     local: rt,
+    clock: () => clock.now(),
   });
   const { portOf: portOfInstance, actors: placed } = clusterPorts(rt, cluster, config.CLUSTER_SECRET, config.DRIVER_CALL_TIMEOUT_MS + DEADLINES.operator);
   rt.start();

@@ -16,7 +16,7 @@ export const PAIRING_CODE_WAIT_MS = 60_000;
 
 /** What the operator service reads of the cluster (src/cluster/cluster.ts). */
 export interface ClusterView {
-  nodes(): Promise<{ id: string; url: string; capacity: number; instances: number; self: boolean; startedAt: number; heartbeatAt: number }[]>;
+  nodes(): Promise<{ id: string; url: string; capacity: number; instances: number; self: boolean; startedAt: number; heartbeatAt: number; clockOffsetMs: number | null }[]>;
   move(instanceId: string, nodeId: string): Promise<void>;
 }
 
@@ -55,7 +55,7 @@ export class InstanceAdminService implements InstanceAdmin {
     const nodes = (await this.deps.nodes?.nodes()) ?? [];
     return nodes.map((n) => ({
       id: n.id, url: n.url, capacity: n.capacity, instances: n.instances, self: n.self,
-      startedAt: new Date(n.startedAt).toISOString(), heartbeatAt: new Date(n.heartbeatAt).toISOString(),
+      startedAt: new Date(n.startedAt).toISOString(), heartbeatAt: new Date(n.heartbeatAt).toISOString(), clockOffsetMs: n.clockOffsetMs,
     }));
   }
 

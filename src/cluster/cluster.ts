@@ -27,8 +27,9 @@ import type { Logger } from '../log.js';
 import type { Pool, Queryable } from '../store/pool.js';
 import type { Instance } from '../store/instances.js';
 import { Batcher } from '../store/batch.js';
+import { ClockOffset } from './clock-offset.js';
 import { HeldLeases, acquireLeases, liveLeases, ownerOf, releaseLeases, renewLeases, retakeLeases, type Lease, type Owner } from './leases.js';
-import { healthProbe, heartbeat, leaveCluster, liveNodes, registerNode, secretHash, type LiveNode, type NodeInfo } from './nodes.js';
+import { databaseClock, healthProbe, heartbeat, leaveCluster, liveNodes, registerNode, secretHash, type LiveNode, type NodeInfo } from './nodes.js';
 import { placeInstance } from './placement.js';
 import { WriteFence } from './write-fence.js';
 import { pinnedAway, placements, unheldInstances } from './candidates.js';
@@ -52,6 +53,8 @@ export interface ClusterDeps {
   secret: string | undefined;
   ttlMs: number;
   local: LocalInstances;
+  /** the clock this node plans its instances by (the queue's; default the system's): compared with the database's */
+  clock?: () => number;
 }
 
 /** How long a node answers an instance's owner from what it read (another node's hand-over is seen this late). */
@@ -101,6 +104,8 @@ export class Cluster {
 
   /** the address the last heartbeat found registered for this node ('gone': none) */
   private lastRegistration: string | null = null;
+  /** how far this node's clock is from the database's, read at every round */
+  private readonly clockOffset = new ClockOffset();
 
   constructor(private readonly deps: ClusterDeps) {}
 
@@ -131,6 +136,28 @@ export class Cluster {
     else if (url !== node.url) log.error({ node: node.id, url }, 'another process registered this NODE_ID at another address: give every node its own NODE_ID');
   }
 
+  /** This node's clock against the database's (src/cluster/clock-offset.ts), said in the log when it goes past the threshold and back. */
+  private async readClock(): Promise<void> {
+    const now = this.deps.clock ?? Date.now;
+    const before = now();
+    const database = await databaseClock(this.deps.leasePool);
+    const after = now();
+    if (!Number.isFinite(database)) return;
+    const change = this.clockOffset.read(before, database, after);
+    const reading = this.clockOffset.reading;
+    if (change === null || reading === null) return;
+    const { offsetMs, withinMs } = reading;
+    const fields = { node: this.deps.node.id, clockOffsetMs: offsetMs, withinMs };
+    if (change === 'warn') {
+      this.deps.log.warn(
+        fields,
+        `this node's clock is ${Math.abs(offsetMs)} ms ${offsetMs > 0 ? 'ahead of' : 'behind'} the database's: each node plans its instances' slots, validity and quiet hours on its own clock; synchronise the clocks (NTP)`,
+      );
+    } else {
+      this.deps.log.info(fields, "this node's clock agrees with the database's again");
+    }
+  }
+
   /** Run one round now (after a move, instead of waiting for the timer). */
   tick(): Promise<void> {
     if (this.left) return Promise.resolve();
@@ -147,7 +174,8 @@ export class Cluster {
    */
   private async round(): Promise<void> {
     const { leasePool: pool, node, ttlMs } = this.deps;
-    this.registeredAt(await heartbeat(pool, node, secretHash(this.deps.secret), this.deps.ttlMs));
+    await this.readClock();
+    this.registeredAt(await heartbeat(pool, node, secretHash(this.deps.secret), this.deps.ttlMs, this.clockOffset.reading?.offsetMs ?? null));
     const lost = await renewLeases(pool, node.id, this.held.all(), ttlMs);
     // ran out (the store was away longer than a lease) and nobody took them: taken back at once, not stopped
     // here to be taken again by a later round; never those handed over (released)

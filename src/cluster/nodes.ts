@@ -17,6 +17,8 @@ export interface NodeInfo {
 export interface LiveNode extends NodeInfo {
   startedAt: number;
   heartbeatAt: number;
+  /** how far the node's clock is ahead of the database's (ms, negative: behind), null until it measured it */
+  clockOffsetMs: number | null;
 }
 
 export class ClusterRefused extends Error {
@@ -68,8 +70,11 @@ export async function registerNode(q: Queryable, node: NodeInfo, hash: string | 
  * NODE_ID), or null when the row was gone (deleted by hand, or by such a process leaving): then it is
  * registered again, so that the node does not drop out of the cluster without a word.
  */
-export async function heartbeat(q: Queryable, node: NodeInfo, hash: string | null, liveMs: number): Promise<string | null> {
-  const { rows } = await q.query<{ url: string }>('UPDATE nodes SET heartbeat_at = now() WHERE id = $1 RETURNING url', [node.id]);
+export async function heartbeat(q: Queryable, node: NodeInfo, hash: string | null, liveMs: number, clockOffsetMs: number | null = null): Promise<string | null> {
+  const { rows } = await q.query<{ url: string }>(
+    'UPDATE nodes SET heartbeat_at = now(), clock_offset_ms = COALESCE($2, clock_offset_ms) WHERE id = $1 RETURNING url',
+    [node.id, clockOffsetMs],
+  );
   if (rows[0]) return rows[0].url;
   await q.query(
     'INSERT INTO nodes (id, url, capacity, secret_hash, boot_id, live_ms) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING',
@@ -91,10 +96,21 @@ export const healthProbe = (ms: number): NodeProbe => (url) =>
   );
 
 export async function liveNodes(q: Queryable, liveMs: number): Promise<LiveNode[]> {
-  const { rows } = await q.query<{ id: string; url: string; capacity: number; started_at: Date; heartbeat_at: Date }>(
-    `SELECT id, url, capacity, started_at, heartbeat_at FROM nodes
+  const { rows } = await q.query<{ id: string; url: string; capacity: number; started_at: Date; heartbeat_at: Date; clock_offset_ms: number | null }>(
+    `SELECT id, url, capacity, started_at, heartbeat_at, clock_offset_ms FROM nodes
       WHERE heartbeat_at > now() - $1 * interval '1 millisecond' ORDER BY id`,
     [liveMs],
   );
-  return rows.map((r) => ({ id: r.id, url: r.url, capacity: r.capacity, startedAt: r.started_at.getTime(), heartbeatAt: r.heartbeat_at.getTime() }));
+  return rows.map((r) => ({
+    id: r.id, url: r.url, capacity: r.capacity, startedAt: r.started_at.getTime(), heartbeatAt: r.heartbeat_at.getTime(), clockOffsetMs: r.clock_offset_ms,
+  }));
+}
+
+/**
+ * The database's clock now, in ms since the epoch (`clock_timestamp()`: the moment the statement reads it, not
+ * its transaction's start).
+ */
+export async function databaseClock(q: Queryable): Promise<number> {
+  const { rows } = await q.query<{ ms: number }>('SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS ms');
+  return Number(rows[0]?.ms);
 }
