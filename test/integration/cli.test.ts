@@ -233,7 +233,9 @@ test('tables by default, --json for scripts; delete asks first; webhook show|set
 
   const nodes = await mgw(['nodes']);
   assert.equal(nodes.code, 0, nodes.stderr);
-  assert.match(nodes.stdout, /^ID\s+URL\s+CAPACITY\s+INSTANCES\s+SELF\s+HEARTBEAT/);
+  assert.match(nodes.stdout, /^ID\s+URL\s+CAPACITY\s+INSTANCES\s+SELF\s+HEARTBEAT\s+CLOCK\n/);
+  // this node's clock against the database's, measured at its rounds: a few ms either way on one machine
+  assert.match(nodes.stdout, /\syes\s+\S+\s+[+-]?\d+ ms\n/);
 
   // webhook: a private address is refused unless --allow-private; the secret is never shown
   const refused = await mgw(['webhook', 'set', id, `${hook.url}/hook`, SECRET, 'test']);

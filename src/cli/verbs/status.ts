@@ -2,8 +2,14 @@
 import { table, type Verb } from '../args.js';
 import { answer, call, items, print, request, routeUrl, str } from '../api.js';
 
+/** A node's clock against the database's, as an operator reads it (`+1500 ms`: ahead); `-` until measured. */
+const offset = (v: unknown): string => (typeof v === 'number' ? `${v > 0 ? '+' : ''}${v} ms` : '-');
+
 const nodesTable = (data: unknown): string =>
-  table(['ID', 'URL', 'CAPACITY', 'INSTANCES', 'SELF', 'HEARTBEAT'], items(data).map((n) => [str(n.id), str(n.url), str(n.capacity), str(n.instances), n.self === true ? 'yes' : 'no', str(n.heartbeatAt)]));
+  table(
+    ['ID', 'URL', 'CAPACITY', 'INSTANCES', 'SELF', 'HEARTBEAT', 'CLOCK'],
+    items(data).map((n) => [str(n.id), str(n.url), str(n.capacity), str(n.instances), n.self === true ? 'yes' : 'no', str(n.heartbeatAt), offset(n.clockOffsetMs)]),
+  );
 
 export const STATUS_VERBS: Verb[] = [
   {
