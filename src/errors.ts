@@ -137,6 +137,35 @@ export class DomainError extends Error {
   }
 }
 
+/**
+ * An ask forwarded to the node that owns the instance (src/cluster/remote-port.ts) that this node could not get
+ * answered there: the connection refused, no answer within the deadline, the ask refused or failed there.
+ * `node` names that node and `why` says what happened, for the operator's view of the instance
+ * (src/instances.ts: its state is unknown, and why) and the operator's queue routes. Both are properties, not
+ * `data`: the envelope an API-key caller gets never carries the cluster's node ids.
+ */
+export class OwnerNotAnswering extends DomainError {
+  constructor(
+    code: 'INSTANCE_UNREACHABLE' | 'INSTANCE_TIMEOUT',
+    message: string,
+    readonly node: string,
+    /** a short phrase after "node <id>": `cannot be reached (ECONNREFUSED)`, `did not answer within 5 s`, … */
+    readonly why: string,
+  ) {
+    super(code, message);
+  }
+}
+
+/**
+ * An operator route's refusal when the node that runs the instance did not answer: the same code, its message
+ * led by that node's id and what happened, and `data.node` (the operator's answers may name nodes; an API-key
+ * caller's never do).
+ */
+export function namingOwner(err: OwnerNotAnswering): DomainError {
+  const done = err.code === 'INSTANCE_UNREACHABLE' ? 'nothing was done there' : 'what was asked may have been done there';
+  return new DomainError(err.code, `node ${err.node}, which runs the instance, ${err.why}; ${done}`, { node: err.node });
+}
+
 export const isDomainError = (err: unknown, code?: ErrorCode): err is DomainError =>
   err instanceof DomainError && (code === undefined || err.code === code);
 

@@ -19,10 +19,16 @@
  * A view is kept with the owner that gave it (its node id and address): a send prepared with it is handed over
  * in one ask to that owner only. After a hand-over the new owner, which may be of an earlier version that would
  * take the gated ask as an ungated one, is asked for the view first.
+ *
+ * A failure at a node (refused, no answer, the ask refused or failed there) is an OwnerNotAnswering that names
+ * that node and says what happened: the operator is told the instance's state is unknown and why
+ * (src/instances.ts), where a stopped instance's view was shown before (found from the outside: another node's
+ * console showed an instance as disconnected, or kept showing it connected, while its owner could not be asked).
+ * The code and the message are the ones an API-key caller got before; the node id is not in its envelope.
  */
 import http from 'node:http';
 import https from 'node:https';
-import { DomainError, instanceTimeout } from '../errors.js';
+import { DomainError, OwnerNotAnswering, instanceTimeout } from '../errors.js';
 import { replyErrorToThrow, type AskReply, type InstanceAsk, type InstancePort, type InstanceView, type ReplyOf } from '../actors/port.js';
 import type { Owner } from './leases.js';
 
@@ -91,6 +97,19 @@ export class RemoteViews {
 
 const ownerKey = (o: Owner) => `${o.nodeId} ${o.url}`;
 
+/**
+ * What one ask met at the owners it tried: the owners that refused the connection, in turn, and the node that
+ * last failed to do it (null when the last look found no live owner, or an owner that answered).
+ */
+interface Trail {
+  refused: string[];
+  last: { node: string; why: string } | null;
+}
+
+const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`;
+/** an owner that says (in its envelope or its reply) that it does not run the instance */
+const NOT_OWNER = 'says it does not run the instance now (a hand-over under way)';
+
 const NOT_DELIVERED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'EAI_AGAIN', 'ENETUNREACH']);
 const unreachableWhy = (why: string) => `the instance's node cannot be reached (${why}); nothing was accepted`;
 const unreachable = (why: string) => new DomainError('INSTANCE_UNREACHABLE', unreachableWhy(why));
@@ -121,8 +140,12 @@ interface Answer {
   body: unknown;
 }
 
-/** A POST that answered nothing in time (the ask may have been received). */
-class NoAnswer extends Error {}
+/** A POST that answered nothing in time, or whose answer broke off (`broken`): the ask may have been received. */
+class NoAnswer extends Error {
+  constructor(readonly broken: boolean) {
+    super(broken ? 'the answer broke off' : 'no answer in time');
+  }
+}
 
 /**
  * POST a JSON body and read the answer, within `deadlineMs`. Rejects with the socket's error (its `code` tells
@@ -137,7 +160,7 @@ function postJson(url: URL, headers: Record<string, string>, body: string, deadl
       agent,
       headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
     });
-    const timer = setTimeout(() => req.destroy(new NoAnswer('no answer in time')), deadlineMs);
+    const timer = setTimeout(() => req.destroy(new NoAnswer(false)), deadlineMs);
     const fail = (err: Error) => {
       clearTimeout(timer);
       reject(err);
@@ -147,7 +170,7 @@ function postJson(url: URL, headers: Record<string, string>, body: string, deadl
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       // a connection closed before the answer's end: node emits `error` (ECONNRESET, "aborted") on the answer
-      res.on('error', () => fail(new NoAnswer('the answer broke off')));
+      res.on('error', () => fail(new NoAnswer(true)));
       res.on('end', () => {
         clearTimeout(timer);
         let parsed: unknown = null;
@@ -189,9 +212,9 @@ export class RemoteInstancePort implements InstancePort {
     const now = this.deps.now ?? Date.now;
     const started = now();
     const waitUntil = this.deps.stopping?.() ? started : started + Math.min(HAND_OVER_WAIT_MS, deadlineMs / 3);
-    // the owners that refused the connection, in turn
-    const refused: string[] = [];
-    let reply = await this.forward(ask, deadlineMs, false, refused);
+    const trail: Trail = { refused: [], last: null };
+    const { refused } = trail;
+    let reply = await this.forward(ask, deadlineMs, false, trail);
     // nothing was done: the owner looked up afresh at once, then again while the instance is handed over; an
     // owner that refuses the connection again though looked up afresh is dead, not handing over (its lease
     // outlives it): answered at once
@@ -200,14 +223,18 @@ export class RemoteInstancePort implements InstancePort {
         if (now() + HAND_OVER_POLL_MS > waitUntil || (refused.length >= 2 && refused.at(-1) === refused.at(-2))) break;
         await (this.deps.sleep ?? realSleep)(HAND_OVER_POLL_MS);
       }
-      reply = await this.forward(spent(ask, now() - started), deadlineMs - (now() - started), true, refused);
+      reply = await this.forward(spent(ask, now() - started), deadlineMs - (now() - started), true, trail);
     }
     if (reply instanceof HandedOver) return reply.port.ask(spent(ask, now() - started), deadlineMs - (now() - started));
+    if (!reply.ok && reply.error.code === 'INSTANCE_UNREACHABLE' && trail.last) {
+      throw new OwnerNotAnswering('INSTANCE_UNREACHABLE', reply.error.message, trail.last.node, trail.last.why);
+    }
     if (!reply.ok) throw replyErrorToThrow(reply.error);
     return reply.value as ReplyOf<A>;
   }
 
-  private async forward(ask: InstanceAsk, deadlineMs: number, fresh: boolean, refused: string[]): Promise<AskReply | HandedOver> {
+  private async forward(ask: InstanceAsk, deadlineMs: number, fresh: boolean, trail: Trail): Promise<AskReply | HandedOver> {
+    trail.last = null;
     const owner = await this.deps.owner(this.instanceId, fresh);
     if (!owner) {
       // looked up afresh and still none: a deleted instance never gets one (found from the outside: a v1 caller
@@ -227,15 +254,17 @@ export class RemoteInstancePort implements InstancePort {
       // prepared with a view another owner gave (the instance was handed over since): this owner may be of an
       // earlier version, which would accept the send without its gate. Asked for the view instead, and the
       // send is prepared again with it (stale: nothing was accepted); the next one goes in one ask if it gates.
-      const seen = await this.post(owner, { type: 'view' }, deadlineMs, refused);
+      const seen = await this.post(owner, { type: 'view' }, deadlineMs, trail);
       return seen.ok ? { ok: true, value: { kind: 'stale', view: seen.value as InstanceView } } : seen;
     }
-    return this.post(owner, ask, deadlineMs, refused);
+    return this.post(owner, ask, deadlineMs, trail);
   }
 
   /** The ask at the owner's internal route: its reply, or a refusal that says nothing was done there. */
-  private async post(owner: Owner, ask: InstanceAsk, deadlineMs: number, refused: string[]): Promise<AskReply> {
-    if (!this.deps.secret) throw unreachable('no CLUSTER_SECRET');
+  private async post(owner: Owner, ask: InstanceAsk, deadlineMs: number, trail: Trail): Promise<AskReply> {
+    const failed = (code: 'INSTANCE_UNREACHABLE' | 'INSTANCE_TIMEOUT', err: DomainError, why: string) =>
+      new OwnerNotAnswering(code, err.message, owner.nodeId, why);
+    if (!this.deps.secret) throw failed('INSTANCE_UNREACHABLE', unreachable('no CLUSTER_SECRET'), 'cannot be asked: this node has no CLUSTER_SECRET');
     let res: Answer;
     try {
       res = await postJson(
@@ -248,23 +277,29 @@ export class RemoteInstancePort implements InstancePort {
       const code = errorCode(err);
       // nothing reached the owner (it no longer listens: stopped, or gone): its successor is looked up
       if (code && NOT_DELIVERED.has(code)) {
-        refused.push(ownerKey(owner));
+        trail.refused.push(ownerKey(owner));
+        trail.last = { node: owner.nodeId, why: `cannot be reached (${code})` };
         return nothingDone(unreachableWhy(code));
       }
-      throw instanceTimeout();
+      const why = code ? `dropped the connection (${code})` : err instanceof NoAnswer && err.broken ? 'broke its answer off' : `did not answer within ${seconds(deadlineMs)}`;
+      throw failed('INSTANCE_TIMEOUT', instanceTimeout(), why);
     }
     const body = res.body as { success?: boolean; data?: { reply?: AskReply; gates?: boolean }; code?: string; error?: string } | null;
     const reply = body?.data?.reply;
     const ok = res.status >= 200 && res.status < 300;
     if (ok && reply) {
       this.remember(ask, reply, body?.data?.gates === true, owner);
+      if (!reply.ok && reply.error.code === 'INSTANCE_UNREACHABLE') trail.last = { node: owner.nodeId, why: NOT_OWNER };
       return reply;
     }
     // the owner's envelope refusal (not this instance's owner any more, a bad secret): nothing was done there
-    if (body?.code === 'INSTANCE_UNREACHABLE') return nothingDone(body.error ?? 'not the owner');
+    if (body?.code === 'INSTANCE_UNREACHABLE') {
+      trail.last = { node: owner.nodeId, why: NOT_OWNER };
+      return nothingDone(body.error ?? 'not the owner');
+    }
     // refused before anything ran there (authentication, a malformed ask): nothing was done; otherwise unknown
-    if (res.status < 500) throw unreachable(`the owner answered ${res.status}`);
-    throw instanceTimeout();
+    if (res.status < 500) throw failed('INSTANCE_UNREACHABLE', unreachable(`the owner answered ${res.status}`), `refused the ask (HTTP ${res.status})`);
+    throw failed('INSTANCE_TIMEOUT', instanceTimeout(), `failed while answering (HTTP ${res.status})`);
   }
 
   /** What a reply tells of the instance's view, and of whether its owner gates sends. */

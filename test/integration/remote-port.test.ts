@@ -12,6 +12,7 @@ import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { HAND_OVER_POLL_MS, HAND_OVER_WAIT_MS, RemoteInstancePort, RemoteViews } from '../../src/cluster/remote-port.js';
 import type { InstancePort, InstanceView } from '../../src/actors/port.js';
+import { OwnerNotAnswering } from '../../src/errors.js';
 import type { AcceptRequest } from '../../src/queue/types.js';
 import { sendOf } from '../../src/queue/payload.js';
 import { freePort } from '../helpers/gateway-process.js';
@@ -157,6 +158,36 @@ test('the answer breaks off after the owner received the ask: INSTANCE_TIMEOUT',
   o.url = `http://127.0.0.1:${(o.server.address() as AddressInfo).port}`;
   owners.push(o);
   await assert.rejects(portTo([o.url]).port.ask({ type: 'view' }, 5_000), { code: 'INSTANCE_TIMEOUT' });
+});
+
+test('a failure at the owner names that node and what happened (for the operator), with the code and message an API-key caller got, and no node id in its data', async () => {
+  const closed = `http://127.0.0.1:${await freePort()}`;
+  const silent = await owner(() => null);
+  const refusing = await owner(() => ({ status: 401, body: { success: false, code: 'UNAUTHORIZED', error: 'bad secret' } }));
+  const failing = await owner(() => ({ status: 500, body: { success: false, code: 'INTERNAL', error: 'boom' } }));
+  const cases: [string, number, { code: string; why: RegExp; message: RegExp }][] = [
+    [closed, 5_000, { code: 'INSTANCE_UNREACHABLE', why: /^cannot be reached \(ECONNREFUSED\)$/, message: /cannot be reached \(ECONNREFUSED\); nothing was accepted/ }],
+    [silent.url, 200, { code: 'INSTANCE_TIMEOUT', why: /^did not answer within 0\.2 s$/, message: /may have been accepted/ }],
+    [refusing.url, 5_000, { code: 'INSTANCE_UNREACHABLE', why: /^refused the ask \(HTTP 401\)$/, message: /answered 401/ }],
+    [failing.url, 5_000, { code: 'INSTANCE_TIMEOUT', why: /^failed while answering \(HTTP 500\)$/, message: /may have been accepted/ }],
+  ];
+  for (const [url, deadline, want] of cases) {
+    await assert.rejects(portTo([url], new RemoteViews(), 'node-7').port.ask({ type: 'view' }, deadline), (err: unknown) => {
+      assert.ok(err instanceof OwnerNotAnswering, String(err));
+      assert.equal(err.code, want.code);
+      assert.equal(err.node, 'node-7');
+      assert.match(err.why, want.why);
+      assert.match(err.message, want.message);
+      assert.deepEqual(err.data, {}, 'the envelope carries no node id');
+      return true;
+    });
+  }
+  // no live owner at all: not a node's failure (nobody runs the instance)
+  let t = 0;
+  const none = new RemoteInstancePort(INSTANCE, {
+    selfId: 'n1', owner: async () => null, secret: SECRET, views: new RemoteViews(), sleep: async (ms) => void (t += ms), now: () => t,
+  });
+  await assert.rejects(none.ask({ type: 'view' }, 5_000), (err: unknown) => !(err instanceof OwnerNotAnswering) && (err as { code?: string }).code === 'INSTANCE_UNREACHABLE');
 });
 
 const gatedReply = (value: unknown) => ({ status: 200, body: { success: true, data: { reply: { ok: true, value }, gates: true } } });
