@@ -6,13 +6,33 @@ import type { Pool } from './store/pool.js';
 import type { Clock } from './clock.js';
 import { DEADLINES, type InstancePort, type InstanceView, type LinkView, type PairingCode } from './actors/port.js';
 import { stoppedView } from '../machines/instance.snapshot.js';
-import { DomainError, isDomainError } from './errors.js';
+import { DomainError, OwnerNotAnswering, isDomainError, namingOwner } from './errors.js';
 
 /**
  * How long a pairing-code request waits for the code: whatsapp-web.js restarts its browser in pairing mode
  * first (launch and WhatsApp Web's load), which takes longer than an operator command's deadline.
  */
 export const PAIRING_CODE_WAIT_MS = 60_000;
+
+/**
+ * How long the operator's view of an instance (GET /admin/v1/instances, the console) waits for the node that runs
+ * it to tell its state. A view is read from the instance actor's snapshot: a node that works answers in
+ * milliseconds. Past this the state is shown unknown, naming that node ("did not answer within 5 s"), instead of
+ * the whole list held for a read's 30 s and then refused for one slow node (found from the outside: the console
+ * kept showing the last state it had, `connected`, all that time).
+ */
+export const VIEW_DEADLINE_MS = 5_000;
+
+/**
+ * Why the state of an instance is not known (`stateUnknown` of the operator's instance object): the node that runs
+ * it (it holds the instance's lease) could not be asked, and what happened. Its status, connection, browser and
+ * flags are then null, never the defaults of a stopped instance or the last ones seen: that node may be sending.
+ */
+export interface StateUnknown {
+  node: string;
+  /** after "node <id>": `cannot be reached (ECONNREFUSED)`, `did not answer within 5 s`, … */
+  reason: string;
+}
 
 /** What the operator service reads of the cluster (src/cluster/cluster.ts). */
 export interface ClusterView {
@@ -134,15 +154,21 @@ export class InstanceAdminService implements InstanceAdmin {
   async requestPairingCode(id: string, phoneNumber: string): Promise<PairingCode> {
     const port = this.deps.actors.port(id);
     if (!port) throw new DomainError('INSTANCE_UNREACHABLE', 'the instance is not running right now; nothing was requested');
-    return port.ask({ type: 'pairingCode', phoneNumber }, PAIRING_CODE_WAIT_MS);
+    return port.ask({ type: 'pairingCode', phoneNumber }, PAIRING_CODE_WAIT_MS).catch((err: unknown) => {
+      throw err instanceof OwnerNotAnswering ? namingOwner(err) : err;
+    });
   }
 
-  /** The QR to link with while the instance waits for a scan (nulls otherwise, and while no node runs it). */
+  /**
+   * The QR to link with while the instance waits for a scan (nulls otherwise, and while no node runs it). The node
+   * that runs it not answering is its refusal (502/504, naming that node), not a stopped instance's nulls.
+   */
   async linking(id: string): Promise<LinkView> {
     const port = this.deps.actors.port(id);
     const stopped = (): LinkView => ({ status: 'disconnected', raw: null, pairingCode: null });
     if (!port) return stopped();
     return port.ask({ type: 'qr' }, DEADLINES.read).catch((err: unknown) => {
+      if (err instanceof OwnerNotAnswering) throw namingOwner(err);
       if (isDomainError(err, 'INSTANCE_UNREACHABLE')) return stopped();
       throw err;
     });
@@ -152,16 +178,27 @@ export class InstanceAdminService implements InstanceAdmin {
   private async tell(id: string, ask: { type: 'restart'; reason: string } | { type: 'logout' }): Promise<boolean> {
     const port = this.deps.actors.port(id);
     if (!port) return false;
-    await port.ask(ask, DEADLINES.operator);
+    await port.ask(ask, DEADLINES.operator).catch((err: unknown) => {
+      throw err instanceof OwnerNotAnswering ? namingOwner(err) : err;
+    });
     return true;
   }
 
-  /** The instance's view from its port; a stopped view while no node runs it (being taken over). */
-  private async view(instance: Instance): Promise<InstanceView> {
+  /**
+   * The instance's view from its port; a stopped view while no node runs it (no live lease: being taken over).
+   * The node that runs it not answering (refused, or not within VIEW_DEADLINE_MS) is a StateUnknown naming it:
+   * this node cannot know the instance's state then, and that node may well be running it.
+   */
+  private async view(instance: Instance): Promise<InstanceView | StateUnknown> {
     const port = this.deps.actors.port(instance.id);
     if (!port) return stoppedView(instance.phoneNumber);
-    return port.ask({ type: 'view' }, DEADLINES.read).catch((err: unknown) => {
+    return port.ask({ type: 'view' }, VIEW_DEADLINE_MS).catch(async (err: unknown): Promise<InstanceView | StateUnknown> => {
+      if (err instanceof OwnerNotAnswering) return { node: err.node, reason: err.why };
       if (isDomainError(err, 'INSTANCE_UNREACHABLE')) return stoppedView(instance.phoneNumber);
+      // this node's own instance, too busy to answer its view in time
+      if (isDomainError(err, 'INSTANCE_TIMEOUT')) {
+        return { node: (await this.deps.actors.nodeOf?.(instance.id)) ?? 'this node', reason: `did not answer within ${VIEW_DEADLINE_MS / 1000} s` };
+      }
       throw err;
     });
   }
@@ -169,13 +206,17 @@ export class InstanceAdminService implements InstanceAdmin {
   async describe(instance: Instance): Promise<Record<string, unknown>> {
     const live = this.deps.actors.record(instance.id) ?? instance;
     const [view, node] = await Promise.all([this.view(live), this.deps.actors.nodeOf?.(instance.id) ?? null]);
+    const record = { id: live.id, name: live.name, driver: live.driver, createdAt: live.createdAt, settings: live.settings };
+    if (!('status' in view)) {
+      // the stored number, which the instance reports when linked: its record, not a live reading
+      return {
+        ...record, phoneNumber: live.phoneNumber, status: null, state: null, connected: null, browser: null, paused: null,
+        quarantined: null, lastError: null, node: view.node, stateUnknown: view,
+      };
+    }
     return {
-      id: live.id,
-      name: live.name,
-      driver: live.driver,
+      ...record,
       phoneNumber: view.phoneNumber ?? live.phoneNumber,
-      createdAt: live.createdAt,
-      settings: live.settings,
       status: view.status,
       state: view.detail,
       connected: view.connected,
@@ -184,6 +225,8 @@ export class InstanceAdminService implements InstanceAdmin {
       quarantined: view.quarantined,
       lastError: view.lastError,
       node,
+      stateUnknown: null,
     };
   }
 }
+

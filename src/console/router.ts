@@ -22,7 +22,8 @@ import { createRouter } from '../http/router.js';
 import { ok } from '../http/envelope.js';
 import { DomainError, validationFailed } from '../errors.js';
 import type { InstanceAdmin } from '../http/routes/admin-instances.js';
-import { DEADLINES, type InstancePort, type QueueSummary } from '../actors/port.js';
+import type { InstancePort, QueueSummary } from '../actors/port.js';
+import { VIEW_DEADLINE_MS } from '../instances.js';
 import type { Logger } from '../log.js';
 import { CONSOLE_COOKIE, type ConsoleSessions } from './sessions.js';
 import { checkConsoleRequest } from './auth.js';
@@ -133,10 +134,14 @@ export function consoleApiRouter(deps: ConsoleDeps): Router {
   const router = createRouter();
   const pollMs = deps.pollMs ?? 2_000;
 
+  /**
+   * Within the deadline of the instance's view (VIEW_DEADLINE_MS): a node that does not answer holds a round for
+   * that long, not for a queue read's 10 s.
+   */
   const queueCounts = async (id: string): Promise<QueueCounts | null> => {
     if (!deps.portOf) return null;
     try {
-      return (await deps.portOf(id).ask({ type: 'queue.summary' }, DEADLINES.queueStatus)).counts;
+      return (await deps.portOf(id).ask({ type: 'queue.summary' }, VIEW_DEADLINE_MS)).counts;
     } catch {
       return null; // an instance not running here, or busy: no counts this round
     }
@@ -147,7 +152,8 @@ export function consoleApiRouter(deps: ConsoleDeps): Router {
     const items = await Promise.all(
       list.map(async (inst) => {
         const [described, queue] = await Promise.all([deps.instances.describe(inst), queueCounts(inst.id)]);
-        return { ...described, queue };
+        // the state unknown (its node not answering): no counts either, even one that came back meanwhile
+        return { ...described, queue: described.stateUnknown ? null : queue };
       }),
     );
     return { at: new Date().toISOString(), items };

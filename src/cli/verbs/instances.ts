@@ -6,8 +6,19 @@ import { UsageError, table, type Verb } from '../args.js';
 import { answer, arg, call, confirm, inst, items, parseJson, str } from '../api.js';
 import { pairAnswer, pairText, qrAnswer, qrText } from '../link.js';
 
-const instancesTable = (data: unknown): string =>
-  table(['ID', 'NAME', 'DRIVER', 'STATUS', 'PHONE', 'NODE'], items(data).map((i) => [str(i.id), str(i.name), str(i.driver), str(i.status), str(i.phoneNumber), str(i.node)]));
+/**
+ * The STATUS cell: the instance's status, or `unknown` and why while the node that runs it cannot be asked
+ * (`stateUnknown`: the gateway does not know it then; src/instances.ts).
+ */
+function statusCell(i: Record<string, unknown>): string | null {
+  const u = i.stateUnknown as { node?: unknown; reason?: unknown } | null | undefined;
+  if (u && typeof u === 'object') return `unknown: node ${str(u.node) ?? '?'} ${str(u.reason) ?? 'did not answer'}`;
+  return str(i.status);
+}
+
+/** The `mgw instances` table of a list answer's `data`. */
+export const instancesTable = (data: unknown): string =>
+  table(['ID', 'NAME', 'DRIVER', 'STATUS', 'PHONE', 'NODE'], items(data).map((i) => [str(i.id), str(i.name), str(i.driver), statusCell(i), str(i.phoneNumber), str(i.node)]));
 
 export const INSTANCE_VERBS: Verb[] = [
   {

@@ -22,11 +22,17 @@ interface QueueCounts {
   failed?: number;
   unknown?: number;
 }
+/** Why the state of an instance is not known: the node that runs it could not be asked (src/instances.ts). */
+export interface StateUnknown {
+  node: string;
+  reason: string;
+}
 export interface InstanceItem {
   id: string;
   name: string;
   driver: string;
-  status: string;
+  /** null while the state is unknown (`stateUnknown`) */
+  status: string | null;
   state?: string;
   phoneNumber?: string | null;
   connected?: boolean;
@@ -34,6 +40,8 @@ export interface InstanceItem {
   settings?: Record<string, unknown>;
   /** the node that runs it (several nodes on one database), or null while none does */
   node?: string | null;
+  /** set while the node that runs it cannot be asked: its status and queue counts are unknown, not shown stale */
+  stateUnknown?: StateUnknown | null;
   queue: QueueCounts | null;
 }
 interface Row {
@@ -63,7 +71,11 @@ function showKey(name: string, apiKey: string): void {
   byId('new-key').hidden = false;
 }
 
-function queueText(q: QueueCounts | null): string {
+/** What the row says of an instance whose node could not be asked. */
+export const unknownText = (u: StateUnknown): string => `state and queue unknown: node ${u.node}, which runs it, ${u.reason}`;
+
+function queueText(q: QueueCounts | null, unknown: StateUnknown | null): string {
+  if (unknown) return 'unknown';
   if (!q) return '—';
   return `queued ${(q.queued ?? 0) + (q.scheduled ?? 0)} · sending ${q.sending ?? 0} · sent ${q.sent ?? 0} · failed ${q.failed ?? 0}`;
 }
@@ -173,15 +185,21 @@ export function renderInstances(items: InstanceItem[]): void {
       tbody.append(row.tr);
     }
     row.item = item;
-    row.tr.setAttribute('data-status', item.status);
-    row.status.className = `status ${item.status}`;
-    row.status.textContent = item.status;
+    // its node not answering: "unknown" and why, never the last state seen nor a stopped instance's
+    const unknown = item.stateUnknown ?? null;
+    const status = unknown ? 'unknown' : (item.status ?? 'unknown');
+    row.tr.setAttribute('data-status', status);
+    row.status.className = `status ${status}`;
+    row.status.textContent = status;
     // the machine's state for operators, and the last error when there is one
-    row.detail.textContent = [item.state && item.state !== item.status ? item.state : '', item.lastError ?? ''].filter(Boolean).join(' · ');
+    row.detail.textContent = unknown
+      ? unknownText(unknown)
+      : [item.state && item.state !== item.status ? item.state : '', item.lastError ?? ''].filter(Boolean).join(' · ');
     row.phone.textContent = item.phoneNumber ? `+${item.phoneNumber}` : '—';
     row.driver.textContent = item.driver;
-    row.queue.textContent = queueText(item.queue);
-    row.link.hidden = item.connected === true;
+    row.queue.textContent = queueText(item.queue, unknown);
+    // linking goes through the node that runs it: not offered while that node cannot be asked
+    row.link.hidden = item.connected !== false;
     if (linkTarget() === item.id) linkFromList(item);
   }
   for (const [id, row] of rows) {

@@ -2,7 +2,8 @@
  * The Queue panel of one instance: its counts (GET /admin/v1/instances/:id/queue) and its jobs
  * (GET .../queue/items, oldest first), refreshed every 2 s while open. A waiting job (queued, scheduled) can be
  * cancelled, a failed, expired or cancelled one requeued (a new job), and the waiting jobs re-planned (after
- * cancels, the rest move forward); a refusal shows the server's message.
+ * cancels, the rest move forward); a refusal shows the server's message. Counts the node that runs the instance
+ * did not give are shown unknown, with its refusal (which names that node), never the last ones read.
  * Selecting a job shows its state in the job diagram (diagrams.ts).
  */
 import { call, message } from './api.js';
@@ -120,24 +121,33 @@ async function refresh(): Promise<void> {
   const t = target;
   if (!t) return;
   const state = byId<InputEl>('queue-state').value;
-  try {
-    const [summary, page] = await Promise.all([
-      call<Summary>('GET', `${base()}/queue`),
-      call<{ items: JobView[]; nextCursor: string | null }>('GET', `${base()}/queue/items?limit=${PAGE}${state ? `&state=${encodeURIComponent(state)}` : ''}`),
-    ]);
-    if (target !== t) return;
+  // the counts come from the node that runs the instance, the jobs from the database: one failing does not keep
+  // the other's last answer on show
+  const [counted, listed] = await Promise.allSettled([
+    call<Summary>('GET', `${base()}/queue`),
+    call<{ items: JobView[]; nextCursor: string | null }>('GET', `${base()}/queue/items?limit=${PAGE}${state ? `&state=${encodeURIComponent(state)}` : ''}`),
+  ]);
+  if (target !== t) return;
+  if (counted.status === 'fulfilled') {
+    const summary = counted.value;
     const c = summary.counts;
     byId('queue-counts').textContent =
       `mode ${summary.mode} · queued ${c.queued} · scheduled ${c.scheduled} · sending ${c.sending} · last 24 h: sent ${c.sent24h}, failed ${c.failed24h}, unknown ${c.unknown24h}` +
       (summary.nextAt ? ` · next slot ${when(summary.nextAt)}` : '');
-    byId('queue-items').replaceChildren(...page.items.map(jobRow));
-    byId('queue-empty').hidden = page.items.length > 0;
-    byId('queue-more').hidden = page.nextCursor === null;
-    const current = page.items.find((j) => j.jobId === selected);
-    if (current) showJob(current);
-  } catch (err) {
-    if (target === t) byId('queue-error').textContent = message(err);
+  } else {
+    // never the last counts read: they are not the queue's counts now
+    byId('queue-counts').textContent = `counts unknown: ${message(counted.reason)}`;
   }
+  if (listed.status === 'rejected') {
+    byId('queue-error').textContent = message(listed.reason);
+    return;
+  }
+  const page = listed.value;
+  byId('queue-items').replaceChildren(...page.items.map(jobRow));
+  byId('queue-empty').hidden = page.items.length > 0;
+  byId('queue-more').hidden = page.nextCursor === null;
+  const current = page.items.find((j) => j.jobId === selected);
+  if (current) showJob(current);
 }
 
 export function initQueue(): void {

@@ -14,6 +14,7 @@ const strOrNull: JsonSchema = { type: ['string', 'null'] };
 const int: JsonSchema = { type: 'integer' };
 const intOrNull: JsonSchema = { type: ['integer', 'null'] };
 const bool: JsonSchema = { type: 'boolean' };
+const boolOrNull: JsonSchema = { type: ['boolean', 'null'] };
 const isoOrNull: JsonSchema = { type: ['string', 'null'], format: 'date-time' };
 
 /** An object whose listed fields are all present (answers always carry every field they list). */
@@ -158,13 +159,16 @@ export const SCHEMAS: Record<string, JsonSchema> = {
       phoneNumber: strOrNull,
       createdAt: {},
       settings: { type: 'object' },
-      status: str,
-      connected: bool,
-      paused: bool,
-      quarantined: bool,
+      // null while the node that runs it cannot be asked (`stateUnknown` says which and why)
+      status: strOrNull,
+      connected: boolOrNull,
+      paused: boolOrNull,
+      quarantined: boolOrNull,
       lastError: {},
+      node: strOrNull,
+      stateUnknown: { type: ['object', 'null'], properties: { node: str, reason: str }, required: ['node', 'reason'] },
     },
-    ['createdAt', 'lastError'],
+    ['createdAt', 'lastError', 'node', 'stateUnknown'],
   ),
   Health: obj({
     success: { const: true },

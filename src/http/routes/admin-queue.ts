@@ -9,7 +9,9 @@
  *
  * Same shapes, same code: the handlers of src/http/routes/queue.ts, given the port of the instance in the path
  * instead of the key's. A job is looked up within that instance only (another instance's job is 404
- * JOB_NOT_FOUND); an unknown instance is 404 INSTANCE_NOT_FOUND.
+ * JOB_NOT_FOUND); an unknown instance is 404 INSTANCE_NOT_FOUND. When the node that runs the instance does not
+ * answer, the refusal (502 INSTANCE_UNREACHABLE, 504 INSTANCE_TIMEOUT) names that node and what happened
+ * (`data.node`): the console's Queue panel says whose counts are unknown, and why.
  */
 import type Router from '@koa/router';
 import type { Context } from 'koa';
@@ -19,6 +21,16 @@ import type { Pool } from '../../store/pool.js';
 import type { Clock } from '../../clock.js';
 import { ITEMS_QUERY, queueHandlers } from './queue.js';
 import { existingInstanceId } from '../../store/instances.js';
+import { OwnerNotAnswering, namingOwner } from '../../errors.js';
+
+/** The handler with a refusal of the instance's node named (src/errors.ts namingOwner). */
+const named = (f: (ctx: Context) => Promise<void>) => async (ctx: Context): Promise<void> => {
+  try {
+    await f(ctx);
+  } catch (err) {
+    throw err instanceof OwnerNotAnswering ? namingOwner(err) : err;
+  }
+};
 
 export interface AdminQueueDeps {
   pool: Pool;
@@ -37,12 +49,12 @@ export function adminQueueRouter(deps: AdminQueueDeps): Router {
   const portOf = async (ctx: Context): Promise<InstancePort> => deps.portOf(await existingInstanceId(deps.pool, String(ctx.params.id ?? '')));
   const jobId = (ctx: Context) => String(ctx.params.jobId ?? '');
 
-  router.get(`${base}/queue`, takes(), async (ctx) => handle.summary(ctx, await portOf(ctx)));
-  router.get(`${base}/queue/items`, takes({ query: ITEMS_QUERY }), async (ctx) => handle.items(ctx, await portOf(ctx)));
-  router.post(`${base}/queue/replan`, takes(), async (ctx) => handle.replan(ctx, await portOf(ctx), 'operator'));
-  router.delete(`${base}/messages/:jobId`, takes(), async (ctx) => handle.cancel(ctx, await portOf(ctx), jobId(ctx)));
-  router.post(`${base}/messages/:jobId/requeue`, takes(), async (ctx) =>
-    handle.requeue(ctx, await portOf(ctx), jobId(ctx), '/admin/v1/instances/:id/messages/:jobId/requeue'));
+  router.get(`${base}/queue`, takes(), named(async (ctx) => handle.summary(ctx, await portOf(ctx))));
+  router.get(`${base}/queue/items`, takes({ query: ITEMS_QUERY }), named(async (ctx) => handle.items(ctx, await portOf(ctx))));
+  router.post(`${base}/queue/replan`, takes(), named(async (ctx) => handle.replan(ctx, await portOf(ctx), 'operator')));
+  router.delete(`${base}/messages/:jobId`, takes(), named(async (ctx) => handle.cancel(ctx, await portOf(ctx), jobId(ctx))));
+  router.post(`${base}/messages/:jobId/requeue`, takes(), named(async (ctx) =>
+    handle.requeue(ctx, await portOf(ctx), jobId(ctx), '/admin/v1/instances/:id/messages/:jobId/requeue')));
 
   return router;
 }
