@@ -28,6 +28,13 @@ function setting<K extends 'PORT' | 'HOST' | 'DATA_DIR' | 'ADMIN_TOKEN'>(key: K,
 
 /** Addresses a server listens on for every interface: the gateway is reached on loopback then. */
 const EVERY_INTERFACE = new Set(['0.0.0.0', '::', '[::]']);
+/**
+ * A host name (labels of letters, digits and `-`), an IPv4 address, or an IPv6 literal with or without its
+ * brackets: what mgw puts between `http://` and `:$PORT`. Anything else could make the URL another one (found
+ * from the outside: HOST='127.0.0.1/evil?' sent the admin token to port 80 under /evil, and HOST='a@b' made `a`
+ * the URL's user).
+ */
+const REACHABLE_HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?|\[[0-9A-Fa-f:.]+\]|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*)$/;
 
 /**
  * The gateway's address: MGW_URL, else http://$HOST:$PORT, with HOST and PORT read as the gateway reads them (not
@@ -45,12 +52,18 @@ export function gatewayUrl(env: NodeJS.ProcessEnv = process.env): URL {
     const port = setting('PORT', env, ' (or set MGW_URL to the gateway\'s address)');
     if (port === 0) throw new UsageError('mgw: PORT is 0, a port the gateway chooses at its start: set MGW_URL to the address it printed');
     const host = setting('HOST', env, ' (or set MGW_URL to the gateway\'s address)');
+    const refused = () => new UsageError('mgw: HOST must be a host name or an IP address for mgw to reach the gateway there (or set MGW_URL to the gateway\'s address)');
+    if (!EVERY_INTERFACE.has(host) && !REACHABLE_HOST.test(host)) throw refused();
     const reached = EVERY_INTERFACE.has(host) ? '127.0.0.1' : host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+    let url: URL;
     try {
-      return new URL(`http://${reached}:${port}`);
+      url = new URL(`http://${reached}:${port}`);
     } catch {
-      throw new UsageError('mgw: HOST is not a host name or address mgw can reach (set MGW_URL to the gateway\'s address)');
+      throw refused();
     }
+    // the URL is the host and port given, nothing else (a path, a user), whatever the parser made of the text
+    if (url.username !== '' || url.password !== '' || url.pathname !== '/' || url.search !== '' || url.hash !== '') throw refused();
+    return url;
   }
   // taken as written, as the gateway takes its URLs (src/config.ts): URL would drop the blanks silently
   if (given.trim() !== '' && given !== given.trim()) throw new UsageError('mgw: MGW_URL must be an http:// or https:// address, without blanks around it');

@@ -170,6 +170,16 @@ test('the address: HOST and PORT as the gateway listens in the same environment,
     assert.match(r5.stderr.trim(), /^mgw: HOST .*\(or set MGW_URL to the gateway's address\)$/);
     const r6 = await mgw(['health'], { HOST: ' x' });
     assert.equal(r6.code, 0, r6.stderr);
+    // a HOST that would make the URL another one (a path, a query, a fragment, a user) is refused, not followed:
+    // found from the outside, HOST='127.0.0.1/evil?' sent the admin token to port 80 under /evil
+    const bad = ['127.0.0.1/evil?', 'a/b', 'x#y', 'x?y', 'a@b', 'a@127.0.0.1', 'fe80::1%eth0', 'a:80', '[::1]/x', 'my host'];
+    const refused = await fewAtATime(bad, (h) => mgw(['instances'], { MGW_URL: '', HOST: h, PORT: new URL(onLoopback.url).port }));
+    refused.forEach((r, i) => {
+      assert.equal(r.code, 2, `${bad[i]}: ${r.stderr}`);
+      assert.match(r.stderr.trim(), /^mgw: HOST must be a host name or an IP address/, String(bad[i]));
+      assert.ok(!r.stderr.includes(String(bad[i])), 'never the value');
+    });
+    assert.equal(onLoopback.requests.length, 3, 'none of them reached a server');
   } finally {
     await onOther.close();
     await onLoopback.close();
