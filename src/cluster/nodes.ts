@@ -60,7 +60,7 @@ export async function registerNode(q: Queryable, node: NodeInfo, hash: string | 
   await q.query(
     `INSERT INTO nodes (id, url, capacity, secret_hash, boot_id, live_ms) VALUES ($1, $2, $3, $4, $5, $6)
      ON CONFLICT (id) DO UPDATE SET url = EXCLUDED.url, capacity = EXCLUDED.capacity, secret_hash = EXCLUDED.secret_hash,
-       boot_id = EXCLUDED.boot_id, live_ms = EXCLUDED.live_ms, started_at = now(), heartbeat_at = now()`,
+       boot_id = EXCLUDED.boot_id, live_ms = EXCLUDED.live_ms, started_at = now(), heartbeat_at = now(), clock_offset_ms = NULL`,
     [node.id, node.url, node.capacity, hash, BOOT_ID, liveMs],
   );
 }

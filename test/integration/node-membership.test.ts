@@ -85,3 +85,18 @@ test('a registration removed under a node comes back with its next heartbeat; a 
   await leaveCluster(db.pool, n5);
   assert.equal(await row('n5'), undefined);
 });
+
+test('a node\'s clock offset: written by its heartbeat, kept by one that has none to give, and cleared when a process of that id registers', async () => {
+  const n6 = { id: 'n6', url: await deadUrl(), capacity: 100 };
+  const offset = async () => (await liveNodes(db.pool, TTL)).find((n) => n.id === 'n6')?.clockOffsetMs;
+  await registerNode(db.pool, n6, HASH, TTL, probe);
+  assert.equal(await offset(), null, 'null until measured');
+  await heartbeat(db.pool, n6, HASH, TTL, 1_234);
+  assert.equal(await offset(), 1_234);
+  await heartbeat(db.pool, n6, HASH, TTL);
+  assert.equal(await offset(), 1_234, 'a heartbeat without a reading keeps the last');
+  // the process was killed (its row stayed) and started again: the last run's offset is not this run's
+  await registerNode(db.pool, n6, HASH, TTL, probe);
+  assert.equal(await offset(), null, 'null again until this process measures it');
+  await leaveCluster(db.pool, n6);
+});
