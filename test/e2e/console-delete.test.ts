@@ -13,74 +13,27 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { chromium, type Page } from 'playwright-core';
-import { loadConfig } from '../../src/config.js';
-import { startGateway, type Gateway } from '../../src/gateway.js';
-import { silentLogger } from '../../src/log.js';
-import { startSandboxServer } from '../../src/http/sandbox-server.js';
-import { simulatedClock } from '../../src/clock.js';
-import { NEEDS_SERVER, createTestDb } from '../helpers/db.js';
+import type { Gateway } from '../../src/gateway.js';
+import { NEEDS_SERVER } from '../helpers/db.js';
 import { ADMIN_TOKEN, settle, waitFor } from '../helpers/gateway.js';
-import { freePort } from '../helpers/gateway-process.js';
-import { startTcpProxy } from '../helpers/tcp-proxy.js';
 import { CHROME, NO_CHROME } from '../helpers/chromium.js';
+import { twoNodes } from '../helpers/two-nodes.js';
 import { saveScreenshot } from '../helpers/screenshots.js';
 
-const SECRET = 'console-delete-cluster-secret-0123456789';
 const SETTINGS = { minDelayMs: 0, maxDelayMs: 0, quietHours: null, maxPerHour: null, maxPer24h: null };
 const RECIPIENT = '4915112340044';
 const WAIT = { timeout: 20_000 };
 type Doc = { document: { querySelector(s: string): { textContent: string } | null; getElementById(id: string): { textContent: string } } };
 
 test('console, delete through a node that does not run the instance: it says it waits for the owner to finish its send; on 502, that nothing was deleted and why', { skip: NO_CHROME ?? NEEDS_SERVER.skip }, async (t) => {
-  const clock = simulatedClock();
-  const db = await createTestDb('console_delete');
-  t.after(() => db.close());
-  const sandbox = await startSandboxServer({ port: 0, host: '127.0.0.1', statePath: null, clock });
-  t.after(() => sandbox.close());
-  const portA = await freePort();
-  const proxyA = await startTcpProxy({ host: '127.0.0.1', port: portA });
-  t.after(() => proxyA.close());
-  const nodes = new Map<string, Gateway>();
-  const startNode = async (id: string, env: Record<string, string>) => {
-    const dir = await mkdtemp(path.join(os.tmpdir(), `mgw-console-delete-${id}-`));
-    t.after(() => rm(dir, { recursive: true, force: true }));
-    const gw = await startGateway({
-      config: loadConfig({
-        PORT: '0', HOST: '127.0.0.1', DATA_DIR: dir, ADMIN_TOKEN, DEMO_INSTANCE: 'false', LOG_LEVEL: 'fatal',
-        CLUSTER_SECRET: SECRET, NODE_ID: id, LEASE_TTL_MS: '2000', SANDBOX: sandbox.url, ...env,
-      }),
-      database: db.config,
-      clock,
-      log: silentLogger(),
-    });
-    nodes.set(id, gw);
-    // stopped before the database closes (registered after it: t.after runs last-registered first)
-    t.after(() => gw.stop().catch(() => undefined));
-    return gw;
-  };
-  await startNode('a', { PORT: String(portA), NODE_URL: `http://127.0.0.1:${proxyA.port}` });
-  const b = await startNode('b', {});
-
-  const admin = async (method: string, route: string, body?: unknown) => {
-    const r = await fetch(`${b.url}${route}`, {
-      method,
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
-    return { status: r.status, text: await r.text() };
-  };
+  const { clock, db, sandbox, proxyA, nodes, b, admin, owner } = await twoNodes(t, 'console_delete');
   /** simulated time on by `ms`, then the I/O it set off a few real turns to run */
   const step = async (ms: number) => {
     clock.increment(ms);
     await settle();
     await new Promise((r) => setTimeout(r, 10));
   };
-  const owner = async (id: string): Promise<string | null> =>
-    (await db.pool.query<{ node_id: string }>('SELECT node_id FROM instance_leases WHERE instance_id = $1 AND expires_at > now()', [id])).rows[0]?.node_id ?? null;
   const exists = async (id: string) => (await db.pool.query('SELECT 1 FROM instances WHERE id = $1', [id])).rowCount === 1;
   /** an instance linked on the sandbox and running connected on node `a` */
   const instanceOnA = async (name: string, phone: string) => {

@@ -12,69 +12,22 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { chromium, type Page } from 'playwright-core';
-import { loadConfig } from '../../src/config.js';
-import { startGateway, type Gateway } from '../../src/gateway.js';
-import { silentLogger } from '../../src/log.js';
-import { startSandboxServer } from '../../src/http/sandbox-server.js';
-import { simulatedClock } from '../../src/clock.js';
+import type { Gateway } from '../../src/gateway.js';
 import { VIEW_DEADLINE_MS } from '../../src/instances.js';
 import { instancesTable } from '../../src/cli/verbs/instances.js';
-import { NEEDS_SERVER, createTestDb } from '../helpers/db.js';
+import { NEEDS_SERVER } from '../helpers/db.js';
 import { ADMIN_TOKEN, waitFor } from '../helpers/gateway.js';
-import { freePort } from '../helpers/gateway-process.js';
-import { startTcpProxy } from '../helpers/tcp-proxy.js';
 import { CHROME, NO_CHROME } from '../helpers/chromium.js';
+import { twoNodes } from '../helpers/two-nodes.js';
 import { saveScreenshot } from '../helpers/screenshots.js';
 
-const SECRET = 'console-unreachable-cluster-secret-0123456789';
 const WAIT = { timeout: 20_000 };
 type Item = Record<string, unknown> & { id: string; name: string; status: string | null; connected: boolean | null; node: string | null; stateUnknown: { node: string; reason: string } | null };
 type Doc = { document: { querySelector(s: string): { textContent: string } | null } };
 
 test('an instance whose node cannot be asked: its state and counts are shown unknown, naming that node and why (refused, no answer), and known again once it answers or another node runs it', { skip: NO_CHROME ?? NEEDS_SERVER.skip }, async (t) => {
-  const clock = simulatedClock();
-  const db = await createTestDb('console_unreachable');
-  t.after(() => db.close());
-  const sandbox = await startSandboxServer({ port: 0, host: '127.0.0.1', statePath: null, clock });
-  t.after(() => sandbox.close());
-  const portA = await freePort();
-  const proxyA = await startTcpProxy({ host: '127.0.0.1', port: portA });
-  t.after(() => proxyA.close());
-  const nodes = new Map<string, Gateway>();
-  const startNode = async (id: string, env: Record<string, string>) => {
-    const dir = await mkdtemp(path.join(os.tmpdir(), `mgw-console-unreachable-${id}-`));
-    t.after(() => rm(dir, { recursive: true, force: true }));
-    const gw = await startGateway({
-      config: loadConfig({
-        PORT: '0', HOST: '127.0.0.1', DATA_DIR: dir, ADMIN_TOKEN, DEMO_INSTANCE: 'false', LOG_LEVEL: 'fatal',
-        CLUSTER_SECRET: SECRET, NODE_ID: id, LEASE_TTL_MS: '2000', SANDBOX: sandbox.url, ...env,
-      }),
-      database: db.config,
-      clock,
-      log: silentLogger(),
-    });
-    nodes.set(id, gw);
-    t.after(() => gw.stop().catch(() => undefined));
-    return gw;
-  };
-  const a = await startNode('a', { PORT: String(portA), NODE_URL: `http://127.0.0.1:${proxyA.port}` });
-  const b = await startNode('b', {});
-
-  const admin = async (method: string, route: string, body?: unknown) => {
-    const r = await fetch(`${b.url}${route}`, {
-      method,
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
-    const text = await r.text();
-    return { status: r.status, text, body: JSON.parse(text) as { data?: Record<string, unknown>; error?: string; code?: string } };
-  };
-  const owner = async (id: string): Promise<string | null> =>
-    (await db.pool.query<{ node_id: string }>('SELECT node_id FROM instance_leases WHERE instance_id = $1 AND expires_at > now()', [id])).rows[0]?.node_id ?? null;
+  const { sandbox, proxyA, nodes, a, b, admin, owner } = await twoNodes(t, 'console_unreachable');
   /** an instance linked on the sandbox, running connected on `node` */
   const instanceOn = async (node: string, name: string, phone: string) => {
     const created = await admin('POST', '/admin/v1/instances', { name, driver: 'sandbox' });

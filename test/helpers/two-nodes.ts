@@ -1,0 +1,81 @@
+/**
+ * Two gateway nodes in this process on one real PostgreSQL (CLUSTER_SECRET, leases of 2 s), one simulated clock
+ * for both (leases run on real time), the sandbox network in a server of its own. Node `a` is reached by the
+ * other through a TCP proxy (its NODE_URL) that a test can cut (`proxyA.cut('refuse' | 'blackhole')`); node `b`
+ * directly: for what one node does or shows about an instance the other runs (the console's tests). Everything
+ * started is stopped when the test ends, the gateways before the database.
+ */
+import type { TestContext } from 'node:test';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig } from '../../src/config.js';
+import { startGateway, type Gateway } from '../../src/gateway.js';
+import { silentLogger } from '../../src/log.js';
+import { startSandboxServer } from '../../src/http/sandbox-server.js';
+import { simulatedClock } from '../../src/clock.js';
+import { createTestDb, type TestDb } from './db.js';
+import { ADMIN_TOKEN } from './gateway.js';
+import { freePort } from './gateway-process.js';
+import { startTcpProxy, type TcpProxy } from './tcp-proxy.js';
+
+export interface TwoNodes {
+  clock: ReturnType<typeof simulatedClock>;
+  db: TestDb;
+  sandbox: Awaited<ReturnType<typeof startSandboxServer>>;
+  /** between node `b` and node `a` */
+  proxyA: TcpProxy;
+  /** the running nodes by id (a test that stops one takes it out) */
+  nodes: Map<string, Gateway>;
+  a: Gateway;
+  b: Gateway;
+  /** an operator call to node `b`, with the admin token */
+  admin(method: string, route: string, body?: unknown): Promise<{ status: number; text: string; body: { data?: Record<string, unknown>; error?: string; code?: string } }>;
+  /** the node holding the instance's live lease, or null */
+  owner(instanceId: string): Promise<string | null>;
+}
+
+/** `label` names the database and the data directories. */
+export async function twoNodes(t: TestContext, label: string): Promise<TwoNodes> {
+  const clock = simulatedClock();
+  const db = await createTestDb(label);
+  t.after(() => db.close());
+  const sandbox = await startSandboxServer({ port: 0, host: '127.0.0.1', statePath: null, clock });
+  t.after(() => sandbox.close());
+  const portA = await freePort();
+  const proxyA = await startTcpProxy({ host: '127.0.0.1', port: portA });
+  t.after(() => proxyA.close());
+  const secret = `${label}-cluster-secret-0123456789`;
+  const nodes = new Map<string, Gateway>();
+  const startNode = async (id: string, env: Record<string, string>) => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), `mgw-${label}-${id}-`));
+    t.after(() => rm(dir, { recursive: true, force: true }));
+    const gw = await startGateway({
+      config: loadConfig({
+        PORT: '0', HOST: '127.0.0.1', DATA_DIR: dir, ADMIN_TOKEN, DEMO_INSTANCE: 'false', LOG_LEVEL: 'fatal',
+        CLUSTER_SECRET: secret, NODE_ID: id, LEASE_TTL_MS: '2000', SANDBOX: sandbox.url, ...env,
+      }),
+      database: db.config,
+      clock,
+      log: silentLogger(),
+    });
+    nodes.set(id, gw);
+    // stopped before the database closes (registered after it: t.after runs last-registered first)
+    t.after(() => gw.stop().catch(() => undefined));
+    return gw;
+  };
+  const a = await startNode('a', { PORT: String(portA), NODE_URL: `http://127.0.0.1:${proxyA.port}` });
+  const b = await startNode('b', {});
+  const admin: TwoNodes['admin'] = async (method, route, body) => {
+    const r = await fetch(`${b.url}${route}`, {
+      method,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
+    const text = await r.text();
+    return { status: r.status, text, body: JSON.parse(text) as { data?: Record<string, unknown>; error?: string; code?: string } };
+  };
+  const owner = async (id: string): Promise<string | null> =>
+    (await db.pool.query<{ node_id: string }>('SELECT node_id FROM instance_leases WHERE instance_id = $1 AND expires_at > now()', [id])).rows[0]?.node_id ?? null;
+  return { clock, db, sandbox, proxyA, nodes, a, b, admin, owner };
+}
