@@ -159,9 +159,10 @@ export class OwnerNotAnswering extends DomainError {
 /**
  * An operator route's refusal when the node that runs the instance did not answer: the same code, its message
  * led by that node's id and what happened, and `data.node` (the operator's answers may name nodes; an API-key
- * caller's never do).
+ * caller's never do). Any other error is answered as it is, so an operator route can pass every error it meets.
  */
-export function namingOwner(err: OwnerNotAnswering): DomainError {
+export function namingOwner(err: unknown): unknown {
+  if (!(err instanceof OwnerNotAnswering)) return err;
   const done = err.code === 'INSTANCE_UNREACHABLE' ? 'nothing was done there' : 'what was asked may have been done there';
   return new DomainError(err.code, `node ${err.node}, which runs the instance, ${err.why}; ${done}`, { node: err.node });
 }

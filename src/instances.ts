@@ -155,7 +155,7 @@ export class InstanceAdminService implements InstanceAdmin {
     const port = this.deps.actors.port(id);
     if (!port) throw new DomainError('INSTANCE_UNREACHABLE', 'the instance is not running right now; nothing was requested');
     return port.ask({ type: 'pairingCode', phoneNumber }, PAIRING_CODE_WAIT_MS).catch((err: unknown) => {
-      throw err instanceof OwnerNotAnswering ? namingOwner(err) : err;
+      throw namingOwner(err);
     });
   }
 
@@ -179,7 +179,7 @@ export class InstanceAdminService implements InstanceAdmin {
     const port = this.deps.actors.port(id);
     if (!port) return false;
     await port.ask(ask, DEADLINES.operator).catch((err: unknown) => {
-      throw err instanceof OwnerNotAnswering ? namingOwner(err) : err;
+      throw namingOwner(err);
     });
     return true;
   }

@@ -21,14 +21,14 @@ import type { Pool } from '../../store/pool.js';
 import type { Clock } from '../../clock.js';
 import { ITEMS_QUERY, queueHandlers } from './queue.js';
 import { existingInstanceId } from '../../store/instances.js';
-import { OwnerNotAnswering, namingOwner } from '../../errors.js';
+import { namingOwner } from '../../errors.js';
 
 /** The handler with a refusal of the instance's node named (src/errors.ts namingOwner). */
 const named = (f: (ctx: Context) => Promise<void>) => async (ctx: Context): Promise<void> => {
   try {
     await f(ctx);
   } catch (err) {
-    throw err instanceof OwnerNotAnswering ? namingOwner(err) : err;
+    throw namingOwner(err);
   }
 };
 
