@@ -26,6 +26,8 @@ function setting<K extends 'PORT' | 'HOST' | 'DATA_DIR' | 'ADMIN_TOKEN'>(key: K,
   }
 }
 
+/** What a usage error about the gateway's address ends with. */
+const OR_MGW_URL = " (or set MGW_URL to the gateway's address)";
 /** Addresses a server listens on for every interface: the gateway is reached on loopback then. */
 const EVERY_INTERFACE = new Set(['0.0.0.0', '::', '[::]']);
 /**
@@ -49,10 +51,10 @@ const REACHABLE_HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A
 export function gatewayUrl(env: NodeJS.ProcessEnv = process.env): URL {
   const given = env.MGW_URL || undefined;
   if (given === undefined) {
-    const port = setting('PORT', env, ' (or set MGW_URL to the gateway\'s address)');
+    const port = setting('PORT', env, OR_MGW_URL);
     if (port === 0) throw new UsageError('mgw: PORT is 0, a port the gateway chooses at its start: set MGW_URL to the address it printed');
-    const host = setting('HOST', env, ' (or set MGW_URL to the gateway\'s address)');
-    const refused = () => new UsageError('mgw: HOST must be a host name or an IP address for mgw to reach the gateway there (or set MGW_URL to the gateway\'s address)');
+    const host = setting('HOST', env, OR_MGW_URL);
+    const refused = () => new UsageError(`mgw: HOST must be a host name or an IP address for mgw to reach the gateway there${OR_MGW_URL}`);
     if (!EVERY_INTERFACE.has(host) && !REACHABLE_HOST.test(host)) throw refused();
     const reached = EVERY_INTERFACE.has(host) ? '127.0.0.1' : host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
     let url: URL;
