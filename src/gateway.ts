@@ -14,6 +14,7 @@ import { startEmbeddedPostgres, type EmbeddedPostgres } from './store/embedded.j
 import { migrate } from './store/migrate.js';
 import { ensureDataDir, lockDataDir, resolveAdminToken } from './bootstrap.js';
 import { createApp } from './http/app.js';
+import { requestHandler } from './http/handler.js';
 import { answerClientErrors, serverOptions } from './http/client-error.js';
 import { routeTable, type RouteInfo } from './http/router.js';
 import { gatewayFamilies } from './gateway-routes.js';
@@ -212,7 +213,7 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Pr
   let server: http.Server | null = null;
   let url = '';
   if (opts.listen !== false) {
-    server = http.createServer(serverOptions, app.callback());
+    server = http.createServer(serverOptions, requestHandler(app));
     server.keepAliveTimeout = 65_000;
     answerClientErrors(server);
     await new Promise<void>((resolve, reject) => {

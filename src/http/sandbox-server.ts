@@ -8,6 +8,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Clock } from '../clock.js';
 import { createApp } from './app.js';
+import { requestHandler } from './handler.js';
 import { silentLogger, type Logger } from '../log.js';
 import { createSandboxControlRouter } from './routes/sandbox-control.js';
 import { SandboxNetwork } from '../sandbox/network.js';
@@ -36,9 +37,9 @@ export async function startSandboxServer(opts: SandboxServerOptions): Promise<Sa
   const network = opts.network ?? new SandboxNetwork({ clock: opts.clock, statePath: opts.statePath ?? null });
   const rpc = createRpcHandler(network);
   const app = createApp({ log: opts.log ?? silentLogger(), routers: [createSandboxControlRouter(network)] });
-  const koa = app.callback();
+  const koa = requestHandler(app);
   const server = http.createServer((req, res) => {
-    if (!rpc.handle(req, res)) void koa(req, res);
+    if (!rpc.handle(req, res)) koa(req, res);
   });
   const host = opts.host ?? '127.0.0.1';
   await new Promise<void>((resolve, reject) => {

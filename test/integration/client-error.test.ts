@@ -13,6 +13,7 @@ import net from 'node:net';
 import { Writable } from 'node:stream';
 import { answerClientErrors, serverOptions } from '../../src/http/client-error.js';
 import { createApp } from '../../src/http/app.js';
+import { requestHandler } from '../../src/http/handler.js';
 import { createRouter } from '../../src/http/router.js';
 import { ok } from '../../src/http/envelope.js';
 import { createLogger } from '../../src/log.js';
@@ -180,7 +181,7 @@ async function gatedApp(options: http.ServerOptions = {}) {
     await gate;
     ok(ctx, { answered: true });
   });
-  const s = http.createServer({ ...serverOptions, ...options }, createApp({ log, routers: [router] }).callback());
+  const s = http.createServer({ ...serverOptions, ...options }, requestHandler(createApp({ log, routers: [router] })));
   answerClientErrors(s);
   return { s, port: await listen(s), open, lines };
 }
@@ -252,7 +253,7 @@ test('a body that stalls past the request timeout: the 408 the client gets is th
   const log = createLogger({ level: 'info', stream: new Writable({ write(c: Buffer, _e, cb) { lines.push(c.toString()); cb(); } }) });
   const router = createRouter();
   router.post('/echo', (ctx) => ok(ctx, ctx.request.body));
-  const slow = http.createServer({ headersTimeout: 200, requestTimeout: 200, connectionsCheckingInterval: 20 }, createApp({ log, routers: [router] }).callback());
+  const slow = http.createServer({ headersTimeout: 200, requestTimeout: 200, connectionsCheckingInterval: 20 }, requestHandler(createApp({ log, routers: [router] })));
   answerClientErrors(slow);
   try {
     const head = `POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n`;
@@ -275,7 +276,7 @@ test("what Node answered itself outside the envelope: no Host (400), an Expect i
   router.post('/echo', (ctx) => ok(ctx, ctx.request.body));
   router.get('/ping', (ctx) => ok(ctx, { pong: true }));
   const log = createLogger({ level: 'error', stream: new Writable({ write(_c: Buffer, _e, cb) { cb(); } }) });
-  const app = http.createServer(serverOptions, createApp({ log, routers: [router] }).callback());
+  const app = http.createServer(serverOptions, requestHandler(createApp({ log, routers: [router] })));
   answerClientErrors(app);
   try {
     const to = await listen(app);

@@ -11,6 +11,7 @@ import Router from '@koa/router';
 import { createRouter } from '../../src/http/router.js';
 import { object, string, integer } from 'superstruct';
 import { createApp } from '../../src/http/app.js';
+import { requestHandler } from '../../src/http/handler.js';
 import { createLogger } from '../../src/log.js';
 import { parse } from '../../src/http/validate.js';
 import { ok } from '../../src/http/envelope.js';
@@ -29,7 +30,7 @@ before(async () => {
   });
   r.get('/admin/v1/ping', requireAdmin('an-admin-token-of-length'), (ctx) => ok(ctx, { pong: true }));
   const app = createApp({ log, routers: [r] });
-  server = http.createServer(app.callback());
+  server = http.createServer(requestHandler(app));
   await new Promise<void>((res) => server.listen(0, '127.0.0.1', res));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });

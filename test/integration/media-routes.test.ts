@@ -17,6 +17,7 @@ import { createTestDb, type TestDb } from '../helpers/db.js';
 import { DomainError } from '../../src/errors.js';
 import { createMediaStore, type MediaStore } from '../../src/media/store.js';
 import { contentDisposition, createMediaRouter } from '../../src/http/routes/media.js';
+import { requestHandler } from '../../src/http/handler.js';
 import { normaliseMimetype, parseMimetype, sameMimetype } from '../../src/media/mimetype.js';
 import { cleanFilename, incomingMediaBlock, messageMediaView, type MediaRecord } from '../../src/media/record.js';
 
@@ -159,7 +160,7 @@ before(async () => {
   });
   const router = createMediaRouter({ store, uploadMaxBytes: UPLOAD_MAX, getInstanceId: (ctx) => ctx.get('x-test-instance') });
   app.use(router.routes());
-  server = http.createServer(app.callback());
+  server = http.createServer(requestHandler(app));
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   port = (server.address() as AddressInfo).port;
 });

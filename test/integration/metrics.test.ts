@@ -16,6 +16,7 @@ import path from 'node:path';
 import { PACKAGE_ROOT } from '../../src/package-root.js';
 import { startTestGateway, ADMIN_TOKEN, type TestGateway } from '../helpers/gateway.js';
 import { createApp } from '../../src/http/app.js';
+import { requestHandler } from '../../src/http/handler.js';
 import { silentLogger } from '../../src/log.js';
 import { createMetrics, metricsRouter, requireMetricsToken, type GatewayMetrics } from '../../src/metrics/index.js';
 
@@ -46,7 +47,7 @@ before(async () => {
       router: metricsRouter({ metrics: createMetrics(), pool: t.gw.pool, actors: t.gw.actors, clock: t.clock }),
     }],
   });
-  side = http.createServer(app.callback());
+  side = http.createServer(requestHandler(app));
   await new Promise<void>((resolve) => side?.listen(0, '127.0.0.1', resolve));
   metricsUrl = `http://127.0.0.1:${(side.address() as AddressInfo).port}/metrics`;
 });

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from '../../src/http/app.js';
+import { requestHandler } from '../../src/http/handler.js';
 import { createRouter } from '../../src/http/router.js';
 import { ok } from '../../src/http/envelope.js';
 import { silentLogger } from '../../src/log.js';
@@ -36,7 +37,7 @@ async function world() {
       { name: 'admin', auth: 'admin', guard, router: admin },
     ],
   });
-  const server = http.createServer(app.callback());
+  const server = http.createServer(requestHandler(app));
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const call = async (method: string, path: string, headers: Record<string, string> = {}, body?: unknown) => {
