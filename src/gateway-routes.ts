@@ -88,7 +88,7 @@ export function gatewayFamilies(deps: RouteDeps): Families {
   const recordOf = cachedFor(1_000, (id: string) => getInstance(pool, id));
   // a deleted instance's key is 401 at once, not a second of 502/503 for a record still remembered
   instances.onKeysChanged(() => recordOf.clear());
-  const apiKey = requireApiKey(keys, async (id) => rt.record(id) ?? (await recordOf(id)));
+  const apiKey = requireApiKey(keys, (id) => rt.record(id) ?? recordOf(id));
   // the operator console signs in with the admin token into an HttpOnly cookie session (src/console)
   const consoleSessions = new ConsoleSessions(clock);
   const adminAuth = requireAdminOrConsole(admin.token, consoleSessions);
