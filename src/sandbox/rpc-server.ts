@@ -12,6 +12,7 @@ import { DriverError } from '../drivers/contract.js';
 import type { SandboxNetwork } from './network.js';
 import { dispatch, isSandboxMethod } from './operations.js';
 import { argStructs } from './rpc-args.js';
+import { percentDecoded } from '../percent.js';
 import type { SandboxMethod } from '../drivers/sandbox/api.js';
 
 /** Media up to the network's 64 MB, base64-encoded, plus the envelope. */
@@ -85,6 +86,42 @@ function describe(err: StructError): string {
   return `${f.path.join('.') || 'args'} expected ${f.type}`;
 }
 
+/** The RPC's paths, matched exactly as written (as the gateway matches its own: no dot-segment, slash or escape variants). */
+type RpcPath = '/rpc' | '/rpc/events';
+/** Parameters the RPC reads: each may be given once. */
+const READ_PARAMS: ReadonlySet<string> = new Set(['instanceId', 'clientId']);
+
+/**
+ * An RPC request's target: its path, exactly `/rpc` or `/rpc/events` as written, and its query decoded strictly
+ * (`+` a blank, escapes decoded); null when the path is not the RPC's (the control API's app answers it). The
+ * WHATWG URL parser it was read with made `/x/../rpc`, `//host/rpc` and `/%2e%2e/rpc` the path `/rpc`, and
+ * URLSearchParams keeps a malformed escape as written and makes bytes that are no UTF-8 U+FFFD, so a stream for
+ * `instanceId=%ZZ` was the session of an instance named `%ZZ`. A query with a malformed escape (`%ZZ`, a cut
+ * UTF-8 sequence, a `%` at the end), an encoded NUL, or a parameter the RPC reads given twice is `refused`, with
+ * one of fixed messages: nothing of the client's text is echoed (src/http/target.ts refuses the same queries on
+ * the gateway and the control API).
+ */
+function rpcTarget(raw: string): { path: RpcPath; params: Map<string, string> } | { path: RpcPath; refused: string } | null {
+  const q = raw.indexOf('?');
+  const path = q < 0 ? raw : raw.slice(0, q);
+  if (path !== '/rpc' && path !== '/rpc/events') return null;
+  const params = new Map<string, string>();
+  if (q < 0) return { path, params };
+  for (const pair of raw.slice(q + 1).split('&')) {
+    if (pair === '') continue;
+    const eq = pair.indexOf('=');
+    const name = percentDecoded((eq < 0 ? pair : pair.slice(0, eq)).replaceAll('+', ' '));
+    const value = percentDecoded((eq < 0 ? '' : pair.slice(eq + 1)).replaceAll('+', ' '));
+    if (name === null || value === null) {
+      return { path, refused: 'the query is not valid percent-encoding: a % must be followed by two hex digits, and the escapes must spell UTF-8 (a % itself is written %25)' };
+    }
+    if (name.includes('\0') || value.includes('\0')) return { path, refused: 'the query must not contain NUL characters' };
+    if (READ_PARAMS.has(name) && params.has(name)) return { path, refused: `${name} is given more than once` };
+    if (!params.has(name)) params.set(name, value);
+  }
+  return { path, params };
+}
+
 export function createRpcHandler(network: SandboxNetwork): RpcHandler {
   const streams = new Set<ServerResponse>();
 
@@ -122,20 +159,26 @@ export function createRpcHandler(network: SandboxNetwork): RpcHandler {
 
   return {
     handle(req, res) {
-      const url = new URL(req.url ?? '/', 'http://sandbox.local');
-      if (url.pathname === '/rpc' && req.method === 'POST') {
+      const target = rpcTarget(req.url ?? '/');
+      if (target === null) return false;
+      if (target.path === '/rpc' && req.method !== 'POST') return false;
+      if (target.path === '/rpc/events' && req.method !== 'GET') return false;
+      if ('refused' in target) {
+        // nothing of the request runs: its body is not read, the connection is not kept
+        res.setHeader('connection', 'close');
+        refuse(res, target.refused);
+        return true;
+      }
+      if (target.path === '/rpc') {
         onCall(req, res);
         return true;
       }
-      if (url.pathname === '/rpc/events' && req.method === 'GET') {
-        const instanceId = url.searchParams.get('instanceId');
-        const clientId = url.searchParams.get('clientId');
-        if (!instanceId) refuse(res, 'instanceId is missing');
-        else if (!isClientId(clientId)) refuse(res, 'clientId is missing or malformed');
-        else onEvents(instanceId, clientId, req, res);
-        return true;
-      }
-      return false;
+      const instanceId = target.params.get('instanceId');
+      const clientId = target.params.get('clientId');
+      if (!instanceId) refuse(res, 'instanceId is missing');
+      else if (!isClientId(clientId)) refuse(res, 'clientId is missing or malformed');
+      else onEvents(instanceId, clientId, req, res);
+      return true;
     },
     closeAll() {
       for (const res of [...streams]) res.end();
