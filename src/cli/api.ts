@@ -100,15 +100,28 @@ async function adminToken(env: NodeJS.ProcessEnv = process.env): Promise<string>
   return token;
 }
 
-/** fetch, with a connection failure named by the URL that could not be reached (and its cause). */
-export async function request(url: URL, init: RequestInit): Promise<Response> {
+/**
+ * The gateway's address as a message names it: scheme, host, port and path (a prefix of a gateway behind a
+ * proxy), without a trailing slash. Never a user or password (the origin has none; MGW_URL may not carry them
+ * anyway), nor a query or fragment of MGW_URL, which no route is sent with.
+ */
+export function shownBase(base: URL): string {
+  return `${base.origin}${base.pathname.replace(/\/+$/, '')}`;
+}
+
+/**
+ * fetch of a gateway route (`/admin/v1/…`, `/health`) below the gateway's address, with a connection failure
+ * named by that address, its path included (and its cause): the origin alone did not tell an operator whose
+ * MGW_URL has a wrong prefix which address was tried.
+ */
+export async function request(route: string, init: RequestInit, base: URL = gatewayUrl()): Promise<Response> {
   try {
-    return await fetch(url, init);
+    return await fetch(routeUrl(route, base), init);
   } catch (err) {
     const cause = err instanceof Error && err.cause instanceof Error ? err.cause : err;
     const code = typeof cause === 'object' && cause !== null && 'code' in cause && typeof cause.code === 'string' ? cause.code : null;
     const why = code ?? (cause instanceof Error ? cause.message : String(cause));
-    throw new Error(`cannot reach the gateway at ${url.origin} (${why}); is it running? set MGW_URL to its address`);
+    throw new Error(`cannot reach the gateway at ${shownBase(base)} (${why}); is it running? set MGW_URL to its address`);
   }
 }
 
@@ -126,12 +139,12 @@ export function routeUrl(route: string, base: URL = gatewayUrl()): URL {
 }
 
 export async function call(method: string, route: string, body?: unknown): Promise<Envelope> {
-  const url = routeUrl(route);
-  const res = await request(url, {
+  const base = gatewayUrl(); // an address error first, as before, then the token's
+  const res = await request(route, {
     method,
     headers: { authorization: `Bearer ${await adminToken()}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
+  }, base);
   const json: unknown = await res.json().catch(() => ({ success: false, error: `HTTP ${res.status}` }));
   return { ok: res.ok, body: json };
 }

@@ -225,6 +225,19 @@ test('a gateway that cannot be reached is named by its URL', async () => {
   assert.equal(r.code, 1);
   assert.match(r.stderr, new RegExp(`cannot reach the gateway at http://127\\.0\\.0\\.1:${port} \\(ECONNREFUSED\\)`));
   assert.ok(!r.stderr.includes(t.adminToken), 'never the token');
+  // a gateway behind a proxy under a prefix: the message names the whole address tried, its path too (it named
+  // the origin alone, so an operator could not tell a wrong prefix from a gateway that is down); a query or a
+  // fragment of MGW_URL, which mgw does not send, is not named
+  const prefixed = await fewAtATime(
+    [[['instances'], `/ops/mgw`], [['health'], `/ops/mgw/`], [['nodes'], `/ops/mgw?token=${t.adminToken}#frag`]] as const,
+    ([args, suffix]) => mgw([...args], { MGW_URL: `http://127.0.0.1:${port}${suffix}` }),
+  );
+  for (const p of prefixed) {
+    assert.equal(p.code, 1, p.stderr);
+    assert.match(p.stderr, new RegExp(`cannot reach the gateway at http://127\\.0\\.0\\.1:${port}/ops/mgw \\(ECONNREFUSED\\)`), p.stderr);
+    assert.ok(!p.stderr.includes(t.adminToken), `never the token: ${p.stderr}`);
+    assert.ok(!p.stderr.includes('frag') && !p.stderr.includes('token='), `no query or fragment: ${p.stderr}`);
+  }
 });
 
 test('tables by default, --json for scripts; delete asks first; webhook show|set|delete; deliveries --state failed', async () => {
