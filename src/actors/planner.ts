@@ -154,7 +154,7 @@ export function createPlanners(deps: PlannerDeps): Planners {
         case 'queue.summary':
           // counts the queue has not read yet would be an empty queue's: the summary waits for the start read
           // (bounded by the asker's deadline) and is then answered from memory, as always after
-          if (!worker.loaded) await worker.whenLoaded();
+          if (!worker.loaded) await worker.whenLoaded(mode);
           return summary();
         case 'queue.awaitOutcome':
           return worker.waitForTerminal(ask.jobId, ask.timeoutMs);

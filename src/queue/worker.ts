@@ -20,6 +20,7 @@ import { DispatchLoop } from './dispatch-loop.js';
 import { SlotWriter } from './slot-writer.js';
 import type { TimerHandle } from '../clock.js';
 import type { QueueStarts } from './starts.js';
+import type { QueueMode } from './settings.js';
 import { getJob } from './sql/getJob.js';
 import { releaseSyncCaller } from './sql/releaseSyncCaller.js';
 import { limitsObject, type LimitsObject } from './windows.js';
@@ -86,18 +87,26 @@ export class QueueWorker {
 
   /**
    * Resolves once the queue has read what it starts from: at once when it has, when the start on its way
-   * succeeds. Rejects with INSTANCE_UNREACHABLE, as other asks are answered meanwhile (`ready`), when that start
-   * fails, when a start failed and waits to be tried again (the store: a summary would otherwise wait out its
-   * whole deadline, 10 s, and the console asks every instance's every 2 s), or when the queue stopped. The
-   * caller bounds the wait (a route's deadline).
+   * succeeds. Rejects at once, as other asks are answered meanwhile (`ready`), when the queue stopped
+   * (INSTANCE_UNREACHABLE: it runs elsewhere next, or nowhere), and when that start fails or a start failed and
+   * waits to be tried again (the store: a summary would otherwise wait out its whole deadline, 10 s, and the
+   * console asks every instance's every 2 s) with 503 QUEUE_STORE_UNAVAILABLE, `data.reason` `queue_not_loaded`
+   * and the queue's mode (`mode`, read then): the instance was reached, its queue could not be read from
+   * PostgreSQL. That was 502 INSTANCE_UNREACHABLE, "the gateway could not reach the instance", which a node
+   * forwarding the ask took for an owner being handed over and asked again for seconds. The caller bounds the
+   * wait (a route's deadline).
    */
-  whenLoaded(): Promise<void> {
+  whenLoaded(mode: () => QueueMode): Promise<void> {
     const { core } = this;
     if (core.started) return Promise.resolve();
     const notLoaded = () =>
-      new DomainError('INSTANCE_UNREACHABLE', core.stopped
-        ? 'the instance queue stopped before it read its jobs'
-        : "the instance's queue has not read its jobs yet (its start failed; it is tried again): retry shortly");
+      core.stopped
+        ? new DomainError('INSTANCE_UNREACHABLE', 'the instance queue stopped before it read its jobs')
+        : new DomainError(
+          'QUEUE_STORE_UNAVAILABLE',
+          "the instance's queue could not read its jobs from PostgreSQL at start (it is tried again); nothing of it is known yet: retry shortly",
+          { queueMode: mode(), reason: 'queue_not_loaded' },
+        );
     const attempt = this.starting;
     if (core.stopped || !attempt) return Promise.reject(notLoaded());
     // loaded once the start on its way is over, whether it succeeded (started) or failed (not)

@@ -39,7 +39,7 @@ const SEND_SUMMARY: Record<string, string> = {
 
 export const SEND_OPERATIONS: Record<string, Operation> = {
   // ---- status
-  'GET /api/status': { summary: "The instance's status, queue counts and limits", tag: 'Status', ok: data(ref('Status')), example: {} },
+  'GET /api/status': { summary: "The instance's status, queue counts and limits", tag: 'Status', ok: data(ref('Status')), errors: ['INSTANCE_TIMEOUT'], example: {} },
   'GET /api/qr': {
     summary: 'The QR code to link (or the link status)',
     tag: 'Status',
