@@ -111,8 +111,11 @@ function collect(source: Readable, limit: number): Promise<{ chunks: Buffer[]; s
   });
 }
 
-/** The body's bytes after inflating, at most `limit` of them; the request stream is consumed or abandoned. */
-async function readAll(ctx: Context, limit: number): Promise<Buffer> {
+/**
+ * The body's bytes after inflating, at most `limit` of them; the request stream is consumed or abandoned. At
+ * once when the whole body arrived with the request (the usual small one), else a promise.
+ */
+function readAll(ctx: Context, limit: number): Buffer | Promise<Buffer> {
   const declared = Number(ctx.get('content-length') || NaN);
   if (Number.isFinite(declared) && declared > limit) {
     closeUnreadRequest(ctx.req, ctx.res);
@@ -125,6 +128,11 @@ async function readAll(ctx: Context, limit: number): Promise<Buffer> {
     if (whole.length > limit) throw payloadTooLarge(limit);
     return whole;
   }
+  return readStreamed(ctx, encoding, limit);
+}
+
+/** `readAll` for a body still on its way, or to inflate. */
+async function readStreamed(ctx: Context, encoding: string, limit: number): Promise<Buffer> {
   const source = decoded(ctx, encoding);
   let chunks: Buffer[];
   let size: number;
@@ -300,7 +308,19 @@ const isPlainJson = (contentType: string | undefined): boolean => contentType ==
  * request's route whose entries it takes one by one (declared with the route by `entriesApart`), if any.
  */
 export function jsonBody(opts: { limitBytes: number; entriesAt?: (ctx: Context) => string | undefined }) {
-  return async function readJsonBody(ctx: Context, next: Next): Promise<void> {
+  /** the parsed body put on the request, then the rest of the chain */
+  const parsed = (ctx: Context, next: Next, bytes: Buffer): Promise<void> => {
+    let text: string;
+    try {
+      text = utf8.decode(bytes);
+    } catch {
+      throw bad('body', 'the body is not valid UTF-8');
+    }
+    ctx.request.body = text.trim() === '' ? {} : parseJsonText(text, opts.entriesAt?.(ctx));
+    return next();
+  };
+  // not async: a body that arrived with its request is read and parsed without a turn of the promise queue
+  return function readJsonBody(ctx: Context, next: Next): Promise<void> {
     // read already by an earlier family whose route passed the request on (DELETE /api/v2/messages/:id: the
     // queue's cancel takes job ids only): its stream is consumed, and reading it again gave {}. Found from the
     // outside: a delete for everyone came through as `{}`, answered `everyone: false`, and could not be redone.
@@ -315,15 +335,8 @@ export function jsonBody(opts: { limitBytes: number; entriesAt?: (ctx: Context) 
     if (otherTransferCoding(ctx.req.headers['transfer-encoding'])) throw unsupported('Transfer-Encoding must be chunked alone (compress with Content-Encoding instead)');
     const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(ctx.get('content-type'))?.[1]?.toLowerCase();
     if (charset && charset !== 'utf-8' && charset !== 'utf8') throw unsupported('the JSON body must be UTF-8');
-    const bytes = await readAll(ctx, opts.limitBytes);
-    let text: string;
-    try {
-      text = utf8.decode(bytes);
-    } catch {
-      throw bad('body', 'the body is not valid UTF-8');
-    }
-    ctx.request.body = text.trim() === '' ? {} : parseJsonText(text, opts.entriesAt?.(ctx));
-    return next();
+    const bytes = readAll(ctx, opts.limitBytes);
+    return bytes instanceof Promise ? bytes.then((b) => parsed(ctx, next, b)) : parsed(ctx, next, bytes);
   };
 }
 
