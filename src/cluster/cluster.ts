@@ -143,19 +143,7 @@ export class Cluster {
     const database = await databaseClock(this.deps.leasePool);
     const after = now();
     if (!Number.isFinite(database)) return;
-    const change = this.clockOffset.read(before, database, after);
-    const reading = this.clockOffset.reading;
-    if (change === null || reading === null) return;
-    const { offsetMs, withinMs } = reading;
-    const fields = { node: this.deps.node.id, clockOffsetMs: offsetMs, withinMs };
-    if (change === 'warn') {
-      this.deps.log.warn(
-        fields,
-        `this node's clock is ${Math.abs(offsetMs)} ms ${offsetMs > 0 ? 'ahead of' : 'behind'} the database's: each node plans its instances' slots, validity and quiet hours on its own clock; synchronise the clocks (NTP)`,
-      );
-    } else {
-      this.deps.log.info(fields, "this node's clock agrees with the database's again");
-    }
+    this.clockOffset.readAndSay(before, database, after, this.deps.log, this.deps.node.id);
   }
 
   /** Run one round now (after a move, instead of waiting for the timer). */
