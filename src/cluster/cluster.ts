@@ -14,33 +14,29 @@
  * A round costs what changed, not how many instances there are (src/cluster/candidates.ts): one statement
  * renews every lease and reads back only the lost ones; the instances it may take are read as those no live
  * node holds; the placement of the held ones is computed again only when the live nodes changed, else only for
- * those an operator pinned elsewhere. Taking is batched (one statement per TAKE_BATCH instances) and runs beside
- * the rounds, paced by the main pool, so a start-up of ten thousand instances neither delays a renewal nor
- * starves the requests.
+ * those an operator pinned elsewhere. Taking is batched and runs beside the rounds, paced by the main pool
+ * (src/cluster/taking.ts), so a start-up of ten thousand instances neither delays a renewal nor starves the
+ * requests.
  *
  * Two things keep a busy node from losing its leases to its own work: the rounds run on a pool of their own
  * (`leasePool`: they never wait for a connection behind the queue's transactions), and a hand-over — which waits
- * for an in-flight dispatch, up to the call deadline — runs beside the rounds, never inside one, so the other
- * leases are renewed meanwhile.
+ * for an in-flight dispatch, up to the call deadline — runs beside the rounds, never inside one (src/cluster/
+ * hand-overs.ts), so the other leases are renewed meanwhile.
  */
 import type { Logger } from '../log.js';
-import type { Pool, Queryable } from '../store/pool.js';
+import type { Pool } from '../store/pool.js';
 import type { Instance } from '../store/instances.js';
 import { Batcher } from '../store/batch.js';
 import { ClockOffset } from './clock-offset.js';
-import { HeldLeases, acquireLeases, liveLeases, ownerOf, releaseLeases, renewLeases, retakeLeases, type Lease, type Owner } from './leases.js';
+import { HandOvers } from './hand-overs.js';
+import { HeldLeases, liveLeases, renewLeases, retakeLeases, type Lease, type Owner } from './leases.js';
+import type { LocalInstances } from './local-instances.js';
 import { databaseClock, healthProbe, heartbeat, leaveCluster, liveNodes, registerNode, secretHash, type LiveNode, type NodeInfo } from './nodes.js';
+import { OwnerCache } from './owner-cache.js';
 import { placeInstance } from './placement.js';
+import { Taking } from './taking.js';
 import { WriteFence } from './write-fence.js';
 import { pinnedAway, placements, unheldInstances } from './candidates.js';
-
-/** What the cluster needs of this node's actor system (src/actors/system.ts). */
-export interface LocalInstances {
-  /** register and spawn the actors of these instances; `brandNew`: those never owned before (nothing stored yet) */
-  add(instances: readonly Instance[], brandNew: ReadonlySet<string>): void;
-  remove(instanceId: string): Promise<void>;
-  has(instanceId: string): boolean;
-}
 
 export interface ClusterDeps {
   /** reads on behalf of requests (the owner of an instance, the node list) */
@@ -57,57 +53,41 @@ export interface ClusterDeps {
   clock?: () => number;
 }
 
-/** How long a node answers an instance's owner from what it read (another node's hand-over is seen this late). */
-export const OWNER_CACHE_MS = 1_000;
-/**
- * Instances taken in one statement and started together. The next batch waits until at most POOL_BACKLOG queries
- * wait for a connection of the main pool: the pool stays busy with the starts (each instance's queue loads), and
- * a request arriving meanwhile waits behind a few dozen queries, not behind thousands of starts.
- */
-const TAKE_BATCH = 25;
 /** How long a start waits for a live node registered with its NODE_ID at another address to answer. */
 const NODE_PROBE_MS = 2_000;
-const POOL_BACKLOG = 5;
-
-/** An instance to take; `created`: just created by this node's operator API (Cluster.place). */
-interface Take {
-  instance: Instance;
-  created: boolean;
-}
 
 export class Cluster {
   private readonly held = new HeldLeases();
   /** what every write of an instance's queue on this node is made under */
   readonly writeFence = new WriteFence(this.held);
+  private readonly owners: OwnerCache;
   /** hand-overs under way: the instance is not taken again until it ended */
-  private readonly leaving = new Map<string, Promise<void>>();
+  private readonly handOvers: HandOvers;
+  /** instances on their way in (taken beside the rounds, so a start-up of thousands never delays a renewal) */
+  private readonly taking: Taking;
   private timer: NodeJS.Timeout | null = null;
   private ticking: Promise<void> | null = null;
   /** stopping: leases are still renewed (a hand-over may take a while), nothing is taken any more */
   private stopped = false;
   /** left the cluster: no round at all */
   private left = false;
-  private readonly owners = new Map<string, { owner: Owner | null; at: number }>();
-  private readonly ownerReads = new Map<string, Promise<Owner | null>>();
   /** the live nodes as the last round saw them (ids and capacities): placement is recomputed when they change */
   private nodesSeen: string | null = null;
   /** until a round went through, leases of this node's id that this process does not hold are taken back */
   private adopted = false;
-  /** instances on their way in (taken beside the rounds, so a start-up of thousands never delays a renewal) */
-  private readonly taking = new Set<string>();
-  private readonly takes = new Batcher<Take, void>((instances) => this.takeMany(instances), TAKE_BATCH);
-  /** leases given up at the same moment (a graceful stop hands every instance over) go in one statement */
-  private readonly releases = new Batcher<Lease, void>(async (leases) => {
-    await releaseLeases(this.deps.leasePool, leases);
-    return leases.map(() => undefined);
-  });
 
   /** the address the last heartbeat found registered for this node ('gone': none) */
   private lastRegistration: string | null = null;
   /** how far this node's clock is from the database's, read at every round */
   private readonly clockOffset = new ClockOffset();
 
-  constructor(private readonly deps: ClusterDeps) {}
+  constructor(private readonly deps: ClusterDeps) {
+    const { pool, leasePool, log, node, ttlMs, local } = deps;
+    const held = this.held;
+    this.owners = new OwnerCache(pool);
+    this.handOvers = new HandOvers({ leasePool, local, held, owners: this.owners });
+    this.taking = new Taking({ pool, leasePool, log, nodeId: node.id, ttlMs, local, held, handOvers: this.handOvers, owners: this.owners, stopping: () => this.stopped });
+  }
 
   get nodeId(): string {
     return this.deps.node.id;
@@ -167,7 +147,7 @@ export class Cluster {
     const lost = await renewLeases(pool, node.id, this.held.all(), ttlMs);
     // ran out (the store was away longer than a lease) and nobody took them: taken back at once, not stopped
     // here to be taken again by a later round; never those handed over (released)
-    const retake = [...lost].map((id) => this.held.get(id)).filter((l): l is Lease => l !== undefined && !this.leaving.has(l.instanceId));
+    const retake = [...lost].map((id) => this.held.get(id)).filter((l): l is Lease => l !== undefined && !this.handOvers.has(l.instanceId));
     const retaken = await retakeLeases(pool, node.id, retake, ttlMs);
     for (const id of retaken) lost.delete(id);
     if (retaken.size > 0) this.deps.log.warn({ instances: retaken.size }, 'leases ran out and nobody took them: taken back');
@@ -192,71 +172,18 @@ export class Cluster {
     for (const { instance, pinned } of await unheldInstances(pool, node.id, !this.adopted)) {
       if (this.stopped) return;
       const id = instance.id;
-      if (placeInstance(id, nodes, pinned) !== node.id || this.held.has(id) || this.leaving.has(id) || this.taking.has(id)) continue;
-      this.taking.add(id);
-      // a take that failed (the store) is tried again by a later round
-      void this.takes
-        .submit({ instance, created: false })
-        .catch((err: unknown) => this.deps.log.warn({ err, instanceId: id }, 'taking an instance failed'))
-        .finally(() => this.taking.delete(id));
+      if (placeInstance(id, nodes, pinned) !== node.id || this.held.has(id) || this.handOvers.has(id) || this.taking.has(id)) continue;
+      this.taking.found(instance);
     }
     this.adopted = true;
   }
 
   /**
-   * Take the leases of these instances in one statement and start the ones taken; the next batch waits until
-   * the pool has room again, so a start-up of thousands of instances does not starve the requests.
-   */
-  private async takeMany(takes: Take[]): Promise<void[]> {
-    // an instance both placed at its creation and found by a round is taken once
-    const created = new Set(takes.filter((t) => t.created).map((t) => t.instance.id));
-    const byId = new Map(takes.map((t) => [t.instance.id, t.instance]));
-    const wanted = [...byId.values()].filter((i) => !this.stopped && !this.held.has(i.id) && !this.leaving.has(i.id));
-    // still held by a live owner: taken once it hands over or its lease expires
-    const leases = await acquireLeases(this.deps.leasePool, wanted.map((i) => i.id), this.deps.node.id, this.deps.ttlMs);
-    const brandNew = new Set<string>();
-    const taken = wanted.filter((i) => {
-      const lease = leases.get(i.id);
-      if (!lease || this.stopped) return false;
-      this.held.set(i.id, lease);
-      this.owners.delete(i.id);
-      // the first lease ever (epoch 1) of an instance created here: no node ever wrote anything of its queue
-      if (created.has(i.id) && lease.epoch === 1) brandNew.add(i.id);
-      return !this.deps.local.has(i.id);
-    });
-    if (taken.length > 0) this.deps.local.add(taken, brandNew);
-    await this.poolRoom();
-    return takes.map(() => undefined);
-  }
-
-  /** Resolves once at most POOL_BACKLOG queries wait for a connection (after the started actors issued theirs). */
-  private async poolRoom(): Promise<void> {
-    const { pool } = this.deps;
-    await new Promise((r) => setImmediate(r));
-    while (pool.waitingCount > POOL_BACKLOG && !this.stopped) await new Promise((r) => pool.once('release', r));
-  }
-
-  /**
-   * Stop taking asks for the instance, finish and persist its in-flight dispatch, release its lease. The lease
-   * stays held (and renewed by the rounds) until then: the outcome of that dispatch is written under it.
-   * A hand-over already under way is joined, not started twice.
+   * Hand the instance over (src/cluster/hand-overs.ts): stop taking asks for it, finish and persist its
+   * in-flight dispatch, release its lease. A hand-over already under way is joined, not started twice.
    */
   handOver(instanceId: string): Promise<void> {
-    const running = this.leaving.get(instanceId);
-    if (running) return running;
-    const done = (async () => {
-      try {
-        await this.deps.local.remove(instanceId);
-        const lease = this.held.get(instanceId);
-        if (lease) await this.releases.submit(lease);
-      } finally {
-        this.held.delete(instanceId);
-        this.leaving.delete(instanceId);
-        this.owners.delete(instanceId);
-      }
-    })();
-    this.leaving.set(instanceId, done);
-    return done;
+    return this.handOvers.start(instanceId);
   }
 
   /**
@@ -266,7 +193,7 @@ export class Cluster {
   async place(instance: Instance): Promise<void> {
     if (this.stopped) return;
     const nodes = await this.placing.submit(null);
-    if (placeInstance(instance.id, nodes) === this.deps.node.id) await this.takes.submit({ instance, created: true });
+    if (placeInstance(instance.id, nodes) === this.deps.node.id) await this.taking.created(instance);
   }
 
   /** The live nodes, read once for all the creations placed at one moment. */
@@ -291,23 +218,11 @@ export class Cluster {
   }
 
   /**
-   * The live owner of an instance (cached briefly; `fresh` reads it again). A read already on its way for the
-   * instance is joined: the requests that wait out a hand-over (src/cluster/remote-port.ts) share one read.
+   * The live owner of an instance (cached briefly; `fresh` reads it again; src/cluster/owner-cache.ts). A read
+   * already on its way for the instance is joined.
    */
-  async owner(instanceId: string, fresh = false): Promise<Owner | null> {
-    const cached = this.owners.get(instanceId);
-    const now = Date.now();
-    if (!fresh && cached && now - cached.at < OWNER_CACHE_MS) return cached.owner;
-    const reading = this.ownerReads.get(instanceId);
-    if (reading) return reading;
-    const read = ownerOf(this.deps.pool, instanceId)
-      .then((owner) => {
-        this.owners.set(instanceId, { owner, at: now });
-        return owner;
-      })
-      .finally(() => this.ownerReads.delete(instanceId));
-    this.ownerReads.set(instanceId, read);
-    return read;
+  owner(instanceId: string, fresh = false): Promise<Owner | null> {
+    return this.owners.read(instanceId, fresh);
   }
 
   /** Whether the instance still exists (its row): an instance no node owns may have been deleted. */
@@ -341,8 +256,8 @@ export class Cluster {
     // up to the call deadline, longer than a lease, and its outcome is written under the lease
     this.stopped = true;
     await this.ticking;
-    await this.takes.idle();
-    const ids = new Set([...this.held.keys(), ...this.leaving.keys()]);
+    await this.taking.idle();
+    const ids = new Set([...this.held.keys(), ...this.handOvers.ids()]);
     await Promise.all([...ids].map((id) => this.handOver(id).catch((err: unknown) => this.deps.log.warn({ err, instanceId: id }, 'hand-over failed'))));
     this.left = true;
     if (this.timer) clearInterval(this.timer);
