@@ -160,7 +160,7 @@ export class Acceptance {
         return;
       }
       void core.serial.run(async () => {
-        // what only memory holds (moved slots) is written first, as a job put back does (dispatch-loop.ts)
+        // what only memory holds (moved slots) is written first, as a job put back does (outcome-writer.ts)
         await this.slots.flush();
         await core.reload(core.now());
       }).then(

@@ -33,7 +33,7 @@ export class DispatchHistory {
   }
 
   /**
-   * A dispatch counted at its claim was handed to the network at `at`, later (src/queue/dispatch-loop.ts
+   * A dispatch counted at its claim was handed to the network at `at`, later (src/queue/outcome-writer.ts
    * `fromTheCall`): the pause to the next one runs from there. The windows keep counting it at its claim.
    */
   calledAt(at: number): void {

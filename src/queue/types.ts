@@ -36,7 +36,7 @@ export type DispatchOutcome = (
   /**
    * When the call was handed to the network, once the message was prepared (its media read or fetched), on the
    * queue's clock; none when no call was made. The pause to the next message runs from here (src/queue/
-   * dispatch-loop.ts `fromTheCall`).
+   * outcome-writer.ts `fromTheCall`).
    */
   callAt?: number;
 };

@@ -6,7 +6,8 @@
  * history (the last 24 h) so that planning is a pure function over memory (src/queue/plan.ts), and every
  * decision that assigns slots runs on one serial executor (src/queue/core.ts). The parts:
  * - acceptance (src/queue/acceptance.ts): batching, idempotency, QUEUE_FULL, TTL_UNREACHABLE;
- * - timing and dispatch (src/queue/dispatch-loop.ts): the timer, claims, outcomes, expiry; its re-plans (src/queue/replans.ts);
+ * - timing and dispatch (src/queue/dispatch-loop.ts): the timer, claims, expiry; its outcomes (src/queue/outcome-writer.ts)
+ *   and re-plans (src/queue/replans.ts); at start, what an earlier process left (src/queue/start-recovery.ts);
  * - the slot writer (src/queue/slot-writer.ts): the slots of waiting jobs a plan moved;
  * - degraded mode (src/queue/degraded.ts): direct sends, and the write-back when the store answers again.
  */
@@ -18,6 +19,7 @@ import { QueueCore } from './core.js';
 import { DegradedMode } from './degraded.js';
 import { DispatchLoop } from './dispatch-loop.js';
 import { SlotWriter } from './slot-writer.js';
+import { recoverAtStart } from './start-recovery.js';
 import type { TimerHandle } from '../clock.js';
 import type { QueueStarts } from './starts.js';
 import type { QueueMode } from './settings.js';
@@ -140,7 +142,7 @@ export class QueueWorker {
     }
     const state = this.how.starts ? await this.how.starts.load(core.instanceId) : null;
     if (!state || state.needsRecovery) {
-      await this.loop.recoverAtStart(now);
+      await recoverAtStart(core, now);
       await core.reload(now);
     } else {
       // from the reads made together with other queues' starts

@@ -1,5 +1,5 @@
 /**
- * Outcomes are written beside the dispatch lane, one at a time in call order (src/queue/dispatch-loop.ts
+ * Outcomes are written beside the dispatch lane, one at a time in call order (src/queue/outcome-writer.ts
  * OUTCOMES_BESIDE_LANE): an outcome write that cannot go on does not hold the next claim back, and no more
  * than two outcomes are left unwritten while the lane claims the next job. Real HTTP, real PostgreSQL, the
  * sandbox network, simulated time. The instance's webhook wants `message.sent`, and another session holds the

@@ -1,6 +1,6 @@
 /**
  * The pause between two messages runs from the first one's call, not from its claim (SPEC.md planner rule:
- * "measured against the last actual dispatch"; src/queue/dispatch-loop.ts `fromTheCall`). Preparing a message
+ * "measured against the last actual dispatch"; src/queue/outcome-writer.ts `fromTheCall`). Preparing a message
  * comes between the two (its media read or fetched): a document that took 700 ms to prepare, then a text, with a
  * 1 s pause, reached the network 300 ms apart while their claims were exactly 1 s apart. Real PostgreSQL, the
  * queue worker, a simulated clock; the dispatcher stands in for the session and takes its time on the clock.
@@ -14,7 +14,7 @@ import { silentLogger } from '../../src/log.js';
 import { newJobId } from '../../src/ids.js';
 import { QueueWorker } from '../../src/queue/worker.js';
 import { insertJobs } from '../../src/queue/sql/insertJobs.js';
-import { MOVE_WRITE_MS } from '../../src/queue/dispatch-loop.js';
+import { MOVE_WRITE_MS } from '../../src/queue/outcome-writer.js';
 import { EXISTING_INSTANCE_DEFAULTS, type InstanceSettings } from '../../src/queue/settings.js';
 import type { Job } from '../../src/queue/job.js';
 

@@ -1,5 +1,5 @@
 /**
- * A dispatch was handed to the network later than its claim recorded (src/queue/dispatch-loop.ts `fromTheCall`):
+ * A dispatch was handed to the network later than its claim recorded (src/queue/outcome-writer.ts `fromTheCall`):
  * the instance's `last_dispatch_at` moves there, so that a restart measures the pause from the call as the
  * running lane did. Inside the outcome's transaction; never moves it back.
  */

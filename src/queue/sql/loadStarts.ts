@@ -43,7 +43,7 @@ const COUNTS = `SELECT instance_id, state, count(*)::int AS n FROM jobs
 const RECENT = `SELECT instance_id, state, terminal_at FROM jobs
                  WHERE instance_id = ANY ($1::uuid[]) AND state = ANY ($2::text[]) AND terminal_at > $3
                  ORDER BY instance_id, terminal_at`;
-// the two selections of DispatchLoop.recoverAtStart (recoverSending.ts, orphanedSyncJobs.ts), as a yes/no
+// the two selections of recoverAtStart (src/queue/start-recovery.ts: recoverSending.ts, orphanedSyncJobs.ts), as a yes/no
 const RECOVERY = `SELECT DISTINCT instance_id FROM jobs
                    WHERE instance_id = ANY ($1::uuid[])
                      AND (state IN (${sqlStates(bulkJobEvent('RECOVERED_SENDING').from)})
