@@ -1,5 +1,5 @@
 /**
- * The earliest expiresAt of an instance's waiting jobs, kept as jobs come and go (src/queue/planning.ts): every
+ * The earliest expiresAt of an instance's waiting jobs, kept as jobs come and go (src/queue/waiting-jobs.ts): every
  * arm of the dispatch timer and every dispatch step asks, and a scan of every waiting job per ask cost an
  * acceptance at 15,000 pending more than its plan did. A job that comes can only lower it; one that leaves may
  * have been it, and then it is found again by one scan on the next read.

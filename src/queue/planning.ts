@@ -1,7 +1,8 @@
 /**
- * The planner's memory of one instance: its waiting jobs with their slots, its dispatch history and the tail
- * of the current plan. The decisions are the pure functions of plan.ts; this class only keeps their inputs and
- * outputs so that an acceptance appends to the plan in O(new jobs) and a re-plan rebuilds it.
+ * The planner's memory of one instance: its waiting jobs with their slots (src/queue/waiting-jobs.ts), its
+ * dispatch history (src/queue/dispatch-history.ts) and the tail of the current plan. The decisions are the pure
+ * functions of plan.ts; this class only keeps their inputs and outputs so that an acceptance appends to the plan
+ * in O(new jobs) and a re-plan rebuilds it.
  *
  * Every mutating call returns a proposal that takes effect on `commit()`, once PostgreSQL committed what it
  * is about (the inserted jobs, the re-plan's epoch): memory never runs ahead of what exists and in which order.
@@ -10,40 +11,15 @@
  * re-plans from PostgreSQL, so a slot not yet written is never needed to decide anything.
  */
 import { planAll, planAppend, recheck, stableRandomDelay, type PlanJob, type PlanResult, type PlanTail, type RandomDelay, type Recheck } from './plan.js';
-import { planInsert, type Planned } from './plan-insert.js';
+import { planInsert } from './plan-insert.js';
 import { placeNewJobs } from './plan-placement.js';
 import type { AddProposal, MirrorJob, ReplanProposal, SlotWrite } from './planning-types.js';
 import type { InstanceSettings } from './settings.js';
 import { DispatchHistory } from './dispatch-history.js';
-import { DispatchOrder } from './dispatch-order.js';
-import { EarliestExpiry } from './earliest-expiry.js';
+import { FreedSlots } from './freed-slots.js';
+import { WaitingJobs, held, type Held } from './waiting-jobs.js';
 
 export type { AddProposal, MirrorJob, PlanJob, ReplanProposal, SlotWrite } from './planning-types.js';
-
-/**
- * A waiting job in memory: its slot in the current plan, the one PostgreSQL holds, and what its step left.
- * `pos` is its 1-based place in the dispatch order as of order version `posAt` (a hint: valid while the
- * order has not changed since). `proposed` is the slot the re-plan numbered `proposedBy` gives it (`replan`).
- */
-interface Held extends MirrorJob, Planned {
-  persisted: number | null;
-  pos: number;
-  posAt: number;
-  proposed: number | null;
-  proposedBy: number;
-}
-
-/** Written out rather than spread: thousands are made at once (a literal starting with a spread is slow, src/queue/sql/row.ts). */
-const held = (j: Omit<PlanJob, 'seq'>, seq: number, scheduledAt: number | null, persisted: number | null): Held =>
-  ({ id: j.id, priority: j.priority, seq, notBefore: j.notBefore, expiresAt: j.expiresAt, scheduledAt, persisted, after: null, idled: true, pos: 0, posAt: -1, proposed: null, proposedBy: 0 });
-
-const NO_IDS: ReadonlySet<string> = new Set();
-
-/**
- * How much freed time in the middle of the plan (the pauses of cancelled or expired jobs, `remove`) is left
- * counted before the next acceptance plans in full: the most any job is late for it.
- */
-export const FREED_REPLAN_MS = 60_000;
 
 const samePlanSettings = (a: InstanceSettings, b: InstanceSettings) =>
   a.maxPerHour === b.maxPerHour && a.maxPer24h === b.maxPer24h && a.minDelayMs === b.minDelayMs &&
@@ -60,29 +36,16 @@ interface Step {
 }
 
 export class Planner {
-  private jobs = new Map<string, Held>();
-  /** jobs whose slot in memory is not the one PostgreSQL holds */
-  private unwritten = new Set<string>();
-  private readonly order = new DispatchOrder<Held>();
+  private readonly waiting = new WaitingJobs();
   private readonly history = new DispatchHistory();
   private tail: PlanTail | null = null;
   private tailSettings: InstanceSettings | null = null;
-  /**
-   * Removals that leave the tail wrong (`remove`: the last placed job gone without going out, one after a
-   * gap, or freed time past FREED_REPLAN_MS) so far, and how many of them the tail has seen: new jobs are not appended to a tail
-   * that has not seen every one of them (`add`).
-   */
-  private freed = 0;
-  private tailFreed = 0;
-  /** the pauses of placed jobs removed from the middle of the plan without going out, since the last full plan */
-  private freedMs = 0;
+  /** the removals without a dispatch that the tail has not seen, and the freed time the plan still counts */
+  private readonly freed = new FreedSlots();
   private retryAt: number | null = null;
-  private readonly expiry = new EarliestExpiry();
   private nextSeq = 1;
   /** re-plans proposed and loads so far: a proposal whose number is the latest marks the jobs' slots (`replan`) */
   private proposals = 0;
-  /** bumped whenever the dispatch order changes: a job's `pos` hint holds while its `posAt` equals it */
-  private orderVersion = 0;
   private readonly random: RandomDelay;
 
   constructor(opts: { random?: ((min: number, max: number) => number) | undefined; salt?: string }) {
@@ -92,28 +55,16 @@ export class Planner {
 
   load(input: { history: number[]; lastDispatchAt: number | null; waiting: MirrorJob[] }): void {
     this.history.load(input.history, input.lastDispatchAt);
-    this.jobs = new Map(input.waiting.map((j) => [j.id, held(j, j.seq, j.scheduledAt, j.scheduledAt)]));
+    this.waiting.load(input.waiting);
     // a re-plan proposed before this load marked the objects it replaced: it reads its slots by id (`replan`)
     this.proposals++;
-    this.expiry.reset();
-    this.unwritten.clear();
     this.nextSeq = input.waiting.reduce((m, j) => Math.max(m, j.seq), 0) + 1;
-    this.order.rebuild(this.jobs.values());
-    this.orderVersion++;
     this.tail = null;
-    this.tailFreed = this.freed;
-    this.freedMs = 0;
-  }
-
-  /** Give a job its slot in the current plan, noting whether PostgreSQL holds another. */
-  private setSlot(j: Held, at: number | null): void {
-    j.scheduledAt = at;
-    if (at === j.persisted) this.unwritten.delete(j.id);
-    else this.unwritten.add(j.id);
+    this.freed.loaded();
   }
 
   private full(now: number, settings: InstanceSettings, extra: PlanJob[] = []): Step {
-    const jobs = [...this.jobs.values(), ...extra];
+    const jobs = [...this.waiting.values(), ...extra];
     const result = planAll({ jobs, history: this.history.recent(now), settings, lastDispatchAt: this.history.last, now, random: this.random });
     return { result, kept: 0, rerun: null };
   }
@@ -126,24 +77,24 @@ export class Planner {
     const tail = this.tail;
     if (!tail || !this.tailSettings || !samePlanSettings(this.tailSettings, settings) || this.retryAt !== null) return this.full(now, settings, jobs);
     // after a removal the tail has not seen, the walk runs again from the jobs still placed (planInsert)
-    const appended = this.tailFreed === this.freed ? planAppend(tail, jobs, now) : null;
-    if (appended) return this.unlessFreedCosts({ result: appended, kept: this.order.size, rerun: [] }, jobs, now, settings);
+    const appended = this.freed.tailCurrent ? planAppend(tail, jobs, now) : null;
+    if (appended) return this.unlessFreedCosts({ result: appended, kept: this.waiting.placed, rerun: [] }, jobs, now, settings);
     if (tail.exhaustedAt !== null || now < tail.plannedAt) return this.full(now, settings, jobs);
-    const placed = this.order.all();
+    const placed = this.waiting.ordered();
     // every waiting job with a slot is in the order: with as many as there are jobs, none is without one
-    const unslotted = this.jobs.size === this.order.size ? [] : [...this.jobs.values()].filter((j) => j.scheduledAt === null);
+    const unslotted = this.waiting.size === this.waiting.placed ? [] : [...this.waiting.values()].filter((j) => j.scheduledAt === null);
     const ins = planInsert({ placed, unslotted, fresh: jobs, history: this.history.recent(now), settings, random: this.random, now });
     if (!ins) return this.full(now, settings, jobs);
     return this.unlessFreedCosts({ result: ins.result, kept: ins.kept, rerun: [...placed.slice(ins.kept), ...unslotted] }, jobs, now, settings);
   }
 
   /**
-   * `step`, unless freed time the plan still counts (`freedMs`) costs a new job its slot: a job the kept slots
-   * leave without one before its expiry may have one in a full plan, which gives the freed time back.
+   * `step`, unless freed time the plan still counts (src/queue/freed-slots.ts) costs a new job its slot: a job
+   * the kept slots leave without one before its expiry may have one in a full plan, which gives the freed time back.
    */
   private unlessFreedCosts(step: Step, jobs: PlanJob[], now: number, settings: InstanceSettings): Step {
     const { unreachable, unplaced } = step.result;
-    if (this.freedMs === 0 || (unreachable.length === 0 && unplaced.length === 0)) return step;
+    if (!this.freed.counted || (unreachable.length === 0 && unplaced.length === 0)) return step;
     return this.full(now, settings, jobs);
   }
 
@@ -158,9 +109,9 @@ export class Planner {
     const n = newJobs.length;
     const jobs: Held[] = new Array<Held>(n);
     for (let i = 0; i < n; i++) jobs[i] = held(newJobs[i] as Omit<PlanJob, 'seq'>, seq0 + i, null, null);
-    const freedAt = this.freed;
+    const freedAt = this.freed.mark;
     const { result, kept, rerun } = this.add(jobs, now, settings);
-    const { slotOf, slots, positions, moved } = placeNewJobs(result, kept, jobs, seq0, rerun ?? this.jobs.values());
+    const { slotOf, slots, positions, moved } = placeNewJobs(result, kept, jobs, seq0, rerun ?? this.waiting.values());
     // a method, not an arrow bound to `commit`: tsx (keepNames) names such an arrow each time it is made
     const planner = this;
     return {
@@ -168,10 +119,11 @@ export class Planner {
       moved,
       positions,
       commit() {
+        const { waiting } = planner;
         planner.nextSeq = seq0 + n;
         for (const m of moved) {
-          const j = planner.jobs.get(m.jobId);
-          if (j) planner.setSlot(j, m.scheduledAt);
+          const j = waiting.get(m.jobId);
+          if (j) waiting.setSlot(j, m.scheduledAt);
         }
         // new jobs are inserted with their slot
         for (let k = 0; k < n; k++) {
@@ -180,8 +132,7 @@ export class Planner {
           const j = jobs[k] as Held;
           j.scheduledAt = slot;
           j.persisted = slot;
-          planner.jobs.set(j.id, j);
-          planner.expiry.added(j.expiresAt);
+          waiting.insert(j);
         }
         planner.applyPlan(result, rerun, settings, freedAt, seq0, jobs, kept);
       },
@@ -199,31 +150,19 @@ export class Planner {
     for (let i = 0; i < placements.length; i++) {
       const pj = placedJobs[i] as PlanJob;
       const k = pj.seq - seq0;
-      const j = k >= 0 && k < fresh.length && fresh[k] === pj ? (fresh[k] as Held) : this.jobs.get(pj.id);
+      const j = k >= 0 && k < fresh.length && fresh[k] === pj ? (fresh[k] as Held) : this.waiting.get(pj.id);
       if (!j) continue;
       j.after = result.after[i] as number;
       j.idled = result.idled[i] as boolean;
       placedHeld.push(j);
     }
-    // the placed jobs that were not planned again are new: they are in neither part of the order yet
-    this.order.keepThen(rerun === null ? null : rerun.length === 0 ? NO_IDS : new Set(rerun.map((j) => j.id)), placedHeld, kept);
-    const version = ++this.orderVersion;
-    // the plan's jobs are the order's end, in the plan's order
-    const base = this.order.size - placedHeld.length;
-    placedHeld.forEach((j, k) => {
-      j.pos = base + k + 1;
-      j.posAt = version;
-    });
+    this.waiting.reorder(rerun, placedHeld, kept);
     let retryAt: number | null = null;
     for (const u of result.unplaced) if (retryAt === null || u.retryAt < retryAt) retryAt = u.retryAt;
     this.retryAt = retryAt;
-    // A job removed without going out while this plan was made (a cancel does not wait for the queue's
-    // executor) is still counted by its tail, and the order's marks of the gap it left went with the plan's
-    // jobs: the next acceptance plans in full.
-    this.tail = freedAt === this.freed ? result.tail : null;
-    this.tailFreed = freedAt;
+    // a removal while this plan was made leaves its tail wrong (src/queue/freed-slots.ts `planned`)
+    this.tail = this.freed.planned(freedAt, rerun === null) ? result.tail : null;
     this.tailSettings = settings;
-    if (rerun === null) this.freedMs = 0;
   }
 
   /**
@@ -235,7 +174,7 @@ export class Planner {
    * on the queue's serial executor), leaves this one reading its slots from a map by id, as before.
    */
   replan(now: number, settings: InstanceSettings): ReplanProposal {
-    const freedAt = this.freed;
+    const freedAt = this.freed.mark;
     const { result } = this.full(now, settings);
     const { placements, placedJobs } = result;
     const proposal = ++this.proposals;
@@ -251,7 +190,7 @@ export class Planner {
       return byId.get(j.id) ?? null;
     };
     const unslotted: string[] = [];
-    for (const j of this.jobs.values()) if (j.proposedBy !== proposal) unslotted.push(j.id);
+    for (const j of this.waiting.values()) if (j.proposedBy !== proposal) unslotted.push(j.id);
     /** the last rows `writes` answered, and their jobs: `commit` of those very rows needs no lookup */
     let lastWrites: SlotWrite[] | null = null;
     let lastJobs: Held[] = [];
@@ -261,7 +200,7 @@ export class Planner {
       writes: () => {
         const out: SlotWrite[] = [];
         const jobs: Held[] = [];
-        for (const j of this.jobs.values()) {
+        for (const j of this.waiting.values()) {
           const at = slotIn(j);
           if (at !== j.persisted) {
             out.push({ jobId: j.id, scheduledAt: at });
@@ -276,8 +215,8 @@ export class Planner {
         if (written === lastWrites) {
           // the slots of the jobs still held are set below, from the proposal and what is now persisted
           for (let k = 0; k < written.length; k++) (lastJobs[k] as Held).persisted = (written[k] as SlotWrite).scheduledAt;
-        } else this.persistedAs(written);
-        for (const j of this.jobs.values()) this.setSlot(j, slotIn(j));
+        } else this.waiting.persistedAs(written);
+        for (const j of this.waiting.values()) this.waiting.setSlot(j, slotIn(j));
         this.applyPlan(result, null, settings, freedAt);
       },
     };
@@ -285,103 +224,51 @@ export class Planner {
 
   /** Slots memory holds and PostgreSQL does not (of `ids` only, when given). */
   unpersisted(ids?: readonly string[]): SlotWrite[] {
-    const out: SlotWrite[] = [];
-    for (const id of ids ?? this.unwritten) {
-      const j = this.jobs.get(id);
-      if (j && this.unwritten.has(id)) out.push({ jobId: id, scheduledAt: j.scheduledAt });
-    }
-    return out;
+    return this.waiting.unpersisted(ids);
   }
 
-  unwrittenCount(): number { return this.unwritten.size; }
+  unwrittenCount(): number { return this.waiting.unwrittenCount(); }
 
   /** True when PostgreSQL holds the job's slot in the current plan (or the job is not waiting). */
   isPersisted(jobId: string): boolean {
-    return !this.unwritten.has(jobId);
+    return this.waiting.isPersisted(jobId);
   }
 
   /** `written` are committed: PostgreSQL holds these slots now. */
   persistedAs(written: readonly SlotWrite[]): void {
-    for (const w of written) {
-      const j = this.jobs.get(w.jobId);
-      if (!j) continue;
-      j.persisted = w.scheduledAt;
-      this.setSlot(j, j.scheduledAt);
-    }
+    this.waiting.persistedAs(written);
   }
 
   /**
    * Take a job out of the plan. A dispatch (`freed` false) used its slot: the plan after it holds. Otherwise
    * (a cancel, an expiry, a claim another path won) its slot is free, and what the plan still counts of it
-   * must not hold new jobs back:
-   * - it came after a gap (it waited for its notBefore): the job after it now comes after that gap, and is
-   *   marked so (`idled`). A job allowed now was placed behind the whole gap otherwise, hours or days late, or
-   *   refused TTL_UNREACHABLE with nothing in front of it;
-   * - it was the last placed job: the tail counts its slot, so the next acceptance walks on from the job before
-   *   it instead (src/queue/plan-insert.ts) and a new job takes the freed slot;
-   * - it was in the middle of the plan: the jobs after it keep their slots (moving them all forward would
-   *   rewrite every row after it, for every cancel), so its pause is still counted, late by at most
-   *   FREED_REPLAN_MS for any job: past that, the next acceptance plans in full and gives the time back, as it
-   *   does for a new job that the counted time would leave without a slot (`unlessFreedCosts`).
+   * must not hold new jobs back (src/queue/freed-slots.ts `removed`).
    */
   remove(jobId: string, freed = true): void {
-    this.unwritten.delete(jobId);
-    const job = this.jobs.get(jobId);
-    if (!job) return;
-    this.jobs.delete(jobId);
-    this.expiry.removed(job.expiresAt);
-    const next = this.order.remove(jobId);
-    this.orderVersion++;
+    const removed = this.waiting.remove(jobId);
+    if (!removed) return;
+    const { job, next } = removed;
     if (!freed || job.scheduledAt === null) return;
-    if (next === undefined) {
-      this.freed++;
-      return;
-    }
-    if (job.idled) {
-      next.idled = true;
-      // a plan being committed meanwhile brings its own marks: the next acceptance then plans in full
-      this.freed++;
-      return;
-    }
-    this.freedMs += job.after === null ? 0 : Math.max(0, job.after - job.scheduledAt);
-    if (this.freedMs >= FREED_REPLAN_MS) {
-      this.freed++;
-      this.tail = null;
-    }
+    if (this.freed.removed(job, job.scheduledAt, next)) this.tail = null;
   }
 
   /** 1-based position in dispatch order; jobs without a slot come after; 0 when not waiting. */
   position(jobId: string): number {
-    const job = this.jobs.get(jobId);
-    if (!job) return 0;
-    if (job.scheduledAt === null) return this.order.size + 1;
-    // placed by the last change of the order: its place is known (a binary search would find the same)
-    return job.posAt === this.orderVersion ? job.pos : this.order.position(job);
+    return this.waiting.position(jobId);
   }
 
   /** A waiting job's slot in the current plan (null: none; undefined: not waiting). */
   slotOf(jobId: string): number | null | undefined {
-    return this.jobs.get(jobId)?.scheduledAt;
+    return this.waiting.slotOf(jobId);
   }
 
-  /**
-   * Move the next due job's slot later, to `at`, when it stays first (before the next job's slot) and within its
-   * validity: the lane waits out a shortfall of its spacing there (src/queue/replans.ts waitOutSpacing).
-   * Answers whether it moved. PostgreSQL gets the slot with the job's claim, or from the slot writer.
-   */
+  /** Move the next due job's slot later, to `at` (src/queue/waiting-jobs.ts `postponeHead`); answers whether it moved. */
   postponeHead(jobId: string, at: number): boolean {
-    const order = this.order.all();
-    const head = order[0];
-    if (!head || head.id !== jobId || head.scheduledAt === null || at <= head.scheduledAt || at > head.expiresAt) return false;
-    const next = order[1];
-    if (next && next.scheduledAt !== null && at >= next.scheduledAt) return false;
-    this.setSlot(head, at);
-    return true;
+    return this.waiting.postponeHead(jobId, at);
   }
 
   nextAt(): number | null {
-    const first = this.order.head();
-    return first ? (this.jobs.get(first)?.scheduledAt ?? null) : null;
+    return this.waiting.nextAt();
   }
 
   /** The last plan stopped at the attempt cap and the instant it reached has come: plan again. */
@@ -396,7 +283,7 @@ export class Planner {
   nextWake(includeSlots = true): number | null {
     let t = (includeSlots ? this.nextAt() : null) ?? Number.POSITIVE_INFINITY;
     // a job may still go out at exactly its expiresAt (the planner allows that slot): it expires after it
-    const expiry = this.expiry.of(this.jobs.values());
+    const expiry = this.waiting.earliestExpiry();
     if (expiry + 1 < t) t = expiry + 1;
     if (this.retryAt !== null && this.retryAt < t) t = this.retryAt;
     return Number.isFinite(t) ? t : null;
@@ -404,18 +291,12 @@ export class Planner {
 
   /** Waiting jobs whose validity ended before they could go. */
   expiredAt(now: number): string[] {
-    const out: string[] = [];
-    if (this.expiry.of(this.jobs.values()) >= now) return out;
-    for (const j of this.jobs.values()) if (j.expiresAt < now) out.push(j.id);
-    return out;
+    return this.waiting.expiredAt(now);
   }
 
   /** The job due now (earliest slot ≤ now), if any. */
   due(now: number): string | null {
-    const first = this.order.head();
-    if (!first) return null;
-    const at = this.jobs.get(first)?.scheduledAt;
-    return at !== null && at !== undefined && at <= now ? first : null;
+    return this.waiting.due(now);
   }
 
   /** True when the plan fell behind (an outage): the backlog must be spread again at the configured rate. */
@@ -443,6 +324,6 @@ export class Planner {
   }
 
   historySnapshot(now: number): number[] { return this.history.recent(now); }
-  waitingCount(): number { return this.jobs.size; }
-  scheduledCount(): number { return this.order.size; }
+  waitingCount(): number { return this.waiting.size; }
+  scheduledCount(): number { return this.waiting.placed; }
 }

@@ -1,6 +1,6 @@
 /**
  * The one writer of slots of waiting jobs (src/queue/sql/saveSlots.ts). The planner's memory holds the
- * current plan and, per job, the slot PostgreSQL holds (src/queue/planning.ts); this writes the difference:
+ * current plan and, per job, the slot PostgreSQL holds (src/queue/waiting-jobs.ts); this writes the difference:
  *
  * - a re-plan writes its rows in its own transaction, with its epoch and its event (`exclusive`);
  * - the slots an acceptance moved (a higher priority went in front of waiting jobs) are written right after

@@ -8,7 +8,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { FREED_REPLAN_MS, Planner, type PlanJob } from '../../src/queue/planning.js';
+import { FREED_REPLAN_MS } from '../../src/queue/freed-slots.js';
+import { Planner, type PlanJob } from '../../src/queue/planning.js';
 import { planAll, seededRandomDelay, stableRandomDelay } from '../../src/queue/plan.js';
 import { EXISTING_INSTANCE_DEFAULTS, type InstanceSettings } from '../../src/queue/settings.js';
 import { DAY_MS, HOUR_MS } from '../../src/queue/windows.js';

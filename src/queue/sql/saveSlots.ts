@@ -6,7 +6,7 @@
  *
  * Strategy: one UPDATE … FROM unnest(ids, slots) per 5,000 rows that changed (a re-plan of a full queue at the
  * default QUEUE_MAX_PENDING is one round trip, not 5,000), and only those rows: the caller passes the slots
- * that differ from what PostgreSQL holds (src/queue/planning.ts), so an unchanged job costs no row version.
+ * that differ from what PostgreSQL holds (src/queue/waiting-jobs.ts), so an unchanged job costs no row version.
  * Slots travel as epoch milliseconds (exact through float8 / 1000, as new jobs' instants do in
  * src/queue/sql/job-rows.ts), not as timestamps: 1,000 Date objects turned to text by the client and parsed
  * back by the server were a part of a re-plan's write of 5,000 moved slots (40.0 → 33.9 ms, median of 16 in
