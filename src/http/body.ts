@@ -134,6 +134,15 @@ function readAll(ctx: Context, limit: number): Buffer | Promise<Buffer> {
 /** `readAll` for a body still on its way, or to inflate. */
 async function readStreamed(ctx: Context, encoding: string, limit: number): Promise<Buffer> {
   const source = decoded(ctx, encoding);
+  // `pipe` does not pass on a request cut off by its client: its inflater would wait for the rest forever (the
+  // request never over, never logged). Cut, it fails as the request itself does when read directly.
+  const cut = () => {
+    if (!ctx.req.complete) source.destroy(Object.assign(new Error('the request was aborted'), { code: 'ECONNRESET' }));
+  };
+  if (source !== ctx.req) {
+    if (ctx.req.destroyed) cut();
+    else ctx.req.once('close', cut);
+  }
   let chunks: Buffer[];
   let size: number;
   try {
@@ -147,7 +156,10 @@ async function readStreamed(ctx: Context, encoding: string, limit: number): Prom
     if (!ctx.req.complete || (err as { code?: string }).code === 'ECONNRESET') throw bad('body', 'the request was aborted before its body arrived');
     throw bad('body', `the body could not be decoded with Content-Encoding ${ctx.get('content-encoding') || 'identity'}`);
   } finally {
-    if (source !== ctx.req) source.destroy();
+    if (source !== ctx.req) {
+      ctx.req.off('close', cut);
+      source.destroy();
+    }
   }
   if (!ctx.req.complete) throw bad('body', 'the request was aborted before its body arrived');
   return Buffer.concat(chunks, size);
