@@ -47,6 +47,15 @@ export function translate(raw: unknown, opts: TranslateOptions = {}): DomainErro
     opts.onStoreError?.();
     return new DomainError('QUEUE_STORE_UNAVAILABLE', 'the persistent queue is unreachable; nothing was accepted', { queueMode: 'memory-degraded' });
   }
+  if (isStatementTimeout(raw)) {
+    // PostgreSQL answers, but not in time (a lock held elsewhere, an overloaded server): it cancelled the
+    // statement, and a cancelled statement (or the COMMIT it ran in) wrote nothing. The probe checks the rest.
+    opts.onStoreError?.();
+    return new DomainError('QUEUE_STORE_UNAVAILABLE', 'the persistent queue did not answer in time (PostgreSQL cancelled the statement); nothing was done: retry shortly', {
+      queueMode: 'pg',
+      reason: 'store_timeout',
+    });
+  }
   if (raw instanceof CommitOutcomeUnknown) {
     // the connection broke during COMMIT: the request may have been accepted (SPEC.md: retry only with a key)
     opts.onStoreError?.();
@@ -60,6 +69,11 @@ export function translate(raw: unknown, opts: TranslateOptions = {}): DomainErro
   // a library's client error keeps its status; CLIENT_CODES agrees with ERROR_STATUS for each of them
   if (code) return new DomainError(code, e.message ?? code);
   return internalError();
+}
+
+/** PostgreSQL's `query_canceled` (57014): the server's statement_timeout (STORE_DEADLINES.statementMs) ended it. */
+function isStatementTimeout(raw: unknown): boolean {
+  return raw instanceof Error && (raw as { code?: unknown }).code === '57014';
 }
 
 export interface V1Context {

@@ -43,6 +43,8 @@ const structError = (): StructError => {
   }
   throw new Error('no StructError');
 };
+/** what pg throws when the server's statement_timeout cancels a statement */
+const pgTimedOut = () => Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014', severity: 'ERROR' });
 const pgGone = () => Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
 
 test('translate: each kind of thrown thing → the code it answers as', () => {
@@ -51,6 +53,7 @@ test('translate: each kind of thrown thing → the code it answers as', () => {
     [structError(), 'VALIDATION_FAILED', 400],
     [pgGone(), 'QUEUE_STORE_UNAVAILABLE', 503],
     [new CommitOutcomeUnknown(new Error('reset')), 'INSTANCE_TIMEOUT', 504],
+    [pgTimedOut(), 'QUEUE_STORE_UNAVAILABLE', 503],
     [new DriverError('gone', 'CALL_FAILED', false), 'WA_CALL_FAILED', 500],
     [Object.assign(new Error('too big'), { status: 413, expose: true }), 'PAYLOAD_TOO_LARGE', 413],
     [Object.assign(new Error('hidden'), { status: 413, expose: false }), 'INTERNAL_ERROR', 500],
@@ -62,6 +65,7 @@ test('translate: each kind of thrown thing → the code it answers as', () => {
     assert.deepEqual([err.code, err.status], [code, status], String(raw));
   }
   assert.equal(translate(structError()).data.field, 'a');
+  assert.deepEqual(translate(pgTimedOut()).data, { queueMode: 'pg', reason: 'store_timeout' });
   assert.equal(translate(new Error('secret detail')).message, 'internal error');
 });
 
@@ -69,8 +73,9 @@ test('translate: a store failure probes the store', () => {
   let probes = 0;
   translate(pgGone(), { onStoreError: () => probes++ });
   translate(new CommitOutcomeUnknown(new Error('reset')), { onStoreError: () => probes++ });
+  translate(pgTimedOut(), { onStoreError: () => probes++ });
   translate(new Error('other'), { onStoreError: () => probes++ });
-  assert.equal(probes, 2);
+  assert.equal(probes, 3);
 });
 
 test('v1: send failures in the frozen shapes, reads keep the status, the guard maps only the store', () => {
