@@ -150,6 +150,9 @@ export function createPlanners(deps: PlannerDeps): Planners {
         case 'queue.cancel':
           return worker.cancel(ask.jobId, ask.reason);
         case 'queue.replan':
+          // a queue that has not read its jobs has nothing to move yet: it waits for the read (its answer says
+          // so when the read failed) instead of answering that it re-planned an empty queue
+          if (!worker.loaded) await worker.whenLoaded(mode);
           return worker.replan(ask.reason);
         case 'queue.summary':
           // counts the queue has not read yet would be an empty queue's: the summary waits for the start read

@@ -79,6 +79,12 @@ const get = (gw: Gateway, apiKey: string, route: string) =>
     text: await r.text(),
   }));
 
+const post = (gw: Gateway, apiKey: string, route: string) =>
+  fetch(`${gw.url}${route}`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }, body: '{}' }).then(async (r) => ({
+    status: r.status,
+    text: await r.text(),
+  }));
+
 /** The asks this gateway has waiting for an answer (/debug/actors). */
 const waitingAsks = (gw: Gateway) => Number(gw.actors.describeActors().find((a) => a.id === 'supervisor')?.context.waitingAsks);
 
@@ -176,6 +182,8 @@ test('a start read that failed (held past the store deadline) is 503 QUEUE_STORE
     refused(await get(g, apiKey, '/api/status'), 'the status waiting for the failed read');
     refused(await get(g, apiKey, '/api/status'), 'the status asked after it');
     refused(await get(g, apiKey, '/api/v2/queue'), 'the queue summary');
+    // nothing was read, so nothing can be re-planned: it said `replanned: true, affected: 0` of a queue it had not read
+    refused(await post(g, apiKey, '/api/v2/queue/replan'), 'a re-plan');
     await lock.release();
     // the retry runs on the queue's clock
     const s = await waitFor(async () => {
