@@ -86,7 +86,7 @@ function describe(err: StructError): string {
   return `${f.path.join('.') || 'args'} expected ${f.type}`;
 }
 
-/** The RPC's paths, matched exactly as written (as the gateway matches its own: no dot-segment, slash or escape variants). */
+/** The RPC's paths, matched exactly as written (as the gateway matches its own: no dot-segment, slash or escape variants; an absolute-form target by its path). */
 type RpcPath = '/rpc' | '/rpc/events';
 /** Parameters the RPC reads: each may be given once. */
 const READ_PARAMS: ReadonlySet<string> = new Set(['instanceId', 'clientId']);
@@ -101,7 +101,8 @@ const READ_PARAMS: ReadonlySet<string> = new Set(['instanceId', 'clientId']);
  * one of fixed messages: nothing of the client's text is echoed (src/http/target.ts refuses the same queries on
  * the gateway and the control API).
  */
-function rpcTarget(raw: string): { path: RpcPath; params: Map<string, string> } | { path: RpcPath; refused: string } | null {
+function rpcTarget(target: string): { path: RpcPath; params: Map<string, string> } | { path: RpcPath; refused: string } | null {
+  const raw = originForm(target);
   const q = raw.indexOf('?');
   const path = q < 0 ? raw : raw.slice(0, q);
   if (path !== '/rpc' && path !== '/rpc/events') return null;
@@ -120,6 +121,15 @@ function rpcTarget(raw: string): { path: RpcPath; params: Map<string, string> } 
     if (!params.has(name)) params.set(name, value);
   }
   return { path, params };
+}
+
+/** The scheme and authority of an absolute-form target (`http://host:port/rpc`, as a proxy sends it) taken off. */
+const ABSOLUTE = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i;
+function originForm(target: string): string {
+  const m = ABSOLUTE.exec(target);
+  if (!m) return target;
+  const rest = target.slice(m[0].length);
+  return rest.startsWith('/') ? rest : `/${rest}`;
 }
 
 export function createRpcHandler(network: SandboxNetwork): RpcHandler {

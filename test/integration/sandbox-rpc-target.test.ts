@@ -117,3 +117,17 @@ test('the control API on the same server refuses a malformed query in its own en
     assert.deepEqual([body.success, body.code, body.data?.field], [false, 'VALIDATION_FAILED', 'since'], a.body);
   }
 });
+
+test('a target in absolute form (as a proxy sends it) is the RPC’s as its origin form is; its path is still read as written', async () => {
+  const call = await send('POST', 'http://sandbox.example/rpc', CALL);
+  assert.equal(call.status, 200, call.body);
+  assert.equal((JSON.parse(call.body) as { ok: unknown }).ok, true, call.body);
+  const stream = await send('GET', 'http://sandbox.example:3100/rpc/events?instanceId=inst-target&clientId=client-target');
+  assert.equal(stream.status, 200);
+  assert.match(stream.type, /^text\/event-stream/);
+  assertRpcRefusal(await send('POST', 'HTTP://sandbox.example/rpc?a=%ZZ', CALL), 'a malformed query in absolute form');
+  for (const target of ['http://sandbox.example/x/../rpc', 'http://sandbox.example//rpc', 'http://sandbox.example']) {
+    const a = await send('POST', target, CALL);
+    assert.notEqual(a.status, 200, `POST ${target} ran the call: ${a.body}`);
+  }
+});
