@@ -8,6 +8,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import { BEARER_TOKEN_RULE, BEARER_TOKEN_TEXT, ConfigError, loadSettings, type Config } from '../config.js';
 import { UsageError, type Parsed } from './args.js';
+import { maskWebhookUrl } from '../webhooks/config.js';
 
 /**
  * A variable `mgw` reads that the gateway reads too, through the gateway's own checks (src/config.ts
@@ -103,10 +104,11 @@ async function adminToken(env: NodeJS.ProcessEnv = process.env): Promise<string>
 /**
  * The gateway's address as a message names it: scheme, host, port and path (a prefix of a gateway behind a
  * proxy), without a trailing slash. Never a user or password (the origin has none; MGW_URL may not carry them
- * anyway), nor a query or fragment of MGW_URL, which no route is sent with.
+ * anyway), nor a query or fragment of MGW_URL, which no route is sent with; a segment of the path that reads as
+ * a token (a proxy whose prefix is its secret) is shown `***`, as a webhook receiver's is (maskWebhookUrl).
  */
 export function shownBase(base: URL): string {
-  return `${base.origin}${base.pathname.replace(/\/+$/, '')}`;
+  return maskWebhookUrl(`${base.origin}${base.pathname}`).replace(/\/+$/, '');
 }
 
 /**

@@ -238,6 +238,12 @@ test('a gateway that cannot be reached is named by its URL', async () => {
     assert.ok(!p.stderr.includes(t.adminToken), `never the token: ${p.stderr}`);
     assert.ok(!p.stderr.includes('frag') && !p.stderr.includes('token='), `no query or fragment: ${p.stderr}`);
   }
+  // a proxy whose prefix is its secret (a path token, as a webhook receiver's): the segment is shown masked
+  const secretPrefix = 'Zx9kQ2mN7vB4tR8wL3yH';
+  const masked = await mgw(['instances'], { MGW_URL: `http://127.0.0.1:${port}/gw/${secretPrefix}/` });
+  assert.equal(masked.code, 1, masked.stderr);
+  assert.match(masked.stderr, new RegExp(`cannot reach the gateway at http://127\\.0\\.0\\.1:${port}/gw/\\*\\*\\* \\(ECONNREFUSED\\)`), masked.stderr);
+  assert.ok(!masked.stderr.includes(secretPrefix), `never the path token: ${masked.stderr}`);
 });
 
 test('tables by default, --json for scripts; delete asks first; webhook show|set|delete; deliveries --state failed', async () => {
