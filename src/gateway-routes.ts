@@ -24,7 +24,7 @@ import { adminQueueRouter } from './http/routes/admin-queue.js';
 import { statusRouter } from './http/routes/status.js';
 import { debugRouter } from './http/routes/debug.js';
 import type { ActorSystem } from './actors/system.js';
-import type { InstancePort } from './actors/port.js';
+import type { InstancePort, InstanceView } from './actors/port.js';
 import type { InstanceAdminService } from './instances.js';
 import { getInstance, type Instance } from './store/instances.js';
 import type { Cluster } from './cluster/cluster.js';
@@ -98,30 +98,34 @@ export function gatewayFamilies(deps: RouteDeps): Families {
 
   // Every route family with its authentication: the guard is part of each route's chain (src/http/router.ts).
   // SPEC.md: during an ordered restart every /api/v2/* route answers 503 QUEUE_PAUSED (v1 routes wait)
-  const v2Checked = async (ctx: Context, port: InstancePort, next: Next) => {
-    const view = await viewOf(port);
+  const passed = (ctx: Context, view: InstanceView, next: Next) => {
     if (view.paused) throw queuePaused();
     // the send routes' gate reads the same view instead of asking again
     keepView(ctx, view);
     return next();
   };
+  // the view at once where this process reads it, else asked
+  const v2Checked = (ctx: Context, port: InstancePort, next: Next): Promise<void> =>
+    port.viewNow ? passed(ctx, port.viewNow(), next) : viewOf(port).then((view) => passed(ctx, view, next));
   const v2Key: Middleware = (ctx, next) => apiKey(ctx, () => v2Checked(ctx, portOf(ctx), next));
   // The v2 sends of an instance on another node whose owner gates a send itself: no view is asked first; the
   // send is prepared with the last view seen and the owner checks the gate as it accepts (one ask instead of
   // two: src/http/routes/queue-gate.ts `gatedAccept`). A refusal before that (a route's own check) is answered
   // after the pause, as above.
+  const deferredSend = async (ctx: Context, port: InstancePort, view: InstanceView, next: Next) => {
+    const deferred = deferGate(ctx, view);
+    try {
+      await next();
+    } catch (err) {
+      if (!deferred.settled && (await viewOf(port)).paused) throw queuePaused();
+      throw err;
+    }
+  };
   const v2SendKey: Middleware = (ctx, next) =>
-    apiKey(ctx, async () => {
+    apiKey(ctx, () => {
       const port = portOf(ctx);
       const view = port.lastView?.();
-      if (!view) return v2Checked(ctx, port, next);
-      const deferred = deferGate(ctx, view);
-      try {
-        await next();
-      } catch (err) {
-        if (!deferred.settled && (await viewOf(port)).paused) throw queuePaused();
-        throw err;
-      }
+      return view ? deferredSend(ctx, port, view, next) : v2Checked(ctx, port, next);
     });
   // docs/api.md "Requests and answers": these families refuse unknown query parameters and body fields
   const REFUSING = new Set(['v2-queue', 'v2-groups', 'v2-interactions', 'admin-instances', 'admin-webhooks', 'admin-queue']);

@@ -161,6 +161,10 @@ export class LocalInstancePort implements InstancePort {
     private readonly replies: Replies,
   ) {}
 
+  viewNow(): InstanceView {
+    return viewOfSnapshot(this.snapshot());
+  }
+
   async ask<A extends InstanceAsk>(ask: A, deadlineMs: number): Promise<ReplyOf<A>> {
     // A view is what the instance actor's snapshot says; in this process it is read from the snapshot
     // directly (the answer the actor would give, without a transition and a reply per read).

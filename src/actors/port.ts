@@ -188,6 +188,12 @@ export interface InstancePort {
    * ask (`queue.accept` with a `gate`). Undefined: ask the view first.
    */
   lastView?(): InstanceView | undefined;
+  /**
+   * Where the view is read in this process (the instance actor's snapshot, src/actors/local-port.ts): the view
+   * at once, what `ask({type: 'view'})` answers, without a promise; throws INSTANCE_UNREACHABLE as that ask
+   * rejects. Absent: ask.
+   */
+  viewNow?(): InstanceView;
 }
 
 /** The event an actor receives for an ask: the ask, its id and where the reply goes (a system id). */

@@ -44,14 +44,21 @@ export function keepView(ctx: Context, view: InstanceView): void {
 }
 
 /** The instance's view: the one the v2 guard asked for this request, else a fresh one. */
-export const requestView = async (ctx: Context, port: InstancePort): Promise<InstanceView> => guardView(ctx) ?? (await viewOf(port));
+/** The view the guard kept for this request, else the instance's: at once where it is read in this process. */
+export const requestView = (ctx: Context, port: InstancePort): InstanceView | Promise<InstanceView> =>
+  guardView(ctx) ?? (port.viewNow ? port.viewNow() : viewOf(port));
 
 /**
  * Checks every v2 send shares: queue mode, ordered restart, connection. Answers the instance's view (the one
  * the v2 guard asked for this request, else a fresh one).
  */
-export async function v2Gate(ctx: Context, port: InstancePort): Promise<InstanceView> {
-  const view = await requestView(ctx, port);
+/** The view, refused as v2 refuses a send (offline, paused, …); at once when the view is (`requestView`). */
+export function v2Gate(ctx: Context, port: InstancePort): InstanceView | Promise<InstanceView> {
+  const view = requestView(ctx, port);
+  return view instanceof Promise ? view.then(gated) : gated(view);
+}
+
+function gated(view: InstanceView): InstanceView {
   const refusal = v2GateRefusal(view);
   if (refusal) throw refusal;
   return view;
