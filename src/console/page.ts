@@ -144,7 +144,7 @@ form label { margin-right: .8rem; }
 .status.connected { background: #d3f2dc; color: #17612f; }
 .status.waiting_qr, .status.authenticated, .status.initializing { background: #fff1c7; color: #7a5800; }
 .status.error, .status.disconnected { background: #fbd9d7; color: #8f1d17; }
-.status.unknown { background: #fff; color: #5a6273; border: 1px dashed #8a93a3; }
+.status.unknown, .status.waiting { background: #fff; color: #5a6273; border: 1px dashed #8a93a3; }
 .muted { color: #5a6273; font-weight: normal; }
 .error { color: #8f1d17; }
 .error:empty { display: none; }

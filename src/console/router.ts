@@ -22,16 +22,15 @@ import { createRouter } from '../http/router.js';
 import { ok } from '../http/envelope.js';
 import { DomainError, validationFailed } from '../errors.js';
 import type { InstanceAdmin } from '../http/routes/admin-instances.js';
-import type { InstancePort, QueueSummary } from '../actors/port.js';
-import { VIEW_DEADLINE_MS } from '../instances.js';
+import type { InstancePort } from '../actors/port.js';
 import type { Logger } from '../log.js';
 import { CONSOLE_COOKIE, type ConsoleSessions } from './sessions.js';
 import { checkConsoleRequest } from './auth.js';
 import { CONSOLE_CSS, CONSOLE_HTML } from './page.js';
 import { consoleMachines } from './machines.js';
+import { consoleReadings } from './readings.js';
 
-/** Queue counts of one instance (the queue's own tally, as GET /api/status reads it). */
-export type QueueCounts = QueueSummary['counts'];
+export type { ConsoleItem, ConsoleSnapshot, QueueCounts } from './readings.js';
 
 export interface ConsoleDeps {
   adminToken: string;
@@ -42,12 +41,6 @@ export interface ConsoleDeps {
   /** how often the event stream reads the instances (default 2 s) */
   pollMs?: number;
   log?: Logger;
-}
-
-/** What the event stream sends: one `instances` event per poll. */
-export interface ConsoleSnapshot {
-  at: string;
-  items: (Record<string, unknown> & { queue: QueueCounts | null })[];
 }
 
 // the page's own script, style and images only; data: for the QR image
@@ -134,31 +127,6 @@ export function consoleApiRouter(deps: ConsoleDeps): Router {
   const router = createRouter();
   const pollMs = deps.pollMs ?? 2_000;
 
-  /**
-   * Within the deadline of the instance's view (VIEW_DEADLINE_MS): a node that does not answer holds a round for
-   * that long, not for a queue read's 10 s.
-   */
-  const queueCounts = async (id: string): Promise<QueueCounts | null> => {
-    if (!deps.portOf) return null;
-    try {
-      return (await deps.portOf(id).ask({ type: 'queue.summary' }, VIEW_DEADLINE_MS)).counts;
-    } catch {
-      return null; // an instance not running here, or busy: no counts this round
-    }
-  };
-
-  const snapshot = async (): Promise<ConsoleSnapshot> => {
-    const list = await deps.instances.list();
-    const items = await Promise.all(
-      list.map(async (inst) => {
-        const [described, queue] = await Promise.all([deps.instances.describe(inst), queueCounts(inst.id)]);
-        // the state unknown (its node not answering): no counts either, even one that came back meanwhile
-        return { ...described, queue: described.stateUnknown ? null : queue };
-      }),
-    );
-    return { at: new Date().toISOString(), items };
-  };
-
   // behind requireAdminOrConsole: a cookie request has passed checkConsoleRequest there
   router.delete('/console/session', (ctx) => {
     const id = ctx.state.console === true ? deps.sessions.idOf(ctx) : null;
@@ -173,6 +141,7 @@ export function consoleApiRouter(deps: ConsoleDeps): Router {
   // the console's session (ended by signing out) or a bearer client (ended by the gateway stopping)
   router.get('/console/events', (ctx) => {
     const id = ctx.state.console === true ? deps.sessions.idOf(ctx) : null;
+    const readings = consoleReadings(deps);
     const stream = new PassThrough();
     let ended = false;
     let busy = false;
@@ -184,7 +153,7 @@ export function consoleApiRouter(deps: ConsoleDeps): Router {
       busy = true;
       try {
         if (id !== null && !deps.sessions.valid(id)) return stop('signed-out');
-        send('instances', await snapshot());
+        send('instances', await readings.read());
       } catch (err) {
         deps.log?.warn({ err }, 'console event stream: reading the instances failed');
         send('problem', { message: 'the instances could not be read; retrying' });

@@ -96,6 +96,13 @@ export function when(iso: string | null | undefined): string {
   return Number.isNaN(d.getTime()) ? iso : d.toLocaleString();
 }
 
+/** The local time of day of a timestamp of the API (ISO), or a dash. */
+export function timeOf(iso: string | null | undefined): string {
+  if (!iso) return '—';
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? iso : d.toLocaleTimeString();
+}
+
 /** Show the panel with this id, titled with the instance's name (its `<id>-name` element). */
 export function showPanel(id: string, name: string): void {
   byId(id).hidden = false;

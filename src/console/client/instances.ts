@@ -5,7 +5,7 @@
  * new API key shown once (after create or rotation).
  */
 import { ApiError, call, message } from './api.js';
-import { browser, button, byId, h, onSubmit, type ButtonEl, type El, type InputEl } from './dom.js';
+import { browser, button, byId, h, onSubmit, timeOf, type ButtonEl, type El, type InputEl } from './dom.js';
 import { confirmAction } from './confirm.js';
 import { linkFromList, linkTarget, openLink } from './link.js';
 import { openSettings } from './settings.js';
@@ -42,7 +42,11 @@ export interface InstanceItem {
   node?: string | null;
   /** set while the node that runs it cannot be asked: its status and queue counts are unknown, not shown stale */
   stateUnknown?: StateUnknown | null;
+  /** set while its view was asked and has not come back yet (status fields null): since when, and its last status */
+  viewPending?: { since: string; lastStatus: string | null } | null;
   queue: QueueCounts | null;
+  /** why `queue` is null although the state is known: the counts could not be read (or not yet) */
+  queueError?: string | null;
 }
 interface Row {
   tr: El;
@@ -74,8 +78,16 @@ function showKey(name: string, apiKey: string): void {
 /** What the row says of an instance whose node could not be asked. */
 export const unknownText = (u: StateUnknown): string => `state and queue unknown: node ${u.node}, which runs it, ${u.reason}`;
 
-function queueText(q: QueueCounts | null, unknown: StateUnknown | null): string {
+/** What the row says of an instance whose view was asked and has not come back yet. */
+export const pendingText = (item: InstanceItem, p: { since: string; lastStatus: string | null }): string =>
+  `asked ${item.node ? `node ${item.node}, which runs it,` : 'the node that runs it'} at ${timeOf(p.since)}; no answer yet` +
+  (p.lastStatus ? ` (last known: ${p.lastStatus})` : '');
+
+function queueText(item: InstanceItem, unknown: StateUnknown | null): string {
+  const q = item.queue;
   if (unknown) return 'unknown';
+  if (item.viewPending) return 'waiting';
+  if (!q && item.queueError) return `counts not read: ${item.queueError}`;
   if (!q) return '—';
   return `queued ${(q.queued ?? 0) + (q.scheduled ?? 0)} · sending ${q.sending ?? 0} · sent ${q.sent ?? 0} · failed ${q.failed ?? 0}`;
 }
@@ -187,17 +199,21 @@ export function renderInstances(items: InstanceItem[]): void {
     row.item = item;
     // its node not answering: "unknown" and why, never the last state seen nor a stopped instance's
     const unknown = item.stateUnknown ?? null;
-    const status = unknown ? 'unknown' : (item.status ?? 'unknown');
+    // its view asked and not back yet: "waiting", since when, never the last reading as if current
+    const pending = unknown ? null : (item.viewPending ?? null);
+    const status = unknown ? 'unknown' : pending ? 'waiting' : (item.status ?? 'unknown');
     row.tr.setAttribute('data-status', status);
     row.status.className = `status ${status}`;
     row.status.textContent = status;
     // the machine's state for operators, and the last error when there is one
     row.detail.textContent = unknown
       ? unknownText(unknown)
-      : [item.state && item.state !== item.status ? item.state : '', item.lastError ?? ''].filter(Boolean).join(' · ');
+      : pending
+        ? pendingText(item, pending)
+        : [item.state && item.state !== item.status ? item.state : '', item.lastError ?? ''].filter(Boolean).join(' · ');
     row.phone.textContent = item.phoneNumber ? `+${item.phoneNumber}` : '—';
     row.driver.textContent = item.driver;
-    row.queue.textContent = queueText(item.queue, unknown);
+    row.queue.textContent = queueText(item, unknown);
     // linking goes through the node that runs it: not offered while that node cannot be asked
     row.link.hidden = item.connected !== false;
     if (linkTarget() === item.id) linkFromList(item);

@@ -1,0 +1,116 @@
+/**
+ * What the console shows when what it shows is not a reading of now, in real Chromium (playwright-core driving
+ * Debian's chromium) against real gateways on a real PostgreSQL (found in review: in each case the console kept
+ * the last rows on show as if current, or showed "—" as if there were no counts):
+ *
+ * - the view of an instance awaited (its node silent, up to VIEW_DEADLINE_MS): the row says "waiting", which node
+ *   was asked at what time and its last known status, before it says "unknown"; the other rows are shown as they are;
+ * - its queue counts not read while its view was (the queue's start read held by a lock on the `dispatches`
+ *   table): the queue column says the counts could not be read, and why.
+ *
+ * Two nodes from test/helpers/two-nodes.ts (node `a` behind a TCP proxy the test cuts).
+ * Nothing sleeps: every step waits for what the page shows. No secret is in any text the page shows.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { chromium, type Page } from 'playwright-core';
+import type { Gateway } from '../../src/gateway.js';
+import { NEEDS_SERVER } from '../helpers/db.js';
+import { ADMIN_TOKEN, settle, waitFor } from '../helpers/gateway.js';
+import { CHROME, NO_CHROME } from '../helpers/chromium.js';
+import { twoNodes } from '../helpers/two-nodes.js';
+import { saveScreenshot } from '../helpers/screenshots.js';
+
+const WAIT = { timeout: 20_000 };
+type Doc = { document: { querySelector(s: string): { textContent: string } | null; body: { innerText: string } } };
+const textOf = (page: Page, sel: string) =>
+  page.evaluate((s) => (globalThis as unknown as Doc).document.querySelector(s)?.textContent ?? '', sel);
+/** wait until the element's text matches */
+const waitText = (page: Page, sel: string, re: RegExp) =>
+  page.waitForFunction(
+    ([s, src, flags]) => new RegExp(src, flags).test((globalThis as unknown as Doc).document.querySelector(s)?.textContent ?? ''),
+    [sel, re.source, re.flags] as const,
+    WAIT,
+  );
+
+async function signIn(page: Page, url: string): Promise<void> {
+  await page.goto(`${url}/console`);
+  await page.fill('#token', ADMIN_TOKEN);
+  await page.click('#sign-in-form button[type=submit]');
+  await page.waitForSelector('#app:not([hidden])', WAIT);
+}
+
+test('console: an instance whose view is awaited says "waiting" (which node, since when, last known); counts not read say so and why', { skip: NO_CHROME ?? NEEDS_SERVER.skip }, async (t) => {
+  const { clock, db, sandbox, proxyA, nodes, a, b, admin, owner } = await twoNodes(t, 'console_stale');
+  const instanceOn = async (node: string, name: string, phone: string) => {
+    const created = await admin('POST', '/admin/v1/instances', { name, driver: 'sandbox' });
+    assert.equal(created.status, 201, created.text);
+    const id = (created.body.data?.instance as { id: string }).id;
+    sandbox.network.link(id, { phoneNumber: phone });
+    const moved = await admin('POST', `/admin/v1/instances/${id}/move`, { node });
+    assert.ok(moved.status === 200 || moved.status === 202, moved.text);
+    await waitFor(async () => (await owner(id)) === node && (nodes.get(node) as Gateway).actors.view(id).connected, `${name} connected on ${node}`, 4_000);
+    return id;
+  };
+  const far = await instanceOn('a', 'far', '4915550430001');
+  await instanceOn('b', 'near', '4915550430002');
+
+  const browser = await chromium.launch({ executablePath: CHROME, args: ['--no-sandbox'], headless: true });
+  t.after(() => browser.close());
+  const page: Page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
+  const problems: string[] = [];
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  await signIn(page, b.url);
+  const farRow = 'tr[data-name="far"]';
+  const nearRow = 'tr[data-name="near"]';
+  await page.waitForSelector(`${farRow}[data-status="connected"] td.queue:text("queued 0")`, WAIT);
+
+  // ---- node `a` silent: "waiting", naming `a`, the time it was asked and the last status, then "unknown"
+  await proxyA.cut('blackhole');
+  const cutAt = Date.now();
+  await page.waitForSelector(`${farRow}[data-status="waiting"]`, WAIT);
+  assert.equal(await textOf(page, `${farRow} .status`), 'waiting');
+  assert.match(await textOf(page, `${farRow} .detail`), /^asked node a, which runs it, at \d{1,2}:\d\d:\d\d( [AP]M)?; no answer yet \(last known: connected\)$/);
+  assert.equal(await textOf(page, `${farRow} td.queue`), 'waiting');
+  // the other rows are read meanwhile, as they are
+  assert.equal(await page.getAttribute(nearRow, 'data-status'), 'connected');
+  await saveScreenshot(page, 'console-stale-waiting.png');
+  await page.waitForSelector(`${farRow}[data-status="unknown"]`, WAIT);
+  assert.ok(Date.now() - cutAt < 15_000);
+  await proxyA.restore();
+  await page.waitForSelector(`${farRow}[data-status="connected"] td.queue:text("queued 0")`, WAIT);
+
+  // ---- its counts cannot be read while its state can: the queue's start read (after a move to `b`) waits for a
+  // lock on `dispatches` held here; the column says the counts were not read and why, never "—"
+  const locker = await db.pool.connect();
+  await locker.query('BEGIN');
+  await locker.query('LOCK TABLE dispatches IN ACCESS EXCLUSIVE MODE');
+  // the move's answer may wait for the queue's start too: it is read once the lock is gone
+  const moving = admin('POST', `/admin/v1/instances/${far}/move`, { node: 'b' });
+  try {
+    await waitFor(async () => (await owner(far)) === 'b', 'far taken over by b', 4_000);
+    // its view is read (b runs it), its queue has not started: no counts, and why, not "—" nor the last ones
+    await waitText(page, `${farRow} td.queue`, /^counts not read: its queue is not running \(starting, or being handed over\)$/);
+    const status = (await page.getAttribute(farRow, 'data-status')) ?? '';
+    assert.ok(!['unknown', 'waiting', 'stale'].includes(status), status);
+    await saveScreenshot(page, 'console-stale-counts.png');
+  } finally {
+    await locker.query('COMMIT');
+    locker.release();
+  }
+  const moved = await moving;
+  assert.ok(moved.status === 200 || moved.status === 202, moved.text);
+  // the failed start is tried again on the nodes' (simulated) clock: on until the queue has read its jobs
+  const started = () => b.actors.port(far)?.ask({ type: 'queue.summary' }, 1_000).then(() => true, () => false) ?? false;
+  for (let i = 0; i < 120 && !(await started()); i++) {
+    clock.increment(500);
+    await settle();
+  }
+  await page.waitForSelector(`${farRow} td.queue:text("queued 0")`, WAIT);
+  assert.ok(!(await page.evaluate(() => (globalThis as unknown as Doc).document.body.innerText)).includes(ADMIN_TOKEN));
+  assert.deepEqual(problems, []);
+  // `a` stops first, so that `b`, stopping, has no node to hand its instances to (stopped the other way round, in
+  // the test's own clean-up, `b`'s stop handing them to `a` did not end here)
+  await a.stop();
+  nodes.delete('a');
+});
