@@ -32,6 +32,7 @@ export const CONSOLE_HTML = `<!doctype html>
   </section>
   <section>
     <h2>Instances <small id="live" class="muted">connecting…</small></h2>
+    <p id="stale" class="stale-note" role="status" hidden></p>
     <table id="instances">
       <thead><tr><th>Name</th><th>Status</th><th>Phone</th><th>Driver</th><th>Queue</th><th>Actions</th></tr></thead>
       <tbody id="instances-body"></tbody>
@@ -144,7 +145,10 @@ form label { margin-right: .8rem; }
 .status.connected { background: #d3f2dc; color: #17612f; }
 .status.waiting_qr, .status.authenticated, .status.initializing { background: #fff1c7; color: #7a5800; }
 .status.error, .status.disconnected { background: #fbd9d7; color: #8f1d17; }
-.status.unknown, .status.waiting { background: #fff; color: #5a6273; border: 1px dashed #8a93a3; }
+.status.unknown, .status.waiting, .status.stale { background: #fff; color: #5a6273; border: 1px dashed #8a93a3; }
+.stale-note { background: #fbd9d7; color: #8f1d17; border: 1px solid #e8a29d; padding: .4rem .8rem; border-radius: 4px; margin: 0 0 .5rem; }
+table.stale td { color: #8a93a3; }
+#live.stale { color: #8f1d17; font-weight: 600; }
 .muted { color: #5a6273; font-weight: normal; }
 .error { color: #8f1d17; }
 .error:empty { display: none; }

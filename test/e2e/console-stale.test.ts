@@ -6,9 +6,13 @@
  * - the view of an instance awaited (its node silent, up to VIEW_DEADLINE_MS): the row says "waiting", which node
  *   was asked at what time and its last known status, before it says "unknown"; the other rows are shown as they are;
  * - its queue counts not read while its view was (the queue's start read held by a lock on the `dispatches`
- *   table): the queue column says the counts could not be read, and why.
+ *   table): the queue column says the counts could not be read, and why;
+ * - no reading of the instances at all (the gateway cannot be reached, a proxy in front of it answers 502, the
+ *   gateway cannot read PostgreSQL): the list says it is stale since its last reading and why, its statuses are
+ *   shown as the last ones seen (no `connected` on show), until a reading comes again.
  *
- * Two nodes from test/helpers/two-nodes.ts (node `a` behind a TCP proxy the test cuts).
+ * The two-node case uses test/helpers/two-nodes.ts (node `a` behind a TCP proxy the test cuts); the third a gateway
+ * behind an HTTP proxy the browser goes through (test/helpers/http-front.ts) and a TCP proxy in front of PostgreSQL.
  * Nothing sleeps: every step waits for what the page shows. No secret is in any text the page shows.
  */
 import { test } from 'node:test';
@@ -16,9 +20,11 @@ import assert from 'node:assert/strict';
 import { chromium, type Page } from 'playwright-core';
 import type { Gateway } from '../../src/gateway.js';
 import { NEEDS_SERVER } from '../helpers/db.js';
-import { ADMIN_TOKEN, settle, waitFor } from '../helpers/gateway.js';
+import { ADMIN_TOKEN, settle, startTestGateway, waitFor } from '../helpers/gateway.js';
 import { CHROME, NO_CHROME } from '../helpers/chromium.js';
 import { twoNodes } from '../helpers/two-nodes.js';
+import { startTcpProxy } from '../helpers/tcp-proxy.js';
+import { startHttpFront } from '../helpers/http-front.js';
 import { saveScreenshot } from '../helpers/screenshots.js';
 
 const WAIT = { timeout: 20_000 };
@@ -113,4 +119,71 @@ test('console: an instance whose view is awaited says "waiting" (which node, sin
   // the test's own clean-up, `b`'s stop handing them to `a` did not end here)
   await a.stop();
   nodes.delete('a');
+});
+
+test('console: no reading (gateway unreachable, a 502 in front of it, PostgreSQL gone) marks the list stale since its last reading, and why, until one comes', { skip: NO_CHROME ?? NEEDS_SERVER.skip }, async (t) => {
+  const target = new URL(process.env.TEST_DATABASE_URL ?? '');
+  const dbProxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
+  t.after(() => dbProxy.close());
+  const gw = await startTestGateway({ label: 'console_stale_poll', viaPort: dbProxy.port });
+  t.after(() => gw.stop());
+  const front = await startHttpFront(gw.url);
+  t.after(() => front.close());
+  const { apiKey } = await gw.createInstance('shop');
+
+  const browser = await chromium.launch({ executablePath: CHROME, args: ['--no-sandbox'], headless: true });
+  t.after(() => browser.close());
+  const page: Page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
+  const problems: string[] = [];
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  await signIn(page, front.url);
+  const row = 'tr[data-name="shop"]';
+  await page.waitForSelector(`${row}[data-status="connected"] td.queue:text("queued 0")`, WAIT);
+  assert.equal(await page.isVisible('#stale'), false);
+
+  /** the list marked stale for `reason`, since a reading taken before `cutAt`, with no status shown as current */
+  const staleFor = async (reason: RegExp, cutAt: number) => {
+    await waitText(page, '#stale', reason);
+    const text = await textOf(page, '#stale');
+    assert.match(text, /^Not current: stale since \d{1,2}:\d\d:\d\d( [AP]M)?, the last reading: .+\. Retrying; states and counts may have changed since\.$/, text);
+    const since = Date.parse((await page.getAttribute('#stale', 'data-since')) ?? '');
+    assert.ok(since <= cutAt && since > cutAt - 10_000, `stale since ${new Date(since).toISOString()}, cut at ${new Date(cutAt).toISOString()}`);
+    assert.equal(await textOf(page, '#live'), 'stale');
+    assert.equal(await page.getAttribute(row, 'data-status'), 'stale');
+    assert.equal(await textOf(page, `${row} .status`), 'last: connected');
+    assert.equal(await page.locator('#instances .status.connected').count(), 0, 'no status shown as current');
+    const shown = await page.evaluate(() => (globalThis as unknown as Doc).document.body.innerText);
+    assert.ok(!shown.includes(ADMIN_TOKEN) && !shown.includes(apiKey), 'no secret in the page');
+  };
+  const currentAgain = async () => {
+    await page.waitForSelector(`${row}[data-status="connected"]`, WAIT);
+    assert.equal(await page.isVisible('#stale'), false);
+    assert.equal(await textOf(page, '#live'), 'live');
+  };
+
+  // ---- the gateway cannot be reached
+  let cutAt = Date.now();
+  front.set('drop');
+  await staleFor(/the last reading: the gateway cannot be reached\./, cutAt);
+  await saveScreenshot(page, 'console-stale-unreachable.png');
+  front.set('pass');
+  await currentAgain();
+
+  // ---- a proxy in front of it answers 502 (the event stream refused: tried again until it is not)
+  cutAt = Date.now();
+  front.set(502);
+  await staleFor(/the last reading: the gateway answered 502\./, cutAt);
+  front.set('pass');
+  await currentAgain();
+
+  // ---- the gateway answers but cannot read PostgreSQL
+  cutAt = Date.now();
+  await dbProxy.cut('refuse');
+  try {
+    await staleFor(/the last reading: the gateway could not read the instances\./, cutAt);
+  } finally {
+    await dbProxy.restore();
+  }
+  await currentAgain();
+  assert.deepEqual(problems, []);
 });

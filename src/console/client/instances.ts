@@ -60,9 +60,13 @@ interface Row {
   note: El;
   remove: ButtonEl;
   item: InstanceItem;
+  /** the status the row shows (the pill's text while the list is current) */
+  shown: string;
 }
 
 const rows = new Map<string, Row>();
+/** when the instances shown were read (the last `instances` event), or null before the first */
+let readAt: string | null = null;
 
 /** The page's error line above the list. */
 export function showError(text: string): void {
@@ -180,12 +184,19 @@ function createRow(item: InstanceItem): Row {
   );
   tr.setAttribute('data-id', item.id);
   tr.setAttribute('data-name', item.name);
-  const row: Row = { tr, status, detail, phone, driver, queue, link, note, remove: removal, item };
+  const row: Row = { tr, status, detail, phone, driver, queue, link, note, remove: removal, item, shown: '' };
   return row;
 }
 
-/** Show the instances as the event stream sent them: new rows added, changed ones updated, gone ones removed. */
-export function renderInstances(items: InstanceItem[]): void {
+/**
+ * Show the instances as the event stream sent them (read at `at`): new rows added, changed ones updated, gone
+ * ones removed; the list is current again (markStale undone).
+ */
+export function renderInstances(items: InstanceItem[], at: string): void {
+  readAt = at;
+  byId('stale').hidden = true;
+  byId('stale').textContent = '';
+  byId('instances').className = '';
   const tbody = byId('instances-body');
   const seen = new Set<string>();
   for (const item of items) {
@@ -202,6 +213,7 @@ export function renderInstances(items: InstanceItem[]): void {
     // its view asked and not back yet: "waiting", since when, never the last reading as if current
     const pending = unknown ? null : (item.viewPending ?? null);
     const status = unknown ? 'unknown' : pending ? 'waiting' : (item.status ?? 'unknown');
+    row.shown = status;
     row.tr.setAttribute('data-status', status);
     row.status.className = `status ${status}`;
     row.status.textContent = status;
@@ -227,10 +239,34 @@ export function renderInstances(items: InstanceItem[]): void {
   byId('empty').hidden = rows.size > 0;
 }
 
+/**
+ * No current reading of the instances (the event stream lost, refused, or the gateway could not read them): the
+ * list says since when it is stale (the time of its last reading) and why, until the next reading; each row's
+ * status is shown as the last one seen, greyed, never a current `connected`.
+ */
+export function markStale(reason: string): void {
+  const note = byId('stale');
+  note.hidden = false;
+  note.setAttribute('data-since', readAt ?? '');
+  note.textContent = readAt
+    ? `Not current: stale since ${timeOf(readAt)}, the last reading: ${reason}. Retrying; states and counts may have changed since.`
+    : `No reading yet: ${reason}. Retrying.`;
+  byId('instances').className = 'stale';
+  for (const row of rows.values()) {
+    row.tr.setAttribute('data-status', 'stale');
+    row.status.className = 'status stale';
+    row.status.textContent = `last: ${row.shown}`;
+    row.link.hidden = true;
+  }
+}
+
 /** Empty the list (signed out). */
 export function clearInstances(): void {
   for (const row of rows.values()) row.tr.remove();
   rows.clear();
+  readAt = null;
+  byId('stale').hidden = true;
+  byId('instances').className = '';
 }
 
 async function create(): Promise<void> {

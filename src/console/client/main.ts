@@ -9,7 +9,7 @@
 import { ApiError, call, message } from './api.js';
 import { browser, byId, onSubmit, type EventSourceLike, type InputEl } from './dom.js';
 import { initConfirm } from './confirm.js';
-import { clearInstances, initInstances, renderInstances, showError, type InstanceItem } from './instances.js';
+import { clearInstances, initInstances, markStale, renderInstances, showError, type InstanceItem } from './instances.js';
 import { initLink } from './link.js';
 import { initSettings } from './settings.js';
 import { initQueue } from './queue.js';
@@ -18,6 +18,11 @@ import { initDiagrams } from './diagrams.js';
 import { closePanelsOf } from './panels.js';
 
 let events: EventSourceLike | null = null;
+/** the next try to open the event stream again after it was refused (a 5xx), or null */
+let retry: number | null = null;
+
+/** How long after a refused event stream the page tries again (the stream's own reconnection delay). */
+const RETRY_MS = 2_000;
 
 // ---- signing in and out
 function showSignIn(note = ''): void {
@@ -49,23 +54,60 @@ async function checkSession(): Promise<void> {
 function startEvents(): void {
   stopEvents();
   const live = byId('live');
-  live.textContent = 'connecting…';
+  if (live.className !== 'stale') live.textContent = 'connecting…';
   const es = new browser.EventSource('/console/events');
   events = es;
   es.addEventListener('instances', (ev) => {
+    live.className = 'muted';
     live.textContent = 'live';
-    renderInstances((JSON.parse(ev.data) as { items: InstanceItem[] }).items);
+    const snapshot = JSON.parse(ev.data) as { at: string; items: InstanceItem[] };
+    renderInstances(snapshot.items, snapshot.at);
   });
-  es.addEventListener('problem', (ev) => showError((JSON.parse(ev.data) as { message: string }).message));
+  // the poll failed on the gateway (it could not read the instances): the list is stale until one succeeds
+  es.addEventListener('problem', () => stale('the gateway could not read the instances'));
   es.addEventListener('signed-out', () => showSignIn('You were signed out.'));
   es.onerror = () => {
-    live.textContent = 'reconnecting…';
-    // a refusal (the session expired) closes the stream for good: ask whether we are still signed in
-    if (es.readyState === browser.EventSource.CLOSED) void checkSession().catch((err: unknown) => showError(message(err)));
+    if (es.readyState !== browser.EventSource.CLOSED) {
+      // the browser reconnects by itself
+      stale('the gateway cannot be reached');
+      return;
+    }
+    // a refusal (a 5xx, or the session expired) closes the stream for good: ask whether we are still signed in,
+    // and open it again (after a pause) while we are
+    stale('the gateway refused the event stream');
+    es.close();
+    if (events === es) events = null;
+    again();
   };
 }
 
+/** The list is not current: say so and why, until the next reading (markStale); the live mark says "stale". */
+function stale(reason: string): void {
+  const live = byId('live');
+  live.className = 'stale';
+  live.textContent = 'stale';
+  markStale(reason);
+}
+
+/** Why a call to the gateway failed, briefly, for the stale mark: its status, or that it cannot be reached. */
+const unreachable = (err: unknown): string =>
+  err instanceof ApiError ? `the gateway answered ${err.status}` : 'the gateway cannot be reached';
+
+/** After a refused stream: in RETRY_MS, the session checked and the stream opened again (or the sign-in shown). */
+function again(): void {
+  if (retry !== null) browser.clearTimeout(retry);
+  retry = browser.setTimeout(() => {
+    retry = null;
+    checkSession().catch((err: unknown) => {
+      stale(unreachable(err));
+      again();
+    });
+  }, RETRY_MS);
+}
+
 function stopEvents(): void {
+  if (retry !== null) browser.clearTimeout(retry);
+  retry = null;
   events?.close();
   events = null;
 }
