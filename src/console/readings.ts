@@ -72,6 +72,11 @@ function countsError(err: unknown): string {
   if (err instanceof OwnerNotAnswering) return `node ${err.node}, which runs it, ${err.why}`;
   if (isDomainError(err, 'INSTANCE_TIMEOUT')) return `the queue did not answer within ${VIEW_DEADLINE_MS / 1000} s`;
   if (isDomainError(err, 'INSTANCE_UNREACHABLE')) return 'its queue is not running (starting, or being handed over)';
+  if (isDomainError(err, 'QUEUE_STORE_UNAVAILABLE')) {
+    if (err.data.reason === 'queue_not_loaded') return 'its queue could not read its jobs from PostgreSQL at start (tried again)';
+    if (err.data.reason === 'store_timeout') return 'PostgreSQL did not answer in time';
+    return 'PostgreSQL cannot be reached';
+  }
   return 'the gateway failed to read them (its log says why)';
 }
 
@@ -87,7 +92,7 @@ export function consoleReadings(deps: ReadingDeps): { read(): Promise<ConsoleSna
     try {
       return { counts: (await deps.portOf(id).ask({ type: 'queue.summary' }, VIEW_DEADLINE_MS)).counts };
     } catch (err) {
-      if (!(err instanceof OwnerNotAnswering) && !isDomainError(err, 'INSTANCE_TIMEOUT') && !isDomainError(err, 'INSTANCE_UNREACHABLE')) {
+      if (!(err instanceof OwnerNotAnswering) && !isDomainError(err, 'INSTANCE_TIMEOUT') && !isDomainError(err, 'INSTANCE_UNREACHABLE') && !isDomainError(err, 'QUEUE_STORE_UNAVAILABLE')) {
         deps.log?.warn({ err, instanceId: id }, 'console event stream: reading the queue counts failed');
       }
       return { error: countsError(err) };
