@@ -18,7 +18,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { chromium, type Page } from 'playwright-core';
-import type { Gateway } from '../../src/gateway.js';
 import { NEEDS_SERVER } from '../helpers/db.js';
 import { ADMIN_TOKEN, settle, startTestGateway, waitFor } from '../helpers/gateway.js';
 import { CHROME, NO_CHROME } from '../helpers/chromium.js';
@@ -47,19 +46,9 @@ async function signIn(page: Page, url: string): Promise<void> {
 }
 
 test('console: an instance whose view is awaited says "waiting" (which node, since when, last known); counts not read say so and why', { skip: NO_CHROME ?? NEEDS_SERVER.skip }, async (t) => {
-  const { clock, db, sandbox, proxyA, nodes, a, b, admin, owner } = await twoNodes(t, 'console_stale');
-  const instanceOn = async (node: string, name: string, phone: string) => {
-    const created = await admin('POST', '/admin/v1/instances', { name, driver: 'sandbox' });
-    assert.equal(created.status, 201, created.text);
-    const id = (created.body.data?.instance as { id: string }).id;
-    sandbox.network.link(id, { phoneNumber: phone });
-    const moved = await admin('POST', `/admin/v1/instances/${id}/move`, { node });
-    assert.ok(moved.status === 200 || moved.status === 202, moved.text);
-    await waitFor(async () => (await owner(id)) === node && (nodes.get(node) as Gateway).actors.view(id).connected, `${name} connected on ${node}`, 4_000);
-    return id;
-  };
-  const far = await instanceOn('a', 'far', '4915550430001');
-  await instanceOn('b', 'near', '4915550430002');
+  const { clock, db, proxyA, a, b, admin, owner, linkedOn, nodes } = await twoNodes(t, 'console_stale');
+  const far = await linkedOn('a', 'far', '4915550430001');
+  await linkedOn('b', 'near', '4915550430002');
 
   const browser = await chromium.launch({ executablePath: CHROME, args: ['--no-sandbox'], headless: true });
   t.after(() => browser.close());

@@ -13,7 +13,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { chromium, type Page } from 'playwright-core';
-import type { Gateway } from '../../src/gateway.js';
 import { VIEW_DEADLINE_MS } from '../../src/instances.js';
 import { instancesTable } from '../../src/cli/verbs/instances.js';
 import { NEEDS_SERVER } from '../helpers/db.js';
@@ -27,18 +26,7 @@ type Item = Record<string, unknown> & { id: string; name: string; status: string
 type Doc = { document: { querySelector(s: string): { textContent: string } | null } };
 
 test('an instance whose node cannot be asked: its state and counts are shown unknown, naming that node and why (refused, no answer), and known again once it answers or another node runs it', { skip: NO_CHROME ?? NEEDS_SERVER.skip }, async (t) => {
-  const { sandbox, proxyA, nodes, a, b, admin, owner } = await twoNodes(t, 'console_unreachable');
-  /** an instance linked on the sandbox, running connected on `node` */
-  const instanceOn = async (node: string, name: string, phone: string) => {
-    const created = await admin('POST', '/admin/v1/instances', { name, driver: 'sandbox' });
-    assert.equal(created.status, 201, created.text);
-    const id = (created.body.data?.instance as { id: string }).id;
-    sandbox.network.link(id, { phoneNumber: phone });
-    const moved = await admin('POST', `/admin/v1/instances/${id}/move`, { node });
-    assert.ok(moved.status === 200 || moved.status === 202, moved.text);
-    await waitFor(async () => (await owner(id)) === node && (nodes.get(node) as Gateway).actors.view(id).connected, `${name} connected on ${node}`, 4_000);
-    return id;
-  };
+  const { proxyA, nodes, a, b, admin, owner, linkedOn } = await twoNodes(t, 'console_unreachable');
   let lastList: unknown = null;
   const list = async () => {
     const r = await admin('GET', '/admin/v1/instances');
@@ -46,8 +34,8 @@ test('an instance whose node cannot be asked: its state and counts are shown unk
     lastList = r.body.data;
     return new Map((r.body.data?.items as Item[]).map((i) => [i.name, i]));
   };
-  const far = await instanceOn('a', 'far', '4915550420001');
-  await instanceOn('b', 'near', '4915550420002');
+  const far = await linkedOn('a', 'far', '4915550420001');
+  await linkedOn('b', 'near', '4915550420002');
 
   const browser = await chromium.launch({ executablePath: CHROME, args: ['--no-sandbox'], headless: true });
   t.after(() => browser.close());

@@ -15,7 +15,7 @@ import { silentLogger } from '../../src/log.js';
 import { startSandboxServer } from '../../src/http/sandbox-server.js';
 import { simulatedClock } from '../../src/clock.js';
 import { createTestDb, type TestDb } from './db.js';
-import { ADMIN_TOKEN } from './gateway.js';
+import { ADMIN_TOKEN, waitFor } from './gateway.js';
 import { freePort } from './gateway-process.js';
 import { startTcpProxy, type TcpProxy } from './tcp-proxy.js';
 
@@ -33,6 +33,8 @@ export interface TwoNodes {
   admin(method: string, route: string, body?: unknown): Promise<{ status: number; text: string; body: { data?: Record<string, unknown>; error?: string; code?: string } }>;
   /** the node holding the instance's live lease, or null */
   owner(instanceId: string): Promise<string | null>;
+  /** a sandbox instance created through node `b`, linked as `phone`, moved to `node` and running connected there; its id */
+  linkedOn(node: string, name: string, phone: string): Promise<string>;
 }
 
 /** `label` names the database and the data directories. */
@@ -77,5 +79,15 @@ export async function twoNodes(t: TestContext, label: string): Promise<TwoNodes>
   };
   const owner = async (id: string): Promise<string | null> =>
     (await db.pool.query<{ node_id: string }>('SELECT node_id FROM instance_leases WHERE instance_id = $1 AND expires_at > now()', [id])).rows[0]?.node_id ?? null;
-  return { clock, db, sandbox, proxyA, nodes, a, b, admin, owner };
+  const linkedOn = async (node: string, name: string, phone: string): Promise<string> => {
+    const created = await admin('POST', '/admin/v1/instances', { name, driver: 'sandbox' });
+    if (created.status !== 201) throw new Error(`creating ${name}: ${created.status} ${created.text}`);
+    const id = (created.body.data?.instance as { id: string }).id;
+    sandbox.network.link(id, { phoneNumber: phone });
+    const moved = await admin('POST', `/admin/v1/instances/${id}/move`, { node });
+    if (moved.status !== 200 && moved.status !== 202) throw new Error(`moving ${name} to ${node}: ${moved.status} ${moved.text}`);
+    await waitFor(async () => (await owner(id)) === node && (nodes.get(node) as Gateway).actors.view(id).connected, `${name} connected on ${node}`, 4_000);
+    return id;
+  };
+  return { clock, db, sandbox, proxyA, nodes, a, b, admin, owner, linkedOn };
 }
