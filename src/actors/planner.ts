@@ -141,11 +141,16 @@ export function createPlanners(deps: PlannerDeps): Planners {
 
     const serve = async (ask: PlannerAsk): Promise<unknown> => {
       switch (ask.type) {
+        // a send waits for the queue's start read as the summary does, and is refused as it is while that read
+        // failed (503 QUEUE_STORE_UNAVAILABLE, queue_not_loaded: it was 502 INSTANCE_UNREACHABLE, "the instance
+        // could not be reached", beside a status that said otherwise)
         case 'queue.accept': {
+          if (!worker.loaded) await worker.whenLoaded(mode);
           const outcome = await worker.offer(ask.request);
           return { ...outcome, limits: worker.limits(mode()) };
         }
         case 'queue.acceptMany':
+          if (!worker.loaded) await worker.whenLoaded(mode);
           return worker.offerMany(ask.requests);
         case 'queue.cancel':
           return worker.cancel(ask.jobId, ask.reason);

@@ -43,7 +43,7 @@ after(async () => {
 });
 
 /** An instance created in the store (not by the gateway, so its queue reads at start) with WAITING jobs. */
-async function seeded(name: string, now: number): Promise<{ apiKey: string }> {
+async function seeded(name: string, now: number): Promise<{ apiKey: string; id: string }> {
   const { instance, apiKey } = await createInstance(db.pool, { name, driver: 'sandbox' });
   const jobs: NewJob[] = Array.from({ length: WAITING }, (_, i) => ({
     id: newJobId(), instanceId: instance.id, originRoute: '/api/v2/send-message', chatId: '4915112345678@c.us', phone: '4915112345678',
@@ -51,7 +51,7 @@ async function seeded(name: string, now: number): Promise<{ apiKey: string }> {
     expiresAt: now + 24 * HOUR, previousJobId: null, callerBoot: null, kind: 'text', payload: { body: `m${i}`, chatId: '4915112345678@c.us' },
   }));
   await insertJobs(db.pool, jobs);
-  return { apiKey };
+  return { apiKey, id: instance.id };
 }
 
 /**
@@ -79,8 +79,8 @@ const get = (gw: Gateway, apiKey: string, route: string) =>
     text: await r.text(),
   }));
 
-const post = (gw: Gateway, apiKey: string, route: string) =>
-  fetch(`${gw.url}${route}`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }, body: '{}' }).then(async (r) => ({
+const post = (gw: Gateway, apiKey: string, route: string, body: unknown = {}) =>
+  fetch(`${gw.url}${route}`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify(body) }).then(async (r) => ({
     status: r.status,
     text: await r.text(),
   }));
@@ -103,15 +103,15 @@ async function gatewayOver(clock: ReturnType<typeof simulatedClock>): Promise<Ga
  */
 async function overHeldStart(
   name: string,
-  run: (w: { g: Gateway; apiKey: string; clock: ReturnType<typeof simulatedClock>; lock: { release(): Promise<void> } }) => Promise<void>,
+  run: (w: { g: Gateway; apiKey: string; id: string; clock: ReturnType<typeof simulatedClock>; lock: { release(): Promise<void> } }) => Promise<void>,
 ): Promise<void> {
   const clock = simulatedClock();
-  const { apiKey } = await seeded(name, clock.now());
+  const { apiKey, id } = await seeded(name, clock.now());
   const lock = await holdJobs();
   let gw: Gateway | null = null;
   try {
     gw = await gatewayOver(clock);
-    await run({ g: gw, apiKey, clock, lock });
+    await run({ g: gw, apiKey, id, clock, lock });
   } finally {
     await lock.release();
     await gw?.stop();
@@ -163,7 +163,7 @@ test('a start read held past the route deadline is 504 INSTANCE_TIMEOUT, never a
 interface Refusal { success?: unknown; code?: unknown; error?: unknown; data?: { queueMode?: unknown; reason?: unknown } }
 
 test('a start read that failed (held past the store deadline) is 503 QUEUE_STORE_UNAVAILABLE at once, in the envelope, until the retry reads it, not a wait of the whole deadline', NEEDS_SERVER, async () => {
-  await overHeldStart('failed-start', async ({ g, apiKey, clock, lock }) => {
+  await overHeldStart('failed-start', async ({ g, apiKey, id, clock, lock }) => {
     // the summary asked while the start read is on its way waits for it; that read fails at the store's statement
     // deadline (real time), and the waiting summary is answered then, as every later one is, until the retry.
     // The instance was reached (this node runs it, its status is known): what is missing is its queue, which
@@ -184,6 +184,11 @@ test('a start read that failed (held past the store deadline) is 503 QUEUE_STORE
     refused(await get(g, apiKey, '/api/v2/queue'), 'the queue summary');
     // nothing was read, so nothing can be re-planned: it said `replanned: true, affected: 0` of a queue it had not read
     refused(await post(g, apiKey, '/api/v2/queue/replan'), 'a re-plan');
+    // nor accepted, once the instance is connected (before, the gate refuses it INSTANCE_OFFLINE): a send is refused the same way (it was 502 INSTANCE_UNREACHABLE, "the gateway could not reach
+    // the instance", beside a status that had just reached it), and nothing of it is kept
+    g.sandbox?.network?.link(id, { phoneNumber: '4915550450001' });
+    await waitFor(() => g.actors.view(id).connected, 'the instance connected');
+    refused(await post(g, apiKey, '/api/v2/send-message', { phone: '4915112345678', message: 'while unread' }), 'a send');
     await lock.release();
     // the retry runs on the queue's clock
     const s = await waitFor(async () => {
