@@ -18,6 +18,7 @@ import { silentLogger } from '../../src/log.js';
 import { simulatedClock } from '../../src/clock.js';
 import { newJobId } from '../../src/ids.js';
 import { DEADLINES } from '../../src/actors/port.js';
+import { STORE_LOST } from '../../src/http/errors.js';
 import { START_RETRY_MAX_MS } from '../../src/queue/worker.js';
 import { createInstance } from '../../src/store/instances.js';
 import { insertJobs } from '../../src/queue/sql/insertJobs.js';
@@ -189,6 +190,10 @@ test('a start read that failed (held past the store deadline) is 503 QUEUE_STORE
     g.sandbox?.network?.link(id, { phoneNumber: '4915550450001' });
     await waitFor(() => g.actors.view(id).connected, 'the instance connected');
     refused(await post(g, apiKey, '/api/v2/send-message', { phone: '4915112345678', message: 'while unread' }), 'a send');
+    // v1's frozen answer for it: 503, nothing sent (it was 503 "instance not connected" beside a connected QR route)
+    const v1 = await post(g, apiKey, '/api/send-message', { phone: '4915112345678', message: 'while unread, v1' });
+    assert.equal(v1.status, 503, v1.text);
+    assert.deepEqual(JSON.parse(v1.text), { success: false, error: STORE_LOST }, v1.text);
     await lock.release();
     // the retry runs on the queue's clock
     const s = await waitFor(async () => {
