@@ -3,7 +3,10 @@
  * for both (leases run on real time), the sandbox network in a server of its own. Node `a` is reached by the
  * other through a TCP proxy (its NODE_URL) that a test can cut (`proxyA.cut('refuse' | 'blackhole')`); node `b`
  * directly: for what one node does or shows about an instance the other runs (the console's tests). Everything
- * started is stopped when the test ends, the gateways before the database.
+ * started is stopped when the test ends by one clean-up in an explicit order: the nodes still running (`b`, then
+ * `a`), then the proxy, the sandbox server, the database and the data directories. node:test runs `t.after` hooks
+ * in the order they were registered (not last-registered first), so hooks registered one per resource dropped the
+ * database (WITH FORCE) and closed the sandbox and the proxy before any gateway stopped, and stopped `a` before `b`.
  */
 import type { TestContext } from 'node:test';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -40,18 +43,25 @@ export interface TwoNodes {
 /** `label` names the database and the data directories. */
 export async function twoNodes(t: TestContext, label: string): Promise<TwoNodes> {
   const clock = simulatedClock();
+  // one clean-up, in this order, whatever order node:test runs its hooks in (registration order)
+  const cleanUp: (() => Promise<unknown>)[] = [];
+  const nodes = new Map<string, Gateway>();
+  t.after(async () => {
+    // the nodes still running, the last started first (a test that stopped one took it out of `nodes`)
+    for (const gw of [...nodes.values()].reverse()) await gw.stop().catch(() => undefined);
+    for (const close of cleanUp.reverse()) await close();
+  });
   const db = await createTestDb(label);
-  t.after(() => db.close());
+  cleanUp.push(() => db.close());
   const sandbox = await startSandboxServer({ port: 0, host: '127.0.0.1', statePath: null, clock });
-  t.after(() => sandbox.close());
+  cleanUp.push(() => sandbox.close());
   const portA = await freePort();
   const proxyA = await startTcpProxy({ host: '127.0.0.1', port: portA });
-  t.after(() => proxyA.close());
+  cleanUp.push(() => proxyA.close());
   const secret = `${label}-cluster-secret-0123456789`;
-  const nodes = new Map<string, Gateway>();
   const startNode = async (id: string, env: Record<string, string>) => {
     const dir = await mkdtemp(path.join(os.tmpdir(), `mgw-${label}-${id}-`));
-    t.after(() => rm(dir, { recursive: true, force: true }));
+    cleanUp.push(() => rm(dir, { recursive: true, force: true }));
     const gw = await startGateway({
       config: loadConfig({
         PORT: '0', HOST: '127.0.0.1', DATA_DIR: dir, ADMIN_TOKEN, DEMO_INSTANCE: 'false', LOG_LEVEL: 'fatal',
@@ -62,8 +72,6 @@ export async function twoNodes(t: TestContext, label: string): Promise<TwoNodes>
       log: silentLogger(),
     });
     nodes.set(id, gw);
-    // stopped before the database closes (registered after it: t.after runs last-registered first)
-    t.after(() => gw.stop().catch(() => undefined));
     return gw;
   };
   const a = await startNode('a', { PORT: String(portA), NODE_URL: `http://127.0.0.1:${proxyA.port}` });
