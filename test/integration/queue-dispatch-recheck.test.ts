@@ -67,7 +67,10 @@ test('after a late dispatch the next job gets a new slot one pause after it, and
   const done = await t.advanceUntil(async () => {
     const r = await jobRows(ids);
     return r.every((j) => j.state === 'sent') ? r : null;
-  }, 'all three sent', { maxMs: 10_000, stepMs: 100 });
+    // each step once the gateway's queries are back: a full run once had the third 300 ms later than asserted, most
+    // likely the clock stepping on past the second's slot while its claim was on its way (a late second re-plans
+    // the third); not reproduced alone, nor beside two CPU burners
+  }, 'all three sent', { maxMs: 10_000, stepMs: 100, storeIdle: true });
 
   assert.deepEqual(done.map((j) => j.dispatches), [1, 1, 1], 'each sent once');
   const at = done.map((j) => (j.dispatchedAt as Date).getTime());
