@@ -104,9 +104,10 @@ export function gatewayFamilies(deps: RouteDeps): Families {
     keepView(ctx, view);
     return next();
   };
-  // the view at once where this process reads it, else asked
-  const v2Checked = (ctx: Context, port: InstancePort, next: Next): Promise<void> =>
-    port.viewNow ? passed(ctx, port.viewNow(), next) : viewOf(port).then((view) => passed(ctx, view, next));
+  const v2Checked = (ctx: Context, port: InstancePort, next: Next): Promise<void> => {
+    const view = viewOf(port);
+    return view instanceof Promise ? view.then((v) => passed(ctx, v, next)) : passed(ctx, view, next);
+  };
   const v2Key: Middleware = (ctx, next) => apiKey(ctx, () => v2Checked(ctx, portOf(ctx), next));
   // The v2 sends of an instance on another node whose owner gates a send itself: no view is asked first; the
   // send is prepared with the last view seen and the owner checks the gate as it accepts (one ask instead of

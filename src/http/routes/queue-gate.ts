@@ -27,9 +27,12 @@ export function withGatewayDeadline<T>(clock: Clock, ms: number, p: Promise<T>):
   });
 }
 
-/** The instance's view (status, pause, queue mode). */
-export const viewOf = (port: InstancePort, deadlineMs: number = DEADLINES.queueStatus): Promise<InstanceView> =>
-  port.ask({ type: 'view' }, deadlineMs);
+/**
+ * The instance's view (status, pause, queue mode): at once where this process reads it (the instance actor's
+ * snapshot, `InstancePort.viewNow`), else asked of the node that runs it within `deadlineMs`.
+ */
+export const viewOf = (port: InstancePort, deadlineMs: number = DEADLINES.queueStatus): InstanceView | Promise<InstanceView> =>
+  port.viewNow ? port.viewNow() : port.ask({ type: 'view' }, deadlineMs);
 
 /** The number the instance sends from: the linked account, else the one on record. */
 export const ownNumber = (ctx: Context, view: InstanceView): string | null =>
@@ -43,16 +46,13 @@ export function keepView(ctx: Context, view: InstanceView): void {
   (ctx.state as { view?: InstanceView }).view = view;
 }
 
-/** The instance's view: the one the v2 guard asked for this request, else a fresh one. */
-/** The view the guard kept for this request, else the instance's: at once where it is read in this process. */
-export const requestView = (ctx: Context, port: InstancePort): InstanceView | Promise<InstanceView> =>
-  guardView(ctx) ?? (port.viewNow ? port.viewNow() : viewOf(port));
+/** The instance's view: the one the v2 guard asked for this request, else a fresh one (`viewOf`). */
+export const requestView = (ctx: Context, port: InstancePort): InstanceView | Promise<InstanceView> => guardView(ctx) ?? viewOf(port);
 
 /**
  * Checks every v2 send shares: queue mode, ordered restart, connection. Answers the instance's view (the one
- * the v2 guard asked for this request, else a fresh one).
+ * the v2 guard asked for this request, else a fresh one), at once when that view is (`requestView`).
  */
-/** The view, refused as v2 refuses a send (offline, paused, …); at once when the view is (`requestView`). */
 export function v2Gate(ctx: Context, port: InstancePort): InstanceView | Promise<InstanceView> {
   const view = requestView(ctx, port);
   return view instanceof Promise ? view.then(gated) : gated(view);
