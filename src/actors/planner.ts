@@ -75,6 +75,9 @@ export interface Planners {
   settledAll(): Promise<void>;
 }
 
+/** The asks that need the queue's jobs read from PostgreSQL first (`serve`). */
+const START_READ_FIRST: ReadonlySet<PlannerAsk['type']> = new Set(['queue.accept', 'queue.acceptMany', 'queue.replan', 'queue.summary']);
+
 const NO_ANSWER: DispatchOutcome = {
   kind: 'unknown',
   unknownReason: 'the dispatcher did not answer in time; the message may or may not have been sent',
@@ -140,29 +143,23 @@ export function createPlanners(deps: PlannerDeps): Planners {
     };
 
     const serve = async (ask: PlannerAsk): Promise<unknown> => {
+      // what needs the queue's jobs waits for its start read (bounded by the asker's deadline), and is refused
+      // while that read failed (503 QUEUE_STORE_UNAVAILABLE, queue_not_loaded): counts not read yet would be an
+      // empty queue's, a re-plan would move nothing and say it re-planned, and a send was 502
+      // INSTANCE_UNREACHABLE, "the instance could not be reached", beside a status that said otherwise
+      if (!worker.loaded && START_READ_FIRST.has(ask.type)) await worker.whenLoaded(mode);
       switch (ask.type) {
-        // a send waits for the queue's start read as the summary does, and is refused as it is while that read
-        // failed (503 QUEUE_STORE_UNAVAILABLE, queue_not_loaded: it was 502 INSTANCE_UNREACHABLE, "the instance
-        // could not be reached", beside a status that said otherwise)
         case 'queue.accept': {
-          if (!worker.loaded) await worker.whenLoaded(mode);
           const outcome = await worker.offer(ask.request);
           return { ...outcome, limits: worker.limits(mode()) };
         }
         case 'queue.acceptMany':
-          if (!worker.loaded) await worker.whenLoaded(mode);
           return worker.offerMany(ask.requests);
         case 'queue.cancel':
           return worker.cancel(ask.jobId, ask.reason);
         case 'queue.replan':
-          // a queue that has not read its jobs has nothing to move yet: it waits for the read (its answer says
-          // so when the read failed) instead of answering that it re-planned an empty queue
-          if (!worker.loaded) await worker.whenLoaded(mode);
           return worker.replan(ask.reason);
         case 'queue.summary':
-          // counts the queue has not read yet would be an empty queue's: the summary waits for the start read
-          // (bounded by the asker's deadline) and is then answered from memory, as always after
-          if (!worker.loaded) await worker.whenLoaded(mode);
           return summary();
         case 'queue.awaitOutcome':
           return worker.waitForTerminal(ask.jobId, ask.timeoutMs);
