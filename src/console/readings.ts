@@ -67,8 +67,14 @@ function start<T>(run: () => Promise<T>): Read<T> {
   return read;
 }
 
-/** Why counts could not be read, briefly: the gateway's own words, never a secret. */
-function countsError(err: unknown): string {
+/** Why counts could not be read when the failure was none of the expected ones. */
+const COUNTS_FAILED = 'the gateway failed to read them (its log says why)';
+
+/**
+ * Why counts could not be read, briefly: the gateway's own words, never a secret; undefined for a failure that
+ * is none of the expected ones (the caller logs it).
+ */
+function countsError(err: unknown): string | undefined {
   if (err instanceof OwnerNotAnswering) return `node ${err.node}, which runs it, ${err.why}`;
   if (isDomainError(err, 'INSTANCE_TIMEOUT')) return `the queue did not answer within ${VIEW_DEADLINE_MS / 1000} s`;
   if (isDomainError(err, 'INSTANCE_UNREACHABLE')) return 'its queue is not running (starting, or being handed over)';
@@ -77,7 +83,7 @@ function countsError(err: unknown): string {
     if (err.data.reason === 'store_timeout') return 'PostgreSQL did not answer in time';
     return 'PostgreSQL cannot be reached';
   }
-  return 'the gateway failed to read them (its log says why)';
+  return undefined;
 }
 
 /** The readings of one event stream: call `read()` once per poll, never two at once. */
@@ -92,10 +98,10 @@ export function consoleReadings(deps: ReadingDeps): { read(): Promise<ConsoleSna
     try {
       return { counts: (await deps.portOf(id).ask({ type: 'queue.summary' }, VIEW_DEADLINE_MS)).counts };
     } catch (err) {
-      if (!(err instanceof OwnerNotAnswering) && !isDomainError(err, 'INSTANCE_TIMEOUT') && !isDomainError(err, 'INSTANCE_UNREACHABLE') && !isDomainError(err, 'QUEUE_STORE_UNAVAILABLE')) {
-        deps.log?.warn({ err, instanceId: id }, 'console event stream: reading the queue counts failed');
-      }
-      return { error: countsError(err) };
+      const why = countsError(err);
+      if (why !== undefined) return { error: why };
+      deps.log?.warn({ err, instanceId: id }, 'console event stream: reading the queue counts failed');
+      return { error: COUNTS_FAILED };
     }
   };
 
@@ -133,7 +139,7 @@ export function consoleReadings(deps: ReadingDeps): { read(): Promise<ConsoleSna
         // the state unknown (its node not answering): no counts either, even ones that came back meanwhile
         if (count.settled) {
           counts.delete(inst.id);
-          const c = count.settled.ok ? count.settled.value : { error: countsError(count.settled.error) };
+          const c = count.settled.ok ? count.settled.value : { error: countsError(count.settled.error) ?? COUNTS_FAILED };
           if ('error' in c) queueError = c.error;
           else queue = c.counts;
         } else {
