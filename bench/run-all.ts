@@ -121,6 +121,13 @@ const BENCHES: Bench[] = [
     ],
   },
   {
+    name: 'job-ids', file: 'bench/job-ids.ts', needs: 'postgres',
+    figures: [
+      { figure: 'WAL of a job into 1,000,000 jobs: time-ordered ids / random (before)', goal: '< 1', unit: '', read: num(/WAL a job, time-ordered \/ random:\s+([\d.]+)/), met: (v) => v < 1 },
+      { figure: '  the same, a 16-job statement\'s time (commit included)', goal: 'report', unit: '', read: num(/statement time, time-ordered \/ random:\s+([\d.]+)/) },
+    ],
+  },
+  {
     name: 'dispatch', file: 'bench/dispatch.ts', needs: 'postgres',
     figures: [
       { figure: 'dispatch lateness p99 (idle)', goal: '≤ 50 ms', unit: ' ms', read: num(/lateness vs scheduledAt \(idle\):.*?p99 ([\d.]+) ms/), met: (v) => v <= 50 },
