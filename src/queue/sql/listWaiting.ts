@@ -1,7 +1,7 @@
 /**
  * An instance's waiting jobs in planning order (priority desc, arrival asc): the planner's mirror at start.
- * The states are the ones a re-plan moves (the job machine's REPLANNED); the partial index `jobs_waiting`
- * (sql/0001_init.sql) covers them.
+ * The states are the ones a re-plan moves (the job machine's REPLANNED); `jobs_instance_state` (instance,
+ * state, seq) finds them, and PostgreSQL sorts them (sql/0017_drop_jobs_waiting.sql).
  *
  * Strategy: only the columns planning reads, never the payloads: a start with 5,000 waiting jobs neither
  * ships nor parses 5,000 payloads (each is read and checked when its job is claimed).

@@ -5,8 +5,8 @@
  * one instance — plan state, dispatch history, waiting jobs, pending count, outcomes — plus whether an instance
  * has anything for the recovery at start (jobs left `sending`, waiting jobs of a dead synchronous caller).
  *
- * Strategy: `instance_id = ANY($1)` over the indexes the one-instance reads use (jobs_waiting,
- * jobs_instance_state, jobs_terminal, dispatches_window, jobs_caller_boot); rows come back sorted by instance
+ * Strategy: `instance_id = ANY($1)` over the indexes the one-instance reads use (jobs_instance_state,
+ * jobs_terminal, dispatches_window, jobs_caller_boot); rows come back sorted by instance
  * and are split in one pass.
  */
 import { CALLER_GONE } from '../sync-callers.js';
