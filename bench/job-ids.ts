@@ -8,6 +8,8 @@
  * job wrote (PostgreSQL writes a page's full image the first time a checkpoint interval changes it, so an
  * insert on a random page of a large index costs a page image where one at its right end shares a page that
  * is already dirty) and the time of a statement (its transaction's commit included).
+ * Then what a start reads of that instance's queue (src/queue/sql/loadStarts.ts: its outcome totals count every
+ * job it ever sent), against an instance without history in the same database.
  *
  *   TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npx tsx bench/job-ids.ts
  *   BENCH_JOBS=1000000 BENCH_ROUNDS=4 BENCH_BATCHES=150
@@ -17,6 +19,7 @@ import { createTestDb } from '../test/helpers/db.js';
 import { JSON_ROWS } from '../src/queue/sql/job-rows.js';
 import { insertUnkeyed } from '../src/queue/sql/insertJobs.js';
 import { newJobId } from '../src/ids.js';
+import { loadStarts } from '../src/queue/sql/loadStarts.js';
 import type { NewJob } from '../src/queue/job.js';
 import { fmt } from './lib/load.js';
 import { median } from './lib/queue-fixture.js';
@@ -39,13 +42,13 @@ await db.pool.query("INSERT INTO instances (id, name, driver) VALUES ($1, 'ids',
 const client = await db.pool.connect();
 try {
   const f0 = performance.now();
-  // the jobs already there: sent ones, with the random ids every deployment made until now
+  // the jobs already there: sent ones over the past year, with the random ids every deployment made until now
   for (let done = 0; done < JOBS; done += 100_000) {
     await client.query(
       `INSERT INTO jobs (id, instance_id, state, kind, origin_route, phone, payload, payload_hash, priority, queued_at, dispatched_at, terminal_at, expires_at, delivery_confidence)
        SELECT 'wq_' || substr(md5(random()::text || g::text), 1, 24), $1, 'sent', 'text', '/api/v2/send-message', '4915112345678',
-              '{"body":"an old one","chatId":"4915112345678@c.us"}', '', 5, now(), now(), now(), now() + interval '1 day', 'assumed'
-         FROM generate_series(1, $2::int) AS g`,
+              '{"body":"an old one","chatId":"4915112345678@c.us"}', '', 5, t, t, t, t + interval '1 day', 'assumed'
+         FROM generate_series(1, $2::int) AS g, LATERAL (SELECT now() - (g % 365) * interval '1 day' - interval '1 hour' AS t) AS at`,
       [instanceId, Math.min(100_000, JOBS - done)],
     );
   }
@@ -94,6 +97,21 @@ try {
   console.log(`time-ordered ids (now):   WAL ${fmt(wal(ordered), 0)} bytes a job, a statement of ${BATCH} ${fmt(ms(ordered), 2)} ms (rounds: ${ordered.map((x) => fmt(x.walPerJob, 0)).join(', ')} bytes)`);
   console.log(`WAL a job, time-ordered / random:        ${fmt(wal(ordered) / wal(random), 2)}`);
   console.log(`statement time, time-ordered / random:   ${fmt(ms(ordered) / ms(random), 2)}`);
+  // a start's read of one instance's queue: its outcome totals count all of its history
+  const fresh = randomUUID();
+  await client.query("INSERT INTO instances (id, name, driver) VALUES ($1, 'fresh', 'sandbox')", [fresh]);
+  const startMs = async (id: string) => {
+    const times: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const t0 = performance.now();
+      await loadStarts(client, [id], Date.now(), 'bench');
+      times.push(performance.now() - t0);
+    }
+    return median(times);
+  };
+  const grown = await startMs(instanceId);
+  const empty = await startMs(fresh);
+  console.log(`a start's read of the instance's queue:  ${fmt(grown, 1)} ms with ${JOBS} jobs of history, ${fmt(empty, 1)} ms without (median of 5; the outcome totals count every job sent)`);
 } finally {
   client.release();
   await db.close();

@@ -125,6 +125,7 @@ const BENCHES: Bench[] = [
     figures: [
       { figure: 'WAL of a job into 1,000,000 jobs: time-ordered ids / random (before)', goal: '< 1', unit: '', read: num(/WAL a job, time-ordered \/ random:\s+([\d.]+)/), met: (v) => v < 1 },
       { figure: '  the same, a 16-job statement\'s time (commit included)', goal: 'report', unit: '', read: num(/statement time, time-ordered \/ random:\s+([\d.]+)/) },
+      { figure: 'a start\'s read of one instance\'s queue with 1,000,000 jobs of history', goal: 'report', unit: ' ms', read: num(/a start's read of the instance's queue:\s+([\d.]+) ms/) },
     ],
   },
   {
