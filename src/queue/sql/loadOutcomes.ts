@@ -1,6 +1,7 @@
 /**
- * What the queue's tally (src/queue/tally.ts) starts from: every outcome of an instance counted by state, and the
- * terminal times of the outcomes of the last 24 h (to slide the 24 h window in memory).
+ * What the queue's tally (src/queue/tally.ts) starts from: the totals of an instance's outcomes by state (kept by
+ * sql/0018_outcome_totals.sql's trigger), and the terminal times of the outcomes of the last 24 h (to slide the
+ * 24 h window in memory).
  */
 import type { Queryable } from '../../store/pool.js';
 import { OUTCOME_JOB_STATES, type OutcomeState } from '../../../machines/job.machine.js';
@@ -12,12 +13,12 @@ export interface LoadedOutcomes {
   recent: { state: Outcome; at: number }[];
 }
 
+const TOTALS = 'SELECT state, n::float8 AS n FROM job_outcome_totals WHERE instance_id = $1';
+
 export async function loadOutcomes(q: Queryable, instanceId: string, now: number): Promise<LoadedOutcomes> {
   const [totals, recent] = await Promise.all([
-    q.query<{ state: Outcome; n: number }>(
-      'SELECT state, count(*)::int AS n FROM jobs WHERE instance_id = $1 AND state = ANY($2::text[]) GROUP BY state',
-      [instanceId, OUTCOME_JOB_STATES],
-    ),
+    // kept by a trigger as jobs reach their outcomes (sql/0018_outcome_totals.sql), not counted over every job
+    q.query<{ state: Outcome; n: number }>(TOTALS, [instanceId]),
     q.query<{ state: Outcome; terminal_at: Date }>(
       `SELECT state, terminal_at FROM jobs
         WHERE instance_id = $1 AND state = ANY($2::text[]) AND terminal_at > $3

@@ -38,8 +38,10 @@ const WAITING = `SELECT instance_id, id, priority, seq, not_before, expires_at, 
                   WHERE instance_id = ANY ($1::uuid[]) AND state IN (${sqlStates(WAITING_JOB_STATES)})
                   ORDER BY instance_id, priority DESC, seq`;
 const COUNTS = `SELECT instance_id, state, count(*)::int AS n FROM jobs
-                 WHERE instance_id = ANY ($1::uuid[]) AND state IN (${sqlStates([...new Set([...PENDING_JOB_STATES, ...OUTCOME_JOB_STATES])])})
-                 GROUP BY instance_id, state`;
+                 WHERE instance_id = ANY ($1::uuid[]) AND state IN (${sqlStates(PENDING_JOB_STATES)})
+                 GROUP BY instance_id, state
+                UNION ALL
+                SELECT instance_id, state, n::float8 FROM job_outcome_totals WHERE instance_id = ANY ($1::uuid[])`;
 const RECENT = `SELECT instance_id, state, terminal_at FROM jobs
                  WHERE instance_id = ANY ($1::uuid[]) AND state = ANY ($2::text[]) AND terminal_at > $3
                  ORDER BY instance_id, terminal_at`;
