@@ -79,7 +79,7 @@ const sendV1 = (via: string, body: unknown) =>
   }).then(async (r) => ({ status: r.status, text: await r.text() }));
 
 /** A v1 answer as the owner gave it and as the other node gave it, with what differs in every send blanked. */
-const v1Shape = (r: { status: number; text: string }) => ({ status: r.status, text: r.text.replace(/"(messageId|id)":"[^"]*"/g, '"$1":"…"').replace(/wq_[0-9a-f]+/g, 'wq_…') });
+const v1Shape = (r: { status: number; text: string }) => ({ status: r.status, text: r.text.replace(/"(messageId|id)":"[^"]*"/g, '"$1":"…"').replace(/wq_[0-9a-z]+/g, 'wq_…') });
 
 const viewAt = (via: string) =>
   fetch(`${via}/api/status`, { headers: { authorization: `Bearer ${apiKey}` } }).then(async (r) => (await r.json()) as { data?: { status?: string; connected?: boolean } });

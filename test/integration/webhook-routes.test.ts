@@ -168,7 +168,7 @@ test('POST test enqueues `test`, wakes the sender, and the delivery shows in the
   const r = await call('POST', hook(id, '/test'), { message: 'hello from the operator' });
   assert.equal(r.status, 202);
   const eventId = String(r.json.data.eventId);
-  assert.match(eventId, /^ev_[0-9a-f]{24}$/);
+  assert.match(eventId, /^ev_t[0-9a-f]{23}$/);
   assert.deepEqual(woken, [id]);
   await senders.get(id)!.idle();
 
