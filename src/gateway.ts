@@ -78,6 +78,12 @@ export interface Gateway {
   groupCommitStats(): GroupCommitStats;
   log: Logger;
   stop(): Promise<void>;
+  /**
+   * The stage the graceful stop is waiting on now (`cluster: leaving the cluster`, `database: closing the pool`):
+   * null before stop() was called, `stopped` once it finished. src/main.ts names it when a stop overruns
+   * STOP_TIMEOUT_MS. A fixed text of this code, never a value (no secret can be in it).
+   */
+  stopStage(): string | null;
 }
 
 export const DEMO_PHONE = '4915550100001';
@@ -229,6 +235,10 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Pr
   log.info({ instances: rt.health().total, node: cluster.nodeId }, 'instances starting');
 
   let stopped = false;
+  let stage: string | null = null;
+  const enter = (name: string) => {
+    stage = name;
+  };
   return {
     url,
     server,
@@ -243,6 +253,7 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Pr
     routes,
     groupCommitStats: () => rt.groupCommit.snapshot(),
     log,
+    stopStage: () => stage,
     async stop() {
       if (stopped) return;
       stopped = true;
@@ -265,6 +276,7 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Pr
       };
       if (!clustered) stopListening();
       // every synchronous v1 caller gets its answer while the instances are still here (legacy-waits.ts)
+      enter('http: answering the waiting v1 callers');
       await v1Waits.stop(V1_STOP_ANSWER_MS);
       presence.stopAll();
       // open console event streams end before the server closes
@@ -272,25 +284,34 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Pr
       store.stop();
       stopHousekeeping();
       // hand every instance over (in-flight dispatches finish and persist), leave the cluster, stop the actors
-      await cluster.stop();
+      await cluster.stop(enter);
       if (clustered) {
+        enter('cluster: letting the other nodes look the new owners up');
         await new Promise((r) => setTimeout(r, OWNER_CACHE_MS + 250));
         stopListening();
       }
-      await rt.stop();
+      await rt.stop(enter);
       media.stop();
       // what is still open after the actors stopped is a request that can no longer be answered well: close it
+      enter('http: closing the server');
       await Promise.race([closing, new Promise((r) => setTimeout(r, 2_000).unref())]);
       if (idle) clearInterval(idle);
       server?.closeAllConnections();
       await closing;
+      enter('sandbox: closing the network');
       await sandbox?.close();
+      enter('database: stopping the key-change watch');
       await keyWatch?.stop();
+      enter('database: closing the lease pool');
       if (leasePool !== pool) await leasePool.end();
       journal.close();
+      enter('database: closing the pool');
       await pool.end();
+      enter('database: stopping the embedded PostgreSQL');
       await embedded?.stop();
+      enter('releasing the data directory');
       await dataDirLock.release();
+      enter('stopped');
     },
   };
 }

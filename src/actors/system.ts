@@ -309,16 +309,23 @@ export class ActorSystem {
     });
   }
 
-  /** Graceful stop: every instance drains (in-flight dispatches finish and persist), then the tree stops. */
-  async stop(): Promise<void> {
+  /**
+   * Graceful stop: every instance drains (in-flight dispatches finish and persist), then the tree stops.
+   * `stage` is told each part as it begins (the gateway's stop names the one a hard stop caught it in).
+   */
+  async stop(stage: (name: string) => void = () => undefined): Promise<void> {
+    stage('actors: draining the instances (in-flight dispatches finish)');
     const drains = [...this.ports.entries()].map(([id, port]) =>
       port.ask({ type: 'drain' }, this.deps.callTimeoutMs + DEADLINES.operator).catch((err: unknown) => this.deps.log.warn({ err, instanceId: id }, 'drain failed')));
     await Promise.all(drains);
     this.ports.clear();
     this.supervisor.send({ type: 'SHUTDOWN' });
     this.supervisor.stop();
+    stage('actors: sessions and planners settling');
     await Promise.all([this.sessions.settledAll(), this.planners.settledAll()]);
+    stage('actors: incoming events settling');
     await this.deps.incoming.settled();
+    stage('actors: closing the webhook senders');
     await this.webhooks.close();
   }
 }

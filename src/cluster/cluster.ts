@@ -250,18 +250,26 @@ export class Cluster {
     return this.stopped;
   }
 
-  /** Graceful stop: hand every instance over (0 unknown), then leave. */
-  async stop(): Promise<void> {
+  /**
+   * Graceful stop: hand every instance over (0 unknown), then leave. `stage` is told each part as it begins
+   * (the gateway's stop names the one a hard stop caught it in).
+   */
+  async stop(stage: (name: string) => void = () => undefined): Promise<void> {
     // the rounds go on renewing the leases until every hand-over has finished: an in-flight dispatch may take
     // up to the call deadline, longer than a lease, and its outcome is written under the lease
     this.stopped = true;
+    stage('cluster: finishing its lease round');
     await this.ticking;
+    stage('cluster: finishing the instances being taken');
     await this.taking.idle();
+    stage('cluster: handing the instances over');
     const ids = new Set([...this.held.keys(), ...this.handOvers.ids()]);
     await Promise.all([...ids].map((id) => this.handOver(id).catch((err: unknown) => this.deps.log.warn({ err, instanceId: id }, 'hand-over failed'))));
     this.left = true;
     if (this.timer) clearInterval(this.timer);
+    stage('cluster: finishing its lease round');
     await this.ticking;
+    stage('cluster: leaving the cluster');
     await leaveCluster(this.deps.leasePool, this.deps.node).catch((err: unknown) => this.deps.log.warn({ err }, 'leaving the cluster failed'));
   }
 }
