@@ -150,6 +150,8 @@ export const ConfigSchema = object({
   LEGACY_CALLER_TIMEOUT_MS: defaulted(int(5_001), 30_000),
   ORDERED_RESTART_HARD_MS: defaulted(int(1_000), 120_000),
   DRIVER_CALL_TIMEOUT_MS: defaulted(int(100), 30_000),
+  /** longest a graceful stop (SIGTERM/SIGINT) may take before the process logs the stage it is stuck in and exits 1 */
+  STOP_TIMEOUT_MS: defaulted(int(1_000), 30_000),
   WEBHOOK_ALLOW_PRIVATE: defaulted(bool, false),
   /** this node's id in a cluster (default: host name and port) */
   NODE_ID: optional(nodeId),

@@ -2,17 +2,15 @@
  * `npm start`: the gateway with the environment's configuration (embedded PostgreSQL and the sandbox network
  * unless told otherwise). Prints the admin token and the demo instance's key on the start that creates them.
  * SIGTERM/SIGINT (or, under npm, the end of its parent) stop it gracefully: stop accepting, finish in-flight
- * dispatches, exit 0.
+ * dispatches, exit 0. A stop that has not finished within STOP_TIMEOUT_MS logs the stage it was waiting on and
+ * exits 1.
  */
 import { pathToFileURL } from 'node:url';
 import { loadConfig, ConfigError, type Config } from './config.js';
 import { createLogger } from './log.js';
-import { startGateway } from './gateway.js';
+import { startGateway, type Gateway } from './gateway.js';
 import { isConnectionError } from './store/health.js';
 import { onStopRequest } from './stop-signals.js';
-
-/** Longest a graceful stop may take before the process exits anyway. */
-const HARD_STOP_MS = 30_000;
 
 export async function runMain(env: NodeJS.ProcessEnv = process.env): Promise<void> {
   let config: Config;
@@ -27,13 +25,26 @@ export async function runMain(env: NodeJS.ProcessEnv = process.env): Promise<voi
   }
   const log = createLogger({ level: config.LOG_LEVEL });
   // a signal during the start (embedded PostgreSQL, migrations) ends the process; after it, a graceful stop
-  let stopGateway: (() => Promise<void>) | null = null;
+  let running: Gateway | null = null;
   const removeHandlers = onStopRequest((reason) => {
-    if (!stopGateway) process.exit(reason === 'SIGINT' ? 130 : 143);
+    const gw = running;
+    if (!gw) process.exit(reason === 'SIGINT' ? 130 : 143);
     log.info({ reason }, 'stopping: finishing in-flight dispatches');
-    const hard = setTimeout(() => process.exit(1), HARD_STOP_MS);
-    hard.unref();
-    stopGateway().then(
+    const limitMs = config.STOP_TIMEOUT_MS;
+    const since = Date.now();
+    // The last resort: every statement and driver call of the stop is bounded, so this fires only when a stage
+    // hangs all the same. It says which one, so that the operator sees more than an exit code 1.
+    // Deliberately NOT unref()'d: while the stop runs, this timer holds the event loop. Were it unref'd, a stop
+    // stuck on a promise that nothing else keeps alive (every socket and timer already closed) would let node
+    // exit by itself, with code 0, as if the stop had succeeded. Held, it ends such a stop here, with 1 and
+    // this line. A stop that finishes calls process.exit(0) itself, so the held timer never delays it.
+    setTimeout(() => {
+      const stage = gw.stopStage() ?? 'not started';
+      const elapsedMs = Date.now() - since;
+      log.error({ stage, elapsedMs, limitMs }, `hard stop: the graceful stop did not finish within STOP_TIMEOUT_MS (${limitMs} ms); still waiting on ${stage} after ${elapsedMs} ms; exiting 1`);
+      process.exit(1);
+    }, limitMs);
+    gw.stop().then(
       () => process.exit(0),
       (err: unknown) => {
         log.error({ err }, 'stop failed');
@@ -49,7 +60,7 @@ export async function runMain(env: NodeJS.ProcessEnv = process.env): Promise<voi
     removeHandlers();
     throw new Error(startFailure(err, config));
   }
-  stopGateway = () => gw.stop();
+  running = gw;
 
   // The one place secrets are shown: on the terminal of the start that created them, never in a log line.
   const lines = [`messaging gateway listening on ${gw.url}`, `  health:   curl ${gw.url}/health`];

@@ -15,6 +15,7 @@ test('defaults: embedded store, sandbox, SPEC.md limits', () => {
   assert.equal(c.INTERACTION_RATE_POINTS, 60);
   assert.equal(c.LEGACY_SYNC_TIMEOUT_MS, 20_000);
   assert.equal(c.ORDERED_RESTART_HARD_MS, 120_000);
+  assert.equal(c.STOP_TIMEOUT_MS, 30_000);
 });
 
 test('numbers and booleans are read from strings', () => {
@@ -72,6 +73,7 @@ const BAD: [variable: string, value: string, message: string][] = [
   ['LEGACY_CALLER_TIMEOUT_MS', '5000', 'LEGACY_CALLER_TIMEOUT_MS must be an integer of at least 5001'],
   ['ORDERED_RESTART_HARD_MS', '999', 'ORDERED_RESTART_HARD_MS must be an integer of at least 1000'],
   ['DRIVER_CALL_TIMEOUT_MS', '1e4', 'DRIVER_CALL_TIMEOUT_MS must be an integer of at least 100'],
+  ['STOP_TIMEOUT_MS', '999', 'STOP_TIMEOUT_MS must be an integer of at least 1000'],
   ['NODE_ID', 'node one', 'NODE_ID must be 1 to 64 characters of A-Z a-z 0-9 . _ : -'],
   ['NODE_URL', 'ftp://node', 'NODE_URL must be the http(s) URL of this node as the other nodes reach it'],
   ['CLUSTER_SECRET', 'short', 'CLUSTER_SECRET must be 16 to 512 characters of A-Z a-z 0-9 . _ ~ + / = - (what a bearer token may hold)'],
