@@ -3,7 +3,8 @@
  * package.json (no Docker here): the Node LTS image that "engines" admits, compiled JavaScript (the build stage
  * copies what tsconfig.build.json compiles), production dependencies only, files owned by `node` and the process
  * run as `node`, the V8 flags of npm start in its NODE_OPTIONS, one init process, a health check without curl (the same command in compose), restarts, no
- * demo instance and no secret written into compose, and a build context without node_modules, data or .git.
+ * demo instance and no secret written into compose, a stop grace period longer than the gateway's hard-stop limit, and
+ * a build context without node_modules, data or .git.
  * test/e2e/dist-start.test.ts runs the build, the CMD and the HEALTHCHECK themselves.
  */
 import { test } from 'node:test';
@@ -12,6 +13,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { flagsOfStart, startFlags } from '../../bench/lib/start-flags.js';
+import { loadConfig } from '../../src/config.js';
 import { readDockerfile, all, last, copiesOf, envOf, execForm, flagsOf, type Stage } from '../helpers/dockerfile.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -105,6 +107,35 @@ test('compose: restart unless-stopped, no demo instance, secrets only from env f
     assert.ok(settings.length > 0);
     for (const l of settings) assert.match(l, /^[A-Z_]+=$/, `${f}: ${l.split('=')[0]} holds no value`);
   }
+});
+
+/** `35s`, `1m30s`, `500ms` (compose's durations) in ms. */
+function durationMs(d: string): number {
+  const parts = [...d.matchAll(/(\d+(?:\.\d+)?)(h|ms|m|s|us)/g)];
+  assert.equal(parts.map((p) => p[0]).join(''), d, `a compose duration: ${d}`);
+  const unit: Record<string, number> = { h: 3_600_000, m: 60_000, s: 1_000, ms: 1, us: 0.001 };
+  return parts.reduce((ms, p) => ms + Number(p[1]) * (unit[p[2] ?? ''] ?? NaN), 0);
+}
+
+/**
+ * `docker stop` sends SIGTERM and SIGKILLs after the grace period, 10 s unless told: below the gateway's own
+ * hard-stop limit, so a slow stop would be killed without its log line. Every gateway service of both compose
+ * files waits longer than STOP_TIMEOUT_MS (its default: the compose files set none), and so does the README's
+ * `docker run`.
+ */
+test('compose and docker run give the gateway\'s graceful stop longer than its STOP_TIMEOUT_MS before a SIGKILL', () => {
+  const limitMs = loadConfig({}).STOP_TIMEOUT_MS;
+  for (const f of ['docker/docker-compose.yml', 'docker/docker-compose.cluster.yml']) {
+    const text = read(f);
+    assert.doesNotMatch(text, /^\s+STOP_TIMEOUT_MS:/m, `${f} keeps the default limit`);
+    const periods = [...text.matchAll(/^\s+stop_grace_period: (\S+)$/gm)].map((m) => m[1] ?? '');
+    assert.equal(periods.length, 1, `${f}: one stop_grace_period (the gateway's; the cluster's nodes share it)`);
+    for (const p of periods) assert.ok(durationMs(p) > limitMs, `${f}: stop_grace_period ${p} is longer than ${limitMs} ms`);
+  }
+  assert.match(read('docker/docker-compose.cluster.yml'), /^x-gateway: &gateway\n(?: {2}.*\n)*? {2}stop_grace_period: /m, 'in the nodes\' shared part');
+  const run = /^docker run .*$/m.exec(read('README.md'))?.[0] ?? '';
+  const stopTimeout = /--stop-timeout (\d+)/.exec(run)?.[1];
+  assert.ok(stopTimeout && Number(stopTimeout) * 1_000 > limitMs, `README's docker run sets --stop-timeout above ${limitMs} ms: ${run}`);
 });
 
 test('.dockerignore keeps node_modules, data, .git, builds, test leftovers and env files out of the context', () => {
