@@ -80,18 +80,20 @@ test('a stop held up past STOP_TIMEOUT_MS (its cluster stage waits on a locked t
   try {
     await holder.query('BEGIN');
     await holder.query('LOCK TABLE nodes IN ACCESS EXCLUSIVE MODE');
-    const { code, ms } = await stop(gw);
-    assert.equal(code, 1, `exit code 1 after a hard stop:\n${gw.output()}`);
-    assert.ok(ms < 3_500, `it exited at the limit, not when the stop finished by itself (${ms} ms)`);
-    const lines = hardStopLines(gw.output());
-    assert.equal(lines.length, 1, gw.output());
+    const { code } = await stop(gw);
+    const out = gw.output();
+    assert.equal(code, 1, `exit code 1 after a hard stop:\n${out}`);
+    const lines = hardStopLines(out);
+    assert.equal(lines.length, 1, out);
     const [line] = lines;
     assert.ok(line);
     assert.equal(line.level, 50, 'at error level');
-    assert.match(String(line.stage), /^cluster: /, 'the stage it was waiting on');
+    assert.match(String(line.stage), /^cluster: /, `the stage it was waiting on:\n${out}`);
     assert.ok(line.msg.includes(String(line.stage)), 'the message names the stage too');
     assert.equal(line.limitMs, 1000);
-    assert.ok(typeof line.elapsedMs === 'number' && line.elapsedMs >= 1000, `how long the stop took: ${String(line.elapsedMs)}`);
+    // at the limit (node's timers may fire a millisecond early by the wall clock: seen 999), not when the stop
+    // would have finished by itself (after the 4 s statement timeout)
+    assert.ok(typeof line.elapsedMs === 'number' && line.elapsedMs >= 990 && line.elapsedMs < 3_000, `how long the stop took: ${String(line.elapsedMs)}`);
     assert.doesNotMatch(gw.output(), new RegExp(ADMIN), 'no secret in the output');
   } finally {
     await holder.query('ROLLBACK').catch(() => undefined);
@@ -113,6 +115,6 @@ test('a clean stop exits 0 well before the limit, without a hard-stop line', asy
   const { gw } = await startGateway({});
   const { code, ms } = await stop(gw);
   assert.equal(code, 0, gw.output());
-  assert.ok(ms < 15_000, `a clean stop is not held up by the hard-stop timer (${ms} ms)`);
+  assert.ok(ms < 15_000, `a clean stop is not held up by the hard-stop timer (${ms} ms):\n${gw.output()}`);
   assert.deepEqual(hardStopLines(gw.output()), []);
 });
