@@ -4,6 +4,7 @@
  * 24 h window in memory).
  */
 import type { Queryable } from '../../store/pool.js';
+import { sqlStates } from './row.js';
 import { OUTCOME_JOB_STATES, type OutcomeState } from '../../../machines/job.machine.js';
 
 export type Outcome = OutcomeState;
@@ -13,7 +14,8 @@ export interface LoadedOutcomes {
   recent: { state: Outcome; at: number }[];
 }
 
-const TOTALS = 'SELECT state, n::float8 AS n FROM job_outcome_totals WHERE instance_id = $1';
+// the table keeps cancelled and expired too (sql/0020_terminal_totals.sql, for GET /metrics): only the outcomes here
+const TOTALS = `SELECT state, n::float8 AS n FROM job_outcome_totals WHERE instance_id = $1 AND state IN (${sqlStates(OUTCOME_JOB_STATES)})`;
 
 export async function loadOutcomes(q: Queryable, instanceId: string, now: number): Promise<LoadedOutcomes> {
   const [totals, recent] = await Promise.all([

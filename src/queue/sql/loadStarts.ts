@@ -41,7 +41,8 @@ const COUNTS = `SELECT instance_id, state, count(*)::int AS n FROM jobs
                  WHERE instance_id = ANY ($1::uuid[]) AND state IN (${sqlStates(PENDING_JOB_STATES)})
                  GROUP BY instance_id, state
                 UNION ALL
-                SELECT instance_id, state, n::float8 FROM job_outcome_totals WHERE instance_id = ANY ($1::uuid[])`;
+                SELECT instance_id, state, n::float8 FROM job_outcome_totals
+                 WHERE instance_id = ANY ($1::uuid[]) AND state IN (${sqlStates(OUTCOME_JOB_STATES)})`;
 const RECENT = `SELECT instance_id, state, terminal_at FROM jobs
                  WHERE instance_id = ANY ($1::uuid[]) AND state = ANY ($2::text[]) AND terminal_at > $3
                  ORDER BY instance_id, terminal_at`;
