@@ -6,8 +6,8 @@
  */
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { createTestDb, type TestDb } from '../helpers/db.js';
+import { addInstance, scansOf } from '../helpers/sql-plans.js';
 import { ALL_STATES, ONE_STATE, listJobs } from '../../src/queue/sql/listJobs.js';
 import type { Queryable } from '../../src/store/pool.js';
 
@@ -28,35 +28,21 @@ async function fill(q: Queryable, instanceId: string, n: number, states: string[
   );
 }
 
-/** The indexes a plan reads (JSON plan), and whether it reads the whole table's order (jobs_seq_key). */
-async function indexesOf(q: Queryable, sql: string, params: unknown[]): Promise<string[]> {
-  const { rows } = await q.query<{ 'QUERY PLAN': [{ Plan: unknown }] }>(`EXPLAIN (FORMAT JSON) ${sql}`, params);
-  const names: string[] = [];
-  const walk = (node: unknown): void => {
-    if (!node || typeof node !== 'object') return;
-    const n = node as { 'Index Name'?: string; 'Node Type'?: string; Plans?: unknown[] };
-    if (n['Node Type']?.includes('Scan')) names.push(n['Index Name'] ?? n['Node Type']);
-    for (const p of n.Plans ?? []) walk(p);
-  };
-  walk(rows[0]?.['QUERY PLAN'][0].Plan);
-  return names;
-}
 
 test('a page of a small instance beside a large one reads only its own jobs, in arrival order, with or without a state', { skip }, async () => {
   const db = await createTestDb('list_jobs');
   dbs.push(db);
   const q = db.pool;
-  const small = randomUUID();
-  const large = randomUUID();
-  await q.query("INSERT INTO instances (id, name, driver) VALUES ($1, 'small', 'sandbox'), ($2, 'large', 'sandbox')", [small, large]);
+  const small = await addInstance(q, 'small');
+  const large = await addInstance(q, 'large');
   await fill(q, large, 100_000, ['sent']);
   await fill(q, small, 300, ['sent', 'failed', 'scheduled', 'queued', 'cancelled']);
   await fill(q, large, 100_000, ['sent', 'failed']);
   await q.query('ANALYZE jobs');
 
   // (the large instance, nearly every job of the table, may walk the table's order: its page is there at once)
-  assert.deepEqual(await indexesOf(q, ALL_STATES, [small, 0, 50]), ['jobs_instance_seq'], 'all states: the instance\'s own range');
-  assert.deepEqual(await indexesOf(q, ONE_STATE, [small, 'scheduled', 0, 50]), ['jobs_instance_state'], 'one state: its range');
+  assert.deepEqual((await scansOf(q, ALL_STATES, [small, 0, 50])).map((s) => s.via), ['jobs_instance_seq'], 'all states: the instance\'s own range');
+  assert.deepEqual((await scansOf(q, ONE_STATE, [small, 'scheduled', 0, 50])).map((s) => s.via), ['jobs_instance_state'], 'one state: its range');
 
   // pages of 7 follow each other: every job of the instance once, in arrival order
   const { rows } = await q.query<{ id: string; state: string }>('SELECT id, state FROM jobs WHERE instance_id = $1 ORDER BY seq', [small]);

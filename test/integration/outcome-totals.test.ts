@@ -7,12 +7,10 @@
  */
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, readdir, copyFile, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { createTestDb, type TestDb } from '../helpers/db.js';
-import { migrate, SQL_DIR } from '../../src/store/migrate.js';
+import { addInstance, migrateBelow } from '../helpers/sql-plans.js';
+import { migrate } from '../../src/store/migrate.js';
 import { loadStarts } from '../../src/queue/sql/loadStarts.js';
 import { loadOutcomes } from '../../src/queue/sql/loadOutcomes.js';
 import type { Queryable } from '../../src/store/pool.js';
@@ -44,11 +42,6 @@ async function read(q: Queryable, instanceId: string): Promise<Totals> {
   return alone;
 }
 
-async function addInstance(q: Queryable, name: string): Promise<string> {
-  const id = randomUUID();
-  await q.query("INSERT INTO instances (id, name, driver) VALUES ($1, $2, 'sandbox')", [id, name]);
-  return id;
-}
 
 let n = 0;
 async function addJob(q: Queryable, instanceId: string, state: string): Promise<string> {
@@ -65,14 +58,7 @@ async function addJob(q: Queryable, instanceId: string, state: string): Promise<
 test('the migration fills the totals from the jobs already there, leaving out jobs of instances that are gone', async () => {
   const db = await createTestDb('outcome_totals_fill', { migrate: false });
   dbs.push(db);
-  // the schema as it was before 0018
-  const before = await mkdtemp(path.join(os.tmpdir(), 'mgw-sql-'));
-  try {
-    for (const f of await readdir(SQL_DIR)) if (/^\d{4}_/.test(f) && Number(f.slice(0, 4)) < 18) await copyFile(path.join(SQL_DIR, f), path.join(before, f));
-    await migrate(db.pool, before);
-  } finally {
-    await rm(before, { recursive: true, force: true });
-  }
+  await migrateBelow(db.pool, 18); // the schema as it was before 0018
   const a = await addInstance(db.pool, 'a');
   const b = await addInstance(db.pool, 'b');
   for (const s of ['sent', 'sent', 'sent', 'failed', 'failed', 'unknown', 'queued', 'scheduled', 'cancelled', 'expired', 'sending']) await addJob(db.pool, a, s);

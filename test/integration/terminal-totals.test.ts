@@ -6,12 +6,9 @@
  */
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, readdir, copyFile, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import { randomUUID } from 'node:crypto';
 import { createTestDb, type TestDb } from '../helpers/db.js';
-import { migrate, SQL_DIR } from '../../src/store/migrate.js';
+import { addInstance, migrateBelow, scansOf } from '../helpers/sql-plans.js';
+import { migrate } from '../../src/store/migrate.js';
 import { JOBS_BY_STATE, readJobsByState } from '../../src/metrics/registry.js';
 import { loadOutcomes } from '../../src/queue/sql/loadOutcomes.js';
 import { loadStarts } from '../../src/queue/sql/loadStarts.js';
@@ -35,11 +32,6 @@ async function counted(q: Queryable): Promise<Map<string, number>> {
 /** Both as sorted entries without zeros (a state whose total went back to 0 keeps its row). */
 const entries = (m: Map<string, number>) => [...m].filter(([, n]) => n !== 0).sort(([a], [b]) => a.localeCompare(b));
 
-async function addInstance(q: Queryable, name: string): Promise<string> {
-  const id = randomUUID();
-  await q.query("INSERT INTO instances (id, name, driver) VALUES ($1, $2, 'sandbox')", [id, name]);
-  return id;
-}
 
 let n = 0;
 /** A job accepted (queued, as the gateway inserts them) and then moved to `state`, as the gateway moves them. */
@@ -58,13 +50,7 @@ test('0020 fills cancelled and expired from the jobs there; mgw_jobs then equals
   const db = await createTestDb('terminal_totals', { migrate: false });
   dbs.push(db);
   const q = db.pool;
-  const before = await mkdtemp(path.join(os.tmpdir(), 'mgw-sql-'));
-  try {
-    for (const f of await readdir(SQL_DIR)) if (/^\d{4}_/.test(f) && Number(f.slice(0, 4)) < 20) await copyFile(path.join(SQL_DIR, f), path.join(before, f));
-    await migrate(q, before);
-  } finally {
-    await rm(before, { recursive: true, force: true });
-  }
+  await migrateBelow(q, 20); // the schema as it was before 0020
   const a = await addInstance(q, 'a');
   const b = await addInstance(q, 'b');
   for (const s of ['sent', 'sent', 'failed', 'unknown', 'cancelled', 'cancelled', 'expired', 'queued', 'scheduled', 'sending']) await addJob(q, a, s);
@@ -102,19 +88,6 @@ test('0020 fills cancelled and expired from the jobs there; mgw_jobs then equals
   assert.deepEqual(entries(await readJobsByState(q)), entries(await counted(q)), 'after an instance\'s delete');
 });
 
-/** The scans of a plan (JSON), each as its index or its node type, with the relation it reads. */
-async function scansOf(q: Queryable, sql: string, params: unknown[]): Promise<string[]> {
-  const { rows } = await q.query<{ 'QUERY PLAN': [{ Plan: unknown }] }>(`EXPLAIN (FORMAT JSON) ${sql}`, params);
-  const out: string[] = [];
-  const walk = (node: unknown): void => {
-    if (!node || typeof node !== 'object') return;
-    const p = node as { 'Node Type'?: string; 'Index Name'?: string; 'Relation Name'?: string; Plans?: unknown[] };
-    if (p['Relation Name']) out.push(`${p['Relation Name']}:${p['Index Name'] ?? p['Node Type']}`);
-    for (const c of p.Plans ?? []) walk(c);
-  };
-  walk(rows[0]?.['QUERY PLAN'][0].Plan);
-  return out;
-}
 
 test('mgw_jobs reads the jobs of a grown table only through ranges of jobs_instance_state, never every job', { skip }, async () => {
   const db = await createTestDb('terminal_totals_plan');
@@ -130,7 +103,7 @@ test('mgw_jobs reads the jobs of a grown table only through ranges of jobs_insta
     [large],
   );
   await q.query('ANALYZE');
-  const jobScans = (await scansOf(q, JOBS_BY_STATE, [])).filter((s) => s.startsWith('jobs:'));
+  const jobScans = (await scansOf(q, JOBS_BY_STATE, [])).filter((s) => s.relation === 'jobs').map((s) => `jobs:${s.via}`);
   assert.ok(jobScans.length > 0, 'the jobs in flight are read from jobs');
   assert.deepEqual([...new Set(jobScans)], ['jobs:jobs_instance_state'], 'only ranges of an instance\'s state');
   // (the ended jobs were written in their state here, past the trigger: only the waiting ones are compared)
