@@ -46,6 +46,23 @@ export interface Receiver {
 }
 
 /**
+ * The statement of fetchPending. The inner SELECT picks the batch's ids in outbox_pending's own order (instance,
+ * id), so its plan reads a range of that index (index-only) and stops after `limit` entries; the rows themselves
+ * are then read by id. Written as one filter-and-order over the table, PostgreSQL's custom plan (the first five
+ * executions on each connection) could walk outbox_pkey from the oldest row and skip every finished row of every
+ * instance to reach the pending ones (the newest), whenever the statistics made pending rows look common (an
+ * ANALYZE during a backlog): 4.8 ms reading 1,148 pages on 62,000 rows here, growing with the outbox.
+ */
+export const FETCH_PENDING = `SELECT o.id, o.event_id, o.event, o.body, o.attempts, o.max_attempts, o.next_attempt_at,
+            w.url, w.secret, w.allow_private
+       FROM (SELECT id FROM outbox
+              WHERE instance_id = $1 AND state = 'pending' AND id <> ALL ($3::bigint[])
+              ORDER BY id LIMIT $2) p
+       JOIN outbox o ON o.id = p.id
+       LEFT JOIN webhooks w ON w.instance_id = o.instance_id AND w.enabled
+      ORDER BY o.id`;
+
+/**
  * The oldest pending rows of the instance, in delivery order (outbox id), together with its enabled
  * webhook (null when removed or disabled). One query: the configuration is read fresh for every batch, so a
  * changed URL or secret applies from the next batch on, without a second round trip. `except`: rows the
@@ -65,11 +82,7 @@ export async function fetchPending(q: Queryable, instanceId: string, limit: numb
     allow_private: boolean | null;
   }>({
     name: 'fetch_pending_webhooks',
-    text: `SELECT o.id, o.event_id, o.event, o.body, o.attempts, o.max_attempts, o.next_attempt_at,
-            w.url, w.secret, w.allow_private
-       FROM outbox o LEFT JOIN webhooks w ON w.instance_id = o.instance_id AND w.enabled
-      WHERE o.instance_id = $1 AND o.state = 'pending' AND o.id <> ALL ($3::bigint[])
-      ORDER BY o.id LIMIT $2`,
+    text: FETCH_PENDING,
     values: [instanceId, limit, except],
   });
   const first = rows[0];
