@@ -8,6 +8,7 @@ import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { createTestDb, type TestDb } from '../helpers/db.js';
 import { FETCH_PENDING, fetchPending } from '../../src/webhooks/pending.js';
+import { PRUNE_DELIVERIES, pruneDeliveries } from '../../src/webhooks/deliveries.js';
 import type { Queryable } from '../../src/store/pool.js';
 
 const skip = !process.env.TEST_DATABASE_URL && 'needs PostgreSQL (TEST_DATABASE_URL): the plans are a server\'s';
@@ -83,4 +84,30 @@ test('fetchPending reads a range of outbox_pending, not outbox_pkey from the old
   assert.deepEqual(rows.map((r) => Number(r.id)), expected.map((r) => Number(r.id)));
   assert.deepEqual(receiver, { url: 'http://127.0.0.1:9/hook', secret: 'secret', allowPrivate: false });
   assert.deepEqual((await fetchPending(q, instance(2), 20)).rows, [], 'an instance without a backlog: nothing');
+});
+
+test('pruneDeliveries reads a range of outbox_finished_age and deletes by outbox_pkey, never scanning the outbox', { skip }, async () => {
+  assert.ok(db);
+  const q = db.pool;
+  for (const days of [3, 8]) {
+    const cutoff = new Date(Date.now() - days * 86_400_000);
+    const scans = await scansOf(q, PRUNE_DELIVERIES, [cutoff, 5000]);
+    assert.deepEqual([...scans].sort(), ['outbox_finished_age', 'outbox_pkey'], `${days} days: ${scans.join(', ')}`);
+  }
+  // what it deletes: finished rows created before the cutoff, at most a batch a call, until none is left
+  const cutoff = new Date(Date.now() - 6 * 86_400_000);
+  const count = async (sql: string): Promise<number> => Number((await q.query<{ n: string }>(sql, [cutoff])).rows[0]?.n);
+  const old = await count(`SELECT count(*) AS n FROM outbox WHERE state <> 'pending' AND created_at < $1`);
+  const kept = await count(`SELECT count(*) AS n FROM outbox WHERE NOT (state <> 'pending' AND created_at < $1)`);
+  assert.ok(old > 5000, `more than a batch to prune (${old})`);
+  const pendingOld = await q.query<{ id: string }>(
+    `UPDATE outbox SET state = 'pending' WHERE id = (SELECT min(id) FROM outbox) RETURNING id`,
+  );
+  assert.equal(await pruneDeliveries(q, cutoff, 5000), 5000);
+  let total = 5000;
+  for (let n = -1; n !== 0; total += n) n = await pruneDeliveries(q, cutoff, 5000);
+  assert.equal(total, old - 1, 'every old finished row, not the old pending one');
+  assert.equal(await count(`SELECT count(*) AS n FROM outbox WHERE state <> 'pending' AND created_at < $1`), 0);
+  assert.equal(await count(`SELECT count(*) AS n FROM outbox WHERE $1::timestamptz IS NOT NULL`), kept + 1, 'the rest kept (and the old row made pending)');
+  assert.equal((await q.query('SELECT 1 FROM outbox WHERE id = $1', [pendingOld.rows[0]?.id])).rowCount, 1);
 });
