@@ -72,17 +72,40 @@ interface AttemptRow {
   duration_ms: number;
 }
 
+const COLUMNS = `o.id, o.event_id, o.event, o.state, o.attempts, o.max_attempts, o.last_status, o.last_error, o.created_at,
+            o.delivered_at, o.next_attempt_at`;
+
+/**
+ * A page of every state: the ids are one backward range of outbox_instance (instance, id), index-only, then the
+ * rows are read by id. ($1 instance, $2 the cursor's id or the largest bigint, $3 how many)
+ */
+export const ALL_DELIVERIES = `SELECT ${COLUMNS}
+       FROM (SELECT id FROM outbox WHERE instance_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3) p
+       JOIN outbox o ON o.id = p.id
+      ORDER BY o.id DESC`;
+
+/**
+ * A page of one state: one backward range of outbox_instance_state (instance, state, id), index-only, then the
+ * rows by id. Written as one filter over the table (`($3 IS NULL OR state = $3)`), PostgreSQL walked
+ * outbox_pkey backwards and skipped the rows of other states and instances (3.9 ms for a page of an instance
+ * holding 3,000 of 82,000 rows; a state it rarely has walked its whole 7 days). ($1 instance, $2 state, $3 the
+ * cursor's id or the largest bigint, $4 how many)
+ */
+export const ONE_STATE_DELIVERIES = `SELECT ${COLUMNS}
+       FROM (SELECT id FROM outbox WHERE instance_id = $1 AND state = $2 AND id < $3 ORDER BY id DESC LIMIT $4) p
+       JOIN outbox o ON o.id = p.id
+      ORDER BY o.id DESC`;
+
+/** The cursor of the first page: before every id. */
+const NO_CURSOR = '9223372036854775807';
+
 /** One page of deliveries. An invalid cursor is the caller's to reject (see decodeCursor). */
 export async function listDeliveries(q: Queryable, instanceId: string, opts: ListDeliveriesOptions): Promise<DeliveryPage> {
-  const before = opts.cursor ? decodeCursor(opts.cursor) : null;
-  const { rows } = await q.query<OutboxRow>(
-    `SELECT id, event_id, event, state, attempts, max_attempts, last_status, last_error, created_at, delivered_at, next_attempt_at
-       FROM outbox
-      WHERE instance_id = $1 AND ($2::bigint IS NULL OR id < $2) AND ($3::text IS NULL OR state = $3)
-      ORDER BY id DESC
-      LIMIT $4`,
-    [instanceId, before, opts.state ?? null, opts.limit + 1],
-  );
+  const decoded = opts.cursor ? decodeCursor(opts.cursor) : null;
+  const before = decoded === null ? NO_CURSOR : String(decoded);
+  const { rows } = opts.state
+    ? await q.query<OutboxRow>(ONE_STATE_DELIVERIES, [instanceId, opts.state, before, opts.limit + 1])
+    : await q.query<OutboxRow>(ALL_DELIVERIES, [instanceId, before, opts.limit + 1]);
   const page = rows.slice(0, opts.limit);
   const attempts = page.length
     ? (

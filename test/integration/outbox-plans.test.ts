@@ -8,7 +8,7 @@ import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { createTestDb, type TestDb } from '../helpers/db.js';
 import { FETCH_PENDING, fetchPending } from '../../src/webhooks/pending.js';
-import { PRUNE_DELIVERIES, pruneDeliveries } from '../../src/webhooks/deliveries.js';
+import { ALL_DELIVERIES, ONE_STATE_DELIVERIES, PRUNE_DELIVERIES, listDeliveries, pruneDeliveries, type DeliveryPage } from '../../src/webhooks/deliveries.js';
 import type { Queryable } from '../../src/store/pool.js';
 
 const skip = !process.env.TEST_DATABASE_URL && 'needs PostgreSQL (TEST_DATABASE_URL): the plans are a server\'s';
@@ -84,6 +84,39 @@ test('fetchPending reads a range of outbox_pending, not outbox_pkey from the old
   assert.deepEqual(rows.map((r) => Number(r.id)), expected.map((r) => Number(r.id)));
   assert.deepEqual(receiver, { url: 'http://127.0.0.1:9/hook', secret: 'secret', allowPrivate: false });
   assert.deepEqual((await fetchPending(q, instance(2), 20)).rows, [], 'an instance without a backlog: nothing');
+});
+
+test('listDeliveries reads a range of outbox_instance_state (one state) or outbox_instance (every state)', { skip }, async () => {
+  assert.ok(db);
+  const q = db.pool;
+  const top = '9223372036854775807';
+  // an instance of 3,000 rows among 82,000, the newest 20,000 another's; a state it has, and one it never has
+  for (const [inst, state] of [[instance(3), 'delivered'], [instance(2), 'failed'], [BUSY, 'pending'], [BUSY, 'failed']] as const) {
+    const scans = await scansOf(q, ONE_STATE_DELIVERIES, [inst, state, top, 51]);
+    assert.ok(['outbox_instance_state', 'outbox_pending'].includes(scans[0] ?? ''), `${state}: ids from the instance's state range: ${scans.join(', ')}`);
+    assert.deepEqual(scans.slice(1), ['outbox_pkey'], `${state}: then the rows by id: ${scans.join(', ')}`);
+  }
+  const all = await scansOf(q, ALL_DELIVERIES, [instance(3), top, 51]);
+  assert.deepEqual(all, ['outbox_instance', 'outbox_pkey'], `every state: ${all.join(', ')}`);
+
+  // pages of 7 follow each other, newest first: every row of the instance (of the state) once
+  for (const [inst, state] of [[instance(11), 'failed'], [instance(11), null], [BUSY, 'pending']] as const) {
+    const { rows } = await q.query<{ event_id: string }>(
+      `SELECT event_id FROM outbox WHERE instance_id = $1 AND ($2::text IS NULL OR state = $2) ORDER BY id DESC`,
+      [inst, state],
+    );
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    for (let pages = 0; ; pages++) {
+      assert.ok(pages < 2000);
+      const page: DeliveryPage = await listDeliveries(q, inst, { limit: 7, cursor, state });
+      seen.push(...page.items.map((d) => d.eventId));
+      assert.ok(page.items.every((d) => state === null || d.state === state));
+      if (!page.nextCursor) break;
+      cursor = page.nextCursor;
+    }
+    assert.deepEqual(seen, rows.map((r) => r.event_id), `pages of ${state ?? 'every state'}`);
+  }
 });
 
 test('pruneDeliveries reads a range of outbox_finished_age and deletes by outbox_pkey, never scanning the outbox', { skip }, async () => {
