@@ -150,8 +150,11 @@ export const ConfigSchema = object({
   LEGACY_CALLER_TIMEOUT_MS: defaulted(int(5_001), 30_000),
   ORDERED_RESTART_HARD_MS: defaulted(int(1_000), 120_000),
   DRIVER_CALL_TIMEOUT_MS: defaulted(int(100), 30_000),
-  /** longest a graceful stop (SIGTERM/SIGINT) may take before the process logs the stage it is stuck in and exits 1 */
-  STOP_TIMEOUT_MS: defaulted(int(1_000), 30_000),
+  /**
+   * longest a graceful stop (SIGTERM/SIGINT) may take before the process logs the stage it is stuck in and exits 1;
+   * at most node's longest timer (2^31 - 1 ms): above it setTimeout fires after 1 ms, a hard stop at once
+   */
+  STOP_TIMEOUT_MS: defaulted(int(1_000, 2_147_483_647), 30_000),
   WEBHOOK_ALLOW_PRIVATE: defaulted(bool, false),
   /** this node's id in a cluster (default: host name and port) */
   NODE_ID: optional(nodeId),

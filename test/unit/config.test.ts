@@ -73,7 +73,9 @@ const BAD: [variable: string, value: string, message: string][] = [
   ['LEGACY_CALLER_TIMEOUT_MS', '5000', 'LEGACY_CALLER_TIMEOUT_MS must be an integer of at least 5001'],
   ['ORDERED_RESTART_HARD_MS', '999', 'ORDERED_RESTART_HARD_MS must be an integer of at least 1000'],
   ['DRIVER_CALL_TIMEOUT_MS', '1e4', 'DRIVER_CALL_TIMEOUT_MS must be an integer of at least 100'],
-  ['STOP_TIMEOUT_MS', '999', 'STOP_TIMEOUT_MS must be an integer of at least 1000'],
+  ['STOP_TIMEOUT_MS', '999', 'STOP_TIMEOUT_MS must be an integer from 1000 to 2147483647'],
+  // above node's longest timer setTimeout fires after 1 ms: a SIGTERM was a hard stop at once (exit 1, found from the outside)
+  ['STOP_TIMEOUT_MS', '2147483648', 'STOP_TIMEOUT_MS must be an integer from 1000 to 2147483647'],
   ['NODE_ID', 'node one', 'NODE_ID must be 1 to 64 characters of A-Z a-z 0-9 . _ : -'],
   ['NODE_URL', 'ftp://node', 'NODE_URL must be the http(s) URL of this node as the other nodes reach it'],
   ['CLUSTER_SECRET', 'short', 'CLUSTER_SECRET must be 16 to 512 characters of A-Z a-z 0-9 . _ ~ + / = - (what a bearer token may hold)'],
