@@ -13,6 +13,7 @@ import { NEEDS_SERVER } from '../helpers/db.js';
 import { fenceLeases, type Lease } from '../../src/cluster/leases.js';
 import { insertJobs } from '../../src/queue/sql/insertJobs.js';
 import { insertJobsFenced } from '../../src/queue/sql/insertJobsFenced.js';
+import { transitionJob } from '../../src/queue/sql/transitionJob.js';
 import { newJobId } from '../../src/ids.js';
 import type { NewJob } from '../../src/queue/job.js';
 
@@ -96,6 +97,43 @@ test('a write under the fence still open when the instance is deleted: the delet
   const r = (await deleted) as { status: number; text: string };
   assert.equal(r.status, 200, r.text);
   assert.deepEqual(await rowsOf(instance.id), { jobs: 0, keys: 0 }, 'nothing of the deleted instance is left');
+});
+
+/**
+ * The same with an outcome written under the fence, the instance's first of its state (here its first cancel):
+ * the outcome totals' trigger (sql/0018_outcome_totals.sql) inserts the instance's row for that state. With a
+ * foreign key from job_outcome_totals to instances, that insert waited for the instance's row, which the delete
+ * held while it waited for this transaction's lease row: PostgreSQL found a deadlock and the delete failed
+ * (found from the outside; before 0018 the delete waited and went through, as above).
+ */
+test('an outcome written under the fence still open when the instance is deleted: the delete waits for it, no deadlock', NEEDS_SERVER, async () => {
+  const { instance, apiKey } = await t.createInstance('deleted-mid-outcome');
+  const later = new Date(Date.now() + 3_600_000).toISOString();
+  const sent = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'x', notBefore: later });
+  assert.equal(sent.status, 202, sent.text);
+  const jobId = String(sent.body.data?.jobId);
+  const lease = await leaseOf(instance.id);
+  const writer = await t.db.pool.connect();
+  let deleted: Promise<unknown> | null = null;
+  try {
+    await writer.query('BEGIN');
+    assert.deepEqual([...await fenceLeases(writer, [lease])], [instance.id], 'the fence holds');
+    deleted = t.admin('DELETE', `/admin/v1/instances/${instance.id}`);
+    await waitForLockWait('DELETE FROM instances');
+    const moved = await transitionJob(writer, jobId, { type: 'CANCEL' }, { terminalAt: Date.now() });
+    assert.equal(moved?.job.state, 'cancelled');
+    await writer.query('COMMIT');
+  } catch (err) {
+    await writer.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    writer.release();
+  }
+  const r = (await deleted) as { status: number; text: string };
+  assert.equal(r.status, 200, r.text);
+  assert.deepEqual(await rowsOf(instance.id), { jobs: 0, keys: 0 }, 'nothing of the deleted instance is left');
+  const { rows } = await t.db.pool.query('SELECT state, n FROM job_outcome_totals WHERE instance_id = $1', [instance.id]);
+  assert.deepEqual(rows, [], 'nor its outcome totals');
 });
 
 test('an instance deleted by its row alone (a node from before migration 0011 deletes so) leaves no jobs or keys', async () => {
