@@ -120,6 +120,13 @@ function isHttpUrl(v: string): boolean {
   }
 }
 
+/**
+ * The longest a duration setting that arms a timer may be: a day. node's timers take at most 2^31 - 1 ms (24.8
+ * days); past that setTimeout fires after 1 ms instead, so a DRIVER_CALL_TIMEOUT_MS of 99999999999 made every call
+ * time out at once, and the deadlines built on it (a call plus a grace) must stay below that too.
+ */
+const DAY_MS = 86_400_000;
+
 export const ConfigSchema = object({
   PORT: defaulted(int(0, 65535), 3000),
   HOST: defaulted(text('a host name or address (e.g. 127.0.0.1, 0.0.0.0)'), '127.0.0.1'),
@@ -146,10 +153,10 @@ export const ConfigSchema = object({
   QUEUE_MAX_PENDING: defaulted(int(1), 5000),
   FETCH_MESSAGES_MAX: defaulted(int(1, 10_000), 200),
   INTERACTION_RATE_POINTS: defaulted(int(1), 60),
-  LEGACY_SYNC_TIMEOUT_MS: defaulted(int(0), 20_000),
-  LEGACY_CALLER_TIMEOUT_MS: defaulted(int(5_001), 30_000),
-  ORDERED_RESTART_HARD_MS: defaulted(int(1_000), 120_000),
-  DRIVER_CALL_TIMEOUT_MS: defaulted(int(100), 30_000),
+  LEGACY_SYNC_TIMEOUT_MS: defaulted(int(0, DAY_MS), 20_000),
+  LEGACY_CALLER_TIMEOUT_MS: defaulted(int(5_001, DAY_MS), 30_000),
+  ORDERED_RESTART_HARD_MS: defaulted(int(1_000, DAY_MS), 120_000),
+  DRIVER_CALL_TIMEOUT_MS: defaulted(int(100, DAY_MS), 30_000),
   /**
    * longest a graceful stop (SIGTERM/SIGINT) may take before the process logs the stage it is stuck in and exits 1;
    * at most node's longest timer (2^31 - 1 ms): above it setTimeout fires after 1 ms, a hard stop at once
