@@ -16,6 +16,7 @@ import { insertJobsFenced } from '../../src/queue/sql/insertJobsFenced.js';
 import { transitionJob } from '../../src/queue/sql/transitionJob.js';
 import { newJobId } from '../../src/ids.js';
 import type { NewJob } from '../../src/queue/job.js';
+import type { PoolClient } from '../../src/store/pool.js';
 
 let t: TestGateway;
 before(async () => {
@@ -77,24 +78,10 @@ test('deleting an instance deletes its jobs and idempotency keys, and nobody els
 
 test('a write under the fence still open when the instance is deleted: the delete waits for it, and its jobs and keys go too', NEEDS_SERVER, async () => {
   const { instance } = await t.createInstance('deleted-mid-write');
-  const lease = await leaseOf(instance.id);
-  const writer = await t.db.pool.connect();
-  let deleted: Promise<unknown> | null = null;
-  try {
-    await writer.query('BEGIN');
-    assert.deepEqual([...await fenceLeases(writer, [lease])], [instance.id], 'the fence holds');
+  const r = await deleteDuringFencedWrite(instance.id, async (writer, startDelete) => {
     await insertJobs(writer, [job(instance.id, null), job(instance.id, 'delete-fence-mid-write')]);
-    deleted = t.admin('DELETE', `/admin/v1/instances/${instance.id}`);
-    // the instance's delete reaches its lease row and waits for this transaction
-    await waitForLockWait('DELETE FROM instances');
-    await writer.query('COMMIT');
-  } catch (err) {
-    await writer.query('ROLLBACK').catch(() => undefined);
-    throw err;
-  } finally {
-    writer.release();
-  }
-  const r = (await deleted) as { status: number; text: string };
+    await startDelete();
+  });
   assert.equal(r.status, 200, r.text);
   assert.deepEqual(await rowsOf(instance.id), { jobs: 0, keys: 0 }, 'nothing of the deleted instance is left');
 });
@@ -112,24 +99,11 @@ test('an outcome written under the fence still open when the instance is deleted
   const sent = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'x', notBefore: later });
   assert.equal(sent.status, 202, sent.text);
   const jobId = String(sent.body.data?.jobId);
-  const lease = await leaseOf(instance.id);
-  const writer = await t.db.pool.connect();
-  let deleted: Promise<unknown> | null = null;
-  try {
-    await writer.query('BEGIN');
-    assert.deepEqual([...await fenceLeases(writer, [lease])], [instance.id], 'the fence holds');
-    deleted = t.admin('DELETE', `/admin/v1/instances/${instance.id}`);
-    await waitForLockWait('DELETE FROM instances');
+  const r = await deleteDuringFencedWrite(instance.id, async (writer, startDelete) => {
+    await startDelete();
     const moved = await transitionJob(writer, jobId, { type: 'CANCEL' }, { terminalAt: Date.now() });
     assert.equal(moved?.job.state, 'cancelled');
-    await writer.query('COMMIT');
-  } catch (err) {
-    await writer.query('ROLLBACK').catch(() => undefined);
-    throw err;
-  } finally {
-    writer.release();
-  }
-  const r = (await deleted) as { status: number; text: string };
+  });
   assert.equal(r.status, 200, r.text);
   assert.deepEqual(await rowsOf(instance.id), { jobs: 0, keys: 0 }, 'nothing of the deleted instance is left');
   const { rows } = await t.db.pool.query('SELECT state, n FROM job_outcome_totals WHERE instance_id = $1', [instance.id]);
@@ -152,6 +126,37 @@ test('a write after the delete finds no lease and writes nothing', async () => {
   assert.deepEqual(jobs, [null]);
   assert.deepEqual(await rowsOf(instance.id), { jobs: 0, keys: 0 });
 });
+
+/**
+ * A transaction under the instance's lease fence, still open while the instance's delete waits for it: `work` writes
+ * in it and calls `startDelete()` where the delete should begin (it returns once the delete waits on the fence);
+ * the transaction then commits, and the delete's answer is returned.
+ */
+async function deleteDuringFencedWrite(
+  instanceId: string,
+  work: (writer: PoolClient, startDelete: () => Promise<void>) => Promise<void>,
+): Promise<{ status: number; text: string }> {
+  const lease = await leaseOf(instanceId);
+  const writer = await t.db.pool.connect();
+  let deleted: Promise<{ status: number; text: string }> | null = null;
+  try {
+    await writer.query('BEGIN');
+    assert.deepEqual([...await fenceLeases(writer, [lease])], [instanceId], 'the fence holds');
+    await work(writer, async () => {
+      deleted = t.admin('DELETE', `/admin/v1/instances/${instanceId}`);
+      // the instance's delete reaches its lease row and waits for this transaction
+      await waitForLockWait('DELETE FROM instances');
+    });
+    await writer.query('COMMIT');
+  } catch (err) {
+    await writer.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    writer.release();
+  }
+  if (!deleted) throw new Error('the write never started the delete');
+  return deleted;
+}
 
 /** Until a backend of this database waits for a lock in a statement that starts with `query` (30 s at most: the delete first stops the instance's actors). */
 async function waitForLockWait(query: string): Promise<void> {
