@@ -16,10 +16,19 @@ export interface Clock {
 /** An instant in epoch ms as a Date for PostgreSQL (null and undefined: NULL). */
 export const dateOf = (ms: number | null | undefined): Date | null => (ms === null || ms === undefined ? null : new Date(ms));
 
+/**
+ * The longest delay node's timers take (2^31 - 1 ms, 24.8 days). Past it setTimeout fires after 1 ms instead, and
+ * a waiting job's slot may be 30 days ahead (ttlSeconds goes to 2,592,000): the dispatch timer of an instance with
+ * only such a job fired every millisecond, re-armed for the same far instant (8.6 % of a core for one instance,
+ * and a warning on stderr each time). A longer delay is armed for this long; what the timer wakes checks the time
+ * itself and arms again (the dispatch loop: src/queue/dispatch-loop.ts tick → step → arm).
+ */
+export const LONGEST_TIMER_MS = 2_147_483_647;
+
 export const systemClock: Clock = {
   now: () => Date.now(),
   setTimeout: (fn, ms) => {
-    const t = setTimeout(fn, ms);
+    const t = setTimeout(fn, Math.min(ms, LONGEST_TIMER_MS));
     t.unref?.();
     return t;
   },
