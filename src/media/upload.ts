@@ -96,6 +96,15 @@ export async function receiveUpload(
     const committing = staged;
     staged = null;
     return await committing.commit({ mimetype, filename, origin: 'upload' });
+  } catch (err) {
+    // the client cut the body off (reset, or closed mid-body; a body stalled past the request timeout is cut
+    // the same way): Node fails the request's stream with ECONNRESET, whose message the error boundary took for
+    // PostgreSQL's (503 QUEUE_STORE_UNAVAILABLE logged, and a store probe for every such upload). As the JSON
+    // body reader answers it (src/http/body.ts)
+    if (!(err instanceof DomainError) && !req.complete && (err as { code?: unknown }).code === 'ECONNRESET') {
+      throw validationFailed('file', 'the request was aborted before its body arrived');
+    }
+    throw err;
   } finally {
     await staged?.discard();
   }
