@@ -30,6 +30,8 @@ export interface TestGateway {
   adminToken: string;
   api(apiKey: string, method: string, route: string, body?: unknown, headers?: Record<string, string>): Promise<ApiResponse>;
   admin(method: string, route: string, body?: unknown): Promise<ApiResponse>;
+  /** POST /api/v2/send-message with this key: the job id of its 202 (any other answer throws, with its text) */
+  accept(apiKey: string, body: Record<string, unknown>): Promise<string>;
   /** create an instance through the operator API; linked on the sandbox unless `link: false` */
   createInstance(name: string, opts?: { settings?: Partial<InstanceSettings>; link?: boolean; phone?: string }): Promise<{ instance: Instance; apiKey: string; phone: string }>;
   /** advance simulated time in steps, letting I/O settle between steps */
@@ -169,6 +171,11 @@ export async function startTestGateway(
     adminToken: ADMIN_TOKEN,
     api: (key, method, route, body, headers) => request(key, method, route, body, headers),
     admin: (method, route, body) => request(ADMIN_TOKEN, method, route, body),
+    async accept(apiKey, body) {
+      const r = await request(apiKey, 'POST', '/api/v2/send-message', body);
+      if (r.status !== 202) throw new Error(`send-message answered ${r.status}, not 202: ${r.text}`);
+      return String(r.body.data?.jobId);
+    },
     async createInstance(name, o = {}) {
       const r = await request(ADMIN_TOKEN, 'POST', '/admin/v1/instances', { name, driver: 'sandbox', settings: o.settings ?? {} });
       if (r.status !== 201) throw new Error(`create instance failed: ${r.text}`);

@@ -25,11 +25,7 @@ test('after sends, a refusal and a cancel, a restarted gateway answers the total
   t = await startTestGateway({ label: 'totals_restart', simulated: true });
   const gw = t;
   const { instance, apiKey } = await gw.createInstance('totals', { settings: FAST });
-  const send = async (body: Record<string, unknown>) => {
-    const r = await gw.api(apiKey, 'POST', '/api/v2/send-message', body);
-    assert.equal(r.status, 202, r.text);
-    return String(r.body.data?.jobId);
-  };
+  const send = (body: Record<string, unknown>) => gw.accept(apiKey, body);
   for (let i = 0; i < 3; i++) await send({ phone: '4915112345678', message: `ok ${i}` });
   await send({ phone: '4915112340000', message: 'nobody there' }); // NOT_REGISTERED → failed
   const later = await send({ phone: '4915112345678', message: 'cancel me', notBefore: new Date(gw.clock.now() + 3_600_000).toISOString() });
