@@ -6,6 +6,7 @@
  */
 import path from 'node:path';
 import { coerce, create, define, defaulted, object, optional, string, StructError, type Infer, type Struct } from 'superstruct';
+import { LONGEST_TIMER_MS } from './clock.js';
 
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] as const;
 type LogLevel = (typeof LOG_LEVELS)[number];
@@ -161,7 +162,7 @@ export const ConfigSchema = object({
    * longest a graceful stop (SIGTERM/SIGINT) may take before the process logs the stage it is stuck in and exits 1;
    * at most node's longest timer (2^31 - 1 ms): above it setTimeout fires after 1 ms, a hard stop at once
    */
-  STOP_TIMEOUT_MS: defaulted(int(1_000, 2_147_483_647), 30_000),
+  STOP_TIMEOUT_MS: defaulted(int(1_000, LONGEST_TIMER_MS), 30_000),
   WEBHOOK_ALLOW_PRIVATE: defaulted(bool, false),
   /** this node's id in a cluster (default: host name and port) */
   NODE_ID: optional(nodeId),
