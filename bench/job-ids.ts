@@ -34,7 +34,7 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
 const BATCHES = Number(process.env.BENCH_BATCHES ?? 150);
 const BATCH = 16;
 
-/** the ids before `timeOrderedHex` (src/ids.ts): twelve random bytes */
+/** the ids before `timeOrderedPart` (src/ids.ts): twelve random bytes */
 const randomJobId = () => `wq_${randomBytes(12).toString('hex')}`;
 
 const db = await createTestDb('bench_job_ids');

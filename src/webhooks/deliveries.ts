@@ -75,26 +75,22 @@ interface AttemptRow {
 const COLUMNS = `o.id, o.event_id, o.event, o.state, o.attempts, o.max_attempts, o.last_status, o.last_error, o.created_at,
             o.delivered_at, o.next_attempt_at`;
 
-/**
- * A page of every state: the ids are one backward range of outbox_instance (instance, id), index-only, then the
- * rows are read by id. ($1 instance, $2 the cursor's id or the largest bigint, $3 how many)
- */
-export const ALL_DELIVERIES = `SELECT ${COLUMNS}
-       FROM (SELECT id FROM outbox WHERE instance_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3) p
+/** A page: the ids one backward range of an index (`where`), index-only, then the rows by id, newest first. */
+const page = (where: string, limit: string) => `SELECT ${COLUMNS}
+       FROM (SELECT id FROM outbox WHERE ${where} ORDER BY id DESC LIMIT ${limit}) p
        JOIN outbox o ON o.id = p.id
       ORDER BY o.id DESC`;
 
+/** A page of every state: a range of outbox_instance (instance, id). ($1 instance, $2 the cursor's id or the largest bigint, $3 how many) */
+export const ALL_DELIVERIES = page('instance_id = $1 AND id < $2', '$3');
+
 /**
- * A page of one state: one backward range of outbox_instance_state (instance, state, id), index-only, then the
- * rows by id. Written as one filter over the table (`($3 IS NULL OR state = $3)`), PostgreSQL walked
- * outbox_pkey backwards and skipped the rows of other states and instances (3.9 ms for a page of an instance
- * holding 3,000 of 82,000 rows; a state it rarely has walked its whole 7 days). ($1 instance, $2 state, $3 the
- * cursor's id or the largest bigint, $4 how many)
+ * A page of one state: a range of outbox_instance_state (instance, state, id). Written as one filter over the
+ * table (`($3 IS NULL OR state = $3)`), PostgreSQL walked outbox_pkey backwards and skipped the rows of other
+ * states and instances (3.9 ms for a page of an instance holding 3,000 of 82,000 rows; a state it rarely has
+ * walked its whole 7 days). ($1 instance, $2 state, $3 the cursor's id or the largest bigint, $4 how many)
  */
-export const ONE_STATE_DELIVERIES = `SELECT ${COLUMNS}
-       FROM (SELECT id FROM outbox WHERE instance_id = $1 AND state = $2 AND id < $3 ORDER BY id DESC LIMIT $4) p
-       JOIN outbox o ON o.id = p.id
-      ORDER BY o.id DESC`;
+export const ONE_STATE_DELIVERIES = page('instance_id = $1 AND state = $2 AND id < $3', '$4');
 
 /** The cursor of the first page: before every id. */
 const NO_CURSOR = '9223372036854775807';
