@@ -26,12 +26,15 @@ export async function runMain(env: NodeJS.ProcessEnv = process.env): Promise<voi
   const log = createLogger({ level: config.LOG_LEVEL });
   // a signal during the start (embedded PostgreSQL, migrations) ends the process; after it, a graceful stop
   let running: Gateway | null = null;
+  /** when the graceful stop began (Date.now()), null before it */
+  let stopSince: number | null = null;
   const removeHandlers = onStopRequest((reason) => {
     const gw = running;
     if (!gw) process.exit(reason === 'SIGINT' ? 130 : 143);
     log.info({ reason }, 'stopping: finishing in-flight dispatches');
     const limitMs = config.STOP_TIMEOUT_MS;
     const since = Date.now();
+    stopSince = since;
     // The last resort: every statement and driver call of the stop is bounded, so this fires only when a stage
     // hangs all the same. It says which one, so that the operator sees more than an exit code 1.
     // Deliberately NOT unref()'d: while the stop runs, this timer holds the event loop. Were it unref'd, a stop
@@ -51,7 +54,18 @@ export async function runMain(env: NodeJS.ProcessEnv = process.env): Promise<voi
         process.exit(1);
       },
     );
-  }, { env });
+  }, {
+    env,
+    // A second signal while stopping (the operator insists): exit 130 at once, as before, but say where the
+    // stop was, as the hard stop does; a dispatch cut off in the call is found `sending` by the next start
+    // and told as `unknown`, never sent again.
+    onForce: () => {
+      const stage = running?.stopStage() ?? 'not started';
+      const elapsedMs = stopSince === null ? 0 : Date.now() - stopSince;
+      log.error({ stage, elapsedMs }, `forced stop: a second signal while stopping; the graceful stop was waiting on ${stage} after ${elapsedMs} ms; exiting 130`);
+      process.exit(130);
+    },
+  });
 
   let gw;
   try {
