@@ -51,6 +51,7 @@ export const instanceMachine = instanceSetup.createMachine({
     probeFailStreak: 0,
     qr: null,
     pairingCode: null,
+    pairingCodeFailed: null,
     waState: null,
     loading: null,
     lastError: null,
@@ -140,7 +141,10 @@ export const instanceMachine = instanceSetup.createMachine({
                       { target: `${LC}.failed`, actions: ['absorb', notifyDisconnected] },
                     ],
                     PAIRING_CODE_FAILED: {
-                      actions: { type: 'trace', params: ({ event }) => ({ kind: 'pairing_code_failed', detail: event.message }) },
+                      actions: [
+                        assign({ pairingCodeFailed: ({ event }) => ({ code: event.code, message: event.message, at: event.at }) }),
+                        { type: 'trace', params: ({ event }) => ({ kind: 'pairing_code_failed', detail: event.message }) },
+                      ],
                     },
                   },
                   states: {

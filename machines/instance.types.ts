@@ -3,7 +3,7 @@
  * events, notify/trace payloads, backoff and jitter arithmetic. Not a machine itself.
  */
 import { fromCallback } from 'xstate';
-import type { BrowserHealth, WAState } from '../src/drivers/contract.js';
+import type { BrowserHealth, DriverErrorCode, WAState } from '../src/drivers/contract.js';
 import type { AskEnvelope, InstanceAsk, NetworkAsk } from '../src/actors/port.js';
 import type { Job } from '../src/queue/job.js';
 import type { QueueMode } from '../src/queue/settings.js';
@@ -87,6 +87,11 @@ export interface InstanceContext {
   qr: { raw: string; at: number } | null;
   /** Latest pairing code while not linked; secret: never in summaries or logs. */
   pairingCode: { code: string; at: number } | null;
+  /**
+   * The latest request for a pairing code that the driver refused or failed (its error's code when it gave one,
+   * else null): the operator's request waiting for a code is answered with it instead of waiting out its deadline.
+   */
+  pairingCodeFailed: { code: DriverErrorCode | null; message: string; at: number } | null;
   waState: WAState | null;
   loading: { percent: number; message: string } | null;
   lastError: { reason: FailureReason | 'AUTH_FAILURE' | 'LOGOUT_FAILED'; detail: string; at: number | null } | null;
@@ -117,7 +122,7 @@ export type SessionEvent =
   | { type: 'SESSION_FAILED'; message: string; at: number; unreachable?: boolean }
   | { type: 'LOGGED_OUT'; at: number }
   | { type: 'LOGOUT_FAILED'; message: string; at: number }
-  | { type: 'PAIRING_CODE_FAILED'; message: string; at: number };
+  | { type: 'PAIRING_CODE_FAILED'; message: string; code: DriverErrorCode | null; at: number };
 
 export type OperatorEvent =
   | { type: 'ORDERED_RESTART'; reason?: string }

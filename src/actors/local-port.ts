@@ -11,6 +11,8 @@
 import { fromCallback, type AnyActorRef, type CallbackActorLogic } from 'xstate';
 import { raceClock, type Clock, type TimerHandle } from '../clock.js';
 import { DomainError, instanceTimeout } from '../errors.js';
+import { DriverError } from '../drivers/contract.js';
+import { driverErrorToDomain } from '../drivers/domain-errors.js';
 import { viewOf, type InstanceSnapshot } from '../../machines/instance.snapshot.js';
 import { linkViewOf, routeAsk } from '../../machines/instance.asks.js';
 import type { AcceptRequest } from '../queue/types.js';
@@ -242,19 +244,22 @@ export class LocalInstancePort implements InstancePort {
 
   /**
    * A pairing code: the instance actor takes the request (or refuses it), then the answer is the first code in
-   * its snapshot newer than the request (the one that was there before does not count), within `deadlineMs`.
+   * its snapshot newer than the request (the one that was there before does not count), within `deadlineMs`;
+   * a failure of the driver's request newer than the request (the session's PAIRING_CODE_FAILED) answers as
+   * that driver error would (e.g. 500 WA_CALL_FAILED), at once: no code will come of it.
    */
   private async pairingCode(ask: InstanceAsk & { type: 'pairingCode' }, deadlineMs: number): Promise<PairingCode> {
     const ref = this.actor();
-    const before = this.snapshot().context.pairingCode;
+    const { pairingCode: before, pairingCodeFailed: failedBefore } = this.snapshot().context;
     const clock = this.replies.clock;
     const started = clock.now();
     let stop = () => undefined as void;
     const arrived = new Promise<PairingCode>((resolve, reject) => {
       const sub = ref?.subscribe({
         next: (snap: InstanceSnapshot) => {
-          const code = snap.context.pairingCode;
+          const { pairingCode: code, pairingCodeFailed: failed } = snap.context;
           if (code && code !== before) resolve({ code: code.code, at: code.at });
+          else if (failed && failed !== failedBefore) reject(driverErrorToDomain(new DriverError(failed.message, failed.code ?? 'CALL_FAILED', true), 'pairing code', {}));
           else if (snap.status !== 'active') reject(unreachable());
         },
         error: () => reject(unreachable()),

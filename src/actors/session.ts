@@ -25,7 +25,7 @@
  * is sent twice. `onNetworkEvent` gets raw arguments, QR strings and pairing codes included: never log them.
  */
 import { fromCallback, type CallbackActorLogic } from 'xstate';
-import { NO_SESSION_DRIVER_CODES, networkUnreachable, type Driver, type DriverEventName, type DriverEvents, type DriverFactory, type DriverOptions } from '../drivers/contract.js';
+import { DriverError, NO_SESSION_DRIVER_CODES, networkUnreachable, type Driver, type DriverEventName, type DriverEvents, type DriverFactory, type DriverOptions } from '../drivers/contract.js';
 import type { SessionCommand, SessionControl, SessionEvent, SessionInput } from '../../machines/instance.machine.js';
 import { answer } from './local-port.js';
 import { performCall, type CallOutcome } from './call.js';
@@ -172,7 +172,7 @@ export function runSession(
       // The code itself arrives as the driver's `code` event.
       started
         .then(() => driver.requestPairingCode(command.phoneNumber))
-        .catch((err: unknown) => forward(() => ({ type: 'PAIRING_CODE_FAILED', message: messageOf(err), at: clock.now() })));
+        .catch((err: unknown) => forward(() => ({ type: 'PAIRING_CODE_FAILED', message: messageOf(err), code: err instanceof DriverError ? err.code : null, at: clock.now() })));
     }
   });
 

@@ -68,10 +68,10 @@ export const OPERATOR_OPERATIONS: Record<string, Operation> = {
   'POST /admin/v1/instances/:id/pairing-code': {
     summary: 'Link by pairing code: answers the code (also sent as webhook event `code`)',
     tag: 'Operator',
-    description: 'The first code newer than the request (Cache-Control: no-store). The webjs driver restarts its session in pairing mode first, so this can take up to a minute; no code by then is 504 INSTANCE_TIMEOUT (it may still come as the webhook event). 409 CONFLICT when the instance is linked or no session waits for a link.',
+    description: 'The first code newer than the request (Cache-Control: no-store). The webjs driver restarts its session in pairing mode first, so this can take up to a minute; no code by then is 504 INSTANCE_TIMEOUT (it may still come as the webhook event). A request the network call fails is answered at once with that failure (500 WA_CALL_FAILED; 503 INSTANCE_OFFLINE when the session went away): no code will come of it. 409 CONFLICT when the instance is linked or no session waits for a link.',
     body: PairingSchema,
     ok: data(obj({ instanceId: { type: 'string' }, code: { type: 'string' }, at: { type: 'string', format: 'date-time' } })),
-    errors: [...ADMIN_ONE, 'VALIDATION_FAILED', 'CONFLICT', 'INSTANCE_TIMEOUT', 'INSTANCE_UNREACHABLE'],
+    errors: [...ADMIN_ONE, 'VALIDATION_FAILED', 'CONFLICT', 'INSTANCE_TIMEOUT', 'INSTANCE_UNREACHABLE', 'WA_CALL_FAILED', 'INSTANCE_OFFLINE'],
   },
   'GET /admin/v1/nodes': { summary: 'The nodes of the cluster', tag: 'Operator', ok: data(items({ type: 'object' })) },
   'POST /admin/v1/instances/:id/move': {
