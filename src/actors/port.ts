@@ -8,7 +8,8 @@
  * as actor events (src/actors/local-port.ts); a port to another node can carry them over a network unchanged.
  * A refusal travels as `{ ok: false, error: { code, message, data } }` and becomes the DomainError it was.
  */
-import type { Driver } from '../drivers/contract.js';
+import { DriverError, type Driver } from '../drivers/contract.js';
+import { driverErrorToDomain } from '../drivers/domain-errors.js';
 import { DomainError, instanceOffline, internalError, queuePaused, queueStoreUnavailable, type ErrorCode } from '../errors.js';
 import { isConnectionError, StoreUnreachable } from '../store/health.js';
 import { CommitOutcomeUnknown } from '../store/pool.js';
@@ -225,6 +226,8 @@ export function errorReply(err: DomainError): AskReply {
 export function failureReply(err: unknown, report: (err: unknown) => void): AskReply {
   if (err instanceof DomainError) return errorReply(err);
   if (err instanceof CommitOutcomeUnknown) return { ok: false, error: { code: 'INSTANCE_TIMEOUT', message: err.message, cause: 'commit_unknown' } };
+  // the network's error, never the store's, whatever its text says (src/http/translate.ts)
+  if (err instanceof DriverError) return errorReply(driverErrorToDomain(err, 'network call', {}));
   if (isConnectionError(err)) return { ok: false, error: { code: 'QUEUE_STORE_UNAVAILABLE', message: messageOf(err), cause: 'store_unreachable' } };
   report(err);
   return errorReply(internalError());

@@ -42,6 +42,9 @@ const CLIENT_CODES: Record<number, ErrorCode> = {
 /** Anything thrown → the DomainError it answers as (a V1Error is the v1 routes' own answer: see below). */
 export function translate(raw: unknown, opts: TranslateOptions = {}): DomainError {
   if (raw instanceof DomainError) return raw;
+  // A driver's error is the network's, never the store's, whatever its text says: webjs passes Chromium's
+  // "read ECONNRESET" on, which the store's test below (by code and text) would take for PostgreSQL gone.
+  if (raw instanceof DriverError) return driverErrorToDomain(raw, 'network call', {});
   if (isConnectionError(raw)) {
     // PostgreSQL went away under this request: nothing was accepted; the probe switches the mode.
     opts.onStoreError?.();
@@ -62,7 +65,6 @@ export function translate(raw: unknown, opts: TranslateOptions = {}): DomainErro
     return new DomainError('INSTANCE_TIMEOUT', 'the store connection broke while committing; the request may have been accepted: retry only with the same idempotency key');
   }
   if (raw instanceof StructError) return new DomainError('VALIDATION_FAILED', structMessage(raw), { field: structField(raw) });
-  if (raw instanceof DriverError) return driverErrorToDomain(raw, 'network call', {});
   const e = (raw ?? {}) as HttpLikeError;
   const status = e.status ?? e.statusCode;
   const code = status !== undefined && e.expose === true ? CLIENT_CODES[status] : undefined;

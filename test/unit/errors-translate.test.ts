@@ -13,6 +13,7 @@ import { COMMIT_UNKNOWN, NOT_CONNECTED, STORE_LOST, V1Error } from '../../src/ht
 import { DriverError } from '../../src/drivers/contract.js';
 import { driverErrorToDomain } from '../../src/drivers/domain-errors.js';
 import { CommitOutcomeUnknown } from '../../src/store/pool.js';
+import { failureReply } from '../../src/actors/port.js';
 
 /** `| 404 | \`JOB_NOT_FOUND\` |` and `| 404 | \`A\`, \`B\` |` rows of the guide's error table. */
 function documentedStatuses(): Map<string, number> {
@@ -67,6 +68,20 @@ test('translate: each kind of thrown thing → the code it answers as', () => {
   assert.equal(translate(structError()).data.field, 'a');
   assert.deepEqual(translate(pgTimedOut()).data, { queueMode: 'pg', reason: 'store_timeout' });
   assert.equal(translate(new Error('secret detail')).message, 'internal error');
+});
+
+test('a driver error whose text names a socket error is the network\'s failure, never the store\'s (no probe, no QUEUE_STORE_UNAVAILABLE)', () => {
+  // webjs passes Chromium's protocol errors on with their text, e.g. a DevTools socket reset
+  const driverErr = () => new DriverError('Protocol error (Runtime.callFunctionOn): read ECONNRESET', 'CALL_FAILED', false);
+  let probes = 0;
+  const err = translate(driverErr(), { onStoreError: () => probes++ });
+  assert.deepEqual([err.code, err.status, probes], ['WA_CALL_FAILED', 500, 0]);
+  const refused = translate(new DriverError('connect ECONNREFUSED 127.0.0.1:9222', 'SESSION_CLOSED', true), { onStoreError: () => probes++ });
+  assert.deepEqual([refused.code, probes], ['INSTANCE_OFFLINE', 0]);
+  // an actor's reply of the same error (the port's conversion) says the same
+  const reply = failureReply(driverErr(), () => undefined);
+  assert.equal(reply.ok, false);
+  assert.equal(!reply.ok && reply.error.code, 'WA_CALL_FAILED');
 });
 
 test('translate: a store failure probes the store', () => {
