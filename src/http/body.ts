@@ -76,7 +76,9 @@ function arrived(req: IncomingMessage): Buffer | null {
  * The chunks of a stream up to its end, at most `limit` bytes (413 beyond, the stream left paused, never
  * destroyed: the answer must still go out on its socket). Listeners rather than an async iterator, whose
  * machinery cost more than the small body it reads. A stream that closes before its end rejects as an
- * async iterator would (ERR_STREAM_PREMATURE_CLOSE).
+ * async iterator would (ERR_STREAM_PREMATURE_CLOSE). The listeners are an object's methods, not arrows bound to
+ * names: tsx (esbuild's keepNames) names such an arrow with Object.defineProperty each time it is made, which
+ * was 2.5 % of the busy event loop over 500 instances (V8's profiler on machine X, docs/benchmarks.md).
  */
 function collect(source: Readable, limit: number): Promise<{ chunks: Buffer[]; size: number }> {
   return new Promise((resolve, reject) => {
@@ -85,29 +87,40 @@ function collect(source: Readable, limit: number): Promise<{ chunks: Buffer[]; s
     // read already (as an iterator would find it): nothing more comes
     if (source.readableEnded) return resolve({ chunks, size });
     if (source.destroyed) return reject(Object.assign(new Error('the stream closed before its end'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
-    const stop = () => {
-      source.off('data', onData);
-      source.off('end', onEnd);
-      source.off('error', onError);
-      source.off('close', onClose);
+    const on = {
+      stop() {
+        source.off('data', on.data);
+        source.off('end', on.end);
+        source.off('error', on.error);
+        source.off('close', on.close);
+      },
+      data(chunk: Buffer) {
+        size += chunk.length;
+        if (size <= limit) {
+          chunks.push(chunk);
+          return;
+        }
+        on.stop();
+        source.pause();
+        reject(payloadTooLarge(limit));
+      },
+      end() {
+        on.stop();
+        resolve({ chunks, size });
+      },
+      error(err: Error) {
+        on.stop();
+        reject(err);
+      },
+      close() {
+        on.stop();
+        reject(Object.assign(new Error('the stream closed before its end'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
+      },
     };
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size <= limit) {
-        chunks.push(chunk);
-        return;
-      }
-      stop();
-      source.pause();
-      reject(payloadTooLarge(limit));
-    };
-    const onEnd = () => (stop(), resolve({ chunks, size }));
-    const onError = (err: Error) => (stop(), reject(err));
-    const onClose = () => (stop(), reject(Object.assign(new Error('the stream closed before its end'), { code: 'ERR_STREAM_PREMATURE_CLOSE' })));
-    source.on('data', onData);
-    source.on('end', onEnd);
-    source.on('error', onError);
-    source.on('close', onClose);
+    source.on('data', on.data);
+    source.on('end', on.end);
+    source.on('error', on.error);
+    source.on('close', on.close);
   });
 }
 
@@ -135,13 +148,16 @@ function readAll(ctx: Context, limit: number): Buffer | Promise<Buffer> {
 async function readStreamed(ctx: Context, encoding: string, limit: number): Promise<Buffer> {
   const source = decoded(ctx, encoding);
   // `pipe` does not pass on a request cut off by its client: its inflater would wait for the rest forever (the
-  // request never over, never logged). Cut, it fails as the request itself does when read directly.
-  const cut = () => {
-    if (!ctx.req.complete) source.destroy(Object.assign(new Error('the request was aborted'), { code: 'ECONNRESET' }));
+  // request never over, never logged). Cut, it fails as the request itself does when read directly. (A method,
+  // not an arrow bound to a name: see collect.)
+  const request = {
+    cut() {
+      if (!ctx.req.complete) source.destroy(Object.assign(new Error('the request was aborted'), { code: 'ECONNRESET' }));
+    },
   };
   if (source !== ctx.req) {
-    if (ctx.req.destroyed) cut();
-    else ctx.req.once('close', cut);
+    if (ctx.req.destroyed) request.cut();
+    else ctx.req.once('close', request.cut);
   }
   let chunks: Buffer[];
   let size: number;
@@ -157,7 +173,7 @@ async function readStreamed(ctx: Context, encoding: string, limit: number): Prom
     throw bad('body', `the body could not be decoded with Content-Encoding ${ctx.get('content-encoding') || 'identity'}`);
   } finally {
     if (source !== ctx.req) {
-      ctx.req.off('close', cut);
+      ctx.req.off('close', request.cut);
       source.destroy();
     }
   }

@@ -134,19 +134,22 @@ function watch(pool: pg.Pool, reportTo: pg.Pool): pg.Pool {
  */
 export async function checkout(pool: Pool): Promise<{ client: PoolClient; release: (err?: Error) => void }> {
   const client = await pool.connect();
-  let broken: Error | undefined;
-  const onError = (err: Error) => {
-    broken ??= err;
+  // a method, not an arrow bound to a name: tsx (keepNames) names such an arrow each time it is made
+  const held = {
+    broken: undefined as Error | undefined,
+    released: false,
+    onError(err: Error) {
+      held.broken ??= err;
+    },
   };
-  client.on('error', onError);
-  let released = false;
+  client.on('error', held.onError);
   return {
     client,
     release(err?: Error) {
-      if (released) return;
-      released = true;
-      client.removeListener('error', onError);
-      client.release(err ?? broken);
+      if (held.released) return;
+      held.released = true;
+      client.removeListener('error', held.onError);
+      client.release(err ?? held.broken);
     },
   };
 }
