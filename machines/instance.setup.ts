@@ -56,7 +56,8 @@ export const instanceSetup = setup({
       const replyTo = system.get(event.replyTo);
       if ('to' in route) enqueue.sendTo(route.to, event);
       else if ('raise' in route) {
-        enqueue.raise(route.raise);
+        // a pairing code's request names its ask: the driver's failure of it answers that ask only
+        enqueue.raise(route.raise.type === 'REQUEST_PAIRING_CODE' ? { ...route.raise, askId: event.askId } : route.raise);
         if (replyTo) enqueue.sendTo(replyTo, reply(event.askId, { ok: true, value: null }));
       } else if (replyTo) enqueue.sendTo(replyTo, reply(event.askId, route.reply));
     }),

@@ -90,8 +90,10 @@ export interface InstanceContext {
   /**
    * The latest request for a pairing code that the driver refused or failed (its error's code when it gave one,
    * else null): the operator's request waiting for a code is answered with it instead of waiting out its deadline.
+   * `askId`: the port's ask that requested it (null when none did): a failure answers that request only, never
+   * another one waiting at the same time (its own call may still bring a code).
    */
-  pairingCodeFailed: { code: DriverErrorCode | null; message: string; at: number } | null;
+  pairingCodeFailed: { code: DriverErrorCode | null; message: string; at: number; askId: string | null } | null;
   waState: WAState | null;
   loading: { percent: number; message: string } | null;
   lastError: { reason: FailureReason | 'AUTH_FAILURE' | 'LOGOUT_FAILED'; detail: string; at: number | null } | null;
@@ -122,13 +124,13 @@ export type SessionEvent =
   | { type: 'SESSION_FAILED'; message: string; at: number; unreachable?: boolean }
   | { type: 'LOGGED_OUT'; at: number }
   | { type: 'LOGOUT_FAILED'; message: string; at: number }
-  | { type: 'PAIRING_CODE_FAILED'; message: string; code: DriverErrorCode | null; at: number };
+  | { type: 'PAIRING_CODE_FAILED'; message: string; code: DriverErrorCode | null; at: number; askId: string | null };
 
 export type OperatorEvent =
   | { type: 'ORDERED_RESTART'; reason?: string }
   | { type: 'LOGOUT' }
   | { type: 'STOP' }
-  | { type: 'REQUEST_PAIRING_CODE'; phoneNumber: string };
+  | { type: 'REQUEST_PAIRING_CODE'; phoneNumber: string; askId?: string };
 
 export type InternalEvent = { type: 'FAILURE_EXPIRED'; failureId: number } | { type: 'RESTART_SETTLED' };
 
@@ -155,7 +157,7 @@ export type AskEvent = AskEnvelope<InstanceAsk>;
 export type InstanceEvent = SessionEvent | OperatorEvent | InternalEvent | AskEvent | ChildEvent | PlannerNotice;
 
 /** What the machine tells its `session` child to do with the session. */
-export type SessionControl = { type: 'LOGOUT' } | { type: 'REQUEST_PAIRING_CODE'; phoneNumber: string };
+export type SessionControl = { type: 'LOGOUT' } | { type: 'REQUEST_PAIRING_CODE'; phoneNumber: string; askId?: string };
 /** Everything the `session` child receives: its controls, the port's network asks, the dispatcher's calls. */
 export type SessionCommand = SessionControl | AskEnvelope<NetworkAsk> | CallEnvelope;
 export interface SessionInput {

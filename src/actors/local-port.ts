@@ -245,12 +245,15 @@ export class LocalInstancePort implements InstancePort {
   /**
    * A pairing code: the instance actor takes the request (or refuses it), then the answer is the first code in
    * its snapshot newer than the request (the one that was there before does not count), within `deadlineMs`;
-   * a failure of the driver's request newer than the request (the session's PAIRING_CODE_FAILED) answers as
-   * that driver error would (e.g. 500 WA_CALL_FAILED), at once: no code will come of it.
+   * the failure of the driver's request this ask made (the session's PAIRING_CODE_FAILED naming its askId)
+   * answers as that driver error would (e.g. 500 WA_CALL_FAILED), at once: no code will come of it. Another
+   * request's failure does not answer this one (its own call may still bring a code).
    */
   private async pairingCode(ask: InstanceAsk & { type: 'pairingCode' }, deadlineMs: number): Promise<PairingCode> {
     const ref = this.actor();
-    const { pairingCode: before, pairingCodeFailed: failedBefore } = this.snapshot().context;
+    const before = this.snapshot().context.pairingCode;
+    /** this request's ask, once sent */
+    let askId: string | null = null;
     const clock = this.replies.clock;
     const started = clock.now();
     let stop = () => undefined as void;
@@ -259,7 +262,7 @@ export class LocalInstancePort implements InstancePort {
         next: (snap: InstanceSnapshot) => {
           const { pairingCode: code, pairingCodeFailed: failed } = snap.context;
           if (code && code !== before) resolve({ code: code.code, at: code.at });
-          else if (failed && failed !== failedBefore) reject(driverErrorToDomain(new DriverError(failed.message, failed.code ?? 'CALL_FAILED', true), 'pairing code', {}));
+          else if (failed && askId !== null && failed.askId === askId) reject(driverErrorToDomain(new DriverError(failed.message, failed.code ?? 'CALL_FAILED', true), 'pairing code', {}));
           else if (snap.status !== 'active') reject(unreachable());
         },
         error: () => reject(unreachable()),
@@ -268,7 +271,7 @@ export class LocalInstancePort implements InstancePort {
     });
     arrived.catch(() => undefined);
     try {
-      await this.send(ask, deadlineMs);
+      await this.send(ask, deadlineMs, (id) => (askId = id));
       const left = Math.max(0, deadlineMs - (clock.now() - started));
       return await raceClock(clock, left, arrived, () => {
         throw new DomainError('INSTANCE_TIMEOUT', 'no pairing code arrived in time; it may still come as the webhook event code');
@@ -284,9 +287,10 @@ export class LocalInstancePort implements InstancePort {
    * network), without a transition of the instance actor per ask. Asks it answers or turns into its own events
    * go to the instance actor as before.
    */
-  private async send<A extends InstanceAsk>(ask: A, deadlineMs: number): Promise<ReplyOf<A>> {
+  private async send<A extends InstanceAsk>(ask: A, deadlineMs: number, sentAs?: (askId: string) => void): Promise<ReplyOf<A>> {
     const reply = await this.replies.request(
       (address) => {
+        sentAs?.(address.askId);
         const target = this.routed(ask);
         if (!target) return false;
         (target.child ?? target.ref).send({ type: 'ASK', ...address, ask });

@@ -172,7 +172,7 @@ export function runSession(
       // The code itself arrives as the driver's `code` event.
       started
         .then(() => driver.requestPairingCode(command.phoneNumber))
-        .catch((err: unknown) => forward(() => ({ type: 'PAIRING_CODE_FAILED', message: messageOf(err), code: err instanceof DriverError ? err.code : null, at: clock.now() })));
+        .catch((err: unknown) => forward(() => ({ type: 'PAIRING_CODE_FAILED', message: messageOf(err), code: err instanceof DriverError ? err.code : null, at: clock.now(), askId: command.askId ?? null })));
     }
   });
 

@@ -18,12 +18,17 @@ let sandbox: SandboxServer;
 let proxy: http.Server;
 /** reset: every call of the driver (not its event stream) is reset on arrival */
 let reset = false;
+/** the next calls of the driver, one entry each: held this long, then reset or let through */
+const held: Array<{ ms: number; then: 'reset' | 'pass' }> = [];
 
 before(async () => {
   sandbox = await startSandboxServer({ port: 0, host: '127.0.0.1', statePath: null });
   const target = new URL(sandbox.url);
-  proxy = http.createServer((req, res) => {
-    if (reset && req.url?.startsWith('/rpc') && !req.url.startsWith('/rpc/events')) return void req.socket.resetAndDestroy();
+  proxy = http.createServer(async (req, res) => {
+    const call = req.url?.startsWith('/rpc') === true && !req.url.startsWith('/rpc/events');
+    const hold = call ? held.shift() : undefined;
+    if (hold) await new Promise((resolve) => setTimeout(resolve, hold.ms));
+    if (call && (hold ? hold.then === 'reset' : reset)) return void req.socket.resetAndDestroy();
     const onward = http.request({ host: target.hostname, port: target.port, path: req.url, method: req.method, headers: req.headers }, (answer) => {
       res.writeHead(answer.statusCode ?? 502, answer.headers);
       answer.pipe(res);
@@ -58,4 +63,19 @@ test('a pairing code request the network call fails is answered with the failure
   const paired = await t.admin('POST', `/admin/v1/instances/${instance.id}/pairing-code`, { phoneNumber: '4915112345678' });
   assert.equal(paired.status, 200, paired.text);
   assert.match(String((paired.body.data as { code?: unknown }).code), /^[A-Z0-9]{4}-?[A-Z0-9]{4}$/);
+});
+
+test('another request\'s failure does not answer a pairing code request whose own call brings a code', async () => {
+  const { instance } = await t.createInstance('pairfail-two', { link: false });
+  await waitFor(() => t.gw.actors.view(instance.id).status === 'waiting_qr', 'the instance waits to be linked');
+  // the first request's call fails after 600 ms; the second's, sent meanwhile, goes through after 800 ms
+  held.push({ ms: 600, then: 'reset' }, { ms: 800, then: 'pass' });
+  const first = t.admin('POST', `/admin/v1/instances/${instance.id}/pairing-code`, { phoneNumber: '4915112345678' });
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  const second = await t.admin('POST', `/admin/v1/instances/${instance.id}/pairing-code`, { phoneNumber: '4915112345678' });
+  assert.equal(second.status, 200, `its own call brought a code; the first request's failure is not its answer: ${second.text}`);
+  assert.match(String((second.body.data as { code?: unknown }).code), /^[A-Z0-9]{4}-?[A-Z0-9]{4}$/);
+  const failed = await first;
+  assert.equal(failed.status, 500, failed.text);
+  assert.equal(failed.body.code, 'WA_CALL_FAILED', failed.text);
 });
