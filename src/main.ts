@@ -62,7 +62,7 @@ export async function runMain(env: NodeJS.ProcessEnv = process.env): Promise<voi
     onForce: () => {
       const stage = running?.stopStage() ?? 'not started';
       const elapsedMs = stopSince === null ? 0 : Date.now() - stopSince;
-      log.error({ stage, elapsedMs }, `forced stop: a second signal while stopping; the graceful stop was waiting on ${stage} after ${elapsedMs} ms; exiting 130`);
+      log.error({ stage, elapsedMs }, `forced stop: another signal while stopping; the graceful stop was waiting on ${stage} after ${elapsedMs} ms; exiting 130`);
       process.exit(130);
     },
   });
