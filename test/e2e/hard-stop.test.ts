@@ -65,6 +65,36 @@ function hardStopLines(out: string, what = /hard stop/i): LogLine[] {
   return lines;
 }
 
+/**
+ * `fn` while another session holds the nodes table: leaving the cluster (and any lease round) waits on it for
+ * its statement timeout (4 s).
+ */
+async function withNodesLocked(db: TestDb, fn: () => Promise<void>): Promise<void> {
+  const holder = new pg.Client({ connectionString: db.url ?? '' });
+  await holder.connect();
+  try {
+    await holder.query('BEGIN');
+    await holder.query('LOCK TABLE nodes IN ACCESS EXCLUSIVE MODE');
+    await fn();
+  } finally {
+    await holder.query('ROLLBACK').catch(() => undefined);
+    await holder.end();
+  }
+}
+
+/** The one line of `out` whose message matches `what`, at error level, naming the cluster stage in its message too. */
+function oneClusterStageLine(out: string, what?: RegExp): LogLine {
+  const lines = hardStopLines(out, what);
+  assert.equal(lines.length, 1, out);
+  const [line] = lines;
+  assert.ok(line);
+  assert.equal(line.level, 50, 'at error level');
+  assert.match(String(line.stage), /^cluster: /, `the stage it was waiting on:\n${out}`);
+  assert.ok(line.msg.includes(String(line.stage)), 'the message names the stage too');
+  assert.doesNotMatch(out, new RegExp(ADMIN), 'no secret in the output');
+  return line;
+}
+
 /** SIGTERM, then how it ended and after how long. */
 async function stop(gw: RunningProcess): Promise<{ code: number | null; ms: number }> {
   const t0 = Date.now();
@@ -74,32 +104,17 @@ async function stop(gw: RunningProcess): Promise<{ code: number | null; ms: numb
 
 test('a stop held up past STOP_TIMEOUT_MS (its cluster stage waits on a locked table) exits 1 with one error line naming the stage', NEEDS_SERVER, async () => {
   const { gw, db } = await startGateway({ STOP_TIMEOUT_MS: '1000' });
-  // another session holds the nodes table: leaving the cluster (and any lease round) waits on it for its
-  // statement timeout (4 s), longer than the limit
-  const holder = new pg.Client({ connectionString: db.url ?? '' });
-  await holder.connect();
-  try {
-    await holder.query('BEGIN');
-    await holder.query('LOCK TABLE nodes IN ACCESS EXCLUSIVE MODE');
+  // leaving the cluster waits on the lock for its statement timeout (4 s), longer than the limit
+  await withNodesLocked(db, async () => {
     const { code } = await stop(gw);
     const out = gw.output();
     assert.equal(code, 1, `exit code 1 after a hard stop:\n${out}`);
-    const lines = hardStopLines(out);
-    assert.equal(lines.length, 1, out);
-    const [line] = lines;
-    assert.ok(line);
-    assert.equal(line.level, 50, 'at error level');
-    assert.match(String(line.stage), /^cluster: /, `the stage it was waiting on:\n${out}`);
-    assert.ok(line.msg.includes(String(line.stage)), 'the message names the stage too');
+    const line = oneClusterStageLine(out);
     assert.equal(line.limitMs, 1000);
     // at the limit (node's timers may fire a millisecond early by the wall clock: seen 999), not when the stop
     // would have finished by itself (after the 4 s statement timeout)
     assert.ok(typeof line.elapsedMs === 'number' && line.elapsedMs >= 990 && line.elapsedMs < 3_000, `how long the stop took: ${String(line.elapsedMs)}`);
-    assert.doesNotMatch(gw.output(), new RegExp(ADMIN), 'no secret in the output');
-  } finally {
-    await holder.query('ROLLBACK').catch(() => undefined);
-    await holder.end();
-  }
+  });
 });
 
 test('a stop stuck on a promise that nothing keeps alive does not end with 0: exit 1 at the limit, naming the stage', async () => {
@@ -114,11 +129,7 @@ test('a stop stuck on a promise that nothing keeps alive does not end with 0: ex
 
 test('a second signal while the stop waits exits 130 at once with one error line naming the stage (before: 130 without a word)', NEEDS_SERVER, async () => {
   const { gw, db } = await startGateway({ STOP_TIMEOUT_MS: '20000' });
-  const holder = new pg.Client({ connectionString: db.url ?? '' });
-  await holder.connect();
-  try {
-    await holder.query('BEGIN');
-    await holder.query('LOCK TABLE nodes IN ACCESS EXCLUSIVE MODE');
+  await withNodesLocked(db, async () => {
     gw.proc.kill('SIGTERM');
     // past FORCE_AFTER_MS: a signal that soon is the same request delivered twice (src/stop-signals.ts), not an
     // operator insisting; the stop waits on the lock for its statement timeout (4 s) meanwhile
@@ -127,20 +138,10 @@ test('a second signal while the stop waits exits 130 at once with one error line
     const { code } = await gw.kill('SIGINT');
     const out = gw.output();
     assert.equal(code, 130, `exit code 130 on a second signal:\n${out}`);
-    const lines = hardStopLines(out, /forced stop/i);
-    assert.equal(lines.length, 1, out);
-    const [line] = lines;
-    assert.ok(line);
-    assert.equal(line.level, 50, 'at error level');
-    assert.match(String(line.stage), /^cluster: /, `the stage it was waiting on:\n${out}`);
-    assert.ok(line.msg.includes(String(line.stage)), 'the message names the stage too');
+    const line = oneClusterStageLine(out, /forced stop/i);
     assert.ok(typeof line.elapsedMs === 'number' && line.elapsedMs >= 1_400 && line.elapsedMs < 4_000, `how long the stop had run: ${String(line.elapsedMs)}`);
     assert.deepEqual(hardStopLines(out), [], 'not a hard stop');
-    assert.doesNotMatch(out, new RegExp(ADMIN), 'no secret in the output');
-  } finally {
-    await holder.query('ROLLBACK').catch(() => undefined);
-    await holder.end();
-  }
+  });
 });
 
 test('a clean stop exits 0 well before the limit, without a hard-stop line', async () => {
