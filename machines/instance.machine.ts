@@ -142,7 +142,7 @@ export const instanceMachine = instanceSetup.createMachine({
                     ],
                     PAIRING_CODE_FAILED: {
                       actions: [
-                        assign({ pairingCodeFailed: ({ event }) => ({ code: event.code, message: event.message, at: event.at, askId: event.askId }) }),
+                        assign({ pairingCodeFailed: ({ event }) => ({ code: event.code, message: event.message, askId: event.askId }) }),
                         { type: 'trace', params: ({ event }) => ({ kind: 'pairing_code_failed', detail: event.message }) },
                       ],
                     },

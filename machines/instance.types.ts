@@ -93,7 +93,7 @@ export interface InstanceContext {
    * `askId`: the port's ask that requested it (null when none did): a failure answers that request only, never
    * another one waiting at the same time (its own call may still bring a code).
    */
-  pairingCodeFailed: { code: DriverErrorCode | null; message: string; at: number; askId: string | null } | null;
+  pairingCodeFailed: { code: DriverErrorCode | null; message: string; askId: string | null } | null;
   waState: WAState | null;
   loading: { percent: number; message: string } | null;
   lastError: { reason: FailureReason | 'AUTH_FAILURE' | 'LOGOUT_FAILED'; detail: string; at: number | null } | null;

@@ -28,13 +28,14 @@ export async function runMain(env: NodeJS.ProcessEnv = process.env): Promise<voi
   let running: Gateway | null = null;
   /** when the graceful stop began (Date.now()), null before it */
   let stopSince: number | null = null;
+  /** where the graceful stop is: the stage it waits on, and how long it has run (a hard or forced stop's line) */
+  const stopPosition = () => ({ stage: running?.stopStage() ?? 'not started', elapsedMs: stopSince === null ? 0 : Date.now() - stopSince });
   const removeHandlers = onStopRequest((reason) => {
     const gw = running;
     if (!gw) process.exit(reason === 'SIGINT' ? 130 : 143);
     log.info({ reason }, 'stopping: finishing in-flight dispatches');
     const limitMs = config.STOP_TIMEOUT_MS;
-    const since = Date.now();
-    stopSince = since;
+    stopSince = Date.now();
     // The last resort: every statement and driver call of the stop is bounded, so this fires only when a stage
     // hangs all the same. It says which one, so that the operator sees more than an exit code 1.
     // Deliberately NOT unref()'d: while the stop runs, this timer holds the event loop. Were it unref'd, a stop
@@ -42,8 +43,7 @@ export async function runMain(env: NodeJS.ProcessEnv = process.env): Promise<voi
     // exit by itself, with code 0, as if the stop had succeeded. Held, it ends such a stop here, with 1 and
     // this line. A stop that finishes calls process.exit(0) itself, so the held timer never delays it.
     setTimeout(() => {
-      const stage = gw.stopStage() ?? 'not started';
-      const elapsedMs = Date.now() - since;
+      const { stage, elapsedMs } = stopPosition();
       log.error({ stage, elapsedMs, limitMs }, `hard stop: the graceful stop did not finish within STOP_TIMEOUT_MS (${limitMs} ms); still waiting on ${stage} after ${elapsedMs} ms; exiting 1`);
       process.exit(1);
     }, limitMs);
@@ -60,8 +60,7 @@ export async function runMain(env: NodeJS.ProcessEnv = process.env): Promise<voi
     // stop was, as the hard stop does; a dispatch cut off in the call is found `sending` by the next start
     // and told as `unknown`, never sent again.
     onForce: () => {
-      const stage = running?.stopStage() ?? 'not started';
-      const elapsedMs = stopSince === null ? 0 : Date.now() - stopSince;
+      const { stage, elapsedMs } = stopPosition();
       log.error({ stage, elapsedMs }, `forced stop: another signal while stopping; the graceful stop was waiting on ${stage} after ${elapsedMs} ms; exiting 130`);
       process.exit(130);
     },

@@ -72,6 +72,9 @@ function arrived(req: IncomingMessage): Buffer | null {
   return chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
 }
 
+/** A stream closed before its end, as an async iterator rejects it. */
+const prematureClose = () => Object.assign(new Error('the stream closed before its end'), { code: 'ERR_STREAM_PREMATURE_CLOSE' });
+
 /**
  * The chunks of a stream up to its end, at most `limit` bytes (413 beyond, the stream left paused, never
  * destroyed: the answer must still go out on its socket). Listeners rather than an async iterator, whose
@@ -86,7 +89,7 @@ function collect(source: Readable, limit: number): Promise<{ chunks: Buffer[]; s
     let size = 0;
     // read already (as an iterator would find it): nothing more comes
     if (source.readableEnded) return resolve({ chunks, size });
-    if (source.destroyed) return reject(Object.assign(new Error('the stream closed before its end'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
+    if (source.destroyed) return reject(prematureClose());
     const on = {
       stop() {
         source.off('data', on.data);
@@ -114,7 +117,7 @@ function collect(source: Readable, limit: number): Promise<{ chunks: Buffer[]; s
       },
       close() {
         on.stop();
-        reject(Object.assign(new Error('the stream closed before its end'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
+        reject(prematureClose());
       },
     };
     source.on('data', on.data);

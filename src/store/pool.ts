@@ -134,22 +134,22 @@ function watch(pool: pg.Pool, reportTo: pg.Pool): pg.Pool {
  */
 export async function checkout(pool: Pool): Promise<{ client: PoolClient; release: (err?: Error) => void }> {
   const client = await pool.connect();
+  let broken: Error | undefined;
   // a method, not an arrow bound to a name: tsx (keepNames) names such an arrow each time it is made
-  const held = {
-    broken: undefined as Error | undefined,
-    released: false,
+  const listener = {
     onError(err: Error) {
-      held.broken ??= err;
+      broken ??= err;
     },
   };
-  client.on('error', held.onError);
+  client.on('error', listener.onError);
+  let released = false;
   return {
     client,
     release(err?: Error) {
-      if (held.released) return;
-      held.released = true;
-      client.removeListener('error', held.onError);
-      client.release(err ?? held.broken);
+      if (released) return;
+      released = true;
+      client.removeListener('error', listener.onError);
+      client.release(err ?? broken);
     },
   };
 }
