@@ -13,7 +13,7 @@ import { structField, structMessage } from './validate.js';
 import { DriverError } from '../drivers/contract.js';
 import { driverErrorToDomain } from '../drivers/domain-errors.js';
 import { isConnectionError } from '../store/health.js';
-import { CommitOutcomeUnknown } from '../store/pool.js';
+import { CommitOutcomeUnknown, isStoreError } from '../store/pool.js';
 import type { Logger } from '../log.js';
 
 export interface TranslateOptions {
@@ -75,7 +75,7 @@ export function translate(raw: unknown, opts: TranslateOptions = {}): DomainErro
 
 /** PostgreSQL's `query_canceled` (57014): the server's statement_timeout (STORE_DEADLINES.statementMs) ended it. */
 function isStatementTimeout(raw: unknown): boolean {
-  return raw instanceof Error && (raw as { code?: unknown }).code === '57014';
+  return isStoreError(raw) && (raw as { code?: unknown }).code === '57014';
 }
 
 export interface V1Context {

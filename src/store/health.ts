@@ -9,7 +9,7 @@
  * real time, like pg's own: it measures a socket, and a simulated clock jumping ahead must not fail a probe
  * whose answer is on its way. When the probe runs is the runtime clock's business.
  */
-import { CommitOutcomeUnknown, type Pool } from './pool.js';
+import { CommitOutcomeUnknown, isStoreError, type Pool } from './pool.js';
 import type { Clock, TimerHandle } from '../clock.js';
 import type { Logger } from '../log.js';
 
@@ -23,12 +23,16 @@ export class StoreUnreachable extends Error {
   }
 }
 
-/** True for errors that say the database could not be reached or used (not for a bad query). */
+/**
+ * True for errors that say the database could not be reached or used (not for a bad query). Only an error the
+ * store's pool or client raised is judged (src/store/pool.ts marks them): the same code or text from anywhere else
+ * (another peer's socket, a validation message echoing a caller's field) says nothing of PostgreSQL.
+ */
 export function isConnectionError(err: unknown): boolean {
-  if (!(err instanceof Error)) return false;
   if (err instanceof StoreUnreachable) return true;
   // the connection broke during COMMIT: something may have been written, so not a "nothing happened" fault
   if (err instanceof CommitOutcomeUnknown) return false;
+  if (!isStoreError(err)) return false;
   const { code, severity } = err as { code?: unknown; severity?: unknown };
   if (typeof code === 'string' && CONNECTION_CODES.has(code)) return true;
   // The server ends the session with every FATAL error, whatever its code: a database that does not accept

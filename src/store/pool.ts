@@ -13,6 +13,65 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (v: string) => Number(v));
 export type PoolConfig = pg.PoolConfig;
 
 /**
+ * What the store's pools and clients raised (their `connect` and `query`), marked where it is raised: only such an
+ * error can say that PostgreSQL is unreachable (src/store/health.ts isConnectionError). An error of any other
+ * origin that reads like one says nothing of the store: a socket error of another peer (a media host, a webhook
+ * receiver, another node), or a validation message that echoes a caller's text (found from the outside: a body
+ * field named `ECONNRESET` was answered 503 QUEUE_STORE_UNAVAILABLE, with a store probe).
+ */
+const RAISED_BY_STORE = new WeakSet<Error>();
+
+/** Mark `err` as raised by the store (what the pools below do with every failure of theirs); returns it. */
+export function raisedByStore<E>(err: E): E {
+  if (err instanceof Error) RAISED_BY_STORE.add(err);
+  return err;
+}
+
+/** Whether the store's pool or client raised `err`. */
+export function isStoreError(err: unknown): err is Error {
+  return err instanceof Error && RAISED_BY_STORE.has(err);
+}
+
+type PgMethod = (this: object, ...args: unknown[]) => unknown;
+type PgCallback = (err: unknown, ...results: unknown[]) => void;
+
+/**
+ * pg's `connect` or `query` (of a pool or a client) whose failure is marked before anyone sees it. Called with a
+ * callback (as pg-pool calls its clients, and its own `connect`), that callback gets the marked error; called
+ * without one (as this code calls them), the same callback settles the promise it answers, as pg's would.
+ */
+function marking(method: PgMethod): PgMethod {
+  return function markedCall(this: object, ...args: unknown[]): unknown {
+    const last = args[args.length - 1];
+    if (typeof last === 'function') {
+      const callback = last as PgCallback;
+      args[args.length - 1] = (err: unknown, ...results: unknown[]) => callback(raisedByStore(err), ...results);
+      return method.apply(this, args);
+    }
+    // a Submittable (a cursor, a stream) reports on itself; none is used here
+    if (typeof (args[0] as { submit?: unknown } | null | undefined)?.submit === 'function') return method.apply(this, args);
+    return new Promise((resolve, reject) => {
+      method.apply(this, [...args, (err: unknown, result: unknown) => (err ? reject(raisedByStore(err)) : resolve(result))]);
+    });
+  };
+}
+
+function markFailures(prototype: object, from: object, names: readonly string[]): void {
+  for (const name of names) {
+    const method = Reflect.get(from, name) as PgMethod;
+    Object.defineProperty(prototype, name, { value: marking(method), writable: true, configurable: true });
+  }
+}
+
+/** The store's client (pg's `Client` option of its pools): what its queries raise is marked. */
+class StoreClient extends pg.Client {}
+markFailures(StoreClient.prototype, pg.Client.prototype, ['query']);
+
+/** A pool whose `connect` and `query` mark what they raise (pg-pool's own errors: a connect timeout). */
+class MarkingPool extends pg.Pool {}
+markFailures(MarkingPool.prototype, pg.Pool.prototype, ['connect', 'query']);
+
+/**
  * Every store call ends well inside the shortest caller wait (the v1 synchronous wait, 20 s by default), also
  * when PostgreSQL is partitioned away (packets dropped, nothing closed), so that callers get an answer and the
  * degraded mode starts promptly:
@@ -44,7 +103,7 @@ export const CLAIM_CONNECTIONS = 4;
  * 80–400 ms where one on an open connection takes 5–15. A pool of at most two connections (the embedded PostgreSQL takes one) has none: claims
  * use the pool.
  */
-class StorePool extends pg.Pool {
+class StorePool extends MarkingPool {
   private claims: pg.Pool | null = null;
   private warming: Promise<void> | null = null;
 
@@ -57,7 +116,7 @@ class StorePool extends pg.Pool {
     // (`ended`: pg-pool's, set by end())
     if (this.ended || (this.storeSettings.max ?? 10) <= 2) return this;
     // kept open once opened (no idle timeout): a claim must not pay for a new connection
-    this.claims ??= watch(new pg.Pool({ ...this.storeSettings, max: CLAIM_CONNECTIONS, idleTimeoutMillis: 0 }), this);
+    this.claims ??= watch(new MarkingPool({ ...this.storeSettings, max: CLAIM_CONNECTIONS, idleTimeoutMillis: 0 }), this);
     return this.claims;
   }
 
@@ -105,6 +164,7 @@ export function createPool(config: PoolConfig): Pool {
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
     ...config,
+    Client: StoreClient,
   });
   return watch(pool, pool);
 }

@@ -12,7 +12,7 @@ import { translate, toV1SendError, toV1ReadError, toV1GuardError } from '../../s
 import { COMMIT_UNKNOWN, NOT_CONNECTED, STORE_LOST, V1Error } from '../../src/http/errors.js';
 import { DriverError } from '../../src/drivers/contract.js';
 import { driverErrorToDomain } from '../../src/drivers/domain-errors.js';
-import { CommitOutcomeUnknown } from '../../src/store/pool.js';
+import { CommitOutcomeUnknown, raisedByStore } from '../../src/store/pool.js';
 import { failureReply } from '../../src/actors/port.js';
 
 /** `| 404 | \`JOB_NOT_FOUND\` |` and `| 404 | \`A\`, \`B\` |` rows of the guide's error table. */
@@ -44,9 +44,9 @@ const structError = (): StructError => {
   }
   throw new Error('no StructError');
 };
-/** what pg throws when the server's statement_timeout cancels a statement */
-const pgTimedOut = () => Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014', severity: 'ERROR' });
-const pgGone = () => Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+/** what pg throws when the server's statement_timeout cancels a statement (as the store's pool marks it) */
+const pgTimedOut = () => raisedByStore(Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014', severity: 'ERROR' }));
+const pgGone = () => raisedByStore(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }));
 
 test('translate: each kind of thrown thing → the code it answers as', () => {
   const cases: [unknown, ErrorCode, number][] = [
