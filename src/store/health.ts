@@ -39,6 +39,9 @@ export function isConnectionError(err: unknown): boolean {
   // connections now (55000), too many connections (53300), a dropped database (3D000), a failed
   // authentication (28P01). No statement ran; the store cannot be used until that changes.
   if (severity === 'FATAL' || severity === 'PANIC') return true;
+  // any other error the server sent is judged by its code and severity alone: its message may quote a value
+  // (`invalid input syntax for type uuid: "…"`), whatever a caller put there
+  if (typeof severity === 'string') return false;
   return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|not queryable|Query read timeout|ECONNREFUSED|ECONNRESET/i.test(err.message);
 }
 

@@ -108,3 +108,14 @@ test('the store still knows its own failures: a refused connection (pool) and a 
     await pool.end();
   }
 });
+
+test("a server error that quotes a caller's text is judged by its code: a cast of 'ECONNRESET' is not the store unreachable", async () => {
+  // the store raised it (marked), and its message holds the value: `invalid input syntax for type uuid: "ECONNRESET"`
+  const err = await g.gw.pool.query('SELECT $1::uuid', ['ECONNRESET: Connection terminated']).then(() => null, (e: unknown) => e);
+  assert.ok(err instanceof Error && /ECONNRESET/.test(err.message), String(err));
+  assert.equal((err as { code?: string }).code, '22P02');
+  assert.equal(isConnectionError(err), false);
+  let probed = 0;
+  assert.equal(translate(err, { onStoreError: () => probed++ }).code, 'INTERNAL_ERROR');
+  assert.equal(probed, 0);
+});
