@@ -8,6 +8,14 @@
  * Strategy: `instance_id = ANY($1)` over the indexes the one-instance reads use (jobs_instance_state,
  * jobs_terminal, dispatches_window, jobs_caller_boot); rows come back sorted by instance
  * and are split in one pass.
+ *
+ * The rows a batch reads are bounded: a first statement counts, per instance, the rows its reads would bring
+ * (waiting jobs, the last 24 h of dispatches and of ended jobs: the same index ranges, counted), and the reads run
+ * for groups of instances of at most START_READ_ROWS rows (an instance with more is read alone). A restart of
+ * a node whose 200 instances held 5,000 waiting jobs each read a million rows in one statement, past the
+ * statement deadline (4 s), so every start of the batch failed alike, and their retries, due at the same
+ * moments, were batched and failed again: 45 s after the start 30 of the 200 queues had loaded, the others
+ * answering 503 QUEUE_STORE_UNAVAILABLE (queue_not_loaded). Grouped, every queue had loaded 21 s after the start.
  */
 import { CALLER_GONE } from '../sync-callers.js';
 import { OUTCOME_JOB_STATES, PENDING_JOB_STATES, WAITING_JOB_STATES, bulkJobEvent, statesAccepting } from '../../../machines/job.machine.js';
@@ -18,6 +26,12 @@ import { sqlStates } from './row.js';
 import { mirrorJobOf, type WaitingRow } from './listWaiting.js';
 
 const DAY_MS = 86_400_000;
+
+/**
+ * The most rows the reads of one group of a start bring (an instance with more is read alone): four full queues
+ * at the default QUEUE_MAX_PENDING. A start of a million waiting jobs is about fifty groups.
+ */
+export const START_READ_ROWS = 20_000;
 
 /** One instance's queue as PostgreSQL holds it when the queue starts. */
 export interface StartState {
@@ -54,8 +68,52 @@ const RECOVERY = `SELECT DISTINCT instance_id FROM jobs
                               AND ${CALLER_GONE}))`;
 
 
-/** The start state of each instance (by id) at `now`; `bootId`: this process's (sync-callers.ts). */
-export async function loadStarts(q: Queryable, instanceIds: readonly string[], now: number, bootId: string): Promise<Map<string, StartState>> {
+// what each instance's reads below would bring: its waiting jobs, its dispatches and its ended jobs of the window
+const SIZES = `SELECT i.id,
+                      (SELECT count(*) FROM jobs j WHERE j.instance_id = i.id AND j.state IN (${sqlStates(WAITING_JOB_STATES)}))
+                    + (SELECT count(*) FROM dispatches d WHERE d.instance_id = i.id AND d.dispatched_at > $2)
+                    + (SELECT count(*) FROM jobs t WHERE t.instance_id = i.id AND t.terminal_at > $2) AS n
+                 FROM unnest($1::uuid[]) AS i (id)`;
+
+/**
+ * `ids` in order, cut into groups whose `rows` sum to at most `limit` (an id with more is a group alone; one with
+ * none adds nothing).
+ */
+export function groupsWithin(ids: readonly string[], rows: (id: string) => number, limit: number): string[][] {
+  const groups: string[][] = [];
+  let group: string[] = [];
+  let sum = 0;
+  for (const id of ids) {
+    const n = rows(id);
+    if (group.length > 0 && sum + n > limit) {
+      groups.push(group);
+      group = [];
+      sum = 0;
+    }
+    group.push(id);
+    sum += n;
+  }
+  if (group.length > 0) groups.push(group);
+  return groups;
+}
+
+/**
+ * The start state of each instance (by id) at `now`; `bootId`: this process's (sync-callers.ts). The reads run
+ * for groups of instances of at most `readRows` rows (START_READ_ROWS; Infinity: one group, no count first).
+ */
+export async function loadStarts(q: Queryable, instanceIds: readonly string[], now: number, bootId: string, readRows = START_READ_ROWS): Promise<Map<string, StartState>> {
+  if (!Number.isFinite(readRows) || instanceIds.length <= 1) return loadGroup(q, instanceIds, now, bootId);
+  const sizes = await q.query<{ id: string; n: string }>(SIZES, [[...instanceIds], new Date(now - DAY_MS)]);
+  const rowsOf = new Map(sizes.rows.map((r) => [r.id, Number(r.n)]));
+  const out = new Map<string, StartState>();
+  for (const group of groupsWithin(instanceIds, (id) => rowsOf.get(id) ?? 0, readRows)) {
+    for (const [id, state] of await loadGroup(q, group, now, bootId)) out.set(id, state);
+  }
+  return out;
+}
+
+/** `loadStarts` of one group, each read one statement. */
+async function loadGroup(q: Queryable, instanceIds: readonly string[], now: number, bootId: string): Promise<Map<string, StartState>> {
   const ids = [...instanceIds];
   const since = new Date(now - DAY_MS);
   // one after another: a start-up's batches already keep the pool busy, and this takes one connection at a time
