@@ -155,6 +155,13 @@ const BENCHES: Bench[] = [
     ],
   },
   {
+    name: 'full-node', file: 'bench/full-node.ts', needs: 'postgres',
+    figures: [
+      { figure: 'restart with a million waiting jobs (200 full queues): every queue loaded', goal: '≤ 30 s', unit: ' s', read: num(/restart with \d+ waiting jobs: every queue loaded ([\d.]+) s/), met: (v) => v <= 30 },
+      { figure: '  heap per waiting job', goal: 'report', unit: ' B', read: num(/heap per waiting job: ([\d.]+) B/) },
+    ],
+  },
+  {
     name: 'cluster', file: 'bench/cluster.ts', needs: 'postgres', env: { BENCH_KILLS: process.env.BENCH_KILLS ?? '20' },
     figures: [
       { figure: 'failover p99 (LEASE_TTL_MS 3000)', goal: '≤ 15,000 ms', unit: ' ms', read: num(/failover .*?p99 ([\d.]+) ms/), met: (v) => v <= 15_000 },
