@@ -68,11 +68,12 @@ const RECOVERY = `SELECT DISTINCT instance_id FROM jobs
                               AND ${CALLER_GONE}))`;
 
 
-// what each instance's reads below would bring: its waiting jobs, its dispatches and its ended jobs of the window
+// what each instance's reads below would bring: its waiting jobs, its dispatches and its ended jobs of the window,
+// each counted up to $3 (the budget and one: an instance past it is read alone, however far past)
 const SIZES = `SELECT i.id,
-                      (SELECT count(*) FROM jobs j WHERE j.instance_id = i.id AND j.state IN (${sqlStates(WAITING_JOB_STATES)}))
-                    + (SELECT count(*) FROM dispatches d WHERE d.instance_id = i.id AND d.dispatched_at > $2)
-                    + (SELECT count(*) FROM jobs t WHERE t.instance_id = i.id AND t.terminal_at > $2) AS n
+                      (SELECT count(*) FROM (SELECT 1 FROM jobs j WHERE j.instance_id = i.id AND j.state IN (${sqlStates(WAITING_JOB_STATES)}) LIMIT $3) AS w)
+                    + (SELECT count(*) FROM (SELECT 1 FROM dispatches d WHERE d.instance_id = i.id AND d.dispatched_at > $2 LIMIT $3) AS h)
+                    + (SELECT count(*) FROM (SELECT 1 FROM jobs t WHERE t.instance_id = i.id AND t.terminal_at > $2 LIMIT $3) AS r) AS n
                  FROM unnest($1::uuid[]) AS i (id)`;
 
 /**
@@ -103,7 +104,7 @@ export function groupsWithin(ids: readonly string[], rows: (id: string) => numbe
  */
 export async function loadStarts(q: Queryable, instanceIds: readonly string[], now: number, bootId: string, readRows = START_READ_ROWS): Promise<Map<string, StartState>> {
   if (!Number.isFinite(readRows) || instanceIds.length <= 1) return loadGroup(q, instanceIds, now, bootId);
-  const sizes = await q.query<{ id: string; n: string }>(SIZES, [[...instanceIds], new Date(now - DAY_MS)]);
+  const sizes = await q.query<{ id: string; n: string }>(SIZES, [[...instanceIds], new Date(now - DAY_MS), readRows + 1]);
   const rowsOf = new Map(sizes.rows.map((r) => [r.id, Number(r.n)]));
   const out = new Map<string, StartState>();
   for (const group of groupsWithin(instanceIds, (id) => rowsOf.get(id) ?? 0, readRows)) {
