@@ -11,7 +11,7 @@
 import { DriverError, type Driver } from '../drivers/contract.js';
 import { driverErrorToDomain } from '../drivers/domain-errors.js';
 import { DomainError, instanceOffline, internalError, queuePaused, queueStoreUnavailable, type ErrorCode } from '../errors.js';
-import { isConnectionError, StoreUnreachable } from '../store/health.js';
+import { isConnectionError, isStatementTimeout, StoreTimedOut, StoreUnreachable } from '../store/health.js';
 import { CommitOutcomeUnknown } from '../store/pool.js';
 import type { Job, QueueCounts } from '../queue/job.js';
 import type { AcceptOutcome, AcceptRequest, DirectOutcome, DirectSend } from '../queue/types.js';
@@ -174,7 +174,7 @@ export interface ReplyError {
   data?: Record<string, unknown>;
   extra?: Record<string, unknown>;
   /** the store failed under the ask: rethrown as the store's own error, so the answer says what it says today */
-  cause?: 'store_unreachable' | 'commit_unknown';
+  cause?: 'store_unreachable' | 'store_timeout' | 'commit_unknown';
 }
 
 export type AskReply = { ok: true; value: unknown } | { ok: false; error: ReplyError };
@@ -229,6 +229,8 @@ export function failureReply(err: unknown, report: (err: unknown) => void): AskR
   // the network's error, never the store's, whatever its text says (src/http/translate.ts)
   if (err instanceof DriverError) return errorReply(driverErrorToDomain(err, 'network call', {}));
   if (isConnectionError(err)) return { ok: false, error: { code: 'QUEUE_STORE_UNAVAILABLE', message: messageOf(err), cause: 'store_unreachable' } };
+  // PostgreSQL cancelled a statement (57014): nothing was written; answered 503 store_timeout where the answer is written
+  if (isStatementTimeout(err)) return { ok: false, error: { code: 'QUEUE_STORE_UNAVAILABLE', message: messageOf(err), cause: 'store_timeout' } };
   report(err);
   return errorReply(internalError());
 }
@@ -237,6 +239,7 @@ export function failureReply(err: unknown, report: (err: unknown) => void): AskR
 export function replyErrorToThrow(e: ReplyError): Error {
   if (e.cause === 'commit_unknown') return new CommitOutcomeUnknown(new Error(e.message));
   if (e.cause === 'store_unreachable') return new StoreUnreachable(e.message);
+  if (e.cause === 'store_timeout') return new StoreTimedOut(e.message);
   return new DomainError(e.code, e.message, e.data ?? {}, e.extra ?? {});
 }
 

@@ -12,8 +12,8 @@ import { COMMIT_UNKNOWN, NOT_CONNECTED, STORE_LOST, V1Error } from './errors.js'
 import { structField, structMessage } from './validate.js';
 import { DriverError } from '../drivers/contract.js';
 import { driverErrorToDomain } from '../drivers/domain-errors.js';
-import { isConnectionError } from '../store/health.js';
-import { CommitOutcomeUnknown, isStoreError } from '../store/pool.js';
+import { isConnectionError, isStatementTimeout } from '../store/health.js';
+import { CommitOutcomeUnknown } from '../store/pool.js';
 import type { Logger } from '../log.js';
 
 export interface TranslateOptions {
@@ -73,10 +73,6 @@ export function translate(raw: unknown, opts: TranslateOptions = {}): DomainErro
   return internalError();
 }
 
-/** PostgreSQL's `query_canceled` (57014): the server's statement_timeout (STORE_DEADLINES.statementMs) ended it. */
-function isStatementTimeout(raw: unknown): boolean {
-  return isStoreError(raw) && (raw as { code?: unknown }).code === '57014';
-}
 
 export interface V1Context {
   log?: Logger | undefined;

@@ -23,6 +23,22 @@ export class StoreUnreachable extends Error {
   }
 }
 
+/** PostgreSQL cancelled a statement (its statement_timeout), reported by another actor (as data, then rethrown where the answer is written). */
+export class StoreTimedOut extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StoreTimedOut';
+  }
+}
+
+/**
+ * PostgreSQL's `query_canceled` (57014) raised by the store: its statement_timeout (STORE_DEADLINES.statementMs)
+ * ended the statement, which wrote nothing; or such a failure reported by another actor.
+ */
+export function isStatementTimeout(err: unknown): boolean {
+  return err instanceof StoreTimedOut || (isStoreError(err) && (err as { code?: unknown }).code === '57014');
+}
+
 /**
  * True for errors that say the database could not be reached or used (not for a bad query). Only an error the
  * store's pool or client raised is judged (src/store/pool.ts marks them): the same code or text from anywhere else
