@@ -75,11 +75,11 @@ function counting(q: Queryable): { q: Queryable; waitingReads: string[][] } {
 
 test('a start batch is read in groups of at most the budget, sized by waiting jobs, dispatches and ended jobs of the day, and answers what one statement answers', async () => {
   const whole = counting(db.pool);
-  const once = await loadStarts(whole.q, ids, NOW, 'test', Infinity);
+  const once = await loadStarts(whole.q, ids, NOW, 'test', { readRows: Infinity });
   assert.equal(whole.waitingReads.length, 1, 'without a budget, one statement');
 
   const grouped = counting(db.pool);
-  const started = await loadStarts(grouped.q, ids, NOW, 'test', 7);
+  const started = await loadStarts(grouped.q, ids, NOW, 'test', { readRows: 7 });
   // sizes 5 | 3 | 5 (dispatches) | 3 (one waiting, two ended) | 14 (alone: more than the budget): without the
   // dispatches the second and third would share a read, without the ended jobs the third and fourth
   assert.deepEqual(grouped.waitingReads, ids.map((id) => [id]));
@@ -97,7 +97,7 @@ test('a start batch is read in groups of at most the budget, sized by waiting jo
 
   // a budget that holds them all: one read, as without one
   const roomy = counting(db.pool);
-  const all = await loadStarts(roomy.q, ids, NOW, 'test', 1_000);
+  const all = await loadStarts(roomy.q, ids, NOW, 'test', { readRows: 1_000 });
   assert.equal(roomy.waitingReads.length, 1);
   assert.deepEqual(all, once);
 });
@@ -109,4 +109,31 @@ test('groupsWithin: groups in order, each within the limit, an id over it alone'
   assert.deepEqual(groupsWithin(['e', 'f'], of, 8), [['e', 'f']]);
   assert.deepEqual(groupsWithin([], of, 8), []);
   assert.deepEqual(groupsWithin(['d', 'a'], of, 8), [['d'], ['a']]);
+});
+
+test('each group is handed over as it is read; a failed group fails its own instances alone, and the next groups are read', async () => {
+  // the second group's waiting jobs cannot be read (the connection broke under that statement, say)
+  let waitingReads = 0;
+  const failing = {
+    query: (text: string, values?: unknown[]) => {
+      if (/SELECT instance_id, id, priority, seq/.test(text) && ++waitingReads === 2) return Promise.reject(new Error('Connection terminated unexpectedly'));
+      return db.pool.query(text, values);
+    },
+  } as Queryable;
+  const handed: Array<[readonly string[], string]> = [];
+  const started = await loadStarts(failing, ids, NOW, 'test', {
+    readRows: 7,
+    onGroup: (group, read) => handed.push([group, read instanceof Error ? read.message : [...read.keys()].join(',')]),
+  });
+  assert.deepEqual(handed, [
+    [[ids[0]], ids[0]],
+    [[ids[1]], 'Connection terminated unexpectedly'],
+    [[ids[2]], ids[2]],
+    [[ids[3]], ids[3]],
+    [[ids[4]], ids[4]],
+  ]);
+  assert.deepEqual([...started.keys()], [ids[0], ids[2], ids[3], ids[4]], 'the states read');
+  // without onGroup, the first failure fails the whole read
+  waitingReads = 0;
+  await assert.rejects(loadStarts(failing, ids, NOW, 'test', { readRows: 7 }), /Connection terminated/);
 });

@@ -98,19 +98,46 @@ export function groupsWithin(ids: readonly string[], rows: (id: string) => numbe
   return groups;
 }
 
+export interface LoadStartsOptions {
+  /** the most rows one group's reads bring (START_READ_ROWS; Infinity: one group, no count first) */
+  readRows?: number;
+  /**
+   * Each group as soon as it is read (its states), or its failure: a failed group's instances get the error and
+   * the next groups are read all the same (without it, the first failure fails the whole call).
+   */
+  onGroup?: (ids: readonly string[], read: Map<string, StartState> | Error) => void;
+}
+
 /**
  * The start state of each instance (by id) at `now`; `bootId`: this process's (sync-callers.ts). The reads run
- * for groups of instances of at most `readRows` rows (START_READ_ROWS; Infinity: one group, no count first).
+ * for groups of instances of at most `readRows` rows; with `onGroup`, the states of the groups that were read
+ * (the others were handed their error).
  */
-export async function loadStarts(q: Queryable, instanceIds: readonly string[], now: number, bootId: string, readRows = START_READ_ROWS): Promise<Map<string, StartState>> {
-  if (!Number.isFinite(readRows) || instanceIds.length <= 1) return loadGroup(q, instanceIds, now, bootId);
-  const sizes = await q.query<{ id: string; n: string }>(SIZES, [[...instanceIds], new Date(now - DAY_MS), readRows + 1]);
-  const rowsOf = new Map(sizes.rows.map((r) => [r.id, Number(r.n)]));
+export async function loadStarts(q: Queryable, instanceIds: readonly string[], now: number, bootId: string, opts: LoadStartsOptions = {}): Promise<Map<string, StartState>> {
+  const { readRows = START_READ_ROWS, onGroup } = opts;
+  const groups = !Number.isFinite(readRows) || instanceIds.length <= 1
+    ? [[...instanceIds]]
+    : await sizedGroups(q, instanceIds, now, readRows);
   const out = new Map<string, StartState>();
-  for (const group of groupsWithin(instanceIds, (id) => rowsOf.get(id) ?? 0, readRows)) {
-    for (const [id, state] of await loadGroup(q, group, now, bootId)) out.set(id, state);
+  for (const group of groups) {
+    let read: Map<string, StartState> | Error;
+    try {
+      read = await loadGroup(q, group, now, bootId);
+    } catch (err) {
+      if (!onGroup) throw err;
+      read = err instanceof Error ? err : new Error(String(err));
+    }
+    onGroup?.(group, read);
+    if (!(read instanceof Error)) for (const [id, state] of read) out.set(id, state);
   }
   return out;
+}
+
+/** `instanceIds` in groups of at most `readRows` rows, from the counts of what each instance's reads bring. */
+async function sizedGroups(q: Queryable, instanceIds: readonly string[], now: number, readRows: number): Promise<string[][]> {
+  const sizes = await q.query<{ id: string; n: string }>(SIZES, [[...instanceIds], new Date(now - DAY_MS), readRows + 1]);
+  const rowsOf = new Map(sizes.rows.map((r) => [r.id, Number(r.n)]));
+  return groupsWithin(instanceIds, (id) => rowsOf.get(id) ?? 0, readRows);
 }
 
 /** `loadStarts` of one group, each read one statement. */
