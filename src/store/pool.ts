@@ -32,6 +32,23 @@ export function isStoreError(err: unknown): err is Error {
   return err instanceof Error && RAISED_BY_STORE.has(err);
 }
 
+/** Of each pool of the store: when one of its queries (its own, or a client's it handed out) last got an answer. */
+const ANSWERED = new WeakMap<object, number>();
+/** A client's pool, for ANSWERED (set when the pool opens the client: src/store/pool.ts watch). */
+const POOL_OF = new WeakMap<object, object>();
+
+/**
+ * When PostgreSQL last answered a query of `pool` or of one of its clients (performance.now(); -Infinity: never):
+ * the store health's probe, stuck behind the pool's own work, tells a busy store from an unreachable one by it.
+ */
+export function lastAnswerAt(pool: object): number {
+  return ANSWERED.get(pool) ?? -Infinity;
+}
+
+function answered(by: object): void {
+  ANSWERED.set(POOL_OF.get(by) ?? by, performance.now());
+}
+
 type PgMethod = (this: object, ...args: unknown[]) => unknown;
 type PgCallback = (err: unknown, ...results: unknown[]) => void;
 
@@ -40,26 +57,34 @@ type PgCallback = (err: unknown, ...results: unknown[]) => void;
  * callback (as pg-pool calls its clients, and its own `connect`), that callback gets the marked error; called
  * without one (as this code calls them), the same callback settles the promise it answers, as pg's would.
  */
-function marking(method: PgMethod): PgMethod {
+function marking(method: PgMethod, isQuery: boolean): PgMethod {
   return function markedCall(this: object, ...args: unknown[]): unknown {
     const last = args[args.length - 1];
     if (typeof last === 'function') {
       const callback = last as PgCallback;
-      args[args.length - 1] = (err: unknown, ...results: unknown[]) => callback(raisedByStore(err), ...results);
+      args[args.length - 1] = (err: unknown, ...results: unknown[]) => {
+        if (!err && isQuery) answered(this);
+        callback(raisedByStore(err), ...results);
+      };
       return method.apply(this, args);
     }
     // a Submittable (a cursor, a stream) reports on itself; none is used here
     if (typeof (args[0] as { submit?: unknown } | null | undefined)?.submit === 'function') return method.apply(this, args);
     return new Promise((resolve, reject) => {
-      method.apply(this, [...args, (err: unknown, result: unknown) => (err ? reject(raisedByStore(err)) : resolve(result))]);
+      method.apply(this, [...args, (err: unknown, result: unknown) => {
+        if (err) return reject(raisedByStore(err));
+        if (isQuery) answered(this);
+        resolve(result);
+      }]);
     });
   };
 }
 
+/** `names` of `from` on `prototype`, marking what they raise; a `query` also records its answers (lastAnswerAt). */
 function markFailures(prototype: object, from: object, names: readonly string[]): void {
   for (const name of names) {
     const method = Reflect.get(from, name) as PgMethod;
-    Object.defineProperty(prototype, name, { value: marking(method), writable: true, configurable: true });
+    Object.defineProperty(prototype, name, { value: marking(method, name === 'query'), writable: true, configurable: true });
   }
 }
 
@@ -182,6 +207,8 @@ function watch(pool: pg.Pool, reportTo: pg.Pool): pg.Pool {
     if (pool !== reportTo) reportTo.emit('error', err, client);
   });
   pool.on('connect', (client) => {
+    // its answers are the store's answers to `reportTo` (lastAnswerAt)
+    POOL_OF.set(client, reportTo);
     // (an idle client's error reaches the pool's 'error' twice, through pg-pool too: harmless)
     client.on('error', (err) => void pool.emit('error', err, client));
   });
