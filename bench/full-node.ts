@@ -14,7 +14,6 @@
  *   TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npx tsx bench/full-node.ts
  *   BENCH_FULL_INSTANCES=200 BENCH_FULL_WAITING=5000
  */
-import { spawnSync } from 'node:child_process';
 import { rm } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import v8 from 'node:v8';
@@ -24,12 +23,9 @@ import { loadConfig } from '../src/config.js';
 import { silentLogger } from '../src/log.js';
 import { fmt } from './lib/load.js';
 import { startFlags } from './lib/start-flags.js';
+import { exposedGc } from './lib/expose-gc.js';
 
-const gc = (globalThis as { gc?: () => void }).gc;
-if (!gc) {
-  const r = spawnSync(process.execPath, ['--expose-gc', ...startFlags(), '--import', 'tsx', fileURLToPath(import.meta.url)], { stdio: 'inherit' });
-  process.exit(r.status ?? 1);
-}
+const gc = exposedGc(fileURLToPath(import.meta.url), startFlags());
 if (!process.env.TEST_DATABASE_URL) {
   console.error('bench/full-node.ts needs TEST_DATABASE_URL (a PostgreSQL server)');
   process.exit(2);
@@ -39,8 +35,8 @@ const P = Number(process.env.BENCH_FULL_WAITING ?? 5_000);
 const MiB = 2 ** 20;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const heapUsed = () => {
-  gc?.();
-  gc?.();
+  gc();
+  gc();
   return process.memoryUsage().heapUsed;
 };
 

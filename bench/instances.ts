@@ -20,7 +20,6 @@
  *   TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npx tsx bench/instances.ts
  *   BENCH_INSTANCES=10000 BENCH_CONCURRENCY=32 BENCH_IDLE_MS=10000 BENCH_SETTLE_MS=20000
  */
-import { spawnSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import { PerformanceObserver, constants as perfConstants, type NodeGCPerformanceDetail } from 'node:perf_hooks';
@@ -35,13 +34,10 @@ import { ADMIN_TOKEN } from '../test/helpers/gateway.js';
 import { postMany } from './lib/post-many.js';
 import { fmt, runLoad } from './lib/load.js';
 import { untilStoreQuiet } from './lib/quiet.js';
+import { exposedGc } from './lib/expose-gc.js';
 
 // memory after GC needs --expose-gc: run again with it (npm run bench starts benchmarks without)
-const gc = (globalThis as { gc?: () => void }).gc;
-if (!gc) {
-  const r = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', fileURLToPath(import.meta.url)], { stdio: 'inherit' });
-  process.exit(r.status ?? 1);
-}
+const gc = exposedGc(fileURLToPath(import.meta.url));
 if (!process.env.TEST_DATABASE_URL) {
   console.error('bench/instances.ts needs TEST_DATABASE_URL (a PostgreSQL server)');
   process.exit(2);
@@ -64,7 +60,7 @@ const cpuMs = (since: NodeJS.CpuUsage) => {
 function memory(): { rss: number; heap: number } {
   // two full collections (the second takes what the first's finalizers let go); each stops the process for about
   // a second at ten thousand instances, so not more
-  for (let i = 0; i < 2; i++) gc?.();
+  for (let i = 0; i < 2; i++) gc();
   const m = process.memoryUsage();
   return { rss: m.rss, heap: m.heapUsed };
 }
