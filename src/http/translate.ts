@@ -73,7 +73,6 @@ export function translate(raw: unknown, opts: TranslateOptions = {}): DomainErro
   return internalError();
 }
 
-
 export interface V1Context {
   log?: Logger | undefined;
   method: string;

@@ -57,13 +57,13 @@ type PgCallback = (err: unknown, ...results: unknown[]) => void;
  * callback (as pg-pool calls its clients, and its own `connect`), that callback gets the marked error; called
  * without one (as this code calls them), the same callback settles the promise it answers, as pg's would.
  */
-function marking(method: PgMethod, isQuery: boolean): PgMethod {
+function marking(method: PgMethod, recordsAnswers: boolean): PgMethod {
   return function markedCall(this: object, ...args: unknown[]): unknown {
     const last = args[args.length - 1];
     if (typeof last === 'function') {
       const callback = last as PgCallback;
       args[args.length - 1] = (err: unknown, ...results: unknown[]) => {
-        if (!err && isQuery) answered(this);
+        if (!err && recordsAnswers) answered(this);
         callback(raisedByStore(err), ...results);
       };
       return method.apply(this, args);
@@ -73,28 +73,31 @@ function marking(method: PgMethod, isQuery: boolean): PgMethod {
     return new Promise((resolve, reject) => {
       method.apply(this, [...args, (err: unknown, result: unknown) => {
         if (err) return reject(raisedByStore(err));
-        if (isQuery) answered(this);
+        if (recordsAnswers) answered(this);
         resolve(result);
       }]);
     });
   };
 }
 
-/** `names` of `from` on `prototype`, marking what they raise; a `query` also records its answers (lastAnswerAt). */
-function markFailures(prototype: object, from: object, names: readonly string[]): void {
+/**
+ * `names` of `from` on `prototype`, marking what they raise; with `recordsAnswers` (the client's `query`, through
+ * which every query of a pool goes) also when they were answered (lastAnswerAt).
+ */
+function markFailures(prototype: object, from: object, names: readonly string[], recordsAnswers: boolean): void {
   for (const name of names) {
     const method = Reflect.get(from, name) as PgMethod;
-    Object.defineProperty(prototype, name, { value: marking(method, name === 'query'), writable: true, configurable: true });
+    Object.defineProperty(prototype, name, { value: marking(method, recordsAnswers), writable: true, configurable: true });
   }
 }
 
-/** The store's client (pg's `Client` option of its pools): what its queries raise is marked. */
+/** The store's client (pg's `Client` option of its pools): what its queries raise is marked, their answers recorded. */
 class StoreClient extends pg.Client {}
-markFailures(StoreClient.prototype, pg.Client.prototype, ['query']);
+markFailures(StoreClient.prototype, pg.Client.prototype, ['query'], true);
 
 /** A pool whose `connect` and `query` mark what they raise (pg-pool's own errors: a connect timeout). */
 class MarkingPool extends pg.Pool {}
-markFailures(MarkingPool.prototype, pg.Pool.prototype, ['connect', 'query']);
+markFailures(MarkingPool.prototype, pg.Pool.prototype, ['connect', 'query'], false);
 
 /**
  * Every store call ends well inside the shortest caller wait (the v1 synchronous wait, 20 s by default), also
