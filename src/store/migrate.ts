@@ -7,12 +7,30 @@
  */
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { checkout, unbounded, type Pool } from './pool.js';
+import { checkout, isStoreError, raisedByStore, unbounded, type Pool } from './pool.js';
 import { PACKAGE_ROOT } from '../package-root.js';
 
 /** sql/ beside package.json: the same folder whether this runs from src/ (tsx) or from dist/src/ (compiled). */
 export const SQL_DIR = path.join(PACKAGE_ROOT, 'sql');
 const LOCK_KEY = 727_001; // arbitrary, constant: "mgw migrations"
+
+/**
+ * A migration that failed, named, with what the store raised kept: its SQLSTATE (`code`), its `severity` and the
+ * store's mark (src/store/pool.ts), so a start that fails on it still says what broke (a connection lost mid-way
+ * is PostgreSQL unreachable; a permission refused is the server of DATABASE_URL) rather than a bare message.
+ */
+export class MigrationFailed extends Error {
+  readonly code?: string;
+  readonly severity?: string;
+
+  constructor(migration: string, cause: unknown) {
+    super(`migration ${migration} failed: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    this.name = 'MigrationFailed';
+    const { code, severity } = (cause ?? {}) as { code?: unknown; severity?: unknown };
+    if (typeof code === 'string') this.code = code;
+    if (typeof severity === 'string') this.severity = severity;
+  }
+}
 
 export interface Migration {
   version: number;
@@ -58,7 +76,8 @@ export async function migrate(pool: Pool, dir = SQL_DIR): Promise<string[]> {
           applied.push(m.name);
         } catch (err) {
           await client.query('ROLLBACK').catch(() => undefined);
-          throw new Error(`migration ${m.name} failed: ${(err as Error).message}`);
+          const failed = new MigrationFailed(m.name, err);
+          throw isStoreError(err) ? raisedByStore(failed) : failed;
         }
       }
     } finally {

@@ -1,8 +1,14 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createTestDb, type TestDb } from '../helpers/db.js';
-import { migrate, loadMigrations } from '../../src/store/migrate.js';
-import { createPool } from '../../src/store/pool.js';
+import type { TestDb } from '../helpers/db.js';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { createTestDb, NEEDS_SERVER } from '../helpers/db.js';
+import { migrate, loadMigrations, MigrationFailed } from '../../src/store/migrate.js';
+import { createPool, isStoreError } from '../../src/store/pool.js';
+import { isConnectionError } from '../../src/store/health.js';
+import { startFailure } from '../../src/main.js';
 
 const dbs: TestDb[] = [];
 after(async () => {
@@ -49,4 +55,63 @@ test('two processes migrating at once: each migration applied exactly once, same
     await b.end();
   }
   assert.equal(await schemaOf(fresh), await schemaOf(serial));
+});
+
+/** A folder of migrations written for one test (removed by the caller). */
+async function migrationsDir(files: Record<string, string>): Promise<string> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'mgw-migr-'));
+  for (const [name, sql] of Object.entries(files)) await writeFile(path.join(dir, name), sql);
+  return dir;
+}
+
+const CONFIG = { DATABASE_URL: 'postgres://gw:s3cret@db.example:5432/gw', PORT: 3000, HOST: '127.0.0.1' };
+
+test('a migration the server refuses fails naming it, with the SQLSTATE and the store mark kept: the start names DATABASE_URL', async () => {
+  const db = await createTestDb('migr_refused', { migrate: false });
+  dbs.push(db);
+  const dir = await migrationsDir({ '0001_fine.sql': 'CREATE TABLE fine (id int)', '0002_refused.sql': 'ALTER TABLE no_such_table ADD COLUMN x int' });
+  try {
+    const err = await migrate(db.pool, dir).then(() => null, (e: unknown) => e);
+    assert.ok(err instanceof MigrationFailed, String(err));
+    assert.match(err.message, /^migration 0002_refused failed: relation "no_such_table" does not exist/);
+    assert.equal(err.code, '42P01');
+    assert.equal(err.severity, 'ERROR');
+    assert.ok(isStoreError(err), 'still an error the store raised');
+    assert.equal(isConnectionError(err), false, 'the server answered: not an unreachable store');
+    assert.equal(startFailure(err, CONFIG), `cannot use the PostgreSQL server of DATABASE_URL: ${err.message}`);
+    const { rows } = await db.pool.query<{ name: string }>('SELECT name FROM schema_migrations ORDER BY version');
+    assert.deepEqual(rows.map((r) => r.name), ['0001_fine'], 'the failed one left nothing recorded');
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('a connection lost in the middle of a migration is PostgreSQL unreachable, not a bare failure', NEEDS_SERVER, async () => {
+  const db = await createTestDb('migr_lost', { migrate: false });
+  dbs.push(db);
+  const marker = `migr_lost_${process.pid}`;
+  const dir = await migrationsDir({ '0001_slow.sql': `SELECT pg_sleep(60) AS ${marker}` });
+  const pool = createPool(db.config);
+  try {
+    const running = migrate(pool, dir).then(() => null, (e: unknown) => e);
+    // the migration's backend, once its statement runs, ended by the server (what a restarted server does)
+    let ended = 0;
+    for (const until = Date.now() + 10_000; ended === 0 && Date.now() < until; ) {
+      const { rows } = await db.pool.query<{ n: number }>(
+        `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE query LIKE $1 AND pid <> pg_backend_pid()`,
+        [`%AS ${marker}%`],
+      );
+      ended = rows[0]?.n ?? 0;
+      if (ended === 0) await new Promise((r) => setTimeout(r, 5));
+    }
+    assert.equal(ended, 1, 'the migration ran');
+    const err = await running;
+    assert.ok(err instanceof MigrationFailed, String(err));
+    assert.match(err.message, /^migration 0001_slow failed: /);
+    assert.ok(isConnectionError(err), `a lost connection: ${err.message} (${err.code ?? 'no code'})`);
+    assert.match(startFailure(err, CONFIG), /^cannot use the PostgreSQL server of DATABASE_URL: migration 0001_slow failed/);
+  } finally {
+    await pool.end().catch(() => undefined);
+    await rm(dir, { recursive: true, force: true });
+  }
 });
