@@ -9,6 +9,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { simulatedClock } from '../../src/clock.js';
@@ -354,4 +356,39 @@ describe('remote transport failures', () => {
     await assert.rejects(d.initialize(), (e: unknown) => e instanceof DriverError && e.code === 'CALL_FAILED' && e.provablyNotSent && networkUnreachable(e));
     api.close();
   });
+});
+
+test('an event the gateway cannot read loses the stream (the session reconnects) instead of ending the process', async () => {
+  // the far side as the sandbox process writes it (src/sandbox/rpc-server.ts onEvents), then a line it cannot parse
+  const streams = new Set<ServerResponse>();
+  const server = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write('event: hello\ndata: {}\n\n');
+    streams.add(res);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const api = new RemoteSandboxApi(`http://127.0.0.1:${port}`);
+  const got: SandboxEvent[] = [];
+  let lostWith!: (reason: string) => void;
+  const lost = new Promise<string>((resolve) => (lostWith = resolve));
+  const uncaught: unknown[] = [];
+  const onUncaught = (err: unknown) => uncaught.push(err);
+  process.on('uncaughtException', onUncaught);
+  try {
+    await api.subscribe('inst-x', (e) => got.push(e), { onLost: (reason) => lostWith(reason) });
+    const [res] = [...streams];
+    assert.ok(res);
+    res.write(`data: ${JSON.stringify({ name: 'message', args: [1] })}\n\ndata: {"name": "message", "args": [\n\n`);
+    assert.equal(await lost, 'a malformed event from the sandbox network');
+    assert.deepEqual(got, [{ name: 'message', args: [1] }], 'the event before it arrived');
+    assert.deepEqual(uncaught, []);
+    // the stream is closed from the gateway's side: the sandbox detaches that client
+    await new Promise<void>((resolve) => (res.closed ? resolve() : res.on('close', () => resolve())));
+  } finally {
+    process.off('uncaughtException', onUncaught);
+    api.close();
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
 });

@@ -56,6 +56,17 @@ function isSandboxEvent(v: unknown): v is SandboxEvent {
   return typeof o.name === 'string' && Array.isArray(o.args);
 }
 
+const MALFORMED = Symbol('malformed');
+
+/** An event's JSON, or MALFORMED. */
+function parseEvent(data: string): unknown {
+  try {
+    return JSON.parse(data);
+  } catch {
+    return MALFORMED;
+  }
+}
+
 export class RemoteSandboxApi implements SandboxNetworkApi {
   private readonly base: URL;
   /** open event streams, closed by close() */
@@ -144,7 +155,14 @@ export class RemoteSandboxApi implements SandboxNetworkApi {
               live = true;
               resolve(unsubscribe);
             } else if (kind === 'message' && data !== undefined && !over) {
-              const parsed: unknown = JSON.parse(data);
+              const parsed = parseEvent(data);
+              if (parsed === MALFORMED) {
+                // thrown here, in a socket's handler, it ended the process; an event it cannot read is one the
+                // session would miss, so the stream counts as lost (the session reconnects), as a cut one does
+                lost('a malformed event from the sandbox network');
+                req.destroy();
+                return;
+              }
               if (isSandboxEvent(parsed)) listener(parsed);
             }
           }
