@@ -74,23 +74,29 @@ console.log(`filled: ${N} instances × ${P} waiting jobs (${await waitingNow()} 
 const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: t.dataDir, ADMIN_TOKEN: t.adminToken, DEMO_INSTANCE: 'false', LOG_LEVEL: 'fatal', ...env });
 let gw: Gateway = t.gw;
 
-/** Until every instance's queue summary answers 200 (each waits for its queue to load, a 504 at its deadline). */
-async function untilLoaded(url: string, t0: number): Promise<{ ms: number; notYet: number }> {
-  let notYet = 0;
+/**
+ * Until every instance's queue summary answers 200 (each waits up to 2 s for its queue to load, then answers 503
+ * queue_loading); `notYet` tells the answers before that by status and reason.
+ */
+async function untilLoaded(url: string, t0: number): Promise<{ ms: number; notYet: string }> {
+  const early = new Map<string, number>();
   await Promise.all(apiKeys.map(async (key) => {
     for (;;) {
       const r = await fetch(`${url}/api/v2/queue`, { headers: { authorization: `Bearer ${key}` } });
-      await r.arrayBuffer();
+      const body = await r.text();
       if (r.status === 200) return;
-      notYet++;
+      const reason = (JSON.parse(body) as { data?: { reason?: unknown } }).data?.reason;
+      const what = `${r.status}${typeof reason === 'string' ? ` ${reason}` : ''}`;
+      early.set(what, (early.get(what) ?? 0) + 1);
       if (performance.now() - t0 > 600_000) throw new Error(`a queue had not loaded 600 s after the start (${r.status})`);
       await sleep(100);
     }
   }));
+  const notYet = [...early].map(([what, n]) => `${n} × ${what}`).join(', ') || 'none';
   return { ms: performance.now() - t0, notYet };
 }
 
-async function restart(): Promise<{ listening: number; loaded: number; cpuMs: number; notYet: number }> {
+async function restart(): Promise<{ listening: number; loaded: number; cpuMs: number; notYet: string }> {
   await gw.stop();
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
@@ -103,13 +109,13 @@ async function restart(): Promise<{ listening: number; loaded: number; cpuMs: nu
 
 try {
   const first = await restart();
-  console.log(`first start (every job planned, every slot written): every queue loaded ${fmt(first.loaded / 1000, 2)} s after the start (listening after ${fmt(first.listening / 1000, 2)} s); gateway CPU ${fmt(first.cpuMs / 1000, 1)} s`);
+  console.log(`first start (every job planned, every slot written): every queue loaded ${fmt(first.loaded / 1000, 2)} s after the start (listening after ${fmt(first.listening / 1000, 2)} s; summaries answered before their queue had loaded: ${first.notYet}); gateway CPU ${fmt(first.cpuMs / 1000, 1)} s`);
   const again = await restart();
   const waiting = await waitingNow();
   // what the start left in flight (slot writes, their arrays) settles before the heap is read
   await sleep(3_000);
   const full = heapUsed();
-  console.log(`restart with ${waiting} waiting jobs: every queue loaded ${fmt(again.loaded / 1000, 2)} s after the start (listening after ${fmt(again.listening / 1000, 2)} s; ${again.notYet} summaries answered before their queue had loaded); gateway CPU ${fmt(again.cpuMs / 1000, 1)} s (${fmt((again.cpuMs * 1000) / waiting, 1)} µs a waiting job)  (goal ≤ 30 s)`);
+  console.log(`restart with ${waiting} waiting jobs: every queue loaded ${fmt(again.loaded / 1000, 2)} s after the start (listening after ${fmt(again.listening / 1000, 2)} s; summaries answered before their queue had loaded: ${again.notYet}); gateway CPU ${fmt(again.cpuMs / 1000, 1)} s (${fmt((again.cpuMs * 1000) / waiting, 1)} µs a waiting job)  (goal ≤ 30 s)`);
   const perJob = (full - base) / waiting;
   const limit = v8.getHeapStatistics().heap_size_limit;
   console.log(`heap per waiting job: ${fmt(perJob, 0)} B (after a full collection; ${fmt((full - base) / MiB, 0)} MiB for ${waiting})`);

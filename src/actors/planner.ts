@@ -75,6 +75,13 @@ export interface Planners {
   settledAll(): Promise<void>;
 }
 
+/**
+ * How long a queue summary (GET /api/status, GET /api/v2/queue, the console's counts) waits for a start read on its
+ * way before it answers that the queue is still loading: an ordinary start reads in milliseconds, a node of full
+ * queues for seconds.
+ */
+export const START_READ_WAIT_MS = 2_000;
+
 /** The asks that need the queue's jobs read from PostgreSQL first (`serve`). */
 const START_READ_FIRST: ReadonlySet<PlannerAsk['type']> = new Set(['queue.accept', 'queue.acceptMany', 'queue.replan', 'queue.summary']);
 
@@ -147,7 +154,10 @@ export function createPlanners(deps: PlannerDeps): Planners {
       // while that read failed (503 QUEUE_STORE_UNAVAILABLE, queue_not_loaded): counts not read yet would be an
       // empty queue's, a re-plan would move nothing and say it re-planned, and a send was 502
       // INSTANCE_UNREACHABLE, "the instance could not be reached", beside a status that said otherwise
-      if (!worker.loaded && START_READ_FIRST.has(ask.type)) await worker.whenLoaded(mode);
+      // (a summary waits a moment, START_READ_WAIT_MS, then says the queue is still loading: 503, queue_loading)
+      if (!worker.loaded && START_READ_FIRST.has(ask.type)) {
+        await (ask.type === 'queue.summary' ? worker.loadedWithin(mode, START_READ_WAIT_MS) : worker.whenLoaded(mode));
+      }
       switch (ask.type) {
         case 'queue.accept': {
           const outcome = await worker.offer(ask.request);

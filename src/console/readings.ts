@@ -80,6 +80,7 @@ function countsError(err: unknown): string | undefined {
   if (isDomainError(err, 'INSTANCE_UNREACHABLE')) return 'its queue is not running (starting, or being handed over)';
   if (isDomainError(err, 'QUEUE_STORE_UNAVAILABLE')) {
     if (err.data.reason === 'queue_not_loaded') return 'its queue could not read its jobs from PostgreSQL at start (tried again)';
+    if (err.data.reason === 'queue_loading') return 'its queue is still reading its jobs from PostgreSQL (starting)';
     if (err.data.reason === 'store_timeout') return 'PostgreSQL did not answer in time';
     return 'PostgreSQL cannot be reached';
   }

@@ -20,7 +20,7 @@ import { DegradedMode } from './degraded.js';
 import { DispatchLoop } from './dispatch-loop.js';
 import { SlotWriter } from './slot-writer.js';
 import { recoverAtStart } from './start-recovery.js';
-import type { TimerHandle } from '../clock.js';
+import { raceClock, type TimerHandle } from '../clock.js';
 import type { QueueStarts } from './starts.js';
 import type { QueueMode } from './settings.js';
 import { getJob } from './sql/getJob.js';
@@ -114,6 +114,24 @@ export class QueueWorker {
     // loaded once the start on its way is over, whether it succeeded (started) or failed (not)
     return attempt.catch(() => undefined).then(() => {
       if (!core.started) throw notLoaded();
+    });
+  }
+
+  /**
+   * `whenLoaded`, waiting at most `ms` (the queue's clock) for a start read on its way: past that, 503
+   * QUEUE_STORE_UNAVAILABLE with `data.reason` `queue_loading` and the queue's mode. For the reads that poll (a
+   * queue summary, a status): a start of full queues reads for seconds (200 queues of 5,000 waiting jobs: 12-16 s),
+   * and a summary that waited out its whole deadline (10 s) was 504 INSTANCE_TIMEOUT, which says the instance did
+   * not answer and that a send may have been accepted, while the console's next poll piled up behind it.
+   */
+  loadedWithin(mode: () => QueueMode, ms: number): Promise<void> {
+    if (this.core.started) return Promise.resolve();
+    return raceClock(this.core.deps.clock, ms, this.whenLoaded(mode), () => {
+      throw new DomainError(
+        'QUEUE_STORE_UNAVAILABLE',
+        "the instance's queue is still reading its jobs from PostgreSQL (it is starting); nothing of it is known yet: retry shortly",
+        { queueMode: mode(), reason: 'queue_loading' },
+      );
     });
   }
 

@@ -3,8 +3,8 @@
  * (src/queue/worker.ts `start`): they never answer counts the queue has not read. A gateway starts over a
  * database that already holds an instance with waiting jobs while another session holds the `jobs` table
  * (LOCK TABLE), so the queue's start read waits: the summary waits for it and answers the jobs once it is
- * done, and a start read held past the route's deadline (DEADLINES.queueStatus) is 504 INSTANCE_TIMEOUT,
- * not a queue of nothing; one that failed (held past the store's statement deadline) is 503
+ * done, and a start read held longer than a summary waits for it (START_READ_WAIT_MS) is 503
+ * QUEUE_STORE_UNAVAILABLE, `queue_loading`, not a queue of nothing nor a 504 at the route's deadline; one that failed (held past the store's statement deadline) is 503
  * QUEUE_STORE_UNAVAILABLE in the envelope until the retry reads it.
  */
 import { test, before, after } from 'node:test';
@@ -17,7 +17,7 @@ import { startGateway, type Gateway } from '../../src/gateway.js';
 import { silentLogger } from '../../src/log.js';
 import { simulatedClock } from '../../src/clock.js';
 import { newJobId } from '../../src/ids.js';
-import { DEADLINES } from '../../src/actors/port.js';
+import { START_READ_WAIT_MS } from '../../src/actors/planner.js';
 import { STORE_LOST } from '../../src/http/errors.js';
 import { START_RETRY_MAX_MS } from '../../src/queue/worker.js';
 import { createInstance } from '../../src/store/instances.js';
@@ -146,17 +146,35 @@ test('while the start read is held, status and the queue summary wait for it and
   });
 });
 
-test('a start read held past the route deadline is 504 INSTANCE_TIMEOUT, never an empty queue', NEEDS_SERVER, async () => {
-  await overHeldStart('held-past-deadline', async ({ g, apiKey, clock }) => {
+test('a start read held longer than a summary waits is 503 QUEUE_STORE_UNAVAILABLE queue_loading, never an empty queue nor a 504 at the deadline', NEEDS_SERVER, async () => {
+  await overHeldStart('held-past-wait', async ({ g, apiKey, clock, lock }) => {
     const idle = waitingAsks(g);
     const status = get(g, apiKey, '/api/status');
+    const queue = get(g, apiKey, '/api/v2/queue');
     let early: unknown = null;
     void status.then((r) => (early ??= r));
-    await waitFor(() => early !== null || waitingAsks(g) === idle + 1, 'the summary waiting for the start read');
-    clock.increment(DEADLINES.queueStatus + 1);
-    const s = await status;
-    assert.equal(s.status, 504, s.text);
-    assert.equal((JSON.parse(s.text) as { code?: string }).code, 'INSTANCE_TIMEOUT', s.text);
+    void queue.then((r) => (early ??= r));
+    await waitFor(() => early !== null || waitingAsks(g) === idle + 2, 'both summaries waiting for the start read');
+    // a start read of milliseconds is waited for (the test above); one that takes longer is not, for 10 s
+    clock.increment(START_READ_WAIT_MS - 1);
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(early, null, `still waiting within START_READ_WAIT_MS: ${JSON.stringify(early)}`);
+    clock.increment(1);
+    for (const [what, r] of [['the status', await status], ['the queue summary', await queue]] as const) {
+      assert.equal(r.status, 503, `${what}: ${r.text}`);
+      const body = JSON.parse(r.text) as Refusal;
+      assert.equal(body.code, 'QUEUE_STORE_UNAVAILABLE', r.text);
+      assert.deepEqual(body.data, { queueMode: 'pg', reason: 'queue_loading' }, r.text);
+      assert.match(String(body.error), /still reading its jobs/, r.text);
+    }
+    assert.equal(waitingAsks(g), idle, 'nothing left waiting');
+    // once the read is done, the summary answers the jobs it read
+    await lock.release();
+    const s = await waitFor(async () => {
+      const r = await get(g, apiKey, '/api/status');
+      return r.status === 200 ? r : null;
+    }, 'the status after the read');
+    assert.equal((JSON.parse(s.text) as { data: { queue: { pending: number } } }).data.queue.pending, WAITING, s.text);
   });
 });
 

@@ -231,7 +231,7 @@ const MEANING: Partial<Record<ErrorCode, string>> = {
   RATE_LIMITED: 'Interaction limit reached: wait `data.retryAfterMs` (Retry-After).',
   INSTANCE_UNREACHABLE: 'The instance could not be reached; nothing was accepted. Safe to retry.',
   INSTANCE_OFFLINE: 'The instance is not connected (`data.instance`).',
-  QUEUE_STORE_UNAVAILABLE: 'The persistent queue is unreachable or turned off (`data.queueMode`), or the instance\'s queue could not read its jobs at start (`data.reason`: queue_not_loaded). Nothing accepted.',
+  QUEUE_STORE_UNAVAILABLE: 'The persistent queue is unreachable or turned off (`data.queueMode`), or the instance\'s queue could not read its jobs at start (`data.reason`: queue_not_loaded) or is still reading them (queue_loading, on the summaries). Nothing accepted.',
   QUEUE_PAUSED: 'An ordered restart is in progress: retry after `data.retryAfterSeconds`.',
   INSTANCE_TIMEOUT: 'The instance did not answer in time; a send may have been accepted: retry only with the same idempotency key.',
   QUEUE_WAIT_TIMEOUT: 'v1 only: still queued after the synchronous wait; poll `data.jobId`, do not resend.',

@@ -88,7 +88,7 @@ export const OPERATOR_OPERATIONS: Record<string, Operation> = {
   'POST /admin/v1/instances/:id/webhook/test': { summary: 'Send event `test`', tag: 'Webhooks', body: TestInput, ok: data(obj({ eventId: { type: 'string' } }), 202), errors: [...ADMIN_ONE, 'NOT_FOUND', 'CONFLICT'] },
   'GET /admin/v1/instances/:id/webhook/deliveries': { summary: 'Deliveries with their attempts', tag: 'Webhooks', query: DeliveriesQuery, ok: anyData(), errors: [...ADMIN_ONE, 'VALIDATION_FAILED'] },
   // ---- an instance's queue for the operator (the v2 queue routes' handlers, the instance in the path)
-  'GET /admin/v1/instances/:id/queue': { summary: "An instance's queue summary (as GET /api/v2/queue)", tag: 'Queue', ok: data(ref('QueueSummary')), errors: [...ADMIN_ONE, 'INSTANCE_TIMEOUT'], example: {} },
+  'GET /admin/v1/instances/:id/queue': { summary: "An instance's queue summary (as GET /api/v2/queue)", tag: 'Queue', ok: data(ref('QueueSummary')), errors: [...ADMIN_ONE, 'QUEUE_STORE_UNAVAILABLE', 'INSTANCE_TIMEOUT'], example: {} },
   'GET /admin/v1/instances/:id/queue/items': {
     summary: "An instance's jobs, oldest first (as GET /api/v2/queue/items)",
     tag: 'Queue',

@@ -39,7 +39,7 @@ const SEND_SUMMARY: Record<string, string> = {
 
 export const SEND_OPERATIONS: Record<string, Operation> = {
   // ---- status
-  'GET /api/status': { summary: "The instance's status, queue counts and limits", tag: 'Status', ok: data(ref('Status')), errors: ['INSTANCE_TIMEOUT'], example: {} },
+  'GET /api/status': { summary: "The instance's status, queue counts and limits", tag: 'Status', ok: data(ref('Status')), errors: ['QUEUE_STORE_UNAVAILABLE', 'INSTANCE_TIMEOUT'], example: {} },
   'GET /api/qr': {
     summary: 'The QR code to link (or the link status)',
     tag: 'Status',
@@ -48,7 +48,7 @@ export const SEND_OPERATIONS: Record<string, Operation> = {
   },
 
   // ---- queue
-  'GET /api/v2/queue': { summary: 'Queue summary: mode, counts, next slot, limits', tag: 'Queue', ok: data(ref('QueueSummary')), errors: ['INSTANCE_TIMEOUT'], example: {} },
+  'GET /api/v2/queue': { summary: 'Queue summary: mode, counts, next slot, limits', tag: 'Queue', ok: data(ref('QueueSummary')), errors: ['QUEUE_STORE_UNAVAILABLE', 'INSTANCE_TIMEOUT'], example: {} },
   'GET /api/v2/queue/items': {
     summary: 'Jobs, oldest first',
     tag: 'Queue',
