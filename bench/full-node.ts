@@ -22,10 +22,9 @@ import { startGateway, type Gateway } from '../src/gateway.js';
 import { loadConfig } from '../src/config.js';
 import { silentLogger } from '../src/log.js';
 import { fmt } from './lib/load.js';
-import { startFlags } from './lib/start-flags.js';
 import { exposedGc } from './lib/expose-gc.js';
 
-const gc = exposedGc(fileURLToPath(import.meta.url), startFlags());
+const gc = exposedGc(fileURLToPath(import.meta.url));
 if (!process.env.TEST_DATABASE_URL) {
   console.error('bench/full-node.ts needs TEST_DATABASE_URL (a PostgreSQL server)');
   process.exit(2);

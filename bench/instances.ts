@@ -36,7 +36,8 @@ import { fmt, runLoad } from './lib/load.js';
 import { untilStoreQuiet } from './lib/quiet.js';
 import { exposedGc } from './lib/expose-gc.js';
 
-// memory after GC needs --expose-gc: run again with it (npm run bench starts benchmarks without)
+// memory after GC needs --expose-gc: run again with it (npm run bench starts benchmarks without), and with npm
+// start's V8 flags, as every benchmark runs the gateway (it ran without them: its young generation V8's default)
 const gc = exposedGc(fileURLToPath(import.meta.url));
 if (!process.env.TEST_DATABASE_URL) {
   console.error('bench/instances.ts needs TEST_DATABASE_URL (a PostgreSQL server)');
