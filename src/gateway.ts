@@ -199,13 +199,13 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Pr
 
   // ---- HTTP
   const keys = new KeyResolver(pool, clock);
-  instances.onKeysChanged(() => keys.clear());
+  instances.onKeysChanged((ids) => (ids ? keys.forget(ids) : keys.reverifyAll()));
   // other nodes on the same database rotate keys and delete instances too: hear of it at once. Not on a database
   // of one connection (`oneNode`): one node only, whose changes are its own
   keys.setWatched(oneNode);
   const keyWatch = oneNode ? null : watchKeyChanges({
     connection: dbConfig, clock, log,
-    changed: () => instances.keysChanged(),
+    changed: (ids) => instances.keysChanged(ids),
     watching: (on) => keys.setWatched(on),
   });
   const v1Waits = new V1Waits();

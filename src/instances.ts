@@ -59,7 +59,7 @@ import { affectsPlan, applySettingsPatch, NEW_INSTANCE_DEFAULTS, type InstanceSe
 import { withTransaction } from './store/pool.js';
 
 export class InstanceAdminService implements InstanceAdmin {
-  private keyListeners: (() => void)[] = [];
+  private keyListeners: ((instanceIds: readonly string[] | null) => void)[] = [];
   /** concurrent creations are written together: one transaction of two statements (src/store/batch.ts) */
   private readonly creations: Batcher<NewInstance, { instance: Instance; apiKey: string }>;
 
@@ -91,14 +91,17 @@ export class InstanceAdminService implements InstanceAdmin {
     return owner === nodeId ? 'there' : 'moving';
   }
 
-  /** `f` is told whenever API keys may have stopped working: a rotation or a delete, here or on another node. */
-  onKeysChanged(f: () => void): void {
+  /**
+   * `f` is told whenever API keys may have stopped working: a rotation or a delete, here or on another node, with
+   * the instances whose keys did (null: any instance's may have).
+   */
+  onKeysChanged(f: (instanceIds: readonly string[] | null) => void): void {
     this.keyListeners.push(f);
   }
 
   /** Keys may have stopped working (this node's rotation or delete, or another node's: src/store/key-changes.ts). */
-  keysChanged(): void {
-    for (const f of this.keyListeners) f();
+  keysChanged(instanceIds: readonly string[] | null): void {
+    for (const f of this.keyListeners) f(instanceIds);
   }
 
   list(): Promise<Instance[]> {
@@ -130,7 +133,7 @@ export class InstanceAdminService implements InstanceAdmin {
   async remove(id: string): Promise<boolean> {
     await this.deps.actors.remove(id);
     const removed = await deleteInstance(this.deps.pool, id);
-    this.keysChanged();
+    this.keysChanged([id]);
     return removed;
   }
 
@@ -138,7 +141,7 @@ export class InstanceAdminService implements InstanceAdmin {
     const inst = await getInstance(this.deps.pool, id);
     if (!inst) return null;
     const key = await withTransaction(this.deps.pool, (c) => rotateKey(c, inst));
-    this.keysChanged();
+    this.keysChanged([id]);
     return key;
   }
 

@@ -41,7 +41,7 @@ export function bearerToken(ctx: Context, expected = 'API_KEY'): string {
 
 /**
  * Resolves API keys to instance ids with a short-lived cache keyed by the key's hash (never the key), so the
- * hot path does not hit PostgreSQL on every request. Rotation and deletion clear it, at once.
+ * hot path does not hit PostgreSQL on every request. A rotation or deletion forgets that instance's keys at once.
  *
  * While the store is unreachable a key cannot be verified again; one verified before the outage stays usable
  * (its cached instance is answered until a lookup succeeds again), so every route keeps working in
@@ -58,7 +58,7 @@ export function bearerToken(ctx: Context, expected = 'API_KEY'): string {
  */
 export class KeyResolver {
   private cache = new Map<string, { instanceId: string; at: number }>();
-  /** bumped by clear(): a lookup that began before a rotation must not put the old answer back */
+  /** bumped by forget() and reverifyAll(): a lookup that began before a rotation must not put the old answer back */
   private generation = 0;
   /** when a lookup last failed because the store was unreachable (null once one succeeds again) */
   private unreachableAt: number | null = null;
@@ -188,9 +188,26 @@ export class KeyResolver {
     this.watched = on;
   }
 
-  clear(): void {
+  /**
+   * The keys of `instanceIds` stopped working (a rotation, a revocation, a delete): they are forgotten at once, and
+   * a request verified before is verified again (`stillValid`). Other instances' keys stay as they were: forgetting
+   * them too made every key not used again since unusable in the store's next outage (found from the outside).
+   */
+  forget(instanceIds: readonly string[]): void {
+    const gone = new Set(instanceIds);
     this.generation++;
-    this.cache.clear();
+    for (const [h, entry] of this.cache) if (gone.has(entry.instanceId)) this.cache.delete(h);
+    this.lookups.clear();
+  }
+
+  /**
+   * Any key may have stopped working (a notice that names no instance, or notices perhaps missed while they were
+   * not heard): every cached key is verified again at its next use. Each stays as a key verified before an outage
+   * does (answered while the store is unreachable, until a lookup answers again), rather than forgotten.
+   */
+  reverifyAll(): void {
+    this.generation++;
+    for (const entry of this.cache.values()) entry.at = -Infinity;
     this.lookups.clear();
   }
 
@@ -201,7 +218,7 @@ export class KeyResolver {
 
   /**
    * Whether `key`, verified for `instanceId` at `since`, still is: at once when no key changed since (the
-   * usual case: a number compared), else looked up again (a rotation or deletion anywhere cleared the cache).
+   * usual case: a number compared), else looked up again (a rotation or deletion anywhere since).
    * While other nodes' changes are not heard, a verification older than UNWATCHED_TTL_MS is looked up again too.
    */
   stillValid(key: string, instanceId: string, since: KeyStamp): boolean | Promise<boolean> {

@@ -1,8 +1,8 @@
 /**
  * Hearing that API keys stopped working on another node. A rotation, a revocation or an instance's delete, made
  * by any node, notifies the channel KEYS_CHANGED_CHANNEL when its transaction commits (sql/0013); this holds a
- * connection of its own that LISTENs on it and calls `changed` for each notice, so that the node drops its
- * cached keys and instance records at once, not when their cache time runs out (30 s for a key: a rotated key
+ * connection of its own that LISTENs on it and calls `changed` for each notice, with the instances it names, so
+ * that the node drops those instances' cached keys and the instance records at once, not when their cache time runs out (30 s for a key: a rotated key
  * still sent messages through the other nodes meanwhile).
  *
  * A notice sent while the connection is down is lost: `watching` tells the cache when it breaks (the key cache
@@ -23,14 +23,23 @@ export interface KeyChangeWatchOptions {
   connection: pg.ClientConfig;
   clock: Clock;
   log: Logger;
-  /** keys may have stopped working: drop what is cached */
-  changed: () => void;
+  /**
+   * keys may have stopped working: those of `instanceIds` (the notice names them, sql/0023), or of any instance
+   * (null: a notice without names, or the connection listens anew after notices it may have missed)
+   */
+  changed: (instanceIds: readonly string[] | null) => void;
   /** whether a notice would be heard now */
   watching: (on: boolean) => void;
 }
 
 export interface KeyChangeWatch {
   stop(): Promise<void>;
+}
+
+/** The instances a notice names (sql/0023: their ids, comma-separated); null for a notice that names none. */
+export function instancesOf(payload: string | undefined): string[] | null {
+  const ids = (payload ?? '').split(',').filter((id) => id.length > 0);
+  return ids.length > 0 ? ids : null;
 }
 
 export function watchKeyChanges(opts: KeyChangeWatchOptions): KeyChangeWatch {
@@ -60,7 +69,7 @@ export function watchKeyChanges(opts: KeyChangeWatchOptions): KeyChangeWatch {
     const c = new pg.Client({ ...opts.connection, application_name: KEY_CHANGES_APPLICATION, keepAlive: true });
     client = c;
     c.on('notification', (n) => {
-      if (n.channel === KEYS_CHANGED_CHANNEL) opts.changed();
+      if (n.channel === KEYS_CHANGED_CHANNEL) opts.changed(instancesOf(n.payload));
     });
     c.on('error', (err) => lost(c, err));
     c.on('end', () => lost(c));
@@ -78,8 +87,8 @@ export function watchKeyChanges(opts: KeyChangeWatchOptions): KeyChangeWatch {
     }
     retryMs = RETRY_FIRST_MS;
     opts.watching(true);
-    // what changed while nobody listened
-    opts.changed();
+    // what changed while nobody listened: any key may have
+    opts.changed(null);
   };
 
   void connect();

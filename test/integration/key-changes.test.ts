@@ -9,7 +9,8 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { NEEDS_SERVER } from '../helpers/db.js';
 import { startTestGateway, waitFor, type TestGateway } from '../helpers/gateway.js';
-import { KEY_CHANGES_APPLICATION } from '../../src/store/key-changes.js';
+import pg from 'pg';
+import { KEY_CHANGES_APPLICATION, KEYS_CHANGED_CHANNEL, instancesOf } from '../../src/store/key-changes.js';
 import { UNWATCHED_TTL_MS } from '../../src/http/auth.js';
 
 let t: TestGateway;
@@ -76,4 +77,38 @@ test('while the listening connection is down a cached key is kept a second on th
   assert.equal(await status(other.apiKey), 200);
   await t.db.pool.query('UPDATE api_keys SET revoked_at = now() WHERE instance_id = $1', [other.instance.id]);
   await waitFor(async () => (await status(other.apiKey)) === 401, 'the revoked key refused once listening again');
+});
+
+test('a notice names the instances whose keys stopped working (a revocation, a key deleted, an instance deleted); a statement that changes nothing sends none', NEEDS_SERVER, async () => {
+  const a = await t.createInstance('named-a');
+  const b = await t.createInstance('named-b');
+  const c = await t.createInstance('named-c');
+  const heard: (string[] | null)[] = [];
+  const own = new pg.Client(t.db.config);
+  await own.connect();
+  try {
+    own.on('notification', (n) => {
+      if (n.channel === KEYS_CHANGED_CHANNEL) heard.push(instancesOf(n.payload));
+    });
+    await own.query(`LISTEN ${KEYS_CHANGED_CHANNEL}`);
+    const noticed = async (what: string, sql: string, values: unknown[], expected: string[]) => {
+      heard.length = 0;
+      await t.db.pool.query(sql, values);
+      await waitFor(() => heard.length > 0 || null, what);
+      assert.deepEqual(heard.map((ids) => (ids ? [...ids].sort() : ids)), [[...expected].sort()], what);
+    };
+    await noticed('a revocation', 'UPDATE api_keys SET revoked_at = now() WHERE instance_id = $1', [a.instance.id], [a.instance.id]);
+    await noticed('two instances in one statement', 'UPDATE api_keys SET revoked_at = now() WHERE instance_id = ANY($1::uuid[])', [[a.instance.id, b.instance.id]], [a.instance.id, b.instance.id]);
+    await noticed('a key deleted', 'DELETE FROM api_keys WHERE instance_id = $1', [b.instance.id], [b.instance.id]);
+    await noticed('an instance deleted', 'DELETE FROM instances WHERE id = $1', [c.instance.id], [c.instance.id]);
+    // nothing changed, nothing heard: notices arrive in commit order, so what is heard up to the next statement's
+    // notice is that notice alone
+    heard.length = 0;
+    await t.db.pool.query('UPDATE api_keys SET revoked_at = now() WHERE false');
+    await t.db.pool.query('UPDATE api_keys SET revoked_at = now() WHERE instance_id = $1', [a.instance.id]);
+    await waitFor(() => heard.length > 0 || null, 'the next revocation');
+    assert.deepEqual(heard, [[a.instance.id]]);
+  } finally {
+    await own.end();
+  }
 });

@@ -8,11 +8,13 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import net, { type AddressInfo } from 'node:net';
 import { createTestDb, type TestDb } from '../helpers/db.js';
 import { simulatedClock } from '../../src/clock.js';
 import { KeyResolver } from '../../src/http/auth.js';
 import { createInstance, rotateKey } from '../../src/store/instances.js';
-import type { Queryable } from '../../src/store/pool.js';
+import { createPool, type Pool, type Queryable } from '../../src/store/pool.js';
+import { isDomainError } from '../../src/errors.js';
 
 let db: TestDb;
 before(async () => {
@@ -111,7 +113,7 @@ test('a rotation before the lookup statement runs: every request waiting is refu
   await g.arrived;
   // the statement is on its way but not sent: the rotation commits first, then a second request for the old key
   const fresh = await rotateKey(db.pool, instance);
-  keys.clear();
+  keys.forget([instance.id]);
   const second = keys.resolve(apiKey);
   g.release();
   const [a, b] = await Promise.all([first, second]);
@@ -129,9 +131,74 @@ test('a rotation overtaking a lookup whose answer is on its way: that request ke
   await g.arrived;
   // the statement has read the old key's row; its answer is held while the rotation commits and the cache clears
   const fresh = await rotateKey(db.pool, instance);
-  keys.clear();
+  keys.forget([instance.id]);
   g.release();
   assert.equal(await first, instance.id, 'the request came before the rotation and its statement read the key before it');
   assert.equal(await keys.resolve(apiKey), null, 'the answer that the rotation overtook was not put back in the cache');
   assert.equal(await keys.resolve(fresh), instance.id);
+});
+
+/**
+ * The test database, or (`down()`) a PostgreSQL that refuses connections: a pool of the store's own (src/store/
+ * pool.ts, which marks what it raises) pointed at a port nothing listens on.
+ */
+async function failing(): Promise<{ q: Queryable; down(): void; up(): void; end(): Promise<void> }> {
+  const closed = net.createServer();
+  await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+  const { port } = closed.address() as AddressInfo;
+  await new Promise<void>((resolve) => closed.close(() => resolve()));
+  const refused: Pool = createPool({ host: '127.0.0.1', port, user: 'postgres', database: 'postgres' });
+  let isDown = false;
+  const q = { query: ((text: string, values?: unknown[]) => (isDown ? refused : db.pool).query(text, values)) as Queryable['query'] };
+  return { q, down: () => (isDown = true), up: () => (isDown = false), end: () => refused.end() };
+}
+
+const unverifiable = (err: unknown) => isDomainError(err, 'QUEUE_STORE_UNAVAILABLE');
+
+test("a rotation forgets that instance's keys alone: another instance's key verified before stays usable through the next outage", async () => {
+  const a = await createInstance(db.pool, { name: 'forget-rotated', driver: 'sandbox' });
+  const b = await createInstance(db.pool, { name: 'forget-other', driver: 'sandbox' });
+  const store = await failing();
+  const clock = simulatedClock();
+  const keys = new KeyResolver(store.q, clock);
+  try {
+    assert.equal(await keys.resolve(a.apiKey), a.instance.id);
+    assert.equal(await keys.resolve(b.apiKey), b.instance.id);
+    await rotateKey(db.pool, a.instance);
+    keys.forget([a.instance.id]);
+    store.down();
+    // it forgot every instance's keys: B's key, not used again since, could not be verified in the outage (503)
+    assert.equal(await keys.resolve(b.apiKey), b.instance.id, 'B verified before the outage');
+    clock.increment(60_000);
+    assert.equal(await keys.resolve(b.apiKey), b.instance.id, 'past its cache time too, while no lookup answers');
+    await assert.rejects(keys.resolve(a.apiKey), unverifiable, "A's rotated key is not answered from memory");
+    store.up();
+    assert.equal(await keys.resolve(a.apiKey), null, 'refused once the store answers');
+  } finally {
+    await store.end();
+  }
+});
+
+test('a notice that names no instance: every key is verified again at its next use, and one verified before is still answered in an outage', async () => {
+  const a = await createInstance(db.pool, { name: 'reverify-kept', driver: 'sandbox' });
+  const r = await createInstance(db.pool, { name: 'reverify-revoked', driver: 'sandbox' });
+  const store = await failing();
+  const keys = new KeyResolver(store.q, simulatedClock());
+  try {
+    assert.equal(await keys.resolve(a.apiKey), a.instance.id);
+    assert.equal(await keys.resolve(r.apiKey), r.instance.id);
+    keys.reverifyAll();
+    store.down();
+    assert.equal(await keys.resolve(a.apiKey), a.instance.id, 'unverifiable now: the key verified before is answered');
+    store.up();
+    // a lookup answers again (until one does, a cached key is answered at once and verified in the background)
+    assert.equal(await keys.resolve(unknownKey()), null);
+    // verified again at its next use once the store answers: a key revoked meanwhile is refused
+    await rotateKey(db.pool, r.instance);
+    keys.reverifyAll();
+    assert.equal(await keys.resolve(r.apiKey), null);
+    assert.equal(await keys.resolve(a.apiKey), a.instance.id);
+  } finally {
+    await store.end();
+  }
 });
