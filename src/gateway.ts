@@ -214,7 +214,7 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Pr
     routes: () => routes,
     version: VERSION,
   });
-  const app = createApp({ log, families, onStoreError: () => void store.suspect() });
+  const app = createApp({ log, families, onStoreError: () => void store.suspect(), storeDegraded: () => store.degraded });
   const routes = routeTable(families);
 
   let server: http.Server | null = null;

@@ -20,6 +20,8 @@ export interface AppOptions {
   /** routers open to everyone (tests and the standalone sandbox); each must come from createRouter() */
   routers?: Router[];
   onStoreError?: () => void;
+  /** whether the store's health probe finds PostgreSQL unreachable now (answers to a busy pool: translate.ts) */
+  storeDegraded?: () => boolean;
 }
 
 export function createApp(opts: AppOptions): Koa {
@@ -32,7 +34,7 @@ export function createApp(opts: AppOptions): Koa {
   ];
   // outermost: the line is written with the status the boundary answered, and every answer carries X-Request-Id
   app.use(requestLog(opts.log));
-  app.use(errorBoundary(opts.log, opts.onStoreError ? { onStoreError: opts.onStoreError } : {}));
+  app.use(errorBoundary(opts.log, { onStoreError: opts.onStoreError, storeDegraded: opts.storeDegraded }));
   app.use(refuseMalformedTarget);
   app.use(refuseMalformedPath(families));
   // one reader for every family, unless a family has a route that takes its body's entries one by one

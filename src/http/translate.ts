@@ -12,13 +12,15 @@ import { COMMIT_UNKNOWN, NOT_CONNECTED, STORE_LOST, V1Error } from './errors.js'
 import { structField, structMessage } from './validate.js';
 import { DriverError } from '../drivers/contract.js';
 import { driverErrorToDomain } from '../drivers/domain-errors.js';
-import { isConnectionError, isStatementTimeout } from '../store/health.js';
+import { isConnectionError, isPoolBusy, isStatementTimeout } from '../store/health.js';
 import { CommitOutcomeUnknown } from '../store/pool.js';
 import type { Logger } from '../log.js';
 
 export interface TranslateOptions {
   /** the store connection failed under this request: probe the store now */
   onStoreError?: (() => void) | undefined;
+  /** whether the store's health probe finds PostgreSQL unreachable now (src/store/health.ts StoreHealth.degraded) */
+  storeDegraded?: (() => boolean) | undefined;
 }
 
 interface HttpLikeError {
@@ -45,6 +47,17 @@ export function translate(raw: unknown, opts: TranslateOptions = {}): DomainErro
   // A driver's error is the network's, never the store's, whatever its text says: webjs passes Chromium's
   // "read ECONNRESET" on, which the store's test below (by code and text) would take for PostgreSQL gone.
   if (raw instanceof DriverError) return driverErrorToDomain(raw, 'network call', {});
+  if (isPoolBusy(raw) && opts.storeDegraded?.() === false) {
+    // every connection of the pool in use past its deadline while the probe, on its own connection, finds
+    // PostgreSQL answering: busy (a lock held elsewhere, an overloaded server), not unreachable. Found from the
+    // outside: under a lock on a few tables the operator routes answered "unreachable, memory-degraded" while the
+    // node's queues stayed in pg.
+    opts.onStoreError?.();
+    return new DomainError('QUEUE_STORE_UNAVAILABLE', 'the persistent queue did not answer in time (every connection to PostgreSQL was busy); nothing was done: retry shortly', {
+      queueMode: 'pg',
+      reason: 'store_timeout',
+    });
+  }
   if (isConnectionError(raw)) {
     // PostgreSQL went away under this request: nothing was accepted; the probe switches the mode.
     opts.onStoreError?.();

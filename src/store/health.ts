@@ -9,7 +9,7 @@
  * real time, like pg's own: it measures a socket, and a simulated clock jumping ahead must not fail a probe
  * whose answer is on its way. When the probe runs is the runtime clock's business.
  */
-import { CommitOutcomeUnknown, isStoreError, lastAnswerAt, type Pool } from './pool.js';
+import { CommitOutcomeUnknown, isStoreError, lastAnswerAt, probePool, type Pool } from './pool.js';
 import type { Clock, TimerHandle } from '../clock.js';
 import type { Logger } from '../log.js';
 
@@ -37,6 +37,17 @@ export class StoreTimedOut extends Error {
  */
 export function isStatementTimeout(err: unknown): boolean {
   return err instanceof StoreTimedOut || (isStoreError(err) && (err as { code?: unknown }).code === '57014');
+}
+
+/**
+ * The store's pool found no free connection within its deadline (pg-pool's "timeout exceeded when trying to
+ * connect", STORE_DEADLINES.connectMs): every connection was in use. PostgreSQL may be unreachable (each stuck in a
+ * statement nothing answers) or busy (each waiting on a lock held elsewhere); the health probe, on a connection of
+ * its own, tells which. Still a connection error for what is done with it (isConnectionError); answered by what the
+ * probe found (src/http/translate.ts).
+ */
+export function isPoolBusy(err: unknown): boolean {
+  return isStoreError(err) && err.message === 'timeout exceeded when trying to connect';
 }
 
 /**
@@ -140,7 +151,9 @@ export class StoreHealth {
       // A probe that waited past its deadline behind the pool's own work (a start of many full queues keeps every
       // connection busy) while PostgreSQL answered the pool's other queries meanwhile: busy, not unreachable.
       // Found from the outside: a takeover of 200 full queues switched every queue to memory-degraded for a second.
-      if ((await withinRealTime(ms, this.deps.pool.query('SELECT 1'))) === PROBE_TIMED_OUT && !(lastAnswerAt(this.deps.pool) > asked)) {
+      // The probe asks on a connection of its own (probePool), so a pool whose connections all wait (on a lock held
+      // elsewhere) does not hold it up either.
+      if ((await withinRealTime(ms, probePool(this.deps.pool).query('SELECT 1'))) === PROBE_TIMED_OUT && !(lastAnswerAt(this.deps.pool) > asked)) {
         throw new Error(`PostgreSQL did not answer the probe within ${ms} ms`);
       }
     } catch (err) {

@@ -133,6 +133,7 @@ export const CLAIM_CONNECTIONS = 4;
  */
 class StorePool extends MarkingPool {
   private claims: pg.Pool | null = null;
+  private probes: pg.Pool | null = null;
   private warming: Promise<void> | null = null;
 
   constructor(private readonly storeSettings: pg.PoolConfig) {
@@ -146,6 +147,13 @@ class StorePool extends MarkingPool {
     // kept open once opened (no idle timeout): a claim must not pay for a new connection
     this.claims ??= watch(new MarkingPool({ ...this.storeSettings, max: CLAIM_CONNECTIONS, idleTimeoutMillis: 0 }), this);
     return this.claims;
+  }
+
+  /** The health probe's pool (this pool itself when it has none, or once it was ended): `probePool`. */
+  probePool(): pg.Pool {
+    if (this.ended || (this.storeSettings.max ?? 10) <= 2) return this;
+    this.probes ??= watch(new MarkingPool({ ...this.storeSettings, max: 1, idleTimeoutMillis: 0 }), this);
+    return this.probes;
   }
 
   /** Open the claim connections ahead of the first claim, unless they are open or opening (never throws). */
@@ -164,9 +172,10 @@ class StorePool extends MarkingPool {
   override end(): Promise<void>;
   override end(callback: () => void): void;
   override end(callback?: () => void): Promise<void> | void {
-    const claims = this.claims;
+    const { claims, probes } = this;
     this.claims = null;
-    const both = Promise.all([super.end(), claims?.end()]).then(() => undefined);
+    this.probes = null;
+    const both = Promise.all([super.end(), claims?.end(), probes?.end()]).then(() => undefined);
     if (!callback) return both;
     void both.then(callback, callback);
   }
@@ -175,6 +184,18 @@ class StorePool extends MarkingPool {
 /** The pool the dispatch lane sends its claims to: the claims' own connections of a pool made by `createPool`. */
 export function claimPool(pool: Pool): Pool {
   return pool instanceof StorePool ? pool.claimPool() : pool;
+}
+
+/**
+ * The pool the store's health probe asks (src/store/health.ts): a connection of its own, kept open, beside the
+ * pool's `max`, so that the probe asks PostgreSQL and not the pool. Behind the pool's connections it waited for
+ * one like any query: when another session held a lock on `jobs`, every connection waited on that lock, the probe
+ * missed its deadline, and the node switched every queue to memory-degraded (v1 sends went out past the queue)
+ * while PostgreSQL answered (found from the outside). A pool of at most two connections (the embedded PostgreSQL)
+ * has none: the probe uses the pool.
+ */
+export function probePool(pool: Pool): Pool {
+  return pool instanceof StorePool ? pool.probePool() : pool;
 }
 
 /** Open the claim connections of `pool` now, so that a due claim finds one open (never throws). */

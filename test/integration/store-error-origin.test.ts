@@ -13,8 +13,9 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { NEEDS_SERVER } from '../helpers/db.js';
 import { isConnectionError } from '../../src/store/health.js';
-import { createPool } from '../../src/store/pool.js';
+import { createPool, probePool } from '../../src/store/pool.js';
 import { translate } from '../../src/http/translate.js';
 import { failureReply } from '../../src/actors/port.js';
 
@@ -29,7 +30,8 @@ before(async () => {
   const created = await g.createInstance('origin', { link: false });
   key = created.apiKey;
   instanceId = created.instance.id;
-  const pool = g.gw.pool as unknown as { query: (...a: unknown[]) => unknown };
+  // the health probe asks on a connection of its own (src/store/pool.ts probePool)
+  const pool = probePool(g.gw.pool) as unknown as { query: (...a: unknown[]) => unknown };
   const query = pool.query.bind(pool);
   pool.query = (...a: unknown[]) => {
     if (a[0] === 'SELECT 1') probes += 1;
@@ -118,4 +120,44 @@ test("a server error that quotes a caller's text is judged by its code: a cast o
   let probed = 0;
   assert.equal(translate(err, { onStoreError: () => probed++ }).code, 'INTERNAL_ERROR');
   assert.equal(probed, 0);
+});
+
+test('no free connection in time is answered by what the probe, on its own connection, finds: busy while PostgreSQL answers, unreachable once it does not', async () => {
+  const pool = createPool({ ...g.db.config, max: 1, connectionTimeoutMillis: 100 });
+  const held = await pool.connect();
+  try {
+    const err = await pool.query('SELECT 1').then(() => null, (e: unknown) => e);
+    assert.ok(err instanceof Error && /timeout exceeded when trying to connect/.test(err.message), String(err));
+    assert.ok(isConnectionError(err), 'still a connection failure for what is done with it (a group fails as one)');
+    const busy = translate(err, { storeDegraded: () => false });
+    assert.deepEqual([busy.status, busy.code, busy.data], [503, 'QUEUE_STORE_UNAVAILABLE', { queueMode: 'pg', reason: 'store_timeout' }]);
+    const down = translate(err, { storeDegraded: () => true });
+    assert.deepEqual([down.status, down.code, down.data], [503, 'QUEUE_STORE_UNAVAILABLE', { queueMode: 'memory-degraded' }]);
+  } finally {
+    held.release();
+    await pool.end();
+  }
+});
+
+test("a lock held elsewhere that takes every connection of the gateway's pool: an operator read is 503 store_timeout in pg, the probe (its own connection) finds PostgreSQL answering, no queue degrades", NEEDS_SERVER, async () => {
+  const holder = await g.db.pool.connect();
+  try {
+    await holder.query('BEGIN');
+    await holder.query('LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE');
+    // more reads of `jobs` than the pool has connections: each holds one, waiting on the lock until its statement deadline
+    const reads = Array.from({ length: 12 }, () => g.api(key, 'GET', '/api/v2/queue/items?limit=5'));
+    const before = probes;
+    const list = await g.admin('GET', '/admin/v1/instances');
+    assert.deepEqual([list.status, list.body.code, list.body.data], [503, 'QUEUE_STORE_UNAVAILABLE', { queueMode: 'pg', reason: 'store_timeout' }], JSON.stringify(list.body));
+    await holder.query('ROLLBACK');
+    for (const r of await Promise.all(reads)) assert.ok([200, 503].includes(r.status), JSON.stringify(r.body));
+    assert.ok(probes > before, 'the busy pool made the gateway probe PostgreSQL');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const health = await fetch(`${g.url}/health`).then((r) => r.json() as Promise<{ queue: { degraded: number } }>);
+    assert.equal(health.queue.degraded, 0, 'the probe found PostgreSQL answering: no queue switched to memory-degraded');
+    assert.equal((await g.api(key, 'GET', '/api/v2/queue')).body.data?.mode, 'pg');
+  } finally {
+    await holder.query('ROLLBACK').catch(() => undefined);
+    holder.release();
+  }
 });

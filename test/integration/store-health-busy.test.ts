@@ -8,11 +8,19 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { createTestDb, type TestDb } from '../helpers/db.js';
+import { createTestDb, NEEDS_SERVER, type TestDb } from '../helpers/db.js';
 import { createPool, lastAnswerAt } from '../../src/store/pool.js';
 import { StoreHealth } from '../../src/store/health.js';
 import { systemClock } from '../../src/clock.js';
 import { silentLogger } from '../../src/log.js';
+
+/** Until `f` holds (polled; a bound of 10 s). */
+async function waitUntil(f: () => Promise<boolean>): Promise<void> {
+  for (const until = Date.now() + 10_000; !(await f()); ) {
+    if (Date.now() > until) throw new Error('not within 10 s');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
 
 let db: TestDb;
 before(async () => {
@@ -35,6 +43,33 @@ test('a probe stuck behind the pool\'s own work, while PostgreSQL answers it, le
     assert.equal(health.degraded, false, 'busy, not unreachable');
     await Promise.all(work);
   } finally {
+    health.stop();
+    await pool.end();
+  }
+});
+
+test('a pool whose every connection waits on a lock held elsewhere: the probe asks on a connection of its own, the store stays reachable', NEEDS_SERVER, async () => {
+  const pool = createPool({ ...db.config, max: 3 });
+  const health = new StoreHealth({ pool, clock: systemClock, log: silentLogger(), probeTimeoutMs: 200 });
+  const holder = await db.pool.connect();
+  try {
+    await holder.query('BEGIN');
+    await holder.query('LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE');
+    const waiting = Array.from({ length: 6 }, () => pool.query('SELECT count(*) FROM jobs').then(() => 'read', () => 'failed'));
+    // every connection of the pool is in a statement that waits on the lock (found from the outside: the probe
+    // waited behind them, missed its deadline, and every queue switched to memory-degraded)
+    await waitUntil(async () => ((await db.pool.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+    )).rows[0]?.n ?? 0) >= 3);
+    const asked = performance.now();
+    await health.probe();
+    assert.equal(lastAnswerAt(pool) > asked, true, 'the probe was answered (on its own connection)');
+    assert.equal(health.degraded, false, 'PostgreSQL answers: not unreachable');
+    await holder.query('ROLLBACK');
+    assert.deepEqual(await Promise.all(waiting), Array(6).fill('read'));
+  } finally {
+    await holder.query('ROLLBACK').catch(() => undefined);
+    holder.release();
     health.stop();
     await pool.end();
   }

@@ -14,6 +14,7 @@ import net from 'node:net';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
+import { probePool } from '../../src/store/pool.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { answerClientErrors, serverOptions } from '../../src/http/client-error.js';
 
@@ -33,7 +34,8 @@ before(async () => {
   // simulated: no periodic store probe runs, so every probe counted is one a request asked for
   g = await startTestGateway({ label: 'upabort', simulated: true, logLines });
   key = (await g.createInstance('up', { link: false })).apiKey;
-  const pool = g.gw.pool as unknown as { query: (...a: unknown[]) => unknown };
+  // the health probe asks on a connection of its own (src/store/pool.ts probePool)
+  const pool = probePool(g.gw.pool) as unknown as { query: (...a: unknown[]) => unknown };
   const query = pool.query.bind(pool);
   pool.query = (...a: unknown[]) => {
     if (a[0] === 'SELECT 1') probes += 1;
