@@ -58,6 +58,12 @@ import { Batcher } from './store/batch.js';
 import { affectsPlan, applySettingsPatch, NEW_INSTANCE_DEFAULTS, type InstanceSettings, type SettingsPatch } from './queue/settings.js';
 import { withTransaction } from './store/pool.js';
 
+/**
+ * A describe of a listed instance that failed because the instance was deleted since the list was read (its port
+ * found no owner and no row: INSTANCE_NOT_FOUND). A list leaves it out (GET /admin/v1/instances, the console's poll).
+ */
+export const deletedSinceListed = (err: unknown): boolean => isDomainError(err, 'INSTANCE_NOT_FOUND');
+
 export class InstanceAdminService implements InstanceAdmin {
   private keyListeners: ((instanceIds: readonly string[] | null) => void)[] = [];
   /** concurrent creations are written together: one transaction of two statements (src/store/batch.ts) */
@@ -204,6 +210,20 @@ export class InstanceAdminService implements InstanceAdmin {
       }
       throw err;
     });
+  }
+
+  /**
+   * The instances of a list read, each described, without those deleted since the list was read: the port of an
+   * instance no node runs any more answers INSTANCE_NOT_FOUND once its row is gone (src/cluster/remote-port.ts),
+   * which the list is not about (found by the outside probe: GET /admin/v1/instances answered 404
+   * INSTANCE_NOT_FOUND whenever another client deleted an instance at that moment).
+   */
+  async describeAll(instances: readonly Instance[]): Promise<Record<string, unknown>[]> {
+    const described = await Promise.all(instances.map((i) => this.describe(i).catch((err: unknown) => {
+      if (deletedSinceListed(err)) return null;
+      throw err;
+    })));
+    return described.filter((d): d is Record<string, unknown> => d !== null);
   }
 
   async describe(instance: Instance): Promise<Record<string, unknown>> {

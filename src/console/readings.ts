@@ -17,7 +17,7 @@ import type { InstancePort, QueueSummary } from '../actors/port.js';
 import type { InstanceAdmin } from '../http/routes/admin-instances.js';
 import type { Logger } from '../log.js';
 import { OwnerNotAnswering, isDomainError } from '../errors.js';
-import { VIEW_DEADLINE_MS } from '../instances.js';
+import { VIEW_DEADLINE_MS, deletedSinceListed } from '../instances.js';
 
 /** Queue counts of one instance (the queue's own tally, as GET /api/status reads it). */
 export type QueueCounts = QueueSummary['counts'];
@@ -127,13 +127,21 @@ export function consoleReadings(deps: ReadingDeps): { read(): Promise<ConsoleSna
     ]);
     clearTimeout(timer);
     const at = new Date().toISOString();
-    const items = reads.map(({ inst, view, count }): ConsoleItem => {
+    const items = reads.flatMap(({ inst, view, count }): ConsoleItem[] => {
       const before = last.get(inst.id);
       let item: ConsoleItem;
       if (view.settled) {
         views.delete(inst.id);
-        // a failed view fails the poll, as a failed list does
-        if (!view.settled.ok) throw view.settled.error;
+        if (!view.settled.ok) {
+          // deleted since the list was read: left out, as the next list leaves it out (found by the outside probe:
+          // a delete at that moment failed the whole poll)
+          if (deletedSinceListed(view.settled.error)) {
+            for (const map of [counts, last]) map.delete(inst.id);
+            return [];
+          }
+          // any other failed view fails the poll, as a failed list does
+          throw view.settled.error;
+        }
         const described = view.settled.value;
         let queue: QueueCounts | null = null;
         let queueError: string | null = null;
@@ -159,7 +167,7 @@ export function consoleReadings(deps: ReadingDeps): { read(): Promise<ConsoleSna
         };
       }
       last.set(inst.id, item);
-      return item;
+      return [item];
     });
     return { at, items };
   };

@@ -31,6 +31,8 @@ export interface InstanceAdmin {
   linking(id: string): Promise<LinkView>;
   /** live view: status and the like, merged into the instance record for operators */
   describe(instance: Instance): Promise<Record<string, unknown>>;
+  /** `describe` of each listed instance, leaving out those deleted since the list was read */
+  describeAll(instances: readonly Instance[]): Promise<Record<string, unknown>[]>;
   /** the live gateway nodes with how many instances each owns */
   nodes(): Promise<Record<string, unknown>[]>;
   /** pin the instance to a live node: `moving` there, or `there` already; null when no such node is live */
@@ -74,7 +76,8 @@ export function adminInstancesRouter(admin: InstanceAdmin): Router {
     const { instance, apiKey } = await inSettings(() => admin.create({ name: input.name, driver: input.driver, ...(settings ? { settings } : {}) }));
     ok(ctx, { instance: await admin.describe(instance), apiKey }, 201);
   });
-  router.get('/admin/v1/instances', takes(), async (ctx) => ok(ctx, { items: await Promise.all((await admin.list()).map((i) => admin.describe(i))) }));
+  // an instance deleted while the list is described is left out (it was listed, then gone): not a 404 of the list
+  router.get('/admin/v1/instances', takes(), async (ctx) => ok(ctx, { items: await admin.describeAll(await admin.list()) }));
   router.get('/admin/v1/instances/:id', takes(), async (ctx) => ok(ctx, await admin.describe(await load(ctx.params.id ?? ''))));
   router.patch('/admin/v1/instances/:id', takes({ body: true }), async (ctx) => {
     const inst = await load(ctx.params.id ?? '');
