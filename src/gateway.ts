@@ -186,7 +186,7 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Pr
   rt.start();
   store.start();
   const stopHousekeeping = startHousekeeping({ pool, clock, log });
-  const instances = new InstanceAdminService({ pool, actors: placed, clock, nodes: cluster });
+  const instances = new InstanceAdminService({ pool, actors: placed, clock, nodes: cluster, log });
 
   // ---- demo instance on an empty store
   let demo: Gateway['demo'] = null;

@@ -7,6 +7,8 @@ import type { Clock } from './clock.js';
 import { DEADLINES, type InstancePort, type InstanceView, type LinkView, type PairingCode } from './actors/port.js';
 import { stoppedView } from '../machines/instance.snapshot.js';
 import { DomainError, OwnerNotAnswering, isDomainError, namingOwner } from './errors.js';
+import type { Logger } from './log.js';
+import { isConnectionError, isStatementTimeout } from './store/health.js';
 
 /**
  * How long a pairing-code request waits for the code: whatsapp-web.js restarts its browser in pairing mode
@@ -56,7 +58,43 @@ import {
 } from './store/instances.js';
 import { Batcher } from './store/batch.js';
 import { affectsPlan, applySettingsPatch, NEW_INSTANCE_DEFAULTS, type InstanceSettings, type SettingsPatch } from './queue/settings.js';
-import { withTransaction } from './store/pool.js';
+import { CommitOutcomeUnknown, withTransaction } from './store/pool.js';
+
+/**
+ * A creation whose COMMIT broke on its way (CommitOutcomeUnknown): the instance may or may not exist, and the
+ * route takes no idempotency key to retry with. The answer (504 INSTANCE_TIMEOUT, `data.reason` commit_unknown)
+ * says how to find out: by its name in the list; found, its key was never shown, so it is rotated.
+ */
+function creationUnknown(name: string, err: CommitOutcomeUnknown): CommitOutcomeUnknown {
+  return new CommitOutcomeUnknown(err.fault, {
+    message: `the store connection broke while the creation was being committed: instance ${name} may or may not have been created. ` +
+      `Look for the name in GET /admin/v1/instances (mgw instances): if it is listed, its API key was never shown, so rotate it ` +
+      `(POST /admin/v1/instances/:id/keys); if it is not, create it again`,
+    data: { reason: 'commit_unknown', name },
+  });
+}
+
+/**
+ * Why a created instance was not started at its creation (its placement failed after the row committed), and
+ * what happens next: a cluster round of the node it is placed on finds it held by no node and starts it
+ * (src/cluster/cluster.ts round, unheldInstances).
+ */
+function startDeferredWhy(err: unknown): string {
+  const what = isStatementTimeout(err)
+    ? 'PostgreSQL did not answer in time while the instance was being placed on a node'
+    : isConnectionError(err)
+      ? 'PostgreSQL could not be reached while the instance was being placed on a node'
+      : 'placing the instance on a node failed (the gateway\'s log says why)';
+  return `${what}. The instance is created and its API key is valid; it is not running yet: the node it is placed on starts it at ` +
+    `its next cluster round once PostgreSQL answers (every LEASE_TTL_MS / 4). Until then its routes answer 502 INSTANCE_UNREACHABLE, nothing accepted`;
+}
+
+/** A created instance with its key, shown once, and why it was not started at its creation (null: it was placed). */
+export interface Created {
+  instance: Instance;
+  apiKey: string;
+  startDeferred: string | null;
+}
 
 /**
  * A describe of a listed instance that failed because the instance was deleted since the list was read (its port
@@ -69,10 +107,17 @@ export class InstanceAdminService implements InstanceAdmin {
   /** concurrent creations are written together: one transaction of two statements (src/store/batch.ts) */
   private readonly creations: Batcher<NewInstance, { instance: Instance; apiKey: string }>;
 
-  constructor(private readonly deps: { pool: Pool; actors: InstanceActors; clock: Clock; nodes?: ClusterView }) {
+  constructor(private readonly deps: { pool: Pool; actors: InstanceActors; clock: Clock; nodes?: ClusterView; log?: Logger }) {
     this.creations = new Batcher<NewInstance, { instance: Instance; apiKey: string }>(async (inputs) => {
-      const made = await withTransaction(deps.pool, (c) => createInstances(c, inputs));
-      return made.map((m, i) => m ?? nameTaken(inputs[i]?.name ?? ''));
+      try {
+        const made = await withTransaction(deps.pool, (c) => createInstances(c, inputs));
+        return made.map((m, i) => m ?? nameTaken(inputs[i]?.name ?? ''));
+      } catch (err) {
+        // each may have been created: answered as such, never written again one by one (the Batcher's way after
+        // a failed write), which would find the names of a batch that did commit taken (409) and lose its keys
+        if (err instanceof CommitOutcomeUnknown) return inputs.map((i) => creationUnknown(i.name, err));
+        throw err;
+      }
     });
   }
 
@@ -118,12 +163,42 @@ export class InstanceAdminService implements InstanceAdmin {
     return getInstance(this.deps.pool, id);
   }
 
-  async create(input: { name: string; driver: 'sandbox' | 'webjs'; settings?: Partial<InstanceSettings> }): Promise<{ instance: Instance; apiKey: string }> {
+  /**
+   * Create the instance (its row and key, committed), then place it: taken and started here when it is placed
+   * here, by its node's next round otherwise. Once the row is committed the creation stands, whatever the
+   * placement meets: a placement that failed (PostgreSQL away or too slow for it) is `startDeferred`, and the
+   * instance is started by the cluster's rounds, which take every instance no node holds (found by the outside
+   * probe: a placement's store timeout was answered 503 "nothing was done" for an instance that was created, its
+   * key lost, and its name then refused 409).
+   */
+  async create(input: { name: string; driver: 'sandbox' | 'webjs'; settings?: Partial<InstanceSettings> }): Promise<Created> {
     // A partial given at creation must make sense with the defaults it lands on (e.g. minDelayMs ≤ maxDelayMs).
     if (input.settings) applySettingsPatch(NEW_INSTANCE_DEFAULTS, input.settings);
     const created = await this.creations.submit(input);
-    await this.deps.actors.add(created.instance);
-    return created;
+    try {
+      await this.deps.actors.add(created.instance);
+      return { ...created, startDeferred: null };
+    } catch (err) {
+      this.deps.log?.warn({ err, instanceId: created.instance.id }, 'placing a new instance failed: it is created, and a cluster round starts it');
+      return { ...created, startDeferred: startDeferredWhy(err) };
+    }
+  }
+
+  /**
+   * The instance of a creation's answer, which must not fail once the row is committed (the key is shown only
+   * there). Its live view when it can be read; otherwise (its placement deferred, or its view not readable: the
+   * store away) as an instance no node runs is shown: a new instance has no number linked and no jobs, nothing
+   * can be sending for it.
+   */
+  async describeCreated(created: Created): Promise<Record<string, unknown>> {
+    if (created.startDeferred === null) {
+      try {
+        return await this.describe(created.instance);
+      } catch (err) {
+        this.deps.log?.warn({ err, instanceId: created.instance.id }, 'reading the view of a new instance failed: answered as not running');
+      }
+    }
+    return this.shown(created.instance, stoppedView(created.instance.phoneNumber), null);
   }
 
   async updateSettings(id: string, patch: SettingsPatch): Promise<Instance | null> {
@@ -229,6 +304,11 @@ export class InstanceAdminService implements InstanceAdmin {
   async describe(instance: Instance): Promise<Record<string, unknown>> {
     const live = this.deps.actors.record(instance.id) ?? instance;
     const [view, node] = await Promise.all([this.view(live), this.deps.actors.nodeOf?.(instance.id) ?? null]);
+    return this.shown(live, view, node);
+  }
+
+  /** The operator's instance object: the record with its view (or why its state is unknown) and its node. */
+  private shown(live: Instance, view: InstanceView | StateUnknown, node: string | null): Record<string, unknown> {
     const record = { id: live.id, name: live.name, driver: live.driver, createdAt: live.createdAt, settings: live.settings };
     if (!('status' in view)) {
       // the stored number, which the instance reports when linked: its record, not a live reading

@@ -75,6 +75,7 @@ export function translate(raw: unknown, opts: TranslateOptions = {}): DomainErro
   if (raw instanceof CommitOutcomeUnknown) {
     // the connection broke during COMMIT: the request may have been accepted (SPEC.md: retry only with a key)
     opts.onStoreError?.();
+    if (raw.toFindOut) return new DomainError('INSTANCE_TIMEOUT', raw.toFindOut.message, raw.toFindOut.data);
     return new DomainError('INSTANCE_TIMEOUT', 'the store connection broke while committing; the request may have been accepted: retry only with the same idempotency key');
   }
   if (raw instanceof StructError) return new DomainError('VALIDATION_FAILED', structMessage(raw), { field: structField(raw) });

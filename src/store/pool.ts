@@ -317,7 +317,14 @@ export async function oneStatement<R extends pg.QueryResultRow>(pool: Pool, text
  * "nothing happened" connection error: whoever answers a caller must not say that nothing was accepted.
  */
 export class CommitOutcomeUnknown extends Error {
-  constructor(readonly fault: Error) {
+  constructor(
+    readonly fault: Error,
+    /**
+     * What the caller is told to do to find out, where a send's answer (retry only with the same idempotency key)
+     * does not fit: an operator's creation, which takes no key (src/instances.ts)
+     */
+    readonly toFindOut?: { message: string; data: Record<string, unknown> },
+  ) {
     super(`the store connection broke during COMMIT; the change may have been committed (${fault.message})`);
     this.name = 'CommitOutcomeUnknown';
   }

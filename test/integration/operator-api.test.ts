@@ -43,8 +43,9 @@ test('create: 201 {instance, apiKey}, key wapi_<name>_..., the new-instance defa
   const r = await t.admin('POST', '/admin/v1/instances', { name: 'shop-berlin', driver: 'sandbox' });
   assert.equal(r.status, 201, r.text);
   assert.equal(r.body.success, true);
-  const data = r.body.data as { instance: Record<string, unknown>; apiKey: string };
-  assert.deepEqual(Object.keys(data).sort(), ['apiKey', 'instance']);
+  const data = r.body.data as { instance: Record<string, unknown>; apiKey: string; startDeferred: string | null };
+  assert.deepEqual(Object.keys(data).sort(), ['apiKey', 'instance', 'startDeferred']);
+  assert.equal(data.startDeferred, null, 'placed at its creation');
   assert.match(data.apiKey, /^wapi_shop-berlin_[A-Za-z0-9_-]{16,}$/);
   const inst = data.instance;
   assert.match(String(inst.id), /^[0-9a-f-]{36}$/);

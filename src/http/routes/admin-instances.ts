@@ -11,14 +11,20 @@ import { DomainError, validationFailed } from '../../errors.js';
 import { matching, parse, structField, structMessage } from '../validate.js';
 import { SettingsPatchStruct, type InstanceSettings, type SettingsPatch } from '../../queue/settings.js';
 import type { Instance } from '../../store/instances.js';
+import type { Created } from '../../instances.js';
 import type { LinkView, PairingCode } from '../../actors/port.js';
 import { qrImage } from '../../qr-image.js';
 
 export interface InstanceAdmin {
   list(): Promise<Instance[]>;
   get(id: string): Promise<Instance | null>;
-  /** throws CONFLICT when the name is taken */
-  create(input: { name: string; driver: 'sandbox' | 'webjs'; settings?: Partial<InstanceSettings> }): Promise<{ instance: Instance; apiKey: string }>;
+  /**
+   * throws CONFLICT when the name is taken; once the instance is committed it is answered, its start deferred
+   * (`startDeferred`: why) when its placement failed
+   */
+  create(input: { name: string; driver: 'sandbox' | 'webjs'; settings?: Partial<InstanceSettings> }): Promise<Created>;
+  /** the instance of a creation's answer: never fails (the key is shown only there) */
+  describeCreated(created: Created): Promise<Record<string, unknown>>;
   /** validates the merged result (e.g. minDelayMs ≤ maxDelayMs), persists, re-plans when limits changed */
   updateSettings(id: string, patch: SettingsPatch): Promise<Instance | null>;
   remove(id: string): Promise<boolean>;
@@ -73,8 +79,9 @@ export function adminInstancesRouter(admin: InstanceAdmin): Router {
     const input = parse(ctx.request.body, CreateSchema);
     const settings = input.settings === undefined ? undefined : await inSettings(() => parse(input.settings, SettingsPatchStruct));
     // a name already taken answers 409 CONFLICT from the store's unique name (also for two creates at once)
-    const { instance, apiKey } = await inSettings(() => admin.create({ name: input.name, driver: input.driver, ...(settings ? { settings } : {}) }));
-    ok(ctx, { instance: await admin.describe(instance), apiKey }, 201);
+    const created = await inSettings(() => admin.create({ name: input.name, driver: input.driver, ...(settings ? { settings } : {}) }));
+    // committed: answered 201 with the key whatever follows (a placement or a view the store failed)
+    ok(ctx, { instance: await admin.describeCreated(created), apiKey: created.apiKey, startDeferred: created.startDeferred }, 201);
   });
   // an instance deleted while the list is described is left out (it was listed, then gone): not a 404 of the list
   router.get('/admin/v1/instances', takes(), async (ctx) => ok(ctx, { items: await admin.describeAll(await admin.list()) }));

@@ -39,10 +39,10 @@ export const OPERATOR_OPERATIONS: Record<string, Operation> = {
   'POST /admin/v1/instances': {
     summary: 'Create an instance',
     tag: 'Operator',
-    description: 'Answers the instance and its API key, shown only here (stored as a hash).',
+    description: 'Answers the instance and its API key, shown only here (stored as a hash). Once the instance is committed the answer is 201, whatever its start meets: `startDeferred` is null when it was placed on a node at once, else why it was not (PostgreSQL away or too slow then); it is not running yet and the next cluster round of its node starts it once PostgreSQL answers. A 503 QUEUE_STORE_UNAVAILABLE created nothing. A COMMIT whose outcome is unknown is 504 INSTANCE_TIMEOUT with `data.reason` commit_unknown and `data.name`: look for the name in GET /admin/v1/instances; if listed, rotate its key (it was never shown); if not, create it again.',
     body: checkedWith(CreateSchema, 'settings', SettingsPatchStruct),
-    ok: data(obj({ instance: ref('Instance'), apiKey: { type: 'string', pattern: '^wapi_' } }), 201),
-    errors: ['VALIDATION_FAILED', 'CONFLICT'],
+    ok: data(obj({ instance: ref('Instance'), apiKey: { type: 'string', pattern: '^wapi_' }, startDeferred: { type: ['string', 'null'] } }), 201),
+    errors: ['VALIDATION_FAILED', 'CONFLICT', 'QUEUE_STORE_UNAVAILABLE', 'INSTANCE_TIMEOUT'],
     example: { body: { name: 'shop-berlin', driver: 'sandbox', settings: { maxPerHour: 30, quietHours: null } } },
   },
   'GET /admin/v1/instances': { summary: 'List instances', tag: 'Operator', ok: data(items(ref('Instance'))), example: {} },
