@@ -222,3 +222,35 @@ test('a start read that failed (held past the store deadline) is 503 QUEUE_STORE
     assert.equal((JSON.parse(s.text) as { data: { queue: { pending: number } } }).data.queue.pending, WAITING, s.text);
   });
 });
+
+test('cancels asked while the start read is on its way wait for it: the queue loaded never counts a job they cancelled', NEEDS_SERVER, async () => {
+  const clock = simulatedClock();
+  const { apiKey, id } = await seeded('cancel-while-held', clock.now());
+  const ids = (await db.pool.query<{ id: string }>('SELECT id FROM jobs WHERE instance_id = $1 ORDER BY id LIMIT 30', [id])).rows.map((r) => r.id);
+  assert.equal(ids.length, 30);
+  const lock = await holdJobs();
+  let g: Gateway | null = null;
+  try {
+    g = await gatewayOver(clock);
+    const gw = g;
+    const cancels = ids.map((jobId) => fetch(`${gw.url}/api/v2/messages/${jobId}`, { method: 'DELETE', headers: { authorization: `Bearer ${apiKey}` } })
+      .then(async (r) => ({ status: r.status, text: await r.text() })));
+    // the cancels on their way (their routes and asks wait for the start read, or for the lock)
+    await new Promise((r) => setTimeout(r, 300));
+    await lock.release();
+    for (const c of await Promise.all(cancels)) assert.equal(c.status, 200, c.text);
+    // the summary counts what PostgreSQL holds: a cancel that committed after the start read had seen its job
+    // waiting left a ghost in the counts (found from the outside)
+    const held = (await db.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM jobs WHERE instance_id = $1 AND state IN ('queued', 'scheduled')", [id])).rows[0]?.n;
+    assert.equal(held, WAITING - 30);
+    const q = await waitFor(async () => {
+      const r = await get(gw, apiKey, '/api/v2/queue');
+      return r.status === 200 ? r : null;
+    }, 'the summary');
+    const counts = (JSON.parse(q.text) as { data: { counts: Record<string, number> } }).data.counts;
+    assert.equal((counts.queued ?? 0) + (counts.scheduled ?? 0), held, q.text);
+  } finally {
+    await lock.release();
+    await g?.stop();
+  }
+});
