@@ -28,7 +28,8 @@ import type { Pool } from '../store/pool.js';
 import type { Instance } from '../store/instances.js';
 import { Batcher } from '../store/batch.js';
 import { ClockOffset } from './clock-offset.js';
-import { HandOvers } from './hand-overs.js';
+import { HandOvers, ReleaseNotWritten } from './hand-overs.js';
+import { isConnectionError } from '../store/health.js';
 import { HeldLeases, liveLeases, renewLeases, retakeLeases, type Lease, type Owner } from './leases.js';
 import type { LocalInstances } from './local-instances.js';
 import { databaseClock, healthProbe, heartbeat, leaveCluster, liveNodes, registerNode, secretHash, type LiveNode, type NodeInfo } from './nodes.js';
@@ -253,22 +254,46 @@ export class Cluster {
   /**
    * Graceful stop: hand every instance over (0 unknown), then leave. `stage` is told each part as it begins
    * (the gateway's stop names the one a hard stop caught it in).
+   *
+   * Every instance is drained and stopped here whatever the store does. Once a release failed, the others are
+   * not tried (src/cluster/hand-overs.ts): their leases expire by themselves within the TTL and the other nodes
+   * take the instances then, as after a crash; one line says so. A store found unreachable so is not asked to
+   * remove this node either: its registration expires with its heartbeat, as its leases do. So a stop during a
+   * partition waits out one store deadline for the releases, not one for each instance.
    */
   async stop(stage: (name: string) => void = () => undefined): Promise<void> {
     // the rounds go on renewing the leases until every hand-over has finished: an in-flight dispatch may take
     // up to the call deadline, longer than a lease, and its outcome is written under the lease
     this.stopped = true;
+    this.handOvers.stop();
     stage('cluster: finishing its lease round');
     await this.ticking;
     stage('cluster: finishing the instances being taken');
     await this.taking.idle();
     stage('cluster: handing the instances over');
     const ids = new Set([...this.held.keys(), ...this.handOvers.ids()]);
-    await Promise.all([...ids].map((id) => this.handOver(id).catch((err: unknown) => this.deps.log.warn({ err, instanceId: id }, 'hand-over failed'))));
+    let unwritten = 0;
+    let failure: unknown = null;
+    await Promise.all([...ids].map((id) => this.handOver(id).catch((err: unknown) => {
+      if (!(err instanceof ReleaseNotWritten)) return this.deps.log.warn({ err, instanceId: id }, 'hand-over failed');
+      unwritten += 1;
+      if (err.tried) failure ??= err.failure;
+    })));
+    const unreachable = unwritten > 0 && isConnectionError(failure);
+    if (unwritten > 0) {
+      const why = unreachable ? 'PostgreSQL is unreachable' : 'its statement failed';
+      this.deps.log.warn(
+        { err: failure, instances: unwritten, leaseTtlMs: this.deps.ttlMs },
+        `hand-over not written (${why}): ${unwritten} instances were stopped here without releasing their leases; ` +
+          `the other nodes take them when the leases expire, within LEASE_TTL_MS (${this.deps.ttlMs} ms), as after a crash` +
+          (unreachable ? '; this node is not removed from the cluster either, its registration expires likewise' : ''),
+      );
+    }
     this.left = true;
     if (this.timer) clearInterval(this.timer);
     stage('cluster: finishing its lease round');
     await this.ticking;
+    if (unreachable) return;
     stage('cluster: leaving the cluster');
     await leaveCluster(this.deps.leasePool, this.deps.node).catch((err: unknown) => this.deps.log.warn({ err }, 'leaving the cluster failed'));
   }
