@@ -59,46 +59,62 @@ export function enqueueEvents(q: Queryable, instanceId: string, items: readonly 
 }
 
 /**
+ * An event whose id and time were chosen when it was raised (src/actors/network-events.ts): written again after
+ * a store outage, it is the same event, and the outbox takes its id once.
+ */
+export interface EventStamp {
+  eventId: string;
+  /** when it was raised, unix ms: its `timestamp` */
+  at: number;
+}
+
+/**
  * Events of many instances in one statement (the node-wide group commit of acceptances): each instance's
  * events keep their given order, which is their delivery order. Returns, per input, its eventId or null when
- * the instance's webhook does not want it (nothing is written for it).
+ * the instance's webhook does not want it (nothing is written for it). An input with its own `eventId` and
+ * `at` (EventStamp) keeps them; an id the outbox already holds is not written a second time (a write tried
+ * again after one whose outcome the store kept from us): null for it.
  */
 export async function enqueueEventsAcross(
   q: Queryable,
-  items: readonly (EventOf & { instanceId: string })[],
+  items: readonly (EventOf & { instanceId: string } & Partial<EventStamp>)[],
   now: number,
 ): Promise<({ eventId: string } | null)[]> {
   if (items.length === 0) return [];
   const subscribed = await subscribedEventsOf(q, items.map((it) => it.instanceId));
-  const at = new Date(Math.trunc(now));
   const instances: string[] = [];
   const ids: string[] = [];
   const names: string[] = [];
   const bodies: string[] = [];
   const attempts: number[] = [];
+  const times: Date[] = [];
   const idOf = items.map((it) => {
     const events = subscribed.get(it.instanceId) ?? null;
     if (events === null || !isSubscribed(events, it.event)) return null;
-    const eventId = newEventId();
+    const eventId = it.eventId ?? newEventId();
+    const at = new Date(Math.trunc(it.at ?? now));
     instances.push(it.instanceId);
     ids.push(eventId);
     names.push(it.event);
     bodies.push(envelopeBody(eventId, it.event, it.instanceId, at.getTime(), it.data));
     attempts.push(maxAttemptsFor(it.event));
+    times.push(at);
     return eventId;
   });
   if (ids.length === 0) return items.map(() => null);
   // WITH ORDINALITY + ORDER BY: the bigserial ids follow the input order, which is the delivery order.
   // Prepared once per connection, as every statement on a path each event takes (src/store/pool.ts).
+  // ON CONFLICT (event_id): an event written again keeps its one row (receivers dedupe by its id).
   const { rows } = await q.query<{ event_id: string }>({
     name: 'enqueue_events_across',
     text: `INSERT INTO outbox (event_id, instance_id, event, body, created_at, max_attempts, next_attempt_at)
-     SELECT e.event_id, e.instance_id, e.event, e.body, $1, e.max_attempts, $1
-       FROM unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $6::int[]) WITH ORDINALITY AS e(instance_id, event_id, event, body, max_attempts, n)
+     SELECT e.event_id, e.instance_id, e.event, e.body, e.at, e.max_attempts, e.at
+       FROM unnest($1::timestamptz[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::int[]) WITH ORDINALITY AS e(at, instance_id, event_id, event, body, max_attempts, n)
        JOIN webhooks w ON w.instance_id = e.instance_id AND w.enabled AND (e.event = ANY (w.events) OR '*' = ANY (w.events))
       ORDER BY e.n
+     ON CONFLICT (event_id) DO NOTHING
      RETURNING event_id`,
-    values: [at, instances, ids, names, bodies, attempts],
+    values: [times, instances, ids, names, bodies, attempts],
   });
   const written = new Set(rows.map((r) => r.event_id));
   return idOf.map((id) => (id !== null && written.has(id) ? { eventId: id } : null));
