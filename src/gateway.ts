@@ -152,7 +152,7 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Pr
     orderedRestartHardMs: config.ORDERED_RESTART_HARD_MS,
     events,
     resolveMedia: media.resolveForDispatch,
-    incoming: createIncomingEvents({ pool, clock, log, events, media, downloadTimeoutMs: DEADLINES.read }),
+    incoming: createIncomingEvents({ pool, clock, log, events, media, downloadTimeoutMs: DEADLINES.read, store, metrics: metrics.instanceEvents }),
     webhookAllowPrivate: config.WEBHOOK_ALLOW_PRIVATE,
     store,
     journal,

@@ -5,7 +5,7 @@
  */
 import type { Pool, Queryable } from '../store/pool.js';
 import type { Clock } from '../clock.js';
-import { enqueueEvent, enqueueEventsAcross } from '../webhooks/outbox.js';
+import { enqueueEvent, enqueueEventsAcross, type EventStamp } from '../webhooks/outbox.js';
 import { isEventName, isSubscribed, type EventOf } from '../webhooks/events.js';
 import { subscribedEventsOf } from '../webhooks/config.js';
 import { Batcher } from '../store/batch.js';
@@ -33,10 +33,19 @@ export interface EventBus {
    * Write and wake the sender: the one way out for events with no state change of their own (network and
    * lifecycle events, mapped by src/webhooks/driver-events.ts and published by src/actors/network-events.ts).
    * Events published by many instances at once are written together (src/store/batch.ts); a sender is woken
-   * only when its webhook took the event.
+   * only when its webhook took the event. The event keeps the id and time it was raised with.
    */
-  publish(instanceId: string, event: EventOf): Promise<void>;
+  publish(event: StampedEvent): Promise<void>;
+  /**
+   * Stamped events of many instances in one statement, each instance's in their order, and nothing else with
+   * them (no group commit): the events held through a store outage, written once it answers again. An id
+   * already in the outbox is not written again.
+   */
+  write(items: readonly StampedEvent[]): Promise<void>;
 }
+
+/** An event of an instance with the id and time it was raised with. */
+export type StampedEvent = EventOf & { instanceId: string } & EventStamp;
 
 export function createEventBus(deps: { pool: Pool; clock: Clock; wake: (instanceId: string) => void }): EventBus {
   const emit = async (q: Queryable, instanceId: string, event: string, data: unknown): Promise<boolean> => {
@@ -51,18 +60,22 @@ export function createEventBus(deps: { pool: Pool; clock: Clock; wake: (instance
   };
   // Published at the same moment by many instances (a start-up: each instance's ready, change_state…): written
   // together, one statement for the subscriptions and one for the rows, each instance's events in their order,
-  // stamped with the time they are written (as one publish was).
-  const publishing = new Batcher<EventOf & { instanceId: string }, void>(async (items) => {
+  // each with the id and time it was raised with.
+  const write = async (items: readonly StampedEvent[]): Promise<void> => {
     const written = await enqueueEventsAcross(deps.pool, items, deps.clock.now());
     // only a sender with something new to deliver is woken
     for (const instanceId of new Set(items.filter((_, i) => written[i]).map((it) => it.instanceId))) deps.wake(instanceId);
+  };
+  const publishing = new Batcher<StampedEvent, void>(async (items) => {
+    await write(items);
     return items.map(() => undefined);
   });
   return {
     emit,
     emitMany: async (q, instanceId, items) => void (await emitAcross(q, items.map((it) => ({ ...it, instanceId })))),
     emitAcross,
-    publish: (instanceId, event) => publishing.submit({ ...event, instanceId }),
+    publish: (event) => publishing.submit(event),
+    write,
     wantedBy: async (instanceIds, event) => {
       if (!isEventName(event)) throw new Error(`unknown event ${event}`);
       const subscribed = await subscribedEventsOf(deps.pool, instanceIds);

@@ -11,13 +11,20 @@
  * incoming media, under `downloadTimeoutMs`); a `ready` saves the instance's own number. Stopping the actor
  * aborts a download in progress; what was already received is still written (`settled()` waits for it).
  * `qr` and `code` carry login secrets: a failure is logged with the event name only.
+ *
+ * Each event gets its id and time when it is raised. One the store cannot take (unreachable, or known to be
+ * degraded), and every newer one of its instance while it waits, is held in memory (src/actors/held-events.ts)
+ * and written, in order, once the store answers again; the statistics row of an incoming message and a `ready`'s
+ * number wait with it. Before, such an event was logged `instance event not written` and lost.
  */
 import { fromCallback, type CallbackActorLogic } from 'xstate';
 import type { Pool } from '../store/pool.js';
 import { raceClock, type Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { EventBus } from './events.js';
-import { setPhoneNumber, type Instance } from '../store/instances.js';
+import type { Instance } from '../store/instances.js';
+import { newEventId } from '../ids.js';
+import { HeldEvents, storeCouldNotTake, writeRaised, type HeldEventsMetrics, type RaisedEvent, type StoreGate } from './held-events.js';
 import type { Driver, DriverEventName, DriverEvents, MessageMedia, WireMessage } from '../drivers/contract.js';
 import type { NotifyParams } from '../../machines/instance.types.js';
 import type { EventOf } from '../webhooks/events.js';
@@ -40,6 +47,11 @@ export interface IncomingEventsDeps {
   media: IncomingMedia;
   /** deadline of one incoming attachment's download */
   downloadTimeoutMs: number;
+  /** the store's health: while it is degraded, events are held without a try; its recovery writes them */
+  store?: StoreGate;
+  metrics?: HeldEventsMetrics;
+  /** the bound of the events held through an outage (src/actors/held-events.ts), for tests */
+  held?: { maxEvents?: number; maxBytes?: number };
 }
 
 interface Work {
@@ -89,22 +101,48 @@ function abortable<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
 export interface IncomingEvents {
   /** create or spawn once; send it `networkCommand(…)` and `lifecycleCommand(…)` */
   logic: CallbackActorLogic<IncomingCommand>;
-  /** resolves once every command received so far is written (or given up) */
+  /** resolves once every command received so far is written, held (the store could not take it) or given up */
   settled(): Promise<void>;
+  /** events held in memory until the store takes them */
+  readonly held: number;
+  /** the stop: settle, one last try to write what is held, then no more retries (src/actors/held-events.ts) */
+  close(): Promise<void>;
 }
 
 export function createIncomingEvents(deps: IncomingEventsDeps): IncomingEvents {
   const pending = new Set<Promise<void>>();
+  const held = new HeldEvents({
+    pool: deps.pool,
+    clock: deps.clock,
+    log: deps.log,
+    write: (items) => deps.events.write(items),
+    ...(deps.store ? { store: deps.store } : {}),
+    ...(deps.metrics ? { metrics: deps.metrics } : {}),
+    ...deps.held,
+  });
+  // an event of an instance with events held waits behind them; while the store is known away, nothing is tried
+  const holding = (instanceId: string) => held.holds(instanceId) || deps.store?.degraded === true;
 
-  async function publish(cmd: IncomingCommand, signal: AbortSignal): Promise<void> {
+  /** The webhook event of a command, with its id and time chosen now, and the writes it needs besides. */
+  async function raise(cmd: IncomingCommand, signal: AbortSignal): Promise<RaisedEvent | null> {
     const { instance } = cmd;
+    let inbound: RaisedEvent['inbound'] = null;
     const ctx: NetworkEventContext = {
       async messageObject(m) {
         if (!m.fromMe) {
-          await deps.pool.query(
-            'INSERT INTO inbound_messages (instance_id, message_id, received_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
-            [instance.id, m.id._serialized, new Date(deps.clock.now())],
-          );
+          const row = { messageId: m.id._serialized, receivedAt: deps.clock.now() };
+          if (holding(instance.id)) inbound = row;
+          else {
+            try {
+              await deps.pool.query(
+                'INSERT INTO inbound_messages (instance_id, message_id, received_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
+                [instance.id, row.messageId, new Date(row.receivedAt)],
+              );
+            } catch (err) {
+              if (!storeCouldNotTake(err)) throw err;
+              inbound = row;
+            }
+          }
         }
         const download = cmd.download;
         const fetch: MediaFetch = () =>
@@ -118,9 +156,25 @@ export function createIncomingEvents(deps: IncomingEventsDeps): IncomingEvents {
       },
     };
     const event = await cmd.map(ctx, signal);
-    if (!event) return;
-    if (event.event === 'ready' && event.data.phoneNumber && !cmd.numberStored) await setPhoneNumber(deps.pool, instance.id, event.data.phoneNumber);
-    await deps.events.publish(instance.id, event);
+    if (!event) return null;
+    const phoneNumber = event.event === 'ready' && event.data.phoneNumber && !cmd.numberStored ? event.data.phoneNumber : null;
+    return { event: { ...event, instanceId: instance.id, eventId: newEventId(), at: deps.clock.now() }, inbound, phoneNumber };
+  }
+
+  /** Written now, or held when the store cannot take it (or the instance has events held already). */
+  async function publish(cmd: IncomingCommand, signal: AbortSignal): Promise<void> {
+    const raised = await raise(cmd, signal);
+    if (!raised) return;
+    const { instanceId } = raised.event;
+    if (holding(instanceId)) return held.hold(raised);
+    try {
+      if (raised.inbound || raised.phoneNumber) await writeRaised(deps.pool, (items) => deps.events.write(items), [raised]);
+      else await deps.events.publish(raised.event);
+    } catch (err) {
+      if (!storeCouldNotTake(err)) throw err;
+      held.hold(raised);
+      void deps.store?.suspect();
+    }
   }
 
   const logic = fromCallback<IncomingCommand>(({ receive }) => {
@@ -141,10 +195,18 @@ export function createIncomingEvents(deps: IncomingEventsDeps): IncomingEvents {
     return () => abort.abort(new Error('the gateway is stopping'));
   });
 
+  const settled = async () => {
+    while (pending.size > 0) await Promise.all([...pending]);
+  };
   return {
     logic,
-    settled: async () => {
-      while (pending.size > 0) await Promise.all([...pending]);
+    settled,
+    get held() {
+      return held.size;
+    },
+    async close() {
+      await settled();
+      await held.close();
     },
   };
 }

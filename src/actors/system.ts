@@ -323,8 +323,8 @@ export class ActorSystem {
     this.supervisor.stop();
     stage('actors: sessions and planners settling');
     await Promise.all([this.sessions.settledAll(), this.planners.settledAll()]);
-    stage('actors: incoming events settling');
-    await this.deps.incoming.settled();
+    stage('actors: incoming events settling (a last try for the events held through a store outage)');
+    await this.deps.incoming.close();
     stage('actors: closing the webhook senders');
     await this.webhooks.close();
   }

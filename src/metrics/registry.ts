@@ -13,6 +13,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { QueueMetrics } from '../queue/types.js';
 import type { WebhookMetrics } from '../webhooks/deliver.js';
+import type { HeldEventsMetrics } from '../actors/held-events.js';
 import type { Queryable } from '../store/pool.js';
 import { PENDING_JOB_STATES } from '../../machines/job.machine.js';
 
@@ -76,6 +77,8 @@ export interface GatewayMetrics {
   queue: QueueMetrics;
   /** the hook for WebhookSenderOptions.metrics */
   webhooks: WebhookMetrics;
+  /** the hook for the instance events held through a store outage (src/actors/held-events.ts) */
+  instanceEvents: HeldEventsMetrics;
   /** bring the scrape-time series up to date, then answer the exposition text */
   scrape(sources: MetricsSources): Promise<string>;
 }
@@ -143,6 +146,9 @@ export function createMetrics(opts: { prefix?: string; defaultMetrics?: boolean 
     registers,
   });
 
+  const eventsHeld = new Gauge({ name: `${p}instance_events_held`, help: 'Instance events (network and lifecycle) held in memory because the store could not take them, written once it answers', registers });
+  const eventsHeldBytes = new Gauge({ name: `${p}instance_events_held_bytes`, help: "The held instance events' payloads (JSON bytes)", registers });
+  const eventsDropped = new Counter({ name: `${p}instance_events_dropped_total`, help: 'Instance events dropped because the store could not take them and the events held in memory reached their bound', registers });
   const jobs = new Gauge({ name: `${p}jobs`, help: 'Jobs in the database by state (all instances, all nodes)', labelNames: ['state'], registers });
   const outboxPending = new Gauge({ name: `${p}outbox_pending`, help: 'Webhook events not yet delivered or finally failed (all instances)', registers });
   const outboxOldest = new Gauge({ name: `${p}outbox_oldest_pending_seconds`, help: 'Age of the oldest pending webhook event (0: none)', registers });
@@ -174,6 +180,15 @@ export function createMetrics(opts: { prefix?: string; defaultMetrics?: boolean 
       if (lagMs !== null) webhookLag.observe(seconds(lagMs));
     },
   };
+  const instanceEvents: HeldEventsMetrics = {
+    held: (events, bytes) => {
+      eventsHeld.set(events);
+      eventsHeldBytes.set(bytes);
+    },
+    dropped: (n) => eventsDropped.inc(n),
+  };
+  eventsHeld.set(0);
+  eventsHeldBytes.set(0);
   // the labelled series exist from the start, so that rate() and the dashboard see 0 rather than nothing
   for (const outcome of ['accepted', 'replay', 'refused']) acceptance.zero({ outcome });
   for (const outcome of ['confirmed', 'assumed', 'failed', 'unknown', 'returned']) {
@@ -223,6 +238,7 @@ export function createMetrics(opts: { prefix?: string; defaultMetrics?: boolean 
     registry,
     queue,
     webhooks,
+    instanceEvents,
     async scrape(sources) {
       readActors(sources);
       try {
