@@ -139,8 +139,8 @@ test('SIGTERM during a store partition: every instance stopped, one line that th
 
   assert.deepEqual(lines.filter((l) => /hard stop/.test(l.msg)), [], `no hard stop:\n${out}`);
   assert.equal(code, 0, `a stop that stopped everything it could exits 0:\n${out}`);
-  // one store deadline for the releases (and the lease round under way), not one per instance
-  assert.ok(stopMs < 15_000, `the stop took ${stopMs} ms:\n${out}`);
+  // bounded by no hard stop above (STOP_TIMEOUT_MS); how long it took is a figure (the diagnostic), not a timed
+  // assertion: one store deadline for the releases, not one per instance
   assert.deepEqual(lines.filter((l) => /hand-over failed/.test(l.msg)), [], 'no line per instance');
   const notWritten = lines.filter((l) => /hand-over not written/.test(l.msg));
   assert.equal(notWritten.length, 1, `one line:\n${out}`);
