@@ -4,6 +4,7 @@
  * Paths are made absolute here, against the working directory of the start: nothing downstream ever sees
  * a relative path (a relative socket directory is taken for a host name by `pg`).
  */
+import { isIP } from 'node:net';
 import path from 'node:path';
 import { coerce, create, define, defaulted, object, optional, string, StructError, type Infer, type Struct } from 'superstruct';
 import { LONGEST_TIMER_MS } from './clock.js';
@@ -96,6 +97,18 @@ const databaseUrl = define<string>('postgres URL', (v) => {
   }
 });
 
+/**
+ * HOST: an IP address (IPv4, IPv6 without brackets) or a host name as RFC 1123 spells one (labels of letters,
+ * digits and inner `-`, at most 63 characters each, 253 in all, a final dot allowed). Found from the outside:
+ * HOST='bad host' passed as text, initialized the data directory (embedded PostgreSQL, the admin token, the demo
+ * instance) and failed only at the bind, with exit 1 and the value in the message. A well-formed name that
+ * resolves to no address of this machine still fails at the bind (src/main.ts startFailure).
+ */
+const HOST_LABEL = '[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?';
+const HOST_NAME = new RegExp(`^(?=.{1,253}\\.?$)${HOST_LABEL}(?:\\.${HOST_LABEL})*\\.?$`);
+const HOST_RULE = 'a host name or an IP address (e.g. 127.0.0.1, 0.0.0.0, localhost)';
+const host = define<string>('host', (v) => unblanked(v, HOST_RULE, (s) => isIP(s) !== 0 || HOST_NAME.test(s)));
+
 const nodeId = define<string>('node id', (v) => (typeof v === 'string' && /^[A-Za-z0-9._:-]{1,64}$/.test(v)) || 'must be 1 to 64 characters of A-Z a-z 0-9 . _ : -');
 const httpUrl = define<string>('url', (v) => unblanked(v, 'the http(s) URL of this node as the other nodes reach it', isHttpUrl));
 
@@ -130,7 +143,7 @@ const DAY_MS = 86_400_000;
 
 export const ConfigSchema = object({
   PORT: defaulted(int(0, 65535), 3000),
-  HOST: defaulted(text('a host name or address (e.g. 127.0.0.1, 0.0.0.0)'), '127.0.0.1'),
+  HOST: defaulted(host, '127.0.0.1'),
   DATABASE_URL: optional(databaseUrl),
   DATA_DIR: defaulted(fsPath('a directory path'), path.resolve('data')),
   ADMIN_TOKEN: optional(adminToken),

@@ -6,6 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
@@ -30,6 +31,20 @@ test('a bad variable: exit 2 and the variable named with what it accepts', async
   const r = await runGateway({ PORT: '70000' });
   assert.equal(r.code, 2);
   assert.equal(r.stderr.trim(), 'invalid configuration: PORT must be an integer from 0 to 65535');
+});
+
+test('a HOST that is neither an IP address nor a host name: exit 2 before anything is made, the value not echoed', async () => {
+  // found from the outside: HOST='bad host' started the embedded PostgreSQL, generated the admin token and created
+  // the demo instance, then failed at the bind with exit 1 and the value in the message
+  const dir = path.join(await mkdtemp(path.join(os.tmpdir(), 'mgw-badhost-')), 'data');
+  try {
+    const r = await runGateway({ HOST: 'bad host', DATA_DIR: dir, PORT: '0' });
+    assert.equal(r.code, 2);
+    assert.equal(r.stderr.trim(), 'invalid configuration: HOST must be a host name or an IP address (e.g. 127.0.0.1, 0.0.0.0, localhost)');
+    assert.equal(existsSync(dir), false, 'the data directory is not even created');
+  } finally {
+    await rm(path.dirname(dir), { recursive: true, force: true });
+  }
 });
 
 test('an unreachable DATABASE_URL: named, its password never shown', async () => {

@@ -44,7 +44,14 @@ const BAD: [variable: string, value: string, message: string][] = [
   ['PORT', '70000', 'PORT must be an integer from 0 to 65535'],
   ['PORT', '-1', 'PORT must be an integer from 0 to 65535'],
   ['PORT', '80.5', 'PORT must be an integer from 0 to 65535'],
-  ['HOST', '   ', 'HOST must be a host name or address (e.g. 127.0.0.1, 0.0.0.0)'],
+  ['HOST', '   ', 'HOST must be a host name or an IP address (e.g. 127.0.0.1, 0.0.0.0, localhost)'],
+  // found from the outside: passed as text and failed at the bind, exit 1, echoed, the data directory initialized
+  ['HOST', 'bad host', 'HOST must be a host name or an IP address (e.g. 127.0.0.1, 0.0.0.0, localhost)'],
+  ['HOST', 'not_a_host!', 'HOST must be a host name or an IP address (e.g. 127.0.0.1, 0.0.0.0, localhost)'],
+  ['HOST', '127.0.0.1/evil?', 'HOST must be a host name or an IP address (e.g. 127.0.0.1, 0.0.0.0, localhost)'],
+  ['HOST', '[::1]', 'HOST must be a host name or an IP address (e.g. 127.0.0.1, 0.0.0.0, localhost)'],
+  ['HOST', '-lead.example', 'HOST must be a host name or an IP address (e.g. 127.0.0.1, 0.0.0.0, localhost)'],
+  ['HOST', `${'a'.repeat(64)}.example`, 'HOST must be a host name or an IP address (e.g. 127.0.0.1, 0.0.0.0, localhost)'],
   ['DATABASE_URL', 'mysql://root:hunter2secret@db/mgw', 'DATABASE_URL must be a postgres:// or postgresql:// URL'],
   ['DATABASE_URL', 'db.internal:5432', 'DATABASE_URL must be a postgres:// or postgresql:// URL'],
   ['DATABASE_URL', 'not a url hunter2secret', 'DATABASE_URL must be a postgres:// or postgresql:// URL (postgres://user:password@host:5432/database)'],
@@ -144,6 +151,12 @@ test('paths, URLs and host names with blanks around them are refused too, the va
   // the same without the blanks are taken
   assert.equal(loadConfig({ DATA_DIR: '/srv/mgw' }).DATA_DIR, '/srv/mgw');
   assert.equal(loadConfig({ DATABASE_URL: 'postgres://u@db:5432/mgw' }).DATABASE_URL, 'postgres://u@db:5432/mgw');
+});
+
+test('HOST: an IP address or a host name as RFC 1123 spells one', () => {
+  for (const host of ['127.0.0.1', '0.0.0.0', '::', '::1', 'fe80::1%eth0', 'localhost', 'gw-1.internal.example', 'node7.', '3com.example', `${'a'.repeat(63)}.example`]) {
+    assert.equal(loadConfig({ HOST: host }).HOST, host);
+  }
 });
 
 test('a bad value of any variable: the variable, what it accepts, never the value', () => {
