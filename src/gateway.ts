@@ -12,7 +12,7 @@ import { createLogger, registerSecret, type Logger } from './log.js';
 import { createPool, withTransaction, type Pool, type PoolConfig, type Queryable } from './store/pool.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './store/embedded.js';
 import { migrate } from './store/migrate.js';
-import { ensureDataDir, lockDataDir, resolveAdminToken } from './bootstrap.js';
+import { ensureDataDir, lockDataDir, resolveAdminToken, Unshown } from './bootstrap.js';
 import { createApp } from './http/app.js';
 import { requestHandler } from './http/handler.js';
 import { answerClientErrors, serverOptions } from './http/client-error.js';
@@ -27,7 +27,7 @@ import { ActorSystem } from './actors/system.js';
 import { createEventBus } from './actors/events.js';
 import { DEADLINES } from './actors/port.js';
 import { InstanceAdminService } from './instances.js';
-import { createInstance, listInstances, type Instance } from './store/instances.js';
+import { createInstance, getInstance, listInstances, rotateKey, type Instance } from './store/instances.js';
 import { Cluster } from './cluster/cluster.js';
 import { OWNER_CACHE_MS } from './cluster/owner-cache.js';
 import { clusterPorts, defaultNodeId, defaultNodeUrl } from './cluster/wiring.js';
@@ -68,10 +68,15 @@ export interface Gateway {
   sandbox: Sandbox | null;
   media: MediaServices;
   adminToken: string;
-  /** set on the start that generated the admin token */
+  /** set on the start that generated the admin token, and on every later one until one has shown it (`shown`) */
   adminTokenGenerated: boolean;
-  /** set on the start that created the demo instance */
+  /**
+   * set on the start that created the demo instance, and on every later one until one has shown it (`shown`): a
+   * later one with a new key (the one made before was stored hashed only, never shown)
+   */
   demo: { instance: Instance; apiKey: string; phoneNumber: string } | null;
+  /** the operator has seen the admin token and the demo key above (src/main.ts's banner): later starts do not show them */
+  shown(): void;
   /** every mounted route with its authentication (the route × credential matrix and the fuzzer use it) */
   routes: RouteInfo[];
   /** the node-wide group commit of acceptances: transactions, the instance batches in them, their time (benchmarks) */
@@ -126,7 +131,8 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Pr
   await replayDegradedJournal(pool, journalPath, clock.now(), log);
   const journal = new DegradedJournal(journalPath);
 
-  const admin = await resolveAdminToken(config.DATA_DIR, config.ADMIN_TOKEN);
+  const unshown = await Unshown.read(config.DATA_DIR);
+  const admin = await resolveAdminToken(config.DATA_DIR, config.ADMIN_TOKEN, unshown);
   registerSecret(admin.token);
 
   // ---- the network side
@@ -188,14 +194,25 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Pr
   const stopHousekeeping = startHousekeeping({ pool, clock, log });
   const instances = new InstanceAdminService({ pool, actors: placed, clock, nodes: cluster, log });
 
-  // ---- demo instance on an empty store
+  // ---- demo instance on an empty store (or the one an earlier start made and did not get to show)
   let demo: Gateway['demo'] = null;
-  if (config.DEMO_INSTANCE && sandbox && (await listInstances(pool)).length === 0) {
-    // the link must be known before the instance's session first starts: create, register, then spawn
-    const created = await withTransaction(pool, (c) => createInstance(c, { name: 'demo', driver: 'sandbox', settings: { quietHours: null } }));
-    sandbox.setAutoLink(created.instance.id, DEMO_PHONE);
+  if (sandbox && unshown.demoInstanceId !== null) {
+    const made = await getInstance(pool, unshown.demoInstanceId);
+    if (made) demo = { instance: made, apiKey: await withTransaction(pool, (c) => rotateKey(c, made)), phoneNumber: DEMO_PHONE };
+    else await unshown.dropDemo();
+  }
+  if (!demo && config.DEMO_INSTANCE && sandbox && (await listInstances(pool)).length === 0) {
+    const created = await withTransaction(pool, async (c) => {
+      const made = await createInstance(c, { name: 'demo', driver: 'sandbox', settings: { quietHours: null } });
+      // in its transaction: there is no demo instance that a later start would not know to show
+      await unshown.set({ demoInstanceId: made.instance.id });
+      return made;
+    });
     demo = { ...created, phoneNumber: DEMO_PHONE };
   }
+  // the link must be known before the instance's session first starts (cluster.start, below); a session linked
+  // already (a start that failed after it) keeps its link
+  if (demo) sandbox?.setAutoLink(demo.instance.id, DEMO_PHONE);
 
   // ---- HTTP
   const keys = new KeyResolver(pool, clock);
@@ -250,6 +267,7 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Pr
     adminToken: admin.token,
     adminTokenGenerated: admin.generated,
     demo,
+    shown: () => unshown.shown({ adminToken: admin.generated, demo: demo !== null }),
     routes,
     groupCommitStats: () => rt.groupCommit.snapshot(),
     log,

@@ -88,6 +88,12 @@ export async function runMain(env: NodeJS.ProcessEnv = process.env): Promise<voi
   lines.push(`  console:  ${gw.url}/console   API reference: ${gw.url}/docs`);
   // for the person at the terminal: stderr, so that stdout stays JSON log lines for machines
   process.stderr.write(`${lines.join('\n')}\n`);
+  // shown now (stderr is written synchronously): a start that failed before this line shows them again next time
+  try {
+    gw.shown();
+  } catch (err) {
+    log.warn({ err }, `could not note in ${config.DATA_DIR} that the banner was shown: the next start shows it again`);
+  }
   // whatsapp-web.js has internal promises nobody awaits (page re-injection, its own destroy): log, do not die.
   process.on('unhandledRejection', (reason) => log.error({ err: reason }, 'unhandled rejection'));
 }

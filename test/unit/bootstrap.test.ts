@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { ensureDataDir, resolveAdminToken } from '../../src/bootstrap.js';
+import { ensureDataDir, resolveAdminToken, Unshown } from '../../src/bootstrap.js';
 import { BEARER_TOKEN_RULE } from '../../src/config.js';
 
 async function inDir(f: (dir: string) => Promise<void>): Promise<void> {
@@ -65,4 +65,28 @@ test('a DATA_DIR that is a file, or lies under one, is refused naming DATA_DIR; 
     const fresh = path.join(dir, 'a', 'b');
     await ensureDataDir(fresh);
     assert.equal((await stat(fresh)).isDirectory(), true);
+  }));
+
+test('a generated admin token is shown again by every start until one has shown it (a first start that failed before its banner)', () =>
+  inDir(async (dir) => {
+    const first = await resolveAdminToken(dir, undefined, await Unshown.read(dir));
+    assert.equal(first.generated, true);
+    // the start failed: nothing said it was shown
+    const again = await Unshown.read(dir);
+    assert.deepEqual(await resolveAdminToken(dir, undefined, again), { token: first.token, generated: true });
+    assert.equal((await stat(path.join(dir, 'unshown.json'))).mode & 0o777, 0o600);
+    assert.ok(!(await readFile(path.join(dir, 'unshown.json'), 'utf8')).includes(first.token), 'the file names what, never the secret');
+    again.shown({ adminToken: true, demo: false });
+    assert.deepEqual(await resolveAdminToken(dir, undefined, await Unshown.read(dir)), { token: first.token, generated: false });
+  }));
+
+test('what a start did not show stays to be shown (ADMIN_TOKEN set on that start; a demo it could not finish)', () =>
+  inDir(async (dir) => {
+    const unshown = await Unshown.read(dir);
+    await resolveAdminToken(dir, undefined, unshown);
+    await unshown.set({ demoInstanceId: 'd1' });
+    unshown.shown({ adminToken: false, demo: true });
+    const later = await Unshown.read(dir);
+    assert.equal(later.adminToken, true);
+    assert.equal(later.demoInstanceId, null);
   }));
