@@ -249,7 +249,9 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Pr
   }
   // join (or form) the cluster: this node takes the instances placed on it
   await cluster.start(defaultNodeUrl(config, url.replace('//0.0.0.0:', '//127.0.0.1:')));
-  log.info({ instances: rt.health().total, node: cluster.nodeId }, 'instances starting');
+  // the instances the first round found placed here, on their way in (the actors count them once they are taken;
+  // found by the outside README probe: this line said 0 beside a demo instance just created)
+  log.info({ instances: cluster.instancesHere, node: cluster.nodeId }, 'instances starting');
 
   let stopped = false;
   let stage: string | null = null;

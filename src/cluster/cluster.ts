@@ -107,6 +107,11 @@ export class Cluster {
     this.timer.unref();
   }
 
+  /** The instances this node runs or is taking now (after start: what its first round found placed here). */
+  get instancesHere(): number {
+    return this.held.size + this.taking.size;
+  }
+
   /** What the last heartbeat found, said once when it changes (src/cluster/nodes.ts heartbeat). */
   private registeredAt(url: string | null): void {
     const found = url ?? 'gone';

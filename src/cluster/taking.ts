@@ -50,6 +50,11 @@ export class Taking {
 
   constructor(private readonly deps: TakingDeps) {}
 
+  /** How many instances are on their way in. */
+  get size(): number {
+    return this.taking.size;
+  }
+
   /** Whether the instance is on its way in. */
   has(instanceId: string): boolean {
     return this.taking.has(instanceId);

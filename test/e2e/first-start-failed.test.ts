@@ -37,7 +37,7 @@ test('a first start that fails on a busy PORT: the next start shows the admin to
     assert.match(failed.stderr, /is in use/);
     assert.doesNotMatch(failed.stderr, adminTokenLine);
 
-    const second = await startProcess({ env: { ...env, PORT: '0' }, startTimeoutMs: 120_000 });
+    const second = await startProcess({ env: { ...env, PORT: '0', LOG_LEVEL: 'info' }, startTimeoutMs: 120_000 });
     let demoKey: string;
     try {
       const out = second.output();
@@ -45,6 +45,9 @@ test('a first start that fails on a busy PORT: the next start shows the admin to
       assert.equal(token, (await readFile(path.join(dir, 'admin-token'), 'utf8')).trim(), `the token of the file, shown:\n${out}`);
       demoKey = demoKeyLine.exec(out)?.[1] ?? assert.fail(`no demo key shown:\n${out}`);
       assert.match(out, /demo instance on the sandbox network, linked as \+4915550100001/);
+      // the start-up line counts the demo (it said 0 beside it); log lines are written at the end of their turn
+      for (let i = 0; i < 50 && !second.output().includes('"msg":"instances starting"'); i++) await new Promise((r) => setTimeout(r, 100));
+      assert.match(second.output(), /"instances":1,[^\n]*"msg":"instances starting"/);
       // the key shown works, and the demo made by the failed start links as the first start's would have
       let status = await callGateway(second.url, demoKey, 'GET', '/api/status');
       for (let i = 0; i < 50 && status.body.data.phoneNumber !== '4915550100001'; i++) {
