@@ -55,6 +55,11 @@ export interface GatewayOptions {
   listen?: boolean;
   /** tests shorten the instance machine's backoff and timeouts */
   instancePolicy?: Record<string, unknown>;
+  /**
+   * a stop asked for while starting (src/main.ts: SIGTERM, SIGINT): the start goes no further than the step it is
+   * on, stops what it started, in reverse, and rejects with the signal's reason
+   */
+  signal?: AbortSignal;
 }
 
 export interface Gateway {
@@ -97,16 +102,30 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   await ensureDataDir(opts.config.DATA_DIR);
   // before anything in it is touched: the embedded database's files, its socket, the sandbox's state
   const dataDirLock = await lockDataDir(opts.config.DATA_DIR);
+  /** what the start has started so far, stopped in reverse when a stop cuts it short */
+  const started: (() => Promise<void> | void)[] = [];
   try {
-    return await startInDataDir(opts, dataDirLock);
+    return await startInDataDir(opts, dataDirLock, started);
   } catch (err) {
+    // a failed start ends the process at once (src/main.ts), as before; a stopped one stops what it started first
+    if (opts.signal?.aborted) {
+      for (const stop of started.reverse()) {
+        try {
+          await stop();
+        } catch (e) {
+          opts.log?.warn({ err: e }, 'stopping what the start began failed');
+        }
+      }
+    }
     await dataDirLock.release();
     throw err;
   }
 }
 
-async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Promise<void> }): Promise<Gateway> {
+async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Promise<void> }, started: (() => Promise<void> | void)[]): Promise<Gateway> {
   const { config } = opts;
+  const goOn = () => opts.signal?.throwIfAborted();
+  goOn();
   const clock = opts.clock ?? systemClock;
   const log = opts.log ?? createLogger({ level: config.LOG_LEVEL });
 
@@ -118,18 +137,25 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Pr
   else {
     log.info('starting embedded PostgreSQL (a first start takes 30–40 s)');
     embedded = await startEmbeddedPostgres(config.DATA_DIR);
+    const db = embedded;
+    started.push(() => db.stop());
+    goOn();
     // One connection: PGlite runs one query at a time and its socket server mixes up interleaved
     // extended-protocol messages of concurrent connections ("portal does not exist").
     dbConfig = { ...embedded.connection, max: 1 };
   }
   const pool = createPool(dbConfig);
+  started.push(() => pool.end());
   log.info('migrating the database');
   await migrate(pool);
+  goOn();
   // sends an earlier process made while the store was away and did not get to write back: into the history
   // before any queue reads it (src/queue/degraded-journal.ts)
   const journalPath = journalFile(config.DATA_DIR);
   await replayDegradedJournal(pool, journalPath, clock.now(), log);
   const journal = new DegradedJournal(journalPath);
+  started.push(() => journal.close());
+  goOn();
 
   const unshown = await Unshown.read(config.DATA_DIR);
   const admin = await resolveAdminToken(config.DATA_DIR, config.ADMIN_TOKEN, unshown);
@@ -137,6 +163,8 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Pr
 
   // ---- the network side
   const sandbox = config.SANDBOX === 'off' ? null : await createSandbox({ config, clock, log });
+  if (sandbox) started.push(() => sandbox.close());
+  goOn();
   const driverFactory = driverFactoryFor({ config, clock, log, sandbox, pool });
 
   const store = new StoreHealth({ pool, clock, log });
@@ -178,6 +206,7 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Pr
   // messages of concurrent ones), and only one node can use it anyway
   const oneNode = embedded !== null || dbConfig.max === 1;
   const leasePool = oneNode ? pool : createPool({ ...dbConfig, max: 2 });
+  if (leasePool !== pool) started.push(() => leasePool.end());
   const cluster: Cluster = new Cluster({
     pool,
     leasePool,
@@ -190,8 +219,12 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Pr
   });
   const { portOf: portOfInstance, actors: placed } = clusterPorts(rt, cluster, config.CLUSTER_SECRET, config.DRIVER_CALL_TIMEOUT_MS + DEADLINES.operator);
   rt.start();
+  started.push(() => rt.stop());
   store.start();
+  started.push(() => store.stop());
   const stopHousekeeping = startHousekeeping({ pool, clock, log });
+  started.push(stopHousekeeping);
+  goOn();
   const instances = new InstanceAdminService({ pool, actors: placed, clock, nodes: cluster, log });
 
   // ---- demo instance on an empty store (or the one an earlier start made and did not get to show)
@@ -214,6 +247,7 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Pr
   // already (a start that failed after it) keeps its link
   if (demo) sandbox?.setAutoLink(demo.instance.id, DEMO_PHONE);
 
+  goOn();
   // ---- HTTP
   const keys = new KeyResolver(pool, clock);
   instances.onKeysChanged((ids) => (ids ? keys.forget(ids) : keys.reverifyAll()));
@@ -225,6 +259,7 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Pr
     changed: (ids) => instances.keysChanged(ids),
     watching: (on) => keys.setWatched(on),
   });
+  if (keyWatch) started.push(() => keyWatch.stop());
   const v1Waits = new V1Waits();
   const { families, consoleSessions, presence } = gatewayFamilies({
     config, clock, log, pool, rt, cluster, admin, instances, keys, portOfInstance, media, store, sandbox, metrics, wake, v1Waits,
@@ -244,11 +279,19 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Pr
       server?.once('error', reject);
       server?.listen(config.PORT, config.HOST, () => resolve());
     });
+    const listening = server;
+    started.push(() => new Promise<void>((resolve) => {
+      listening.close(() => resolve());
+      listening.closeAllConnections();
+    }));
     const addr = server.address() as AddressInfo;
     url = `http://${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}`;
   }
   // join (or form) the cluster: this node takes the instances placed on it
+  goOn();
+  started.push(() => cluster.stop());
   await cluster.start(defaultNodeUrl(config, url.replace('//0.0.0.0:', '//127.0.0.1:')));
+  goOn();
   // the instances the first round found placed here, on their way in (the actors count them once they are taken;
   // found by the outside README probe: this line said 0 beside a demo instance just created)
   log.info({ instances: cluster.instancesHere, node: cluster.nodeId }, 'instances starting');

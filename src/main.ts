@@ -24,16 +24,18 @@ export async function runMain(env: NodeJS.ProcessEnv = process.env): Promise<voi
     throw err;
   }
   const log = createLogger({ level: config.LOG_LEVEL });
-  // a signal during the start (embedded PostgreSQL, migrations) ends the process; after it, a graceful stop
+  // A signal during the start (the embedded PostgreSQL's first init takes 30–40 s) stops it gracefully too: the
+  // start goes no further than the step it is on, stops what it started, and the process exits 0. Found by the
+  // outside README probe: a SIGTERM before the gateway listened killed it with the default signal (143, no line).
   let running: Gateway | null = null;
+  const starting = new AbortController();
   /** when the graceful stop began (Date.now()), null before it */
   let stopSince: number | null = null;
   /** where the graceful stop is: the stage it waits on, and how long it has run (a hard or forced stop's line) */
-  const stopPosition = () => ({ stage: running?.stopStage() ?? 'not started', elapsedMs: stopSince === null ? 0 : Date.now() - stopSince });
+  const stopPosition = () => ({ stage: running?.stopStage() ?? 'start: stopping what it started', elapsedMs: stopSince === null ? 0 : Date.now() - stopSince });
   const removeHandlers = onStopRequest((reason) => {
     const gw = running;
-    if (!gw) process.exit(reason === 'SIGINT' ? 130 : 143);
-    log.info({ reason }, 'stopping: finishing in-flight dispatches');
+    log.info({ reason }, gw ? 'stopping: finishing in-flight dispatches' : 'stopping: the start is cut short, stopping what it started');
     const limitMs = config.STOP_TIMEOUT_MS;
     stopSince = Date.now();
     // The last resort: every statement and driver call of the stop is bounded, so this fires only when a stage
@@ -47,6 +49,11 @@ export async function runMain(env: NodeJS.ProcessEnv = process.env): Promise<voi
       log.error({ stage, elapsedMs, limitMs }, `hard stop: the graceful stop did not finish within STOP_TIMEOUT_MS (${limitMs} ms); still waiting on ${stage} after ${elapsedMs} ms; exiting 1`);
       process.exit(1);
     }, limitMs);
+    if (!gw) {
+      // runMain's start rejects once what it started is stopped, and exits 0 (below)
+      starting.abort(reason);
+      return;
+    }
     gw.stop().then(
       () => process.exit(0),
       (err: unknown) => {
@@ -68,8 +75,12 @@ export async function runMain(env: NodeJS.ProcessEnv = process.env): Promise<voi
 
   let gw;
   try {
-    gw = await startGateway({ config, log });
+    gw = await startGateway({ config, log, signal: starting.signal });
   } catch (err) {
+    if (starting.signal.aborted) {
+      log.info({ reason: String(starting.signal.reason) }, 'stopped before the start finished');
+      process.exit(0);
+    }
     removeHandlers();
     throw new Error(startFailure(err, config));
   }
