@@ -115,8 +115,8 @@ test('each documented example, sent to the gateway, gets the documented status a
         ...(example.body !== undefined ? { body: JSON.stringify(example.body) } : {}),
       });
       const text = await res.text();
-      const success = Object.keys(op.responses).find((s) => Number(s) < 300);
-      assert.equal(String(res.status), success, `${method} ${template}: ${text.slice(0, 300)}`);
+      const successes = Object.keys(op.responses).filter((s) => Number(s) < 300);
+      assert.ok(successes.includes(String(res.status)), `${method} ${template}: ${res.status} is none of ${successes.join(', ')}: ${text.slice(0, 300)}`);
       const response = resolveResponse(op.responses[String(res.status)] ?? {});
       const schema = ((response.content as Json)['application/json'] as Json).schema as Json;
       const validate = ajv.compile({ ...schema, components });
@@ -132,6 +132,30 @@ test('each documented example, sent to the gateway, gets the documented status a
   }
 });
 
+test('a send answers 202 and its replay 200, both as the document says (the replay was the one real answer it did not declare)', async () => {
+  const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true });
+  const op = doc.paths['/api/v2/send-message']?.post;
+  assert.ok(op);
+  const send = () => fetch(`${t.url}/api/v2/send-message`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    // the example with a key of its own (the example's key was sent by the test of the examples)
+    body: JSON.stringify({ ...(op['x-example']?.body as Json), idempotencyKey: 'openapi-replay-1' }),
+  }).then(async (r) => ({ status: r.status, body: (await r.json()) as unknown }));
+  for (const [status, r] of [[202, await send()], [200, await send()]] as const) {
+    assert.equal(r.status, status, JSON.stringify(r.body));
+    const response = op.responses[String(status)] as Json | undefined;
+    assert.ok(response, `${status} is declared`);
+    const validate = ajv.compile({ ...((response.content as Json)['application/json'] as Json).schema as Json, components: doc.components });
+    assert.ok(validate(r.body), `${status}: ${JSON.stringify(validate.errors)}`);
+  }
+});
+
+test('the docs page is served with no address of another host in it (Redoc linked its logo to a CDN)', async () => {
+  const bundle = await fetch(`${t.url}/docs/redoc.standalone.js`).then((r) => r.text());
+  assert.ok(bundle.length > 100_000);
+  assert.doesNotMatch(bundle, /cdn\.redoc\.ly/);
+});
 
 test('/docs renders in Chromium from the gateway alone', NEEDS_CHROME, async () => {
   const browser = await chromium.launch({ executablePath: CHROME, args: ['--no-sandbox'] });

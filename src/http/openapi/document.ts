@@ -44,11 +44,16 @@ export const registryKey = (r: Pick<RouteInfo, 'method' | 'path'>): string => `$
 function responsesOf(routes: RouteInfo[], ops: Operation[]): JsonSchema {
   const out: Record<string, JsonSchema> = {};
   const okByStatus = new Map<number, { schemas: JsonSchema[]; descriptions: string[] }>();
+  const answer = (status: number, schema: JsonSchema, description: string) => {
+    const entry = okByStatus.get(status) ?? { schemas: [], descriptions: [] };
+    entry.schemas.push(schema);
+    entry.descriptions.push(description);
+    okByStatus.set(status, entry);
+  };
   for (const op of ops) {
-    const entry = okByStatus.get(op.ok.status) ?? { schemas: [], descriptions: [] };
-    entry.schemas.push(op.ok.schema);
-    entry.descriptions.push(op.ok.description ?? op.summary);
-    okByStatus.set(op.ok.status, entry);
+    answer(op.ok.status, op.ok.schema, op.ok.description ?? op.summary);
+    // (a replayed send: found from the outside, the only real answer the document did not declare)
+    if (op.ok.alsoAs) answer(op.ok.alsoAs.status, op.ok.schema, op.ok.alsoAs.description);
   }
   for (const [status, { schemas, descriptions }] of okByStatus) {
     const schema = schemas.length === 1 ? schemas[0] : { oneOf: schemas };

@@ -2,7 +2,7 @@
  * GET /openapi.json (the document, built once from the mounted routes) and GET /docs (Redoc's standalone
  * bundle, served from node_modules: no CDN). Mounted as a family with auth `none`: the document holds no secret.
  */
-import { createReadStream, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type Router from '@koa/router';
@@ -13,6 +13,18 @@ import type { JsonSchema } from './struct-schema.js';
 export { buildDocument } from './document.js';
 
 const REDOC_BUNDLE = path.join(path.dirname(createRequire(import.meta.url).resolve('redoc/package.json')), 'bundles', 'redoc.standalone.js');
+
+/**
+ * The one address of another host in Redoc's bundle: its side menu's "API docs by Redocly" logo, which the page
+ * asked a CDN for (found from the outside; the page's Content-Security-Policy refused it, and the browser logged
+ * the refusal on every visit). Served with an empty image in its place.
+ */
+const REDOC_CDN_LOGO = 'https://cdn.redoc.ly/redoc/logo-mini.svg';
+const EMPTY_SVG = `data:image/svg+xml,${encodeURIComponent("<svg xmlns='http://www.w3.org/2000/svg' width='1' height='1'/>")}`;
+
+let bundle: Buffer | null = null;
+/** Redoc's bundle as served (read once, at the first request of /docs). */
+const redocBundle = (): Buffer => (bundle ??= Buffer.from(readFileSync(REDOC_BUNDLE, 'utf8').split(REDOC_CDN_LOGO).join(EMPTY_SVG), 'utf8'));
 
 const PAGE = `<!doctype html>
 <html lang="en">
@@ -48,9 +60,8 @@ export function openApiRouter(routes: readonly RouteInfo[] | (() => readonly Rou
   });
   router.get('/docs/redoc.standalone.js', (ctx) => {
     ctx.type = 'application/javascript; charset=utf-8';
-    ctx.length = statSync(REDOC_BUNDLE).size;
     ctx.set('Cache-Control', 'public, max-age=3600');
-    ctx.body = createReadStream(REDOC_BUNDLE);
+    ctx.body = redocBundle();
   });
   return router;
 }

@@ -16,8 +16,11 @@ export interface Operation {
   /** `multipart/form-data` instead of JSON */
   multipart?: boolean;
   query?: BodySpec;
-  /** the success status and the whole answer body */
-  ok: { status: number; schema: JsonSchema; description?: string };
+  /**
+   * the success status and the whole answer body; `alsoAs`: the same body answered with another status too (a
+   * send's replay of an idempotency key: 200 beside 202)
+   */
+  ok: { status: number; schema: JsonSchema; description?: string; alsoAs?: { status: number; description: string } };
   errors?: ErrorCode[];
   /** an example request: sent by the test to a real gateway, where the test can make its preconditions */
   example?: { body?: unknown; query?: Record<string, string> };
@@ -44,5 +47,6 @@ export const ADMIN_ONE: ErrorCode[] = ['INSTANCE_NOT_FOUND'];
 export const ACCEPTED = {
   status: 202,
   schema: okEnvelope(ref('AcceptedJob')),
-  description: 'Accepted: the job is stored. 200 with `idempotentReplay: true` for a replay of the same key and payload.',
+  description: 'Accepted: the job is stored.',
+  alsoAs: { status: 200, description: 'A replay of the same idempotency key and payload: the job it accepted first, `idempotentReplay: true`; nothing new was queued.' },
 };
