@@ -10,6 +10,9 @@ import type { QueueCore } from './core.js';
 import { claimPool } from '../store/pool.js';
 import { claimJob } from './sql/claimJob.js';
 import { getJob } from './sql/getJob.js';
+import { orphanedSyncJobs } from './sql/orphanedSyncJobs.js';
+import { BOOT_ID } from './sync-callers.js';
+import { expireOrphans } from './orphans.js';
 
 /** The states a claim (DISPATCH) moves a job from. */
 const CLAIMABLE: readonly string[] = bulkJobEvent('DISPATCH').from;
@@ -43,7 +46,7 @@ export interface ClaimHelpers {
  * Claim `id`, due at `slot`, at `now`: one statement fenced by the lease inside it where the queue knows its
  * lease (WorkerDeps.lease), on the claims' own connections (src/store/pool.ts claimPool), else in a fenced
  * transaction. When the row is not claimed, the stored row says
- * why: still claimed by an earlier claim of ours whose answer was lost (the call was never made: put back,
+ * why: its synchronous v1 caller is gone (expired, src/queue/orphans.ts), still claimed by an earlier claim of ours whose answer was lost (the call was never made: put back,
  * then claimed), waiting without a stored slot (written, then claimed), claimable (so the lease was not this
  * node's: refused, and it stays in the plan), or it left the queue meanwhile (null).
  */
@@ -65,7 +68,20 @@ export async function claimDue(core: QueueCore, helpers: ClaimHelpers, id: strin
   } else if (job.state === 'queued' && !core.planner.isPersisted(id)) {
     await helpers.writeSlot(id);
   } else if (CLAIMABLE.includes(job.state)) {
+    // claimable, and not claimed: its synchronous v1 caller is gone, or the lease is not this node's (then the
+    // expiry's fenced transaction fails too, and the job stays in the plan)
+    if (await expireOrphan(core, id, now).catch(() => false)) return null;
     throw notHeld();
   } else return null;
-  return claimOnce();
+  const again = await claimOnce();
+  if (!again) await expireOrphan(core, id, now).catch(() => false);
+  return again;
+}
+
+/**
+ * The job's synchronous v1 caller waited in a process that is gone, so the claim refused it: expired in a
+ * transaction of its own, never sent (src/queue/orphans.ts). False when it is no such job.
+ */
+async function expireOrphan(core: QueueCore, id: string, now: number): Promise<boolean> {
+  return (await expireOrphans(core, (c) => orphanedSyncJobs(c, core.instanceId, BOOT_ID, id), now)).length > 0;
 }

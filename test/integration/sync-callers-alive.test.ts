@@ -17,6 +17,7 @@ import { loadStarts } from '../../src/queue/sql/loadStarts.js';
 import { registerNode } from '../../src/cluster/nodes.js';
 import { BOOT_ID } from '../../src/queue/sync-callers.js';
 import { newJobId } from '../../src/ids.js';
+import { claimJob } from '../../src/queue/sql/claimJob.js';
 
 let db: TestDb;
 before(async () => {
@@ -59,4 +60,25 @@ test('a waiting v1 job is an orphan only when its caller\'s process is gone', as
   // with only callers alive, nothing to recover
   await db.pool.query('UPDATE jobs SET caller_boot = NULL WHERE id = ANY($1)', [[ids[2], ids[3]]]);
   assert.equal((await loadStarts(db.pool, [instance.id], now, BOOT_ID)).get(instance.id)?.needsRecovery, false);
+});
+
+test('the claim refuses a waiting v1 job whose caller\'s process is gone, and claims the others', async () => {
+  const { instance } = await createInstance(db.pool, { name: 'claims', driver: 'sandbox' });
+  const live = randomUUID();
+  const stale = randomUUID();
+  await db.pool.query(`INSERT INTO nodes (id, url, capacity, boot_id, live_ms, heartbeat_at) VALUES
+    ('live-2', 'http://127.0.0.1:4', 100, $1, 10000, now()),
+    ('stale-2', 'http://127.0.0.1:5', 100, $2, 10000, now() - interval '11 seconds')`, [live, stale]);
+  const now = Date.now();
+  const job = (body: string, callerBoot: string | null) => ({
+    id: newJobId(), instanceId: instance.id, originRoute: '/api/send-message', chatId: '4915112345678@c.us', phone: '4915112345678',
+    payloadHash: null, idempotencyKey: null, priority: 9, notBefore: null, queuedAt: now, scheduledAt: now,
+    expiresAt: now + 3_600_000, previousJobId: null, callerBoot, kind: 'text' as const, payload: { body, chatId: '4915112345678@c.us' },
+  });
+  const jobs = await insertJobs(db.pool, [job('mine', BOOT_ID), job('of a live node', live), job('no caller', null), job('of a dead node', stale), job('of an earlier process', randomUUID())]);
+  const claimed: (string | null)[] = [];
+  for (const j of jobs) claimed.push((await claimJob(db.pool, instance.id, j?.id ?? '', now, now))?.state ?? null);
+  assert.deepEqual(claimed, ['sending', 'sending', 'sending', null, null], 'claimed: own, a live node\'s, none; refused: a dead node\'s, an earlier process\'s');
+  const { rows } = await db.pool.query<{ state: string }>('SELECT state FROM jobs WHERE id = ANY($1)', [[jobs[3]?.id, jobs[4]?.id]]);
+  assert.deepEqual(rows.map((r) => r.state), [jobs[3]?.state, jobs[4]?.state], 'the refused ones still wait (the queue expires them)');
 });
