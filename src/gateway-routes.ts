@@ -29,6 +29,8 @@ import type { InstanceAdminService } from './instances.js';
 import { getInstance, type Instance } from './store/instances.js';
 import type { Cluster } from './cluster/cluster.js';
 import { internalRouter, requireCluster } from './http/routes/internal.js';
+import { forwardedWaitDropped } from './cluster/lost-callers.js';
+import { healthProbe } from './cluster/nodes.js';
 import { openApiRouter } from './http/openapi/index.js';
 import { cachedFor } from './memo.js';
 import { ConsoleSessions, consoleApiRouter, consoleRouter, requireAdminOrConsole } from './console/index.js';
@@ -46,6 +48,13 @@ import { PresenceManager } from './actors/presence.js';
 import { legacyRouter, v1Guard } from './http/routes/legacy.js';
 import type { V1Waits } from './http/routes/legacy-waits.js';
 import { messageMediaRouter } from './http/routes/message-media.js';
+
+/**
+ * How long the node that held a v1 caller is given to answer, once the connection of its forwarded wait closed
+ * (src/cluster/lost-callers.ts): a SIGKILLed node refuses at once; one that does not answer within this is taken
+ * for gone, and its waiting jobs are expired before their slot.
+ */
+const CALLER_PROBE_MS = 2_000;
 
 export interface RouteDeps {
   config: Config;
@@ -156,7 +165,12 @@ export function gatewayFamilies(deps: RouteDeps): Families {
       name: 'internal',
       auth: 'cluster',
       guard: requireCluster(config.CLUSTER_SECRET),
-      router: internalRouter({ localPort: (id) => rt.port(id), update: (instance, replan) => rt.update(instance, replan), log }),
+      router: internalRouter({
+        localPort: (id) => rt.port(id),
+        update: (instance, replan) => rt.update(instance, replan),
+        waitDropped: (instanceId, jobId) => forwardedWaitDropped({ pool, probe: healthProbe(CALLER_PROBE_MS), localPort: (id) => rt.port(id) }, instanceId, jobId),
+        log,
+      }),
     },
     adminFamily('admin-instances', adminInstancesRouter(instances)),
     adminFamily('admin-webhooks', createWebhookAdminRouter({ db: pool, clock, wake, allowPrivate: config.WEBHOOK_ALLOW_PRIVATE })),

@@ -178,6 +178,8 @@ export function createPlanners(deps: PlannerDeps): Planners {
           return worker.waitForTerminal(ask.jobId, ask.timeoutMs);
         case 'queue.releaseCaller':
           return worker.releaseCaller(ask.jobId);
+        case 'queue.callerGone':
+          return worker.callerGone(ask.callerBoot);
         case 'queue.direct':
           return worker.directSend(ask.send, record().settings.enabled);
         case 'settings':

@@ -78,6 +78,8 @@ export type QueueAsk =
   | { type: 'queue.summary' }
   | { type: 'queue.awaitOutcome'; jobId: string; timeoutMs: number }
   | { type: 'queue.releaseCaller'; jobId: string }
+  /** the process whose synchronous v1 callers waited for jobs of this queue is gone (src/cluster/lost-callers.ts) */
+  | { type: 'queue.callerGone'; callerBoot: string }
   | { type: 'queue.direct'; send: DirectSend };
 
 export type OperatorAsk =
@@ -109,6 +111,7 @@ export type ReplyOf<A extends InstanceAsk> = A extends { type: 'network'; op: in
   : A extends { type: 'queue.replan' } ? { affected: number; epoch: number }
   : A extends { type: 'queue.summary' } ? QueueSummary
   : A extends { type: 'queue.awaitOutcome' } ? Job | null
+  : A extends { type: 'queue.callerGone' } ? number
   : A extends { type: 'queue.direct' } ? DirectOutcome
   : A extends { type: 'view' } ? InstanceView
   : A extends { type: 'qr' } ? LinkView

@@ -25,6 +25,9 @@ import type { QueueStarts } from './starts.js';
 import type { QueueMode } from './settings.js';
 import { getJob } from './sql/getJob.js';
 import { releaseSyncCaller } from './sql/releaseSyncCaller.js';
+import { syncJobsOfCaller } from './sql/orphanedSyncJobs.js';
+import { expireOrphans } from './orphans.js';
+import { BOOT_ID } from './sync-callers.js';
 import { limitsObject, type LimitsObject } from './windows.js';
 import type { AcceptOutcome, AcceptRequest, AcceptResult, DirectOutcome, DirectSend, Refusal, WorkerDeps } from './types.js';
 
@@ -337,6 +340,19 @@ export class QueueWorker {
   /** The synchronous caller of `jobId` was answered with its id: the job no longer ends with this process. */
   releaseCaller(jobId: string): Promise<void> {
     return releaseSyncCaller(this.core.deps.pool, this.core.instanceId, jobId);
+  }
+
+  /**
+   * The process `callerBoot` names is gone, and with it the synchronous v1 callers it held: its jobs still waiting
+   * here are expired, never sent (src/queue/orphans.ts), so that the callers' resends are the only copies. A job
+   * already claimed is left alone: it may be on the network. The number expired.
+   */
+  async callerGone(callerBoot: string): Promise<number> {
+    const { core } = this;
+    if (callerBoot === BOOT_ID) return 0;
+    const expired = await expireOrphans(core, (c) => syncJobsOfCaller(c, core.instanceId, callerBoot), core.now());
+    if (expired.length > 0) this.loop.arm();
+    return expired.length;
   }
 
   // ---------------------------------------------------------------- outside the persistent queue

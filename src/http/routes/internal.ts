@@ -27,6 +27,11 @@ export interface InternalDeps {
   localPort(instanceId: string): InstancePort | null;
   /** a settings change from the operator API of another node: the record and, when a limit moved, a re-plan */
   update(instance: Instance, replan: boolean): Promise<void>;
+  /**
+   * The connection that carried a wait for a job's outcome (a v1 caller waiting on the node that asked) closed
+   * before its answer: that node may have died with its caller (src/cluster/lost-callers.ts)
+   */
+  waitDropped?(instanceId: string, jobId: string): Promise<unknown>;
   log: Logger;
 }
 
@@ -49,6 +54,28 @@ export function internalRouter(deps: InternalDeps): Router {
     const port = deps.localPort(ctx.params.id ?? '');
     if (!port) throw new DomainError('INSTANCE_UNREACHABLE', 'this node does not run the instance; nothing was done');
     const ask = body.ask as InstanceAsk;
+    const instanceId = ctx.params.id ?? '';
+    if (ask.type === 'queue.awaitOutcome' && deps.waitDropped) {
+      const { waitDropped } = deps;
+      const { res } = ctx;
+      const { socket } = ctx.req;
+      // the asking node's end of the connection closed before the answer was written: that node went away (or
+      // gave up on the ask). Its end, not the response's close: node's server keeps a connection the client
+      // half-closed open until the pending answer is written, so a node SIGKILLed while it waits closes nothing
+      // here before the wait ends (found: the response's `close` never came)
+      const dropped = () => {
+        done();
+        if (res.writableFinished) return;
+        waitDropped(instanceId, ask.jobId).catch((err: unknown) => deps.log.warn({ err, instanceId, jobId: ask.jobId }, 'the caller of a dropped wait could not be checked'));
+      };
+      const done = () => {
+        socket.off('end', dropped);
+        socket.off('close', dropped);
+      };
+      socket.once('end', dropped);
+      socket.once('close', dropped);
+      res.once('finish', done);
+    }
     let reply: AskReply;
     try {
       reply = okReply(ask.type === 'settings' ? await deps.update(ask.instance, ask.replan) : await port.ask(ask, body.deadlineMs));
