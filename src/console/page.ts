@@ -107,7 +107,7 @@ export const CONSOLE_HTML = `<!doctype html>
   <section>
     <h2>New instance</h2>
     <form id="create-form">
-      <label>Name <input id="create-name" required pattern="[A-Za-z0-9\\-]{1,40}" title="1 to 40 letters, digits or dashes"></label>
+      <label>Name <input id="create-name" required pattern="[A-Za-z0-9\\-]{1,40}" title="1 to 40 ASCII letters, digits or dashes"></label>
       <label>Driver <select id="create-driver"><option value="sandbox">sandbox</option><option value="webjs">webjs</option></select></label>
       <button type="submit">Create</button>
     </form>

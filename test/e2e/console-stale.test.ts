@@ -58,7 +58,7 @@ test('console: an instance whose view is awaited says "waiting" (which node, sin
   await signIn(page, b.url);
   const farRow = 'tr[data-name="far"]';
   const nearRow = 'tr[data-name="near"]';
-  await page.waitForSelector(`${farRow}[data-status="connected"] td.queue:text("queued 0")`, WAIT);
+  await page.waitForSelector(`${farRow}[data-status="connected"] td.queue:text("waiting 0")`, WAIT);
 
   // ---- node `a` silent: "waiting", naming `a`, the time it was asked and the last status, then "unknown"
   await proxyA.cut('blackhole');
@@ -73,7 +73,7 @@ test('console: an instance whose view is awaited says "waiting" (which node, sin
   await page.waitForSelector(`${farRow}[data-status="unknown"]`, WAIT);
   assert.ok(Date.now() - cutAt < 15_000);
   await proxyA.restore();
-  await page.waitForSelector(`${farRow}[data-status="connected"] td.queue:text("queued 0")`, WAIT);
+  await page.waitForSelector(`${farRow}[data-status="connected"] td.queue:text("waiting 0")`, WAIT);
 
   // ---- its counts cannot be read while its state can: the queue's start read (after a move to `b`) waits for a
   // lock on `dispatches` held here; the column says the counts were not read and why, never "—"
@@ -102,7 +102,7 @@ test('console: an instance whose view is awaited says "waiting" (which node, sin
     clock.increment(500);
     await settle();
   }
-  await page.waitForSelector(`${farRow} td.queue:text("queued 0")`, WAIT);
+  await page.waitForSelector(`${farRow} td.queue:text("waiting 0")`, WAIT);
   assert.ok(!(await page.evaluate(() => (globalThis as unknown as Doc).document.body.innerText)).includes(ADMIN_TOKEN));
   assert.deepEqual(problems, []);
 });
@@ -124,7 +124,7 @@ test('console: no reading (gateway unreachable, a 502 in front of it, PostgreSQL
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
   await signIn(page, front.url);
   const row = 'tr[data-name="shop"]';
-  await page.waitForSelector(`${row}[data-status="connected"] td.queue:text("queued 0")`, WAIT);
+  await page.waitForSelector(`${row}[data-status="connected"] td.queue:text("waiting 0")`, WAIT);
   assert.equal(await page.isVisible('#stale'), false);
 
   /** the list marked stale for `reason`, since a reading taken before `cutAt`, with no status shown as current */

@@ -47,7 +47,7 @@ test('an instance whose node cannot be asked: its state and counts are shown unk
   await page.click('#sign-in-form button[type=submit]');
   const farRow = 'tr[data-name="far"]';
   const nearRow = 'tr[data-name="near"]';
-  await page.waitForSelector(`${farRow}[data-status="connected"] td.queue:text("queued 0")`, WAIT);
+  await page.waitForSelector(`${farRow}[data-status="connected"] td.queue:text("waiting 0")`, WAIT);
   await page.click(`${farRow} button:text("Queue")`);
   await page.waitForFunction(() => /^mode pg/.test((globalThis as unknown as Doc).document.querySelector('#queue-counts')?.textContent ?? ''), undefined, WAIT);
 
@@ -88,7 +88,7 @@ test('an instance whose node cannot be asked: its state and counts are shown unk
 
   // ---- reachable again: known again
   await proxyA.restore();
-  await page.waitForSelector(`${farRow}[data-status="connected"] td.queue:text("queued 0")`, WAIT);
+  await page.waitForSelector(`${farRow}[data-status="connected"] td.queue:text("waiting 0")`, WAIT);
   await page.waitForFunction(() => /^mode pg/.test((globalThis as unknown as Doc).document.querySelector('#queue-counts')?.textContent ?? ''), undefined, WAIT);
   items = await list();
   assert.equal(items.get('far')?.stateUnknown, null);

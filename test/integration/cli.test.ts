@@ -75,7 +75,7 @@ test('usage errors: exit 2 and one line naming what is wrong', async () => {
     [['get'], /^mgw get: missing <id> \(usage: mgw get <id>\)$/],
     [['pair', 'abc'], /^mgw pair: missing <phone>/],
     [['settings'], /missing <id> and <json>/],
-    [['redeliver', 'abc'], /^mgw redeliver: missing <deliveryId>/],
+    [['redeliver', 'abc'], /^mgw redeliver: missing <eventId>/],
     [['webhook', 'set', 'abc'], /missing <url> and <secret>/],
     [['webhook'], /missing a subcommand: show, set or delete/],
     [['sandbox', '--port', 'abc'], /^mgw sandbox: --port must be an integer from 0 to 65535, not 'abc'$/],

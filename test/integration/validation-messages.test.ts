@@ -84,7 +84,7 @@ const ROWS: Row[] = [
   ['key', 'GET', '/api/v2/queue/items?state=lost', undefined, 'state', `state must be one of ${JOB_STATES.join(', ')}`],
   ['key', 'GET', '/api/v2/queue/items?limit=0', undefined, 'limit', 'limit must be an integer from 1 to 1000000'],
   // operator API
-  ['admin', 'POST', '/admin/v1/instances', { name: 'no spaces please' }, 'name', 'name must be 1 to 40 letters, digits or dashes'],
+  ['admin', 'POST', '/admin/v1/instances', { name: 'no spaces please' }, 'name', 'name must be 1 to 40 ASCII letters, digits or dashes'],
   ['admin', 'POST', '/admin/v1/instances', { name: 'ok', driver: 'telegram' }, 'driver', 'driver must be one of sandbox, webjs'],
   ['admin', 'POST', '/admin/v1/instances', { name: 'ok', colour: 'red' }, 'colour', 'colour is not allowed here (unknown field)'],
   ['admin', 'PATCH', '/admin/v1/instances/:id', { settings: { maxPerHour: -1 } }, 'settings.maxPerHour', 'settings.maxPerHour must be an integer from 0 to 1000000'],

@@ -69,9 +69,9 @@ export const WEBHOOK_VERBS: Verb[] = [
     },
   },
   {
-    name: 'redeliver', args: ['id', 'deliveryId'], flags: {}, summary: 'send a webhook delivery again (its event id, from mgw deliveries)',
+    name: 'redeliver', args: ['id', 'eventId'], flags: {}, summary: 'send a webhook delivery again (its event id, from mgw deliveries)',
     async run(p) {
-      answer(await call('POST', inst(p.args.id, `/webhook/deliveries/${encodeURIComponent(arg(p, 'deliveryId'))}/redeliver`)), p);
+      answer(await call('POST', inst(p.args.id, `/webhook/deliveries/${encodeURIComponent(arg(p, 'eventId'))}/redeliver`)), p);
     },
   },
 ];

@@ -93,7 +93,9 @@ function queueText(item: InstanceItem, unknown: StateUnknown | null): string {
   if (item.viewPending) return 'waiting';
   if (!q && item.queueError) return `counts not read: ${item.queueError}`;
   if (!q) return '—';
-  return `queued ${(q.queued ?? 0) + (q.scheduled ?? 0)} · sending ${q.sending ?? 0} · sent ${q.sent ?? 0} · failed ${q.failed ?? 0}`;
+  // waiting: queued and scheduled together (the Queue panel tells them apart; "queued" here said 1 beside the
+  // panel's "queued 0 · scheduled 1" for the same job: found from the outside)
+  return `waiting ${(q.queued ?? 0) + (q.scheduled ?? 0)} · sending ${q.sending ?? 0} · sent ${q.sent ?? 0} · failed ${q.failed ?? 0}`;
 }
 
 /** How long a delete may take before its row says what it waits for: far longer than one with nothing to wait for. */

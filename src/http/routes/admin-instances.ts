@@ -46,7 +46,7 @@ export interface InstanceAdmin {
 }
 
 export const CreateSchema = object({
-  name: matching(/^[A-Za-z0-9-]{1,40}$/, '1 to 40 letters, digits or dashes'),
+  name: matching(/^[A-Za-z0-9-]{1,40}$/, '1 to 40 ASCII letters, digits or dashes'),
   driver: defaulted(enums(['sandbox', 'webjs']), 'sandbox'),
   settings: optional(record(string(), unknown())),
 });

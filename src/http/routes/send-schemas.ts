@@ -145,7 +145,7 @@ export function resolveTarget(body: { phone?: string | undefined; chatId?: strin
   let phone: string | null;
   if (hasPhone) {
     const p = normalizePhone(body.phone as string);
-    if (!p) throw validationFailed('phone', 'phone must be an international number without + (German numbers may start with 0)');
+    if (!p) throw validationFailed('phone', 'phone must be an international number, with or without + (German numbers may start with 0)');
     phone = p;
     chatId = phoneToChatId(p);
   } else {
