@@ -18,6 +18,7 @@ import { OutcomeWriter } from './outcome-writer.js';
 import { WRITE_BACK_RETRY_MS } from './write-back.js';
 import type { SlotWriter } from './slot-writer.js';
 import { claimPool, warmClaimPool } from '../store/pool.js';
+import { isConnectionError, isStatementTimeout } from '../store/health.js';
 import type { DispatchOutcome } from './types.js';
 import { laneTrace, startLaneTiming, type LaneTiming } from './lane-trace.js';
 import { Replans } from './replans.js';
@@ -127,7 +128,12 @@ export class DispatchLoop {
       .then(async (claimed) => {
         if (claimed) await this.finish(claimed, trace);
       })
-      .catch((err: unknown) => core.deps.log.error({ err, instanceId: core.instanceId }, 'queue step failed'))
+      // the store unreachable or too slow is an outage the health probe reports (warn), not a fault of the queue's
+      // own (found from the outside: every plain outage logged this at error level, once per due slot)
+      .catch((err: unknown) => {
+        const outage = isConnectionError(err) || isStatementTimeout(err);
+        core.deps.log[outage ? 'warn' : 'error']({ err, instanceId: core.instanceId }, 'queue step failed');
+      })
       .finally(() => {
         this.dispatching = null;
         this.laneFreeAt = core.now();
