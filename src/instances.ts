@@ -221,7 +221,20 @@ export class InstanceAdminService implements InstanceAdmin {
   async rotateKey(id: string): Promise<string | null> {
     const inst = await getInstance(this.deps.pool, id);
     if (!inst) return null;
-    const key = await withTransaction(this.deps.pool, (c) => rotateKey(c, inst));
+    let key: string;
+    try {
+      key = await withTransaction(this.deps.pool, (c) => rotateKey(c, inst));
+    } catch (err) {
+      if (!(err instanceof CommitOutcomeUnknown)) throw err;
+      // the old key may be revoked: not answered from memory any more (the store verifies it again)
+      this.keysChanged([id]);
+      // the route takes no idempotency key to retry with (the answer said to): rotating again is what settles it
+      throw new CommitOutcomeUnknown(err.fault, {
+        message: `the store connection broke while the rotation was being committed: the old API key of instance ${inst.name} may or may not ` +
+          'have been revoked, and the new one was not shown. Rotate again (POST /admin/v1/instances/:id/keys): that revokes every earlier key and shows the new one',
+        data: { reason: 'commit_unknown', instanceId: id },
+      });
+    }
     this.keysChanged([id]);
     return key;
   }

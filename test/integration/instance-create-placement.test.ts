@@ -111,3 +111,42 @@ test('a COMMIT of unknown outcome: 504 saying how to find out (the list by name,
   const again = await t.admin('POST', '/admin/v1/instances', { name: 'maybe-made', driver: 'sandbox' });
   assert.equal(again.status, 201, again.text);
 });
+
+test('a key rotation whose COMMIT has an unknown outcome: 504 saying to rotate again, no idempotency key; the old key is verified again', NEEDS_SERVER, async () => {
+  const { instance, apiKey } = await t.createInstance('rotate-unknown', { link: false });
+  assert.equal((await t.api(apiKey, 'GET', '/api/status')).status, 200, 'the old key verified and cached');
+  // the rotation's COMMIT runs a deferred trigger that waits for an advisory lock the test holds
+  await t.db.pool.query(`CREATE FUNCTION test_hold_rotation() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN PERFORM pg_advisory_xact_lock(4243); RETURN NULL; END $$`);
+  await t.db.pool.query(`CREATE CONSTRAINT TRIGGER test_hold_rotation AFTER INSERT ON api_keys
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION test_hold_rotation()`);
+  const holder = new pg.Client(t.db.config);
+  await holder.connect();
+  try {
+    await holder.query('SELECT pg_advisory_lock(4243)');
+    const answer = t.admin('POST', `/admin/v1/instances/${instance.id}/keys`);
+    const pid = await waitFor(async () => {
+      const { rows } = await t.db.pool.query<{ pid: number }>(
+        "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query = 'COMMIT'");
+      return rows[0]?.pid;
+    }, 'the rotation COMMIT waiting');
+    await holder.query('SELECT pg_terminate_backend($1)', [pid]);
+    const r = await answer;
+    assert.equal(r.status, 504, r.text);
+    assert.equal(r.body.code, 'INSTANCE_TIMEOUT', r.text);
+    assert.deepEqual(r.body.data, { reason: 'commit_unknown', instanceId: instance.id });
+    assert.match(String(r.body.error), /may or may not have been revoked/);
+    assert.match(String(r.body.error), /Rotate again/);
+    assert.doesNotMatch(String(r.body.error), /idempotency/);
+  } finally {
+    await holder.end();
+    await t.db.pool.query('DROP TRIGGER IF EXISTS test_hold_rotation ON api_keys');
+    await t.db.pool.query('DROP FUNCTION IF EXISTS test_hold_rotation()');
+  }
+  // here the COMMIT did not go through: the old key, verified again, still works; rotating again settles it
+  assert.equal((await t.api(apiKey, 'GET', '/api/status')).status, 200);
+  const again = await t.admin('POST', `/admin/v1/instances/${instance.id}/keys`);
+  assert.equal(again.status, 201, again.text);
+  assert.equal((await t.api(apiKey, 'GET', '/api/status')).status, 401);
+  assert.equal((await t.api(String(again.body.data?.apiKey), 'GET', '/api/status')).status, 200);
+});
