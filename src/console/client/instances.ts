@@ -275,10 +275,11 @@ async function create(): Promise<void> {
   const name = byId<InputEl>('create-name');
   const driver = byId<InputEl>('create-driver');
   try {
-    const created = await call<{ instance: InstanceItem; apiKey: string }>('POST', '/admin/v1/instances', { name: name.value, driver: driver.value });
+    const created = await call<{ instance: InstanceItem; apiKey: string; startDeferred?: string | null }>('POST', '/admin/v1/instances', { name: name.value, driver: driver.value });
     showKey(created.instance.name, created.apiKey);
     name.value = '';
-    showError('');
+    // created, key valid, not started yet (its placement met the store failing): say why and what happens next
+    showError(created.startDeferred ? `Created ${created.instance.name}: ${created.startDeferred}` : '');
     openLink(created.instance.id, created.instance.name);
   } catch (err) {
     showError(`Create: ${message(err)}`);
