@@ -5,8 +5,17 @@
  *
  * Each caller gets its own result or error: `write(inputs)` answers one entry per input, an Error for an input
  * that failed alone. When the whole write fails (the transaction rolled back) and it held several inputs,
- * each is written again on its own, so one bad input cannot fail the others.
+ * each is written again on its own, so one bad input cannot fail the others; unless the store failed it
+ * (unreachable, too slow, a COMMIT of unknown outcome): each alone would meet the same store, one after another
+ * (found from the outside: creations asked during an outage waited one store deadline each, in turn), and after an
+ * unknown COMMIT a write again could do twice what was done once. Every input then fails with that error.
  */
+import { isConnectionError, isStatementTimeout } from './health.js';
+import { CommitOutcomeUnknown } from './pool.js';
+
+/** The store failed the write as a whole: writing its inputs one by one would not help (see Batcher). */
+const storeFailed = (err: unknown): boolean => isConnectionError(err) || isStatementTimeout(err) || err instanceof CommitOutcomeUnknown;
+
 export type BatchWrite<I, O> = (inputs: I[]) => Promise<(O | Error)[]>;
 
 interface Waiting<I, O> {
@@ -44,7 +53,7 @@ export class Batcher<I, O> {
       try {
         settle(batch, await this.write(batch.map((w) => w.input)));
       } catch (err) {
-        if (batch.length === 1) batch[0]?.reject(err);
+        if (batch.length === 1 || storeFailed(err)) for (const w of batch) w.reject(err);
         else for (const w of batch) await this.write([w.input]).then((r) => settle([w], r), (e: unknown) => w.reject(e));
       }
     }
