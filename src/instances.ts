@@ -52,7 +52,7 @@ export interface InstanceActors {
   /** the node that owns the instance now (several nodes), or null */
   nodeOf?(id: string): Promise<string | null>;
 }
-import type { InstanceAdmin } from './http/routes/admin-instances.js';
+import type { Created, InstanceAdmin } from './http/routes/admin-instances.js';
 import {
   createInstances, deleteInstance, getInstance, listInstances, nameTaken, rotateKey, updateSettings, type Instance, type NewInstance,
 } from './store/instances.js';
@@ -87,13 +87,6 @@ function startDeferredWhy(err: unknown): string {
       : 'placing the instance on a node failed (the gateway\'s log says why)';
   return `${what}. The instance is created and its API key is valid; it is not running yet: the node it is placed on starts it at ` +
     `its next cluster round once PostgreSQL answers (every LEASE_TTL_MS / 4). Until then its routes answer 502 INSTANCE_UNREACHABLE, nothing accepted`;
-}
-
-/** A created instance with its key, shown once, and why it was not started at its creation (null: it was placed). */
-export interface Created {
-  instance: Instance;
-  apiKey: string;
-  startDeferred: string | null;
 }
 
 /**

@@ -11,9 +11,15 @@ import { DomainError, validationFailed } from '../../errors.js';
 import { matching, parse, structField, structMessage } from '../validate.js';
 import { SettingsPatchStruct, type InstanceSettings, type SettingsPatch } from '../../queue/settings.js';
 import type { Instance } from '../../store/instances.js';
-import type { Created } from '../../instances.js';
 import type { LinkView, PairingCode } from '../../actors/port.js';
 import { qrImage } from '../../qr-image.js';
+
+/** A created instance with its key, shown once, and why it was not started at its creation (null: it was placed). */
+export interface Created {
+  instance: Instance;
+  apiKey: string;
+  startDeferred: string | null;
+}
 
 export interface InstanceAdmin {
   list(): Promise<Instance[]>;
