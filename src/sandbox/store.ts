@@ -67,15 +67,15 @@ export class SandboxStore {
 
   /** A session's link changed: journaled before returning (a link survives a kill right after it). */
   appendSession(instanceId: string, record: SessionRecord): void {
-    if (this.files) appendFileSync(this.files.sessions, `${JSON.stringify({ instanceId, record })}\n`);
+    if (this.files) appendFileSync(this.files.sessions, `${JSON.stringify({ instanceId, record })}\n`, OWNER_ONLY);
   }
 
   appendMessage(m: NetMessage): void {
-    if (this.files) appendFileSync(this.files.messages, `${JSON.stringify(m)}\n`);
+    if (this.files) appendFileSync(this.files.messages, `${JSON.stringify(m)}\n`, OWNER_ONLY);
   }
 
   appendLedger(e: LedgerEntry): void {
-    if (this.files) appendFileSync(this.files.ledger, `${JSON.stringify(e)}\n`);
+    if (this.files) appendFileSync(this.files.ledger, `${JSON.stringify(e)}\n`, OWNER_ONLY);
   }
 
   flush(): void {
@@ -93,8 +93,8 @@ export class SandboxStore {
     if (!this.files) return;
     const file = path.join(this.files.media, sha256);
     if (existsSync(file)) return;
-    mkdirSync(this.files.media, { recursive: true });
-    writeFileSync(file, bytes);
+    mkdirSync(this.files.media, { recursive: true, mode: 0o700 });
+    writeFileSync(file, bytes, OWNER_ONLY);
   }
 
   getMedia(sha256: string): Buffer | null {
@@ -120,9 +120,15 @@ export class SandboxStore {
   }
 }
 
+/**
+ * The sandbox's files (message bodies, media, links) are the owner's alone, whatever DATA_DIR's own mode (found
+ * from the outside: 0644 in a DATA_DIR the operator had made with looser permissions; the gateway makes it 0700).
+ */
+const OWNER_ONLY = { mode: 0o600 } as const;
+
 function writeAtomically(file: string, text: string): void {
   const tmp = `${file}.tmp`;
-  writeFileSync(tmp, text);
+  writeFileSync(tmp, text, OWNER_ONLY);
   renameSync(tmp, file);
 }
 

@@ -4,7 +4,7 @@
  */
 import { test, describe, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { appendFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { simulatedClock } from '../../src/clock.js';
@@ -63,6 +63,11 @@ describe('sandbox persistence', () => {
     const net3 = new SandboxNetwork({ clock, statePath });
     assert.equal(net3.messages.find(ME, sent.id ?? '')?.ack, 3);
     net3.close();
+
+    // message bodies, media and links are the owner's alone, whatever the folder's mode (they were 0644)
+    const files = readdirSync(path.dirname(statePath), { recursive: true, withFileTypes: true }).filter((f) => f.isFile());
+    assert.ok(files.length >= 4, files.map((f) => f.name).join(', '));
+    for (const f of files) assert.equal(statSync(path.join(f.parentPath, f.name)).mode & 0o777, 0o600, f.name);
   });
 
   test('a torn last journal line (killed mid-append) is ignored; everything before it loads', () => {
