@@ -5,6 +5,7 @@
  * dispatches, exit 0. A stop that has not finished within STOP_TIMEOUT_MS logs the stage it was waiting on and
  * exits 1.
  */
+import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { loadConfig, ConfigError, type Config } from './config.js';
 import { createLogger } from './log.js';
@@ -110,11 +111,19 @@ export async function runMain(env: NodeJS.ProcessEnv = process.env): Promise<voi
 }
 
 /** A start failure a person can act on: which variable to look at. Never echoes DATABASE_URL's password. */
-export function startFailure(err: unknown, config: Pick<Config, 'DATABASE_URL' | 'PORT' | 'HOST'>): string {
-  const e = err instanceof Error ? (err as Error & { code?: unknown; syscall?: unknown }) : null;
-  let message = e ? e.message : String(err);
+export function startFailure(err: unknown, config: Pick<Config, 'DATABASE_URL' | 'PORT' | 'HOST'> & Partial<Pick<Config, 'DATA_DIR'>>): string {
+  const e = err instanceof Error ? (err as Error & { code?: unknown; syscall?: unknown; path?: unknown; address?: unknown }) : null;
+  let message = e ? e.message : thrownText(err);
   for (const secret of config.DATABASE_URL ? passwordOf(config.DATABASE_URL) : []) message = message.split(secret).join('***');
+  // a file of DATA_DIR (its lock is a unix socket, so a listen too) that cannot be made or written: not PORT's fault
+  // (found from the outside: a read-only DATA_DIR was "PORT 0 … cannot be used (listen EROFS …/run/gateway.lock)")
+  const file = typeof e?.path === 'string' ? e.path : e?.syscall === 'listen' && typeof e.address === 'string' && e.address.includes(path.sep) ? e.address : null;
+  if (file !== null && typeof e?.code === 'string' && config.DATA_DIR && inDataDir(file, config.DATA_DIR)) {
+    return `DATA_DIR ${config.DATA_DIR} cannot be used: ${e.code} on ${file} (${message}): give this user a DATA_DIR it can write`;
+  }
   if (e?.syscall === 'listen') {
+    // HOST is no address of this machine (found from the outside: blamed on PORT, which was 0)
+    if (e.code === 'EADDRNOTAVAIL') return `HOST ${config.HOST} is not an address of this machine (EADDRNOTAVAIL): set HOST to one of its addresses (0.0.0.0: all of them)`;
     const why = e.code === 'EADDRINUSE' ? 'is in use' : e.code === 'EACCES' ? 'needs privileges' : `cannot be used (${message})`;
     return `PORT ${config.PORT} on HOST ${config.HOST} ${why}: set PORT to a free port (0: any free port)`;
   }
@@ -127,6 +136,27 @@ export function startFailure(err: unknown, config: Pick<Config, 'DATABASE_URL' |
   const network = e?.syscall === 'connect' || e?.syscall === 'getaddrinfo' || isConnectionError(err);
   if (config.DATABASE_URL && (sqlState || network)) return `cannot use the PostgreSQL server of DATABASE_URL: ${message}`;
   return message;
+}
+
+/**
+ * What a thrown value that is not an Error says: its `message`, else its JSON (found from the outside: the embedded
+ * PostgreSQL on a full disk threw an object, and the start printed "[object Object]").
+ */
+function thrownText(err: unknown): string {
+  if (typeof err !== 'object' || err === null) return String(err);
+  const { message } = err as { message?: unknown };
+  if (typeof message === 'string' && message !== '') return message;
+  try {
+    return JSON.stringify(err).slice(0, 500);
+  } catch {
+    return Object.prototype.toString.call(err);
+  }
+}
+
+/** Whether `file` is in DATA_DIR, or is its lock (which a long DATA_DIR puts in the temporary directory: src/bootstrap.ts). */
+function inDataDir(file: string, dataDir: string): boolean {
+  const relative = path.relative(path.resolve(dataDir), path.resolve(file));
+  return (!relative.startsWith('..') && !path.isAbsolute(relative)) || /^mgw-[0-9a-f]{24}\.lock$/.test(path.basename(file));
 }
 
 /** The host of DATABASE_URL (null without one, or when it is not a URL). */

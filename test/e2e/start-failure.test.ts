@@ -83,4 +83,22 @@ test('startFailure: a pg error is attributed to DATABASE_URL with the password m
   assert.match(startFailure(unresolvable, { DATABASE_URL: undefined, PORT: 0, HOST: 'nosuch.invalid' }), /^HOST nosuch\.invalid does not resolve to an address \([A-Z_]+\): set HOST/);
   // without DATABASE_URL a connection error is told as it is (the embedded store is ours)
   assert.equal(startFailure(new Error('boom'), { DATABASE_URL: undefined, PORT: 1, HOST: 'h' }), 'boom');
+  // found by the outside start probe: each of these was blamed on PORT, or printed as [object Object]
+  const notHere = await new Promise<unknown>((r) => net.createServer().once('error', r).listen(0, '192.0.2.1'));
+  assert.equal(startFailure(notHere, { DATABASE_URL: undefined, PORT: 0, HOST: '192.0.2.1' }), 'HOST 192.0.2.1 is not an address of this machine (EADDRNOTAVAIL): set HOST to one of its addresses (0.0.0.0: all of them)');
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'mgw-sf-'));
+  try {
+    const lock = path.join(dataDir, 'run', 'gateway.lock');
+    const noDir = await new Promise<unknown>((r) => net.createServer().once('error', r).listen(lock));
+    assert.match(startFailure(noDir, { DATABASE_URL: undefined, PORT: 0, HOST: '127.0.0.1', DATA_DIR: dataDir }), new RegExp(`^DATA_DIR ${dataDir} cannot be used: E[A-Z]+ on ${lock} .*: give this user a DATA_DIR it can write$`));
+    const mkdirFailed = Object.assign(new Error(`EACCES: permission denied, mkdir '${dataDir}/run'`), { code: 'EACCES', syscall: 'mkdir', path: `${dataDir}/run` });
+    assert.match(startFailure(mkdirFailed, { DATABASE_URL: undefined, PORT: 0, HOST: '127.0.0.1', DATA_DIR: dataDir }), /^DATA_DIR .* cannot be used: EACCES on /);
+    // a file elsewhere is not DATA_DIR's
+    const elsewhere = Object.assign(new Error("ENOENT: no such file or directory, open '/nowhere/sql'"), { code: 'ENOENT', syscall: 'open', path: '/nowhere/sql' });
+    assert.equal(startFailure(elsewhere, { DATABASE_URL: undefined, PORT: 0, HOST: '127.0.0.1', DATA_DIR: dataDir }), elsewhere.message);
+  } finally {
+    await rm(dataDir, { recursive: true, force: true });
+  }
+  assert.equal(startFailure({ errno: 28 }, { DATABASE_URL: undefined, PORT: 0, HOST: 'h' }), '{"errno":28}');
+  assert.equal(startFailure({ message: 'disk full' }, { DATABASE_URL: undefined, PORT: 0, HOST: 'h' }), 'disk full');
 });

@@ -52,6 +52,7 @@ const BAD: [variable: string, value: string, message: string][] = [
   ['HOST', '[::1]', 'HOST must be a host name or an IP address (e.g. 127.0.0.1, 0.0.0.0, localhost)'],
   ['HOST', '-lead.example', 'HOST must be a host name or an IP address (e.g. 127.0.0.1, 0.0.0.0, localhost)'],
   ['HOST', `${'a'.repeat(64)}.example`, 'HOST must be a host name or an IP address (e.g. 127.0.0.1, 0.0.0.0, localhost)'],
+  ['HOST', '999.1.1.1', 'HOST must be a host name or an IP address (e.g. 127.0.0.1, 0.0.0.0, localhost)'],
   ['DATABASE_URL', 'mysql://root:hunter2secret@db/mgw', 'DATABASE_URL must be a postgres:// or postgresql:// URL'],
   ['DATABASE_URL', 'db.internal:5432', 'DATABASE_URL must be a postgres:// or postgresql:// URL'],
   ['DATABASE_URL', 'not a url hunter2secret', 'DATABASE_URL must be a postgres:// or postgresql:// URL (postgres://user:password@host:5432/database)'],
