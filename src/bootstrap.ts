@@ -93,8 +93,17 @@ function answers(file: string): Promise<boolean> {
 export interface UnshownState {
   /** the admin token in DATA_DIR/admin-token */
   adminToken?: true;
-  /** the demo instance (its key is stored hashed only: showing it means issuing a new one) */
+  /**
+   * the demo instance whose link this node is to make: kept until a start finds it linked (the link lives in the
+   * sandbox's journal, made when its session first starts, which may be after the banner)
+   */
   demoInstanceId?: string;
+  /**
+   * the demo's key rows (api_keys ids, never a key) that starts here made and did not show: its key is stored
+   * hashed only, so showing it means issuing a new one, and that only while these are its only active keys (not
+   * one shown or made elsewhere since). Absent once the banner showed a key.
+   */
+  demoKeyIds?: string[];
 }
 
 /**
@@ -125,6 +134,7 @@ export class Unshown {
       const r = raw as Record<string, unknown>;
       if (r.adminToken === true) state.adminToken = true;
       if (typeof r.demoInstanceId === 'string') state.demoInstanceId = r.demoInstanceId;
+      if (Array.isArray(r.demoKeyIds) && r.demoKeyIds.every((k): k is string => typeof k === 'string')) state.demoKeyIds = r.demoKeyIds;
     }
     return new Unshown(file, state);
   }
@@ -137,29 +147,42 @@ export class Unshown {
     return this.state.demoInstanceId ?? null;
   }
 
+  /** the demo's key rows made here and not shown (empty: its key was shown, only its link is left to make) */
+  get demoKeyIds(): readonly string[] {
+    return this.state.demoKeyIds ?? [];
+  }
+
   /** Write down what is made and not shown yet. */
   set(patch: UnshownState): Promise<void> {
     return this.save({ ...this.state, ...patch });
   }
 
-  /** Forget the demo instance named (it is gone). */
+  /** Forget the demo instance named (it is gone, linked, or its key was replaced elsewhere). */
   dropDemo(): Promise<void> {
-    const { demoInstanceId: _gone, ...rest } = this.state;
+    const { demoInstanceId: _gone, demoKeyIds: _keys, ...rest } = this.state;
     return this.save(rest);
   }
 
   /** Replaced whole (a temporary file renamed over it), so never half written. */
   private async save(next: UnshownState): Promise<void> {
-    await writeFile(`${this.file}.tmp`, `${JSON.stringify(next)}\n`, { mode: 0o600 });
-    await rename(`${this.file}.tmp`, this.file);
+    if (next.adminToken === undefined && next.demoInstanceId === undefined) await rm(this.file, { force: true });
+    else {
+      await writeFile(`${this.file}.tmp`, `${JSON.stringify(next)}\n`, { mode: 0o600 });
+      await rename(`${this.file}.tmp`, this.file);
+    }
     this.state = next;
   }
 
-  /** Called once the banner has shown them: what was shown is not shown again. Synchronous (the banner's moment). */
+  /**
+   * Called once the banner has shown them: what was shown is not shown again. Synchronous (the banner's moment).
+   * The demo's link stays noted (`demoInstanceId`) until a start finds it made: a kill right after the banner,
+   * before the demo's session first started, would lose it otherwise.
+   */
   shown(what: { adminToken: boolean; demo: boolean }): void {
     const rest: UnshownState = {};
     if (this.state.adminToken && !what.adminToken) rest.adminToken = true;
-    if (this.state.demoInstanceId !== undefined && !what.demo) rest.demoInstanceId = this.state.demoInstanceId;
+    if (this.state.demoInstanceId !== undefined) rest.demoInstanceId = this.state.demoInstanceId;
+    if (this.state.demoKeyIds !== undefined && !what.demo) rest.demoKeyIds = this.state.demoKeyIds;
     this.state = rest;
     if (rest.adminToken === undefined && rest.demoInstanceId === undefined) {
       rmSync(this.file, { force: true });

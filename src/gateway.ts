@@ -27,7 +27,7 @@ import { ActorSystem } from './actors/system.js';
 import { createEventBus } from './actors/events.js';
 import { DEADLINES } from './actors/port.js';
 import { InstanceAdminService } from './instances.js';
-import { createInstance, getInstance, listInstances, rotateKey, type Instance } from './store/instances.js';
+import { activeKeyIds, createInstance, getInstance, listInstances, rotateKey, type Instance } from './store/instances.js';
 import { Cluster } from './cluster/cluster.js';
 import { OWNER_CACHE_MS } from './cluster/owner-cache.js';
 import { clusterPorts, defaultNodeId, defaultNodeUrl } from './cluster/wiring.js';
@@ -77,9 +77,11 @@ export interface Gateway {
   adminTokenGenerated: boolean;
   /**
    * set on the start that created the demo instance, and on every later one until one has shown it (`shown`): a
-   * later one with a new key (the one made before was stored hashed only, never shown)
+   * later one with a new key (the one made before was stored hashed only, never shown), unless a key was made
+   * elsewhere since. `phoneNumber`: the number it is linked as, or this node links it as (its session is here);
+   * null when another node runs it unlinked (`node`: which, null when none holds it yet).
    */
-  demo: { instance: Instance; apiKey: string; phoneNumber: string } | null;
+  demo: { instance: Instance; apiKey: string; phoneNumber: string | null; node: string | null } | null;
   /** the operator has seen the admin token and the demo key above (src/main.ts's banner): later starts do not show them */
   shown(): void;
   /** every mounted route with its authentication (the route × credential matrix and the fuzzer use it) */
@@ -227,25 +229,51 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Pr
   goOn();
   const instances = new InstanceAdminService({ pool, actors: placed, clock, nodes: cluster, log });
 
-  // ---- demo instance on an empty store (or the one an earlier start made and did not get to show)
+  // ---- demo instance on an empty store (or the one an earlier start made and did not get to show or link)
   let demo: Gateway['demo'] = null;
+  let linkDemo: string | null = null;
   if (sandbox && unshown.demoInstanceId !== null) {
-    const made = await getInstance(pool, unshown.demoInstanceId);
-    if (made) demo = { instance: made, apiKey: await withTransaction(pool, (c) => rotateKey(c, made)), phoneNumber: DEMO_PHONE };
-    else await unshown.dropDemo();
+    const id = unshown.demoInstanceId;
+    const made = await getInstance(pool, id);
+    const madeKeys = unshown.demoKeyIds;
+    if (!made) await unshown.dropDemo();
+    else if (madeKeys.length > 0) {
+      // its key was never shown: a new one, but only while the keys made here are its only active ones. Found
+      // by the outside probe: with a shared database another node may run the demo meanwhile and an operator
+      // may have rotated its key there and use it; replacing that key broke its clients without a word
+      const apiKey = await withTransaction(pool, async (c) => {
+        const active = await activeKeyIds(c, id, true);
+        if (active.length === 0 || active.some((k) => !madeKeys.includes(k))) return null;
+        const key = await rotateKey(c, made);
+        // before the COMMIT, naming the keys before and after it: a start that ends between the two shows it again
+        await unshown.set({ demoKeyIds: [...active, ...(await activeKeyIds(c, id))] });
+        return key;
+      });
+      if (apiKey !== null) {
+        demo = { instance: made, apiKey, phoneNumber: null, node: null };
+        linkDemo = id;
+      } else {
+        log.warn({ instanceId: id }, 'the demo instance an earlier start made and did not show has a key made elsewhere since (rotated by an operator or through another node): its key is not replaced and not shown here');
+        await unshown.dropDemo();
+      }
+    } else if (made.phoneNumber === null) {
+      // shown, not linked yet (a kill right after the banner, before its session first started): link it now
+      linkDemo = id;
+    } else await unshown.dropDemo();
   }
-  if (!demo && config.DEMO_INSTANCE && sandbox && (await listInstances(pool)).length === 0) {
+  if (!demo && linkDemo === null && config.DEMO_INSTANCE && sandbox && (await listInstances(pool)).length === 0) {
     const created = await withTransaction(pool, async (c) => {
       const made = await createInstance(c, { name: 'demo', driver: 'sandbox', settings: { quietHours: null } });
       // in its transaction: there is no demo instance that a later start would not know to show
-      await unshown.set({ demoInstanceId: made.instance.id });
+      await unshown.set({ demoInstanceId: made.instance.id, demoKeyIds: await activeKeyIds(c, made.instance.id) });
       return made;
     });
-    demo = { ...created, phoneNumber: DEMO_PHONE };
+    demo = { ...created, phoneNumber: null, node: null };
+    linkDemo = created.instance.id;
   }
   // the link must be known before the instance's session first starts (cluster.start, below); a session linked
   // already (a start that failed after it) keeps its link
-  if (demo) sandbox?.setAutoLink(demo.instance.id, DEMO_PHONE);
+  if (linkDemo !== null) sandbox?.setAutoLink(linkDemo, DEMO_PHONE);
 
   goOn();
   // ---- HTTP
@@ -295,6 +323,14 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Pr
   // the instances the first round found placed here, on their way in (the actors count them once they are taken;
   // found by the outside README probe: this line said 0 beside a demo instance just created)
   log.info({ instances: cluster.instancesHere, node: cluster.nodeId }, 'instances starting');
+  // the banner says "linked as" only of a demo this node links (its sandbox, its session) or one linked already:
+  // with a shared database another node may run it, unlinked (found by the outside probe)
+  if (demo) {
+    const node = await cluster.nodeOf(demo.instance.id);
+    const now = await getInstance(pool, demo.instance.id);
+    demo.node = node;
+    demo.phoneNumber = now?.phoneNumber ?? (node === cluster.nodeId ? DEMO_PHONE : null);
+  }
 
   let stopped = false;
   let stage: string | null = null;

@@ -92,7 +92,9 @@ export async function runMain(env: NodeJS.ProcessEnv = process.env): Promise<voi
   if (gw.adminTokenGenerated) lines.push(`  admin token (shown once; also in ${config.DATA_DIR}/admin-token): ${gw.adminToken}`);
   if (gw.demo) {
     lines.push(
-      `  demo instance on the sandbox network, linked as +${gw.demo.phoneNumber}`,
+      gw.demo.phoneNumber !== null
+        ? `  demo instance on the sandbox network, linked as +${gw.demo.phoneNumber}`
+        : `  demo instance on the sandbox network, not linked: it runs on ${gw.demo.node === null ? 'no node yet' : `node ${gw.demo.node}`} (link it there: console)`,
       `  demo API key (shown once): ${gw.demo.apiKey}`,
       `  try:      curl -H 'Authorization: Bearer ${gw.demo.apiKey}' ${gw.url}/api/status`,
     );

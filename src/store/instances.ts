@@ -153,6 +153,18 @@ export async function existingInstanceId(q: Queryable, raw: string): Promise<str
   if (!found || id === null) throw new DomainError('INSTANCE_NOT_FOUND', 'no such instance', { instanceId: raw });
   return id;
 }
+/**
+ * The ids of the instance's active key rows (never a key), locked till the transaction's end with `lock`: a
+ * start re-showing the demo's key checks them before it rotates (src/gateway.ts).
+ */
+export async function activeKeyIds(q: Queryable, instanceId: string, lock = false): Promise<string[]> {
+  const { rows } = await q.query<{ id: string }>(
+    `SELECT id::text AS id FROM api_keys WHERE instance_id = $1 AND revoked_at IS NULL ORDER BY id${lock ? ' FOR UPDATE' : ''}`,
+    [instanceId],
+  );
+  return rows.map((r) => r.id);
+}
+
 /** Revoke every key of the instance and issue a new one. */
 export async function rotateKey(q: Queryable, instance: Instance): Promise<string> {
   await q.query('UPDATE api_keys SET revoked_at = now() WHERE instance_id = $1 AND revoked_at IS NULL', [instance.id]);

@@ -84,9 +84,11 @@ test('what a start did not show stays to be shown (ADMIN_TOKEN set on that start
   inDir(async (dir) => {
     const unshown = await Unshown.read(dir);
     await resolveAdminToken(dir, undefined, unshown);
-    await unshown.set({ demoInstanceId: 'd1' });
+    await unshown.set({ demoInstanceId: 'd1', demoKeyIds: ['7'] });
     unshown.shown({ adminToken: false, demo: true });
     const later = await Unshown.read(dir);
     assert.equal(later.adminToken, true);
-    assert.equal(later.demoInstanceId, null);
+    // its key is shown, its link stays noted until a start finds it made
+    assert.deepEqual(later.demoKeyIds, []);
+    assert.equal(later.demoInstanceId, 'd1');
   }));
