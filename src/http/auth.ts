@@ -57,7 +57,11 @@ export function bearerToken(ctx: Context, expected = 'API_KEY'): string {
  * tenth of its rate (bench/auth-flood.ts).
  */
 export class KeyResolver {
-  private cache = new Map<string, { instanceId: string; at: number }>();
+  /**
+   * Verified keys by hash. `at`: when last verified; `unsure`: a change of keys may have been missed since
+   * (reverifyAll): such an entry is never answered from memory, only once a lookup confirms it.
+   */
+  private cache = new Map<string, { instanceId: string; at: number; unsure?: true }>();
   /** bumped by forget() and reverifyAll(): a lookup that began before a rotation must not put the old answer back */
   private generation = 0;
   /** when a lookup last failed because the store was unreachable (null once one succeeds again) */
@@ -98,7 +102,7 @@ export class KeyResolver {
   private async resolveHashed(h: string): Promise<string | null> {
     const hit = this.cache.get(h);
     if (hit && this.fresh(hit.at)) return hit.instanceId;
-    if (hit && this.unreachableAt !== null) {
+    if (hit && !hit.unsure && this.unreachableAt !== null) {
       // the store was failing at the last lookup: answer from the cache now, re-verify in the background
       void this.lookup(h).catch((err: unknown) => {
         if (isConnectionError(err)) this.unreachableAt = this.clock.now();
@@ -110,7 +114,7 @@ export class KeyResolver {
     } catch (err) {
       this.failed(err);
       const stale = this.cache.get(h);
-      if (stale) return stale.instanceId;
+      if (stale && !stale.unsure) return stale.instanceId;
       throw new DomainError('QUEUE_STORE_UNAVAILABLE', 'the store is unreachable, so the API key cannot be verified now; nothing was done: retry shortly', {
         queueMode: 'memory-degraded',
       });
@@ -202,13 +206,23 @@ export class KeyResolver {
 
   /**
    * Any key may have stopped working (a notice that names no instance, or notices perhaps missed while they were
-   * not heard): every cached key is verified again at its next use. Each stays as a key verified before an outage
-   * does (answered while the store is unreachable, until a lookup answers again), rather than forgotten.
+   * not heard): every cached key is verified again, all of them at once now (in the lookups' statements of up to
+   * LOOKUP_BATCH keys), not forgotten. Until its lookup answers, a key is not answered from memory, even while the
+   * store is unreachable: one revoked while the notices were missed must not pass (found from the outside: a key
+   * rotated on another node while this one listened anew after a blip was accepted here, and sent, in the next
+   * outage); one the lookup confirms is usable through the next outage again (emptying the cache made every key
+   * unusable in it, the first finding).
    */
   reverifyAll(): void {
     this.generation++;
-    for (const entry of this.cache.values()) entry.at = -Infinity;
     this.lookups.clear();
+    for (const [h, entry] of this.cache) {
+      entry.at = -Infinity;
+      entry.unsure = true;
+      void this.lookup(h).catch((err: unknown) => {
+        if (isConnectionError(err)) this.unreachableAt = this.clock.now();
+      });
+    }
   }
 
   /** What `stillValid` compares with: the keys' generation and the instant a request's key was verified. */
