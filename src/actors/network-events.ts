@@ -18,7 +18,7 @@
  * number wait with it. Before, such an event was logged `instance event not written` and lost.
  */
 import { fromCallback, type CallbackActorLogic } from 'xstate';
-import type { Pool } from '../store/pool.js';
+import { STORE_DEADLINES, type Pool } from '../store/pool.js';
 import { raceClock, type Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { EventBus } from './events.js';
@@ -108,6 +108,9 @@ export interface IncomingEvents {
   /** the stop: settle, one last try to write what is held, then no more retries (src/actors/held-events.ts) */
   close(): Promise<void>;
 }
+
+/** How long the stop waits for the events on their way to the store: a statement's deadline after a connection's. */
+export const CLOSE_SETTLE_MS = STORE_DEADLINES.connectMs + STORE_DEADLINES.queryMs;
 
 export function createIncomingEvents(deps: IncomingEventsDeps): IncomingEvents {
   const pending = new Set<Promise<void>>();
@@ -205,7 +208,13 @@ export function createIncomingEvents(deps: IncomingEventsDeps): IncomingEvents {
       return held.size;
     },
     async close() {
-      await settled();
+      // Each write on its way is bounded by the store's deadlines, but in a partition each can take that long, and
+      // an instance's next events wait behind it: the stop waits for them at most CLOSE_SETTLE_MS (found by the
+      // second outside probe: a SIGTERM during a partition with sends in flight waited here until the hard stop).
+      const waited = await raceClock(deps.clock, CLOSE_SETTLE_MS, settled().then(() => true), () => false);
+      if (!waited) {
+        deps.log.warn({ onTheirWay: pending.size }, 'instance events still on their way to the store when the stop ended its wait for them: they may or may not be written');
+      }
       await held.close();
     },
   };
