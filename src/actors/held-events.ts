@@ -91,6 +91,8 @@ export class HeldEvents {
   private timer: TimerHandle | null = null;
   private backoffMs = RETRY_FIRST_MS;
   private closed = false;
+  /** events were dropped since the held ones were last written: newer ones are dropped too (`hold`) */
+  private overflowing = false;
   private readonly offStore: () => void;
 
   constructor(
@@ -124,7 +126,11 @@ export class HeldEvents {
     const bytes = JSON.stringify(raised.event.data).length;
     const maxEvents = this.deps.maxEvents ?? MAX_HELD_EVENTS;
     const maxBytes = this.deps.maxBytes ?? MAX_HELD_BYTES;
-    if (this.closed || this.list.length >= maxEvents || this.bytes + bytes > maxBytes) {
+    // once one is dropped, every newer one is too until the held ones are written: an instance's stream then has
+    // one gap, not events missing here and there (found by the second outside probe: a large event past the bytes
+    // bound was dropped while the small ones after it were kept)
+    if (this.closed || this.overflowing || this.list.length >= maxEvents || this.bytes + bytes > maxBytes) {
+      this.overflowing = !this.closed;
       if (this.droppedNow === 0) {
         this.deps.log.warn(
           { instanceId: raised.event.instanceId, event: raised.event.event, held: this.list.length, maxEvents, maxBytes, stopping: this.closed },
@@ -226,6 +232,7 @@ export class HeldEvents {
   }
 
   private remove(n: number): void {
+    if (n > 0) this.overflowing = false;
     for (const { raised, bytes } of this.list.splice(0, n)) {
       this.bytes -= bytes;
       const id = raised.event.instanceId;

@@ -181,3 +181,33 @@ test('held events: bounded (the newest dropped and counted), written in order, a
     await db.close();
   }
 });
+
+test('held events past the bytes bound: the one that does not fit and every newer one are dropped until the held ones are written (one gap, not events missing here and there)', { skip: SKIP }, async () => {
+  const db = await createTestDb('held_events_bytes');
+  try {
+    const { instance } = await withTransaction(db.pool, (c) => createInstance(c, { name: 'b', driver: 'sandbox', settings: {} }));
+    await putWebhook(db.pool, instance.id, { url: 'http://127.0.0.1:9/e', secret: 'held-events-secret-0123456789', events: ['*'], enabled: true });
+    const clock = simulatedClock();
+    const bus = createEventBus({ pool: db.pool, clock, wake: () => {} });
+    let dropped = 0;
+    const held = new HeldEvents({ pool: db.pool, clock, log: silentLogger(), write: (items) => bus.write(items), metrics: { held: () => {}, dropped: (n) => (dropped += n) }, maxBytes: 200 });
+    const event = (n: number, pad: number) => ({
+      event: { event: 'change_battery' as const, data: { battery: n, plugged: false, pad: 'x'.repeat(pad) }, instanceId: instance.id, eventId: newEventId(), at: clock.now() + n },
+      inbound: null,
+      phoneNumber: null,
+    });
+    // 1 fits, 2 (large) does not, 3 (small) would: dropped too, as the probe found it was not
+    for (const r of [event(1, 10), event(2, 500), event(3, 10)]) held.hold(r);
+    assert.equal(held.size, 1);
+    assert.equal(dropped, 2);
+    await held.flushNow();
+    // written: events are held again (a gap, then the stream goes on)
+    held.hold(event(4, 10));
+    await held.flushNow();
+    const { rows } = await db.pool.query<{ body: string }>('SELECT body FROM outbox WHERE instance_id = $1 ORDER BY id', [instance.id]);
+    assert.deepEqual(rows.map((r) => (JSON.parse(r.body) as Delivery).data.battery), [1, 4]);
+    await held.close();
+  } finally {
+    await db.close();
+  }
+});
