@@ -18,7 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startSandboxServer, type SandboxServer } from '../../src/http/sandbox-server.js';
 import { createTestDb, type TestDb } from '../helpers/db.js';
-import { freePort, startSandboxedGateway, type RunningProcess } from '../helpers/gateway-process.js';
+import { freePort, requestGateway, startSandboxedGateway, until as untilTrue, type RunningProcess } from '../helpers/gateway-process.js';
 import { ORPHAN_REASON } from '../../src/queue/sync-callers.js';
 
 const ADMIN = 'orphan-admin-token-0123456789';
@@ -43,31 +43,9 @@ const nodes: Node[] = [];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const url = (n: Node) => `http://127.0.0.1:${n.port}`;
 
-async function call(n: Node, token: string, method: string, route: string, body?: unknown) {
-  const res = await fetch(url(n) + route, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    ...(body ? { body: JSON.stringify(body) } : {}),
-    signal: AbortSignal.timeout(30_000),
-  });
-  const text = await res.text();
-  return { status: res.status, body: JSON.parse(text) as { success: boolean; data?: Record<string, unknown>; code?: string; error?: string }, text };
-}
-
-async function until<T>(what: string, f: () => Promise<T | null | false>, maxMs = 60_000): Promise<T> {
-  const end = Date.now() + maxMs;
-  let last: unknown = null;
-  while (Date.now() < end) {
-    try {
-      const v = await f();
-      if (v !== null && v !== false) return v;
-    } catch (err) {
-      last = err;
-    }
-    await sleep(50);
-  }
-  throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-}
+const call = (n: Node, token: string, method: string, route: string, body?: unknown) => requestGateway(url(n), token, method, route, body, 30_000);
+/** (every 50 ms: the expiry is timed against the kill) */
+const until = <T>(what: string, f: () => Promise<T | null | false>, maxMs = 60_000) => untilTrue(what, f, maxMs, 50);
 
 const owner = async (id: string) =>
   (await db.pool.query<{ node_id: string }>('SELECT node_id FROM instance_leases WHERE instance_id = $1 AND expires_at > now()', [id])).rows[0]?.node_id ?? null;

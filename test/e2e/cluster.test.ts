@@ -22,7 +22,7 @@ import path from 'node:path';
 import { startSandboxServer, type SandboxServer } from '../../src/http/sandbox-server.js';
 import { createTestDb, type TestDb } from '../helpers/db.js';
 import { placeInstance } from '../../src/cluster/placement.js';
-import { freePort, startSandboxedGateway, type RunningProcess } from '../helpers/gateway-process.js';
+import { freePort, requestGateway, startSandboxedGateway, until, type RunningProcess } from '../helpers/gateway-process.js';
 
 const ADMIN = 'cluster-admin-token-0123456789';
 const SECRET = 'cluster-secret-0123456789abcdef';
@@ -51,31 +51,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const url = (n: Node) => `http://127.0.0.1:${n.port}`;
 const live = () => nodes.filter((n) => n.proc !== null);
 
-async function call(n: Node, token: string, method: string, route: string, body?: unknown, headers: Record<string, string> = {}) {
-  const res = await fetch(url(n) + route, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}), ...headers },
-    ...(body ? { body: JSON.stringify(body) } : {}),
-    signal: AbortSignal.timeout(30_000),
-  });
-  const text = await res.text();
-  return { status: res.status, body: JSON.parse(text) as { success: boolean; data?: Record<string, unknown>; code?: string; error?: string }, text };
-}
-
-async function until<T>(what: string, f: () => Promise<T | null | false>, maxMs = 60_000): Promise<T> {
-  const end = Date.now() + maxMs;
-  let last: unknown = null;
-  while (Date.now() < end) {
-    try {
-      const v = await f();
-      if (v !== null && v !== false) return v;
-    } catch (err) {
-      last = err;
-    }
-    await sleep(100);
-  }
-  throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-}
+const call = (n: Node, token: string, method: string, route: string, body?: unknown) => requestGateway(url(n), token, method, route, body, 30_000);
 
 async function startNode(n: Node): Promise<void> {
   n.proc = await startSandboxedGateway(

@@ -17,7 +17,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startSandboxServer, type SandboxServer } from '../../src/http/sandbox-server.js';
 import { createTestDb, type TestDb } from '../helpers/db.js';
-import { startSandboxedGateway, type RunningProcess } from '../helpers/gateway-process.js';
+import { requestGateway as call, startSandboxedGateway, until as untilTrue, type GatewayAnswer, type RunningProcess } from '../helpers/gateway-process.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 
 const SKIP = !process.env.TEST_DATABASE_URL && 'needs a PostgreSQL server (TEST_DATABASE_URL) to put a proxy in front of';
@@ -51,31 +51,7 @@ after(async () => {
   await rm(dataDir, { recursive: true, force: true });
 });
 
-interface Answer {
-  status: number;
-  body: { success?: boolean; data?: Record<string, unknown>; error?: string; code?: string };
-  text: string;
-}
-
-async function call(url: string, token: string, method: string, route: string, body?: unknown): Promise<Answer> {
-  const res = await fetch(`${url}${route}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-  const text = await res.text();
-  return { status: res.status, body: JSON.parse(text) as Answer['body'], text };
-}
-
-async function until<T>(what: string, f: () => Promise<T | null | false>, maxMs = 30_000): Promise<T> {
-  const end = Date.now() + maxMs;
-  while (Date.now() < end) {
-    const v = await f();
-    if (v !== null && v !== false) return v;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+const until = <T>(what: string, f: () => Promise<T | null | false>) => untilTrue(what, f, 30_000);
 
 interface LogLine {
   level: number;
@@ -118,7 +94,7 @@ test('SIGTERM during a store partition: every instance stopped, one line that th
   const sent = await call(base, waitingKey, 'POST', '/api/send-message', { phone: '4915112345678', message: 'first' });
   assert.equal(sent.status, 200, sent.text);
   // accepted before the cut, then waits for its slot 15 s on
-  let waitingAnswer: Answer | Error | null = null;
+  let waitingAnswer: GatewayAnswer | Error | null = null;
   void call(base, waitingKey, 'POST', '/api/send-message', { phone: '4915112345678', message: 'second' }).then(
     (a) => (waitingAnswer = a),
     (err: unknown) => (waitingAnswer = err instanceof Error ? err : new Error(String(err))),
@@ -151,6 +127,6 @@ test('SIGTERM during a store partition: every instance stopped, one line that th
   assert.match(line.msg, new RegExp(`when the leases expire, within LEASE_TTL_MS \\(${LEASE_TTL_MS} ms\\)`));
 
   // the v1 caller waiting when the stop began was answered, not left without one
-  const answer = waitingAnswer as Answer | Error | null;
+  const answer = waitingAnswer as GatewayAnswer | Error | null;
   assert.ok(answer !== null && !(answer instanceof Error), `the waiting v1 caller got an answer: ${String(answer)}`);
 });

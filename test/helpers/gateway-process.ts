@@ -203,3 +203,44 @@ export async function callGateway(url: string, key: string, method: string, rout
   });
   return { status: res.status, body: (await res.json()) as { success: boolean; data: Record<string, unknown> } };
 }
+
+/** A gateway's answer with its envelope and its text (for an assertion's message). */
+export interface GatewayAnswer {
+  status: number;
+  body: { success?: boolean; data?: Record<string, unknown>; code?: string; error?: string };
+  text: string;
+}
+
+/**
+ * One JSON request to a gateway process with a bearer token, bounded by `timeoutMs` when given (a request that
+ * may wait through a stop is not).
+ */
+export async function requestGateway(url: string, token: string, method: string, route: string, body?: unknown, timeoutMs?: number): Promise<GatewayAnswer> {
+  const res = await fetch(url + route, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    ...(timeoutMs !== undefined ? { signal: AbortSignal.timeout(timeoutMs) } : {}),
+  });
+  const text = await res.text();
+  return { status: res.status, body: JSON.parse(text) as GatewayAnswer['body'], text };
+}
+
+/**
+ * `f`'s first answer that is neither null nor false, asked every `pollMs` of real time (processes, not a clock of
+ * ours) for at most `maxMs`; a failed ask is asked again, and named if the wait times out.
+ */
+export async function until<T>(what: string, f: () => Promise<T | null | false>, maxMs = 60_000, pollMs = 100): Promise<T> {
+  const end = Date.now() + maxMs;
+  let last: unknown = null;
+  while (Date.now() < end) {
+    try {
+      const v = await f();
+      if (v !== null && v !== false) return v;
+    } catch (err) {
+      last = err;
+    }
+    await new Promise((r) => setTimeout(r, pollMs));
+  }
+  throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+}
