@@ -142,7 +142,8 @@ test('a rotation overtaking a lookup whose answer is on its way: that request ke
  * The test database, or (`down()`) a PostgreSQL that refuses connections: a pool of the store's own (src/store/
  * pool.ts, which marks what it raises) pointed at a port nothing listens on.
  */
-async function failing(): Promise<{ q: Queryable; down(): void; up(): void; end(): Promise<void> }> {
+interface Failing { q: Queryable; down(): void; up(): void; end(): Promise<void> }
+async function failing(): Promise<Failing> {
   const closed = net.createServer();
   await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
   const { port } = closed.address() as AddressInfo;
@@ -155,16 +156,34 @@ async function failing(): Promise<{ q: Queryable; down(): void; up(): void; end(
 
 const unverifiable = (err: unknown) => isDomainError(err, 'QUEUE_STORE_UNAVAILABLE');
 
-test("a rotation forgets that instance's keys alone: another instance's key verified before stays usable through the next outage", async () => {
-  const a = await createInstance(db.pool, { name: 'forget-rotated', driver: 'sandbox' });
-  const b = await createInstance(db.pool, { name: 'forget-other', driver: 'sandbox' });
+/** An instance and its key, as createInstance made them. */
+type Made = Awaited<ReturnType<typeof createInstance>>;
+
+/**
+ * Two instances whose keys a resolver over `failing()` verified (cached), then the key of `revoked` rotated in the
+ * store (the resolver not told yet): `run` tells it, takes the store away and asks.
+ */
+async function afterRotation(
+  label: string,
+  run: (w: { kept: Made; revoked: Made; keys: KeyResolver; store: Failing; clock: ReturnType<typeof simulatedClock> }) => Promise<void>,
+): Promise<void> {
+  const kept = await createInstance(db.pool, { name: `${label}-kept`, driver: 'sandbox' });
+  const revoked = await createInstance(db.pool, { name: `${label}-revoked`, driver: 'sandbox' });
   const store = await failing();
   const clock = simulatedClock();
   const keys = new KeyResolver(store.q, clock);
   try {
-    assert.equal(await keys.resolve(a.apiKey), a.instance.id);
-    assert.equal(await keys.resolve(b.apiKey), b.instance.id);
-    await rotateKey(db.pool, a.instance);
+    assert.equal(await keys.resolve(kept.apiKey), kept.instance.id);
+    assert.equal(await keys.resolve(revoked.apiKey), revoked.instance.id);
+    await rotateKey(db.pool, revoked.instance);
+    await run({ kept, revoked, keys, store, clock });
+  } finally {
+    await store.end();
+  }
+}
+
+test("a rotation forgets that instance's keys alone: another instance's key verified before stays usable through the next outage", () =>
+  afterRotation('forget', async ({ kept: b, revoked: a, keys, store, clock }) => {
     keys.forget([a.instance.id]);
     store.down();
     // it forgot every instance's keys: B's key, not used again since, could not be verified in the outage (503)
@@ -174,21 +193,11 @@ test("a rotation forgets that instance's keys alone: another instance's key veri
     await assert.rejects(keys.resolve(a.apiKey), unverifiable, "A's rotated key is not answered from memory");
     store.up();
     assert.equal(await keys.resolve(a.apiKey), null, 'refused once the store answers');
-  } finally {
-    await store.end();
-  }
-});
+  }));
 
-test('a notice that names no instance: every cached key is verified again at once; confirmed, it is usable through the next outage', async () => {
-  const a = await createInstance(db.pool, { name: 'reverify-kept', driver: 'sandbox' });
-  const r = await createInstance(db.pool, { name: 'reverify-revoked', driver: 'sandbox' });
-  const store = await failing();
-  const keys = new KeyResolver(store.q, simulatedClock());
-  try {
-    assert.equal(await keys.resolve(a.apiKey), a.instance.id);
-    assert.equal(await keys.resolve(r.apiKey), r.instance.id);
-    // revoked while this node did not hear of it, then the notices are heard again (any key may have changed)
-    await rotateKey(db.pool, r.instance);
+test('a notice that names no instance: every cached key is verified again at once; confirmed, it is usable through the next outage', () =>
+  // revoked while this node did not hear of it, then the notices are heard again (any key may have changed)
+  afterRotation('reverify', async ({ kept: a, revoked: r, keys, store }) => {
     keys.reverifyAll();
     // the lookups it started have answered (a resolve joins the one on its way)
     assert.equal(await keys.resolve(a.apiKey), a.instance.id);
@@ -196,20 +205,10 @@ test('a notice that names no instance: every cached key is verified again at onc
     store.down();
     assert.equal(await keys.resolve(a.apiKey), a.instance.id, 'confirmed before the outage: answered in it');
     await assert.rejects(keys.resolve(r.apiKey), unverifiable);
-  } finally {
-    await store.end();
-  }
-});
+  }));
 
-test('keys to verify again while the store is unreachable are not answered from memory: one revoked meanwhile must not pass', async () => {
-  const a = await createInstance(db.pool, { name: 'unsure-kept', driver: 'sandbox' });
-  const r = await createInstance(db.pool, { name: 'unsure-revoked', driver: 'sandbox' });
-  const store = await failing();
-  const keys = new KeyResolver(store.q, simulatedClock());
-  try {
-    assert.equal(await keys.resolve(a.apiKey), a.instance.id);
-    assert.equal(await keys.resolve(r.apiKey), r.instance.id);
-    await rotateKey(db.pool, r.instance);
+test('keys to verify again while the store is unreachable are not answered from memory: one revoked meanwhile must not pass', () =>
+  afterRotation('unsure', async ({ kept: a, revoked: r, keys, store }) => {
     store.down();
     // (found from the outside: a key rotated on another node while this one listened anew was accepted in an outage)
     keys.reverifyAll();
@@ -220,7 +219,4 @@ test('keys to verify again while the store is unreachable are not answered from 
     assert.equal(await keys.resolve(a.apiKey), a.instance.id);
     store.down();
     assert.equal(await keys.resolve(a.apiKey), a.instance.id, 'confirmed again: usable through the next outage');
-  } finally {
-    await store.end();
-  }
-});
+  }));
