@@ -18,7 +18,7 @@ import type { AddressInfo } from 'node:net';
 import { startTestGateway, waitFor, type TestGateway } from '../helpers/gateway.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { createTestDb } from '../helpers/db.js';
-import { HeldEvents } from '../../src/actors/held-events.js';
+import { HeldEvents, type RaisedEvent } from '../../src/actors/held-events.js';
 import { createEventBus } from '../../src/actors/events.js';
 import { createInstance } from '../../src/store/instances.js';
 import { putWebhook } from '../../src/webhooks/config.js';
@@ -152,62 +152,69 @@ test('the graceful stop writes the events held when the store is back', { skip: 
   }
 });
 
-test('held events: bounded (the newest dropped and counted), written in order, a second write of one is no second row', { skip: SKIP }, async () => {
-  const db = await createTestDb('held_events_bound');
+/**
+ * HeldEvents over a database of its own (real PostgreSQL) with one instance whose webhook wants every event, bounded
+ * as `bounds` says: `raise(n, pad)` makes its n-th event (`pad` characters of payload more), `written()` reads the
+ * outbox's rows in their order, `dropped()` what the metric counted.
+ */
+async function heldOverStore(
+  label: string,
+  bounds: { maxEvents?: number; maxBytes?: number },
+  run: (w: {
+    held: HeldEvents;
+    bus: ReturnType<typeof createEventBus>;
+    raise: (n: number, pad?: number) => RaisedEvent;
+    dropped: () => number;
+    written: () => Promise<{ eventId: string; battery: unknown }[]>;
+  }) => Promise<void>,
+): Promise<void> {
+  const db = await createTestDb(label);
   try {
     const { instance } = await withTransaction(db.pool, (c) => createInstance(c, { name: 'b', driver: 'sandbox', settings: {} }));
     await putWebhook(db.pool, instance.id, { url: 'http://127.0.0.1:9/e', secret: 'held-events-secret-0123456789', events: ['*'], enabled: true });
     const clock = simulatedClock();
     const bus = createEventBus({ pool: db.pool, clock, wake: () => {} });
     let dropped = 0;
-    const held = new HeldEvents({ pool: db.pool, clock, log: silentLogger(), write: (items) => bus.write(items), metrics: { held: () => {}, dropped: (n) => (dropped += n) }, maxEvents: 3 });
-    const raised = [1, 2, 3, 4, 5].map((n) => ({
-      event: { event: 'change_battery' as const, data: { battery: n, plugged: false }, instanceId: instance.id, eventId: newEventId(), at: clock.now() + n },
+    const held = new HeldEvents({ pool: db.pool, clock, log: silentLogger(), write: (items) => bus.write(items), metrics: { held: () => {}, dropped: (n) => (dropped += n) }, ...bounds });
+    const raise = (n: number, pad = 0): RaisedEvent => ({
+      event: { event: 'change_battery' as const, data: { battery: n, plugged: false, ...(pad > 0 ? { pad: 'x'.repeat(pad) } : {}) }, instanceId: instance.id, eventId: newEventId(), at: clock.now() + n },
       inbound: null,
       phoneNumber: null,
-    }));
+    });
+    const written = async () =>
+      (await db.pool.query<{ event_id: string; body: string }>('SELECT event_id, body FROM outbox WHERE instance_id = $1 ORDER BY id', [instance.id])).rows
+        .map((r) => ({ eventId: r.event_id, battery: (JSON.parse(r.body) as Delivery).data.battery }));
+    await run({ held, bus, raise, dropped: () => dropped, written });
+    await held.close();
+  } finally {
+    await db.close();
+  }
+}
+
+test('held events: bounded (the newest dropped and counted), written in order, a second write of one is no second row', { skip: SKIP }, () =>
+  heldOverStore('held_events_bound', { maxEvents: 3 }, async ({ held, bus, raise, dropped, written }) => {
+    const raised = [1, 2, 3, 4, 5].map((n) => raise(n));
     for (const r of raised) held.hold(r);
     assert.equal(held.size, 3);
-    assert.equal(dropped, 2, 'the two newest beyond the bound');
+    assert.equal(dropped(), 2, 'the two newest beyond the bound');
     await held.flushNow();
     assert.equal(held.size, 0);
     // the first written again (a write whose COMMIT the store answered after the connection broke, tried again)
     await bus.write([raised[0]?.event].filter((e) => e !== undefined));
-    const { rows } = await db.pool.query<{ event_id: string; body: string }>('SELECT event_id, body FROM outbox WHERE instance_id = $1 ORDER BY id', [instance.id]);
-    assert.deepEqual(rows.map((r) => (JSON.parse(r.body) as Delivery).data.battery), [1, 2, 3]);
-    assert.deepEqual(rows.map((r) => r.event_id), raised.slice(0, 3).map((r) => r.event.eventId), 'the ids chosen when raised');
-    await held.close();
-  } finally {
-    await db.close();
-  }
-});
+    const rows = await written();
+    assert.deepEqual(rows.map((r) => r.battery), [1, 2, 3]);
+    assert.deepEqual(rows.map((r) => r.eventId), raised.slice(0, 3).map((r) => r.event.eventId), 'the ids chosen when raised');
+  }));
 
-test('held events past the bytes bound: the one that does not fit and every newer one are dropped until the held ones are written (one gap, not events missing here and there)', { skip: SKIP }, async () => {
-  const db = await createTestDb('held_events_bytes');
-  try {
-    const { instance } = await withTransaction(db.pool, (c) => createInstance(c, { name: 'b', driver: 'sandbox', settings: {} }));
-    await putWebhook(db.pool, instance.id, { url: 'http://127.0.0.1:9/e', secret: 'held-events-secret-0123456789', events: ['*'], enabled: true });
-    const clock = simulatedClock();
-    const bus = createEventBus({ pool: db.pool, clock, wake: () => {} });
-    let dropped = 0;
-    const held = new HeldEvents({ pool: db.pool, clock, log: silentLogger(), write: (items) => bus.write(items), metrics: { held: () => {}, dropped: (n) => (dropped += n) }, maxBytes: 200 });
-    const event = (n: number, pad: number) => ({
-      event: { event: 'change_battery' as const, data: { battery: n, plugged: false, pad: 'x'.repeat(pad) }, instanceId: instance.id, eventId: newEventId(), at: clock.now() + n },
-      inbound: null,
-      phoneNumber: null,
-    });
+test('held events past the bytes bound: the one that does not fit and every newer one are dropped until the held ones are written (one gap, not events missing here and there)', { skip: SKIP }, () =>
+  heldOverStore('held_events_bytes', { maxBytes: 200 }, async ({ held, raise, dropped, written }) => {
     // 1 fits, 2 (large) does not, 3 (small) would: dropped too, as the probe found it was not
-    for (const r of [event(1, 10), event(2, 500), event(3, 10)]) held.hold(r);
+    for (const r of [raise(1, 10), raise(2, 500), raise(3, 10)]) held.hold(r);
     assert.equal(held.size, 1);
-    assert.equal(dropped, 2);
+    assert.equal(dropped(), 2);
     await held.flushNow();
     // written: events are held again (a gap, then the stream goes on)
-    held.hold(event(4, 10));
+    held.hold(raise(4, 10));
     await held.flushNow();
-    const { rows } = await db.pool.query<{ body: string }>('SELECT body FROM outbox WHERE instance_id = $1 ORDER BY id', [instance.id]);
-    assert.deepEqual(rows.map((r) => (JSON.parse(r.body) as Delivery).data.battery), [1, 4]);
-    await held.close();
-  } finally {
-    await db.close();
-  }
-});
+    assert.deepEqual((await written()).map((r) => r.battery), [1, 4]);
+  }));
