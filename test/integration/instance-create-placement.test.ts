@@ -76,36 +76,43 @@ test('a placement the store fails after the row committed: 201 with the key and 
   assert.ok(t.gw.actors.instanceActor(String((ordinary.body.data?.instance as { id: string }).id)), 'started at its creation');
 });
 
-test('a COMMIT of unknown outcome: 504 saying how to find out (the list by name, then a key rotation), no idempotency key', NEEDS_SERVER, async () => {
-  // the creation's COMMIT runs a deferred trigger that waits for an advisory lock the test holds
+/**
+ * `ask`'s answer when the COMMIT of what it writes into `table` breaks on its way: a deferred trigger on `table`
+ * holds that COMMIT on an advisory lock the test holds, and its backend is terminated there.
+ */
+async function withCommitCut<T>(table: 'instances' | 'api_keys', ask: () => Promise<T>): Promise<T> {
   await t.db.pool.query(`CREATE FUNCTION test_hold_commit() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN PERFORM pg_advisory_xact_lock(4242); RETURN NULL; END $$`);
-  await t.db.pool.query(`CREATE CONSTRAINT TRIGGER test_hold_commit AFTER INSERT ON instances
+  await t.db.pool.query(`CREATE CONSTRAINT TRIGGER test_hold_commit AFTER INSERT ON ${table}
     DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION test_hold_commit()`);
   const holder = new pg.Client(t.db.config);
   await holder.connect();
   try {
     await holder.query('SELECT pg_advisory_lock(4242)');
-    const answer = t.admin('POST', '/admin/v1/instances', { name: 'maybe-made', driver: 'sandbox' });
+    const answer = ask();
     const pid = await waitFor(async () => {
       const { rows } = await t.db.pool.query<{ pid: number }>(
         "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query = 'COMMIT'");
       return rows[0]?.pid;
-    }, 'the creation COMMIT waiting');
+    }, `the COMMIT into ${table} waiting`);
     await holder.query('SELECT pg_terminate_backend($1)', [pid]);
-    const r = await answer;
-    assert.equal(r.status, 504, r.text);
-    assert.equal(r.body.code, 'INSTANCE_TIMEOUT', r.text);
-    assert.deepEqual(r.body.data, { reason: 'commit_unknown', name: 'maybe-made' });
-    assert.match(String(r.body.error), /may or may not have been created/);
-    assert.match(String(r.body.error), /GET \/admin\/v1\/instances/);
-    assert.match(String(r.body.error), /rotate it \(POST \/admin\/v1\/instances\/:id\/keys\)/);
-    assert.doesNotMatch(String(r.body.error), /idempotency/);
+    return await answer;
   } finally {
     await holder.end();
-    await t.db.pool.query('DROP TRIGGER IF EXISTS test_hold_commit ON instances');
+    await t.db.pool.query(`DROP TRIGGER IF EXISTS test_hold_commit ON ${table}`);
     await t.db.pool.query('DROP FUNCTION IF EXISTS test_hold_commit()');
   }
+}
+
+test('a COMMIT of unknown outcome: 504 saying how to find out (the list by name, then a key rotation), no idempotency key', NEEDS_SERVER, async () => {
+  const r = await withCommitCut('instances', () => t.admin('POST', '/admin/v1/instances', { name: 'maybe-made', driver: 'sandbox' }));
+  assert.equal(r.status, 504, r.text);
+  assert.equal(r.body.code, 'INSTANCE_TIMEOUT', r.text);
+  assert.deepEqual(r.body.data, { reason: 'commit_unknown', name: 'maybe-made' });
+  assert.match(String(r.body.error), /may or may not have been created/);
+  assert.match(String(r.body.error), /GET \/admin\/v1\/instances/);
+  assert.match(String(r.body.error), /rotate it \(POST \/admin\/v1\/instances\/:id\/keys\)/);
+  assert.doesNotMatch(String(r.body.error), /idempotency/);
   // what the answer says to do: here the COMMIT did not go through (its backend ended first): not listed, made again
   assert.ok(!(await names()).includes('maybe-made'));
   const again = await t.admin('POST', '/admin/v1/instances', { name: 'maybe-made', driver: 'sandbox' });
@@ -115,34 +122,13 @@ test('a COMMIT of unknown outcome: 504 saying how to find out (the list by name,
 test('a key rotation whose COMMIT has an unknown outcome: 504 saying to rotate again, no idempotency key; the old key is verified again', NEEDS_SERVER, async () => {
   const { instance, apiKey } = await t.createInstance('rotate-unknown', { link: false });
   assert.equal((await t.api(apiKey, 'GET', '/api/status')).status, 200, 'the old key verified and cached');
-  // the rotation's COMMIT runs a deferred trigger that waits for an advisory lock the test holds
-  await t.db.pool.query(`CREATE FUNCTION test_hold_rotation() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN PERFORM pg_advisory_xact_lock(4243); RETURN NULL; END $$`);
-  await t.db.pool.query(`CREATE CONSTRAINT TRIGGER test_hold_rotation AFTER INSERT ON api_keys
-    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION test_hold_rotation()`);
-  const holder = new pg.Client(t.db.config);
-  await holder.connect();
-  try {
-    await holder.query('SELECT pg_advisory_lock(4243)');
-    const answer = t.admin('POST', `/admin/v1/instances/${instance.id}/keys`);
-    const pid = await waitFor(async () => {
-      const { rows } = await t.db.pool.query<{ pid: number }>(
-        "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query = 'COMMIT'");
-      return rows[0]?.pid;
-    }, 'the rotation COMMIT waiting');
-    await holder.query('SELECT pg_terminate_backend($1)', [pid]);
-    const r = await answer;
-    assert.equal(r.status, 504, r.text);
-    assert.equal(r.body.code, 'INSTANCE_TIMEOUT', r.text);
-    assert.deepEqual(r.body.data, { reason: 'commit_unknown', instanceId: instance.id });
-    assert.match(String(r.body.error), /may or may not have been revoked/);
-    assert.match(String(r.body.error), /Rotate again/);
-    assert.doesNotMatch(String(r.body.error), /idempotency/);
-  } finally {
-    await holder.end();
-    await t.db.pool.query('DROP TRIGGER IF EXISTS test_hold_rotation ON api_keys');
-    await t.db.pool.query('DROP FUNCTION IF EXISTS test_hold_rotation()');
-  }
+  const r = await withCommitCut('api_keys', () => t.admin('POST', `/admin/v1/instances/${instance.id}/keys`));
+  assert.equal(r.status, 504, r.text);
+  assert.equal(r.body.code, 'INSTANCE_TIMEOUT', r.text);
+  assert.deepEqual(r.body.data, { reason: 'commit_unknown', instanceId: instance.id });
+  assert.match(String(r.body.error), /may or may not have been revoked/);
+  assert.match(String(r.body.error), /Rotate again/);
+  assert.doesNotMatch(String(r.body.error), /idempotency/);
   // here the COMMIT did not go through: the old key, verified again, still works; rotating again settles it
   assert.equal((await t.api(apiKey, 'GET', '/api/status')).status, 200);
   const again = await t.admin('POST', `/admin/v1/instances/${instance.id}/keys`);
