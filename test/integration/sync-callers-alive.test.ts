@@ -27,22 +27,31 @@ after(async () => {
   await db.close();
 });
 
+/** A live node's process and a process whose node's heartbeat is older than its liveness (rows `live-…`, `stale-…`). */
+async function liveAndStale(suffix: string, ports: [number, number]): Promise<{ live: string; stale: string }> {
+  const live = randomUUID();
+  const stale = randomUUID();
+  await db.pool.query(`INSERT INTO nodes (id, url, capacity, boot_id, live_ms, heartbeat_at) VALUES
+    ($3, $5, 100, $1, 10000, now()),
+    ($4, $6, 100, $2, 10000, now() - interval '11 seconds')`, [live, stale, `live${suffix}`, `stale${suffix}`, `http://127.0.0.1:${ports[0]}`, `http://127.0.0.1:${ports[1]}`]);
+  return { live, stale };
+}
+
+/** A waiting v1 text job of `instanceId` whose synchronous caller is `callerBoot`'s process, due at `scheduledAt`. */
+const syncJob = (instanceId: string, now: number, scheduledAt: number) => (body: string, callerBoot: string | null) => ({
+  id: newJobId(), instanceId, originRoute: '/api/send-message', chatId: '4915112345678@c.us', phone: '4915112345678',
+  payloadHash: null, idempotencyKey: null, priority: 9, notBefore: null, queuedAt: now, scheduledAt,
+  expiresAt: now + 3_600_000, previousJobId: null, callerBoot, kind: 'text' as const, payload: { body, chatId: '4915112345678@c.us' },
+});
+
 test('a waiting v1 job is an orphan only when its caller\'s process is gone', async () => {
   const { instance } = await createInstance(db.pool, { name: 'callers', driver: 'sandbox' });
   // this process, registered as a node (as every gateway registers when it starts)
   await registerNode(db.pool, { id: 'here', url: 'http://127.0.0.1:1', capacity: 100 }, null, 10_000, async () => false);
   // another live node, one whose heartbeat is older than its liveness, and a process no row names
-  const live = randomUUID();
-  const stale = randomUUID();
-  await db.pool.query(`INSERT INTO nodes (id, url, capacity, boot_id, live_ms, heartbeat_at) VALUES
-    ('live', 'http://127.0.0.1:2', 100, $1, 10000, now()),
-    ('stale', 'http://127.0.0.1:3', 100, $2, 10000, now() - interval '11 seconds')`, [live, stale]);
+  const { live, stale } = await liveAndStale('', [2, 3]);
   const now = Date.now();
-  const job = (body: string, callerBoot: string) => ({
-    id: newJobId(), instanceId: instance.id, originRoute: '/api/send-message', chatId: '4915112345678@c.us', phone: '4915112345678',
-    payloadHash: null, idempotencyKey: null, priority: 9, notBefore: null, queuedAt: now, scheduledAt: now + 60_000,
-    expiresAt: now + 3_600_000, previousJobId: null, callerBoot, kind: 'text' as const, payload: { body, chatId: '4915112345678@c.us' },
-  });
+  const job = syncJob(instance.id, now, now + 60_000);
   const jobs = await insertJobs(db.pool, [job('mine', BOOT_ID), job('forwarded from a live node', live), job('of a dead node', stale), job('of an earlier process', randomUUID())]);
   const ids = jobs.map((j) => j?.id);
 
@@ -64,17 +73,9 @@ test('a waiting v1 job is an orphan only when its caller\'s process is gone', as
 
 test('the claim refuses a waiting v1 job whose caller\'s process is gone, and claims the others', async () => {
   const { instance } = await createInstance(db.pool, { name: 'claims', driver: 'sandbox' });
-  const live = randomUUID();
-  const stale = randomUUID();
-  await db.pool.query(`INSERT INTO nodes (id, url, capacity, boot_id, live_ms, heartbeat_at) VALUES
-    ('live-2', 'http://127.0.0.1:4', 100, $1, 10000, now()),
-    ('stale-2', 'http://127.0.0.1:5', 100, $2, 10000, now() - interval '11 seconds')`, [live, stale]);
+  const { live, stale } = await liveAndStale('-2', [4, 5]);
   const now = Date.now();
-  const job = (body: string, callerBoot: string | null) => ({
-    id: newJobId(), instanceId: instance.id, originRoute: '/api/send-message', chatId: '4915112345678@c.us', phone: '4915112345678',
-    payloadHash: null, idempotencyKey: null, priority: 9, notBefore: null, queuedAt: now, scheduledAt: now,
-    expiresAt: now + 3_600_000, previousJobId: null, callerBoot, kind: 'text' as const, payload: { body, chatId: '4915112345678@c.us' },
-  });
+  const job = syncJob(instance.id, now, now);
   const jobs = await insertJobs(db.pool, [job('mine', BOOT_ID), job('of a live node', live), job('no caller', null), job('of a dead node', stale), job('of an earlier process', randomUUID())]);
   const claimed: (string | null)[] = [];
   for (const j of jobs) claimed.push((await claimJob(db.pool, instance.id, j?.id ?? '', now, now))?.state ?? null);
