@@ -17,8 +17,7 @@
 import type { Clock, TimerHandle } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { Pool } from '../store/pool.js';
-import { CommitOutcomeUnknown } from '../store/pool.js';
-import { isConnectionError, isStatementTimeout } from '../store/health.js';
+import { storeCouldNotTake } from '../store/health.js';
 import { setPhoneNumber } from '../store/instances.js';
 import type { StampedEvent } from './events.js';
 
@@ -59,24 +58,24 @@ export interface HeldEventsMetrics {
   dropped(n: number): void;
 }
 
-/** The store could not take the write, and nothing in it was wrong: the same write may be tried again. */
-export function storeCouldNotTake(err: unknown): boolean {
-  return isConnectionError(err) || isStatementTimeout(err) || err instanceof CommitOutcomeUnknown;
+/**
+ * The statistics rows of incoming messages (/api/status's `received`), one statement for all; an instance deleted
+ * meanwhile has nothing written (its outbox rows are not either: no webhook left).
+ */
+export async function writeInbound(pool: Pool, rows: readonly { instanceId: string; messageId: string; receivedAt: number }[]): Promise<void> {
+  if (rows.length === 0) return;
+  await pool.query(
+    `INSERT INTO inbound_messages (instance_id, message_id, received_at)
+     SELECT u.instance_id, u.message_id, u.received_at FROM unnest($1::uuid[], $2::text[], $3::timestamptz[]) AS u(instance_id, message_id, received_at)
+      WHERE EXISTS (SELECT 1 FROM instances i WHERE i.id = u.instance_id)
+     ON CONFLICT DO NOTHING`,
+    [rows.map((r) => r.instanceId), rows.map((r) => r.messageId), rows.map((r) => new Date(r.receivedAt))],
+  );
 }
 
 /** The side writes of events raised (inbound statistics, a `ready`'s number), then their outbox rows. */
 export async function writeRaised(pool: Pool, write: (items: readonly StampedEvent[]) => Promise<void>, items: readonly RaisedEvent[]): Promise<void> {
-  const inbound = items.filter((r) => r.inbound !== null);
-  if (inbound.length > 0) {
-    // an instance deleted meanwhile has nothing written (its outbox rows are not either: no webhook left)
-    await pool.query(
-      `INSERT INTO inbound_messages (instance_id, message_id, received_at)
-       SELECT u.instance_id, u.message_id, u.received_at FROM unnest($1::uuid[], $2::text[], $3::timestamptz[]) AS u(instance_id, message_id, received_at)
-        WHERE EXISTS (SELECT 1 FROM instances i WHERE i.id = u.instance_id)
-       ON CONFLICT DO NOTHING`,
-      [inbound.map((r) => r.event.instanceId), inbound.map((r) => r.inbound?.messageId), inbound.map((r) => new Date(r.inbound?.receivedAt ?? 0))],
-    );
-  }
+  await writeInbound(pool, items.flatMap((r) => (r.inbound ? [{ instanceId: r.event.instanceId, ...r.inbound }] : [])));
   for (const r of items) if (r.phoneNumber !== null) await setPhoneNumber(pool, r.event.instanceId, r.phoneNumber);
   await write(items.map((r) => r.event));
 }

@@ -24,7 +24,8 @@ import type { Logger } from '../log.js';
 import type { EventBus } from './events.js';
 import type { Instance } from '../store/instances.js';
 import { newEventId } from '../ids.js';
-import { HeldEvents, storeCouldNotTake, writeRaised, type HeldEventsMetrics, type RaisedEvent, type StoreGate } from './held-events.js';
+import { HeldEvents, writeInbound, writeRaised, type HeldEventsMetrics, type RaisedEvent, type StoreGate } from './held-events.js';
+import { storeCouldNotTake } from '../store/health.js';
 import type { Driver, DriverEventName, DriverEvents, MessageMedia, WireMessage } from '../drivers/contract.js';
 import type { NotifyParams } from '../../machines/instance.types.js';
 import type { EventOf } from '../webhooks/events.js';
@@ -137,10 +138,7 @@ export function createIncomingEvents(deps: IncomingEventsDeps): IncomingEvents {
           if (holding(instance.id)) inbound = row;
           else {
             try {
-              await deps.pool.query(
-                'INSERT INTO inbound_messages (instance_id, message_id, received_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
-                [instance.id, row.messageId, new Date(row.receivedAt)],
-              );
+              await writeInbound(deps.pool, [{ instanceId: instance.id, ...row }]);
             } catch (err) {
               if (!storeCouldNotTake(err)) throw err;
               inbound = row;

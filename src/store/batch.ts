@@ -10,11 +10,7 @@
  * (found from the outside: creations asked during an outage waited one store deadline each, in turn), and after an
  * unknown COMMIT a write again could do twice what was done once. Every input then fails with that error.
  */
-import { isConnectionError, isStatementTimeout } from './health.js';
-import { CommitOutcomeUnknown } from './pool.js';
-
-/** The store failed the write as a whole: writing its inputs one by one would not help (see Batcher). */
-const storeFailed = (err: unknown): boolean => isConnectionError(err) || isStatementTimeout(err) || err instanceof CommitOutcomeUnknown;
+import { storeCouldNotTake } from './health.js';
 
 export type BatchWrite<I, O> = (inputs: I[]) => Promise<(O | Error)[]>;
 
@@ -53,7 +49,7 @@ export class Batcher<I, O> {
       try {
         settle(batch, await this.write(batch.map((w) => w.input)));
       } catch (err) {
-        if (batch.length === 1 || storeFailed(err)) for (const w of batch) w.reject(err);
+        if (batch.length === 1 || storeCouldNotTake(err)) for (const w of batch) w.reject(err);
         else for (const w of batch) await this.write([w.input]).then((r) => settle([w], r), (e: unknown) => w.reject(e));
       }
     }

@@ -72,6 +72,15 @@ export function isConnectionError(err: unknown): boolean {
   return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|not queryable|Query read timeout|ECONNREFUSED|ECONNRESET/i.test(err.message);
 }
 
+/**
+ * The store could not take a write, and nothing in the write was wrong (PostgreSQL unreachable, a statement it
+ * cancelled at its deadline, a COMMIT of unknown outcome): the same write may be tried again later, and writing
+ * its parts one by one would meet the same store.
+ */
+export function storeCouldNotTake(err: unknown): boolean {
+  return isConnectionError(err) || isStatementTimeout(err) || err instanceof CommitOutcomeUnknown;
+}
+
 /** How long the probe waits for `SELECT 1` before it counts as failed. */
 export const PROBE_TIMEOUT_MS = 2_000;
 
