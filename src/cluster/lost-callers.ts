@@ -15,7 +15,7 @@
  */
 import type { InstancePort } from '../actors/port.js';
 import type { Queryable } from '../store/pool.js';
-import { BOOT_ID, callerAlive } from '../queue/sync-callers.js';
+import { BOOT_ID, callerAlive, NODE_ALIVE } from '../queue/sync-callers.js';
 import type { NodeProbe } from './nodes.js';
 
 export interface LostCallerDeps {
@@ -32,8 +32,7 @@ const EXPIRE_MS = 5_000;
 /** The job's caller's process (null: none waits any more, or this one) and the address of its node if it is alive. */
 async function callerOf(q: Queryable, instanceId: string, jobId: string): Promise<{ boot: string; url: string | null } | null> {
   const { rows } = await q.query<{ caller_boot: string | null; url: string | null }>(
-    `SELECT jobs.caller_boot, (SELECT n.url FROM nodes n WHERE n.boot_id = jobs.caller_boot
-                                 AND n.heartbeat_at > now() - n.live_ms * interval '1 millisecond' LIMIT 1) AS url
+    `SELECT jobs.caller_boot, (SELECT n.url FROM nodes n WHERE n.boot_id = jobs.caller_boot AND ${NODE_ALIVE} LIMIT 1) AS url
        FROM jobs WHERE instance_id = $1 AND id = $2`,
     [instanceId, jobId],
   );

@@ -18,6 +18,9 @@ import { randomUUID } from 'node:crypto';
 /** This process's boot id: differs on every start, so a mark from an earlier process is always recognised. */
 export const BOOT_ID = randomUUID();
 
+/** SQL: the node row `n` is alive: its heartbeat is younger than the node's own liveness (sql/0015). */
+export const NODE_ALIVE = "n.heartbeat_at > now() - n.live_ms * interval '1 millisecond'";
+
 /**
  * SQL: the process `boot` names (an SQL expression) is alive; CALLER_ALIVE of a job's caller, CALLER_GONE its
  * negation. Gone: the process named by `jobs.caller_boot` is not alive: no node row names that boot id with a heartbeat
@@ -25,8 +28,7 @@ export const BOOT_ID = randomUUID();
  * the node that just handed the instance over, is not an orphan; one whose process died (or an earlier process
  * of a single gateway, whose row now names the new boot id) is.
  */
-export const callerAlive = (boot: string): string => `EXISTS (SELECT 1 FROM nodes n WHERE n.boot_id = ${boot}
-                             AND n.heartbeat_at > now() - n.live_ms * interval '1 millisecond')`;
+export const callerAlive = (boot: string): string => `EXISTS (SELECT 1 FROM nodes n WHERE n.boot_id = ${boot} AND ${NODE_ALIVE})`;
 export const CALLER_ALIVE = callerAlive('jobs.caller_boot');
 export const CALLER_GONE = `NOT ${CALLER_ALIVE}`;
 
