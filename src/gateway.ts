@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import type { Config } from './config.js';
 import { systemClock, type Clock } from './clock.js';
 import { createLogger, registerSecret, type Logger } from './log.js';
-import { createPool, withTransaction, type Pool, type PoolConfig, type Queryable } from './store/pool.js';
+import { createPool, type Pool, type PoolConfig, type Queryable } from './store/pool.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './store/embedded.js';
 import { migrate } from './store/migrate.js';
 import { ensureDataDir, lockDataDir, resolveAdminToken, Unshown } from './bootstrap.js';
@@ -27,7 +27,8 @@ import { ActorSystem } from './actors/system.js';
 import { createEventBus } from './actors/events.js';
 import { DEADLINES } from './actors/port.js';
 import { InstanceAdminService } from './instances.js';
-import { activeKeyIds, createInstance, getInstance, listInstances, rotateKey, type Instance } from './store/instances.js';
+import { getInstance, type Instance } from './store/instances.js';
+import { DEMO_PHONE, prepareDemo, type Demo } from './demo.js';
 import { Cluster } from './cluster/cluster.js';
 import { OWNER_CACHE_MS } from './cluster/owner-cache.js';
 import { clusterPorts, defaultNodeId, defaultNodeUrl } from './cluster/wiring.js';
@@ -81,7 +82,7 @@ export interface Gateway {
    * elsewhere since. `phoneNumber`: the number it is linked as, or this node links it as (its session is here);
    * null when another node runs it unlinked (`node`: which, null when none holds it yet).
    */
-  demo: { instance: Instance; apiKey: string; phoneNumber: string | null; node: string | null } | null;
+  demo: Demo | null;
   /** the operator has seen the admin token and the demo key above (src/main.ts's banner): later starts do not show them */
   shown(): void;
   /** every mounted route with its authentication (the route × credential matrix and the fuzzer use it) */
@@ -98,7 +99,6 @@ export interface Gateway {
   stopStage(): string | null;
 }
 
-export const DEMO_PHONE = '4915550100001';
 
 export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   await ensureDataDir(opts.config.DATA_DIR);
@@ -230,47 +230,7 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Pr
   const instances = new InstanceAdminService({ pool, actors: placed, clock, nodes: cluster, log });
 
   // ---- demo instance on an empty store (or the one an earlier start made and did not get to show or link)
-  let demo: Gateway['demo'] = null;
-  let linkDemo: string | null = null;
-  if (sandbox && unshown.demoInstanceId !== null) {
-    const id = unshown.demoInstanceId;
-    const made = await getInstance(pool, id);
-    const madeKeys = unshown.demoKeyIds;
-    if (!made) await unshown.dropDemo();
-    else if (madeKeys.length > 0) {
-      // its key was never shown: a new one, but only while the keys made here are its only active ones. Found
-      // by the outside probe: with a shared database another node may run the demo meanwhile and an operator
-      // may have rotated its key there and use it; replacing that key broke its clients without a word
-      const apiKey = await withTransaction(pool, async (c) => {
-        const active = await activeKeyIds(c, id, true);
-        if (active.length === 0 || active.some((k) => !madeKeys.includes(k))) return null;
-        const key = await rotateKey(c, made);
-        // before the COMMIT, naming the keys before and after it: a start that ends between the two shows it again
-        await unshown.set({ demoKeyIds: [...active, ...(await activeKeyIds(c, id))] });
-        return key;
-      });
-      if (apiKey !== null) {
-        demo = { instance: made, apiKey, phoneNumber: null, node: null };
-        linkDemo = id;
-      } else {
-        log.warn({ instanceId: id }, 'the demo instance an earlier start made and did not show has a key made elsewhere since (rotated by an operator or through another node): its key is not replaced and not shown here');
-        await unshown.dropDemo();
-      }
-    } else if (made.phoneNumber === null) {
-      // shown, not linked yet (a kill right after the banner, before its session first started): link it now
-      linkDemo = id;
-    } else await unshown.dropDemo();
-  }
-  if (!demo && linkDemo === null && config.DEMO_INSTANCE && sandbox && (await listInstances(pool)).length === 0) {
-    const created = await withTransaction(pool, async (c) => {
-      const made = await createInstance(c, { name: 'demo', driver: 'sandbox', settings: { quietHours: null } });
-      // in its transaction: there is no demo instance that a later start would not know to show
-      await unshown.set({ demoInstanceId: made.instance.id, demoKeyIds: await activeKeyIds(c, made.instance.id) });
-      return made;
-    });
-    demo = { ...created, phoneNumber: null, node: null };
-    linkDemo = created.instance.id;
-  }
+  const { demo, linkDemo } = sandbox ? await prepareDemo({ pool, unshown, log, create: config.DEMO_INSTANCE }) : { demo: null, linkDemo: null };
   // the link must be known before the instance's session first starts (cluster.start, below); a session linked
   // already (a start that failed after it) keeps its link
   if (linkDemo !== null) sandbox?.setAutoLink(linkDemo, DEMO_PHONE);
