@@ -4,7 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import { renameSync, rmSync, writeFileSync } from 'node:fs';
-import { mkdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -153,22 +153,25 @@ export class Unshown {
   }
 
   /** Write down what is made and not shown yet. */
-  set(patch: UnshownState): Promise<void> {
-    return this.save({ ...this.state, ...patch });
+  set(patch: UnshownState): void {
+    this.save({ ...this.state, ...patch });
   }
 
   /** Forget the demo instance named (it is gone, linked, or its key was replaced elsewhere). */
-  dropDemo(): Promise<void> {
+  dropDemo(): void {
     const { demoInstanceId: _gone, demoKeyIds: _keys, ...rest } = this.state;
-    return this.save(rest);
+    this.save(rest);
   }
 
-  /** Replaced whole (a temporary file renamed over it), so never half written. */
-  private async save(next: UnshownState): Promise<void> {
-    if (next.adminToken === undefined && next.demoInstanceId === undefined) await rm(this.file, { force: true });
+  /**
+   * Replaced whole (a temporary file renamed over it), so never half written; removed when it names nothing.
+   * Synchronous: a few bytes, at a start and at the banner's moment.
+   */
+  private save(next: UnshownState): void {
+    if (next.adminToken === undefined && next.demoInstanceId === undefined) rmSync(this.file, { force: true });
     else {
-      await writeFile(`${this.file}.tmp`, `${JSON.stringify(next)}\n`, { mode: 0o600 });
-      await rename(`${this.file}.tmp`, this.file);
+      writeFileSync(`${this.file}.tmp`, `${JSON.stringify(next)}\n`, { mode: 0o600 });
+      renameSync(`${this.file}.tmp`, this.file);
     }
     this.state = next;
   }
@@ -183,13 +186,7 @@ export class Unshown {
     if (this.state.adminToken && !what.adminToken) rest.adminToken = true;
     if (this.state.demoInstanceId !== undefined) rest.demoInstanceId = this.state.demoInstanceId;
     if (this.state.demoKeyIds !== undefined && !what.demo) rest.demoKeyIds = this.state.demoKeyIds;
-    this.state = rest;
-    if (rest.adminToken === undefined && rest.demoInstanceId === undefined) {
-      rmSync(this.file, { force: true });
-      return;
-    }
-    writeFileSync(`${this.file}.tmp`, `${JSON.stringify(rest)}\n`, { mode: 0o600 });
-    renameSync(`${this.file}.tmp`, this.file);
+    this.save(rest);
   }
 }
 
@@ -211,7 +208,7 @@ export async function resolveAdminToken(dataDir: string, fromEnv: string | undef
   }
   const token = newAdminToken();
   // written down first: a start that ends between the two still shows the token next time
-  await unshown?.set({ adminToken: true });
+  unshown?.set({ adminToken: true });
   await writeFile(file, `${token}\n`, { mode: 0o600 });
   return { token, generated: true };
 }

@@ -32,7 +32,7 @@ export async function prepareDemo(deps: { pool: Pool; unshown: Unshown; log: Log
     const id = unshown.demoInstanceId;
     const made = await getInstance(pool, id);
     const madeKeys = unshown.demoKeyIds;
-    if (!made) await unshown.dropDemo();
+    if (!made) unshown.dropDemo();
     else if (madeKeys.length > 0) {
       // its key was never shown: a new one, but only while the keys made here are its only active ones. Found
       // by the outside probe: with a shared database another node may run the demo meanwhile and an operator
@@ -42,22 +42,22 @@ export async function prepareDemo(deps: { pool: Pool; unshown: Unshown; log: Log
         if (active.length === 0 || active.some((k) => !madeKeys.includes(k))) return null;
         const key = await rotateKey(c, made);
         // before the COMMIT, naming the keys before and after it: a start that ends between the two shows it again
-        await unshown.set({ demoKeyIds: [...active, ...(await activeKeyIds(c, id))] });
+        unshown.set({ demoKeyIds: [...active, ...(await activeKeyIds(c, id))] });
         return key;
       });
       if (apiKey !== null) return { demo: { instance: made, apiKey, phoneNumber: null, node: null }, linkDemo: id };
       log.warn({ instanceId: id }, 'the demo instance an earlier start made and did not show has a key made elsewhere since (rotated by an operator or through another node): its key is not replaced and not shown here');
-      await unshown.dropDemo();
+      unshown.dropDemo();
     } else if (made.phoneNumber === null) {
       // shown, not linked yet (a kill right after the banner, before its session first started): link it now
       return { demo: null, linkDemo: id };
-    } else await unshown.dropDemo();
+    } else unshown.dropDemo();
   }
   if (!deps.create || (await listInstances(pool)).length > 0) return { demo: null, linkDemo: null };
   const created = await withTransaction(pool, async (c) => {
     const made = await createInstance(c, { name: 'demo', driver: 'sandbox', settings: { quietHours: null } });
     // in its transaction: there is no demo instance that a later start would not know to show
-    await unshown.set({ demoInstanceId: made.instance.id, demoKeyIds: await activeKeyIds(c, made.instance.id) });
+    unshown.set({ demoInstanceId: made.instance.id, demoKeyIds: await activeKeyIds(c, made.instance.id) });
     return made;
   });
   return { demo: { ...created, phoneNumber: null, node: null }, linkDemo: created.instance.id };

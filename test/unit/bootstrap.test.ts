@@ -84,7 +84,7 @@ test('what a start did not show stays to be shown (ADMIN_TOKEN set on that start
   inDir(async (dir) => {
     const unshown = await Unshown.read(dir);
     await resolveAdminToken(dir, undefined, unshown);
-    await unshown.set({ demoInstanceId: 'd1', demoKeyIds: ['7'] });
+    unshown.set({ demoInstanceId: 'd1', demoKeyIds: ['7'] });
     unshown.shown({ adminToken: false, demo: true });
     const later = await Unshown.read(dir);
     assert.equal(later.adminToken, true);
