@@ -106,8 +106,8 @@ export class InstanceAdminService implements InstanceAdmin {
         const made = await withTransaction(deps.pool, (c) => createInstances(c, inputs));
         return made.map((m, i) => m ?? nameTaken(inputs[i]?.name ?? ''));
       } catch (err) {
-        // each may have been created: answered as such, never written again one by one (the Batcher's way after
-        // a failed write), which would find the names of a batch that did commit taken (409) and lose its keys
+        // each may have been created: answered as such, with how to find out (the route takes no idempotency key);
+        // never written again, which would find the names of a batch that did commit taken (409) and lose its keys
         if (err instanceof CommitOutcomeUnknown) return inputs.map((i) => creationUnknown(i.name, err));
         throw err;
       }
