@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startSandboxServer } from '../src/http/sandbox-server.js';
 import { createTestDb } from '../test/helpers/db.js';
-import { freePort, startSandboxedGateway, type RunningProcess } from '../test/helpers/gateway-process.js';
+import { freePort, requestGateway, startSandboxedGateway, type RunningProcess } from '../test/helpers/gateway-process.js';
 import { startFlags } from './lib/start-flags.js';
 
 if (!process.env.TEST_DATABASE_URL) {
@@ -59,15 +59,7 @@ async function start(n: Node): Promise<void> {
   );
 }
 
-async function json(n: Node, token: string, method: string, route: string, body?: unknown) {
-  const res = await fetch(url(n) + route, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    ...(body ? { body: JSON.stringify(body) } : {}),
-    signal: AbortSignal.timeout(30_000),
-  });
-  return { status: res.status, body: (await res.json()) as { data?: Record<string, unknown> } };
-}
+const json = (n: Node, token: string, method: string, route: string, body?: unknown) => requestGateway(url(n), token, method, route, body, 30_000);
 
 async function owners(): Promise<Map<string, string>> {
   const { rows } = await db.pool.query<{ instance_id: string; node_id: string }>('SELECT instance_id, node_id FROM instance_leases WHERE expires_at > now()');
