@@ -192,7 +192,7 @@ export function createPlanners(deps: PlannerDeps): Planners {
 
     /** An ask's reply: its answer, or its failure (an unexpected one logged). */
     const reply = (ask: PlannerAsk): Promise<AskReply> =>
-      serve(ask).then(okReply, (err: unknown) => failureReply(err, (e) => log.error({ err: e, ask: ask.type }, 'queue ask failed')));
+      serve(ask).then(okReply, (err: unknown) => failureReply(err, (e) => log.error({ err: e, ask: ask.type }, 'queue ask failed'), () => storeDegraded));
 
     const setStore = (degraded: boolean, since: number) => {
       storeDegraded = degraded;

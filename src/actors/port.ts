@@ -11,7 +11,7 @@
 import { DriverError, type Driver } from '../drivers/contract.js';
 import { driverErrorToDomain } from '../drivers/domain-errors.js';
 import { DomainError, instanceOffline, internalError, queuePaused, queueStoreUnavailable, type ErrorCode } from '../errors.js';
-import { isConnectionError, isStatementTimeout, StoreTimedOut, StoreUnreachable } from '../store/health.js';
+import { isConnectionError, isPoolBusy, isStatementTimeout, StoreTimedOut, StoreUnreachable } from '../store/health.js';
 import { CommitOutcomeUnknown } from '../store/pool.js';
 import type { Job, QueueCounts } from '../queue/job.js';
 import type { AcceptOutcome, AcceptRequest, DirectOutcome, DirectSend } from '../queue/types.js';
@@ -224,16 +224,21 @@ export function errorReply(err: DomainError): AskReply {
 
 /**
  * Anything an actor failed with, as a reply: a DomainError as it is, the store's failures with their cause,
- * anything else (logged by `report`) as 500 INTERNAL_ERROR.
+ * anything else (logged by `report`) as 500 INTERNAL_ERROR. `storeDegraded` is whether the store's health probe
+ * finds PostgreSQL unreachable now: a pool whose every connection stayed busy past its deadline while the probe
+ * (on its own connection) finds PostgreSQL answering is busy, not unreachable, as src/http/translate.ts answers it.
  */
-export function failureReply(err: unknown, report: (err: unknown) => void): AskReply {
+export function failureReply(err: unknown, report: (err: unknown) => void, storeDegraded?: () => boolean): AskReply {
   if (err instanceof DomainError) return errorReply(err);
   if (err instanceof CommitOutcomeUnknown) return { ok: false, error: { code: 'INSTANCE_TIMEOUT', message: err.message, cause: 'commit_unknown' } };
   // the network's error, never the store's, whatever its text says (src/http/translate.ts)
   if (err instanceof DriverError) return errorReply(driverErrorToDomain(err, 'network call', {}));
+  if (isPoolBusy(err) && storeDegraded?.() === false) {
+    return { ok: false, error: { code: 'QUEUE_STORE_UNAVAILABLE', message: 'every connection to PostgreSQL was busy', cause: 'store_timeout' } };
+  }
   if (isConnectionError(err)) return { ok: false, error: { code: 'QUEUE_STORE_UNAVAILABLE', message: messageOf(err), cause: 'store_unreachable' } };
   // PostgreSQL cancelled a statement (57014): nothing was written; answered 503 store_timeout where the answer is written
-  if (isStatementTimeout(err)) return { ok: false, error: { code: 'QUEUE_STORE_UNAVAILABLE', message: messageOf(err), cause: 'store_timeout' } };
+  if (isStatementTimeout(err)) return { ok: false, error: { code: 'QUEUE_STORE_UNAVAILABLE', message: 'PostgreSQL cancelled the statement', cause: 'store_timeout' } };
   report(err);
   return errorReply(internalError());
 }

@@ -12,7 +12,7 @@ import { COMMIT_UNKNOWN, NOT_CONNECTED, STORE_LOST, V1Error } from './errors.js'
 import { structField, structMessage } from './validate.js';
 import { DriverError } from '../drivers/contract.js';
 import { driverErrorToDomain } from '../drivers/domain-errors.js';
-import { isConnectionError, isPoolBusy, isStatementTimeout } from '../store/health.js';
+import { isConnectionError, isPoolBusy, isStatementTimeout, StoreTimedOut } from '../store/health.js';
 import { CommitOutcomeUnknown } from '../store/pool.js';
 import type { Logger } from '../log.js';
 
@@ -66,8 +66,11 @@ export function translate(raw: unknown, opts: TranslateOptions = {}): DomainErro
   if (isStatementTimeout(raw)) {
     // PostgreSQL answers, but not in time (a lock held elsewhere, an overloaded server): it cancelled the
     // statement, and a cancelled statement (or the COMMIT it ran in) wrote nothing. The probe checks the rest.
+    // An actor's reply (StoreTimedOut) says why: this, or a pool whose every connection stayed busy while
+    // PostgreSQL answered (src/actors/port.ts failureReply).
     opts.onStoreError?.();
-    return new DomainError('QUEUE_STORE_UNAVAILABLE', 'the persistent queue did not answer in time (PostgreSQL cancelled the statement); nothing was done: retry shortly', {
+    const why = raw instanceof StoreTimedOut ? raw.message : 'PostgreSQL cancelled the statement';
+    return new DomainError('QUEUE_STORE_UNAVAILABLE', `the persistent queue did not answer in time (${why}); nothing was done: retry shortly`, {
       queueMode: 'pg',
       reason: 'store_timeout',
     });

@@ -17,7 +17,7 @@ import { NEEDS_SERVER } from '../helpers/db.js';
 import { isConnectionError } from '../../src/store/health.js';
 import { createPool, probePool } from '../../src/store/pool.js';
 import { translate } from '../../src/http/translate.js';
-import { failureReply } from '../../src/actors/port.js';
+import { failureReply, replyErrorToThrow, type AskReply, type ReplyError } from '../../src/actors/port.js';
 
 let g: TestGateway;
 let key: string;
@@ -133,6 +133,15 @@ test('no free connection in time is answered by what the probe, on its own conne
     assert.deepEqual([busy.status, busy.code, busy.data], [503, 'QUEUE_STORE_UNAVAILABLE', { queueMode: 'pg', reason: 'store_timeout' }]);
     const down = translate(err, { storeDegraded: () => true });
     assert.deepEqual([down.status, down.code, down.data], [503, 'QUEUE_STORE_UNAVAILABLE', { queueMode: 'memory-degraded' }]);
+    // the same under an actor (a v2 send's acceptance): its reply carries what the probe found to the route
+    const report = () => assert.fail('a store failure is not reported as unexpected');
+    const replyError = (r: AskReply): ReplyError => (r.ok ? assert.fail('a failure') : r.error);
+    const viaActor = (degraded: boolean) => translate(replyErrorToThrow(replyError(failureReply(err, report, () => degraded))), { storeDegraded: () => degraded });
+    const busyAsk = viaActor(false);
+    assert.deepEqual([busyAsk.status, busyAsk.code, busyAsk.data], [503, 'QUEUE_STORE_UNAVAILABLE', { queueMode: 'pg', reason: 'store_timeout' }]);
+    assert.match(busyAsk.message, /every connection to PostgreSQL was busy/);
+    const downAsk = viaActor(true);
+    assert.deepEqual([downAsk.status, downAsk.code, downAsk.data], [503, 'QUEUE_STORE_UNAVAILABLE', { queueMode: 'memory-degraded' }]);
   } finally {
     held.release();
     await pool.end();
