@@ -100,7 +100,8 @@ export class InstanceAdminService implements InstanceAdmin {
   /** concurrent creations are written together: one transaction of two statements (src/store/batch.ts) */
   private readonly creations: Batcher<NewInstance, { instance: Instance; apiKey: string }>;
 
-  constructor(private readonly deps: { pool: Pool; actors: InstanceActors; clock: Clock; nodes?: ClusterView; log?: Logger }) {
+  /** `sandboxOff`: this gateway runs without the sandbox network (SANDBOX=off), so a sandbox instance could never start */
+  constructor(private readonly deps: { pool: Pool; actors: InstanceActors; clock: Clock; nodes?: ClusterView; log?: Logger; sandboxOff?: boolean }) {
     this.creations = new Batcher<NewInstance, { instance: Instance; apiKey: string }>(async (inputs) => {
       try {
         const made = await withTransaction(deps.pool, (c) => createInstances(c, inputs));
@@ -137,7 +138,7 @@ export class InstanceAdminService implements InstanceAdmin {
 
   /**
    * `f` is told whenever API keys may have stopped working: a rotation or a delete, here or on another node, with
-   * the instances whose keys did (null: any instance's may have).
+   * the instances whose keys did (null when any instance's may have).
    */
   onKeysChanged(f: (instanceIds: readonly string[] | null) => void): void {
     this.keyListeners.push(f);
@@ -165,6 +166,11 @@ export class InstanceAdminService implements InstanceAdmin {
    * key lost, and its name then refused 409).
    */
   async create(input: { name: string; driver: 'sandbox' | 'webjs'; settings?: Partial<InstanceSettings> }): Promise<Created> {
+    // refused before anything is written: created, it would be placed here and fail every start (found from the
+    // outside: 201 with a key, then an instance stuck starting whose error only the log told)
+    if (input.driver === 'sandbox' && this.deps.sandboxOff) {
+      throw new DomainError('CONFLICT', 'this gateway runs without the sandbox network (SANDBOX=off): create a webjs instance, or start the gateway with SANDBOX=embedded or the URL of a sandbox process', { driver: 'sandbox' });
+    }
     // A partial given at creation must make sense with the defaults it lands on (e.g. minDelayMs ≤ maxDelayMs).
     if (input.settings) applySettingsPatch(NEW_INSTANCE_DEFAULTS, input.settings);
     const created = await this.creations.submit(input);
