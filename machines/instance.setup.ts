@@ -79,7 +79,7 @@ export const instanceSetup = setup({
     recordFailure: assign(({ context, event }) => {
       const { reason, detail, at } = failureOf(event);
       const id = context.failureSeq + 1;
-      // A start that never reached the network (the separate sandbox away) backs off as any failure, up to the
+      // A start that never reached the network (the separate sandbox away) backs off like any failure, up to the
       // backoff's ceiling, but does not count towards quarantine: found from the outside, a 15 s outage of the
       // sandbox process quarantined every instance of every node (1, 2, 4, 8 s of backoff spend five failures
       // in 15 s) and each needed an operator restart once it was back.

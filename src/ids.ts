@@ -36,7 +36,7 @@ const randomHex = (bytes: number) => pooledRandom(bytes, 'hex');
  * whose left one never fills again (the index grew by 3,296 pages for 300,000 such ids on a million random ones,
  * 2,184 with random ids, 1,822 at the right end). The random part keeps two ids of the same millisecond apart
  * (48 bits: a send-bulk makes up to about a thousand in one millisecond, a chance of two in 10^8 that two of them
- * collide, where the table's unique key refuses the group, which is answered as any failed commit); the clock
+ * collide, where the table's unique key refuses the group, which is answered like any failed commit); the clock
  * going back a little only puts a few ids off the end. An id is no secret (a job is read with its instance's
  * key): the moment it shows is about the job's `queuedAt`.
  */

@@ -127,7 +127,7 @@ export function startFailure(err: unknown, config: Pick<Config, 'DATABASE_URL' |
     // HOST is no address of this machine (found from the outside: blamed on PORT, which was 0)
     if (e.code === 'EADDRNOTAVAIL') return `HOST ${config.HOST} is not an address of this machine (EADDRNOTAVAIL): set HOST to one of its addresses (0.0.0.0: all of them)`;
     const why = e.code === 'EADDRINUSE' ? 'is in use' : e.code === 'EACCES' ? 'needs privileges' : `cannot be used (${message})`;
-    return `PORT ${config.PORT} on HOST ${config.HOST} ${why}: set PORT to a free port (0: any free port)`;
+    return `PORT ${config.PORT} on HOST ${config.HOST} ${why}: set PORT to a free port (0 for any free port)`;
   }
   // HOST names no address here (found from the outside: "getaddrinfo ENOTFOUND nosuch.invalid", no variable named)
   const unresolved = (e as { hostname?: unknown } | null)?.hostname;

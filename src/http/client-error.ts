@@ -90,7 +90,7 @@ const NOT_A_PROXY: Refusal = { status: 405, code: 'METHOD_NOT_ALLOWED', message:
 /**
  * Answer in the envelope what Node answers itself otherwise: requests its parser refuses (below), an
  * Expect other than 100-continue (Node's bare 417: the expectation is ignored, as RFC 9110 allows, and the
- * request answered as any other) and CONNECT (Node drops the connection without a word: 405 here). An
+ * request answered like any other) and CONNECT (Node drops the connection without a word: 405 here). An
  * HTTP/1.1 request without Host, which Node answers with a bare 400, is left to the app by `serverOptions`.
  *
  * `Expect: 100-continue` (curl sends it with every body over 1 MiB): Node would answer `100 Continue` at once,

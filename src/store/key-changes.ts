@@ -87,7 +87,7 @@ export function watchKeyChanges(opts: KeyChangeWatchOptions): KeyChangeWatch {
     }
     retryMs = RETRY_FIRST_MS;
     opts.watching(true);
-    // what changed while nobody listened: any key may have
+    // what changed while nobody listened, so any key may have
     opts.changed(null);
   };
 

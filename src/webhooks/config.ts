@@ -74,7 +74,7 @@ const CHARACTER_CLASSES = [/[a-z]/, /[A-Z]/, /[0-9]/];
 
 /**
  * Receivers whose token is at a known place of the path, masked there whatever it looks like: the host, and the
- * segments before the token (null: any; an empty one, of a doubled slash, does not count: the receivers read
+ * segments before the token (null for any; an empty one, of a doubled slash, does not count: the receivers read
  * none there; Discord's API version may come before `webhooks`). Zapier's
  * `https://hooks.zapier.com/hooks/catch/<account>/<token>/` has a token of 6 or 7 lower-case letters and digits,
  * sometimes letters only, which no rule tells from a word;

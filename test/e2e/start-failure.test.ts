@@ -77,7 +77,7 @@ test('startFailure: a pg error is attributed to DATABASE_URL with the password m
   const second = net.createServer();
   const inUse = await new Promise<unknown>((r) => second.once('error', r).listen(taken, '127.0.0.1'));
   await new Promise<void>((r) => busy.close(() => r()));
-  assert.equal(startFailure(inUse, { DATABASE_URL: undefined, PORT: taken, HOST: '127.0.0.1' }), `PORT ${taken} on HOST 127.0.0.1 is in use: set PORT to a free port (0: any free port)`);
+  assert.equal(startFailure(inUse, { DATABASE_URL: undefined, PORT: taken, HOST: '127.0.0.1' }), `PORT ${taken} on HOST 127.0.0.1 is in use: set PORT to a free port (0 for any free port)`);
   // a HOST that names no address (found from the outside: the bare resolver error)
   const unresolvable = await new Promise<unknown>((r) => net.createServer().once('error', r).listen(0, 'nosuch.invalid'));
   assert.match(startFailure(unresolvable, { DATABASE_URL: undefined, PORT: 0, HOST: 'nosuch.invalid' }), /^HOST nosuch\.invalid does not resolve to an address \([A-Z_]+\): set HOST/);

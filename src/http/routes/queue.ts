@@ -167,7 +167,7 @@ export function queueRouter(deps: QueueRouteDeps): Router {
     await handle.cancel(ctx, deps.portOf(ctx), id);
   });
 
-  // only jobs are requeued (no network message route has this path): any other id is an unknown job, 404
+  // only jobs are requeued (no network message route has this path), so any other id is an unknown job, 404
   // JOB_NOT_FOUND as on the operator's route, not a "no route" 404 for a method the path has
   router.post('/messages/:id/requeue', takes(), async (ctx: Context) => {
     const id = String(ctx.params.id ?? '');
