@@ -10,7 +10,7 @@ import { StructError } from 'superstruct';
 import { DomainError } from '../../errors.js';
 import { V1Error } from '../errors.js';
 import { structMessage } from '../validate.js';
-import { refusedEntry } from '../body.js';
+import { refusedEntry } from '../json-text.js';
 import { parseSend, type ParsedSend } from './send-schemas.js';
 import { normalizePhone } from '../../phone.js';
 
@@ -111,7 +111,7 @@ export function parseBulkEntry(entry: unknown, ownNumber: string | null): BulkEn
   const b = asRecord(entry);
   try {
     if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) throw new V1Error(400, 'entry must be an object {phone or chatId, message}');
-    // a NUL or a lone surrogate the body reader found in this entry (src/http/body.ts): no store takes it
+    // a NUL or a lone surrogate the body reader found in this entry (src/http/json-text.ts): no store takes it
     const refused = refusedEntry(entry);
     if (refused !== undefined) throw invalid(refused);
     return { ok: true, send: parseV1Send('text', b, ownNumber) };

@@ -3,7 +3,7 @@
  * take a batch as one array per column (src/queue/sql/job-rows.ts). Every text element is quoted, so that
  * nothing in it (braces, commas, blanks, the word NULL) is read as syntax; inside quotes only `"` and `\` are
  * special, escaped with `\`; a null is the unquoted word (array input reads it in any case). A string with a
- * NUL character cannot be stored by PostgreSQL at all; request bodies refuse them (src/http/body.ts).
+ * NUL character cannot be stored by PostgreSQL at all; request bodies refuse them (src/http/json-text.ts).
  *
  * Strategy: JSON.stringify of the whole column is that literal between `[` and `]` whenever it escapes nothing
  * but `"` and `\`, which holds for strings without control characters or surrogates (JSON writes those as
