@@ -11,6 +11,7 @@
  */
 import http from 'node:http';
 import https from 'node:https';
+import type { Socket } from 'node:net';
 import { checkUrlSyntax, createSafeAgent, type Resolver, type SafeAgent } from '../media/ssrf.js';
 import type { Clock } from '../clock.js';
 
@@ -114,6 +115,19 @@ export function createWebhookTransport(opts: TransportOptions = {}): WebhookTran
         r.on('error', (err) => {
           req.clock.clearTimeout(timer);
           reject(err);
+        });
+        // A `101 Switching Protocols` is neither a response nor an error to node: without an 'upgrade' listener it
+        // destroys the socket and emits only 'close', and the timeout's destroy() of a destroyed request emits
+        // nothing either: the attempt never ended and the instance's sender waited behind it for ever. A 101
+        // is a failed attempt (`HTTP 101`), its connection closed; a request closed unanswered fails too.
+        r.on('upgrade', (res: http.IncomingMessage, socket: Socket) => {
+          req.clock.clearTimeout(timer);
+          socket.destroy();
+          resolve({ status: res.statusCode ?? 101 });
+        });
+        r.on('close', () => {
+          req.clock.clearTimeout(timer);
+          reject(Object.assign(new Error('the connection closed without an answer'), { code: 'ECONNRESET' }));
         });
         r.end(req.body);
       });
