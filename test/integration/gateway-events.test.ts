@@ -131,6 +131,26 @@ test('an incoming attachment named with a path: the name alone in the metadata, 
   }
 });
 
+test('an incoming attachment whose type holds a line break or a character beyond Latin-1 downloads, its type served as a media type', async () => {
+  // found from the outside: the type as the sender gave it went into the Content-Type header: node refused it, 500
+  for (const storeIncomingMedia of [false, true]) {
+    const { instance, apiKey } = await t.createInstance(`badtype-${String(storeIncomingMedia)}`, { settings: { storeIncomingMedia } });
+    for (const [mimetype, served] of [['image/png\r\nX-Evil: 1', 'application/octet-stream'], ['image/png; name="\u2603"', 'application/octet-stream'], ['Image/PNG', 'image/png']]) {
+      const inbound = await t.admin('POST', `/sandbox/v1/instances/${instance.id}/messages`, {
+        from: '4917612345678', type: 'media', media: { mimetype, data: Buffer.from('png bytes').toString('base64') },
+      });
+      assert.equal(inbound.status, 201, inbound.text);
+      const msgId = encodeURIComponent(String(inbound.body.data?.messageId));
+      const raw = await fetch(`${t.url}/api/v2/messages/${msgId}/media?download=1`, { headers: { authorization: `Bearer ${apiKey}` } });
+      const body = Buffer.from(await raw.arrayBuffer());
+      assert.equal(raw.status, 200, `${JSON.stringify(mimetype)} (store ${String(storeIncomingMedia)}): ${body.toString()}`);
+      assert.equal(raw.headers.get('content-type'), served);
+      assert.equal(raw.headers.get('x-evil'), null);
+      assert.equal(body.toString(), 'png bytes');
+    }
+  }
+});
+
 test('no webhook configured: nothing is written to the outbox', async () => {
   const { instance, apiKey } = await t.createInstance('quiet', { settings: { minDelayMs: 1000, maxDelayMs: 1000, quietHours: null } });
   const s = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4917612345678', message: 'x' });

@@ -15,6 +15,7 @@ import type { Instance } from '../../store/instances.js';
 import type { MediaStore } from '../../media/store.js';
 import { cleanFilename, incomingInfo, messageMediaView } from '../../media/record.js';
 import { contentDisposition } from './media.js';
+import { normaliseMimetype } from '../../media/mimetype.js';
 import type { MessageMedia } from '../../drivers/contract.js';
 import { messageNotFound, notAJobId, notFound } from './network-common.js';
 
@@ -55,9 +56,12 @@ export function messageMediaRouter(deps: MessageMediaRouteDeps): Router {
     if (!wantsBytes) return ok(ctx, messageMediaView(info, enabled, stored));
     ctx.set('Cache-Control', 'private, max-age=300');
     ctx.set('X-Content-Type-Options', 'nosniff');
+    // the type as the network gave it (the sender's to choose) may hold what a header cannot carry (a line break, a
+    // character beyond Latin-1): node refused to set it, a 500. Served as GET /api/v2/media/:id serves a type
+    const contentType = (mimetype: string) => normaliseMimetype(mimetype) ?? 'application/octet-stream';
     if (stored) {
       const opened = await deps.store.open(instanceId, stored.mediaId);
-      ctx.set('Content-Type', opened.record.mimetype);
+      ctx.set('Content-Type', contentType(opened.record.mimetype));
       ctx.set('Content-Disposition', contentDisposition(opened.record.filename, opened.record.mediaId));
       ctx.length = opened.size;
       ctx.body = opened.stream;
@@ -65,7 +69,7 @@ export function messageMediaRouter(deps: MessageMediaRouteDeps): Router {
     }
     const media = await download();
     const bytes = Buffer.from(media.data, 'base64');
-    ctx.set('Content-Type', media.mimetype);
+    ctx.set('Content-Type', contentType(media.mimetype));
     ctx.set('Content-Disposition', contentDisposition(media.filename ?? null, msgId.replace(/[^A-Za-z0-9]/g, '').slice(-16)));
     ctx.length = bytes.length;
     ctx.body = bytes;
