@@ -1,4 +1,5 @@
 /** The media index record and the shapes the API shows of it (SPEC.md "Stored media record", DESIGN.md). */
+import { normaliseMimetype } from './mimetype.js';
 
 export type MediaOrigin = 'upload' | 'incoming';
 
@@ -14,9 +15,26 @@ export function cleanFilename(value: string | null | undefined): string | null {
   return clean === '' || clean === '.' || clean === '..' ? null : clean;
 }
 
-/** What an incoming message says of its attachment, its filename cleaned. */
+/**
+ * The type of an incoming attachment as the sender gave it, in the one spelling the gateway keeps
+ * (src/media/mimetype.ts), or `application/octet-stream` when it is not a media type: it is served again as a
+ * Content-Type, which cannot carry a line break or a character beyond Latin-1 (found from the outside: a 500 on
+ * download), and sent again with its media id.
+ */
+const incomingType = (mimetype: string | undefined) => (mimetype === undefined ? null : normaliseMimetype(mimetype)) ?? 'application/octet-stream';
+
+/** What an incoming message says of its attachment, its filename cleaned and its type normalised. */
 export const incomingInfo = (m: { mimetype: string; filename: string | null; size: number } | null | undefined) =>
-  ({ mimetype: m?.mimetype ?? 'application/octet-stream', filename: cleanFilename(m?.filename), size: m?.size ?? 0 });
+  ({ mimetype: incomingType(m?.mimetype), filename: cleanFilename(m?.filename), size: m?.size ?? 0 });
+
+/** An incoming message's attachment as the media store keeps it (its filename cleaned and its type normalised). */
+export const incomingMedia = (media: { data: string; mimetype: string; filename?: string | null | undefined }, messageId: string) => ({
+  data: Buffer.from(media.data, 'base64'),
+  mimetype: incomingType(media.mimetype),
+  filename: cleanFilename(media.filename),
+  origin: 'incoming' as const,
+  messageId,
+});
 
 export interface MediaRecord {
   mediaId: string;

@@ -12,7 +12,7 @@ import type { Instance } from '../store/instances.js';
 import { createMediaStore, type MediaStore } from './store.js';
 import { resolveMediaSource, validateMediaSourceAtAcceptance, type MediaSourceInput } from './resolve.js';
 import type { IncomingMedia } from '../actors/network-events.js';
-import { cleanFilename, incomingInfo, incomingMediaBlock } from './record.js';
+import { incomingInfo, incomingMedia, incomingMediaBlock } from './record.js';
 
 export interface MediaServices extends IncomingMedia {
   store: MediaStore;
@@ -70,13 +70,7 @@ export function createMediaServices(deps: { pool: Pool; clock: Clock; config: Co
       try {
         const media = await fetch();
         if (!media) return incomingMediaBlock(info, enabled, null);
-        const record = await store.put(instance.id, {
-          data: Buffer.from(media.data, 'base64'),
-          mimetype: media.mimetype,
-          filename: cleanFilename(media.filename),
-          origin: 'incoming',
-          messageId: m.id._serialized,
-        });
+        const record = await store.put(instance.id, incomingMedia(media, m.id._serialized));
         return incomingMediaBlock({ ...info, size: record.size }, enabled, record);
       } catch (err) {
         deps.log.warn({ err, instanceId: instance.id }, 'incoming media not stored');

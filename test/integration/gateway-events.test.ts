@@ -147,6 +147,15 @@ test('an incoming attachment whose type holds a line break or a character beyond
       assert.equal(raw.headers.get('content-type'), served);
       assert.equal(raw.headers.get('x-evil'), null);
       assert.equal(body.toString(), 'png bytes');
+      // the metadata says the same type, and so does the stored media a send may name by its id
+      const meta = await t.api(apiKey, 'GET', `/api/v2/messages/${msgId}/media`);
+      assert.equal(meta.status, 200, meta.text);
+      assert.equal(meta.body.data?.mimetype, served, meta.text);
+      if (storeIncomingMedia) {
+        const mediaId = String(meta.body.data?.mediaId);
+        const record = await t.api(apiKey, 'GET', `/api/v2/media/${mediaId}`);
+        assert.equal(record.body.data?.mimetype, served, record.text);
+      }
     }
   }
 });

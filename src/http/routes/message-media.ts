@@ -13,7 +13,7 @@ import { DomainError } from '../../errors.js';
 import { DEADLINES, type InstancePort } from '../../actors/port.js';
 import type { Instance } from '../../store/instances.js';
 import type { MediaStore } from '../../media/store.js';
-import { cleanFilename, incomingInfo, messageMediaView } from '../../media/record.js';
+import { incomingInfo, incomingMedia, messageMediaView } from '../../media/record.js';
 import { contentDisposition } from './media.js';
 import { normaliseMimetype } from '../../media/mimetype.js';
 import type { MessageMedia } from '../../drivers/contract.js';
@@ -50,7 +50,7 @@ export function messageMediaRouter(deps: MessageMediaRouteDeps): Router {
     };
     if (enabled && !stored) {
       const media = await download();
-      stored = await deps.store.put(instanceId, { data: Buffer.from(media.data, 'base64'), mimetype: media.mimetype, filename: cleanFilename(media.filename), origin: 'incoming', messageId: msgId });
+      stored = await deps.store.put(instanceId, incomingMedia(media, msgId));
     }
     const wantsBytes = ctx.query.download === '1' || ctx.query.download === 'true';
     if (!wantsBytes) return ok(ctx, messageMediaView(info, enabled, stored));
