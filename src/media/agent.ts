@@ -20,10 +20,72 @@ export interface ResolvedAddress {
 /** Name resolution, injectable so tests never touch real DNS. */
 export type Resolver = (host: string) => Promise<ResolvedAddress[]>;
 
-export const systemResolver: Resolver = async (host) => {
-  const answers = await dns.lookup(host, { all: true, verbatim: true });
-  return answers.map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
-};
+/** How many system lookups run at once: each holds one of libuv's four threads, which the media store's file reads and writes need too. */
+export const LOOKUP_CONCURRENCY = 3;
+/** How long a name may take to resolve, its wait for a turn included. */
+export const LOOKUP_DEADLINE_MS = 5_000;
+/** The code of a lookup that did not finish within its deadline. */
+export const LOOKUP_TIMEOUT_CODE = 'ETIMEOUT';
+
+/**
+ * `lookup` with at most `concurrency` calls running and each answered within `deadlineMs` (its wait for a turn
+ * included): a name whose DNS never answers (the client's to choose in a `mediaUrl` or a webhook URL) is refused
+ * after the deadline instead of holding its request as long as the system resolver retries, and names that hang
+ * cannot take every thread of libuv's pool (`dns.lookup` runs getaddrinfo there), where the media store's file
+ * reads and writes wait too. A call past its deadline keeps its turn until its lookup really ends: the thread
+ * is busy until then.
+ */
+export function boundedResolver(lookup: Resolver, opts: { concurrency: number; deadlineMs: number }): Resolver {
+  let running = 0;
+  const waiting: (() => void)[] = [];
+  const release = () => {
+    running -= 1;
+    const next = waiting.shift();
+    if (next) next();
+  };
+  return (host) =>
+    new Promise<ResolvedAddress[]>((resolve, reject) => {
+      let settled = false;
+      const start = () => {
+        if (settled) return release();
+        lookup(host).then(
+          (answers) => {
+            release();
+            finish(() => resolve(answers));
+          },
+          (err: unknown) => {
+            release();
+            finish(() => reject(err));
+          },
+        );
+      };
+      const turn = () => {
+        running += 1;
+        start();
+      };
+      const finish = (f: () => void) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        f();
+      };
+      const timer = setTimeout(() => {
+        const queued = waiting.indexOf(turn);
+        if (queued >= 0) waiting.splice(queued, 1);
+        finish(() => reject(Object.assign(new Error(`the name did not resolve within ${opts.deadlineMs} ms`), { code: LOOKUP_TIMEOUT_CODE })));
+      }, opts.deadlineMs);
+      if (running < opts.concurrency) turn();
+      else waiting.push(turn);
+    });
+}
+
+export const systemResolver: Resolver = boundedResolver(
+  async (host) => {
+    const answers = await dns.lookup(host, { all: true, verbatim: true });
+    return answers.map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
+  },
+  { concurrency: LOOKUP_CONCURRENCY, deadlineMs: LOOKUP_DEADLINE_MS },
+);
 
 /**
  * What the process uses where a caller injects nothing: the system resolver and no exemptions. Only tests

@@ -20,6 +20,8 @@ import { ipLiteralOf, type AddressClass } from './address.js';
 import {
   createSafeAgent,
   describeClass,
+  LOOKUP_DEADLINE_MS,
+  LOOKUP_TIMEOUT_CODE,
   refusalOf,
   resolverOf,
   SSRF_REFUSED_CODE,
@@ -100,7 +102,8 @@ export async function assertPublicUrl(raw: string, opts: UrlCheckOptions = {}): 
   let answers: ResolvedAddress[];
   try {
     answers = await resolverOf(opts.resolver)(url.hostname);
-  } catch {
+  } catch (err) {
+    if ((err as { code?: unknown }).code === LOOKUP_TIMEOUT_CODE) throw urlRefused(field, `host did not resolve within ${LOOKUP_DEADLINE_MS} ms`, { reason: 'unresolvable' });
     answers = [];
   }
   if (answers.length === 0) throw urlRefused(field, 'host does not resolve', { reason: 'unresolvable' });
