@@ -165,8 +165,16 @@ export async function activeKeyIds(q: Queryable, instanceId: string, lock = fals
   return rows.map((r) => r.id);
 }
 
-/** Revoke every key of the instance and issue a new one. */
+/**
+ * Revoke every key of the instance and issue a new one (in the caller's transaction); 404 INSTANCE_NOT_FOUND when
+ * the instance is gone. The instance's row is locked first (KEY SHARE, what the new key's foreign key takes
+ * anyway): a concurrent DELETE of the instance locks that row before its cascade locks the key rows, so taking
+ * the key rows first (the UPDATE) deadlocked against it, and a delete committed between the caller's read and
+ * the INSERT failed the foreign key: both were 500s (found from the outside: rotate and delete sent together).
+ */
 export async function rotateKey(q: Queryable, instance: Instance): Promise<string> {
+  const { rowCount } = await q.query('SELECT 1 FROM instances WHERE id = $1 FOR KEY SHARE', [instance.id]);
+  if (!rowCount) throw new DomainError('INSTANCE_NOT_FOUND', 'no such instance', { instanceId: instance.id });
   await q.query('UPDATE api_keys SET revoked_at = now() WHERE instance_id = $1 AND revoked_at IS NULL', [instance.id]);
   return issueKey(q, instance.id, instance.name);
 }

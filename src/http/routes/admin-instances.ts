@@ -106,7 +106,10 @@ export function adminInstancesRouter(admin: InstanceAdmin): Router {
   });
   router.post('/admin/v1/instances/:id/keys', takes(), async (ctx) => {
     const inst = await load(ctx.params.id ?? '');
-    ok(ctx, { instanceId: inst.id, apiKey: await admin.rotateKey(inst.id) }, 201);
+    const apiKey = await admin.rotateKey(inst.id);
+    // deleted since it was loaded: no key was made (never a 201 with a null key)
+    if (apiKey === null) throw new DomainError('INSTANCE_NOT_FOUND', 'no such instance', { instanceId: inst.id });
+    ok(ctx, { instanceId: inst.id, apiKey }, 201);
   });
   router.post('/admin/v1/instances/:id/restart', takes(), async (ctx) => {
     const inst = await load(ctx.params.id ?? '');
