@@ -165,7 +165,11 @@ export const ConfigSchema = object({
   MEDIA_MAX_BYTES: defaulted(int(1), 16 * 1024 * 1024),
   MEDIA_BASE64_MAX_BYTES: defaulted(int(1), 7 * 1024 * 1024),
   MEDIA_UPLOAD_MAX_BYTES: defaulted(int(1), 64 * 1024 * 1024),
-  MEDIA_RETENTION_HOURS: defaulted(int(1), 72),
+  /**
+   * at most a century: a stored file's expiry (upload time plus this) must be a date PostgreSQL and JavaScript can
+   * hold; found from the outside: MEDIA_RETENTION_HOURS=9999999999 started, and every upload was 500 INTERNAL_ERROR
+   */
+  MEDIA_RETENTION_HOURS: defaulted(int(1, 876_000), 72),
   MEDIA_STORE_MAX_MB: defaulted(int(1), 2048),
   QUEUE_MAX_PENDING: defaulted(int(1), 5000),
   FETCH_MESSAGES_MAX: defaulted(int(1, 10_000), 200),

@@ -72,7 +72,9 @@ const BAD: [variable: string, value: string, message: string][] = [
   ['MEDIA_MAX_BYTES', '0', 'MEDIA_MAX_BYTES must be an integer of at least 1'],
   ['MEDIA_BASE64_MAX_BYTES', '7MB', 'MEDIA_BASE64_MAX_BYTES must be an integer of at least 1'],
   ['MEDIA_UPLOAD_MAX_BYTES', '-5', 'MEDIA_UPLOAD_MAX_BYTES must be an integer of at least 1'],
-  ['MEDIA_RETENTION_HOURS', '0', 'MEDIA_RETENTION_HOURS must be an integer of at least 1'],
+  ['MEDIA_RETENTION_HOURS', '0', 'MEDIA_RETENTION_HOURS must be an integer from 1 to 876000'],
+  // a stored file's expiry past any date PostgreSQL takes: every upload was 500 INTERNAL_ERROR (found from the outside)
+  ['MEDIA_RETENTION_HOURS', '9999999999', 'MEDIA_RETENTION_HOURS must be an integer from 1 to 876000'],
   ['MEDIA_STORE_MAX_MB', 'lots', 'MEDIA_STORE_MAX_MB must be an integer of at least 1'],
   ['QUEUE_MAX_PENDING', '-3', 'QUEUE_MAX_PENDING must be an integer of at least 1'],
   ['FETCH_MESSAGES_MAX', '10001', 'FETCH_MESSAGES_MAX must be an integer from 1 to 10000'],
