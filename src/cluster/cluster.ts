@@ -245,9 +245,13 @@ export class Cluster {
     return nodes.map((n) => ({ ...n, instances: counts.get(n.id) ?? 0, self: n.id === this.deps.node.id }));
   }
 
-  /** The node that owns an instance now, or null (this node, without a query, while it holds the lease). */
+  /**
+   * The node that owns an instance now, or null (this node, without a query, while it holds the lease or is taking
+   * it: right after the start's first round the demo instance is on its way in, its lease not written yet, and
+   * the banner said "runs on no node yet" of the demo this very node was linking; found from the outside).
+   */
   async nodeOf(instanceId: string): Promise<string | null> {
-    if (this.held.has(instanceId)) return this.deps.node.id;
+    if (this.held.has(instanceId) || this.taking.has(instanceId)) return this.deps.node.id;
     return (await this.owner(instanceId, true))?.nodeId ?? null;
   }
 
