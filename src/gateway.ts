@@ -162,6 +162,9 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Pr
   const unshown = await Unshown.read(config.DATA_DIR);
   const admin = await resolveAdminToken(config.DATA_DIR, config.ADMIN_TOKEN, unshown);
   registerSecret(admin.token);
+  // the other bearer tokens are secrets as much (found from the outside: either, sent as X-Request-Id or in a
+  // request's path, was written to the request's log line as it came, where the admin token was masked)
+  for (const secret of [config.METRICS_TOKEN, config.CLUSTER_SECRET]) if (secret) registerSecret(secret);
 
   // ---- the network side
   const sandbox = config.SANDBOX === 'off' ? null : await createSandbox({ config, clock, log });
