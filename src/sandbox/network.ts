@@ -188,6 +188,12 @@ export class SandboxNetwork {
       phone ??= randomSandboxPhone();
     }
     if (!phone) throw new DomainError('VALIDATION_FAILED', 'give qr or phoneNumber', { field: 'qr' });
+    // a linked device belongs to one phone: another one cannot take it over without an unlink (the session and
+    // its driver would go on as the old number, and a send to the new own number would crash the session)
+    const current = session.phone;
+    if (current !== null && current !== phone) {
+      throw new DomainError('CONFLICT', `the session is linked to another phone; unlink it first (POST /sandbox/v1/instances/:instanceId/unlink)`);
+    }
     session.acceptLink(phone, req.pushname ?? null);
     return { phoneNumber: phone };
   }

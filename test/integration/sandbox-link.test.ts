@@ -160,3 +160,45 @@ describe('sandbox QR and pairing-code linking over HTTP', () => {
     await d.destroy();
   });
 });
+
+describe('a direct link of a session that is linked already', () => {
+  const clock = simulatedClock();
+  const dir = mkdtempSync(path.join(tmpdir(), 'sandbox-relink-'));
+  let server: SandboxServer;
+  let api: RemoteSandboxApi;
+
+  before(async () => {
+    server = await startSandboxServer({ port: 0, clock, statePath: path.join(dir, 'sandbox.json') });
+    api = new RemoteSandboxApi(server.url);
+  });
+
+  after(async () => {
+    api.close();
+    await server.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  // Found from the outside: linking a ready session to another number changed the number under the running
+  // session without a word to its driver, so the gateway kept the old one, accepted a send to the new own
+  // number, and that send crashed the session (job `unknown`, a failure towards quarantine).
+  test('is refused 409 for another phone (unlink first), and answered as it stands for the same phone', async () => {
+    const d = new SandboxDriver({ instanceId: 'inst-relink', api, clock });
+    const ready = next(d, 'ready');
+    await d.initialize();
+    await control(server, 'POST', '/instances/inst-relink/link', { phoneNumber: '4915100000555' });
+    await ready;
+    assert.equal(d.info?.wid, '4915100000555@c.us');
+    const other = await control(server, 'POST', '/instances/inst-relink/link', { phoneNumber: '4915100000556' });
+    assert.equal(other.status, 409);
+    assert.equal(other.json.code, 'CONFLICT');
+    assert.equal(dataOf(await control(server, 'GET', '/instances/inst-relink')).linkedPhone, '4915100000555');
+    const same = await control(server, 'POST', '/instances/inst-relink/link', { phoneNumber: '+49 151 00000555' });
+    assert.equal(same.status, 200);
+    assert.deepEqual(dataOf(same), { instanceId: 'inst-relink', phoneNumber: '4915100000555', phase: 'ready' });
+    // unlinked, another phone may link it
+    await control(server, 'POST', '/instances/inst-relink/unlink');
+    const relinked = await control(server, 'POST', '/instances/inst-relink/link', { phoneNumber: '4915100000556' });
+    assert.equal(relinked.status, 200);
+    await d.destroy();
+  });
+});
