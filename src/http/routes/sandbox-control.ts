@@ -43,10 +43,18 @@ const param = (ctx: Ctx, name: string): string => {
   return v;
 };
 const body = (ctx: Ctx): unknown => ctx.request.body;
-const limitOf = (raw: unknown, dflt: number) => {
-  const n = typeof raw === 'string' && QUERY_INTEGER.test(raw) ? Number(raw) : dflt;
-  return Math.min(Math.max(n, 1), 1000);
+/**
+ * An integer query parameter: `dflt` when absent, else ASCII digits only (docs/api.md: a blank, a sign, a
+ * decimal point, an exponent, an empty value or the parameter given twice is 400 naming it, on every route).
+ * It was read as absent: `?since=abc` answered the whole ledger as if it were new.
+ */
+const queryInteger = (ctx: Ctx, name: string, dflt: number): number => {
+  const raw = ctx.query[name];
+  if (raw === undefined) return dflt;
+  if (typeof raw !== 'string' || !QUERY_INTEGER.test(raw)) throw new DomainError('VALIDATION_FAILED', `${name} must be an integer written in digits`, { field: name });
+  return Number(raw);
 };
+const limitOf = (ctx: Ctx, dflt: number) => Math.min(Math.max(queryInteger(ctx, 'limit', dflt), 1), 1000);
 
 export function createSandboxControlRouter(network: SandboxNetwork): Router {
   const r = createRouter('/sandbox/v1');
@@ -276,7 +284,7 @@ export function createSandboxControlRouter(network: SandboxNetwork): Router {
   /** A chat as one account sees it (the recipient's side of what an instance sent), with media hashes. */
   r.get('/accounts/:phone/chats/:chatId/messages', (ctx) => {
     const phone = people.phoneOf(param(ctx, 'phone'), 'phone');
-    const items = chatAsSeenBy(net, phone, param(ctx, 'chatId'), limitOf(ctx.query.limit, 50));
+    const items = chatAsSeenBy(net, phone, param(ctx, 'chatId'), limitOf(ctx, 50));
     ok(ctx, { phone, chatId: param(ctx, 'chatId'), items });
   });
 
@@ -284,7 +292,7 @@ export function createSandboxControlRouter(network: SandboxNetwork): Router {
 
   r.get('/instances/:instanceId/ledger', (ctx) => {
     const id = param(ctx, 'instanceId');
-    const since = typeof ctx.query.since === 'string' && QUERY_INTEGER.test(ctx.query.since) ? Number(ctx.query.since) : 0;
+    const since = queryInteger(ctx, 'since', 0);
     const items = net.ledger(id, since);
     ok(ctx, { instanceId: id, items, total: net.ledger(id).length });
   });
