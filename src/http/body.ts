@@ -23,7 +23,8 @@ function hasBody(ctx: Context): boolean {
   const h = ctx.req.headers;
   if (h['transfer-encoding'] !== undefined) return true;
   const len = h['content-length'];
-  return len !== undefined && len !== '0';
+  // `Content-Length: 00` declares no bytes as `0` does
+  return len !== undefined && !/^0+$/.test(len);
 }
 
 const encodingOf = (ctx: Context) => (ctx.get('content-encoding') || 'identity').trim().toLowerCase();
@@ -187,6 +188,27 @@ async function readStreamed(ctx: Context, encoding: string, limit: number): Prom
 const isPlainJson = (contentType: string | undefined): boolean => contentType === 'application/json' || contentType === 'application/json; charset=utf-8';
 
 /**
+ * A chunked body that is not typed as JSON, and no `Expect: 100-continue` (which would ask for a body that is
+ * refused): it may well be empty (a client streaming nothing), which counts as `{}`, as an empty body with
+ * `Content-Length: 0` does whatever its type. It was refused 415 unread while the same empty body with a length
+ * went through.
+ */
+function untypedChunks(ctx: Context): boolean {
+  const h = ctx.req.headers;
+  return h['transfer-encoding'] !== undefined && h.expect === undefined && !otherTransferCoding(h['transfer-encoding']);
+}
+
+/** Reads a chunked body not typed as JSON (`untypedChunks`): none at all is `{}`, a single byte is 415. */
+async function emptyOrRefused(ctx: Context): Promise<void> {
+  try {
+    await readAll(ctx, 0);
+  } catch (err) {
+    if (err instanceof DomainError && err.code === 'PAYLOAD_TOO_LARGE') throw unsupported('send the body as JSON with Content-Type: application/json');
+    throw err;
+  }
+}
+
+/**
  * Parses a JSON body into `ctx.request.body` (`{}` when there is none). `entriesAt`: the field of the
  * request's route whose entries it takes one by one (declared with the route by `entriesApart`), if any.
  */
@@ -213,6 +235,10 @@ export function jsonBody(opts: { limitBytes: number; entriesAt?: (ctx: Context) 
       return next();
     }
     if (!isPlainJson(ctx.req.headers['content-type']) && !ctx.is('application/json', '+json')) {
+      if (untypedChunks(ctx)) return emptyOrRefused(ctx).then(() => {
+        ctx.request.body = {};
+        return next();
+      });
       throw unsupported('send the body as JSON with Content-Type: application/json');
     }
     if (otherTransferCoding(ctx.req.headers['transfer-encoding'])) throw unsupported('Transfer-Encoding must be chunked alone (compress with Content-Encoding instead)');
