@@ -11,7 +11,9 @@ export type MediaOrigin = 'upload' | 'incoming';
 export function cleanFilename(value: string | null | undefined): string | null {
   if (value == null) return null;
   const base = value.split(/[/\\]/).pop() ?? '';
-  const clean = base.replace(/[\u0000-\u001f\u007f]/g, '').trim().slice(0, 255);
+  // 255 characters counted in code points (docs/api.md: lengths count code points): a cut by UTF-16 units split an
+  // emoji at the end, and its half was stored as U+FFFD, a character the client never sent
+  const clean = Array.from(base.replace(/[\u0000-\u001f\u007f]/g, '').trim()).slice(0, 255).join('');
   return clean === '' || clean === '.' || clean === '..' ? null : clean;
 }
 
