@@ -18,7 +18,7 @@ import { queuePaused } from './errors.js';
 import { healthRouter } from './http/routes/health.js';
 import { adminInstancesRouter } from './http/routes/admin-instances.js';
 import { sendRouter } from './http/routes/send.js';
-import { deferGate, keepView, viewOf } from './http/routes/queue-gate.js';
+import { deferGate, gateReached, keepView, viewOf } from './http/routes/queue-gate.js';
 import { queueRouter } from './http/routes/queue.js';
 import { adminQueueRouter } from './http/routes/admin-queue.js';
 import { statusRouter } from './http/routes/status.js';
@@ -107,15 +107,21 @@ export function gatewayFamilies(deps: RouteDeps): Families {
 
   // Every route family with its authentication: the guard is part of each route's chain (src/http/router.ts).
   // SPEC.md: during an ordered restart every /api/v2/* route answers 503 QUEUE_PAUSED (v1 routes wait)
-  const passed = (ctx: Context, view: InstanceView, next: Next) => {
-    if (view.paused) throw queuePaused();
+  // (the v2 sends leave it to their gate, `sends`, which answers an idempotent retry of a send accepted before
+  // as the replay it is: src/http/routes/queue-gate.ts `gatedAccept`)
+  const passed = (ctx: Context, view: InstanceView, next: Next, sends: boolean) => {
+    if (view.paused && !sends) throw queuePaused();
     // the send routes' gate reads the same view instead of asking again
     keepView(ctx, view);
-    return next();
+    if (!view.paused) return next();
+    // a send refused before its gate (a route's own check) is answered after the pause, as any other v2 route
+    return next().catch((err: unknown) => {
+      throw gateReached(ctx) ? err : queuePaused();
+    });
   };
-  const v2Checked = (ctx: Context, port: InstancePort, next: Next): Promise<void> => {
+  const v2Checked = (ctx: Context, port: InstancePort, next: Next, sends = false): Promise<void> => {
     const view = viewOf(port);
-    return view instanceof Promise ? view.then((v) => passed(ctx, v, next)) : passed(ctx, view, next);
+    return view instanceof Promise ? view.then((v) => passed(ctx, v, next, sends)) : passed(ctx, view, next, sends);
   };
   const v2Key: Middleware = (ctx, next) => apiKey(ctx, () => v2Checked(ctx, portOf(ctx), next));
   // The v2 sends of an instance on another node whose owner gates a send itself: no view is asked first; the
@@ -135,7 +141,7 @@ export function gatewayFamilies(deps: RouteDeps): Families {
     apiKey(ctx, () => {
       const port = portOf(ctx);
       const view = port.lastView?.();
-      return view ? deferredSend(ctx, port, view, next) : v2Checked(ctx, port, next);
+      return view ? deferredSend(ctx, port, view, next) : v2Checked(ctx, port, next, true);
     });
   // docs/api.md "Requests and answers": these families refuse unknown query parameters and body fields
   const REFUSING = new Set(['v2-queue', 'v2-groups', 'v2-interactions', 'admin-instances', 'admin-webhooks', 'admin-queue']);

@@ -86,7 +86,7 @@ export const START_READ_WAIT_MS = 2_000;
 // A cancel too: one that committed while the start read was on its way, after that read had seen the job waiting,
 // left the job in the plan and the counts it loaded (found from the outside: 128 of 150 queues cancelled into
 // during a restart counted 1 to 9 jobs PostgreSQL did not hold, until each ghost's slot came).
-const START_READ_FIRST: ReadonlySet<PlannerAsk['type']> = new Set(['queue.accept', 'queue.acceptMany', 'queue.replan', 'queue.summary', 'queue.cancel']);
+const START_READ_FIRST: ReadonlySet<PlannerAsk['type']> = new Set(['queue.accept', 'queue.acceptMany', 'queue.replay', 'queue.replan', 'queue.summary', 'queue.cancel']);
 
 const NO_ANSWER: DispatchOutcome = {
   kind: 'unknown',
@@ -168,6 +168,10 @@ export function createPlanners(deps: PlannerDeps): Planners {
         }
         case 'queue.acceptMany':
           return worker.offerMany(ask.requests);
+        case 'queue.replay': {
+          const outcome = await worker.replayOf(ask.request);
+          return outcome && { ...outcome, limits: worker.limits(mode()) };
+        }
         case 'queue.cancel':
           return worker.cancel(ask.jobId, ask.reason);
         case 'queue.replan':

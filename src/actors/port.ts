@@ -71,6 +71,11 @@ export interface GateStaleReply {
 
 export type QueueAsk =
   | { type: 'queue.accept'; request: AcceptRequest; gate?: SendGate }
+  /**
+   * an idempotent v2 send the instance's gate refused (offline, or an ordered restart): its replay when its key
+   * names a job already, else null (src/http/routes/queue-gate.ts `gatedAccept`)
+   */
+  | { type: 'queue.replay'; request: AcceptRequest }
   /** several sends as one batch, in their order (a send-bulk): one outcome each */
   | { type: 'queue.acceptMany'; requests: AcceptRequest[] }
   | { type: 'queue.cancel'; jobId: string; reason?: string }
@@ -106,6 +111,7 @@ export type ReplyOf<A extends InstanceAsk> = A extends { type: 'network'; op: in
   ? DriverCall<K>['result']
   : A extends { type: 'queue.accept'; gate: SendGate } ? (AcceptOutcome & { limits: LimitsObject }) | GateStaleReply
   : A extends { type: 'queue.accept' } ? AcceptOutcome & { limits: LimitsObject }
+  : A extends { type: 'queue.replay' } ? (AcceptOutcome & { limits: LimitsObject }) | null
   : A extends { type: 'queue.acceptMany' } ? AcceptOutcome[]
   : A extends { type: 'queue.cancel' } ? Job
   : A extends { type: 'queue.replan' } ? { affected: number; epoch: number }

@@ -18,7 +18,7 @@ import { sendPart } from './payload.js';
 import type { QueueCore } from './core.js';
 import { queueEventData } from '../wire/queue-events.js';
 import { BOOT_ID } from './sync-callers.js';
-import type { KeyedJob } from './sql/findByIdempotencyKeys.js';
+import { findByIdempotencyKey, type KeyedJob } from './sql/findByIdempotencyKeys.js';
 import { AcceptanceCommitter, type UnitWrites } from './group-commit.js';
 import type { AddProposal } from './planning.js';
 import type { SlotWriter } from './slot-writer.js';
@@ -79,6 +79,24 @@ export class Acceptance {
   offer(req: AcceptRequest): Promise<AcceptOutcome> {
     const [answer] = this.offerAll([req]);
     return answer as Promise<AcceptOutcome>;
+  }
+
+  /**
+   * An idempotent send its instance cannot take now (offline, or an ordered restart: the route's gate refused
+   * it): its replay when its key names a job already, a mismatch when that job's payload differs, null when the
+   * key names none (or the request has no key). SPEC.md's idempotency rule 1 holds whatever the connection: a
+   * client that lost the first answer and retries with its key must learn that its job exists, never that
+   * nothing was accepted, which it could take for leave to send the message another way (found from the
+   * outside: the retry was answered 503 INSTANCE_OFFLINE while its job waited to go out). Read from the
+   * remembered keys in PostgreSQL, as a batch reads them: a key whose batch has not committed yet is not there.
+   */
+  async replayOf(req: AcceptRequest): Promise<AcceptOutcome | null> {
+    if (req.idempotencyKey === null) return null;
+    const { core } = this;
+    const found = await findByIdempotencyKey(core.deps.pool, core.instanceId, req.idempotencyKey, core.now() - IDEMPOTENCY_RETENTION_MS);
+    if (!found) return null;
+    if (found.payloadHash !== req.payloadHash) return mismatch(found.job.id);
+    return { kind: 'replay', job: found.job, queuePosition: core.planner.position(found.job.id) };
   }
 
   /** Queue requests that go in one batch together, in their order (a send-bulk); one outcome each. */

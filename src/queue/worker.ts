@@ -216,6 +216,11 @@ export class QueueWorker {
     return this.ready().then(() => this.acceptance.offer(req));
   }
 
+  /** The replay of an idempotent send its instance cannot take now, when its key names a job (src/queue/acceptance.ts `replayOf`). */
+  replayOf(req: AcceptRequest): Promise<AcceptOutcome | null> {
+    return this.acceptance.replayOf(req);
+  }
+
   /** Accept several sends as one batch, in their order (a send-bulk): one outcome each. */
   async offerMany(reqs: readonly AcceptRequest[]): Promise<AcceptOutcome[]> {
     await this.ready();

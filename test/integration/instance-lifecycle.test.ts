@@ -354,3 +354,46 @@ test('GET /debug/actors: operators only, every live actor, and never a secret', 
   assert.ok(text.includes(instanceActorId(instance.id)));
   for (const [what, value] of secrets) assert.ok(!text.includes(value), `no ${what} in /debug/actors/stream`);
 });
+
+test('an idempotent retry of an accepted send is its 200 replay while the instance is offline or in an ordered restart; a send no job has the key of is refused 503 as before', async () => {
+  // found from the outside: the retry of a send whose answer was lost was told 503 INSTANCE_OFFLINE ("nothing was
+  // accepted") while its job waited to go out; a client that then sent it another way sent it twice
+  const { instance, apiKey } = await t.createInstance('replayer', { settings: FAST });
+  const notBefore = new Date(t.clock.now() + 3_600_000).toISOString();
+  const body = { phone: RECIPIENT, message: 'kept for later', idempotencyKey: 'replay-while-offline-1', notBefore };
+  const first = await t.api(apiKey, 'POST', '/api/v2/send-message', body);
+  assert.equal(first.status, 202, first.text);
+  const jobId = first.body.data?.jobId;
+  const replayed = async (what: string) => {
+    const r = await t.api(apiKey, 'POST', '/api/v2/send-message', body);
+    assert.equal(r.status, 200, `${what}: ${r.text}`);
+    assert.equal(r.body.data?.idempotentReplay, true, what);
+    assert.equal(r.body.data?.jobId, jobId, what);
+    assert.equal(r.body.data?.status, first.body.data?.status, what);
+    assert.equal(r.body.data?.scheduledAt, first.body.data?.scheduledAt, what);
+    const other = await t.api(apiKey, 'POST', '/api/v2/send-message', { ...body, message: 'another text' });
+    assert.equal(other.status, 409, `${what}: ${other.text}`);
+    assert.deepEqual([other.body.code, other.body.data?.jobId], ['IDEMPOTENCY_PAYLOAD_MISMATCH', jobId], what);
+  };
+
+  assert.equal((await t.admin('POST', `/sandbox/v1/instances/${instance.id}/unlink`)).status, 200);
+  assert.equal((await status(apiKey)).status, 'disconnected');
+  await replayed('offline');
+  assertOffline(await t.api(apiKey, 'POST', '/api/v2/send-message', { ...body, idempotencyKey: 'replay-while-offline-2' }), 'disconnected');
+  assertOffline(await send(apiKey), 'disconnected');
+
+  assert.equal((await t.admin('POST', `/admin/v1/instances/${instance.id}/restart`)).status, 202);
+  await t.advanceUntil(async () => ((await status(apiKey)).status === 'waiting_qr' ? true : null), 'waiting_qr', { maxMs: 5_000 });
+  await replayed('paused');
+  for (const r of [
+    await t.api(apiKey, 'POST', '/api/v2/send-message', { ...body, idempotencyKey: 'replay-while-offline-3' }),
+    await send(apiKey),
+    // refused by the route before its gate: answered after the pause, as any /api/v2/* route
+    await t.api(apiKey, 'POST', '/api/v2/messages/wq_00000000000000000000000000/forward', { phone: RECIPIENT }),
+  ]) {
+    assert.equal(r.status, 503, r.text);
+    assert.equal(r.body.code, 'QUEUE_PAUSED', r.text);
+  }
+  const jobs = await t.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM jobs WHERE instance_id = $1', [instance.id]);
+  assert.equal(jobs.rows[0]?.n, 1, 'one job, whatever was retried');
+});

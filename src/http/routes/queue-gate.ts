@@ -4,7 +4,7 @@
  */
 import type { Context } from 'koa';
 import { ok } from '../envelope.js';
-import { instanceTimeout } from '../../errors.js';
+import { DomainError, instanceTimeout } from '../../errors.js';
 import { acceptedResponse } from '../../wire/job.js';
 import { refusalError, type AcceptOutcome, type AcceptRequest, type AcceptResult } from '../../queue/worker.js';
 import type { LimitsObject } from '../../queue/windows.js';
@@ -40,6 +40,9 @@ export const ownNumber = (ctx: Context, view: InstanceView): string | null =>
 
 /** The view the v2 guard asked for this request (src/gateway-routes.ts `v2Key`), if it did. */
 const guardView = (ctx: Context): InstanceView | undefined => (ctx.state as { view?: InstanceView }).view;
+
+/** Whether this request's send reached its gate (`gatedAccept`): what it is refused with from then on is the gate's answer. */
+export const gateReached = (ctx: Context): boolean => (ctx.state as { gateReached?: boolean }).gateReached === true;
 
 /** Keep `view` as this request's instance view: what the route's gate and preparation read from then on. */
 export function keepView(ctx: Context, view: InstanceView): void {
@@ -97,6 +100,53 @@ export async function gatedAccept(
   port: InstancePort,
   prepare: (view: InstanceView) => Promise<AcceptRequest> | AcceptRequest,
   deadlineMs: number = DEADLINES.send,
+): Promise<Accepted> {
+  (ctx.state as { gateReached?: boolean }).gateReached = true;
+  try {
+    return await gatedOnce(ctx, port, prepare, deadlineMs);
+  } catch (err) {
+    if (!(err instanceof DomainError) || !REPLAYABLE.has(err.code)) throw err;
+    return replayDespite(err, ctx, port, prepare, deadlineMs);
+  }
+}
+
+/**
+ * Gate refusals under which the instance's queue still answers: an idempotent send refused so may be the retry
+ * of one accepted before, whose answer the client lost.
+ */
+const REPLAYABLE: ReadonlySet<string> = new Set(['INSTANCE_OFFLINE', 'QUEUE_PAUSED']);
+
+/**
+ * A v2 send its gate refused (`refusal`: the instance offline, or an ordered restart): when it carries an
+ * idempotency key that names a job already, the 200 replay of that job (or 409 IDEMPOTENCY_PAYLOAD_MISMATCH), as
+ * SPEC.md's idempotency rule 1 says whatever the instance's state; else the refusal, nothing accepted. A send the
+ * route cannot prepare, or whose key the queue could not look up, is answered with the refusal as before.
+ */
+async function replayDespite(
+  refusal: DomainError,
+  ctx: Context,
+  port: InstancePort,
+  prepare: (view: InstanceView) => Promise<AcceptRequest> | AcceptRequest,
+  deadlineMs: number,
+): Promise<Accepted> {
+  let request: AcceptRequest;
+  try {
+    request = await prepare(guardView(ctx) ?? deferredGateOf(ctx)?.view ?? (await viewOf(port)));
+  } catch {
+    throw refusal;
+  }
+  if (request.idempotencyKey === null) throw refusal;
+  const replay = await port.ask({ type: 'queue.replay', request }, deadlineMs).catch(() => null);
+  if (!replay) throw refusal;
+  return accepted(replay);
+}
+
+/** `gatedAccept` up to the gate's refusal. */
+async function gatedOnce(
+  ctx: Context,
+  port: InstancePort,
+  prepare: (view: InstanceView) => Promise<AcceptRequest> | AcceptRequest,
+  deadlineMs: number,
 ): Promise<Accepted> {
   const deferred = deferredGateOf(ctx);
   if (deferred && !deferred.settled) {
