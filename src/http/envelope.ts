@@ -16,6 +16,16 @@ export function ok(ctx: Context, data: unknown, status = 200): void {
   ctx.body = { success: true, data };
 }
 
+/**
+ * An instance deleted while a request its API key let in was on its way: the key no longer works, 401
+ * INVALID_API_KEY as for any request that comes after the delete (SPEC.md), not a 404 INSTANCE_NOT_FOUND of an
+ * instance the caller never names (found from the outside: v2 sends sent beside the delete were answered 404).
+ */
+function keyOutlived(ctx: Context, err: DomainError): DomainError {
+  if (err.code !== 'INSTANCE_NOT_FOUND' || ctx.state.authenticated !== 'instance') return err;
+  return new DomainError('INVALID_API_KEY', 'API key is not valid: its instance was deleted');
+}
+
 export function errorBoundary(log: Logger, opts: TranslateOptions = {}) {
   return async function errors(ctx: Context, next: Next): Promise<void> {
     try {
@@ -29,7 +39,7 @@ export function errorBoundary(log: Logger, opts: TranslateOptions = {}) {
         ctx.body = maskClientValue(raw.body);
         return;
       }
-      const err = translate(raw, opts);
+      const err = keyOutlived(ctx, translate(raw, opts));
       if (err.status >= 500 && err.code === 'INTERNAL_ERROR') {
         log.error({ err: raw, method: ctx.method, path: ctx.path }, 'unhandled error');
       }
