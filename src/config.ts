@@ -102,7 +102,7 @@ const databaseUrl = define<string>('postgres URL', (v) => {
  * digits and inner `-`, at most 63 characters each, 253 in all, a final dot allowed). Found from the outside:
  * HOST='bad host' passed as text, initialized the data directory (embedded PostgreSQL, the admin token, the demo
  * instance) and failed only at the bind, with exit 1 and the value in the message. A well-formed name that
- * resolves to no address of this machine still fails at the bind (src/main.ts startFailure).
+ * resolves to no address of this machine still fails at the bind (src/run-main.ts startFailure).
  */
 const HOST_LABEL = '[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?';
 const HOST_NAME = new RegExp(`^(?=.{1,253}\\.?$)${HOST_LABEL}(?:\\.${HOST_LABEL})*\\.?$`);

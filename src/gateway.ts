@@ -1,5 +1,5 @@
 /**
- * The composition root: store → migrations → sandbox network → actor system → HTTP. `main.ts` calls it with
+ * The composition root: store → migrations → sandbox network → actor system → HTTP. `run-main.ts` calls it with
  * the environment; tests call it with their own database, clock and port.
  */
 import http from 'node:http';
@@ -57,7 +57,7 @@ export interface GatewayOptions {
   /** tests shorten the instance machine's backoff and timeouts */
   instancePolicy?: Record<string, unknown>;
   /**
-   * a stop asked for while starting (src/main.ts: SIGTERM, SIGINT): the start goes no further than the step it is
+   * a stop asked for while starting (src/run-main.ts: SIGTERM, SIGINT): the start goes no further than the step it is
    * on, stops what it started, in reverse, and rejects with the signal's reason
    */
   signal?: AbortSignal;
@@ -83,7 +83,7 @@ export interface Gateway {
    * null when another node runs it unlinked (`node`: which, null when none holds it yet).
    */
   demo: Demo | null;
-  /** the operator has seen the admin token and the demo key above (src/main.ts's banner): later starts do not show them */
+  /** the operator has seen the admin token and the demo key above (src/run-main.ts's banner): later starts do not show them */
   shown(): void;
   /** every mounted route with its authentication (the route × credential matrix and the fuzzer use it) */
   routes: RouteInfo[];
@@ -93,7 +93,7 @@ export interface Gateway {
   stop(): Promise<void>;
   /**
    * The stage the graceful stop is waiting on now (`cluster: leaving the cluster`, `database: closing the pool`):
-   * null before stop() was called, `stopped` once it finished. src/main.ts names it when a stop overruns
+   * null before stop() was called, `stopped` once it finished. src/run-main.ts names it when a stop overruns
    * STOP_TIMEOUT_MS. A fixed text of this code, never a value (no secret can be in it).
    */
   stopStage(): string | null;
@@ -109,7 +109,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   try {
     return await startInDataDir(opts, dataDirLock, started);
   } catch (err) {
-    // a failed start ends the process at once (src/main.ts), as before; a stopped one stops what it started first
+    // a failed start ends the process at once (src/run-main.ts), as before; a stopped one stops what it started first
     if (opts.signal?.aborted) {
       for (const stop of started.reverse()) {
         try {

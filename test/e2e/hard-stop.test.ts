@@ -1,5 +1,5 @@
 /**
- * The hard-stop limit of a graceful stop (STOP_TIMEOUT_MS, src/main.ts), on the gateway as its own process
+ * The hard-stop limit of a graceful stop (STOP_TIMEOUT_MS, src/run-main.ts), on the gateway as its own process
  * against a real PostgreSQL: a stop that has not finished by then exits 1 with one error line naming the stage
  * it was still waiting on and how long the stop took; a stop stuck on a promise that holds nothing (node would
  * otherwise exit by itself, with 0, as if the stop had succeeded) exits 1 the same way; a second signal while

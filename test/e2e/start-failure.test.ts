@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { startFailure } from '../../src/main.js';
+import { startFailure } from '../../src/run-main.js';
 import { cleanEnv, freePort } from '../helpers/gateway-process.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');

@@ -45,7 +45,7 @@ export interface RunningProcess {
   kill(signal: NodeJS.Signals): Promise<Exit>;
 }
 
-/** The gateway's banner (src/main.ts) names where it listens. */
+/** The gateway's banner (src/run-main.ts) names where it listens. */
 export const gatewayListening = (out: string): string | null => /messaging gateway listening on (http:\/\/\S+)/.exec(out)?.[1] ?? null;
 
 /** Spawn a process and wait until `ready` finds its URL in its output. */

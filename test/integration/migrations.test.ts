@@ -8,7 +8,7 @@ import { createTestDb, NEEDS_SERVER } from '../helpers/db.js';
 import { migrate, loadMigrations, MigrationFailed } from '../../src/store/migrate.js';
 import { createPool, isStoreError } from '../../src/store/pool.js';
 import { isConnectionError } from '../../src/store/health.js';
-import { startFailure } from '../../src/main.js';
+import { startFailure } from '../../src/run-main.js';
 
 const dbs: TestDb[] = [];
 after(async () => {

@@ -1,11 +1,12 @@
 /** `mgw start` and `mgw sandbox`: the processes `mgw` runs itself (each loaded only when asked for). */
 import { UsageError, type Verb } from '../args.js';
+import { loadStoppably } from '../../stop-signals.js';
 
 export const PROCESS_VERBS: Verb[] = [
   {
     name: 'start', args: [], flags: {}, summary: 'run the gateway (same as npm start)',
     async run() {
-      const { runMain } = await import('../../main.js');
+      const { runMain } = await loadStoppably('the gateway', () => import('../../run-main.js'));
       await runMain();
     },
   },
