@@ -56,6 +56,11 @@ export class Acceptance {
   private inbox: Pending[][] = [];
   private draining = false;
   private reconciling = false;
+  /**
+   * The keyed offers not answered yet, by key: settles once every offer of that key made so far has its outcome
+   * (`replayOf` waits for it before it reads the key).
+   */
+  private readonly keysInFlight = new Map<string, Promise<unknown>>();
 
   private readonly committer: AcceptanceCommitter;
 
@@ -88,10 +93,14 @@ export class Acceptance {
    * client that lost the first answer and retries with its key must learn that its job exists, never that
    * nothing was accepted, which it could take for leave to send the message another way (found from the
    * outside: the retry was answered 503 INSTANCE_OFFLINE while its job waited to go out). Read from the
-   * remembered keys in PostgreSQL, as a batch reads them: a key whose batch has not committed yet is not there.
+   * remembered keys in PostgreSQL, as a batch reads them, once every offer of the key made before has its
+   * outcome: a retry that races its first send (offered while connected, its batch not committed yet) is that
+   * send's replay, not 503 "no job has the key" while the job is being accepted (found from the outside).
    */
   async replayOf(req: AcceptRequest): Promise<AcceptOutcome | null> {
     if (req.idempotencyKey === null) return null;
+    const inFlight = this.keysInFlight.get(req.idempotencyKey);
+    if (inFlight) await inFlight;
     const { core } = this;
     const found = await findByIdempotencyKey(core.deps.pool, core.instanceId, req.idempotencyKey, core.now() - IDEMPOTENCY_RETENTION_MS);
     if (!found) return null;
@@ -113,11 +122,24 @@ export class Acceptance {
       const answer = metrics ? (o: AcceptOutcome) => (metrics.accepted(o.kind, performance.now() - at), resolve(o)) : resolve;
       offer.push({ req, resolve: answer, reject });
     }));
+    reqs.forEach((req, i) => {
+      if (req.idempotencyKey !== null) this.keyInFlight(req.idempotencyKey, answers[i] as Promise<AcceptOutcome>);
+    });
     if (offer.length > 0) {
       this.inbox.push(offer);
       this.kick();
     }
     return answers;
+  }
+
+  /** Note an offer of `key` until its answer settles (`replayOf`). */
+  private keyInFlight(key: string, answer: Promise<AcceptOutcome>): void {
+    const before = this.keysInFlight.get(key);
+    const settled: Promise<unknown> = Promise.allSettled(before ? [before, answer] : [answer]);
+    this.keysInFlight.set(key, settled);
+    void settled.then(() => {
+      if (this.keysInFlight.get(key) === settled) this.keysInFlight.delete(key);
+    });
   }
 
   /** Fail what is still waiting for a batch (the queue stops). */

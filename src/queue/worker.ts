@@ -218,7 +218,9 @@ export class QueueWorker {
 
   /** The replay of an idempotent send its instance cannot take now, when its key names a job (src/queue/acceptance.ts `replayOf`). */
   replayOf(req: AcceptRequest): Promise<AcceptOutcome | null> {
-    return this.acceptance.replayOf(req);
+    // after the offers that wait for the queue to load, as an offer would be (their keys are then in flight)
+    if (this.core.running) return this.acceptance.replayOf(req);
+    return this.ready().then(() => this.acceptance.replayOf(req));
   }
 
   /** Accept several sends as one batch, in their order (a send-bulk): one outcome each. */
