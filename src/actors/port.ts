@@ -146,12 +146,14 @@ export interface InstanceView {
 }
 
 /**
- * What every v2 send is refused with before anything else (SPEC.md: the queue's mode, an ordered restart, the
- * connection), in that order; null when it may be accepted.
+ * What every v2 send is refused with before anything else (SPEC.md: an ordered restart, the queue's mode, the
+ * connection), in that order; null when it may be accepted. The pause first: during an ordered restart every
+ * /api/v2/* route answers 503 QUEUE_PAUSED, the sends too whatever the queue's mode (a send with the queue
+ * disabled was 503 QUEUE_STORE_UNAVAILABLE while the instance's other v2 routes answered QUEUE_PAUSED).
  */
 export function v2GateRefusal(view: InstanceView): DomainError | null {
-  if (view.queueMode !== 'pg') return queueStoreUnavailable(view.queueMode);
   if (view.paused) return queuePaused();
+  if (view.queueMode !== 'pg') return queueStoreUnavailable(view.queueMode);
   if (!view.connected) return instanceOffline({ status: view.status, detail: view.detail, lastError: view.lastError });
   return null;
 }
