@@ -158,6 +158,8 @@ export async function existingInstanceId(q: Queryable, raw: string): Promise<str
  * start re-showing the demo's key checks them before it rotates (src/gateway.ts).
  */
 export async function activeKeyIds(q: Queryable, instanceId: string, lock = false): Promise<string[]> {
+  // the instance's row before its key rows, in rotateKey's order (the other order deadlocks against a rotation)
+  if (lock) await q.query('SELECT 1 FROM instances WHERE id = $1 FOR NO KEY UPDATE', [instanceId]);
   const { rows } = await q.query<{ id: string }>(
     `SELECT id::text AS id FROM api_keys WHERE instance_id = $1 AND revoked_at IS NULL ORDER BY id${lock ? ' FOR UPDATE' : ''}`,
     [instanceId],
@@ -167,13 +169,16 @@ export async function activeKeyIds(q: Queryable, instanceId: string, lock = fals
 
 /**
  * Revoke every key of the instance and issue a new one (in the caller's transaction); 404 INSTANCE_NOT_FOUND when
- * the instance is gone. The instance's row is locked first (KEY SHARE, what the new key's foreign key takes
- * anyway): a concurrent DELETE of the instance locks that row before its cascade locks the key rows, so taking
- * the key rows first (the UPDATE) deadlocked against it, and a delete committed between the caller's read and
- * the INSERT failed the foreign key: both were 500s (found from the outside: rotate and delete sent together).
+ * the instance is gone. The instance's row is locked first: a concurrent DELETE of the instance locks that row
+ * before its cascade locks the key rows, so taking the key rows first (the UPDATE) deadlocked against it, and a
+ * delete committed between the caller's read and the INSERT failed the foreign key: both were 500s (found from
+ * the outside: rotate and delete sent together). NO KEY UPDATE, not KEY SHARE: rotations of one instance take
+ * turns, so each revokes the key the one before it committed (under KEY SHARE, rotations sent together each
+ * revoked only the keys committed when its UPDATE began, and several of their new keys stayed working). It
+ * does not block the foreign keys of rows inserted meanwhile (jobs, keys), which take KEY SHARE.
  */
 export async function rotateKey(q: Queryable, instance: Instance): Promise<string> {
-  const { rowCount } = await q.query('SELECT 1 FROM instances WHERE id = $1 FOR KEY SHARE', [instance.id]);
+  const { rowCount } = await q.query('SELECT 1 FROM instances WHERE id = $1 FOR NO KEY UPDATE', [instance.id]);
   if (!rowCount) throw new DomainError('INSTANCE_NOT_FOUND', 'no such instance', { instanceId: instance.id });
   await q.query('UPDATE api_keys SET revoked_at = now() WHERE instance_id = $1 AND revoked_at IS NULL', [instance.id]);
   return issueKey(q, instance.id, instance.name);
