@@ -13,7 +13,8 @@ export function cleanFilename(value: string | null | undefined): string | null {
   const base = value.split(/[/\\]/).pop() ?? '';
   // 255 characters counted in code points (docs/api.md: lengths count code points): a cut by UTF-16 units split an
   // emoji at the end, and its half was stored as U+FFFD, a character the client never sent
-  const clean = Array.from(base.replace(/[\u0000-\u001f\u007f]/g, '').trim()).slice(0, 255).join('');
+  // control characters are C0, DEL and C1 (U+0080 to U+009F, Unicode's Cc as well: a name of U+0085 alone was sent)
+  const clean = Array.from(base.replace(/[\u0000-\u001f\u007f-\u009f]/g, '').trim()).slice(0, 255).join('');
   return clean === '' || clean === '.' || clean === '..' ? null : clean;
 }
 

@@ -28,3 +28,12 @@ test('short names, paths and control characters are cleaned as before', () => {
   assert.equal(cleanFilename('..'), null);
   assert.equal(cleanFilename(null), null);
 });
+
+test('C1 control characters (U+0080 to U+009F) are control characters too', () => {
+  // found from the outside: send-document with filename "\u0085" was accepted and sent with that name, where
+  // docs/api.md refuses a name of which nothing is left without its path and control characters
+  assert.equal(cleanFilename('\u0085'), null);
+  assert.equal(cleanFilename('\u009f\u0080'), null);
+  assert.equal(cleanFilename('a\u0085b\u009b.png'), 'ab.png');
+  assert.equal(cleanFilename('\u00a0é.png'), 'é.png');
+});
