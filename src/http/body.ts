@@ -149,20 +149,28 @@ async function readStreamed(ctx: Context, encoding: string, limit: number): Prom
   // `pipe` does not pass on a request cut off by its client: its inflater would wait for the rest forever (the
   // request never over, never logged). Cut, it fails as the request itself does when read directly. (A method,
   // not an arrow bound to a name: see collect.)
+  // the bytes that came before inflating: none at all is an empty body, `{}` whatever its Content-Encoding (as with
+  // `Content-Length: 0`), though an inflater fails on an empty input ("unexpected end of file")
+  let sent = 0;
   const request = {
     cut() {
       if (!ctx.req.complete) source.destroy(Object.assign(new Error('the request was aborted'), { code: 'ECONNRESET' }));
+    },
+    count(chunk: Buffer) {
+      sent += chunk.length;
     },
   };
   if (source !== ctx.req) {
     if (ctx.req.destroyed) request.cut();
     else ctx.req.once('close', request.cut);
+    ctx.req.on('data', request.count);
   }
   let chunks: Buffer[];
   let size: number;
   try {
     ({ chunks, size } = await collect(source, limit));
   } catch (err) {
+    if (!(err instanceof DomainError) && source !== ctx.req && ctx.req.complete && sent === 0) return Buffer.alloc(0);
     // answered before the body was read to its end: Connection: close, then a bounded drain (src/media/linger.ts)
     closeUnreadRequest(ctx.req, ctx.res);
     if (err instanceof DomainError) throw err;
@@ -173,6 +181,7 @@ async function readStreamed(ctx: Context, encoding: string, limit: number): Prom
   } finally {
     if (source !== ctx.req) {
       ctx.req.off('close', request.cut);
+      ctx.req.off('data', request.count);
       source.destroy();
     }
   }

@@ -72,3 +72,21 @@ test('a chunked body with bytes not typed as JSON is still 415, as a body with a
     assert.equal(r.json.code, 'UNSUPPORTED_MEDIA_TYPE');
   }
 });
+
+test('an empty chunked body with a Content-Encoding counts as {}, as one with Content-Length: 0 does', async () => {
+  // found from the outside: no bytes at all with Content-Encoding: gzip (typed as JSON or not) was 400 "could not
+  // be decoded", the inflater failing on its empty input, where the same empty body with a length was {}
+  for (const [headers, body] of [
+    ['Transfer-Encoding: chunked\r\nContent-Encoding: gzip\r\n', '0\r\n\r\n'],
+    ['Transfer-Encoding: chunked\r\nContent-Encoding: br\r\nContent-Type: application/json\r\n', '0\r\n\r\n'],
+    ['Transfer-Encoding: chunked\r\nContent-Encoding: deflate\r\nContent-Type: application/json\r\n', '0\r\n\r\n'],
+    ['Content-Length: 0\r\nContent-Encoding: gzip\r\n', ''],
+  ] as const) {
+    const r = await raw(headers, body);
+    assert.equal(r.status, 200, `${headers.trim()} ${JSON.stringify(body)}`);
+    assert.deepEqual(r.json, { success: true, data: { got: {} } });
+  }
+  // bytes that do not inflate stay 400
+  const bad = await raw('Transfer-Encoding: chunked\r\nContent-Encoding: gzip\r\nContent-Type: application/json\r\n', '2\r\n{}\r\n0\r\n\r\n');
+  assert.equal(bad.status, 400);
+});
