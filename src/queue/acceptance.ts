@@ -57,10 +57,10 @@ export class Acceptance {
   private draining = false;
   private reconciling = false;
   /**
-   * The keyed offers not answered yet, by key: settles once every offer of that key made so far has its outcome
-   * (`replayOf` waits for it before it reads the key).
+   * The keyed offers not answered yet, by key: the latest offer's answer (`replayOf` waits for it before it reads
+   * the key).
    */
-  private readonly keysInFlight = new Map<string, Promise<unknown>>();
+  private readonly keysInFlight = new Map<string, Promise<AcceptOutcome>>();
 
   private readonly committer: AcceptanceCommitter;
 
@@ -100,7 +100,7 @@ export class Acceptance {
   async replayOf(req: AcceptRequest): Promise<AcceptOutcome | null> {
     if (req.idempotencyKey === null) return null;
     const inFlight = this.keysInFlight.get(req.idempotencyKey);
-    if (inFlight) await inFlight;
+    if (inFlight) await inFlight.catch(() => undefined);
     const { core } = this;
     const found = await findByIdempotencyKey(core.deps.pool, core.instanceId, req.idempotencyKey, core.now() - IDEMPOTENCY_RETENTION_MS);
     if (!found) return null;
@@ -132,14 +132,17 @@ export class Acceptance {
     return answers;
   }
 
-  /** Note an offer of `key` until its answer settles (`replayOf`). */
+  /**
+   * Note an offer of `key` until its answer settles (`replayOf`): the latest offer of the key, whose batch is the
+   * same as or later than the earlier ones' (batches are answered in order). One handler a keyed offer, on the
+   * path of every acceptance that carries a key.
+   */
   private keyInFlight(key: string, answer: Promise<AcceptOutcome>): void {
-    const before = this.keysInFlight.get(key);
-    const settled: Promise<unknown> = Promise.allSettled(before ? [before, answer] : [answer]);
-    this.keysInFlight.set(key, settled);
-    void settled.then(() => {
-      if (this.keysInFlight.get(key) === settled) this.keysInFlight.delete(key);
-    });
+    this.keysInFlight.set(key, answer);
+    const done = () => {
+      if (this.keysInFlight.get(key) === answer) this.keysInFlight.delete(key);
+    };
+    answer.then(done, done);
   }
 
   /** Fail what is still waiting for a batch (the queue stops). */
