@@ -79,13 +79,42 @@ export function boundedResolver(lookup: Resolver, opts: { concurrency: number; d
     });
 }
 
-export const systemResolver: Resolver = boundedResolver(
+/** How long a name's answer is used again without asking: a minute, whatever the record's TTL said. */
+export const LOOKUP_CACHE_MS = 60_000;
+/** The most names whose answers are kept (the oldest goes first). */
+export const LOOKUP_CACHE_NAMES = 1_000;
+
+/**
+ * `lookup` with the answers it gave kept for `ttlMs` (at most `names` of them, the oldest dropped first): a name
+ * that resolved a moment ago (a webhook receiver, a CDN) is answered without waiting for a turn of
+ * `boundedResolver`, which names whose DNS hangs (the client's to choose) can hold for a while. Only answers are
+ * kept, never failures; the addresses are checked where they are used, as fresh ones are, so a cached public
+ * answer is what the socket connects to (no rebinding through the cache).
+ */
+export function cachedResolver(lookup: Resolver, opts: { ttlMs: number; names: number; now?: () => number }): Resolver {
+  const now = opts.now ?? Date.now;
+  const kept = new Map<string, { answers: ResolvedAddress[]; until: number }>();
+  return async (host) => {
+    const key = host.toLowerCase();
+    const hit = kept.get(key);
+    if (hit && hit.until > now()) return hit.answers;
+    kept.delete(key);
+    const answers = await lookup(host);
+    if (answers.length > 0) {
+      if (kept.size >= opts.names) kept.delete(kept.keys().next().value as string);
+      kept.set(key, { answers, until: now() + opts.ttlMs });
+    }
+    return answers;
+  };
+}
+
+export const systemResolver: Resolver = cachedResolver(boundedResolver(
   async (host) => {
     const answers = await dns.lookup(host, { all: true, verbatim: true });
     return answers.map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
   },
   { concurrency: LOOKUP_CONCURRENCY, deadlineMs: LOOKUP_DEADLINE_MS },
-);
+), { ttlMs: LOOKUP_CACHE_MS, names: LOOKUP_CACHE_NAMES });
 
 /**
  * What the process uses where a caller injects nothing: the system resolver and no exemptions. Only tests

@@ -6,7 +6,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { boundedResolver, LOOKUP_TIMEOUT_CODE, type ResolvedAddress } from '../../src/media/agent.js';
+import { boundedResolver, cachedResolver, LOOKUP_TIMEOUT_CODE, type ResolvedAddress } from '../../src/media/agent.js';
 import { assertPublicUrl } from '../../src/media/ssrf.js';
 
 /** A lookup whose every call waits until the test answers it. */
@@ -75,4 +75,36 @@ test('a mediaUrl whose name does not resolve in time is refused 400 unresolvable
     assert.match(String(e.message), /did not resolve within/);
     return true;
   });
+});
+
+test('a name that resolved a moment ago is answered again without a lookup (no turn to wait for), until its minute is over; failures are not kept', async () => {
+  let t = 1_000;
+  const asked: string[] = [];
+  let fail = false;
+  const resolve = cachedResolver(async (host) => {
+    asked.push(host);
+    if (fail) throw Object.assign(new Error('no'), { code: 'ENOTFOUND' });
+    return host.startsWith('empty') ? [] : PUBLIC;
+  }, { ttlMs: 60_000, names: 2, now: () => t });
+  assert.deepEqual(await resolve('hook.example'), PUBLIC);
+  assert.deepEqual(await resolve('HOOK.example'), PUBLIC, 'names are case-insensitive');
+  assert.deepEqual(asked, ['hook.example']);
+  t += 60_000;
+  assert.deepEqual(await resolve('hook.example'), PUBLIC);
+  assert.deepEqual(asked, ['hook.example', 'hook.example'], 'asked again once its minute is over');
+  // an empty answer and a failure are not kept
+  assert.deepEqual(await resolve('empty.example'), []);
+  assert.deepEqual(await resolve('empty.example'), []);
+  fail = true;
+  await assert.rejects(resolve('gone.example'));
+  await assert.rejects(resolve('gone.example'));
+  assert.equal(asked.filter((h) => h === 'empty.example' || h === 'gone.example').length, 4);
+  // at most `names` answers: the oldest goes first
+  fail = false;
+  await resolve('a.example');
+  await resolve('b.example');
+  asked.length = 0;
+  await resolve('hook.example');
+  await resolve('b.example');
+  assert.deepEqual(asked, ['hook.example'], 'hook.example was the oldest and went; b.example stayed');
 });
