@@ -32,6 +32,13 @@ test('rotations and deletes of one instance sent together answer 201/404 and 200
       assert.equal((await t.admin('GET', path)).status, 404);
     }
     assert.ok(!seen.some((s) => s.includes(' 500')), seen.join('\n'));
+    // two deletes sent together: one deleted it (200), the other found it gone (404), as one sent after would
+    for (let i = 0; i < 4; i++) {
+      const { instance } = await t.createInstance(`dd-${i}`, { link: false });
+      const path = `/admin/v1/instances/${instance.id}`;
+      const answers = await Promise.all([t.admin('DELETE', path), t.admin('DELETE', path)]);
+      assert.deepEqual(answers.map((r) => `${r.status} ${r.body.code ?? ''}`).sort(), ['200 ', '404 INSTANCE_NOT_FOUND'], answers.map((r) => r.text).join('\n'));
+    }
   } finally {
     await t.stop();
   }

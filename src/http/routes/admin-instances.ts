@@ -101,7 +101,8 @@ export function adminInstancesRouter(admin: InstanceAdmin): Router {
   });
   router.delete('/admin/v1/instances/:id', takes(), async (ctx) => {
     const inst = await load(ctx.params.id ?? '');
-    await admin.remove(inst.id);
+    // deleted by another request since it was loaded (two deletes sent together): that one's 200, this one's 404
+    if (!(await admin.remove(inst.id))) throw new DomainError('INSTANCE_NOT_FOUND', 'no such instance', { instanceId: inst.id });
     ok(ctx, { id: inst.id, deleted: true });
   });
   router.post('/admin/v1/instances/:id/keys', takes(), async (ctx) => {
