@@ -51,8 +51,12 @@ describe('send-bulk with a very large number of entries', () => {
     assert.equal(status, 200);
     // unchanged, the small request waited for the whole batch (3.8 s of one turn here, 300,000 entries)
     assert.ok(small.at < at, `the small request was answered ${Math.round(small.at - at)} ms after the batch`);
-    const answer = JSON.parse(text) as { data: { queued: number; messages: { status: string }[] } };
+    // written in parts (src/http/routes/legacy-bulk.ts answerParts): the same JSON as one JSON.stringify writes
+    const answer = JSON.parse(text) as { success: boolean; data: { queued: number; messages: { status: string }[] } };
+    assert.equal(text, JSON.stringify(answer));
+    assert.equal(answer.success, true);
     assert.equal(answer.data.queued, N);
+    assert.equal(answer.data.messages.length, N);
     assert.ok(answer.data.messages.every((m) => m.status === 'rejected'));
     assert.equal((JSON.parse(small.text) as { data: { queued: number } }).data.queued, 1);
   });
