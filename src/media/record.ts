@@ -13,8 +13,10 @@ export function cleanFilename(value: string | null | undefined): string | null {
   const base = value.split(/[/\\]/).pop() ?? '';
   // 255 characters counted in code points (docs/api.md: lengths count code points): a cut by UTF-16 units split an
   // emoji at the end, and its half was stored as U+FFFD, a character the client never sent
-  // control characters are C0, DEL and C1 (U+0080 to U+009F, Unicode's Cc as well: a name of U+0085 alone was sent)
-  const clean = Array.from(base.replace(/[\u0000-\u001f\u007f-\u009f]/g, '').trim()).slice(0, 255).join('');
+  // control characters are C0, DEL and C1 (U+0080 to U+009F, Unicode's Cc as well: a name of U+0085 alone was sent),
+  // and the bidirectional controls (U+200E, U+200F, U+202A to U+202E, U+2066 to U+2069): a right-to-left override
+  // shows "invoice\u202Efdp.exe" as "invoiceexe.pdf" where a person reads the name
+  const clean = Array.from(base.replace(/[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, '').trim()).slice(0, 255).join('');
   return clean === '' || clean === '.' || clean === '..' ? null : clean;
 }
 

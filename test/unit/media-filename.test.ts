@@ -37,3 +37,11 @@ test('C1 control characters (U+0080 to U+009F) are control characters too', () =
   assert.equal(cleanFilename('a\u0085b\u009b.png'), 'ab.png');
   assert.equal(cleanFilename('\u00a0é.png'), 'é.png');
 });
+
+test('bidirectional controls are removed: a right-to-left override cannot make a name read as another', () => {
+  // found from the outside (an incoming attachment kept U+202E): "invoice\u202Efdp.exe" shows as "invoiceexe.pdf"
+  assert.equal(cleanFilename('invoice\u202efdp.exe'), 'invoicefdp.exe');
+  assert.equal(cleanFilename('\u2066a\u2069\u200e\u200f.png'), 'a.png');
+  assert.equal(cleanFilename('\u202a\u202b\u202c\u202d\u202e'), null);
+  assert.equal(cleanFilename('שלום.pdf'), 'שלום.pdf', 'right-to-left letters themselves stay');
+});
