@@ -163,7 +163,25 @@ async function gatedOnce(
     }
   }
   const view = await v2Gate(ctx, port);
-  return acceptJob(port, await prepare(view), deadlineMs);
+  const request = await prepare(view);
+  // The preparation may take seconds (a mediaUrl's probe): in this process the gate is checked again in the turn
+  // the send is offered, so a send is never accepted after the instance went offline (or paused) meanwhile, where
+  // a retry of its key could have been refused 503 in between as 'no job has the key'.
+  if (!port.viewNow) return acceptJob(port, request, deadlineMs);
+  try {
+    return await acceptJob(port, request, deadlineMs, { phoneNumber: view.phoneNumber });
+  } catch (err) {
+    if (!(err instanceof GateStale)) throw err;
+    keepView(ctx, err.view);
+  }
+  const now = await v2Gate(ctx, port);
+  const again = await prepare(now);
+  try {
+    return await acceptJob(port, again, deadlineMs, { phoneNumber: now.phoneNumber });
+  } catch (err) {
+    if (!(err instanceof GateStale)) throw err;
+    return acceptJob(port, again, deadlineMs);
+  }
 }
 
 /**
