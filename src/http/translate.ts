@@ -126,6 +126,16 @@ export function toV1SendError(raw: unknown, at: V1Context): V1Error {
   }
 }
 
+/**
+ * An instance deleted while a v1 request its API key let in was on its way (its port found no row): left to the
+ * error boundary, which answers 401 INVALID_API_KEY in the shared envelope (envelope.ts keyOutlived), as v2 and
+ * every request after the delete are (docs/api-v1.md: 401 is not produced by the v1 routes). Turned into a v1
+ * body it was a 500 "the instance was deleted; nothing was accepted" (a v1 500 says "do not resend"), or a 404.
+ */
+export function keyOutlivedV1(raw: unknown, authenticated: unknown): raw is DomainError {
+  return raw instanceof DomainError && raw.code === 'INSTANCE_NOT_FOUND' && authenticated === 'instance';
+}
+
 /** A v1 read (GET /api/check-number/:phone): the v2 status and message, in v1's `{success:false, error}`. */
 export function toV1ReadError(raw: unknown): unknown {
   return raw instanceof DomainError ? new V1Error(raw.status, raw.message) : raw;

@@ -20,7 +20,7 @@ import { v1Queues, type InstancePort, type InstanceView } from '../../actors/por
 import type { Instance } from '../../store/instances.js';
 import type { Pool } from '../../store/pool.js';
 import { parseV1Send, type V1Kind } from './legacy-parse.js';
-import { toV1GuardError, toV1SendError } from '../translate.js';
+import { keyOutlivedV1, toV1GuardError, toV1SendError } from '../translate.js';
 import { requireConnectedOrRestarting, sendThroughQueue } from './legacy-queued.js';
 import { sendDirect } from './legacy-direct.js';
 import { sendBulk } from './legacy-bulk.js';
@@ -94,6 +94,7 @@ function v1Route(deps: LegacyRouteDeps, handler: (ctx: Context) => Promise<void>
     try {
       await handler(ctx);
     } catch (err) {
+      if (keyOutlivedV1(err, ctx.state.authenticated)) throw err;
       throw toV1SendError(err, { log: deps.log, method: ctx.method, path: ctx.path, onStoreError: deps.onStoreError });
     }
   };

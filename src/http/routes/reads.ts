@@ -14,7 +14,7 @@ import { createRouter } from '../router.js';
 import type { Context, Next } from 'koa';
 import { ok } from '../envelope.js';
 import { DomainError, validationFailed } from '../../errors.js';
-import { toV1ReadError } from '../translate.js';
+import { keyOutlivedV1, toV1ReadError } from '../translate.js';
 import { QUERY_INTEGER } from '../validate.js';
 import { DEADLINES } from '../../actors/port.js';
 import { toChat, toContact, toMessage } from '../../wire/objects.js';
@@ -137,6 +137,7 @@ export function readsRouter(deps: ReadsRouteDeps): Router {
       const phone = phoneParam(ctx);
       ok(ctx, await lookUp(deps, ctx, phone));
     } catch (err) {
+      if (keyOutlivedV1(err, ctx.state.authenticated)) throw err;
       throw toV1ReadError(err);
     }
   });
