@@ -292,6 +292,9 @@ async function closeWait(deps: QueuedDeps, now: () => InstancePort, job: Job, wh
     if (isConnectionError(err)) return { kind: 'not_sent', offline: true, error: STORE_LOST_QUEUED };
     // no node could be asked right now (a hand-over at this very moment): the job's row says what it is
     if (lostTheQueue(err)) return settledOrInFlight(await getJob(deps.pool, job.instanceId, job.id).catch(() => undefined), whyExpired, clock.now(), inFlight);
+    // the job's row is gone: its instance was deleted while the caller waited (the queue still answered the
+    // cancellation), so nothing was sent. Found from the outside: answered 500 "no such job"
+    if (err instanceof DomainError && err.code === 'JOB_NOT_FOUND') return settledOrInFlight(null, whyExpired, clock.now(), inFlight);
     if (!(err instanceof DomainError) || err.code !== 'JOB_NOT_CANCELLABLE') throw err;
     if (err.data.state === 'sending') return outcomeWithin(sendingMs);
     // it ended between the wait and the cancellation: read the outcome
