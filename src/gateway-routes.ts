@@ -114,7 +114,7 @@ export function gatewayFamilies(deps: RouteDeps): Families {
     // the send routes' gate reads the same view instead of asking again
     keepView(ctx, view);
     if (!view.paused) return next();
-    // a send refused before its gate (a route's own check) is answered after the pause, as any other v2 route
+    // a send refused before its gate (a route's own check) is answered after the pause, like every other v2 route
     return next().catch((err: unknown) => {
       throw gateReached(ctx) ? err : queuePaused();
     });

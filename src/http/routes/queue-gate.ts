@@ -153,14 +153,8 @@ async function gatedOnce(
     deferred.settled = true;
     const { view } = deferred;
     const request = await (async () => prepare(view))().catch(() => null);
-    if (request) {
-      try {
-        return await acceptJob(port, request, deadlineMs, { phoneNumber: view.phoneNumber });
-      } catch (err) {
-        if (!(err instanceof GateStale)) throw err;
-        keepView(ctx, err.view);
-      }
-    }
+    const r = request && (await offerGated(ctx, port, request, deadlineMs, view));
+    if (r) return r;
   }
   const view = await v2Gate(ctx, port);
   const request = await prepare(view);
@@ -168,19 +162,24 @@ async function gatedOnce(
   // the send is offered, so a send is never accepted after the instance went offline (or paused) meanwhile, where
   // a retry of its key could have been refused 503 in between as 'no job has the key'.
   if (!port.viewNow) return acceptJob(port, request, deadlineMs);
+  const first = await offerGated(ctx, port, request, deadlineMs, view);
+  if (first) return first;
+  const now = await v2Gate(ctx, port);
+  const again = await prepare(now);
+  return (await offerGated(ctx, port, again, deadlineMs, now)) ?? acceptJob(port, again, deadlineMs);
+}
+
+/**
+ * The send offered with the gate of `view` (the owner checks it, and the number the send assumed, as it accepts):
+ * its acceptance, or null when the owner's view differs (GateStale), that view kept to prepare the send again with.
+ */
+async function offerGated(ctx: Context, port: InstancePort, request: AcceptRequest, deadlineMs: number, view: InstanceView): Promise<Accepted | null> {
   try {
     return await acceptJob(port, request, deadlineMs, { phoneNumber: view.phoneNumber });
   } catch (err) {
     if (!(err instanceof GateStale)) throw err;
     keepView(ctx, err.view);
-  }
-  const now = await v2Gate(ctx, port);
-  const again = await prepare(now);
-  try {
-    return await acceptJob(port, again, deadlineMs, { phoneNumber: now.phoneNumber });
-  } catch (err) {
-    if (!(err instanceof GateStale)) throw err;
-    return acceptJob(port, again, deadlineMs);
+    return null;
   }
 }
 
