@@ -23,6 +23,7 @@ import { AcceptanceCommitter, type UnitWrites } from './group-commit.js';
 import type { AddProposal } from './planning.js';
 import type { SlotWriter } from './slot-writer.js';
 import type { InstanceSettings } from './settings.js';
+import { RoomTrials } from './room-trials.js';
 import type { Queryable } from '../store/pool.js';
 import type { AcceptOutcome, AcceptRequest, Refusal } from './types.js';
 
@@ -269,6 +270,9 @@ export class Acceptance {
     const decisions = new Map<Pending, Decided>();
     const fresh: { p: Pending; job: NewJob }[] = [];
     const keysInBatch = new Map<string, { p: Pending; job: NewJob }>();
+    // fresh jobs a trial plan found no slot for before their expiry: they take no room of the queue
+    const unreachable = new Set<NewJob>();
+    let room: RoomTrials | null = null;
     for (const p of batch) {
       const { req } = p;
       if (req.idempotencyKey !== null) {
@@ -285,7 +289,8 @@ export class Acceptance {
           continue;
         }
       }
-      if (core.pending + fresh.length >= deps.maxPending) {
+      // full, counting the batch's own new jobs: unless some of them can never have a slot (a trial plan tells)
+      if (core.pending + fresh.length - unreachable.size >= deps.maxPending && !(room ??= new RoomTrials((jobs) => planner.tryAdd(jobs.map(planJob), now, settings).slots)).freed(fresh, unreachable, core.pending, deps.maxPending)) {
         decisions.set(p, { kind: 'refused', code: 'QUEUE_FULL', maxPending: deps.maxPending });
         continue;
       }
@@ -295,20 +300,22 @@ export class Acceptance {
     }
 
     // Plan the fresh jobs; refuse the ones whose earliest slot is after their expiry.
-    const placed = planner.tryAdd(
-      fresh.map((f) => ({ id: f.job.id, priority: f.job.priority, notBefore: f.job.notBefore, expiresAt: f.job.expiresAt })),
-      now,
-      settings,
-    );
+    const placed = planner.tryAdd(fresh.filter((f) => !unreachable.has(f.job)).map((f) => planJob(f.job)), now, settings);
     const accepted: { p: Pending; job: NewJob }[] = [];
     for (const f of fresh) {
-      const slot = placed.slots.get(f.job.id);
+      const slot = unreachable.has(f.job) ? undefined : placed.slots.get(f.job.id);
       if (slot === undefined) {
         decisions.set(f.p, { kind: 'refused', code: 'TTL_UNREACHABLE', expiresAt: f.job.expiresAt });
         continue;
       }
       f.job.scheduledAt = slot;
       accepted.push(f);
+    }
+    // the same key again in the batch: the answer of the request it repeats, a refusal included
+    for (const [p, d] of decisions) {
+      if (d.kind !== 'sibling') continue;
+      const of = decisions.get(d.of);
+      if (of) decisions.set(p, of);
     }
     return {
       decisions,
@@ -323,6 +330,11 @@ export class Acceptance {
       },
     };
   }
+}
+
+/** What the planner needs of a new job. */
+function planJob(job: NewJob): { id: string; priority: number; notBefore: number | null; expiresAt: number } {
+  return { id: job.id, priority: job.priority, notBefore: job.notBefore, expiresAt: job.expiresAt };
 }
 
 // the send last: a literal that starts with a spread is slow to build (src/queue/sql/row.ts)
