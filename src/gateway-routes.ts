@@ -7,7 +7,7 @@
  */
 import type { Context, Middleware, Next } from 'koa';
 import type Router from '@koa/router';
-import type { Config } from './config.js';
+import { legacyWaitMs, type Config } from './config.js';
 import type { Clock } from './clock.js';
 import type { Logger } from './log.js';
 import type { Pool } from './store/pool.js';
@@ -42,6 +42,7 @@ import { createWebhookAdminRouter } from './http/routes/webhooks.js';
 import { createMediaRouter } from './http/routes/media.js';
 import { interactionsRouter } from './http/routes/interactions.js';
 import { readsRouter } from './http/routes/reads.js';
+import { legacyReadsRouter } from './http/routes/legacy-reads.js';
 import { groupsRouter } from './http/routes/groups.js';
 import { InteractionLimiter } from './http/rate-limit.js';
 import { PresenceManager } from './actors/presence.js';
@@ -195,6 +196,8 @@ export function gatewayFamilies(deps: RouteDeps): Families {
       // an API key that cannot be verified while the store is unreachable: 503 in v1's shape
       guard: v1Guard(apiKey),
     },
+    // the v1 number lookup: a v1 route (v1's guard; an ordered restart holds it instead of QUEUE_PAUSED)
+    { ...instanceFamily('v1-reads', legacyReadsRouter({ portOf, clock, waitMs: legacyWaitMs(config) })), guard: v1Guard(apiKey) },
     instanceFamily('v2-message-media', messageMediaRouter({ portOf, store: media.store })),
     instanceFamily('v2-groups', groupsRouter(networkDeps)),
     instanceFamily('v2-interactions', interactionsRouter(networkDeps)),

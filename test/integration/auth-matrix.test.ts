@@ -102,7 +102,7 @@ function expectError(r: ApiResponse, status: number, code: string, what: string)
 
 test('the route table covers every family and only /health is open', () => {
   const families = new Set(t.gw.routes.map((r) => r.family));
-  for (const f of ['health', 'admin-instances', 'admin-webhooks', 'debug', 'status', 'v2-queue', 'v2-send', 'v1', 'v2-groups', 'v2-interactions', 'v2-reads', 'v2-media', 'sandbox-control']) {
+  for (const f of ['health', 'admin-instances', 'admin-webhooks', 'debug', 'status', 'v2-queue', 'v2-send', 'v1', 'v1-reads', 'v2-groups', 'v2-interactions', 'v2-reads', 'v2-media', 'sandbox-control']) {
     assert.ok(families.has(f), `family ${f} is mounted`);
   }
   assert.deepEqual(

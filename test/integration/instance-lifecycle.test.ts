@@ -6,7 +6,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { startTestGateway, type ApiResponse, type TestGateway } from '../helpers/gateway.js';
+import { settle, startTestGateway, type ApiResponse, type TestGateway } from '../helpers/gateway.js';
 import { instanceActorId } from '../../machines/supervisor.machine.js';
 import { instanceStatus, type InstanceSnapshot } from '../../machines/instance.machine.js';
 
@@ -211,8 +211,17 @@ test('ordered restart: 503 QUEUE_PAUSED on v2 sends while in progress, instance_
   }
   assert.equal((await status(apiKey)).status, 'initializing');
   assert.equal((await t.admin('GET', `/admin/v1/instances/${instance.id}`)).body.data?.paused, true);
+  // the v1 number lookup is a v1 route: not refused QUEUE_PAUSED, it waits for the restart and answers then
+  let lookedUp: ApiResponse | null = null;
+  const lookup = t.api(apiKey, 'GET', '/api/check-number/4915112345678').then((x) => (lookedUp = x));
+  await settle();
+  assert.equal(lookedUp, null, 'the lookup waits while the restart lasts');
 
   await untilStatus(apiKey, 'connected', 10_000);
+  const looked = await t.advanceUntil(() => lookedUp, 'the v1 lookup after the restart', { maxMs: 5_000 });
+  await lookup;
+  assert.equal(looked.status, 200, looked.text);
+  assert.deepEqual(Object.keys(looked.body.data ?? {}).sort(), ['phone', 'registered', 'whatsappId']);
   rec.stop();
   assert.deepEqual(rec.seen, ['connected', 'initializing', 'authenticated', 'connected']);
   assert.equal((await send(apiKey)).status, 202);

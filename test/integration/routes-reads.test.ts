@@ -2,6 +2,7 @@ import { test, describe, before, after, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { simulatedClock } from '../../src/clock.js';
 import { readsRouter } from '../../src/http/routes/reads.js';
+import { legacyReadsRouter } from '../../src/http/routes/legacy-reads.js';
 import {
   MiniNetwork,
   TestPort,
@@ -41,7 +42,7 @@ describe('reading routes over HTTP', () => {
     for (let i = 0; i < 300; i++) net.addMessage(ALICE, { fromMe: i % 3 === 0, body: `m${i}`, timestamp: t0s - 300 + i });
     net.addContact(ALICE, 'Alice');
     net.pictures.set(ALICE, 'https://pps.example/alice.jpg');
-    srv = await serve([readsRouter({ portOf: () => port, fetchMessagesMax: 200 }), queueStub()]);
+    srv = await serve([readsRouter({ portOf: () => port, fetchMessagesMax: 200 }), legacyReadsRouter({ portOf: () => port, clock, waitMs: 20_000 }), queueStub()]);
     small = await serve([readsRouter({ portOf: () => port, fetchMessagesMax: 20 })]);
   });
   after(async () => {

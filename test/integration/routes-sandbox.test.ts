@@ -14,6 +14,7 @@ import { InteractionLimiter } from '../../src/http/rate-limit.js';
 import { PresenceManager } from '../../src/actors/presence.js';
 import { interactionsRouter } from '../../src/http/routes/interactions.js';
 import { readsRouter } from '../../src/http/routes/reads.js';
+import { legacyReadsRouter } from '../../src/http/routes/legacy-reads.js';
 import { groupsRouter } from '../../src/http/routes/groups.js';
 import { TestPort, serve, request, keys, CHAT_FIELDS, MESSAGE_FIELDS, CONTACT_FIELDS, type Served } from './routes-harness.js';
 
@@ -69,7 +70,7 @@ describe('network routes over the sandbox network', () => {
     const msgs = await me.fetchMessages(c(ALICE), { limit: 10, fromMe: false });
     fromAlice = msgs[0]?.id._serialized ?? '';
     const deps = { portOf: () => port, clock, limiter, presence, fetchMessagesMax: 200 };
-    srv = await serve([interactionsRouter(deps), readsRouter(deps), groupsRouter(deps)]);
+    srv = await serve([interactionsRouter(deps), readsRouter(deps), legacyReadsRouter({ ...deps, waitMs: 20_000 }), groupsRouter(deps)]);
   });
 
   after(async () => {

@@ -1,6 +1,6 @@
 /**
  * Reading endpoints (SPEC.md "Reading endpoints"): chats, one chat, a chat's messages, one message,
- * contacts, profile pictures and number lookups, plus the v1 `GET /api/check-number/:phone`. Each asks the
+ * contacts, profile pictures and number lookups (the v1 `GET /api/check-number/:phone` is in legacy-reads.ts). Each asks the
  * instance's port (src/actors/port.ts) with the 30 s read deadline; none is under the interaction limiter
  * (SPEC.md puts only the interaction and group endpoints there).
  *
@@ -14,9 +14,8 @@ import { createRouter } from '../router.js';
 import type { Context, Next } from 'koa';
 import { ok } from '../envelope.js';
 import { DomainError, validationFailed } from '../../errors.js';
-import { keyOutlivedV1, toV1ReadError } from '../translate.js';
 import { QUERY_INTEGER } from '../validate.js';
-import { DEADLINES } from '../../actors/port.js';
+import { DEADLINES, type InstancePort } from '../../actors/port.js';
 import { toChat, toContact, toMessage } from '../../wire/objects.js';
 import { normalizePhone } from '../../phone.js';
 import {
@@ -128,29 +127,19 @@ export function readsRouter(deps: ReadsRouteDeps): Router {
 
   router.get('/api/v2/contacts/:phone/exists', async (ctx) => {
     const phone = phoneParam(ctx);
-    ok(ctx, await lookUp(deps, ctx, phone));
-  });
-
-  // v1 (frozen): same data, but failures are v1 bodies `{success:false, error}` without code or data
-  router.get('/api/check-number/:phone', async (ctx) => {
-    try {
-      const phone = phoneParam(ctx);
-      ok(ctx, await lookUp(deps, ctx, phone));
-    } catch (err) {
-      if (keyOutlivedV1(err, ctx.state.authenticated)) throw err;
-      throw toV1ReadError(err);
-    }
+    ok(ctx, await lookUp(deps.portOf(ctx), phone));
   });
 
   return router;
 }
 
-async function lookUp(deps: ReadsRouteDeps, ctx: Context, phone: string) {
-  const id = await askNetwork(deps.portOf(ctx), { type: 'network', op: 'getNumberId', args: [phone], label: 'contacts.exists' }, DEADLINES.read);
+/** Whether a number is on the network (also the v1 `GET /api/check-number/:phone`, src/http/routes/legacy-reads.ts). */
+export async function lookUp(port: InstancePort, phone: string) {
+  const id = await askNetwork(port, { type: 'network', op: 'getNumberId', args: [phone], label: 'contacts.exists' }, DEADLINES.read);
   return { phone, registered: id !== null, whatsappId: id ?? null };
 }
 
-function phoneParam(ctx: Context): string {
+export function phoneParam(ctx: Context): string {
   const phone = normalizePhone(param(ctx, 'phone'));
   if (!phone) throw validationFailed('phone', 'phone must be an international number (digits, optional leading +) or a German national number starting with 0');
   return phone;
