@@ -78,7 +78,8 @@ export function acceptedResponse(v: AcceptedView, now: number): Record<string, u
   // A fresh submission always says `queued`; a replay mirrors the original job but never says `scheduled`.
   const status = !v.replay ? 'queued' : job.state === 'scheduled' ? 'queued' : job.state;
   // a waiting job without a slot has no send time: etaSeconds must be an integer (SPEC.md), and its 0 is not one
-  const unplanned = job.scheduledAt === null && (job.state === 'queued' || job.state === 'scheduled');
+  const waiting = job.state === 'queued' || job.state === 'scheduled';
+  const unplanned = job.scheduledAt === null && waiting;
   const warnings = unplanned ? [...v.warnings, NO_SLOT_YET] : v.warnings;
   return {
     status,
@@ -89,7 +90,9 @@ export function acceptedResponse(v: AcceptedView, now: number): Record<string, u
     idempotencyKey: job.idempotencyKey,
     idempotentReplay: v.replay,
     scheduledAt: iso(job.scheduledAt),
-    etaSeconds: etaSeconds(job.scheduledAt, now) ?? 0,
+    // a replay of a job no longer waiting (being sent, or ended: a cancelled one too) has no send ahead of it:
+    // 0, not the seconds to a slot it will never take (its status answers etaSeconds null)
+    etaSeconds: waiting ? etaSeconds(job.scheduledAt, now) ?? 0 : 0,
     queuePosition: v.queuePosition,
     expiresAt: iso(job.expiresAt),
     statusUrl: `/api/v2/messages/${job.id}`,

@@ -209,6 +209,21 @@ test('cancel before sending; a sent job cannot be cancelled; unknown job is 404 
   assert.equal(missing.body.code, 'JOB_NOT_FOUND');
 });
 
+test('the replay of a cancelled job promises no send: etaSeconds 0, the job\'s status etaSeconds null', async () => {
+  const { apiKey } = await t.createInstance('q6-replay', { settings: FAST });
+  const body = { phone: '4915112345678', message: 'later, then not', notBefore: new Date(t.clock.now() + 86_400_000).toISOString(), idempotencyKey: 'cancel-then-replay' };
+  const first = await t.api(apiKey, 'POST', '/api/v2/send-message', body);
+  assert.equal(first.status, 202, first.text);
+  assert.ok(Number(first.body.data?.etaSeconds) >= 86_400, first.text);
+  const jobId = String(first.body.data?.jobId);
+  assert.equal((await t.api(apiKey, 'DELETE', `/api/v2/messages/${jobId}`)).status, 200);
+  const replay = await t.api(apiKey, 'POST', '/api/v2/send-message', body);
+  assert.equal(replay.status, 200, replay.text);
+  assert.equal(replay.body.data?.status, 'cancelled');
+  assert.equal(replay.body.data?.etaSeconds, 0, 'no send is ahead of a cancelled job');
+  assert.equal((await job(apiKey, jobId)).etaSeconds, null);
+});
+
 test('a method the path has with the other kind of id: requeue of a network message id is 404 JOB_NOT_FOUND, an edit of a job id 400 naming msgId', async () => {
   // both answered a "no route for" 404 while OPTIONS on the same path listed the method (found from the outside)
   const { apiKey } = await t.createInstance('q6b', { settings: FAST });
