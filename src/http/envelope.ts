@@ -26,6 +26,23 @@ function keyOutlived(ctx: Context, err: DomainError): DomainError {
   return new DomainError('INVALID_API_KEY', 'API key is not valid: its instance was deleted');
 }
 
+/**
+ * The network refused an input of a request without a body: the driver's refusal names `body`
+ * (src/drivers/domain-errors.ts), which such a request does not have. Its one input is its path parameter (GET
+ * /api/v2/chats/:chatId, POST /api/v2/groups/:groupId/invite/revoke): `data.field` names that (found from the
+ * outside: a GET answered 400 naming `body`).
+ */
+function bodilessRefusal(ctx: Context, err: DomainError): DomainError {
+  if (err.code !== 'VALIDATION_FAILED' || err.data.field !== 'body' || sentBody(ctx)) return err;
+  const params = Object.keys((ctx as { params?: Record<string, string> }).params ?? {});
+  if (params.length !== 1) return err;
+  return new DomainError('VALIDATION_FAILED', err.message, { ...err.data, field: params[0] });
+}
+
+/** Whether the request came with a body (a length above 0, or chunked). */
+const sentBody = (ctx: Context): boolean =>
+  ctx.request.headers['transfer-encoding'] !== undefined || (ctx.request.length ?? 0) > 0;
+
 export function errorBoundary(log: Logger, opts: TranslateOptions = {}) {
   return async function errors(ctx: Context, next: Next): Promise<void> {
     try {
@@ -39,7 +56,7 @@ export function errorBoundary(log: Logger, opts: TranslateOptions = {}) {
         ctx.body = maskClientValue(raw.body);
         return;
       }
-      const err = keyOutlived(ctx, translate(raw, opts));
+      const err = bodilessRefusal(ctx, keyOutlived(ctx, translate(raw, opts)));
       if (err.status >= 500 && err.code === 'INTERNAL_ERROR') {
         log.error({ err: raw, method: ctx.method, path: ctx.path }, 'unhandled error');
       }

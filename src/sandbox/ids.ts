@@ -20,11 +20,13 @@ export function normalizePhone(input: string): string | null {
 export const userId = (phone: string) => `${phone}@c.us`;
 
 export function parseChatId(id: string): ParsedChatId | null {
-  let m = /^(\d{6,15})@c\.us$/.exec(id);
+  // the shapes the gateway lets through (src/phone.ts CHAT_ID): an id of such a shape that names nobody is
+  // unknown to the network (a 404 of the route), not malformed (its 400)
+  let m = /^(\d{5,20})@c\.us$/.exec(id);
   if (m?.[1]) return { kind: 'user', phone: m[1] };
-  m = /^(\d{6,20})@lid$/.exec(id);
+  m = /^(\d{5,24})@lid$/.exec(id);
   if (m?.[1]) return { kind: 'lid', lid: m[1] };
-  if (/^\d{6,20}(-\d{6,12})?@g\.us$/.test(id)) return { kind: 'group', gid: id };
+  if (/^\d{5,20}(-\d{5,20})?@g\.us$/.test(id)) return { kind: 'group', gid: id };
   return null;
 }
 

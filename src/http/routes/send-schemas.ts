@@ -150,7 +150,7 @@ export function resolveTarget(body: { phone?: string | undefined; chatId?: strin
     chatId = phoneToChatId(p);
   } else {
     chatId = (body.chatId as string).trim();
-    if (!CHAT_ID.test(chatId)) throw validationFailed('chatId', 'chatId must end in @c.us, @lid or @g.us');
+    if (!CHAT_ID.test(chatId)) throw validationFailed('chatId', 'chatId must be digits@c.us, digits@lid or a group id digits@g.us or digits-digits@g.us (5 to 20 digits each)');
     phone = chatIdToPhone(chatId);
   }
   if (ownNumber && phone === ownNumber) {
