@@ -21,6 +21,8 @@ const NO_INSTANT_RETRY_MS = 86_400_000;
 
 export class DegradedMode {
   private recoveryTimer: TimerHandle | null = null;
+  /** outages begun so far: a recovery that a newer outage overtook leaves the queue degraded */
+  private outages = 0;
 
   constructor(private readonly core: QueueCore, private readonly loop: DispatchLoop) {}
 
@@ -31,25 +33,36 @@ export class DegradedMode {
   async directSend(req: DirectSend, enforceLimits: boolean): Promise<DirectOutcome> {
     const { core } = this;
     let at = core.now();
+    // kept for the write-back of a recovery (the store is away): else written once the send went out
+    let kept = false;
     if (enforceLimits) {
       const gate = await core.serial.run(async () => {
         at = core.now();
         const check = core.planner.recheck(at, core.deps.settings());
         if (!check.ok) return check;
         core.planner.recordDispatch(at);
-        if (core.degraded) core.writeBack.keepDispatch(at);
+        if (core.degraded) {
+          core.writeBack.keepDispatch(at);
+          kept = true;
+        }
         return check;
       });
       if (!gate.ok) return { kind: 'rate_limited', retryAt: 'nextAt' in gate && typeof gate.nextAt === 'number' ? gate.nextAt : at + NO_INSTANT_RETRY_MS };
     }
     const outcome = await core.deps.dispatcher.send(directJob(core.instanceId, req, at));
-    if (outcome.kind === 'failed' && enforceLimits) {
-      await core.serial.run(async () => {
-        core.planner.forgetDispatch(at);
-        core.writeBack.dropDispatch(at);
-      });
-    }
-    if (outcome.kind !== 'failed' && !enforceLimits) await this.countUngated(at);
+    if (outcome.kind === 'failed') {
+      if (enforceLimits) {
+        await core.serial.run(async () => {
+          core.planner.forgetDispatch(at);
+          if (kept) core.writeBack.dropDispatch(at);
+        });
+      }
+    } else if (!enforceLimits) await this.countUngated(at);
+    // The route chose this send by a view that said the store was away, and the queue no longer thinks so (it
+    // recovered meanwhile, or had not noticed yet): counted in memory and written now, as any dispatch. Found
+    // from the outside: such sends went out and were never written (kept only while degraded), so the windows
+    // PostgreSQL holds missed them and the hourly ceiling was passed after a restart or hand-over.
+    else if (!kept) await this.persistDispatch(at);
     return outcome;
   }
 
@@ -57,18 +70,32 @@ export class DegradedMode {
    * A send of mode `disabled` went out (or may have): no limit held it back, but it is an actual dispatch,
    * which the pause and the ceilings count once the queue is enabled again (SPEC.md: the pause is measured
    * against the last actual dispatch, which is persisted). Found from the outside: a v2 send right after
-   * the queue was enabled went out 82 ms after such a send, with a 15 s pause. Kept in memory at once; a
-   * write the store refuses now is written back with the next recovery.
+   * the queue was enabled went out 82 ms after such a send, with a 15 s pause.
    */
   private async countUngated(at: number): Promise<void> {
+    await this.core.serial.run(async () => {
+      this.core.planner.recordDispatch(at);
+    });
+    await this.persistDispatch(at);
+  }
+
+  /**
+   * A send outside the queue, already counted in memory, into `dispatches`: kept for the next recovery while the
+   * store is away, else written now together with sends kept earlier whose write failed; a write the store
+   * refuses keeps them all for the next recovery (or the next such write).
+   */
+  private persistDispatch(at: number): Promise<void> {
     const { core } = this;
-    await core.serial.run(async () => {
-      core.planner.recordDispatch(at);
+    return core.serial.run(async () => {
       if (core.degraded) return core.writeBack.keepDispatch(at);
-      await insertDispatches(core.deps.pool, core.instanceId, [{ jobId: null, at }]).catch((err: unknown) => {
-        core.deps.log.warn({ err }, 'a direct send of the disabled queue was not written; kept for the next recovery');
-        core.writeBack.keepDispatch(at);
-      });
+      const earlier = core.writeBack.keptDispatches();
+      await insertDispatches(core.deps.pool, core.instanceId, [...earlier, at].map((t) => ({ jobId: null, at: t }))).then(
+        () => core.writeBack.dispatchesWritten(earlier.length),
+        (err: unknown) => {
+          core.deps.log.warn({ err }, 'a send outside the queue was not written; kept for the next recovery');
+          core.writeBack.keepDispatch(at);
+        },
+      );
     });
   }
 
@@ -81,13 +108,16 @@ export class DegradedMode {
     const { core } = this;
     this.clearRecoveryTimer();
     if (on) {
+      this.outages++;
       core.degraded = true;
       this.loop.disarm();
       return Promise.resolve();
     }
     if (!core.degraded) return Promise.resolve();
+    let overtaken = false;
     return core.serial.run(async () => {
       if (!core.degraded) return;
+      const outage = this.outages;
       const sends = core.writeBack.keptDispatches();
       await core.transaction(async (c) => {
         // kept sends belong to no job
@@ -97,11 +127,21 @@ export class DegradedMode {
         await core.emit(c, 'queue.recovered', { queueMode: 'pg', sentWhileDegraded: sends.length });
       });
       core.writeBack.dispatchesWritten(sends.length);
+      // The store went away again while this was written (setDegraded(true) does not wait for the executor):
+      // the queue stays degraded, and that outage's recovery writes what it keeps. Found from the outside: a
+      // recovery that ended after a newer outage had begun set the queue back to pg, and the sends of that
+      // outage were neither kept nor written.
+      if (this.outages !== outage) {
+        overtaken = true;
+        return;
+      }
       core.degraded = false;
       // outcomes of sends that went out during the outage, each with its message.* event; arm() retries a failure
       await this.loop.writeBackOutcomes().catch((err: unknown) => core.deps.log.warn({ err }, 'kept outcomes not written yet'));
     }).then(
-      () => this.loop.resume(),
+      () => {
+        if (!overtaken) this.loop.resume();
+      },
       (err: unknown) => {
         this.retryRecovery(since);
         throw err;
