@@ -36,26 +36,25 @@ export class DegradedMode {
     // kept for the write-back of a recovery (the store is away): else written once the send went out
     let kept = false;
     if (enforceLimits) {
-      const gate = await core.serial.run(async () => {
-        at = core.now();
-        const check = core.planner.recheck(at, core.deps.settings());
-        if (!check.ok) return check;
-        core.planner.recordDispatch(at);
-        if (core.degraded) {
-          core.writeBack.keepDispatch(at);
-          kept = true;
-        }
-        return check;
-      });
-      if (!gate.ok) return { kind: 'rate_limited', retryAt: 'nextAt' in gate && typeof gate.nextAt === 'number' ? gate.nextAt : at + NO_INSTANT_RETRY_MS };
+      // The gate reads and counts memory only, at once, not on the serial executor: as the dispatch lane does
+      // (src/queue/dispatch-loop.ts `step`, no await between its re-check and the count), and so that a send
+      // made while the store is away does not wait behind a statement hung on it (found from the outside: in a
+      // partition that answered nothing, these sends left in bursts every 4-5 s, behind the queue's re-reads, and
+      // callers got 500 "may have been delivered" for sends that never passed the gate).
+      at = core.now();
+      const gate = core.planner.recheck(at, core.deps.settings());
+      if (!gate.ok) return { kind: 'rate_limited', retryAt: gate.nextAt ?? at + NO_INSTANT_RETRY_MS };
+      core.planner.recordDispatch(at);
+      if (core.degraded) {
+        core.writeBack.keepDispatch(at);
+        kept = true;
+      }
     }
     const outcome = await core.deps.dispatcher.send(directJob(core.instanceId, req, at));
     if (outcome.kind === 'failed') {
       if (enforceLimits) {
-        await core.serial.run(async () => {
-          core.planner.forgetDispatch(at);
-          if (kept) core.writeBack.dropDispatch(at);
-        });
+        core.planner.forgetDispatch(at);
+        if (kept) core.writeBack.dropDispatch(at);
       }
     } else if (!enforceLimits) await this.countUngated(at);
     // The route chose this send by a view that said the store was away, and the queue no longer thinks so (it
@@ -134,6 +133,16 @@ export class DegradedMode {
       if (this.outages !== outage) {
         overtaken = true;
         return;
+      }
+      // sends kept while that was written (the gate does not wait for the executor): written before the queue
+      // leaves degraded mode, after which a send is written as it goes out
+      for (let more = core.writeBack.keptDispatches(); more.length > 0; more = core.writeBack.keptDispatches()) {
+        await insertDispatches(core.deps.pool, core.instanceId, more.map((at) => ({ jobId: null, at })));
+        core.writeBack.dispatchesWritten(more.length);
+        if (this.outages !== outage) {
+          overtaken = true;
+          return;
+        }
       }
       core.degraded = false;
       // outcomes of sends that went out during the outage, each with its message.* event; arm() retries a failure

@@ -4,6 +4,7 @@
  * - a send the route made by a view that still said "store away" while the queue had recovered is written at once;
  * - a recovery that a newer outage overtook (setDegraded(true) while its write-back ran) leaves the queue
  *   degraded, so the sends of the new outage are kept and written by its own recovery.
+ * - the gate of such a send reads memory only: it does not wait behind a statement of the queue hung on the store.
  * Real PostgreSQL, a queue worker on a simulated clock; the outages are told to the queue as the store's health
  * monitor tells them.
  */
@@ -82,4 +83,31 @@ test('a recovery overtaken by a newer outage leaves the queue degraded: the next
     locker.release();
     await w.stop();
   }
+});
+
+test('a direct send in degraded mode does not wait behind the queue\'s statement hung on the store', async () => {
+  const { w, written } = await startedWorker();
+  const locker = await db.pool.connect();
+  let replan: Promise<unknown> = Promise.resolve();
+  try {
+    await w.setDegraded(true, clock.now());
+    // a re-plan holds the queue's serial executor, its write stuck behind a lock
+    await locker.query('BEGIN');
+    await locker.query('LOCK TABLE instances IN ACCESS EXCLUSIVE MODE');
+    replan = w.replan('api').catch(() => undefined);
+    await new Promise((r) => setTimeout(r, 50));
+    const sent = await Promise.race([
+      w.directSend(send('while the executor waits'), true),
+      new Promise<'stuck'>((r) => setTimeout(() => r('stuck'), 3_000)),
+    ]);
+    assert.notEqual(sent, 'stuck', 'the send waited for the hung statement');
+    assert.equal(typeof sent === 'object' ? sent.kind : sent, 'assumed');
+  } finally {
+    await locker.query('COMMIT').catch(() => undefined);
+    locker.release();
+    await replan;
+  }
+  await w.setDegraded(false, clock.now());
+  assert.equal(await written(), 1);
+  await w.stop();
 });
