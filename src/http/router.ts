@@ -83,13 +83,24 @@ export function takes(spec: Takes = {}): Middleware {
   return declared;
 }
 
-/** One mounted route, as the route table lists it: the matrix and the fuzzer are generated from it. */
+/**
+ * One mounted route, as the route table lists it: the matrix, the fuzzer and the OpenAPI document are generated
+ * from it.
+ */
 export interface RouteInfo {
   family: string;
   auth: AuthKind;
   method: string;
   /** the path pattern, e.g. `/api/v2/messages/:jobId` */
   path: string;
+  /**
+   * The family's `body`: `json`, the JSON body reader runs before the route on every method but GET, HEAD and
+   * OPTIONS, whether or not the route reads a body (a body not typed JSON is 415, broken JSON 400, too much
+   * 413); `stream`, the route reads its body itself.
+   */
+  body: 'json' | 'stream';
+  /** the family's `unknownInputs`: `refused`, an unknown query parameter or body field is 400 (`takes()`) */
+  unknownInputs: 'refused' | 'ignored';
 }
 
 /** A router with the project's matching rules: case-sensitive, no trailing-slash variants. */
@@ -124,7 +135,7 @@ export function routeTable(families: readonly RouteFamily[]): RouteInfo[] {
     for (const layer of layersOf(f.router)) {
       for (const method of layer.methods) {
         if (method === 'HEAD') continue;
-        rows.push({ family: f.name, auth: f.auth, method, path: String(layer.path) });
+        rows.push({ family: f.name, auth: f.auth, method, path: String(layer.path), body: f.body ?? 'json', unknownInputs: f.unknownInputs ?? 'ignored' });
       }
     }
   }

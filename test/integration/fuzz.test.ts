@@ -77,7 +77,7 @@ test('found by the fuzzer: creating one instance name several times at once is o
 });
 
 test('the checks catch what they are for', () => {
-  const route = { family: 'v2-send', auth: 'instance' as const, method: 'POST', path: '/api/v2/send-message' };
+  const route = { family: 'v2-send', auth: 'instance' as const, method: 'POST', path: '/api/v2/send-message', body: 'json' as const, unknownInputs: 'ignored' as const };
   const req: FuzzRequest = { index: 0, route, method: 'POST', url: route.path, headers: {}, body: null, repeat: 1, notes: [] };
   const json = { 'content-type': 'application/json; charset=utf-8' };
   const answer = (status: number, text: string, headers: FuzzAnswer['headers'] = json): FuzzAnswer => ({ status, headers, text });
