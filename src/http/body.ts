@@ -12,7 +12,8 @@ import { DomainError, payloadTooLarge, validationFailed as bad } from '../errors
 import { closeUnreadRequest, continueBody, otherTransferCoding } from '../media/linger.js';
 import { parseJsonText } from './json-text.js';
 
-const BODYLESS = new Set(['GET', 'HEAD', 'OPTIONS']);
+/** The methods whose body is never read (the OpenAPI document lists the body's refusals on the others). */
+export const BODYLESS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /** Strict UTF-8 (a leading BOM dropped); one decoder serves every request (each decode is complete in itself). */
 const utf8 = new TextDecoder('utf-8', { fatal: true });

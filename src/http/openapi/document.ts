@@ -7,6 +7,7 @@
 import { Struct } from 'superstruct';
 import { ERROR_STATUS, type ErrorCode } from '../../errors.js';
 import type { AuthKind, RouteInfo } from '../router.js';
+import { BODYLESS } from '../body.js';
 import { COMPONENT_SCHEMAS, REGISTRY, type BodySpec, type Operation } from './registry.js';
 import { SECURITY_SCHEMES, errorResponses, ref } from './components.js';
 import { structSchema, type AnyStruct, type JsonSchema } from './struct-schema.js';
@@ -41,27 +42,44 @@ const paramNames = (template: string): string[] => [...template.matchAll(/\{([^}
 
 export const registryKey = (r: Pick<RouteInfo, 'method' | 'path'>): string => `${r.method} ${r.path}`;
 
+/** What a route answers before its handler runs, whatever it reads: the rules of its family (src/http/router.ts). */
+function routeErrors(r: RouteInfo): ErrorCode[] {
+  const codes = [...AUTH_ERRORS[r.auth]];
+  // SPEC.md: during an ordered restart every /api/v2/* route answers 503 QUEUE_PAUSED (the guard of the v2 families)
+  if (r.auth === 'instance' && r.path.startsWith('/api/v2/')) codes.push('QUEUE_PAUSED');
+  // the family's JSON body reader runs on these methods whether or not the route takes a body
+  if (r.body === 'json' && !BODYLESS.has(r.method)) codes.push(...BODY_ERRORS);
+  // `takes()`: an unknown query parameter (or body field, on a route without a body) is 400 naming it
+  if (r.unknownInputs === 'refused') codes.push('VALIDATION_FAILED');
+  return codes;
+}
+
+/** The binary answer of a download (`ok.bytes`): any media type, the file's own. */
+const BYTES: JsonSchema = { type: 'string', format: 'binary' };
+
 function responsesOf(routes: RouteInfo[], ops: Operation[]): JsonSchema {
   const out: Record<string, JsonSchema> = {};
-  const okByStatus = new Map<number, { schemas: JsonSchema[]; descriptions: string[] }>();
-  const answer = (status: number, schema: JsonSchema, description: string) => {
-    const entry = okByStatus.get(status) ?? { schemas: [], descriptions: [] };
-    entry.schemas.push(schema);
-    entry.descriptions.push(description);
+  const okByStatus = new Map<number, { media: Map<string, JsonSchema[]>; descriptions: string[] }>();
+  const answer = (status: number, schema: JsonSchema, description: string, media = 'application/json') => {
+    const entry = okByStatus.get(status) ?? { media: new Map<string, JsonSchema[]>(), descriptions: [] };
+    entry.media.set(media, [...(entry.media.get(media) ?? []), schema]);
+    if (!entry.descriptions.includes(description)) entry.descriptions.push(description);
     okByStatus.set(status, entry);
   };
   for (const op of ops) {
-    answer(op.ok.status, op.ok.schema, op.ok.description ?? op.summary);
+    answer(op.ok.status, op.ok.schema, op.ok.description ?? op.summary, op.ok.media);
     // (a replayed send: found from the outside, the only real answer the document did not declare)
-    if (op.ok.alsoAs) answer(op.ok.alsoAs.status, op.ok.schema, op.ok.alsoAs.description);
+    if (op.ok.alsoAs) answer(op.ok.alsoAs.status, op.ok.schema, op.ok.alsoAs.description, op.ok.media);
+    if (op.ok.bytes) answer(op.ok.status, BYTES, op.ok.bytes, '*/*');
+    for (const a of op.also ?? []) answer(a.status, a.schema, a.description ?? op.summary, a.media);
   }
-  for (const [status, { schemas, descriptions }] of okByStatus) {
-    const schema = schemas.length === 1 ? schemas[0] : { oneOf: schemas };
-    out[String(status)] = { description: descriptions.join(' / '), content: { 'application/json': { schema } } };
+  for (const [status, { media, descriptions }] of [...okByStatus].sort(([a], [b]) => a - b)) {
+    const content = Object.fromEntries([...media].map(([type, schemas]) => [type, { schema: schemas.length === 1 ? schemas[0] : { oneOf: schemas } }]));
+    out[String(status)] = { description: descriptions.join(' / '), content };
   }
   const v1 = ops.some((o) => o.v1);
   const codes = new Set<ErrorCode>();
-  for (const r of routes) for (const c of AUTH_ERRORS[r.auth]) codes.add(c);
+  for (const r of routes) for (const c of routeErrors(r)) codes.add(c);
   for (const op of ops) {
     for (const c of op.errors ?? []) codes.add(c);
     if (op.body) for (const c of BODY_ERRORS) codes.add(c);
@@ -123,7 +141,7 @@ function operationOf(template: string, method: string, routes: RouteInfo[]): Jso
         }
       : {}),
     responses: responsesOf(routes, ops),
-    'x-routes': routes.map((r) => ({ family: r.family, auth: r.auth, method: r.method, path: r.path })),
+    'x-routes': routes.map((r) => ({ family: r.family, auth: r.auth, method: r.method, path: r.path, body: r.body, unknownInputs: r.unknownInputs })),
     ...(example ? { 'x-example': example } : {}),
     ...(undocumented ? { 'x-undocumented': true } : {}),
   };

@@ -8,6 +8,14 @@ import type { AnyStruct, JsonSchema } from '../struct-schema.js';
 
 export type BodySpec = AnyStruct | JsonSchema;
 
+/** A success answer: its status, its whole body, and its media type when it is not JSON (`text/html`, …). */
+export interface Answer {
+  status: number;
+  schema: JsonSchema;
+  description?: string;
+  media?: string;
+}
+
 export interface Operation {
   summary: string;
   tag: string;
@@ -18,9 +26,12 @@ export interface Operation {
   query?: BodySpec;
   /**
    * the success status and the whole answer body; `alsoAs`: the same body answered with another status too (a
-   * send's replay of an idempotency key: 200 beside 202)
+   * send's replay of an idempotency key: 200 beside 202); `bytes`: the same status answers a file's bytes too,
+   * with the file's own Content-Type (`?download=1`), described so
    */
-  ok: { status: number; schema: JsonSchema; description?: string; alsoAs?: { status: number; description: string } };
+  ok: Answer & { alsoAs?: { status: number; description: string }; bytes?: string };
+  /** other success answers, each with a body of its own (v1's 202 with `legacyQueueMode: async`) */
+  also?: Answer[];
   errors?: ErrorCode[];
   /** an example request: sent by the test to a real gateway, where the test can make its preconditions */
   example?: { body?: unknown; query?: Record<string, string> };

@@ -24,8 +24,8 @@ function checkedWith(struct: AnyStruct, key: string, inner: AnyStruct): JsonSche
 export const OPERATOR_OPERATIONS: Record<string, Operation> = {
   'GET /health': { summary: 'Health counts (no authentication)', tag: 'Health', ok: { status: 200, schema: ref('Health'), description: 'The health object itself (not enveloped).' }, example: {} },
   'GET /openapi.json': { summary: 'This OpenAPI 3.1 document', tag: 'Health', ok: { status: 200, schema: { type: 'object', required: ['openapi'] }, description: 'The document (not enveloped).' }, example: {} },
-  'GET /docs': { summary: 'The API reference page (Redoc)', tag: 'Health', ok: { status: 200, schema: { type: 'string' }, description: 'An HTML page.' } },
-  'GET /docs/redoc.standalone.js': { summary: 'The Redoc bundle the reference page loads', tag: 'Health', ok: { status: 200, schema: { type: 'string' }, description: 'JavaScript.' } },
+  'GET /docs': { summary: 'The API reference page (Redoc)', tag: 'Health', ok: { status: 200, schema: { type: 'string' }, description: 'An HTML page.', media: 'text/html' } },
+  'GET /docs/redoc.standalone.js': { summary: 'The Redoc bundle the reference page loads', tag: 'Health', ok: { status: 200, schema: { type: 'string' }, description: 'JavaScript.', media: 'application/javascript' } },
   'POST /internal/v1/instances/:id/ask': {
     summary: 'Node to node: an ask to an instance this node runs',
     tag: 'Cluster (internal)',
@@ -123,11 +123,11 @@ export const OPERATOR_OPERATIONS: Record<string, Operation> = {
     summary: 'Prometheus metrics (admin token or METRICS_TOKEN)',
     tag: 'Operator',
     security: [{ adminToken: [] }, { metricsToken: [] }],
-    ok: { status: 200, schema: { type: 'string' }, description: 'The Prometheus text exposition format (text/plain; version=0.0.4).' },
+    ok: { status: 200, schema: { type: 'string' }, description: 'The Prometheus text exposition format (text/plain; version=0.0.4).', media: 'text/plain' },
   },
-  'GET /console': { summary: 'The operator console (an HTML page)', tag: 'Operator', ok: { status: 200, schema: { type: 'string' }, description: 'An HTML page.' } },
-  'GET /console/app.js': { summary: "The console's script", tag: 'Operator', ok: { status: 200, schema: { type: 'string' }, description: 'JavaScript.' } },
-  'GET /console/app.css': { summary: "The console's style", tag: 'Operator', ok: { status: 200, schema: { type: 'string' }, description: 'CSS.' } },
+  'GET /console': { summary: 'The operator console (an HTML page)', tag: 'Operator', ok: { status: 200, schema: { type: 'string' }, description: 'An HTML page.', media: 'text/html' } },
+  'GET /console/app.js': { summary: "The console's script", tag: 'Operator', ok: { status: 200, schema: { type: 'string' }, description: 'JavaScript.', media: 'application/javascript' } },
+  'GET /console/app.css': { summary: "The console's style", tag: 'Operator', ok: { status: 200, schema: { type: 'string' }, description: 'CSS.', media: 'text/css' } },
   'GET /console/session': { summary: 'Whether this browser is signed in to the console', tag: 'Operator', ok: data(obj({ signedIn: { type: 'boolean' } })) },
   'POST /console/session': {
     summary: 'Sign in to the console with the admin token (sets an HttpOnly, SameSite=Strict session cookie)',
@@ -143,7 +143,7 @@ export const OPERATOR_OPERATIONS: Record<string, Operation> = {
     tag: 'Operator',
     ok: data(obj({ instance: { type: 'object' }, job: { type: 'object' } })),
   },
-  'GET /console/events': { summary: 'The instances with status and queue counts, live (server-sent events, every 2 s)', tag: 'Operator', ok: { status: 200, schema: { type: 'string' }, description: 'text/event-stream' } },
+  'GET /console/events': { summary: 'The instances with status and queue counts, live (server-sent events, every 2 s)', tag: 'Operator', ok: { status: 200, schema: { type: 'string' }, description: 'Server-sent events.', media: 'text/event-stream' } },
   'GET /debug/actors': { summary: 'The actor tree', tag: 'Operator', ok: data(obj({ actors: {} })) },
-  'GET /debug/actors/stream': { summary: 'The actor tree, live (server-sent events)', tag: 'Operator', ok: { status: 200, schema: { type: 'string' }, description: 'text/event-stream' } },
+  'GET /debug/actors/stream': { summary: 'The actor tree, live (server-sent events)', tag: 'Operator', ok: { status: 200, schema: { type: 'string' }, description: 'Server-sent events.', media: 'text/event-stream' } },
 };

@@ -1,9 +1,9 @@
 /** Sending and its jobs: the instance's status, the queue, the v2 sends, the frozen v1 sends and media uploads. */
 import { ItemsQuery, KeyQuery } from '../../routes/queue.js';
 import { GroupCreateBody, SCHEMAS as SEND_SCHEMAS } from '../../routes/send-schemas.js';
-import { obj, ref } from '../components.js';
+import { obj, okEnvelope, ref } from '../components.js';
 import * as hand from '../hand-bodies.js';
-import { ACCEPTED, MEDIA_SEND_ERRORS, NETWORK_ERRORS, SEND_ERRORS, anyData, data, type Operation } from './common.js';
+import { ACCEPTED, MEDIA_SEND_ERRORS, NETWORK_ERRORS, SEND_ERRORS, anyData, data, type Answer, type Operation } from './common.js';
 
 const RECIPIENT = '4915112345678';
 const sendExample: Record<string, unknown> = {
@@ -35,6 +35,24 @@ const SEND_SUMMARY: Record<string, string> = {
   'send-location': 'Send a location',
   'send-contact': 'Send one or more contact cards',
   'send-poll': 'Send a poll',
+};
+
+/**
+ * SPEC.md v1 rule 5: with `legacyQueueMode` async, send-message (and send-media) answer at once, queued
+ * (legacy-answer.ts `queuedData`; `type: 'media'` on send-media).
+ */
+/** `?download=1` (media.ts, message-media.ts): the bytes themselves, with the file's Content-Type. */
+const DOWNLOADED = "With `?download=1`: the file's bytes, with its own Content-Type (application/octet-stream when it has none) and `X-Content-Type-Options: nosniff`.";
+
+const V1_QUEUED: Answer = {
+  status: 202,
+  description: 'legacyQueueMode async: queued, not sent yet (poll the job; do not resend)',
+  schema: okEnvelope(
+    obj(
+      { messageId: { type: 'null' }, phone: { type: 'string' }, status: { const: 'queued' }, type: { const: 'media' }, jobId: { type: 'string', pattern: '^wq_' }, scheduledAt: { type: ['string', 'null'], format: 'date-time' }, etaSeconds: { type: 'integer' } },
+      ['type'],
+    ),
+  ),
 };
 
 export const SEND_OPERATIONS: Record<string, Operation> = {
@@ -88,10 +106,11 @@ export const SEND_OPERATIONS: Record<string, Operation> = {
   },
 
   // ---- v1
-  'POST /api/send-message': { summary: 'v1: send a text and wait for the outcome', tag: 'v1 (frozen)', v1: true, body: hand.V1_SEND, ok: { status: 200, schema: { type: 'object' } }, errors: ['QUEUE_WAIT_TIMEOUT'] },
-  'POST /api/send-media': { summary: 'v1: send media and wait for the outcome', tag: 'v1 (frozen)', v1: true, body: hand.V1_SEND, ok: { status: 200, schema: { type: 'object' } }, errors: ['QUEUE_WAIT_TIMEOUT'] },
+  'POST /api/send-message': { summary: 'v1: send a text and wait for the outcome', tag: 'v1 (frozen)', v1: true, body: hand.V1_SEND, ok: { status: 200, schema: { type: 'object' } }, also: [V1_QUEUED], errors: ['QUEUE_WAIT_TIMEOUT'] },
+  'POST /api/send-media': { summary: 'v1: send media and wait for the outcome', tag: 'v1 (frozen)', v1: true, body: hand.V1_SEND, ok: { status: 200, schema: { type: 'object' } }, also: [V1_QUEUED], errors: ['QUEUE_WAIT_TIMEOUT'] },
   'POST /api/send-bulk': { summary: 'v1: several sends', tag: 'v1 (frozen)', v1: true, body: hand.V1_BULK, ok: { status: 200, schema: { type: 'object' } } },
-  'GET /api/check-number/:phone': { summary: 'v1: is the number on the network', tag: 'v1 (frozen)', v1: true, ok: { status: 200, schema: { type: 'object' } } },
+  // the v2 lookup's failures in v1's shape, with their statuses (legacy-reads.ts `toV1ReadError`): a bad phone is 400
+  'GET /api/check-number/:phone': { summary: 'v1: is the number on the network', tag: 'v1 (frozen)', v1: true, ok: { status: 200, schema: { type: 'object' } }, errors: NETWORK_ERRORS },
 
   // ---- media
   'POST /api/v2/media': {
@@ -102,7 +121,7 @@ export const SEND_OPERATIONS: Record<string, Operation> = {
     ok: data(obj({ stored: { const: true }, mediaId: { type: 'string' }, url: { type: 'string' }, expiresAt: { type: 'string' }, size: { type: 'integer' } }), 201),
     errors: ['VALIDATION_FAILED', 'PAYLOAD_TOO_LARGE', 'MEDIA_STORE_UNAVAILABLE'],
   },
-  'GET /api/v2/media/:mediaId': { summary: 'Media metadata, or the bytes with ?download=1', tag: 'Media', query: hand.DOWNLOAD_QUERY, ok: anyData(), errors: ['MEDIA_NOT_FOUND', 'MEDIA_GONE'] },
+  'GET /api/v2/media/:mediaId': { summary: 'Media metadata, or the bytes with ?download=1', tag: 'Media', query: hand.DOWNLOAD_QUERY, ok: { ...anyData(), bytes: DOWNLOADED }, errors: ['MEDIA_NOT_FOUND', 'MEDIA_GONE'] },
   'DELETE /api/v2/media/:mediaId': { summary: 'Delete uploaded media', tag: 'Media', ok: data(obj({ mediaId: { type: 'string' }, deleted: { const: true } })), errors: ['MEDIA_NOT_FOUND'] },
-  'GET /api/v2/messages/:msgId/media': { summary: "A network message's attachment (or its bytes with ?download=1)", tag: 'Media', query: hand.DOWNLOAD_QUERY, ok: data(ref('MediaAttachment')), errors: ['MESSAGE_NOT_FOUND', 'NO_MEDIA', ...NETWORK_ERRORS] },
+  'GET /api/v2/messages/:msgId/media': { summary: "A network message's attachment (or its bytes with ?download=1)", tag: 'Media', query: hand.DOWNLOAD_QUERY, ok: { ...data(ref('MediaAttachment')), bytes: DOWNLOADED }, errors: ['MESSAGE_NOT_FOUND', 'NO_MEDIA', ...NETWORK_ERRORS] },
 };
