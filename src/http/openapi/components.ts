@@ -161,7 +161,10 @@ export const SCHEMAS: Record<string, JsonSchema> = {
       settings: { type: 'object' },
       // null while the node that runs it cannot be asked (`stateUnknown` says which and why)
       status: strOrNull,
+      // the machine's state for operators (e.g. 'backoff', 'quarantined', 'restarting': InstanceView.detail)
+      state: strOrNull,
       connected: boolOrNull,
+      browser: { anyOf: [ref('BrowserHealth'), { type: 'null' }] },
       paused: boolOrNull,
       quarantined: boolOrNull,
       lastError: {},
@@ -170,6 +173,8 @@ export const SCHEMAS: Record<string, JsonSchema> = {
     },
     ['createdAt', 'lastError', 'node', 'stateUnknown'],
   ),
+  // src/drivers/wire-types.ts BrowserHealth
+  BrowserHealth: obj({ alive: bool, failStreak: int, lastOkAt: { type: 'integer', description: 'unix milliseconds of the last successful probe or call, 0 when never' } }),
   Health: obj({
     success: { const: true },
     service: str,
@@ -182,7 +187,7 @@ export const SCHEMAS: Record<string, JsonSchema> = {
     status: str,
     phoneNumber: str,
     connected: bool,
-    browser: {},
+    browser: ref('BrowserHealth'),
     queue: obj({
       sent: int,
       failed: int,
