@@ -67,10 +67,11 @@ export class FreedSlots {
    *   rewrite every row after it, for every cancel), so its pause is still counted, late by at most
    *   FREED_REPLAN_MS for any job: past that, the next acceptance plans in full and gives the time back, as it
    *   does for a new job that the counted time would leave without a slot (src/queue/planning.ts
-   *   `unlessFreedCosts`).
+   *   `unlessFreedCosts`); under an hourly or daily ceiling (`windowed`) the next acceptance plans in full at
+   *   once: the place the slot took in the windows made every later job late by up to a window.
    * Answers whether the tail must go at once (the freed time passed FREED_REPLAN_MS).
    */
-  removed(job: { after: number | null; idled: boolean }, slot: number, next: { idled: boolean } | undefined): boolean {
+  removed(job: { after: number | null; idled: boolean }, slot: number, next: { idled: boolean } | undefined, windowed: boolean): boolean {
     if (next === undefined) {
       this.freed++;
       return false;
@@ -80,6 +81,14 @@ export class FreedSlots {
       // a plan being committed meanwhile brings its own marks: the next acceptance then plans in full
       this.freed++;
       return false;
+    }
+    // Under an hourly or daily ceiling the slot also took a place in its windows: the jobs after it were placed
+    // as if it went out, each up to a whole window late now, and a new job after them too (found from the
+    // outside: with maxPerHour 2, a cancel in the middle put the next send an hour late). Nothing bounds that
+    // by FREED_REPLAN_MS: the next acceptance plans in full (the slots that move are written by the slot writer).
+    if (windowed) {
+      this.freed++;
+      return true;
     }
     this.freedMs += job.after === null ? 0 : Math.max(0, job.after - slot);
     if (this.freedMs >= FREED_REPLAN_MS) {

@@ -249,7 +249,9 @@ export class Planner {
     if (!removed) return;
     const { job, next } = removed;
     if (!freed || job.scheduledAt === null) return;
-    if (this.freed.removed(job, job.scheduledAt, next)) this.tail = null;
+    const s = this.tailSettings;
+    const windowed = s !== null && (s.maxPerHour !== null || s.maxPer24h !== null);
+    if (this.freed.removed(job, job.scheduledAt, next, windowed)) this.tail = null;
   }
 
   /** 1-based position in dispatch order; jobs without a slot come after; 0 when not waiting. */

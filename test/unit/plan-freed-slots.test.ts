@@ -123,11 +123,12 @@ test('a cancel while an acceptance is being committed (it does not wait for the 
   assert.equal(accept(p, T0 + 1_000, UNLIMITED).slot, T0 + 1_000);
 });
 
-test('random acceptances, dispatches and cancels at 5 s pauses: a new job allowed now is never later than a full plan places it by FREED_REPLAN_MS or more', () => {
+/** Random acceptances, dispatches and cancels under `settings`: each acceptance of a job allowed now is held to a full plan of the same jobs. */
+function randomAgainstFull(settings: InstanceSettings, seed: number): number {
   // the random test of plan-planner.test.ts runs at 0 ms pauses, where a cancelled slot frees no time: it never
   // saw the finding (before the fix this fails: a job 2,710 s late where a full plan places it 10 s out). Here
   // every acceptance of a job allowed now is held to a full plan of the same jobs.
-  const rnd = seededRandomDelay(29);
+  const rnd = seededRandomDelay(seed);
   const r = (min: number, max: number) => rnd(min, max, '');
   let checked = 0;
   for (let run = 0; run < 30; run++) {
@@ -142,12 +143,12 @@ test('random acceptances, dispatches and cancels at 5 s pauses: a new job allowe
       if (what <= 4) {
         const nb = r(0, 3) === 0 ? now + r(1, 8) * 15 * 60_000 : null;
         const j = { id: `wq_${++n}`, priority: r(0, 2) === 0 ? r(1, 9) : 5, notBefore: nb, expiresAt: Math.max(now, nb ?? now) + DAY_MS };
-        const prop = p.tryAdd([j], now, PACED);
+        const prop = p.tryAdd([j], now, settings);
         prop.commit?.();
         waiting.set(j.id, { ...j, seq: ++seq });
         if (nb !== null) continue;
         const full = planAll({
-          jobs: [...waiting].map(([id, w]) => ({ id, ...w })), history, settings: PACED, lastDispatchAt: last, now, random: stableRandomDelay('freed'),
+          jobs: [...waiting].map(([id, w]) => ({ id, ...w })), history, settings: settings, lastDispatchAt: last, now, random: stableRandomDelay('freed'),
         });
         const want = full.placements.find((pl) => pl.jobId === j.id)?.scheduledAt;
         const got = prop.slots.get(j.id);
@@ -157,7 +158,7 @@ test('random acceptances, dispatches and cancels at 5 s pauses: a new job allowe
       } else if (what <= 6) {
         now += r(0, 3) === 0 ? r(0, 20 * 60_000) : r(0, 20_000);
         for (let due = p.due(now); due !== null; due = p.due(now)) {
-          if (!p.recheck(now, PACED).ok) break;
+          if (!p.recheck(now, settings).ok) break;
           p.remove(due, false);
           p.recordDispatch(now);
           history.push(now);
@@ -171,5 +172,33 @@ test('random acceptances, dispatches and cancels at 5 s pauses: a new job allowe
       }
     }
   }
+  return checked;
+}
+
+test('random acceptances, dispatches and cancels at 5 s pauses: a new job allowed now is never later than a full plan places it by FREED_REPLAN_MS or more', () => {
+  const checked = randomAgainstFull(PACED, 29);
   assert.ok(checked > 500, `${checked} acceptances checked`);
+});
+
+test('the same under an hourly and a daily ceiling (a cancelled slot also frees its place in the windows)', () => {
+  const checked = randomAgainstFull({ ...PACED, maxPerHour: 12, maxPer24h: 100 }, 31);
+  assert.ok(checked > 500, `${checked} acceptances checked`);
+});
+
+test('under an hourly ceiling a job cancelled in the middle gives its place in the hour back: the next send is not an hour late', () => {
+  // found from the outside: maxPerHour 2, four sends (two now, two an hour on), the third cancelled while the
+  // fourth waits: the fifth was planned an hour after the cancelled slot, as if it still counted
+  const HOURLY: InstanceSettings = { ...UNLIMITED, minDelayMs: 1_000, maxDelayMs: 1_000, maxPerHour: 2 };
+  const p = planner();
+  const slots = Array.from({ length: 4 }, () => accept(p, T0, HOURLY));
+  assert.deepEqual(slots.map((x) => (x.slot ?? 0) - T0), [0, 1_000, HOUR_MS + 1, HOUR_MS + 1_001]);
+  p.remove((slots[2] as { id: string }).id);
+  const fifth = accept(p, T0 + 10, HOURLY);
+  const full = planAll({
+    jobs: [slots[0], slots[1], slots[3]].map((x, i) => ({ id: (x as { id: string }).id, priority: 5, notBefore: null, expiresAt: T0 + DAY_MS, seq: i + 1 }))
+      .concat([{ id: fifth.id, priority: 5, notBefore: null, expiresAt: T0 + 10 + DAY_MS, seq: 5 }]),
+    history: [], settings: HOURLY, lastDispatchAt: null, now: T0 + 10, random: stableRandomDelay('freed'),
+  });
+  const want = full.placements.find((pl) => pl.jobId === fifth.id)?.scheduledAt as number;
+  assert.ok((fifth.slot ?? Infinity) - want < FREED_REPLAN_MS, `the fifth at +${((fifth.slot ?? 0) - T0) / 1000} s, a full plan +${(want - T0) / 1000} s`);
 });
