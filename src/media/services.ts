@@ -37,6 +37,8 @@ export function createMediaServices(deps: { pool: Pool; clock: Clock; config: Co
     clock,
     retentionHours: config.MEDIA_RETENTION_HOURS,
     instanceMaxMb: config.MEDIA_STORE_MAX_MB,
+    // a cluster (nodes forward to each other with the shared secret): every node may need the bytes
+    shared: config.CLUSTER_SECRET !== undefined,
   });
   const sourceDeps = { store, urlMaxBytes: config.MEDIA_MAX_BYTES, base64MaxBytes: config.MEDIA_BASE64_MAX_BYTES, clock };
   let timer: TimerHandle | null = null;

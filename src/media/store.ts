@@ -11,9 +11,15 @@
  * - expiry: rows past `expires_at` answer 404 at once; the sweeper unlinks their files, then deletes the rows.
  * A live row whose file vanished by other means (disk loss, an operator's rm) is the 410 MEDIA_GONE case and
  * stays until it expires.
+ *
+ * Shared (several nodes on one database, `shared`): the bytes are also written to `media_blobs` in the put's
+ * transaction, and a node without the file (it was stored through another node, or the instance moved here)
+ * reads them from there and keeps a copy, written as a put writes (temp name, fsync, rename). Found from the
+ * outside: an upload through one node was 410 MEDIA_GONE on the others, and a send of it accepted there failed
+ * at dispatch on the owner.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, open, rename, stat, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, readFile, rename, stat, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { DomainError, notFound } from '../errors.js';
@@ -42,6 +48,8 @@ export interface MediaStoreOptions {
   freeDiskBytes?: (dir: string) => Promise<number>;
   /** how old a temp file or an unindexed file must be before the sweeper removes it; default 15 min */
   orphanGraceMs?: number;
+  /** several nodes share the database: the bytes are kept in PostgreSQL too, for the nodes that did not store them */
+  shared?: boolean;
 }
 
 export interface MediaMeta {
@@ -119,6 +127,8 @@ export function createMediaStore(opts: MediaStoreOptions): MediaStore {
     let committed: { record: MediaRecord; evicted: string[] };
     try {
       await rename(staged.tmp, staged.final);
+      // read before the transaction: it holds a connection only for its statements
+      const bytes = opts.shared ? await readFile(staged.final) : null;
       committed = await withTransaction(pool, async (client) => {
         const evicted = await evictFor(client, instanceId, staged.size, now);
         const { rows } = await client.query<MediaRow>(
@@ -127,6 +137,7 @@ export function createMediaStore(opts: MediaStoreOptions): MediaStore {
           [staged.mediaId, instanceId, meta.origin, meta.messageId ?? null, meta.mimetype, meta.filename ?? null,
             staged.size, staged.sha256, new Date(now), new Date(now + retentionMs)],
         );
+        if (bytes) await client.query('INSERT INTO media_blobs (media_id, data) VALUES ($1, $2)', [staged.mediaId, bytes]);
         return { record: rowToRecord(rows[0] as MediaRow), evicted };
       });
     } catch (err) {
@@ -213,14 +224,48 @@ export function createMediaStore(opts: MediaStoreOptions): MediaStore {
     return rowToRecord(row);
   }
 
+  /**
+   * The bytes of a live media this node has no file of, from `media_blobs` (shared only), written here as a put
+   * writes them; false when the database has none either (stored before it shared, or lost: 410 MEDIA_GONE).
+   */
+  async function copyShared(instanceId: string, mediaId: string): Promise<boolean> {
+    if (!opts.shared) return false;
+    const { rows } = await pool.query<{ data: Buffer }>('SELECT data FROM media_blobs WHERE media_id = $1', [mediaId]);
+    const data = rows[0]?.data;
+    if (!data) return false;
+    const dir = dirOf(instanceId);
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    // a name of its own: two requests copying the same media at once each write their own temp file
+    const tmp = path.join(dir, `.${mediaId}.${newMediaId()}.tmp`);
+    inFlight.add(tmp);
+    try {
+      const fh = await open(tmp, 'wx', 0o600);
+      try {
+        await writeAll(fh, data);
+        await fh.sync();
+      } finally {
+        await fh.close();
+      }
+      await rename(tmp, fileOf(instanceId, mediaId));
+    } catch (err) {
+      await unlinkQuiet(tmp);
+      throw err;
+    } finally {
+      inFlight.delete(tmp);
+    }
+    return true;
+  }
+
   async function openFile(instanceId: string, mediaId: string): Promise<{ record: MediaRecord; fh: FileHandle; size: number }> {
     const record = await findLive(instanceId, mediaId);
+    const file = fileOf(instanceId, mediaId);
     let fh: FileHandle;
     try {
-      fh = await open(fileOf(instanceId, mediaId), 'r');
+      fh = await open(file, 'r');
     } catch (err) {
-      if (isMissing(err)) throw mediaGone();
-      throw err;
+      if (!isMissing(err)) throw err;
+      if (!(await copyShared(instanceId, mediaId))) throw mediaGone();
+      fh = await open(file, 'r');
     }
     try {
       return { record, fh, size: (await fh.stat()).size };
@@ -244,8 +289,8 @@ export function createMediaStore(opts: MediaStoreOptions): MediaStore {
       try {
         await stat(fileOf(instanceId, mediaId));
       } catch (err) {
-        if (isMissing(err)) throw mediaGone();
-        throw err;
+        if (!isMissing(err)) throw err;
+        if (!(await copyShared(instanceId, mediaId))) throw mediaGone();
       }
       return record;
     },

@@ -38,7 +38,8 @@ export interface SweepContext {
   fileOf(instanceId: string, mediaId: string): string;
 }
 
-const TEMP_RE = /^\.md_[0-9a-f]{24}\.tmp$/;
+// a put's temp file, or a copy's from media_blobs (the media id, then one of its own: store.ts `copyShared`)
+const TEMP_RE = /^\.md_[0-9a-f]{24}(\.md_[0-9a-f]{24})?\.tmp$/;
 const BATCH = 500;
 
 async function listDir(dir: string): Promise<{ name: string; isDir: boolean }[]> {

@@ -322,3 +322,49 @@ describe('media sweeper', () => {
     assert.deepEqual(await namesIn(small, instA), ids.slice(2).sort());
   });
 });
+
+describe('media store shared by several nodes (one database, a DATA_DIR each)', () => {
+  test('a media stored through one node is read on another, which keeps a copy; a delete anywhere ends it everywhere', async () => {
+    const other = await mkdtemp(path.join(os.tmpdir(), 'mgw-media-other-'));
+    try {
+      const here = makeStore({ shared: true });
+      const there = createMediaStore({ pool: db.pool, dataDir: other, clock: here.clock, freeDiskBytes: async () => 1e12, shared: true });
+      const data = bytes(200 * KiB, 7);
+      const rec = await here.store.put(instA, { data, mimetype: 'image/png', origin: 'upload' });
+      assert.deepEqual(await namesIn(there, instA), [], 'the other node has no file yet');
+
+      assert.equal((await there.get(instA, rec.mediaId)).sha256, sha(data));
+      const read = await there.read(instA, rec.mediaId);
+      assert.equal(sha(read.data), sha(data));
+      assert.deepEqual(await namesIn(there, instA), [rec.mediaId], 'a copy, no temp file left');
+      assert.equal((await stat(fileOf(there, instA, rec.mediaId))).mode & 0o777, 0o600);
+      const opened = await there.open(instA, rec.mediaId);
+      let streamed = 0;
+      for await (const c of opened.stream) streamed += (c as Buffer).length;
+      assert.equal(streamed, data.length);
+
+      // another instance's key does not reach it through the copy
+      await expectApiError(there.read(instB, rec.mediaId), 404, 'MEDIA_NOT_FOUND');
+      await there.delete(instA, rec.mediaId);
+      await expectApiError(here.store.read(instA, rec.mediaId), 404, 'MEDIA_NOT_FOUND');
+      const { rows } = await db.pool.query('SELECT 1 FROM media_blobs WHERE media_id = $1', [rec.mediaId]);
+      assert.equal(rows.length, 0, 'the bytes go with the row');
+    } finally {
+      await rm(other, { recursive: true, force: true });
+    }
+  });
+
+  test('a node that does not share keeps the bytes on its disk only (410 MEDIA_GONE elsewhere, as before)', async () => {
+    const other = await mkdtemp(path.join(os.tmpdir(), 'mgw-media-other-'));
+    try {
+      const here = makeStore();
+      const there = createMediaStore({ pool: db.pool, dataDir: other, clock: here.clock, freeDiskBytes: async () => 1e12, shared: true });
+      const rec = await here.store.put(instA, { data: bytes(KiB), mimetype: 'image/png', origin: 'upload' });
+      await expectApiError(there.read(instA, rec.mediaId), 410, 'MEDIA_GONE');
+      const { rows } = await db.pool.query('SELECT 1 FROM media_blobs');
+      assert.equal(rows.length, 0);
+    } finally {
+      await rm(other, { recursive: true, force: true });
+    }
+  });
+});
