@@ -28,6 +28,8 @@ export class DispatchLoop {
   private timerAt = Number.POSITIVE_INFINITY;
   /** the lane: a step, and the call of the job it claimed */
   private dispatching: Promise<void> | null = null;
+  /** expiries run while the lane waits on a call (`expireBeside`) */
+  private expiring: Promise<void> | null = null;
   /** for laneTrace: a timer that found the lane busy, and when the lane was last free */
   private busyAt: { dueAt: number; at: number } | null = null;
   private laneFreeAt = 0;
@@ -93,6 +95,12 @@ export class DispatchLoop {
     // outcomes the store did not take are tried again soon (in degraded mode the recovery writes them)
     if (core.writeBack.hasOutcomes && !core.degraded) next = Math.min(next ?? Number.POSITIVE_INFINITY, core.now() + WRITE_BACK_RETRY_MS);
     if (next === null) return this.disarm();
+    this.wakeAt(next);
+  }
+
+  /** The timer at `next`, unless it is set for that or earlier already. */
+  private wakeAt(next: number): void {
+    const { core } = this;
     if (this.timer !== null && this.timerAt <= next) return;
     this.disarm();
     this.timerAt = next;
@@ -108,6 +116,7 @@ export class DispatchLoop {
   async stop(): Promise<void> {
     this.disarm();
     await this.dispatching;
+    await this.expiring;
     await this.outcomes.allWritten();
   }
 
@@ -120,13 +129,17 @@ export class DispatchLoop {
   private tick(dueAt: number, armedAt: number): void {
     const { core } = this;
     if (this.dispatching && laneTrace.sink) this.busyAt ??= { dueAt, at: core.now() };
-    if (core.stopped || this.dispatching || core.degraded) return;
+    if (core.stopped || core.degraded) return;
+    if (this.dispatching) return this.expireBeside();
     const busy = this.busyAt;
     this.busyAt = null;
     const trace = startLaneTiming({ instanceId: core.instanceId, dueAt, armedAt, firedAt: core.now(), busyAt: busy?.at ?? null, laneFreeAt: this.laneFreeAt });
     this.dispatching = this.step(trace)
       .then(async (claimed) => {
-        if (claimed) await this.finish(claimed, trace);
+        if (!claimed) return;
+        // the call may hang (until DRIVER_CALL_TIMEOUT_MS): the jobs behind it still expire on time (expireBeside)
+        this.wakeForExpiry();
+        await this.finish(claimed, trace);
       })
       // the store unreachable or too slow is an outage the health probe reports (warn), not a fault of the queue's
       // own (found from the outside: every plain outage logged this at error level, once per due slot)
@@ -152,6 +165,7 @@ export class DispatchLoop {
     const s0 = performance.now();
     // nothing is claimed while an earlier outcome is still unwritten (a failure here ends the step; arm retries)
     if (core.writeBack.hasOutcomes) await core.serial.runFirst(() => this.writeBackOutcomes());
+    if (this.expiring) await this.expiring;
     await this.expireDue(core.now());
     // the plan stopped at the attempt cap: plan again once the instant it reached has come
     if (planner.retryDue(core.now())) await core.serial.runFirst(() => this.replanLocked('backlog', core.now(), true));
@@ -193,6 +207,30 @@ export class DispatchLoop {
     planner.remove(due, claimed !== null);
     if (claimed) this.outcomes.claimedJob(claimed.id);
     return claimed;
+  }
+
+  /**
+   * The lane waits on a call (a send that hangs until DRIVER_CALL_TIMEOUT_MS): the waiting jobs whose validity
+   * ends meanwhile are expired on time beside it, and the timer is set for the next expiry (the lane re-arms for
+   * slots once it is free). Found from the outside: behind a hanging send a job read `scheduled` seconds past its
+   * expiresAt. The lane's next step waits for these first (the two never expire one job at once).
+   */
+  private expireBeside(): void {
+    const { core } = this;
+    if (this.expiring === null && core.planner.expiredAt(core.now()).length > 0) {
+      this.expiring = this.expireDue(core.now())
+        .catch((err: unknown) => core.deps.log.warn({ err, instanceId: core.instanceId }, 'expiry beside a call failed; the lane expires them next'))
+        .finally(() => {
+          this.expiring = null;
+        });
+    }
+    this.wakeForExpiry();
+  }
+
+  /** While the lane is busy, the timer is set for the next expiry only (the lane re-arms for slots once free). */
+  private wakeForExpiry(): void {
+    const next = this.core.planner.nextExpiry();
+    if (next !== null && next > this.core.now()) this.wakeAt(next);
   }
 
   /** Waiting jobs whose TTL ran out before a slot came free. */

@@ -291,6 +291,12 @@ export class Planner {
     return Number.isFinite(t) ? t : null;
   }
 
+  /** When the next waiting job expires (a job may still go out at exactly its expiresAt), or null. */
+  nextExpiry(): number | null {
+    const expiry = this.waiting.earliestExpiry();
+    return Number.isFinite(expiry) ? expiry + 1 : null;
+  }
+
   /** Waiting jobs whose validity ended before they could go. */
   expiredAt(now: number): string[] {
     return this.waiting.expiredAt(now);
