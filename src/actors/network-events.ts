@@ -127,8 +127,11 @@ export function createIncomingEvents(deps: IncomingEventsDeps): IncomingEvents {
   // an event of an instance with events held waits behind them; while the store is known away, nothing is tried
   const holding = (instanceId: string) => held.holds(instanceId) || deps.store?.degraded === true;
 
-  /** The webhook event of a command, with its id and time chosen now, and the writes it needs besides. */
-  async function raise(cmd: IncomingCommand, signal: AbortSignal): Promise<RaisedEvent | null> {
+  /**
+   * The webhook event of a command, with its id chosen now and the time it came (`at`: when the instance or its
+   * session told it, not when its turn in the instance's chain came), and the writes it needs besides.
+   */
+  async function raise(cmd: IncomingCommand, signal: AbortSignal, at: number): Promise<RaisedEvent | null> {
     const { instance } = cmd;
     let inbound: RaisedEvent['inbound'] = null;
     const ctx: NetworkEventContext = {
@@ -159,12 +162,12 @@ export function createIncomingEvents(deps: IncomingEventsDeps): IncomingEvents {
     const event = await cmd.map(ctx, signal);
     if (!event) return null;
     const phoneNumber = event.event === 'ready' && event.data.phoneNumber && !cmd.numberStored ? event.data.phoneNumber : null;
-    return { event: { ...event, instanceId: instance.id, eventId: newEventId(), at: deps.clock.now() }, inbound, phoneNumber };
+    return { event: { ...event, instanceId: instance.id, eventId: newEventId(), at }, inbound, phoneNumber };
   }
 
   /** Written now, or held when the store cannot take it (or the instance has events held already). */
-  async function publish(cmd: IncomingCommand, signal: AbortSignal): Promise<void> {
-    const raised = await raise(cmd, signal);
+  async function publish(cmd: IncomingCommand, signal: AbortSignal, at: number): Promise<void> {
+    const raised = await raise(cmd, signal, at);
     if (!raised) return;
     const { instanceId } = raised.event;
     if (holding(instanceId)) return held.hold(raised);
@@ -183,8 +186,12 @@ export function createIncomingEvents(deps: IncomingEventsDeps): IncomingEvents {
     const chains = new Map<string, Promise<void>>();
     receive((cmd) => {
       const id = cmd.instance.id;
+      // the event's time is now, as it happened: an event waiting behind the instance's earlier ones (a media
+      // download) was stamped when its turn came (found from the outside: a session's `ready` stamped after the
+      // first message it sent, so a receiver ordering by timestamp saw a send before its session was ready)
+      const at = deps.clock.now();
       const done = (chains.get(id) ?? Promise.resolve())
-        .then(() => publish(cmd, abort.signal))
+        .then(() => publish(cmd, abort.signal, at))
         .catch((err: unknown) => deps.log.warn({ err, instanceId: id, event: cmd.name }, 'instance event not written'))
         .finally(() => {
           pending.delete(done);
