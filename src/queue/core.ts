@@ -98,7 +98,11 @@ export class QueueCore {
     this.epoch = state.epoch;
     this.pending = state.pending;
     this.tally.load(state.outcomes);
-    this.planner.load({ history: state.history, lastDispatchAt: state.lastDispatchAt, waiting: state.waiting });
+    // the sends outside the queue whose rows are not in the store yet still count (src/queue/write-back.ts)
+    const unwritten = this.writeBack.uncommittedDispatches();
+    const history = unwritten.length === 0 ? state.history : [...state.history, ...unwritten].sort((a, b) => a - b);
+    const lastDispatchAt = unwritten.length === 0 ? state.lastDispatchAt : Math.max(state.lastDispatchAt ?? Number.NEGATIVE_INFINITY, ...unwritten);
+    this.planner.load({ history, lastDispatchAt, waiting: state.waiting });
   }
 
   /**

@@ -48,20 +48,21 @@ export class DegradedMode {
       if (core.degraded) {
         core.writeBack.keepDispatch(at);
         kept = true;
-      }
+      } else core.writeBack.writing(at);
     }
     const outcome = await core.deps.dispatcher.send(directJob(core.instanceId, req, at));
     if (outcome.kind === 'failed') {
       if (enforceLimits) {
         core.planner.forgetDispatch(at);
         if (kept) core.writeBack.dropDispatch(at);
+        else core.writeBack.written(at);
       }
     } else if (!enforceLimits) await this.countUngated(at);
     // The route chose this send by a view that said the store was away, and the queue no longer thinks so (it
     // recovered meanwhile, or had not noticed yet): counted in memory and written now, as any dispatch. Found
     // from the outside: such sends went out and were never written (kept only while degraded), so the windows
     // PostgreSQL holds missed them and the hourly ceiling was passed after a restart or hand-over.
-    else if (!kept) await this.persistDispatch(at);
+    else if (!kept) await this.persistDispatch(at).finally(() => core.writeBack.written(at));
     return outcome;
   }
 
@@ -72,10 +73,10 @@ export class DegradedMode {
    * the queue was enabled went out 82 ms after such a send, with a 15 s pause.
    */
   private async countUngated(at: number): Promise<void> {
-    await this.core.serial.run(async () => {
-      this.core.planner.recordDispatch(at);
-    });
-    await this.persistDispatch(at);
+    const { writeBack } = this.core;
+    writeBack.writing(at);
+    this.core.planner.recordDispatch(at);
+    await this.persistDispatch(at).finally(() => writeBack.written(at));
   }
 
   /**

@@ -28,6 +28,7 @@ export const WRITE_BACK_RETRY_MS = 2_000;
 export class WriteBack {
   private readonly outcomes = new Map<string, KeptOutcome>();
   private dispatches: number[] = [];
+  private inWrite: number[] = [];
 
   /** `journal`: where the kept sends are also written, so that a killed process does not lose them (degraded-journal.ts) */
   constructor(private readonly instanceId: string, private readonly journal?: DegradedJournal) {}
@@ -76,5 +77,26 @@ export class WriteBack {
   dispatchesWritten(count: number): void {
     this.journal?.written(this.instanceId, this.dispatches.slice(0, count));
     this.dispatches = this.dispatches.slice(count);
+  }
+
+  /** A send outside the queue counted in memory whose row is being written (the store reachable): not journaled. */
+  writing(at: number): void {
+    this.inWrite.push(at);
+  }
+
+  /** Its row is written, or it provably did not go out. */
+  written(at: number): void {
+    const i = this.inWrite.indexOf(at);
+    if (i >= 0) this.inWrite.splice(i, 1);
+  }
+
+  /**
+   * The sends memory counts that PostgreSQL does not hold yet (kept, or being written): a queue that reads its
+   * history again from the store counts them on top of it. Found from the outside: a re-read during an outage
+   * (after a commit of unknown outcome) replaced the history with the store's, the sends kept for write-back
+   * dropped out of the windows, and the hourly ceiling was passed by as many.
+   */
+  uncommittedDispatches(): number[] {
+    return this.inWrite.length === 0 ? [...this.dispatches] : [...this.dispatches, ...this.inWrite];
   }
 }

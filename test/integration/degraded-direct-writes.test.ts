@@ -111,3 +111,22 @@ test('a direct send in degraded mode does not wait behind the queue\'s statement
   assert.equal(await written(), 1);
   await w.stop();
 });
+
+test('a queue that reads itself again from the store during an outage still counts the sends kept for write-back', async () => {
+  const { w, written } = await startedWorker();
+  try {
+    await w.setDegraded(true, clock.now());
+    assert.equal((await w.directSend(send('kept'), true)).kind, 'assumed');
+    assert.equal(w.limits().usedLastHour, 1);
+    // the re-read after a commit of unknown outcome (src/queue/acceptance.ts `reconcile`) replaces the history
+    // with the store's, which does not have the kept send yet
+    await (w as unknown as { core: { reload(now: number): Promise<void> } }).core.reload(clock.now());
+    assert.equal(w.limits().usedLastHour, 1, 'the kept send still counts');
+    await w.setDegraded(false, clock.now());
+    assert.equal(await written(), 1);
+    await (w as unknown as { core: { reload(now: number): Promise<void> } }).core.reload(clock.now());
+    assert.equal(w.limits().usedLastHour, 1, 'counted once once written');
+  } finally {
+    await w.stop();
+  }
+});
