@@ -23,7 +23,6 @@ import { AcceptanceCommitter, type UnitWrites } from './group-commit.js';
 import type { AddProposal } from './planning.js';
 import type { SlotWriter } from './slot-writer.js';
 import type { InstanceSettings } from './settings.js';
-import { RoomTrials } from './room-trials.js';
 import type { Queryable } from '../store/pool.js';
 import type { AcceptOutcome, AcceptRequest, Refusal } from './types.js';
 
@@ -270,9 +269,8 @@ export class Acceptance {
     const decisions = new Map<Pending, Decided>();
     const fresh: { p: Pending; job: NewJob }[] = [];
     const keysInBatch = new Map<string, { p: Pending; job: NewJob }>();
-    // fresh jobs a trial plan found no slot for before their expiry: they take no room of the queue
-    const unreachable = new Set<NewJob>();
-    let room: RoomTrials | null = null;
+    // the room the queue has for this batch's new jobs; without any, each is refused at once (no plan made)
+    const room = deps.maxPending - core.pending;
     for (const p of batch) {
       const { req } = p;
       if (req.idempotencyKey !== null) {
@@ -289,8 +287,7 @@ export class Acceptance {
           continue;
         }
       }
-      // full, counting the batch's own new jobs: unless some of them can never have a slot (a trial plan tells)
-      if (core.pending + fresh.length - unreachable.size >= deps.maxPending && !(room ??= new RoomTrials((jobs) => planner.tryAdd(jobs.map(planJob), now, settings).slots)).freed(fresh, unreachable, core.pending, deps.maxPending)) {
+      if (room <= 0) {
         decisions.set(p, { kind: 'refused', code: 'QUEUE_FULL', maxPending: deps.maxPending });
         continue;
       }
@@ -299,11 +296,28 @@ export class Acceptance {
       if (req.idempotencyKey !== null) keysInBatch.set(req.idempotencyKey, { p, job });
     }
 
+    // More new jobs than room: a trial plan of them all tells which can never have a slot before their expiry
+    // (refused TTL_UNREACHABLE, taking no room); the others take the room in their order, and the rest are
+    // refused QUEUE_FULL. Found from the outside: with every new job counted against the room, a send the queue
+    // had room for was refused QUEUE_FULL behind requests refused TTL_UNREACHABLE in its batch. (A later job of
+    // a higher priority refused QUEUE_FULL may have made an earlier one unreachable in the trial: the trial plans
+    // them as they arrived together, and only a batch over the room pays for it.)
+    let candidates = fresh;
+    if (fresh.length > room) {
+      const trial = planner.tryAdd(fresh.map((f) => planJob(f.job)), now, settings).slots;
+      candidates = [];
+      for (const f of fresh) {
+        if (!trial.has(f.job.id)) decisions.set(f.p, { kind: 'refused', code: 'TTL_UNREACHABLE', expiresAt: f.job.expiresAt });
+        else if (candidates.length < room) candidates.push(f);
+        else decisions.set(f.p, { kind: 'refused', code: 'QUEUE_FULL', maxPending: deps.maxPending });
+      }
+    }
+
     // Plan the fresh jobs; refuse the ones whose earliest slot is after their expiry.
-    const placed = planner.tryAdd(fresh.filter((f) => !unreachable.has(f.job)).map((f) => planJob(f.job)), now, settings);
+    const placed = planner.tryAdd(candidates.map((f) => planJob(f.job)), now, settings);
     const accepted: { p: Pending; job: NewJob }[] = [];
-    for (const f of fresh) {
-      const slot = unreachable.has(f.job) ? undefined : placed.slots.get(f.job.id);
+    for (const f of candidates) {
+      const slot = placed.slots.get(f.job.id);
       if (slot === undefined) {
         decisions.set(f.p, { kind: 'refused', code: 'TTL_UNREACHABLE', expiresAt: f.job.expiresAt });
         continue;

@@ -89,3 +89,21 @@ test('a key repeated in the batch after a request refused TTL_UNREACHABLE gets t
     await w.stop();
   }
 });
+
+test('many requests refused TTL_UNREACHABLE in one batch before one that fits: it is accepted (no bound on how many)', async () => {
+  const w = await startedWorker();
+  try {
+    assert.equal((await w.offerMany([request('first')]))[0]?.kind, 'accepted');
+    assert.equal((await w.offerMany([request('second')]))[0]?.kind, 'accepted');
+    // one place left: forty requests that can never have a slot, then one that can, then one more
+    const outcomes = await w.offerMany([
+      ...Array.from({ length: 40 }, (_, i) => request(`late ${i}`, { unreachable: true })),
+      request('fits'), request('one too many'),
+    ]);
+    const codes = outcomes.map((o) => o.kind === 'refused' ? o.code : o.kind);
+    assert.deepEqual(codes.slice(0, 40), Array.from({ length: 40 }, () => 'TTL_UNREACHABLE'));
+    assert.deepEqual(codes.slice(40), ['accepted', 'QUEUE_FULL']);
+  } finally {
+    await w.stop();
+  }
+});

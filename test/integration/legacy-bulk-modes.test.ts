@@ -167,7 +167,7 @@ describe('send-bulk beyond QUEUE_MAX_PENDING', () => {
     const r = await h.post(inst, '/api/send-bulk', { messages });
     assert.equal(r.status, 200);
     assert.equal(r.body.data?.queued, 4);
-    // two fit beside the waiting one; the third is refused by the queue, the fourth without asking it
+    // two fit beside the waiting one; the queue refuses the third and the fourth (it has no room for them)
     assert.deepEqual(entriesOf(r.body.data).map((e) => [e.status, e.error ?? null]), [
       ['queued', null],
       ['queued', null],

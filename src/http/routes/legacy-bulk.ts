@@ -141,15 +141,17 @@ async function queueEntries(deps: BulkDeps, port: InstancePort, entries: BulkEnt
   const waitMs = legacyWaitMs(deps.config);
   const max = deps.config.QUEUE_MAX_PENDING;
   const out: Record<string, unknown>[] = new Array(entries.length);
-  // the entries offered to the queue, in order: their index in the batch, their phone, their request
-  // (entries past the ceiling can never fit: refused without a round trip through the worker)
+  // the entries offered to the queue, in order: their index in the batch, their phone, their request. The queue
+  // takes at most `max` waiting jobs, and tells the entries that can never have a slot (TTL_UNREACHABLE, taking no
+  // room) from the ones it has no room for; entries past twice that are refused here without a round trip (a
+  // send-bulk of a million entries is not planned as one batch)
   const at: number[] = [];
   const phones: string[] = [];
   const reqs: AcceptRequest[] = [];
   await inParts(entries.length, (i) => {
     const e = entries[i] as BulkEntry;
     if (!e.ok) out[i] = bulkRejected(e.phone, e.error);
-    else if (reqs.length >= max) out[i] = bulkRejected(e.send.phone, `more than ${max} pending jobs for this instance`);
+    else if (reqs.length >= 2 * max) out[i] = bulkRejected(e.send.phone, `more than ${max} pending jobs for this instance`);
     else {
       // the parse is this entry's own: it takes the bulk's settings in place (v1 entries carry none of them)
       const p = e.send.parsed;
