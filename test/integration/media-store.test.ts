@@ -329,8 +329,11 @@ describe('media store shared by several nodes (one database, a DATA_DIR each)', 
     try {
       const here = makeStore({ shared: true });
       const there = createMediaStore({ pool: db.pool, dataDir: other, clock: here.clock, freeDiskBytes: async () => 1e12, shared: true });
-      const data = bytes(200 * KiB, 7);
+      // more than one part of media_blobs (1 MiB each), the last one short
+      const data = Buffer.concat([bytes(MiB, 7), bytes(MiB, 8), bytes(200 * KiB, 9)]);
       const rec = await here.store.put(instA, { data, mimetype: 'image/png', origin: 'upload' });
+      const { rows: parts } = await db.pool.query<{ part: number; n: number }>('SELECT part, length(data) AS n FROM media_blobs WHERE media_id = $1 ORDER BY part', [rec.mediaId]);
+      assert.deepEqual(parts.map((p) => [p.part, p.n]), [[0, MiB], [1, MiB], [2, 200 * KiB]]);
       assert.deepEqual(await namesIn(there, instA), [], 'the other node has no file yet');
 
       assert.equal((await there.get(instA, rec.mediaId)).sha256, sha(data));
@@ -342,6 +345,12 @@ describe('media store shared by several nodes (one database, a DATA_DIR each)', 
       let streamed = 0;
       for await (const c of opened.stream) streamed += (c as Buffer).length;
       assert.equal(streamed, data.length);
+
+      // a part missing (written before the parts were complete, or lost): 410, and no partial copy left behind
+      const gone = await here.store.put(instA, { data, mimetype: 'image/png', origin: 'upload' });
+      await db.pool.query('DELETE FROM media_blobs WHERE media_id = $1 AND part = 1', [gone.mediaId]);
+      await expectApiError(there.read(instA, gone.mediaId), 410, 'MEDIA_GONE');
+      assert.deepEqual((await namesIn(there, instA)).filter((n) => n.includes(gone.mediaId)), []);
 
       // another instance's key does not reach it through the copy
       await expectApiError(there.read(instB, rec.mediaId), 404, 'MEDIA_NOT_FOUND');
