@@ -18,6 +18,7 @@ import { InteractionLimiter } from '../../src/http/rate-limit.js';
 import { PresenceManager } from '../../src/actors/presence.js';
 import { routeTable } from '../../src/http/router.js';
 import { readsRouter } from '../../src/http/routes/reads.js';
+import { legacyReadsRouter } from '../../src/http/routes/legacy-reads.js';
 import { groupsRouter } from '../../src/http/routes/groups.js';
 import { interactionsRouter } from '../../src/http/routes/interactions.js';
 import { messageMediaRouter } from '../../src/http/routes/message-media.js';
@@ -32,10 +33,11 @@ const CAROL = '4915133333333@c.us';
 const GROUP = '120363000000000001@g.us';
 const enc = encodeURIComponent;
 
-type Family = 'reads' | 'groups' | 'interactions' | 'message-media';
+type Family = 'reads' | 'v1-reads' | 'groups' | 'interactions' | 'message-media';
 /** the gateway deadline each family asks under (SPEC.md "Limits") */
 const DEADLINE_OF: Record<Family, number> = {
   reads: DEADLINES.read,
+  'v1-reads': DEADLINES.read,
   groups: DEADLINES.interaction,
   interactions: DEADLINES.interaction,
   'message-media': DEADLINES.read,
@@ -88,6 +90,7 @@ describe('the network route families reach an instance only through its port, wi
       groups: groupsRouter(deps),
       interactions: interactionsRouter(deps),
       reads: readsRouter(deps),
+      'v1-reads': legacyReadsRouter({ portOf: () => port, clock, waitMs: 20_000 }),
     };
     srv = await serve(Object.values(families), { instance });
   });
@@ -146,8 +149,14 @@ describe('the network route families reach an instance only through its port, wi
       const r = await request(srv.url, row.method, c.path, c.body);
       assert.equal(r.status, 200, `${key}: ${JSON.stringify(r.body)}`);
       if (key.endsWith('/media')) assert.equal(r.body.raw, 'not really a png', 'the attachment\'s bytes');
-      const asked = port.asks.slice(first);
-      const deadlines = port.deadlines.slice(first);
+      let asked = port.asks.slice(first);
+      let deadlines = port.deadlines.slice(first);
+      if (row.family === 'v1-reads') {
+        // the v1 lookup looks at the instance's view first (an ordered restart holds it: src/http/routes/legacy-reads.ts)
+        assert.equal(asked[0]?.type, 'view', key);
+        asked = asked.slice(1);
+        deadlines = deadlines.slice(1);
+      }
       assert.ok(asked.length >= 1, `${key} asked the port`);
       for (const ask of asked) {
         isPlainData(ask);
