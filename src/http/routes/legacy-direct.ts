@@ -15,7 +15,7 @@ import { V1Error } from '../errors.js';
 import { legacyWaitMs, type Config } from '../../config.js';
 import { sleep, type Clock } from '../../clock.js';
 import { isDomainError } from '../../errors.js';
-import type { InstancePort } from '../../actors/port.js';
+import type { InstancePort, InstanceView } from '../../actors/port.js';
 import type { DirectSend } from '../../queue/worker.js';
 import { sendPart } from '../../queue/payload.js';
 import type { V1Send } from './legacy-parse.js';
@@ -30,16 +30,26 @@ export interface DirectDeps {
 /** How often a v1 request waiting out an ordered restart looks at the connection again. */
 export const RESTART_POLL_MS = 250;
 
-/** Return once connected; wait out an ordered restart until `deadline`; otherwise 503. */
-export async function untilConnected(port: InstancePort, clock: Clock, deadline: number): Promise<void> {
+/**
+ * The instance's view once it is connected or no ordered restart holds it (v1 is accepted and waits a restart
+ * out), looked at every RESTART_POLL_MS; null when a restart still holds it at `deadline`. Also the v1 number
+ * lookup's wait (src/http/routes/legacy-reads.ts).
+ */
+export async function pastRestart(port: InstancePort, clock: Clock, deadline: number): Promise<InstanceView | null> {
   for (;;) {
     const view = await viewOf(port);
-    if (view.connected) return;
-    if (!view.paused) throw new V1Error(503, NOT_CONNECTED);
+    if (view.connected || !view.paused) return view;
     const left = deadline - clock.now();
-    if (left <= 0) throw new V1Error(503, `${RESTARTING}; nothing was sent`);
+    if (left <= 0) return null;
     await sleep(clock, Math.min(RESTART_POLL_MS, left));
   }
+}
+
+/** Return once connected; wait out an ordered restart until `deadline`; otherwise 503. */
+export async function untilConnected(port: InstancePort, clock: Clock, deadline: number): Promise<void> {
+  const view = await pastRestart(port, clock, deadline);
+  if (!view) throw new V1Error(503, `${RESTARTING}; nothing was sent`);
+  if (!view.connected) throw new V1Error(503, NOT_CONNECTED);
 }
 
 export async function sendDirect(ctx: Context, deps: DirectDeps, port: InstancePort, send: V1Send): Promise<void> {

@@ -14,7 +14,7 @@ import { keyOutlivedV1, toV1ReadError } from '../translate.js';
 import { V1Error, NOT_CONNECTED } from '../errors.js';
 import type { Clock } from '../../clock.js';
 import type { InstancePort } from '../../actors/port.js';
-import { viewOf } from './queue-gate.js';
+import { pastRestart } from './legacy-direct.js';
 import { lookUp, phoneParam } from './reads.js';
 
 export interface LegacyReadsDeps {
@@ -24,31 +24,19 @@ export interface LegacyReadsDeps {
   waitMs: number;
 }
 
-/** How often a lookup held by an ordered restart looks at the instance again. */
-export const PAUSE_POLL_MS = 250;
-
 export function legacyReadsRouter(deps: LegacyReadsDeps): Router {
   const router = createRouter();
   router.get('/api/check-number/:phone', async (ctx) => {
     try {
       const phone = phoneParam(ctx);
-      await pauseOver(deps, deps.portOf(ctx));
-      ok(ctx, await lookUp(deps.portOf(ctx), phone));
+      const port = deps.portOf(ctx);
+      // an ordered restart longer than the v1 wait: v1's 503, as for an instance still not connected
+      if (!(await pastRestart(port, deps.clock, deps.clock.now() + deps.waitMs))) throw new V1Error(503, NOT_CONNECTED);
+      ok(ctx, await lookUp(port, phone));
     } catch (err) {
       if (keyOutlivedV1(err, ctx.state.authenticated)) throw err;
       throw toV1ReadError(err);
     }
   });
   return router;
-}
-
-/** Until the instance's ordered restart is over, at most the v1 wait: then v1's 503 (not connected). */
-async function pauseOver(deps: LegacyReadsDeps, port: InstancePort): Promise<void> {
-  const { clock } = deps;
-  const until = clock.now() + deps.waitMs;
-  while ((await viewOf(port)).paused) {
-    const left = until - clock.now();
-    if (left <= 0) throw new V1Error(503, NOT_CONNECTED);
-    await new Promise<void>((resolve) => clock.setTimeout(resolve, Math.min(PAUSE_POLL_MS, left)));
-  }
 }
