@@ -59,7 +59,7 @@ export class DegradedMode {
       }
     } else if (!enforceLimits) await this.countUngated(at);
     // The route chose this send by a view that said the store was away, and the queue no longer thinks so (it
-    // recovered meanwhile, or had not noticed yet): counted in memory and written now, as any dispatch. Found
+    // recovered meanwhile, or had not noticed yet): counted in memory and written now, like every dispatch. Found
     // from the outside: such sends went out and were never written (kept only while degraded), so the windows
     // PostgreSQL holds missed them and the hourly ceiling was passed after a restart or hand-over.
     else if (!kept) await this.persistDispatch(at).finally(() => core.writeBack.written(at));
@@ -127,23 +127,21 @@ export class DegradedMode {
         await core.emit(c, 'queue.recovered', { queueMode: 'pg', sentWhileDegraded: sends.length });
       });
       core.writeBack.dispatchesWritten(sends.length);
-      // The store went away again while this was written (setDegraded(true) does not wait for the executor):
-      // the queue stays degraded, and that outage's recovery writes what it keeps. Found from the outside: a
-      // recovery that ended after a newer outage had begun set the queue back to pg, and the sends of that
-      // outage were neither kept nor written.
-      if (this.outages !== outage) {
-        overtaken = true;
-        return;
-      }
-      // sends kept while that was written (the gate does not wait for the executor): written before the queue
-      // leaves degraded mode, after which a send is written as it goes out
-      for (let more = core.writeBack.keptDispatches(); more.length > 0; more = core.writeBack.keptDispatches()) {
-        await insertDispatches(core.deps.pool, core.instanceId, more.map((at) => ({ jobId: null, at })));
-        core.writeBack.dispatchesWritten(more.length);
+      for (;;) {
+        // The store went away again while this was written (setDegraded(true) does not wait for the executor):
+        // the queue stays degraded, and that outage's recovery writes what it keeps. Found from the outside: a
+        // recovery that ended after a newer outage had begun set the queue back to pg, and the sends of that
+        // outage were neither kept nor written.
         if (this.outages !== outage) {
           overtaken = true;
           return;
         }
+        // sends kept while that was written (the gate does not wait for the executor): written before the queue
+        // leaves degraded mode, after which a send is written as it goes out
+        const more = core.writeBack.keptDispatches();
+        if (more.length === 0) break;
+        await insertDispatches(core.deps.pool, core.instanceId, more.map((at) => ({ jobId: null, at })));
+        core.writeBack.dispatchesWritten(more.length);
       }
       core.degraded = false;
       // outcomes of sends that went out during the outage, each with its message.* event; arm() retries a failure

@@ -54,7 +54,7 @@ function routeErrors(r: RouteInfo): ErrorCode[] {
   return codes;
 }
 
-/** The binary answer of a download (`ok.bytes`): any media type, the file's own. */
+/** The binary answer of a download (`ok.bytes`): whatever media type the file has. */
 const BYTES: JsonSchema = { type: 'string', format: 'binary' };
 
 function responsesOf(routes: RouteInfo[], ops: Operation[]): JsonSchema {
