@@ -2,6 +2,7 @@
  * A whole gateway for a test file: its own database (test/helpers/db.ts), its own data directory, the
  * in-process sandbox network, a real HTTP server on a loopback port, and (optionally) a simulated clock.
  */
+import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -112,6 +113,16 @@ export async function waitFor<T>(cond: () => T | Promise<T>, what: string, limit
     await new Promise((r) => setTimeout(r, 5));
   }
   throw new Error(`timed out waiting for ${what}`);
+}
+
+/** The phone unlinks the instance (the sandbox's unlink); answers once its key's status says it is offline. */
+export async function unlinkUntilOffline(t: TestGateway, instanceId: string, apiKey: string): Promise<void> {
+  const unlinked = await t.admin('POST', `/sandbox/v1/instances/${instanceId}/unlink`);
+  assert.equal(unlinked.status, 200, unlinked.text);
+  await waitFor(async () => {
+    const r = await t.api(apiKey, 'GET', '/api/status');
+    return (r.body.data as { connected?: boolean } | undefined)?.connected === false;
+  }, 'the instance offline');
 }
 
 export async function startTestGateway(

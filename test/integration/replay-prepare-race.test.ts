@@ -9,7 +9,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { startTestGateway, waitFor, type TestGateway } from '../helpers/gateway.js';
+import { startTestGateway, unlinkUntilOffline, waitFor, type TestGateway } from '../helpers/gateway.js';
 import { NEEDS_SERVER } from '../helpers/db.js';
 import { setNetworkDefaults } from '../../src/media/ssrf.js';
 
@@ -55,12 +55,7 @@ test('a send prepared across the instance going offline is not accepted after it
   const first = t.api(apiKey, 'POST', '/api/v2/send-media', body);
   await waitFor(async () => requests > 0, 'the first send probing its mediaUrl');
 
-  const unlinked = await t.admin('POST', `/sandbox/v1/instances/${instance.id}/unlink`);
-  assert.equal(unlinked.status, 200, unlinked.text);
-  await waitFor(async () => {
-    const r = await t.api(apiKey, 'GET', '/api/status');
-    return (r.body.data as { connected?: boolean } | undefined)?.connected === false;
-  }, 'the instance offline');
+  await unlinkUntilOffline(t, instance.id, apiKey);
 
   const retry = await t.api(apiKey, 'POST', '/api/v2/send-media', body);
   const a = await first;

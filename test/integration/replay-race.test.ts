@@ -9,7 +9,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
-import { startTestGateway, waitFor, type TestGateway } from '../helpers/gateway.js';
+import { startTestGateway, unlinkUntilOffline, waitFor, type TestGateway } from '../helpers/gateway.js';
 import { NEEDS_SERVER } from '../helpers/db.js';
 
 let t: TestGateway;
@@ -46,12 +46,7 @@ test('a retry racing its first send while the instance went offline is that send
       return (rows[0]?.n ?? 0) > 0;
     }, 'the first send waiting in its commit');
 
-    const unlinked = await t.admin('POST', `/sandbox/v1/instances/${instance.id}/unlink`);
-    assert.equal(unlinked.status, 200, unlinked.text);
-    await waitFor(async () => {
-      const r = await t.api(apiKey, 'GET', '/api/status');
-      return (r.body.data as { connected?: boolean } | undefined)?.connected === false;
-    }, 'the instance offline');
+    await unlinkUntilOffline(t, instance.id, apiKey);
 
     const retry = t.api(apiKey, 'POST', '/api/v2/send-message', body);
     // the retry is answered before the first send commits where its lookup does not wait for it
