@@ -151,10 +151,13 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Pr
   log.info('migrating the database');
   await migrate(pool);
   goOn();
-  // sends an earlier process made while the store was away and did not get to write back: into the history
-  // before any queue reads it (src/queue/degraded-journal.ts)
+  let actors: ActorSystem | null = null;
+  const wake = (instanceId: string) => void actors?.webhooks.notify(instanceId);
+  const events = createEventBus({ pool, clock, wake });
+  // sends an earlier process made while the store was away, and outcomes it knew, that it did not get to write
+  // back: into the store before any queue reads it (src/queue/degraded-journal.ts)
   const journalPath = journalFile(config.DATA_DIR);
-  await replayDegradedJournal(pool, journalPath, clock.now(), log);
+  await replayDegradedJournal(pool, journalPath, clock.now(), log, events.emit);
   const journal = new DegradedJournal(journalPath);
   started.push(() => journal.close());
   goOn();
@@ -175,9 +178,6 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Pr
   const store = new StoreHealth({ pool, clock, log });
 
   // ---- media, events, actors
-  let actors: ActorSystem | null = null;
-  const wake = (instanceId: string) => void actors?.webhooks.notify(instanceId);
-  const events = createEventBus({ pool, clock, wake });
   const media = createMediaServices({ pool, clock, config, log });
   const metrics = createMetrics();
   actors = new ActorSystem({

@@ -1,11 +1,18 @@
 /**
- * The sends a queue made outside PostgreSQL (v1 sends in `memory-degraded` mode, and the count of a disabled
- * queue's send the store did not take), kept on disk until the store has them. In memory alone (WriteBack) they
+ * What a queue knows that PostgreSQL does not have yet, kept on disk until the store has it: the sends it made
+ * outside PostgreSQL (v1 sends in `memory-degraded` mode, and the count of a disabled queue's send the store did
+ * not take), and the outcomes of dispatches whose write the store did not take. In memory alone (WriteBack) they
  * were lost with a killed process: found from the outside, a gateway SIGKILLed while the store was away forgot
  * the three sends it had made in the last hour, and after its restart the hourly limit let three more through
  * (six against a ceiling of three). Each kept send is appended here before it goes out; one that provably did
  * not go out, and the ones a recovery wrote to PostgreSQL, are appended as such; a start writes what is left
  * to `dispatches` before any queue starts (`replayDegradedJournal`), so that the windows count it.
+ *
+ * An outcome kept for write-back (src/queue/write-back.ts) is appended before a caller waiting for it is told
+ * (a v1 send answered 200 "sent" during an outage): in memory alone, a process killed before the store came back
+ * left the job `sending`, and the next start made it `unknown`, contradicting what the caller had been told. A
+ * start moves each such job from `sending` as its outcome says, with its `message.*` event, before any queue
+ * makes what is left `unknown`.
  *
  * One file per process (DATA_DIR/run/degraded-sends.jsonl: one process per DATA_DIR holds it, src/bootstrap.ts),
  * written synchronously (a line is in the kernel before the send it counts is made, so a killed process never
@@ -15,15 +22,45 @@
 import { closeSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from '../log.js';
-import type { Pool } from '../store/pool.js';
+import { withTransaction, type Pool, type Queryable } from '../store/pool.js';
+import { queueEventData } from '../wire/queue-events.js';
+import { outcomeStep } from './outcome.js';
+import { forgetDispatch } from './sql/forgetDispatch.js';
+import { transitionJob } from './sql/transitionJob.js';
+import type { DispatchOutcome } from './types.js';
 
-interface Line {
+interface SendLine {
   /** instance id */
   i: string;
   /** the send's instant (ms) */
   at: number;
   /** kept: made outside the store; dropped: provably did not go out; written: in `dispatches` now */
   op: 'kept' | 'dropped' | 'written';
+}
+
+interface OutcomeLine {
+  i: string;
+  /** when the outcome was known (the job's terminalAt) */
+  at: number;
+  /** outcome: known, not in the store; stored: in the store now (or the job was no longer `sending`) */
+  op: 'outcome' | 'stored';
+  /** the job */
+  j: string;
+  /** the outcome (op `outcome` only) */
+  o?: DispatchOutcome;
+}
+
+type Line = SendLine | OutcomeLine;
+
+/** Writes a `message.*` event inside the caller's transaction (src/actors/events.ts `EventBus.emit`). */
+export type EmitEvent = (q: Queryable, instanceId: string, event: string, data: unknown) => Promise<boolean>;
+
+/** An outcome the store did not take, kept on disk. */
+export interface JournaledOutcome {
+  instanceId: string;
+  jobId: string;
+  outcome: DispatchOutcome;
+  at: number;
 }
 
 export const journalFile = (dataDir: string): string => path.join(dataDir, 'run', 'degraded-sends.jsonl');
@@ -34,11 +71,15 @@ const WINDOW_MS = 24 * 3_600_000;
 const FUTURE_SKEW_MS = 60_000;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const MAX_INSTANT = 253_402_300_799_999;
+/** a job id (`wq_…`, src/ids.ts), or any id of the same alphabet an older process gave */
+const JOB_ID = /^[A-Za-z0-9_-]{1,100}$/;
 
 export class DegradedJournal {
   private fd: number | null = null;
-  /** kept sends not yet dropped or written, over all instances: the file goes when none is left */
+  /** kept sends not yet dropped or written, over all instances: the file goes when none is left (nor an outcome) */
   private open = 0;
+  /** jobs whose outcome is journaled and not yet stored */
+  private readonly outcomes = new Set<string>();
 
   constructor(private readonly file: string) {}
 
@@ -58,6 +99,20 @@ export class DegradedJournal {
     this.settled(ats.length);
   }
 
+  /** The outcome of a job's call, known and not in the store; appended before anyone is told it. */
+  outcome(instanceId: string, jobId: string, outcome: DispatchOutcome, at: number): void {
+    if (this.outcomes.has(jobId)) return;
+    this.append({ i: instanceId, at, op: 'outcome', j: jobId, o: outcome });
+    this.outcomes.add(jobId);
+  }
+
+  /** That outcome is in the store now (or its job had left `sending` otherwise). */
+  stored(instanceId: string, jobId: string, at: number): void {
+    if (!this.outcomes.delete(jobId)) return;
+    this.append({ i: instanceId, at, op: 'stored', j: jobId });
+    this.settled(0);
+  }
+
   close(): void {
     if (this.fd !== null) closeSync(this.fd);
     this.fd = null;
@@ -65,7 +120,7 @@ export class DegradedJournal {
 
   private settled(n: number): void {
     this.open = Math.max(0, this.open - n);
-    if (this.open > 0) return;
+    if (this.open > 0 || this.outcomes.size > 0) return;
     this.close();
     rmSync(this.file, { force: true });
   }
@@ -76,19 +131,63 @@ export class DegradedJournal {
   }
 }
 
-/** The kept sends of a journal not written or dropped, by instance (a torn last line, from a kill mid-write, is skipped). */
-export function unwrittenSends(text: string): Map<string, number[]> {
-  const kept = new Map<string, number[]>();
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isInstant = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= MAX_INSTANT;
+const text = (v: unknown): v is string => typeof v === 'string';
+
+/** An outcome as this module writes it, nothing else (null: not one). */
+function readOutcome(v: unknown): DispatchOutcome | null {
+  if (!isRecord(v)) return null;
+  const callAt = isInstant(v.callAt) ? { callAt: v.callAt } : {};
+  switch (v.kind) {
+    case 'confirmed':
+      return text(v.messageId) ? { kind: 'confirmed', messageId: v.messageId, ...callAt } : null;
+    case 'assumed':
+      return text(v.messageId) || v.messageId === null ? { kind: 'assumed', messageId: v.messageId, ...callAt } : null;
+    case 'failed':
+      return text(v.resultCode) && text(v.errorMessage) ? { kind: 'failed', resultCode: v.resultCode, errorMessage: v.errorMessage, ...callAt } : null;
+    case 'unknown':
+      return text(v.unknownReason) ? { kind: 'unknown', unknownReason: v.unknownReason, ...callAt } : null;
+    default:
+      return null;
+  }
+}
+
+/** The lines of a journal this module wrote (a torn last line, from a kill mid-write, and anything else is skipped). */
+function* lines(text: string): Generator<Line> {
   for (const raw of text.split('\n')) {
-    let line: Partial<Line>;
+    let line: unknown;
     try {
-      line = JSON.parse(raw) as Partial<Line>;
+      line = JSON.parse(raw);
     } catch {
       continue;
     }
-    // what this module writes, nothing else: an instance id, an instant between 1970 and 9999
-    if (typeof line.i !== 'string' || !UUID.test(line.i) || typeof line.at !== 'number' || !Number.isInteger(line.at)) continue;
-    if (line.at < 0 || line.at > MAX_INSTANT) continue;
+    // an instance id, an instant between 1970 and 9999
+    if (!isRecord(line) || typeof line.i !== 'string' || !UUID.test(line.i) || !isInstant(line.at)) continue;
+    const { i, at, op } = line;
+    if (op === 'kept' || op === 'dropped' || op === 'written') yield { i, at, op };
+    else if ((op === 'outcome' || op === 'stored') && typeof line.j === 'string' && JOB_ID.test(line.j)) {
+      const o = op === 'outcome' ? readOutcome(line.o) : undefined;
+      if (op === 'stored' || o) yield { i, at, op, j: line.j, ...(o ? { o } : {}) };
+    }
+  }
+}
+
+/** The outcomes of a journal not stored, oldest first. */
+export function unstoredOutcomes(text: string): JournaledOutcome[] {
+  const known = new Map<string, JournaledOutcome>();
+  for (const line of lines(text)) {
+    if (line.op === 'outcome' && line.o) known.set(line.j, { instanceId: line.i, jobId: line.j, outcome: line.o, at: line.at });
+    else if (line.op === 'stored') known.delete(line.j);
+  }
+  return [...known.values()];
+}
+
+/** The kept sends of a journal not written or dropped, by instance (a torn last line, from a kill mid-write, is skipped). */
+export function unwrittenSends(text: string): Map<string, number[]> {
+  const kept = new Map<string, number[]>();
+  for (const line of lines(text)) {
+    if (line.op === 'outcome' || line.op === 'stored') continue;
     const ats = kept.get(line.i) ?? [];
     if (line.op === 'kept') ats.push(line.at);
     else {
@@ -117,10 +216,11 @@ const REPLAY = `WITH d AS (
       WHERE id = $1 AND m.at IS NOT NULL`;
 
 /**
- * At start, before any queue reads its history: write the sends an earlier process made outside the store and
- * did not get to write back, then remove the journal. Returns how many instances had some.
+ * At start, before any queue reads its history or recovers its jobs: write the sends an earlier process made
+ * outside the store and the outcomes it knew, neither of which it got to write back, then remove the journal.
+ * Returns how many instances had some.
  */
-export async function replayDegradedJournal(pool: Pool, file: string, now: number, log: Logger): Promise<number> {
+export async function replayDegradedJournal(pool: Pool, file: string, now: number, log: Logger, emit: EmitEvent): Promise<number> {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -130,7 +230,7 @@ export async function replayDegradedJournal(pool: Pool, file: string, now: numbe
     // the start cannot go on without knowing what was sent, and says what to look at (found from the outside:
     // a directory in the file's place ended the start with a bare EISDIR)
     throw new Error(`the journal of sends made while the store was away, ${file}, cannot be read (${code ?? 'error'}): ` +
-      'move it away to start without it (its sends then do not count against the limits)', { cause: err });
+      'move it away to start without it (its sends then do not count against the limits, and the jobs whose outcomes it holds become unknown)', { cause: err });
   }
   const kept = unwrittenSends(text);
   let skipped = 0;
@@ -141,6 +241,34 @@ export async function replayDegradedJournal(pool: Pool, file: string, now: numbe
     if (recent.length > 0) await pool.query(REPLAY, [instanceId, recent.map((at) => new Date(at))]);
   }
   if (kept.size > 0) log.warn({ instances: kept.size, skipped }, 'sends made while the store was away, kept on disk by an earlier process, written to the history');
+  const outcomes = unstoredOutcomes(text);
+  const instances = new Set([...kept.keys(), ...outcomes.map((o) => o.instanceId)]);
+  if (outcomes.length > 0) await storeOutcomes(pool, outcomes, now, log, emit);
   rmSync(file, { force: true });
-  return kept.size;
+  return instances.size;
+}
+
+/**
+ * Each journaled outcome whose job is still `sending` moves it as a written outcome would (src/queue/
+ * outcome-writer.ts), with its event, one transaction each; the move is conditional on `sending`, so a job that
+ * had its outcome written, or was made `unknown` by a node that took its instance over, is left as it is.
+ */
+async function storeOutcomes(pool: Pool, outcomes: readonly JournaledOutcome[], now: number, log: Logger, emit: EmitEvent): Promise<void> {
+  const stored: string[] = [];
+  const settled: string[] = [];
+  for (const { instanceId, jobId, outcome, at } of outcomes) {
+    const step = outcomeStep(outcome, at);
+    // a call that never reached the network: waiting again, as OutcomeWriter.putBack leaves it
+    const fields = step.event.type === 'RETURNED' ? { dispatchedAt: null } : step.fields;
+    const moved = await withTransaction(pool, async (c) => {
+      const m = await transitionJob(c, jobId, step.event, fields);
+      if (!m) return false;
+      if (step.forgetDispatch) await forgetDispatch(c, jobId);
+      if (m.step.emits) await emit(c, instanceId, m.step.emits, queueEventData(m.step.emits, m.job, { now, position: 0 }));
+      return true;
+    });
+    (moved ? stored : settled).push(jobId);
+  }
+  if (stored.length > 0) log.warn({ jobs: stored }, 'outcomes known to an earlier process while the store was away, kept on disk, written');
+  if (settled.length > 0) log.warn({ jobs: settled }, 'outcomes kept on disk by an earlier process whose jobs were no longer sending: left as they are');
 }

@@ -8,8 +8,8 @@
  * - Outcomes of dispatches whose write failed (the send went out during the outage, or the connection broke
  *   at the write): without them the job would stay `sending` for good. Each is written back, with its
  *   `message.*` event, once the store answers; the write is conditional on `sending`, so a write that did
- *   commit but whose answer was lost is not repeated. If the process stops first, the job is still `sending`
- *   in PostgreSQL and the next start makes it `unknown` (never resent).
+ *   commit but whose answer was lost is not repeated. They are on disk too (degraded-journal.ts): a process
+ *   killed first leaves them to the next start, which writes them before any job left `sending` becomes `unknown`.
  */
 import type { DegradedJournal } from './degraded-journal.js';
 import type { Job } from './job.js';
@@ -33,7 +33,9 @@ export class WriteBack {
   /** `journal`: where the kept sends are also written, so that a killed process does not lose them (degraded-journal.ts) */
   constructor(private readonly instanceId: string, private readonly journal?: DegradedJournal) {}
 
+  /** An outcome the store did not take: on disk too before anyone is told it (degraded-journal.ts). */
   keepOutcome(kept: KeptOutcome): void {
+    this.journal?.outcome(this.instanceId, kept.job.id, kept.outcome, kept.at);
     this.outcomes.set(kept.job.id, kept);
   }
 
@@ -47,8 +49,12 @@ export class WriteBack {
     return this.outcomes.has(jobId);
   }
 
+  /** The kept outcome of `jobId` is in the store now (or its job had left `sending`). */
   outcomeWritten(jobId: string): void {
+    const kept = this.outcomes.get(jobId);
+    if (!kept) return;
     this.outcomes.delete(jobId);
+    this.journal?.stored(this.instanceId, jobId, kept.at);
   }
 
   get hasOutcomes(): boolean {

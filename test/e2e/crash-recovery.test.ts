@@ -4,11 +4,13 @@
  * sends it again; the network's ledger (which survived the kill) holds the message exactly once.
  *
  * And the honest other side: killed while a media job in `sending` was still fetching its media URL (the
- * network never called), the job is `failed` after the restart, not `unknown`, and can be requeued.
+ * network never called), the job is `failed` after the restart, not `unknown`, and can be requeued. And killed
+ * while the store was away after a v1 caller had been told its message was sent: the restart writes the outcome
+ * the killed process knew (`sent`), not `unknown`.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -16,6 +18,7 @@ import { startSandboxServer, type SandboxServer } from '../../src/http/sandbox-s
 import { createTestDb, type TestDb } from '../helpers/db.js';
 import { waitFor } from '../helpers/gateway.js';
 import { callGateway as call, startSandboxedGateway, type RunningProcess } from '../helpers/gateway-process.js';
+import { startTcpProxy } from '../helpers/tcp-proxy.js';
 
 const ADMIN = 'crash-test-admin-token-0123456789';
 let sandbox: SandboxServer;
@@ -40,10 +43,10 @@ after(async () => {
  * it resolves is STANDIN (test/helpers/standin-network.ts), where a test's media host listens.
  */
 const STANDIN = '127.0.0.2';
-const startGatewayProcess = () =>
+const startGatewayProcess = (databaseUrl = db.url ?? '') =>
   startSandboxedGateway({
     dataDir,
-    databaseUrl: db.url ?? '',
+    databaseUrl,
     sandboxUrl: sandbox.url,
     adminToken: ADMIN,
     env: { DRIVER_CALL_TIMEOUT_MS: '600000', MGW_TEST_STANDIN_ADDRESS: STANDIN },
@@ -185,5 +188,53 @@ test('a gateway killed while a media job fetched its media leaves the job failed
     child = null;
   } finally {
     await host.close();
+  }
+});
+
+test('a gateway killed while the store was away, after a v1 caller was told "sent": the restart writes that outcome, not unknown', { skip: !process.env.TEST_DATABASE_URL && 'needs TEST_DATABASE_URL (two processes share the database)' }, async () => {
+  const url = new URL(db.url ?? '');
+  const proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port || 5432) });
+  const proxied = new URL(url);
+  proxied.port = String(proxy.port);
+  const record = sandbox.network.record.bind(sandbox.network);
+  try {
+    let gw = await startGatewayProcess(proxied.toString());
+    child = gw;
+    const { instanceId, apiKey } = await linkedInstance(gw, 'told-sent');
+    // the network takes the message, and the store goes away before the gateway can write that it went out
+    sandbox.network.record = (id, entry) => {
+      const e = record(id, entry);
+      if (entry.body === 'told sent' && proxy.state === null) void proxy.cut('refuse');
+      return e;
+    };
+    const told = await call(gw.url, apiKey, 'POST', '/api/send-message', { phone: '4915112345678', message: 'told sent' });
+    assert.equal(told.status, 200, JSON.stringify(told.body));
+    assert.equal(told.body.success, true);
+    const { rows: before } = await db.pool.query<{ state: string }>('SELECT state FROM jobs WHERE instance_id = $1', [instanceId]);
+    assert.deepEqual(before.map((r) => r.state), ['sending'], 'the store never heard the outcome');
+
+    await gw.kill('SIGKILL');
+    sandbox.network.record = record;
+    await proxy.restore();
+    gw = await startGatewayProcess();
+    child = gw;
+    const job = await waitFor(async () => {
+      const { rows } = await db.pool.query<{ state: string; delivery_confidence: string | null; message_id: string | null; result_code: string | null }>(
+        'SELECT state, delivery_confidence, message_id, result_code FROM jobs WHERE instance_id = $1', [instanceId]);
+      return rows[0] && rows[0].state !== 'sending' ? rows[0] : null;
+    }, 'the job settled after the restart');
+    assert.equal(job.state, 'sent', 'what the caller was told');
+    assert.equal(job.delivery_confidence, 'confirmed');
+    assert.equal(job.result_code, 'SENT');
+    assert.equal(job.message_id, sandbox.network.ledger(instanceId).find((e) => e.body === 'told sent')?.messageId);
+    assert.equal(sandbox.network.ledger(instanceId).filter((e) => e.body === 'told sent').length, 1, 'sent once');
+    await assert.rejects(readFile(path.join(dataDir, 'run', 'degraded-sends.jsonl'), 'utf8'), { code: 'ENOENT' }, 'the journal is gone');
+
+    const { code } = await gw.kill('SIGTERM');
+    assert.equal(code, 0, 'SIGTERM stops the gateway cleanly');
+    child = null;
+  } finally {
+    sandbox.network.record = record;
+    await proxy.close();
   }
 });

@@ -3,7 +3,10 @@
  * still unwritten, and a start writing it to the dispatch history: once, for instances that still exist, moving
  * the last dispatch forward, the file removed after. Found from the outside: a gateway SIGKILLed while degraded
  * forgot its three sends of the hour, and after the restart the hourly limit let three more through. (That the
- * sends reach the journal while degraded is held by store-outage.test.ts.) Real PostgreSQL.
+ * sends reach the journal while degraded is held by store-outage.test.ts.) And the outcomes the store did not
+ * take: a start moves their jobs from `sending` as the outcome says, with the event, before any job left
+ * `sending` becomes `unknown` (a gateway killed while the store was away, after a v1 caller was told "sent",
+ * left that job `unknown`; the whole path is held by test/e2e/crash-recovery.test.ts). Real PostgreSQL.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,7 +15,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { createTestDb, type TestDb } from '../helpers/db.js';
 import { createInstance, deleteInstance } from '../../src/store/instances.js';
-import { DegradedJournal, journalFile, replayDegradedJournal, unwrittenSends } from '../../src/queue/degraded-journal.js';
+import { DegradedJournal, journalFile, replayDegradedJournal, unstoredOutcomes, unwrittenSends, type EmitEvent } from '../../src/queue/degraded-journal.js';
+import type { Queryable } from '../../src/store/pool.js';
 import { silentLogger } from '../../src/log.js';
 
 let db: TestDb;
@@ -28,6 +32,7 @@ after(async () => {
 });
 
 const line = (i: string, at: number, op: string) => `${JSON.stringify({ i, at, op })}\n`;
+const noEvents: EmitEvent = async () => false;
 
 const A = '0b7c4a52-7e1a-4c1e-9a3b-6f0c1d2e3f40';
 const B = '1c8d5b63-8f2b-4d2f-8b4c-7a1d2e3f4051';
@@ -63,7 +68,7 @@ test('a start writes the unwritten sends to the history once, of instances that 
     line(gone.id, now - 1_000, 'kept');
   await writeFile(file, text);
 
-  assert.equal(await replayDegradedJournal(db.pool, file, now, silentLogger()), 2);
+  assert.equal(await replayDegradedJournal(db.pool, file, now, silentLogger(), noEvents), 2);
   await assert.rejects(readFile(file, 'utf8'), { code: 'ENOENT' }, 'removed');
   const history = async () =>
     (await db.pool.query<{ at: Date }>('SELECT dispatched_at AS at FROM dispatches WHERE instance_id = $1 ORDER BY 1', [instance.id])).rows.map((r) => r.at.getTime());
@@ -73,15 +78,95 @@ test('a start writes the unwritten sends to the history once, of instances that 
 
   // a recovery that committed but was killed before it wrote `written`: the next start finds them there already
   await writeFile(file, text);
-  await replayDegradedJournal(db.pool, file, now, silentLogger());
+  await replayDegradedJournal(db.pool, file, now, silentLogger(), noEvents);
   assert.deepEqual(await history(), ats, 'not twice');
-  assert.equal(await replayDegradedJournal(db.pool, file, now, silentLogger()), 0, 'no journal: nothing');
+  assert.equal(await replayDegradedJournal(db.pool, file, now, silentLogger(), noEvents), 0, 'no journal: nothing');
 
   // a directory in its place: the start is refused naming the file and what to do
   await mkdir(file);
-  await assert.rejects(replayDegradedJournal(db.pool, file, now, silentLogger()), (err: Error) => {
+  await assert.rejects(replayDegradedJournal(db.pool, file, now, silentLogger(), noEvents), (err: Error) => {
     assert.ok(err.message.includes(file) && /move it away/.test(err.message), err.message);
     return true;
   });
   await rm(file, { recursive: true });
+});
+
+let n = 0;
+async function addJob(q: Queryable, instanceId: string, state: string): Promise<string> {
+  const id = `wq_t${String(++n).padStart(23, '0')}`;
+  await q.query(
+    `INSERT INTO jobs (id, instance_id, state, kind, origin_route, phone, payload, payload_hash, priority, queued_at, dispatched_at, terminal_at, expires_at)
+     VALUES ($1, $2, $3, 'text', '/api/send-message', '4915112345678', '{"chatId":"4915112345678@c.us","body":"journaled"}', '', 9, now(), now(),
+             CASE WHEN $3 IN ('sent','failed','unknown','cancelled','expired') THEN now() END, now() + interval '1 day')`,
+    [id, instanceId, state],
+  );
+  if (state === 'sending') await q.query('INSERT INTO dispatches (instance_id, job_id, dispatched_at) VALUES ($1, $2, now())', [instanceId, id]);
+  return id;
+}
+
+const outcomeLine = (i: string, j: string, at: number, o: unknown) => `${JSON.stringify({ i, at, op: 'outcome', j, o })}\n`;
+
+test('the outcomes still to store: an outcome less those stored; one of a shape this module never writes is skipped', () => {
+  const text = outcomeLine(A, 'wq_1', 5, { kind: 'confirmed', messageId: 'm1', callAt: 4 }) + outcomeLine(A, 'wq_2', 6, { kind: 'failed', resultCode: 'X', errorMessage: 'e' }) +
+    `${JSON.stringify({ i: A, at: 7, op: 'stored', j: 'wq_2' })}\n` + outcomeLine(B, 'wq_3', 8, { kind: 'assumed', messageId: null }) +
+    outcomeLine(B, 'wq_4', 9, { kind: 'confirmed' }) + outcomeLine(B, 'wq_5', 9, { kind: 'sent', messageId: 'm' }) + outcomeLine(B, 'a b', 9, { kind: 'unknown', unknownReason: 'r' }) +
+    outcomeLine(B, 'wq_6', 10, { kind: 'unknown', unknownReason: 'r', extra: 1 }) + line(A, 3, 'kept');
+  assert.deepEqual(unstoredOutcomes(text), [
+    { instanceId: A, jobId: 'wq_1', outcome: { kind: 'confirmed', messageId: 'm1', callAt: 4 }, at: 5 },
+    { instanceId: B, jobId: 'wq_3', outcome: { kind: 'assumed', messageId: null }, at: 8 },
+    { instanceId: B, jobId: 'wq_6', outcome: { kind: 'unknown', unknownReason: 'r' }, at: 10 },
+  ]);
+  assert.deepEqual([...unwrittenSends(text)], [[A, [3]]], 'outcome lines are no sends');
+});
+
+test('a running process journals an outcome before it is stored; the file stays while a send or an outcome is open', async () => {
+  const file = path.join(dir, 'run', 'outcomes.jsonl');
+  const j = new DegradedJournal(file);
+  j.kept(A, 10);
+  j.outcome(A, 'wq_1', { kind: 'confirmed', messageId: 'm1' }, 11);
+  j.outcome(A, 'wq_1', { kind: 'confirmed', messageId: 'm1' }, 11);
+  j.written(A, [10]);
+  assert.deepEqual(unstoredOutcomes(await readFile(file, 'utf8')), [{ instanceId: A, jobId: 'wq_1', outcome: { kind: 'confirmed', messageId: 'm1' }, at: 11 }], 'kept once, on disk');
+  j.stored(A, 'wq_2', 12);
+  assert.equal(unstoredOutcomes(await readFile(file, 'utf8')).length, 1, 'an outcome never journaled is not stored');
+  j.stored(A, 'wq_1', 11);
+  await assert.rejects(readFile(file, 'utf8'), { code: 'ENOENT' }, 'nothing open: removed');
+});
+
+test('a start moves the jobs of journaled outcomes from sending as each says, with its event, and leaves jobs no longer sending', async () => {
+  const now = Date.UTC(2026, 10, 30, 12, 0, 0);
+  const { instance } = await createInstance(db.pool, { name: 'outcomes', driver: 'sandbox' });
+  const id = instance.id;
+  const sent = await addJob(db.pool, id, 'sending');
+  const failed = await addJob(db.pool, id, 'sending');
+  const back = await addJob(db.pool, id, 'sending');
+  const recovered = await addJob(db.pool, id, 'unknown');
+  const left = await addJob(db.pool, id, 'sending');
+  const file = journalFile(dir);
+  await writeFile(file, outcomeLine(id, sent, now - 5_000, { kind: 'confirmed', messageId: 'true_4915112345678@c.us_ABC' }) +
+    outcomeLine(id, failed, now - 4_000, { kind: 'failed', resultCode: 'NOT_REGISTERED', errorMessage: 'not on the network' }) +
+    outcomeLine(id, back, now - 3_000, { kind: 'failed', resultCode: 'INSTANCE_OFFLINE', errorMessage: 'no session' }) +
+    outcomeLine(id, recovered, now - 2_000, { kind: 'confirmed', messageId: 'late' }));
+  const events: { q: Queryable; instanceId: string; event: string; data: unknown }[] = [];
+  const emit: EmitEvent = async (q, instanceId, event, data) => {
+    events.push({ q, instanceId, event, data });
+    return true;
+  };
+
+  assert.equal(await replayDegradedJournal(db.pool, file, now, silentLogger(), emit), 1);
+  await assert.rejects(readFile(file, 'utf8'), { code: 'ENOENT' }, 'removed');
+  const { rows } = await db.pool.query<{ id: string; state: string; delivery_confidence: string | null; message_id: string | null; result_code: string | null; terminal_at: Date | null; dispatched_at: Date | null }>(
+    'SELECT id, state, delivery_confidence, message_id, result_code, terminal_at, dispatched_at FROM jobs WHERE instance_id = $1', [id]);
+  const job = (jobId: string) => rows.find((r) => r.id === jobId);
+  assert.deepEqual([job(sent)?.state, job(sent)?.delivery_confidence, job(sent)?.message_id, job(sent)?.result_code, job(sent)?.terminal_at?.getTime()],
+    ['sent', 'confirmed', 'true_4915112345678@c.us_ABC', 'SENT', now - 5_000]);
+  assert.deepEqual([job(failed)?.state, job(failed)?.result_code], ['failed', 'NOT_REGISTERED']);
+  assert.deepEqual([job(back)?.state, job(back)?.dispatched_at], ['scheduled', null], 'never reached the network: waiting again');
+  assert.equal(job(recovered)?.state, 'unknown', 'made unknown by another node meanwhile: left as it is');
+  assert.equal(job(left)?.state, 'sending', 'no outcome journaled: the queue\'s start makes it unknown');
+  const { rows: counted } = await db.pool.query<{ job_id: string }>('SELECT job_id FROM dispatches WHERE instance_id = $1', [id]);
+  assert.deepEqual(counted.map((r) => r.job_id).sort(), [sent, left].sort(), 'the failed and the returned stop counting against the windows');
+  assert.deepEqual(events.map((e) => [e.instanceId, e.event]), [[id, 'message.sent'], [id, 'message.failed']]);
+  assert.deepEqual(events[0]?.data, { jobId: sent, messageId: 'true_4915112345678@c.us_ABC', deliveryConfidence: 'confirmed', dispatchedAt: job(sent)?.dispatched_at?.toISOString() });
+  assert.notEqual(events[0]?.q, db.pool, 'each event is written in its move\'s transaction');
 });
