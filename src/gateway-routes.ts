@@ -174,7 +174,10 @@ export function gatewayFamilies(deps: RouteDeps): Families {
       guard: requireCluster(config.CLUSTER_SECRET),
       router: internalRouter({
         localPort: (id) => rt.port(id),
-        update: (instance, replan) => rt.update(instance, replan),
+        async update(instanceId, replan) {
+          const instance = await getInstance(pool, instanceId);
+          if (instance) await rt.update(instance, replan);
+        },
         waitDropped: (instanceId, jobId) => forwardedWaitDropped({ pool, probe: healthProbe(CALLER_PROBE_MS), localPort: (id) => rt.port(id) }, instanceId, jobId),
         log,
       }),

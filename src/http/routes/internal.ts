@@ -7,26 +7,30 @@
 import Router from '@koa/router';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Middleware } from 'koa';
-import { integer, max, min, object, string, type as shape } from 'superstruct';
+import { integer, max, min, object, unknown } from 'superstruct';
 import { createRouter } from '../router.js';
 import { ok } from '../envelope.js';
 import { parse } from '../validate.js';
 import { bearerToken } from '../auth.js';
 import { DomainError } from '../../errors.js';
-import { failureReply, okReply, type AskReply, type InstanceAsk, type InstancePort } from '../../actors/port.js';
-import type { Instance } from '../../store/instances.js';
+import { failureReply, okReply, type AskReply, type InstancePort } from '../../actors/port.js';
+import { parseAsk } from './internal-asks.js';
 import type { Logger } from '../../log.js';
 
 export const AskBody = object({
-  ask: shape({ type: string() }),
+  // checked by its type (internal-asks.ts `parseAsk`)
+  ask: unknown(),
   deadlineMs: max(min(integer(), 1), 600_000),
 });
 
 export interface InternalDeps {
   /** the port of an instance this node runs, or null */
   localPort(instanceId: string): InstancePort | null;
-  /** a settings change from the operator API of another node: the record and, when a limit moved, a re-plan */
-  update(instance: Instance, replan: boolean): Promise<void>;
+  /**
+   * a settings change from the operator API of another node: the record is read again from the store (not taken
+   * from the ask) and, when a limit moved, the queue re-planned
+   */
+  update(instanceId: string, replan: boolean): Promise<void>;
   /**
    * The connection that carried a wait for a job's outcome (a v1 caller waiting on the node that asked) closed
    * before its answer: that node may have died with its caller (src/cluster/lost-callers.ts)
@@ -51,10 +55,10 @@ export function internalRouter(deps: InternalDeps): Router {
   const router = createRouter('/internal/v1');
   router.post('/instances/:id/ask', async (ctx) => {
     const body = parse(ctx.request.body, AskBody);
-    const port = deps.localPort(ctx.params.id ?? '');
-    if (!port) throw new DomainError('INSTANCE_UNREACHABLE', 'this node does not run the instance; nothing was done');
-    const ask = body.ask as InstanceAsk;
+    const ask = parseAsk(body.ask);
     const instanceId = ctx.params.id ?? '';
+    const port = deps.localPort(instanceId);
+    if (!port) throw new DomainError('INSTANCE_UNREACHABLE', 'this node does not run the instance; nothing was done');
     if (ask.type === 'queue.awaitOutcome' && deps.waitDropped) {
       const { waitDropped } = deps;
       const { res } = ctx;
@@ -78,7 +82,7 @@ export function internalRouter(deps: InternalDeps): Router {
     }
     let reply: AskReply;
     try {
-      reply = okReply(ask.type === 'settings' ? await deps.update(ask.instance, ask.replan) : await port.ask(ask, body.deadlineMs));
+      reply = okReply(ask.type === 'settings' ? await deps.update(instanceId, ask.replan) : await port.ask(ask, body.deadlineMs));
     } catch (err) {
       reply = failureReply(err, (e) => deps.log.error({ err: e, ask: ask.type }, 'forwarded ask failed'));
     }
