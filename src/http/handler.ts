@@ -15,6 +15,15 @@
  * Together they were about 5 % of the event loop's time accepting messages (a perf profile, docs/benchmarks.md).
  * test/integration/request-handler.test.ts sends the same requests to `app.callback()` and to this and compares
  * the bytes answered.
+ *
+ * And one thing it adds: at most MAX_IN_PROGRESS requests of one connection are answered at a time; the ones
+ * pipelined behind them wait their turn, and are dropped unanswered if the connection closes first. Node stops
+ * reading a connection whose answers pile up unread, but only after the chunk it is parsing, and one chunk of
+ * 64 KiB holds 1,600 small requests: found from the outside, 16 connections that pipelined `GET /openapi.json`
+ * and never read an answer made the gateway build 232 KB answers for all of them, 150 MB a second, until V8's
+ * heap limit killed the process (and it went on building answers for connections already closed). Now such a
+ * connection costs at most MAX_IN_PROGRESS answers in memory; an answer counts until it is handed to the kernel
+ * (its response's `close`).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type Koa from 'koa';
@@ -23,6 +32,47 @@ import compose from 'koa-compose';
 
 /** Koa's own answer for a context whose chain has run (its `handleRequest`, given a chain that has nothing to do). */
 type HandleRequest = (ctx: Context, fnMiddleware: (ctx: Context) => Promise<void>) => Promise<void>;
+
+/** How many requests of one connection are answered at a time (the rest, pipelined behind them, wait). */
+export const MAX_IN_PROGRESS = 16;
+/** How many may wait behind them before the connection is closed (a client that sends this many without reading). */
+export const MAX_WAITING = 1_024;
+
+/** A connection's requests being answered, and those waiting for their turn. */
+interface Lane {
+  active: number;
+  waiting: (() => void)[];
+  /** this handler stopped reading the connection (Node's own flag, so that Node does not read on either) */
+  paused: boolean;
+}
+
+/** What node:http's server reads of a connection to stop and resume reading it (its `socketOnDrain`). */
+interface ServerSocket {
+  _paused?: boolean;
+  parser?: { pause(): void; resume(): void } | null;
+  pause(): void;
+  resume(): void;
+  destroy(): void;
+}
+
+/**
+ * Stop reading the connection while requests wait, as node:http does itself for answers not yet taken by the
+ * client (`socket._paused`, honoured by node's own resumes), and read again once none waits.
+ */
+function pauseLane(socket: ServerSocket, lane: Lane): void {
+  if (lane.paused || socket._paused) return;
+  lane.paused = true;
+  socket._paused = true;
+  socket.pause();
+}
+
+function resumeLane(socket: ServerSocket, lane: Lane): void {
+  if (!lane.paused) return;
+  lane.paused = false;
+  socket._paused = false;
+  socket.parser?.resume();
+  socket.resume();
+}
 
 /** The statuses whose answers carry no body (Koa's `statuses.empty`). */
 const EMPTY = new Set([204, 205, 304]);
@@ -52,7 +102,8 @@ export function requestHandler(app: Koa): (req: IncomingMessage, res: ServerResp
   // as app.callback(): an error that reaches Koa goes to its default listener unless the app has one
   if (app.listenerCount('error') === 0) app.on('error', (err: Error) => app.onerror(err));
   const kept = (app as unknown as { handleRequest: HandleRequest }).handleRequest.bind(app);
-  return (req, res) => {
+  const lanes = new WeakMap<object, Lane>();
+  const handle = (req: IncomingMessage, res: ServerResponse): void => {
     const ctx = app.createContext(req, res);
     res.statusCode = 404;
     chain(ctx).then(
@@ -66,5 +117,40 @@ export function requestHandler(app: Koa): (req: IncomingMessage, res: ServerResp
         });
       },
     ).catch((err: unknown) => ctx.onerror(err as Error));
+  };
+  return (req, res) => {
+    const socket = req.socket as typeof req.socket & ServerSocket;
+    let lane = lanes.get(socket);
+    if (!lane) {
+      const created: Lane = { active: 0, waiting: [], paused: false };
+      lanes.set(socket, created);
+      // what waits of a connection that closed is never answered: nobody would read it
+      socket.once('close', () => {
+        created.waiting.length = 0;
+      });
+      lane = created;
+    }
+    const own = lane;
+    const run = () => {
+      own.active += 1;
+      // once it is handed to the kernel whole (node emits `close` right after `finish`); a connection that closes
+      // first drops what waits (above)
+      res.once('close', () => {
+        own.active -= 1;
+        const next = own.waiting.shift();
+        // read again once none waits: before the last one runs, whose body may still be on its way
+        if (own.waiting.length === 0) resumeLane(socket, own);
+        next?.();
+      });
+      handle(req, res);
+    };
+    if (own.active < MAX_IN_PROGRESS) return run();
+    if (own.waiting.length >= MAX_WAITING) {
+      own.waiting.length = 0;
+      socket.destroy();
+      return;
+    }
+    own.waiting.push(run);
+    pauseLane(socket, own);
   };
 }
