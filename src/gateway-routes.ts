@@ -207,7 +207,7 @@ export function gatewayFamilies(deps: RouteDeps): Families {
     instanceFamily('v2-reads', readsRouter(networkDeps)),
     instanceFamily(
       'v2-media',
-      createMediaRouter({ store: media.store, uploadMaxBytes: config.MEDIA_UPLOAD_MAX_BYTES, getInstanceId: (ctx) => (ctx.state.instance as Instance).id, keyStillValid }),
+      createMediaRouter({ store: media.store, uploadMaxBytes: config.MEDIA_UPLOAD_MAX_BYTES, getInstanceId: (ctx) => (ctx.state.instance as Instance).id, keyStillValid, clock }),
       'stream',
     ),
     ...(sandbox?.network ? [adminFamily('sandbox-control', createSandboxControlRouter(sandbox.network))] : []),

@@ -5,7 +5,9 @@
  * Which error wins (SPEC.md "Media endpoints"): above the upload limit (64 MiB) → 413 with data.maxBytes,
  * decided while streaming, or at once from a Content-Length that already says so; at most that but above the
  * store's per-file ceiling (16 MiB) → 507 reason `too_large`; too little disk → 507 reason `low_disk` before
- * a byte of the file is read.
+ * a byte of the file is read. A body that has not all arrived by the upload's deadline (`deadlineMs`, the
+ * gateway's 120 s) is `408 REQUEST_TIMEOUT` then, nothing stored: found from the outside, a stalled upload held its
+ * staged file and its connection until Node's request timeout, 308 s.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { DomainError, payloadTooLarge, validationFailed } from '../errors.js';
@@ -14,6 +16,7 @@ import { normaliseMimetype } from './mimetype.js';
 import { continueBody, otherTransferCoding } from './linger.js';
 import { cleanFilename, type MediaRecord } from './record.js';
 import type { MediaStore, StagedMedia } from './store.js';
+import type { Clock } from '../clock.js';
 
 /** answering before the body is read to its end: see linger.ts */
 export { closeUnreadRequest } from './linger.js';
@@ -28,7 +31,7 @@ export async function receiveUpload(
   req: IncomingMessage,
   res: ServerResponse,
   instanceId: string,
-  deps: { store: MediaStore; uploadMaxBytes: number; beforeCommit?: () => Promise<void> },
+  deps: { store: MediaStore; uploadMaxBytes: number; beforeCommit?: () => Promise<void>; deadline?: { clock: Clock; ms: number } },
 ): Promise<MediaRecord> {
   const boundary = boundaryOf(req.headers['content-type']);
   if (!boundary) throw validationFailed('file', 'the body must be multipart/form-data with a file part');
@@ -43,7 +46,42 @@ export async function receiveUpload(
     throw payloadTooLarge(deps.uploadMaxBytes);
   }
   continueBody(req, res);
+  const receiving = receiveParts(req, instanceId, boundary, deps);
+  const { deadline } = deps;
+  if (!deadline) return receiving;
+  let timer: ReturnType<Clock['setTimeout']> | null = null;
+  const late = new Promise<never>((_, reject) => {
+    timer = deadline.clock.setTimeout(() => {
+      // only the body's arrival is timed: one that has all arrived is stored whatever its commit takes
+      if (req.complete) return;
+      reject(new DomainError('REQUEST_TIMEOUT', `the upload did not arrive within ${deadline.ms / 1000} s; nothing was stored`, { deadlineMs: deadline.ms }));
+    }, deadline.ms);
+  });
+  // left behind when the deadline passes first: it ends (its staged file removed) once the connection closes
+  receiving.catch(() => undefined);
+  try {
+    return await Promise.race([receiving, late]);
+  } catch (err) {
+    // the answer goes out and the connection lingers (linger.ts); once it is gone the request is ended too, so
+    // that the reading above fails and removes what it staged (node leaves an answered request open for ever)
+    if (err instanceof DomainError && err.code === 'REQUEST_TIMEOUT') {
+      req.socket.once('close', () => {
+        if (!req.destroyed) req.destroy();
+      });
+    }
+    throw err;
+  } finally {
+    if (timer !== null) deadline.clock.clearTimeout(timer);
+  }
+}
 
+/** The parts of the body, read as they arrive; the file streamed into the store and committed. */
+async function receiveParts(
+  req: IncomingMessage,
+  instanceId: string,
+  boundary: string,
+  deps: { store: MediaStore; uploadMaxBytes: number; beforeCommit?: () => Promise<void> },
+): Promise<MediaRecord> {
   let staged: StagedMedia | null = null;
   let fileSeen = false;
   let partType: string | null = null;

@@ -9,6 +9,8 @@ import { closeUnreadRequest, receiveUpload } from '../../media/upload.js';
 import { normaliseMimetype } from '../../media/mimetype.js';
 import { cleanFilename, toMediaMetadata, toStoredMedia } from '../../media/record.js';
 import type { MediaStore } from '../../media/store.js';
+import type { Clock } from '../../clock.js';
+import { DEADLINES } from '../../actors/port.js';
 
 export interface MediaRouterDeps {
   store: MediaStore;
@@ -17,6 +19,8 @@ export interface MediaRouterDeps {
   getInstanceId: (ctx: ParameterizedContext) => string;
   /** throws when the request's credential stopped being valid while its body was read (src/http/auth.ts keyStillValid) */
   keyStillValid?: (ctx: ParameterizedContext) => Promise<void>;
+  /** the clock the upload's deadline (DEADLINES.upload) runs on; none: no deadline of the gateway's own */
+  clock?: Clock;
 }
 
 const isDownload = (v: unknown) => v === '1' || v === 'true';
@@ -41,8 +45,12 @@ export function createMediaRouter(deps: MediaRouterDeps): Router {
     const instanceId = deps.getInstanceId(ctx);
     try {
       // the file is kept only if the key that let the upload in still works once all of it has arrived
-      const { keyStillValid } = deps;
-      const record = await receiveUpload(ctx.req, ctx.res, instanceId, { ...deps, ...(keyStillValid ? { beforeCommit: () => keyStillValid(ctx) } : {}) });
+      const { keyStillValid, clock } = deps;
+      const record = await receiveUpload(ctx.req, ctx.res, instanceId, {
+        ...deps,
+        ...(keyStillValid ? { beforeCommit: () => keyStillValid(ctx) } : {}),
+        ...(clock ? { deadline: { clock, ms: DEADLINES.upload } } : {}),
+      });
       ctx.status = 201;
       ctx.body = { success: true, data: toStoredMedia(record) };
     } catch (err) {
