@@ -100,6 +100,9 @@ const mediaGone = () => new DomainError('MEDIA_GONE', 'the media file is gone; u
 export function createMediaStore(opts: MediaStoreOptions): MediaStore {
   const pool = opts.pool;
   const clock = opts.clock ?? systemClock;
+  // one process writes a DATA_DIR: a temp file from before this store was made is a dead process's (a second
+  // early: a file's mtime is as coarse as the kernel's tick)
+  const startedAt = Date.now() - 1_000;
   const root = path.resolve(opts.dataDir, 'media');
   const retentionMs = (opts.retentionHours ?? 72) * 3_600_000;
   const instanceMaxBytes = (opts.instanceMaxMb ?? 2048) * MiB;
@@ -349,7 +352,7 @@ export function createMediaStore(opts: MediaStoreOptions): MediaStore {
 
     sweep(now = clock.now()) {
       return sweepMedia(
-        { pool, root, instanceMaxBytes, orphanGraceMs: opts.orphanGraceMs ?? 15 * 60_000, inFlight, evictFor, finishDeletes, fileOf },
+        { pool, root, instanceMaxBytes, orphanGraceMs: opts.orphanGraceMs ?? 15 * 60_000, startedAt, inFlight, evictFor, finishDeletes, fileOf },
         now,
       );
     },

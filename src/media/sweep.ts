@@ -5,7 +5,9 @@
  * 1. expired rows and tombstones (deleted or evicted): unlink the file, then delete the row;
  * 2. instances over their quota (MEDIA_STORE_MAX_MB lowered): evict oldest first, then as in 1;
  * 3. the disk: temp files and files without a row (a put killed between rename and insert) are removed once
- *    older than the grace period and not being written by this process.
+ *    older than the grace period and not being written by this process; a temp file written before this process
+ *    started (one process writes a DATA_DIR: a killed one's upload) at the first sweep. Found from the outside:
+ *    10 MB temp files of uploads cut off by a crash stayed for the grace period after the restart.
  * A live row whose file is missing is left alone: it is the 410 MEDIA_GONE case until it expires.
  */
 import { readdir, stat } from 'node:fs/promises';
@@ -32,6 +34,8 @@ export interface SweepContext {
   root: string;
   instanceMaxBytes: number;
   orphanGraceMs: number;
+  /** when this process's store was made, by the real clock of the files' mtimes */
+  startedAt?: number;
   inFlight: ReadonlySet<string>;
   evictFor(q: Queryable, instanceId: string, incoming: number, now: number): Promise<string[]>;
   finishDeletes(items: { id: string; instanceId: string }[]): Promise<void>;
@@ -51,11 +55,11 @@ async function listDir(dir: string): Promise<{ name: string; isDir: boolean }[]>
   }
 }
 
-async function removeIfStale(ctx: SweepContext, file: string, now: number): Promise<boolean> {
+async function removeIfStale(ctx: SweepContext, file: string, now: number, before = Number.NEGATIVE_INFINITY): Promise<boolean> {
   if (ctx.inFlight.has(file)) return false;
   try {
     const st = await stat(file);
-    if (now - st.mtimeMs < ctx.orphanGraceMs) return false;
+    if (now - st.mtimeMs < ctx.orphanGraceMs && st.mtimeMs >= before) return false;
   } catch {
     return false;
   }
@@ -105,7 +109,7 @@ export async function sweepMedia(ctx: SweepContext, now: number): Promise<SweepR
     const dir = path.join(ctx.root, d.name);
     const names = (await listDir(dir)).filter((e) => !e.isDir).map((e) => e.name);
     for (const name of names.filter((n) => TEMP_RE.test(n))) {
-      if (await removeIfStale(ctx, path.join(dir, name), now)) report.tempFiles++;
+      if (await removeIfStale(ctx, path.join(dir, name), now, ctx.startedAt)) report.tempFiles++;
     }
     const ids = names.filter((n) => MEDIA_ID_RE.test(n));
     if (ids.length === 0) continue;

@@ -6,7 +6,7 @@
 import { after, before, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
-import { mkdtemp, readdir, rm, stat, unlink, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, stat, unlink, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { createTestDb, type TestDb } from '../helpers/db.js';
@@ -294,6 +294,23 @@ describe('media sweeper', () => {
     assert.equal(late.expired, 2, 'the kept one and the 410 one expire');
     await expectApiError(store.get(instA, vanished.mediaId), 404, 'MEDIA_NOT_FOUND');
     assert.equal((await db.pool.query('SELECT 1 FROM media')).rowCount, 0);
+  });
+
+  test('a temp file written before the store was made (a killed process\'s upload) goes at the first sweep, within the grace period', async () => {
+    const dir = path.join(dataDir, 'media', instA);
+    await mkdir(dir, { recursive: true });
+    const killed = '.md_cccccccccccccccccccccccc.tmp';
+    await writeFile(path.join(dir, killed), 'cut off by a kill');
+    const minuteAgo = new Date(Date.now() - 60_000);
+    await utimes(path.join(dir, killed), minuteAgo, minuteAgo);
+    const { store } = makeStore();
+    const mine = '.md_dddddddddddddddddddddddd.tmp';
+    await writeFile(path.join(dir, mine), 'written since');
+    assert.equal((await store.sweep()).tempFiles, 1);
+    const left = await namesIn(store, instA);
+    assert.ok(!left.includes(killed), 'the earlier process\'s temp file removed');
+    assert.ok(left.includes(mine), 'one written since the store was made waits out the grace period');
+    await unlink(path.join(dir, mine));
   });
 
   test('a file being written by this process is never swept, however old', async () => {
