@@ -194,7 +194,7 @@ export function gatewayFamilies(deps: RouteDeps): Families {
     {
       ...instanceFamily(
         'v1',
-        legacyRouter({ portOf, clock, pool, config, log, validateMedia: media.validateAtAcceptance, onStoreError: () => void store.suspect(), waits: v1Waits }),
+        legacyRouter({ portOf, clock, pool, config, log, validateMedia: media.validateAtAcceptance, onStoreError: () => void store.suspect(), waits: v1Waits, deleting: (id) => instances.deleting(id) }),
       ),
       // an API key that cannot be verified while the store is unreachable: 503 in v1's shape
       guard: v1Guard(apiKey),

@@ -99,6 +99,8 @@ export class InstanceAdminService implements InstanceAdmin {
   private keyListeners: ((instanceIds: readonly string[] | null) => void)[] = [];
   /** concurrent creations are written together: one transaction of two statements (src/store/batch.ts) */
   private readonly creations: Batcher<NewInstance, { instance: Instance; apiKey: string }>;
+  /** deletes under way, by instance */
+  private readonly deletions = new Map<string, Promise<boolean>>();
 
   /** `sandboxOff`: this gateway runs without the sandbox network (SANDBOX=off), so a sandbox instance could never start */
   constructor(private readonly deps: { pool: Pool; actors: InstanceActors; clock: Clock; nodes?: ClusterView; log?: Logger; sandboxOff?: boolean }) {
@@ -211,10 +213,23 @@ export class InstanceAdminService implements InstanceAdmin {
   }
 
   async remove(id: string): Promise<boolean> {
-    await this.deps.actors.remove(id);
-    const removed = await deleteInstance(this.deps.pool, id);
-    this.keysChanged([id]);
-    return removed;
+    const run = (async () => {
+      await this.deps.actors.remove(id);
+      const removed = await deleteInstance(this.deps.pool, id);
+      this.keysChanged([id]);
+      return removed;
+    })();
+    this.deletions.set(id, run);
+    try {
+      return await run;
+    } finally {
+      if (this.deletions.get(id) === run) this.deletions.delete(id);
+    }
+  }
+
+  /** Whether a delete of `id` is under way through this service (src/http/routes/legacy-queued.ts answers v1 callers from it). */
+  deleting(id: string): boolean {
+    return this.deletions.has(id);
   }
 
   async rotateKey(id: string): Promise<string | null> {

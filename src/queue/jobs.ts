@@ -9,3 +9,4 @@ export { listJobs, type ListJobsOptions } from './sql/listJobs.js';
 export { queueCounts } from './sql/queueCounts.js';
 export { pruneIdempotencyKeys } from './sql/pruneIdempotencyKeys.js';
 export { releaseSyncCaller } from './sql/releaseSyncCaller.js';
+export { transitionJob } from './sql/transitionJob.js';

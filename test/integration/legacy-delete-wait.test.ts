@@ -69,3 +69,32 @@ test('a v1 caller whose message is being sent when its instance is deleted is an
     await t.stop();
   }
 });
+
+test('a v1 caller whose wait ends while the delete still waits on a send in flight is told not sent, and its message never goes', async () => {
+  // found from the outside: the wait ended first, the caller was told 504 "goes out at scheduledAt: poll the job,
+  // do not resend", and the job was then deleted unsent. The delete waits for the hung send (DRIVER_CALL_TIMEOUT_MS)
+  const waitMs = 3_000;
+  const t = await startTestGateway({ label: 'v1_delete_behind_send', env: { LEGACY_SYNC_TIMEOUT_MS: String(waitMs), DRIVER_CALL_TIMEOUT_MS: '7000' } });
+  try {
+    const { instance, apiKey } = await t.createInstance('deleted-behind', { settings: { quietHours: null, minDelayMs: 0, maxDelayMs: 0, maxPerHour: 100, maxPer24h: null } });
+    t.gw.sandbox?.network?.addNextCallFault(instance.id, { kind: 'hang', deliver: true });
+    assert.equal((await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: PHONE, message: 'in flight' })).status, 202);
+    await waitFor(async () => {
+      const { rows } = await t.db.pool.query<{ state: string }>('SELECT state FROM jobs WHERE instance_id = $1', [instance.id]);
+      return rows[0]?.state === 'sending' ? true : null;
+    }, 'the first message being sent');
+    const answer: Promise<ApiResponse> = t.api(apiKey, 'POST', '/api/send-message', { phone: PHONE, message: 'behind it' });
+    await waitFor(async () => {
+      const { rows } = await t.db.pool.query<{ id: string }>(`SELECT id FROM jobs WHERE instance_id = $1 AND payload->>'body' = 'behind it'`, [instance.id]);
+      return rows[0]?.id ?? null;
+    }, 'the v1 message accepted and waiting');
+    const deleted = t.admin('DELETE', `/admin/v1/instances/${instance.id}`);
+    const got = await answer;
+    assert.equal(got.status, 503, got.text);
+    assert.match(got.text, /not sent: the instance is being deleted; nothing was sent/);
+    assert.ok((await deleted).status < 300);
+    assert.deepEqual((t.gw.sandbox?.network?.ledger(instance.id) ?? []).map((e) => e.body), ['in flight'], 'the v1 message never went out');
+  } finally {
+    await t.stop();
+  }
+});

@@ -36,7 +36,7 @@ import { isConnectionError } from '../../store/health.js';
 import type { V1Waits } from './legacy-waits.js';
 import { BOOT_ID } from '../../queue/sync-callers.js';
 import type { Pool } from '../../store/pool.js';
-import { getJob, releaseSyncCaller } from '../../queue/jobs.js';
+import { getJob, releaseSyncCaller, transitionJob } from '../../queue/jobs.js';
 import { isTerminal } from '../../../machines/job.machine.js';
 import { NOT_CONNECTED, RESTARTING, STORE_LOST_QUEUED, answerOutcome, outcomeOfJob, queuedData, waitTimeout, type V1Outcome } from './legacy-answer.js';
 
@@ -65,7 +65,12 @@ export interface QueuedDeps {
   config: Pick<Config, 'LEGACY_SYNC_TIMEOUT_MS' | 'LEGACY_CALLER_TIMEOUT_MS'>;
   /** the waits of this node, which a graceful stop ends and answers (legacy-waits.ts) */
   waits?: V1Waits;
+  /** whether the instance is being deleted through this node */
+  deleting?(instanceId: string): boolean;
 }
+
+/** A synchronous send whose instance was being deleted when its wait ended: cancelled, never sent. */
+const DELETING = 'not sent: the instance is being deleted; nothing was sent';
 
 /** A synchronous send the gateway's stop ended before its outcome: nothing was sent (SPEC.md: 503). */
 const STOPPING = 'not sent: the gateway is stopping; nothing was sent';
@@ -236,6 +241,8 @@ async function waitAndAnswer(
       : null;
   const whyExpired = (): V1Outcome => why ?? { kind: 'not_sent', offline: false, error: 'not sent within the synchronous wait; nothing was sent' };
   if (done) return answerOutcome(ctx, send, outcomeOfJob(done, whyExpired));
+  const deleted = stopped ? null : await whileDeleted(deps, job);
+  if (deleted) return answerOutcome(ctx, send, deleted);
   if (ceilings) {
     // the caller gets the job's id and polls it: from now on the job goes out at its slot whatever happens here;
     // if the store cannot take that now, a later start expires the job and the caller's poll says so. No node
@@ -266,6 +273,20 @@ async function waitAndAnswer(
 function settledMeanwhile(current: Job | null | undefined, whyExpired: () => V1Outcome): V1Outcome | null {
   if (current === null) return { kind: 'not_sent', offline: true, error: 'not sent: the instance was deleted while the message waited; nothing was sent' };
   return current && isTerminal(current.state) ? outcomeOfJob(current, whyExpired) : null;
+}
+
+/**
+ * The wait ended while the instance is being deleted on this node: its queue drains first, which waits for a
+ * send in flight (up to DRIVER_CALL_TIMEOUT_MS), and the job is deleted after. Found from the outside: a v1
+ * caller whose wait ended meanwhile was told 504 "goes out at scheduledAt: poll the job, do not resend", and the
+ * job was then deleted unsent. The job is cancelled in PostgreSQL at once, if still waiting (a conditional move:
+ * never one being sent), and the caller told it was not sent. Null: no delete here, or the job is no longer
+ * waiting (answered as usual: gone with its instance, ended, or in flight).
+ */
+async function whileDeleted(deps: QueuedDeps, job: Job): Promise<V1Outcome | null> {
+  if (!deps.deleting?.(job.instanceId)) return null;
+  const cancelled = await transitionJob(deps.pool, job.id, { type: 'CANCEL' }, { terminalAt: deps.clock.now() }).catch(() => null);
+  return cancelled ? { kind: 'not_sent', offline: true, error: DELETING } : null;
 }
 
 /**

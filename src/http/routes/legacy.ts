@@ -41,6 +41,8 @@ export interface LegacyRouteDeps {
   onStoreError?: () => void;
   /** the synchronous waits of this node, which a graceful stop ends and answers (legacy-waits.ts) */
   waits?: V1Waits;
+  /** the delete of an instance under way on this node (legacy-queued.ts QueuedDeps) */
+  deleting?(instanceId: string): boolean;
 }
 
 export function legacyRouter(deps: LegacyRouteDeps): Router {
