@@ -8,9 +8,16 @@
  * A notice sent while the connection is down is lost: `watching` tells the cache when it breaks (the key cache
  * then keeps a verified key for a second only: src/http/auth.ts KeyResolver.setWatched), and `changed` is
  * called once it listens anew. It connects again after 1 s, doubling up to 30 s, on the injectable clock.
+ *
+ * A connection that a partition left half-open tells nothing: no error, no end, no notice. Found from the
+ * outside: after a healed partition the watch said it was listening while it heard nothing, and a graceful stop
+ * waited 30 s on its end (which waits for the server's) until the hard stop, exit 1. So the connection is asked
+ * a `SELECT 1` every CHECK_EVERY_MS, and one not answered within CHECK_WITHIN_MS is dropped and opened anew;
+ * and a close waits CLOSE_WITHIN_MS for the server, then drops the socket. Both are real time (a round trip's,
+ * as pg's own deadlines), not the injectable clock's.
  */
 import pg from 'pg';
-import type { Clock, TimerHandle } from '../clock.js';
+import { systemClock, type Clock, type TimerHandle } from '../clock.js';
 import type { Logger } from '../log.js';
 
 export const KEYS_CHANGED_CHANNEL = 'mgw_keys_changed';
@@ -18,6 +25,25 @@ export const KEYS_CHANGED_CHANNEL = 'mgw_keys_changed';
 export const KEY_CHANGES_APPLICATION = 'mgw-key-changes';
 const RETRY_FIRST_MS = 1_000;
 const RETRY_MAX_MS = 30_000;
+/** how often the listening connection is asked whether it still answers */
+export const CHECK_EVERY_MS = 10_000;
+/** how long that answer may take before the connection is taken for lost */
+export const CHECK_WITHIN_MS = 5_000;
+/** how long a close waits for the server's end before it drops the socket */
+export const CLOSE_WITHIN_MS = 2_000;
+
+/** End `c`, or drop its socket when the server does not answer the end in time (a half-open connection). */
+export async function closeWithin(c: pg.Client, ms = CLOSE_WITHIN_MS, clock: Clock = systemClock): Promise<void> {
+  let timer: TimerHandle | null = null;
+  const late = new Promise<void>((resolve) => {
+    timer = clock.setTimeout(() => {
+      c.connection.stream.destroy();
+      resolve();
+    }, ms);
+  });
+  await Promise.race([c.end().catch(() => undefined), late]);
+  if (timer !== null) clock.clearTimeout(timer);
+}
 
 export interface KeyChangeWatchOptions {
   connection: pg.ClientConfig;
@@ -30,6 +56,8 @@ export interface KeyChangeWatchOptions {
   changed: (instanceIds: readonly string[] | null) => void;
   /** whether a notice would be heard now */
   watching: (on: boolean) => void;
+  /** tests: CHECK_EVERY_MS, CHECK_WITHIN_MS, CLOSE_WITHIN_MS */
+  checks?: { everyMs: number; withinMs: number; closeWithinMs: number };
 }
 
 export interface KeyChangeWatch {
@@ -49,10 +77,42 @@ export function watchKeyChanges(opts: KeyChangeWatchOptions): KeyChangeWatch {
   let retryMs = RETRY_FIRST_MS;
   let stopped = false;
 
+  let check: TimerHandle | null = null;
+  const real = systemClock;
+  const checks = opts.checks ?? { everyMs: CHECK_EVERY_MS, withinMs: CHECK_WITHIN_MS, closeWithinMs: CLOSE_WITHIN_MS };
+  const stopChecks = () => {
+    if (check !== null) real.clearTimeout(check);
+    check = null;
+  };
+  /** ask the listening connection `SELECT 1` every CHECK_EVERY_MS; unanswered within CHECK_WITHIN_MS, it is lost */
+  const checkLater = (c: pg.Client) => {
+    check = real.setTimeout(() => {
+      check = null;
+      if (client !== c) return;
+      let answered = false;
+      const deadline = real.setTimeout(() => {
+        if (!answered) lost(c, new Error(`the listening connection did not answer within ${checks.withinMs} ms`));
+      }, checks.withinMs);
+      c.query('SELECT 1').then(
+        () => {
+          answered = true;
+          real.clearTimeout(deadline);
+          if (client === c && !stopped) checkLater(c);
+        },
+        (err: unknown) => {
+          answered = true;
+          real.clearTimeout(deadline);
+          lost(c, err);
+        },
+      );
+    }, checks.everyMs);
+  };
+
   const lost = (c: pg.Client, err?: unknown) => {
     if (client !== c) return;
     client = null;
-    c.end().catch(() => undefined);
+    stopChecks();
+    void closeWithin(c, checks.closeWithinMs);
     // not `changed`: the connection breaks with the store too often, and the cached keys are what keeps every
     // route working while the store is away (src/http/auth.ts); unheard, each is kept a second only
     opts.watching(false);
@@ -82,10 +142,11 @@ export function watchKeyChanges(opts: KeyChangeWatchOptions): KeyChangeWatch {
     }
     if (client !== c) return;
     if (stopped) {
-      await c.end().catch(() => undefined);
+      await closeWithin(c, checks.closeWithinMs);
       return;
     }
     retryMs = RETRY_FIRST_MS;
+    checkLater(c);
     opts.watching(true);
     // what changed while nobody listened, so any key may have
     opts.changed(null);
@@ -99,8 +160,9 @@ export function watchKeyChanges(opts: KeyChangeWatchOptions): KeyChangeWatch {
       retry = null;
       const c = client;
       client = null;
+      stopChecks();
       opts.watching(false);
-      await c?.end().catch(() => undefined);
+      if (c) await closeWithin(c, checks.closeWithinMs);
     },
   };
 }
