@@ -12,15 +12,21 @@ import { activeKeyIds, createInstance, getInstance, listInstances, rotateKey, ty
 export const DEMO_PHONE = '4915550100001';
 
 /**
- * The demo to show: its key and, once the start knows, the number it is linked as (or this node links it as)
- * and the node that runs it (null: none holds it yet; `phoneNumber` null: another node runs it unlinked).
+ * The demo to show: its key and, once the start knows, the number it is linked as and the node that runs it
+ * (null: none holds it yet; `phoneNumber` null: not linked, on another node or on this one, `notLinked` then
+ * saying why where this node runs it).
  */
 export interface Demo {
   instance: Instance;
   apiKey: string;
   phoneNumber: string | null;
   node: string | null;
+  /** this node runs it and it was not linked by the banner: its session's last error, or its status */
+  notLinked?: string;
 }
+
+/** How long a start waits for the demo this node links before its banner says it is not linked (real time). */
+export const DEMO_LINK_WAIT_MS = 5_000;
 
 /**
  * The demo this start shows (null: none) and the instance it links on its sandbox (null: none), before any

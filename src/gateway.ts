@@ -28,7 +28,9 @@ import { createEventBus } from './actors/events.js';
 import { DEADLINES } from './actors/port.js';
 import { InstanceAdminService } from './instances.js';
 import { getInstance, type Instance } from './store/instances.js';
-import { DEMO_PHONE, prepareDemo, type Demo } from './demo.js';
+import { DEMO_LINK_WAIT_MS, DEMO_PHONE, prepareDemo, type Demo } from './demo.js';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as setTimeoutP } from 'node:timers/promises';
 import { Cluster } from './cluster/cluster.js';
 import { OWNER_CACHE_MS } from './cluster/owner-cache.js';
 import { clusterPorts, defaultNodeId, defaultNodeUrl } from './cluster/wiring.js';
@@ -288,11 +290,19 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Pr
   log.info({ instances: cluster.instancesHere, node: cluster.nodeId }, 'instances starting');
   // the banner says "linked as" only of a demo this node links (its sandbox, its session) or one linked already:
   // with a shared database another node may run it, unlinked (found by the outside probe)
+  // (found by the outside probe: with a sandbox network that did not answer the banner said "linked as" all the
+  // same); this node's own demo links in a moment on a sandbox that answers: waited for, a few seconds at most
   if (demo) {
-    const node = await cluster.nodeOf(demo.instance.id);
-    const now = await getInstance(pool, demo.instance.id);
+    const id = demo.instance.id;
+    const node = await cluster.nodeOf(id);
     demo.node = node;
-    demo.phoneNumber = now?.phoneNumber ?? (node === cluster.nodeId ? DEMO_PHONE : null);
+    demo.phoneNumber = (await getInstance(pool, id))?.phoneNumber ?? null;
+    if (demo.phoneNumber === null && node === cluster.nodeId) {
+      for (const until = performance.now() + DEMO_LINK_WAIT_MS; !rt.view(id).connected && performance.now() < until;) await setTimeoutP(50);
+      const view = rt.view(id);
+      if (view.connected) demo.phoneNumber = view.phoneNumber ?? DEMO_PHONE;
+      else demo.notLinked = view.lastError ?? view.status;
+    }
   }
 
   let stopped = false;

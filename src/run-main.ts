@@ -93,7 +93,9 @@ export async function runMain(env: NodeJS.ProcessEnv = process.env): Promise<voi
     lines.push(
       gw.demo.phoneNumber !== null
         ? `  demo instance on the sandbox network, linked as +${gw.demo.phoneNumber}`
-        : `  demo instance on the sandbox network, not linked: it runs on ${gw.demo.node === null ? 'no node yet' : `node ${gw.demo.node}`} (link it there: console)`,
+        : gw.demo.notLinked !== undefined
+          ? `  demo instance on the sandbox network, not linked yet (${gw.demo.notLinked}): it links itself once the sandbox network answers`
+          : `  demo instance on the sandbox network, not linked: it runs on ${gw.demo.node === null ? 'no node yet' : `node ${gw.demo.node}`} (link it there: console)`,
       `  demo API key (shown once): ${gw.demo.apiKey}`,
       `  try:      curl -H 'Authorization: Bearer ${gw.demo.apiKey}' ${gw.url}/api/status`,
     );
