@@ -65,7 +65,9 @@ const logLevel = define<LogLevel>('enums', (v) => (LOG_LEVELS as readonly unknow
 
 const sandbox = define<string>('sandbox', (v) => {
   if (v === 'embedded' || v === 'off') return true;
-  return unblanked(v, 'embedded, off, or the http(s) URL of a `mgw sandbox` process', isHttpUrl);
+  // a `mgw sandbox` serves its routes at its root: found from the outside, a URL with a path was taken as a prefix
+  // of every route, and each instance then backed off for ever on 404 without the start saying a word
+  return unblanked(v, 'embedded, off, or the http(s) URL of a `mgw sandbox` process (scheme, host and port: no path, query or user)', isSandboxUrl);
 });
 
 const WEBJS_AUTH_MODES = ['local', 'postgres'] as const;
@@ -127,6 +129,12 @@ const bearerToken = (what: string) => define<string>(what, (v) => (typeof v === 
 const adminToken = bearerToken('token');
 const clusterSecret = bearerToken('secret');
 const metricsToken = bearerToken('token');
+
+function isSandboxUrl(v: string): boolean {
+  if (!isHttpUrl(v)) return false;
+  const u = new URL(v);
+  return u.pathname === '/' && u.search === '' && u.hash === '' && u.username === '' && u.password === '';
+}
 
 function isHttpUrl(v: string): boolean {
   try {

@@ -33,7 +33,7 @@ test('paths are absolute after load: DATA_DIR (default ./data) and CHROME_PATH a
   assert.equal(loadConfig({ DATA_DIR: '/srv/mgw/' }).DATA_DIR, '/srv/mgw');
   assert.equal(loadConfig({ CHROME_PATH: 'bin/chromium' }).CHROME_PATH, path.join(cwd, 'bin/chromium'));
   assert.equal(loadConfig({}).CHROME_PATH, '/usr/bin/chromium');
-  for (const v of ['embedded', 'off', 'http://127.0.0.1:3100', 'https://sandbox.example']) assert.equal(loadConfig({ SANDBOX: v }).SANDBOX, v);
+  for (const v of ['embedded', 'off', 'http://127.0.0.1:3100', 'https://sandbox.example', 'http://127.0.0.1:3100/']) assert.equal(loadConfig({ SANDBOX: v }).SANDBOX, v);
   assert.equal(loadConfig({ DATABASE_URL: 'postgres://u:p@db:5432/mgw' }).DATABASE_URL, 'postgres://u:p@db:5432/mgw');
   assert.equal(loadConfig({ DATABASE_URL: 'postgresql:///mgw?host=/var/run/postgresql' }).DATABASE_URL, 'postgresql:///mgw?host=/var/run/postgresql');
 });
@@ -65,8 +65,10 @@ const BAD: [variable: string, value: string, message: string][] = [
   ['LOG_LEVEL', 'chatty', 'LOG_LEVEL must be one of trace, debug, info, warn, error, fatal'],
   ['LOG_LEVEL', 'INFO', 'LOG_LEVEL must be one of trace, debug, info, warn, error, fatal'],
   ['CHROME_PATH', ' ', 'CHROME_PATH must be the path of the Chromium executable'],
-  ['SANDBOX', 'maybe', 'SANDBOX must be embedded, off, or the http(s) URL of a `mgw sandbox` process'],
-  ['SANDBOX', 'ftp://sandbox', 'SANDBOX must be embedded, off, or the http(s) URL of a `mgw sandbox` process'],
+  ['SANDBOX', 'maybe', 'SANDBOX must be embedded, off, or the http(s) URL of a `mgw sandbox` process (scheme, host and port: no path, query or user)'],
+  ['SANDBOX', 'ftp://sandbox', 'SANDBOX must be embedded, off, or the http(s) URL of a `mgw sandbox` process (scheme, host and port: no path, query or user)'],
+  ['SANDBOX', 'http://127.0.0.1:3100/some/path', 'SANDBOX must be embedded, off, or the http(s) URL of a `mgw sandbox` process (scheme, host and port: no path, query or user)'],
+  ['SANDBOX', 'http://u:p@127.0.0.1:3100', 'SANDBOX must be embedded, off, or the http(s) URL of a `mgw sandbox` process (scheme, host and port: no path, query or user)'],
   ['DEMO_INSTANCE', 'maybe', 'DEMO_INSTANCE must be true or false (also 1/0, yes/no, on/off)'],
   ['WEBHOOK_ALLOW_PRIVATE', '2', 'WEBHOOK_ALLOW_PRIVATE must be true or false (also 1/0, yes/no, on/off)'],
   ['MEDIA_MAX_BYTES', '0', 'MEDIA_MAX_BYTES must be an integer of at least 1'],
