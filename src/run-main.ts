@@ -136,7 +136,9 @@ export function startFailure(err: unknown, config: Pick<Config, 'DATABASE_URL' |
     return `HOST ${config.HOST} does not resolve to an address (${String(e.code)}): set HOST to an address of this machine (0.0.0.0: all of them)`;
   }
   const sqlState = typeof e?.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code);
-  const network = e?.syscall === 'connect' || e?.syscall === 'getaddrinfo' || isConnectionError(err);
+  // the TLS the URL asks for (sslmode) and the server do not agree: pg's message names neither (found from the outside)
+  const tls = /\bSSL\b/.test(message);
+  const network = e?.syscall === 'connect' || e?.syscall === 'getaddrinfo' || isConnectionError(err) || tls;
   if (config.DATABASE_URL && (sqlState || network)) return `cannot use the PostgreSQL server of DATABASE_URL: ${message}`;
   return message;
 }

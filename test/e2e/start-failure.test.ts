@@ -70,6 +70,13 @@ test('startFailure: a pg error is attributed to DATABASE_URL with the password m
   const msg = startFailure(err, { DATABASE_URL: url, PORT: 3000, HOST: '127.0.0.1' });
   assert.match(msg, /^cannot use the PostgreSQL server of DATABASE_URL: /);
   assert.ok(!msg.includes(SECRET), msg);
+  // sslmode=require against a server without TLS: pg's message names neither (found from the outside)
+  const tls = process.env.TEST_DATABASE_URL ? new URL(process.env.TEST_DATABASE_URL) : null;
+  if (tls) {
+    tls.searchParams.set('sslmode', 'no-verify');
+    const noTls = await new pg.Client({ connectionString: tls.toString() }).connect().then(() => null, (e: unknown) => e);
+    if (noTls) assert.match(startFailure(noTls, { DATABASE_URL: tls.toString(), PORT: 3000, HOST: '127.0.0.1' }), /^cannot use the PostgreSQL server of DATABASE_URL: .*SSL/);
+  }
 
   const busy = net.createServer();
   await new Promise<void>((r) => busy.listen(0, '127.0.0.1', () => r()));
