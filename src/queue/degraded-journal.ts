@@ -243,6 +243,11 @@ export async function replayDegradedJournal(pool: Pool, file: string, now: numbe
   if (kept.size > 0) log.warn({ instances: kept.size, skipped }, 'sends made while the store was away, kept on disk by an earlier process, written to the history');
   const outcomes = unstoredOutcomes(text);
   const instances = new Set([...kept.keys(), ...outcomes.map((o) => o.instanceId)]);
+  // lines this module did not write (a torn last line of a kill, or anything else put there): said, not silently
+  // dropped with the file (found from the outside)
+  const written = [...lines(text)].length;
+  const unreadable = text.split('\n').filter((l) => l.trim() !== '').length - written;
+  if (unreadable > 0) log.warn({ file, unreadable, read: written }, 'lines of the journal of sends made while the store was away could not be read; skipped');
   if (outcomes.length > 0) await storeOutcomes(pool, outcomes, now, log, emit);
   rmSync(file, { force: true });
   return instances.size;

@@ -17,7 +17,7 @@ import { createTestDb, type TestDb } from '../helpers/db.js';
 import { createInstance, deleteInstance } from '../../src/store/instances.js';
 import { DegradedJournal, journalFile, replayDegradedJournal, unstoredOutcomes, unwrittenSends, type EmitEvent } from '../../src/queue/degraded-journal.js';
 import type { Queryable } from '../../src/store/pool.js';
-import { silentLogger } from '../../src/log.js';
+import { createLogger, silentLogger } from '../../src/log.js';
 
 let db: TestDb;
 let dir = '';
@@ -169,4 +169,15 @@ test('a start moves the jobs of journaled outcomes from sending as each says, wi
   assert.deepEqual(events.map((e) => [e.instanceId, e.event]), [[id, 'message.sent'], [id, 'message.failed']]);
   assert.deepEqual(events[0]?.data, { jobId: sent, messageId: 'true_4915112345678@c.us_ABC', deliveryConfidence: 'confirmed', dispatchedAt: job(sent)?.dispatched_at?.toISOString() });
   assert.notEqual(events[0]?.q, db.pool, 'each event is written in its move\'s transaction');
+});
+
+test('a journal whose lines cannot be read is said in a warning at start, not dropped in silence', async () => {
+  const file = journalFile(dir);
+  await writeFile(file, 'hello world\n{not json\n\u0000\n' + line(A, 1, 'dropped'));
+  const lines: string[] = [];
+  const log = createLogger({ level: 'warn', stream: { write: (l: string) => void lines.push(l) } });
+  assert.equal(await replayDegradedJournal(db.pool, file, Date.now(), log, noEvents), 0);
+  const warned = lines.map((l) => JSON.parse(l) as { msg: string; unreadable?: number; read?: number }).find((l) => l.unreadable !== undefined);
+  assert.deepEqual([warned?.unreadable, warned?.read], [3, 1], lines.join(''));
+  await assert.rejects(readFile(file, 'utf8'), { code: 'ENOENT' });
 });
