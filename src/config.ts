@@ -112,7 +112,9 @@ const HOST_RULE = 'a host name or an IP address (e.g. 127.0.0.1, 0.0.0.0, localh
 // a name of digits and dots alone is meant as an IPv4 address (RFC 1123 2.1: a name's top label is not all digits):
 // 999.1.1.1 is none, and passed as a name to fail only at the bind (found from the outside)
 const looksNumeric = (s: string) => /^[\d.]+$/.test(s);
-const host = define<string>('host', (v) => unblanked(v, HOST_RULE, (s) => isIP(s) !== 0 || (HOST_NAME.test(s) && !looksNumeric(s))));
+/** Whether `s` is a HOST as the rule above spells one (also `mgw sandbox --host`). */
+export const isHostSpelling = (s: string): boolean => isIP(s) !== 0 || (HOST_NAME.test(s) && !looksNumeric(s));
+const host = define<string>('host', (v) => unblanked(v, HOST_RULE, isHostSpelling));
 
 const nodeId = define<string>('node id', (v) => (typeof v === 'string' && /^[A-Za-z0-9._:-]{1,64}$/.test(v)) || 'must be 1 to 64 characters of A-Z a-z 0-9 . _ : -');
 const httpUrl = define<string>('url', (v) => unblanked(v, 'the http(s) URL of this node as the other nodes reach it', isHttpUrl));

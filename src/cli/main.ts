@@ -65,7 +65,14 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(`usage: ${usageLine(verb)}\n\n  ${verb.summary}\n\n${ENVIRONMENT}`);
     return;
   }
-  await verb.run(parsed);
+  try {
+    await verb.run(parsed);
+  } catch (err) {
+    // a verb's own usage error is worded as the parser's are (found from the outside: "--settings is not valid JSON"
+    // alone, where every other one says `mgw <verb>: …` and its usage)
+    if (err instanceof UsageError && !err.message.startsWith('mgw ')) throw new UsageError(`mgw ${verb.name}: ${err.message} (usage: ${usageLine(verb)})`);
+    throw err;
+  }
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {

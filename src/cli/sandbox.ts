@@ -3,6 +3,7 @@ import path from 'node:path';
 import { startSandboxServer } from '../http/sandbox-server.js';
 import { createLogger } from '../log.js';
 import { onStopRequest } from '../stop-signals.js';
+import { isHostSpelling } from '../config.js';
 
 export interface SandboxProcessOptions {
   port: number;
@@ -17,15 +18,35 @@ export function sandboxOptions(flag: (name: string) => string | undefined): Sand
   const port = /^\d+$/.test(rawPort) ? Number(rawPort) : NaN;
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be an integer from 0 to 65535, not '${rawPort}'`);
   const host = flag('host') ?? '127.0.0.1';
-  if (host.trim() === '') throw new Error('--host must be a host name or address');
+  // as the gateway's HOST (src/config.ts): found from the outside, `bad_host` and ' 127.0.0.1' failed only at the
+  // listen, with a bare resolver error naming no option
+  if (!isHostSpelling(host)) throw new Error('--host must be a host name or an IP address (e.g. 127.0.0.1, 0.0.0.0, localhost), without blanks');
   const state = flag('state');
-  if (state !== undefined && state.trim() === '') throw new Error('--state must be a file path');
+  if (state !== undefined && (state.trim() === '' || state.trim() !== state)) throw new Error('--state must be a file path, without blanks around it');
   return { port, host, statePath: state === undefined ? undefined : path.resolve(state) };
+}
+
+/** A start that failed, named by the option it is about (found from the outside: bare node errors). */
+export function sandboxStartFailure(err: unknown, opts: SandboxProcessOptions): string {
+  const e = err as { code?: unknown; syscall?: unknown; message?: unknown } | null;
+  const message = typeof e?.message === 'string' ? e.message : String(err);
+  if (e?.syscall === 'listen') {
+    if (e.code === 'EADDRINUSE') return `--port ${opts.port} on --host ${opts.host} is in use: give a free port (0 for any free port)`;
+    if (e.code === 'EADDRNOTAVAIL') return `--host ${opts.host} is not an address of this machine`;
+    return `--port ${opts.port} on --host ${opts.host} cannot be used (${message})`;
+  }
+  if (e?.syscall === 'getaddrinfo') return `--host ${opts.host} does not resolve to an address (${String(e.code)})`;
+  if (opts.statePath !== undefined && typeof e?.code === 'string' && message.includes(path.dirname(opts.statePath))) {
+    return `--state ${opts.statePath} cannot be used: ${message}`;
+  }
+  return message;
 }
 
 export async function runSandboxProcess(opts: SandboxProcessOptions): Promise<void> {
   const log = createLogger({ level: 'info', name: 'mgw-sandbox' });
-  const server = await startSandboxServer({ port: opts.port, host: opts.host, statePath: opts.statePath ?? null, log });
+  const server = await startSandboxServer({ port: opts.port, host: opts.host, statePath: opts.statePath ?? null, log }).catch((err: unknown) => {
+    throw new Error(sandboxStartFailure(err, opts), { cause: err });
+  });
   process.stdout.write(`sandbox network listening on ${server.url} (set SANDBOX=${server.url} for the gateway)\n`);
   onStopRequest((reason) => {
     log.info({ reason }, 'stopping the sandbox network');

@@ -83,7 +83,11 @@ test('usage errors: exit 2 and one line naming what is wrong', async () => {
     [['instances', '--bogus'], /unknown option --bogus/],
     [['get', 'a', 'b'], /unexpected argument 'b'/],
     [['frobnicate'], /unknown command 'frobnicate'/],
-    [['settings', 'abc', '{nope'], /settings JSON is not valid JSON/],
+    [['settings', 'abc', '{nope'], /^mgw settings: the settings JSON is not valid JSON \(usage: mgw settings <id> <json>\)$/],
+    [['create', 'x', '--settings', 'nope'], /^mgw create: --settings is not valid JSON \(usage: mgw create <name>/],
+    [['sandbox', '--host', 'bad_host'], /^mgw sandbox: --host must be a host name or an IP address/],
+    [['sandbox', '--host', ' 127.0.0.1'], /^mgw sandbox: --host must be/],
+    [['sandbox', '--state', ' ./x.json'], /^mgw sandbox: --state must be a file path, without blanks around it$/],
     [[], /^mgw: missing a command \(mgw --help lists them\)$/],
   ];
   const results = await fewAtATime(cases, ([args]) => mgw(args));
@@ -94,6 +98,30 @@ test('usage errors: exit 2 and one line naming what is wrong', async () => {
     assert.match(r.stderr.trim(), re);
     assert.equal(r.stdout, '');
   });
+});
+
+test('mgw sandbox: a start that fails names the option (a port in use, a state path that cannot be made, a host that does not resolve)', async () => {
+  // found from the outside: bare node errors (listen EADDRINUSE, EEXIST: mkdir, getaddrinfo ENOTFOUND)
+  const busy = createServer();
+  await new Promise<void>((r) => busy.listen(0, '127.0.0.1', () => r()));
+  const taken = (busy.address() as { port: number }).port;
+  const dir = await mkdtemp(path.join(tmpdir(), 'mgw-cli-sandbox-'));
+  try {
+    await writeFile(path.join(dir, 'afile'), '');
+    const cases: [string[], RegExp][] = [
+      [['sandbox', '--port', String(taken)], new RegExp(`^mgw: --port ${taken} on --host 127\\.0\\.0\\.1 is in use`)],
+      [['sandbox', '--port', '0', '--state', path.join(dir, 'afile', 'x.json')], /^mgw: --state .*afile.x\.json cannot be used: /],
+      [['sandbox', '--port', '0', '--host', 'nosuch.invalid'], /^mgw: --host nosuch\.invalid does not resolve to an address/],
+    ];
+    const results = await fewAtATime(cases, ([args]) => mgw(args));
+    results.forEach((r, i) => {
+      assert.equal(r.code, 1, `${cases[i]?.[0].join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr.trim(), cases[i]![1]);
+    });
+  } finally {
+    busy.close();
+    await rm(dir, { recursive: true, force: true });
+  }
 });
 
 test('the address from MGW_URL or PORT: a bad one is a usage error naming the variable, never echoing a password', async () => {
