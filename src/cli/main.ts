@@ -70,7 +70,7 @@ async function main(argv: string[]): Promise<void> {
   } catch (err) {
     // a verb's own usage error is worded as the parser's are (found from the outside: "--settings is not valid JSON"
     // alone, where every other one says `mgw <verb>: …` and its usage)
-    if (err instanceof UsageError && !err.message.startsWith('mgw ')) throw new UsageError(`mgw ${verb.name}: ${err.message} (usage: ${usageLine(verb)})`);
+    if (err instanceof UsageError && !/^mgw[ :]/.test(err.message)) throw new UsageError(`mgw ${verb.name}: ${err.message} (usage: ${usageLine(verb)})`);
     throw err;
   }
 }
