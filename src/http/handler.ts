@@ -60,8 +60,9 @@ interface ServerSocket {
  * client (`socket._paused`, honoured by node's own resumes), and read again once none waits.
  */
 function pauseLane(socket: ServerSocket, lane: Lane): void {
-  if (lane.paused || socket._paused) return;
   lane.paused = true;
+  // node may have read on since (its own resume once its answers drained): paused again
+  if (socket._paused) return;
   socket._paused = true;
   socket.pause();
 }
