@@ -59,6 +59,16 @@ test('asks of the wrong shape are 400 VALIDATION_FAILED naming the field; nothin
     [{ type: 'network', op: 'eval', args: [] }, 'ask.op'],
     [{ type: 'network', op: 'getChats', args: 'all' }, 'ask.args'],
     [{ type: 'queue.direct', send: { kind: 'text', payload: { chatId: '4915112345678@c.us', body: 'x' } } }, 'ask.send.chatId'],
+    // found by the second probe: each of these was accepted (and failed at dispatch, or went to the request's chat)
+    // or answered INTERNAL_ERROR
+    [{ type: 'queue.accept', request: request({ idempotencyKey: 'abcdefgh1234' }) }, 'ask.request.payloadHash'],
+    [{ type: 'queue.accept', request: request({ idempotencyKey: 'x', payloadHash: 'a'.repeat(64) }) }, 'ask.request.idempotencyKey'],
+    [{ type: 'queue.accept', request: request({ kind: 'media', payload: { chatId: '4915112345678@c.us', body: 'not media' } }) }, 'ask.request.payload'],
+    [{ type: 'queue.accept', request: request({ payload: { chatId: '4915199999999@c.us', body: 'elsewhere' } }) }, 'ask.request.payload.chatId'],
+    [{ type: 'queue.accept', request: request({ chatId: 'x' }) }, 'ask.request.chatId'],
+    [{ type: 'queue.accept', request: request({ phone: 'x' }) }, 'ask.request.phone'],
+    [{ type: 'queue.accept', request: request({ originRoute: '' }) }, 'ask.request.originRoute'],
+    [{ type: 'network', op: 'sendSeen', args: Array.from({ length: 200_000 }, () => 'x') }, 'ask.args'],
   ];
   for (const [given, field] of cases) {
     const r = await ask({ ask: given, deadlineMs: 5_000 });
@@ -96,7 +106,9 @@ test('parseAsk: a valid ask of every type passes as it came', () => {
     { type: 'network', op: 'getChats', args: [] },
     { type: 'network', op: 'sendSeen', args: ['4915112345678@c.us'], label: 'chat.seen', notFound: { code: 'CHAT_NOT_FOUND', message: 'no chat' } },
     { type: 'queue.accept', request: request({ awaitsCaller: true, callerBoot: 'boot-1', previousJobId: null }), gate: { phoneNumber: null, v1: true } },
-    { type: 'queue.replay', request: request({ idempotencyKey: 'key-00000001' }) },
+    { type: 'queue.replay', request: request({ idempotencyKey: 'key-00000001', payloadHash: 'ab'.repeat(32) }) },
+    { type: 'queue.accept', request: request({ kind: 'media', payload: { chatId: '4915112345678@c.us', mediaId: 'md_0123456789abcdef01234567' } }) },
+    { type: 'queue.accept', request: request({ kind: 'group_create', chatId: null, phone: null, payload: { title: 'a group', participants: ['4915112345678@c.us'] } }) },
     { type: 'queue.acceptMany', requests: [request(), request({ kind: 'location', payload: { chatId: '4915112345678@c.us', location: { latitude: 1, longitude: 2 } } })] },
     { type: 'queue.cancel', jobId: 'wq_t0000', reason: 'cancelled by the client' },
     { type: 'queue.replan', reason: 'api' },
@@ -110,5 +122,5 @@ test('parseAsk: a valid ask of every type passes as it came', () => {
   ];
   for (const a of valid) assert.equal(parseAsk(a), a, JSON.stringify(a));
   assert.throws(() => parseAsk({ type: 'queue.cancel', jobId: 'x\u0000y' }), /ask\.jobId/);
-  assert.throws(() => parseAsk({ type: 'queue.direct', send: { kind: 'text', payload: { chatId: 'c' }, chatId: 'c' } }), (e: unknown) => e instanceof DomainError && e.code === 'VALIDATION_FAILED');
+  assert.throws(() => parseAsk({ type: 'queue.direct', send: { kind: 'text', payload: { chatId: '4915112345678@c.us' }, chatId: '4915112345678@c.us' } }), (e: unknown) => e instanceof DomainError && e.code === 'VALIDATION_FAILED');
 });
