@@ -203,11 +203,18 @@ export class InstanceAdminService implements InstanceAdmin {
   }
 
   async updateSettings(id: string, patch: SettingsPatch): Promise<Instance | null> {
-    const before = await getInstance(this.deps.pool, id);
-    if (!before) return null;
-    applySettingsPatch(before.settings, patch); // validates the merged result (e.g. minDelayMs ≤ maxDelayMs)
-    const after = await updateSettings(this.deps.pool, id, patch);
-    if (!after) return null;
+    // the record read and written under its row lock: the merged result is validated against what the write
+    // changes (found from the outside: two changes through two nodes at once, each valid against the record it
+    // read, met the table's check minDelayMs <= maxDelayMs and one was answered 500)
+    const changed = await withTransaction(this.deps.pool, async (c) => {
+      const was = await getInstance(c, id, true);
+      if (!was) return null;
+      applySettingsPatch(was.settings, patch); // validates the merged result (e.g. minDelayMs ≤ maxDelayMs)
+      const now = await updateSettings(c, id, patch);
+      return now ? { before: was, after: now } : null;
+    });
+    if (!changed) return null;
+    const { before, after } = changed;
     await this.deps.actors.update(after, affectsPlan(before.settings, after.settings) && after.settings.enabled);
     return after;
   }

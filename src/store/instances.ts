@@ -184,9 +184,9 @@ export async function rotateKey(q: Queryable, instance: Instance): Promise<strin
   return issueKey(q, instance.id, instance.name);
 }
 
-export async function getInstance(q: Queryable, id: string): Promise<Instance | null> {
+export async function getInstance(q: Queryable, id: string, forUpdate = false): Promise<Instance | null> {
   if (!isInstanceId(id)) return null;
-  const { rows } = await q.query<InstanceRow>('SELECT * FROM instances WHERE id = $1', [id]);
+  const { rows } = await q.query<InstanceRow>(`SELECT * FROM instances WHERE id = $1${forUpdate ? ' FOR UPDATE' : ''}`, [id]);
   return rows[0] ? rowToInstance(rows[0]) : null;
 }
 
