@@ -166,6 +166,11 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Pr
 
   const unshown = await Unshown.read(config.DATA_DIR);
   const admin = await resolveAdminToken(config.DATA_DIR, config.ADMIN_TOKEN, unshown);
+  // the token is this node's own, in its DATA_DIR: the other nodes of a cluster refuse it (found from the outside:
+  // two nodes started without ADMIN_TOKEN each printed its own, valid on that node alone)
+  if (config.CLUSTER_SECRET && !config.ADMIN_TOKEN) {
+    log.warn({ file: path.join(config.DATA_DIR, 'admin-token') }, 'ADMIN_TOKEN is not set: this node\'s admin token is its own, and the other nodes of the cluster refuse it; set the same ADMIN_TOKEN on every node');
+  }
   registerSecret(admin.token);
   // the other bearer tokens are secrets as much (found from the outside: either, sent as X-Request-Id or in a
   // request's path, was written to the request's log line as it came, where the admin token was masked)
