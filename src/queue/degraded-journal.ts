@@ -9,7 +9,8 @@
  * to `dispatches` before any queue starts (`replayDegradedJournal`), so that the windows count it.
  *
  * An outcome kept for write-back (src/queue/write-back.ts) is appended before a caller waiting for it is told
- * (a v1 send answered 200 "sent" during an outage): in memory alone, a process killed before the store came back
+ * (a v1 send answered 200 "sent" during an outage), and so is one whose write has not ended within
+ * OUTCOME_ON_DISK_AFTER_MS (src/queue/outcome-writer.ts: a store that hangs fails the write only at its deadline): in memory alone, a process killed before the store came back
  * left the job `sending`, and the next start made it `unknown`, contradicting what the caller had been told. A
  * start moves each such job from `sending` as its outcome says, with its `message.*` event, before any queue
  * makes what is left `unknown`.

@@ -24,6 +24,14 @@ import type { LaneTiming } from './lane-trace.js';
  */
 export const OUTCOMES_BESIDE_LANE = 2;
 
+/**
+ * How long an outcome's write may take before the outcome is put on disk as well (real time): a store that hangs
+ * rather than refuses makes the write fail only at its deadline, seconds later, and a process killed meanwhile
+ * would lose an outcome the network gave (src/queue/write-back.ts `journalOutcome`). Writes that end in time, all
+ * of them in normal operation, touch no file.
+ */
+export const OUTCOME_ON_DISK_AFTER_MS = 100;
+
 /** How much later than its claim a call must come for the instance's last dispatch to be written anew (`fromTheCall`). */
 export const MOVE_WRITE_MS = 50;
 
@@ -119,10 +127,18 @@ export class OutcomeWriter {
   private async persistOrKeep(job: Job, outcome: DispatchOutcome, at: number): Promise<void> {
     const { core } = this;
     const write = () => this.persistOutcome(job, outcome, at);
+    // the store known away, or the write not over in time: the outcome goes on disk meanwhile
+    const onDisk = () => core.writeBack.journalOutcome({ job, outcome, at });
+    if (core.degraded) onDisk();
+    const late = core.degraded ? null : setTimeout(onDisk, OUTCOME_ON_DISK_AFTER_MS);
+    late?.unref();
     try {
       // a job put back reads the mirror again: on the executor
       await (neverReachedNetwork(outcome) ? core.serial.runFirst(write) : write());
+      if (late) clearTimeout(late);
+      core.writeBack.outcomeStored(job.id, at);
     } catch (err) {
+      if (late) clearTimeout(late);
       core.writeBack.keepOutcome({ job, outcome, at });
       core.deps.log.warn({ err, jobId: job.id, outcome: outcome.kind }, 'dispatch outcome not written; kept for write-back');
       // the outcome is known, only not stored yet: a synchronous caller waiting for it is told it now

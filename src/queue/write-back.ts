@@ -44,6 +44,20 @@ export class WriteBack {
     return [...this.outcomes.values()];
   }
 
+  /**
+   * An outcome whose write has not ended in time (the store hangs): on disk now, before the write fails or
+   * succeeds (degraded-journal.ts); `outcomeStored` once it is in the store. Found from the outside: behind a
+   * store that hangs rather than refuses, the write took 3-5 s to fail, and a kill meanwhile made the job unknown.
+   */
+  journalOutcome(kept: KeptOutcome): void {
+    this.journal?.outcome(this.instanceId, kept.job.id, kept.outcome, kept.at);
+  }
+
+  /** The outcome of `jobId` is in the store (its journal line, if any, is settled). */
+  outcomeStored(jobId: string, at: number): void {
+    this.journal?.stored(this.instanceId, jobId, at);
+  }
+
   /** Whether an outcome of `jobId` waits to be written. */
   keepsOutcomeOf(jobId: string): boolean {
     return this.outcomes.has(jobId);

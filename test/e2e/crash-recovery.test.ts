@@ -238,3 +238,44 @@ test('a gateway killed while the store was away, after a v1 caller was told "sen
     await proxy.close();
   }
 });
+
+test('a gateway killed while the store hangs (a partition), just after the network confirmed a send: the restart writes that outcome', { skip: !process.env.TEST_DATABASE_URL && 'needs TEST_DATABASE_URL (two processes share the database)' }, async () => {
+  // found by the second probe: behind a store that hangs rather than refuses, the outcome's write took seconds to
+  // fail, the outcome reached the disk only then, and a kill meanwhile made the confirmed send `unknown`
+  const url = new URL(db.url ?? '');
+  const proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port || 5432) });
+  const proxied = new URL(url);
+  proxied.port = String(proxy.port);
+  const record = sandbox.network.record.bind(sandbox.network);
+  try {
+    let gw = await startGatewayProcess(proxied.toString());
+    child = gw;
+    const { instanceId, apiKey } = await linkedInstance(gw, 'partitioned');
+    sandbox.network.record = (id, entry) => {
+      const e = record(id, entry);
+      if (entry.body === 'confirmed in a partition' && proxy.state === null) void proxy.cut('blackhole');
+      return e;
+    };
+    const sent = await call(gw.url, apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'confirmed in a partition' });
+    assert.equal(sent.status, 202, JSON.stringify(sent.body));
+    const jobId = String(sent.body.data.jobId);
+    const journal = path.join(dataDir, 'run', 'degraded-sends.jsonl');
+    // on disk within a moment of the confirmation, though the store neither answers nor refuses
+    await waitFor(async () => (await readFile(journal, 'utf8').catch(() => '')).includes(jobId), 'the outcome on disk', 200);
+
+    await gw.kill('SIGKILL');
+    sandbox.network.record = record;
+    await proxy.restore();
+    gw = await startGatewayProcess();
+    child = gw;
+    const job = await jobReaching(gw, apiKey, jobId, 'sent');
+    assert.equal(job.deliveryConfidence, 'confirmed');
+    assert.equal(sandbox.network.ledger(instanceId).filter((e) => e.body === 'confirmed in a partition').length, 1, 'sent once');
+    const { code } = await gw.kill('SIGTERM');
+    assert.equal(code, 0, 'SIGTERM stops the gateway cleanly');
+    child = null;
+  } finally {
+    sandbox.network.record = record;
+    await proxy.close();
+  }
+});
