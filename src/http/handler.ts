@@ -17,13 +17,17 @@
  * the bytes answered.
  *
  * And one thing it adds: at most MAX_IN_PROGRESS requests of one connection are answered at a time; the ones
- * pipelined behind them wait their turn, and are dropped unanswered if the connection closes first. Node stops
- * reading a connection whose answers pile up unread, but only after the chunk it is parsing, and one chunk of
- * 64 KiB holds 1,600 small requests: found from the outside, 16 connections that pipelined `GET /openapi.json`
- * and never read an answer made the gateway build 232 KB answers for all of them, 150 MB a second, until V8's
- * heap limit killed the process (and it went on building answers for connections already closed). Now such a
- * connection costs at most MAX_IN_PROGRESS answers in memory; an answer counts until it is handed to the kernel
- * (its response's `close`).
+ * pipelined behind them wait their turn (at most MAX_WAITING), and are dropped unanswered if the connection
+ * closes first. Found from the outside: 16 connections that pipelined `GET /openapi.json` and never read an
+ * answer made the gateway build 232 KB answers for every request of each 64 KiB chunk it read (1,600 small
+ * requests fit one), 150 MB a second, until V8's heap limit killed the process. A client that pipelines more
+ * than MAX_WAITING behind them gets the answers of those in progress, then the connection is ended: what waited
+ * never ran (found by the second probe: closing the connection at once lost the answers of requests that had
+ * run). The connection is read on while requests wait, so that a reset by the client is seen at once and what
+ * waits dropped (found by the second probe: paused, a closed connection was noticed only at the next answer's
+ * write, and a send waiting there ran after its client had gone); a client that only half-closes (FIN) may still
+ * read its answers, so its requests run. An answer counts until it is handed to the kernel (its response's
+ * `close`).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type Koa from 'koa';
@@ -35,44 +39,21 @@ type HandleRequest = (ctx: Context, fnMiddleware: (ctx: Context) => Promise<void
 
 /** How many requests of one connection are answered at a time (the rest, pipelined behind them, wait). */
 export const MAX_IN_PROGRESS = 16;
-/** How many may wait behind them before the connection is closed (a client that sends this many without reading). */
-export const MAX_WAITING = 1_024;
+/** How many may wait behind them; one more ends the connection once those in progress are answered. */
+export const MAX_WAITING = 64;
 
 /** A connection's requests being answered, and those waiting for their turn. */
 interface Lane {
   active: number;
   waiting: (() => void)[];
-  /** this handler stopped reading the connection (Node's own flag, so that Node does not read on either) */
-  paused: boolean;
+  /** more waited than MAX_WAITING: nothing more runs, and the connection ends after the answers in progress */
+  ending: boolean;
 }
 
-/** What node:http's server reads of a connection to stop and resume reading it (its `socketOnDrain`). */
-interface ServerSocket {
-  _paused?: boolean;
-  parser?: { pause(): void; resume(): void } | null;
-  pause(): void;
-  resume(): void;
-  destroy(): void;
-}
-
-/**
- * Stop reading the connection while requests wait, as node:http does itself for answers not yet taken by the
- * client (`socket._paused`, honoured by node's own resumes), and read again once none waits.
- */
-function pauseLane(socket: ServerSocket, lane: Lane): void {
-  lane.paused = true;
-  // node may have read on since (its own resume once its answers drained): paused again
-  if (socket._paused) return;
+/** Stop reading a connection (node's own flag, so that node's own resumes leave it paused too). */
+function stopReading(socket: IncomingMessage['socket'] & { _paused?: boolean }): void {
   socket._paused = true;
   socket.pause();
-}
-
-function resumeLane(socket: ServerSocket, lane: Lane): void {
-  if (!lane.paused) return;
-  lane.paused = false;
-  socket._paused = false;
-  socket.parser?.resume();
-  socket.resume();
 }
 
 /** The statuses whose answers carry no body (Koa's `statuses.empty`). */
@@ -120,10 +101,10 @@ export function requestHandler(app: Koa): (req: IncomingMessage, res: ServerResp
     ).catch((err: unknown) => ctx.onerror(err as Error));
   };
   return (req, res) => {
-    const socket = req.socket as typeof req.socket & ServerSocket;
+    const socket = req.socket;
     let lane = lanes.get(socket);
     if (!lane) {
-      const created: Lane = { active: 0, waiting: [], paused: false };
+      const created: Lane = { active: 0, waiting: [], ending: false };
       lanes.set(socket, created);
       // what waits of a connection that closed is never answered: nobody would read it
       socket.once('close', () => {
@@ -132,26 +113,26 @@ export function requestHandler(app: Koa): (req: IncomingMessage, res: ServerResp
       lane = created;
     }
     const own = lane;
+    if (own.ending) return;
     const run = () => {
       own.active += 1;
       // once it is handed to the kernel whole (node emits `close` right after `finish`); a connection that closes
       // first drops what waits (above)
       res.once('close', () => {
         own.active -= 1;
+        // the connection is gone (node closes the answers in progress as it learns so, before this sees it)
+        if (socket.destroyed) own.waiting.length = 0;
         const next = own.waiting.shift();
-        // read again once none waits: before the last one runs, whose body may still be on its way
-        if (own.waiting.length === 0) resumeLane(socket, own);
-        next?.();
+        if (next) next();
+        else if (own.ending && own.active === 0) socket.end();
       });
       handle(req, res);
     };
     if (own.active < MAX_IN_PROGRESS) return run();
-    if (own.waiting.length >= MAX_WAITING) {
-      own.waiting.length = 0;
-      socket.destroy();
-      return;
-    }
-    own.waiting.push(run);
-    pauseLane(socket, own);
+    if (own.waiting.length < MAX_WAITING) return void own.waiting.push(run);
+    // a client that sends this many without reading: the answers in progress go out, then the connection ends
+    own.ending = true;
+    own.waiting.length = 0;
+    stopReading(socket);
   };
 }
