@@ -8,9 +8,17 @@
  * 503 without ceilings, still queued and 504 with them, the outcome of one being sent), a new synchronous send
  * is refused before anything is accepted, and the stop waits (up to its bound) for those answers.
  */
+import { setMaxListeners } from 'node:events';
+
 export class V1Waits {
   private readonly ctl = new AbortController();
   private readonly open = new Set<Promise<unknown>>();
+
+  constructor() {
+    // one listener per wait in progress, each removed when its wait ends: any number is right (found from the
+    // outside: 16 waits at once printed node's MaxListenersExceededWarning on stderr)
+    setMaxListeners(0, this.ctl.signal);
+  }
 
   /** the gateway has begun to stop */
   get stopping(): boolean {
