@@ -34,10 +34,18 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
   const pairs = new Set<Pair>();
   let state: CutMode | null = null;
 
+  // a socket still connecting, or one whose peer has ended it (its own end under way), is destroyed, not reset:
+  // node's reset of a socket whose shutdown is under way never finishes closing its handle, and the test process
+  // then spun in its exit's cleanup of handles (seen with a black-holed proxy whose client was SIGKILLed)
+  const kill = (s: net.Socket) => {
+    if (s.destroyed) return;
+    if (s.connecting || s.readableEnded || s.writableEnded) s.destroy();
+    else s.resetAndDestroy();
+  };
   const reset = (p: Pair) => {
     pairs.delete(p);
-    if (!p.client.destroyed) p.client.resetAndDestroy();
-    if (!p.upstream.destroyed) p.upstream.resetAndDestroy();
+    kill(p.client);
+    kill(p.upstream);
   };
 
   const make = () =>
