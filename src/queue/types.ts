@@ -5,7 +5,6 @@ import type { Logger } from '../log.js';
 import type { InstanceSettings } from './settings.js';
 import type { Job, JobRecord } from './job.js';
 import type { Send } from './payload.js';
-import type { DegradedJournal } from './degraded-journal.js';
 import type { AcceptanceCommitter } from './group-commit.js';
 
 export interface QueueEventSink {
@@ -94,7 +93,7 @@ export interface WorkerDeps {
   /** the node's group commit of acceptances (none: the queue commits its batches alone) */
   committer?: AcceptanceCommitter;
   /** where sends made outside the store are kept on disk until it has them (none: memory only) */
-  journal?: DegradedJournal;
+  journal?: SendJournal;
 }
 
 /** A validated send as a route hands it over: the send, its place in the queue and, for a requeue, its origin. */
@@ -129,3 +128,15 @@ export type AcceptOutcome =
 /** A send outside the persistent queue (v1 in `disabled` and `memory-degraded` modes). */
 export type DirectSend = Send & { chatId: string };
 export type DirectOutcome = DispatchOutcome | { kind: 'rate_limited'; retryAt: number };
+
+/**
+ * Where a queue keeps on disk what PostgreSQL does not have yet: sends made outside it and outcomes not written
+ * (src/queue/degraded-journal.ts DegradedJournal), named here so that the queue's types need not import it.
+ */
+export interface SendJournal {
+  kept(instanceId: string, at: number): void;
+  dropped(instanceId: string, at: number): void;
+  written(instanceId: string, ats: readonly number[]): void;
+  outcome(instanceId: string, jobId: string, outcome: DispatchOutcome, at: number): void;
+  stored(instanceId: string, jobId: string, at: number): void;
+}

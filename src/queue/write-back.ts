@@ -11,9 +11,8 @@
  *   commit but whose answer was lost is not repeated. They are on disk too (degraded-journal.ts): a process
  *   killed first leaves them to the next start, which writes them before any job left `sending` becomes `unknown`.
  */
-import type { DegradedJournal } from './degraded-journal.js';
 import type { Job } from './job.js';
-import type { DispatchOutcome } from './types.js';
+import type { DispatchOutcome, SendJournal } from './types.js';
 
 export interface KeptOutcome {
   job: Job;
@@ -31,7 +30,7 @@ export class WriteBack {
   private inWrite: number[] = [];
 
   /** `journal`: where the kept sends are also written, so that a killed process does not lose them (degraded-journal.ts) */
-  constructor(private readonly instanceId: string, private readonly journal?: DegradedJournal) {}
+  constructor(private readonly instanceId: string, private readonly journal?: SendJournal) {}
 
   /** An outcome the store did not take: on disk too before anyone is told it (degraded-journal.ts). */
   keepOutcome(kept: KeptOutcome): void {
