@@ -16,7 +16,10 @@ import { normaliseMimetype } from './mimetype.js';
 import { continueBody, otherTransferCoding } from './linger.js';
 import { cleanFilename, type MediaRecord } from './record.js';
 import type { MediaStore, StagedMedia } from './store.js';
-import type { Clock } from '../clock.js';
+import { raceClock, type Clock } from '../clock.js';
+
+/** The upload's deadline passed before its answer (`raceClock`'s sentinel). */
+const LATE: unique symbol = Symbol('late');
 
 /** answering before the body is read to its end: see linger.ts */
 export { closeUnreadRequest } from './linger.js';
@@ -49,30 +52,17 @@ export async function receiveUpload(
   const receiving = receiveParts(req, instanceId, boundary, deps);
   const { deadline } = deps;
   if (!deadline) return receiving;
-  let timer: ReturnType<Clock['setTimeout']> | null = null;
-  const late = new Promise<never>((_, reject) => {
-    timer = deadline.clock.setTimeout(() => {
-      // only the body's arrival is timed: one that has all arrived is stored whatever its commit takes
-      if (req.complete) return;
-      reject(new DomainError('REQUEST_TIMEOUT', `the upload did not arrive within ${deadline.ms / 1000} s; nothing was stored`, { deadlineMs: deadline.ms }));
-    }, deadline.ms);
-  });
-  // left behind when the deadline passes first: it ends (its staged file removed) once the connection closes
+  const received = await raceClock(deadline.clock, deadline.ms, receiving, (): typeof LATE => LATE);
+  if (received !== LATE) return received;
+  // only the body's arrival is timed: one that has all arrived is stored whatever its commit takes
+  if (req.complete) return receiving;
+  // left behind: the answer goes out and the connection lingers (linger.ts); once it is gone the request is ended
+  // too, so that the reading fails and removes what it staged (node leaves an answered request open for ever)
   receiving.catch(() => undefined);
-  try {
-    return await Promise.race([receiving, late]);
-  } catch (err) {
-    // the answer goes out and the connection lingers (linger.ts); once it is gone the request is ended too, so
-    // that the reading above fails and removes what it staged (node leaves an answered request open for ever)
-    if (err instanceof DomainError && err.code === 'REQUEST_TIMEOUT') {
-      req.socket.once('close', () => {
-        if (!req.destroyed) req.destroy();
-      });
-    }
-    throw err;
-  } finally {
-    if (timer !== null) deadline.clock.clearTimeout(timer);
-  }
+  req.socket.once('close', () => {
+    if (!req.destroyed) req.destroy();
+  });
+  throw new DomainError('REQUEST_TIMEOUT', `the upload did not arrive within ${deadline.ms / 1000} s; nothing was stored`, { deadlineMs: deadline.ms });
 }
 
 /** The parts of the body, read as they arrive; the file streamed into the store and committed. */
