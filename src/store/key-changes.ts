@@ -17,7 +17,7 @@
  * as pg's own deadlines), not the injectable clock's.
  */
 import pg from 'pg';
-import { systemClock, type Clock, type TimerHandle } from '../clock.js';
+import { raceClock, systemClock, type Clock, type TimerHandle } from '../clock.js';
 import type { Logger } from '../log.js';
 
 export const KEYS_CHANGED_CHANNEL = 'mgw_keys_changed';
@@ -33,16 +33,8 @@ export const CHECK_WITHIN_MS = 5_000;
 export const CLOSE_WITHIN_MS = 2_000;
 
 /** End `c`, or drop its socket when the server does not answer the end in time (a half-open connection). */
-export async function closeWithin(c: pg.Client, ms = CLOSE_WITHIN_MS, clock: Clock = systemClock): Promise<void> {
-  let timer: TimerHandle | null = null;
-  const late = new Promise<void>((resolve) => {
-    timer = clock.setTimeout(() => {
-      c.connection.stream.destroy();
-      resolve();
-    }, ms);
-  });
-  await Promise.race([c.end().catch(() => undefined), late]);
-  if (timer !== null) clock.clearTimeout(timer);
+export async function closeWithin(c: pg.Client, ms = CLOSE_WITHIN_MS): Promise<void> {
+  await raceClock(systemClock, ms, c.end().catch(() => undefined), () => c.connection.stream.destroy());
 }
 
 export interface KeyChangeWatchOptions {
@@ -89,21 +81,13 @@ export function watchKeyChanges(opts: KeyChangeWatchOptions): KeyChangeWatch {
     check = real.setTimeout(() => {
       check = null;
       if (client !== c) return;
-      let answered = false;
-      const deadline = real.setTimeout(() => {
-        if (!answered) lost(c, new Error(`the listening connection did not answer within ${checks.withinMs} ms`));
-      }, checks.withinMs);
-      c.query('SELECT 1').then(
+      raceClock(real, checks.withinMs, c.query('SELECT 1'), () => {
+        throw new Error(`the listening connection did not answer within ${checks.withinMs} ms`);
+      }).then(
         () => {
-          answered = true;
-          real.clearTimeout(deadline);
           if (client === c && !stopped) checkLater(c);
         },
-        (err: unknown) => {
-          answered = true;
-          real.clearTimeout(deadline);
-          lost(c, err);
-        },
+        (err: unknown) => lost(c, err),
       );
     }, checks.everyMs);
   };
