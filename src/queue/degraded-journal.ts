@@ -264,10 +264,8 @@ async function storeOutcomes(pool: Pool, outcomes: readonly JournaledOutcome[], 
   const settled: string[] = [];
   for (const { instanceId, jobId, outcome, at } of outcomes) {
     const step = outcomeStep(outcome, at);
-    // a call that never reached the network: waiting again, as OutcomeWriter.putBack leaves it
-    const fields = step.event.type === 'RETURNED' ? { dispatchedAt: null } : step.fields;
     const moved = await withTransaction(pool, async (c) => {
-      const m = await transitionJob(c, jobId, step.event, fields);
+      const m = await transitionJob(c, jobId, step.event, step.fields);
       if (!m) return false;
       if (step.forgetDispatch) await forgetDispatch(c, jobId);
       if (m.step.emits) await emit(c, instanceId, m.step.emits, queueEventData(m.step.emits, m.job, { now, position: 0 }));

@@ -10,7 +10,7 @@ import { performance } from 'node:perf_hooks';
 import type { Job } from './job.js';
 import { applyJobEvent, isTerminal } from '../../machines/job.machine.js';
 import type { QueueCore } from './core.js';
-import { neverReachedNetwork, outcomeStep } from './outcome.js';
+import { neverReachedNetwork, outcomeStep, RETURNED_FIELDS } from './outcome.js';
 import { forgetDispatch } from './sql/forgetDispatch.js';
 import { laterLastDispatch } from './sql/laterLastDispatch.js';
 import type { SlotWriter } from './slot-writer.js';
@@ -135,16 +135,16 @@ export class OutcomeWriter {
     try {
       // a job put back reads the mirror again: on the executor
       await (neverReachedNetwork(outcome) ? core.serial.runFirst(write) : write());
-      if (late) clearTimeout(late);
       core.writeBack.outcomeStored(job.id, at);
     } catch (err) {
-      if (late) clearTimeout(late);
       core.writeBack.keepOutcome({ job, outcome, at });
       core.deps.log.warn({ err, jobId: job.id, outcome: outcome.kind }, 'dispatch outcome not written; kept for write-back');
       // the outcome is known, only not stored yet: a synchronous caller waiting for it is told it now
       const ended = endedAs(job, outcome, at);
       if (ended) core.waiters.settle(ended);
     } finally {
+      // no await since the write ended: the timer cannot have fired after the outcome was settled above
+      if (late) clearTimeout(late);
       this.claimed.delete(job.id);
     }
   }
@@ -172,7 +172,7 @@ export class OutcomeWriter {
 
   /** A claimed job whose call never reached the network: waiting again, its dispatch no longer counted. */
   async putBack(job: Job, now: number, outcome?: DispatchOutcome): Promise<Job | null> {
-    const back = await this.core.move(job, { type: 'RETURNED' }, { dispatchedAt: null }, {}, (c) => forgetDispatch(c, job.id));
+    const back = await this.core.move(job, { type: 'RETURNED' }, RETURNED_FIELDS, {}, (c) => forgetDispatch(c, job.id));
     const why = outcome?.kind === 'failed' ? { resultCode: outcome.resultCode, detail: outcome.errorMessage } : {};
     if (back) this.core.deps.log.warn({ jobId: job.id, at: now, ...why }, 'the call was never made (no session took it, or its start could not be recorded): job back in the queue');
     return back;

@@ -26,6 +26,9 @@ export function neverReachedNetwork(outcome: DispatchOutcome): boolean {
   return outcome.kind === 'failed' && NO_SESSION_CODES.has(outcome.resultCode);
 }
 
+/** A job put back (never reached the network): waiting again, its dispatch no longer its own. */
+export const RETURNED_FIELDS: TransitionFields = Object.freeze({ dispatchedAt: null });
+
 export interface OutcomeStep {
   event: JobEvent;
   fields: TransitionFields;
@@ -35,7 +38,7 @@ export interface OutcomeStep {
 
 /** The transition an outcome, known at `at`, asks for. */
 export function outcomeStep(outcome: DispatchOutcome, at: number): OutcomeStep {
-  if (neverReachedNetwork(outcome)) return { event: { type: 'RETURNED' }, fields: {}, forgetDispatch: true };
+  if (neverReachedNetwork(outcome)) return { event: { type: 'RETURNED' }, fields: RETURNED_FIELDS, forgetDispatch: true };
   switch (outcome.kind) {
     case 'confirmed':
       return { event: { type: 'RESULT_CONFIRMED' }, fields: { terminalAt: at, messageId: outcome.messageId, resultCode: 'SENT' }, forgetDispatch: false };

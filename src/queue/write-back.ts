@@ -34,7 +34,7 @@ export class WriteBack {
 
   /** An outcome the store did not take: on disk too before anyone is told it (degraded-journal.ts). */
   keepOutcome(kept: KeptOutcome): void {
-    this.journal?.outcome(this.instanceId, kept.job.id, kept.outcome, kept.at);
+    this.journalOutcome(kept);
     this.outcomes.set(kept.job.id, kept);
   }
 
@@ -67,7 +67,7 @@ export class WriteBack {
     const kept = this.outcomes.get(jobId);
     if (!kept) return;
     this.outcomes.delete(jobId);
-    this.journal?.stored(this.instanceId, jobId, kept.at);
+    this.outcomeStored(jobId, kept.at);
   }
 
   get hasOutcomes(): boolean {
