@@ -174,20 +174,23 @@ function* lines(text: string): Generator<Line> {
   }
 }
 
-/** The outcomes of a journal not stored, oldest first. */
-export function unstoredOutcomes(text: string): JournaledOutcome[] {
+/** The outcomes of a journal (its text, or its lines read already) not stored, oldest first. */
+export function unstoredOutcomes(journal: string | readonly Line[]): JournaledOutcome[] {
   const known = new Map<string, JournaledOutcome>();
-  for (const line of lines(text)) {
+  for (const line of typeof journal === 'string' ? lines(journal) : journal) {
     if (line.op === 'outcome' && line.o) known.set(line.j, { instanceId: line.i, jobId: line.j, outcome: line.o, at: line.at });
     else if (line.op === 'stored') known.delete(line.j);
   }
   return [...known.values()];
 }
 
-/** The kept sends of a journal not written or dropped, by instance (a torn last line, from a kill mid-write, is skipped). */
-export function unwrittenSends(text: string): Map<string, number[]> {
+/**
+ * The kept sends of a journal (its text, or its lines read already) not written or dropped, by instance (a torn
+ * last line, from a kill mid-write, is skipped).
+ */
+export function unwrittenSends(journal: string | readonly Line[]): Map<string, number[]> {
   const kept = new Map<string, number[]>();
-  for (const line of lines(text)) {
+  for (const line of typeof journal === 'string' ? lines(journal) : journal) {
     if (line.op === 'outcome' || line.op === 'stored') continue;
     const ats = kept.get(line.i) ?? [];
     if (line.op === 'kept') ats.push(line.at);
@@ -233,7 +236,8 @@ export async function replayDegradedJournal(pool: Pool, file: string, now: numbe
     throw new Error(`the journal of sends made while the store was away, ${file}, cannot be read (${code ?? 'error'}): ` +
       'move it away to start without it (its sends then do not count against the limits, and the jobs whose outcomes it holds become unknown)', { cause: err });
   }
-  const kept = unwrittenSends(text);
+  const read = [...lines(text)];
+  const kept = unwrittenSends(read);
   let skipped = 0;
   for (const [instanceId, ats] of kept) {
     // within a window, and not from the future: a clock that was ahead must not hold the instance's pause for that long
@@ -242,13 +246,12 @@ export async function replayDegradedJournal(pool: Pool, file: string, now: numbe
     if (recent.length > 0) await pool.query(REPLAY, [instanceId, recent.map((at) => new Date(at))]);
   }
   if (kept.size > 0) log.warn({ instances: kept.size, skipped }, 'sends made while the store was away, kept on disk by an earlier process, written to the history');
-  const outcomes = unstoredOutcomes(text);
+  const outcomes = unstoredOutcomes(read);
   const instances = new Set([...kept.keys(), ...outcomes.map((o) => o.instanceId)]);
   // lines this module did not write (a torn last line of a kill, or anything else put there): said, not silently
   // dropped with the file (found from the outside)
-  const written = [...lines(text)].length;
-  const unreadable = text.split('\n').filter((l) => l.trim() !== '').length - written;
-  if (unreadable > 0) log.warn({ file, unreadable, read: written }, 'lines of the journal of sends made while the store was away could not be read; skipped');
+  const unreadable = text.split('\n').filter((l) => l.trim() !== '').length - read.length;
+  if (unreadable > 0) log.warn({ file, unreadable, read: read.length }, 'lines of the journal of sends made while the store was away could not be read; skipped');
   if (outcomes.length > 0) await storeOutcomes(pool, outcomes, now, log, emit);
   rmSync(file, { force: true });
   return instances.size;
