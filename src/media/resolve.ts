@@ -52,11 +52,12 @@ export type ValidatedMediaSource =
   | { kind: 'base64'; size: number }
   | { kind: 'id'; record: MediaRecord };
 
-const SOURCES = ['mediaUrl', 'mediaBase64', 'mediaId'] as const;
-type SourceField = (typeof SOURCES)[number];
+/** The fields a media send may name its source with: exactly one of them (a route's body, a stored payload). */
+export const MEDIA_SOURCES = ['mediaUrl', 'mediaBase64', 'mediaId'] as const;
+type SourceField = (typeof MEDIA_SOURCES)[number];
 
 function pickSource(src: MediaSourceInput): { field: SourceField; value: string } {
-  const present = SOURCES.filter((f) => src[f] !== undefined && src[f] !== null);
+  const present = MEDIA_SOURCES.filter((f) => src[f] !== undefined && src[f] !== null);
   const first = present[0];
   if (!first) throw validationFailed('mediaUrl', 'exactly one of mediaUrl, mediaBase64 or mediaId is required');
   if (present.length > 1) throw validationFailed(present[1] ?? first, 'give only one of mediaUrl, mediaBase64 or mediaId');

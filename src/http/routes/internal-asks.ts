@@ -15,6 +15,7 @@ import {
 import { NETWORK_OPS, type InstanceAsk } from '../../actors/port.js';
 import { checkSend, MEDIA_SEND_KINDS, SEND_KINDS } from '../../queue/payload.js';
 import { CHAT_ID } from '../../phone.js';
+import { MEDIA_SOURCES } from '../../media/resolve.js';
 import { IDEMPOTENCY_KEY } from './send-schemas.js';
 import { integerIn, parse } from '../validate.js';
 import { validationFailed } from '../../errors.js';
@@ -75,7 +76,6 @@ const isAskType = (v: unknown): v is keyof typeof ASKS => typeof v === 'string' 
 const AskType = define<keyof typeof ASKS>('askType', (v) => isAskType(v) || `must be one of ${Object.keys(ASKS).join(', ')}`);
 
 const MEDIA_KINDS: ReadonlySet<string> = new Set(MEDIA_SEND_KINDS);
-const MEDIA_SOURCES = ['mediaUrl', 'mediaBase64', 'mediaId'] as const;
 
 /**
  * A payload checked against its kind, as a route builds it: the chat the send names (that of the request, when it

@@ -7,6 +7,7 @@ import { DomainError, validationFailed } from '../../errors.js';
 import type { SendKind } from '../../queue/payload.js';
 import { mimeEssence, sameMimetype } from '../../media/mimetype.js';
 import { cleanFilename } from '../../media/record.js';
+import { MEDIA_SOURCES } from '../../media/resolve.js';
 
 export const VOICE_MIMETYPES = [
   'audio/ogg', 'audio/ogg;codecs=opus', 'audio/opus', 'audio/mpeg', 'audio/mp3', 'audio/mp4', 'audio/aac',
@@ -31,7 +32,7 @@ export function canonicalBase64(value: string): string {
 }
 
 function mediaSource(b: { mediaUrl?: string | undefined; mediaBase64?: string | undefined; mediaId?: string | undefined; mimetype?: string | undefined; filename?: string | undefined }, mimetypeRequired: boolean) {
-  const given = (['mediaUrl', 'mediaBase64', 'mediaId'] as const).filter((k) => b[k] !== undefined);
+  const given = MEDIA_SOURCES.filter((k) => b[k] !== undefined);
   if (given.length !== 1) throw validationFailed(given[1] ?? 'mediaUrl', 'exactly one of mediaUrl, mediaBase64 or mediaId is required');
   if (b.mediaBase64 !== undefined) {
     if (b.mediaBase64.startsWith('data:')) throw validationFailed('mediaBase64', 'mediaBase64 is plain base64 without a data-URL prefix');
