@@ -11,6 +11,7 @@ import { createLogger } from './log.js';
 import { startGateway, type Gateway } from './gateway.js';
 import { isConnectionError } from './store/health.js';
 import { onStopRequest } from './stop-signals.js';
+import { listenFailure, unresolvedHost } from './listen-failure.js';
 
 export async function runMain(env: NodeJS.ProcessEnv = process.env): Promise<void> {
   let config: Config;
@@ -124,17 +125,12 @@ export function startFailure(err: unknown, config: Pick<Config, 'DATABASE_URL' |
   if (file !== null && typeof e?.code === 'string' && config.DATA_DIR && inDataDir(file, config.DATA_DIR)) {
     return `DATA_DIR ${config.DATA_DIR} cannot be used: ${e.code} on ${file} (${message}): give this user a DATA_DIR it can write`;
   }
-  if (e?.syscall === 'listen') {
-    // HOST is no address of this machine (found from the outside: blamed on PORT, which was 0)
-    if (e.code === 'EADDRNOTAVAIL') return `HOST ${config.HOST} is not an address of this machine (EADDRNOTAVAIL): set HOST to one of its addresses (0.0.0.0: all of them)`;
-    const why = e.code === 'EADDRINUSE' ? 'is in use' : e.code === 'EACCES' ? 'needs privileges' : `cannot be used (${message})`;
-    return `PORT ${config.PORT} on HOST ${config.HOST} ${why}: set PORT to a free port (0 for any free port)`;
-  }
+  const listen = { portName: 'PORT', port: config.PORT, hostName: 'HOST', host: config.HOST };
+  const notListening = e ? listenFailure(e, message, listen) : null;
+  if (notListening !== null) return notListening;
   // HOST names no address here (found from the outside: "getaddrinfo ENOTFOUND nosuch.invalid", no variable named)
   const unresolved = (e as { hostname?: unknown } | null)?.hostname;
-  if (e?.syscall === 'getaddrinfo' && unresolved === config.HOST && hostOf(config.DATABASE_URL) !== config.HOST) {
-    return `HOST ${config.HOST} does not resolve to an address (${String(e.code)}): set HOST to an address of this machine (0.0.0.0: all of them)`;
-  }
+  if (e?.syscall === 'getaddrinfo' && unresolved === config.HOST && hostOf(config.DATABASE_URL) !== config.HOST) return unresolvedHost(e.code, listen);
   const sqlState = typeof e?.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code);
   // the TLS the URL asks for (sslmode) and the server do not agree: pg's message names neither (found from the outside)
   const tls = /\bSSL\b/.test(message);

@@ -4,6 +4,7 @@ import { startSandboxServer } from '../http/sandbox-server.js';
 import { createLogger } from '../log.js';
 import { onStopRequest } from '../stop-signals.js';
 import { isHostSpelling } from '../config.js';
+import { listenFailure, unresolvedHost } from '../listen-failure.js';
 
 export interface SandboxProcessOptions {
   port: number;
@@ -30,12 +31,10 @@ export function sandboxOptions(flag: (name: string) => string | undefined): Sand
 export function sandboxStartFailure(err: unknown, opts: SandboxProcessOptions): string {
   const e = err as { code?: unknown; syscall?: unknown; message?: unknown } | null;
   const message = typeof e?.message === 'string' ? e.message : String(err);
-  if (e?.syscall === 'listen') {
-    if (e.code === 'EADDRINUSE') return `--port ${opts.port} on --host ${opts.host} is in use: give a free port (0 for any free port)`;
-    if (e.code === 'EADDRNOTAVAIL') return `--host ${opts.host} is not an address of this machine`;
-    return `--port ${opts.port} on --host ${opts.host} cannot be used (${message})`;
-  }
-  if (e?.syscall === 'getaddrinfo') return `--host ${opts.host} does not resolve to an address (${String(e.code)})`;
+  const listen = { portName: '--port', port: opts.port, hostName: '--host', host: opts.host };
+  const notListening = e ? listenFailure(e, message, listen) : null;
+  if (notListening !== null) return notListening;
+  if (e?.syscall === 'getaddrinfo') return unresolvedHost(e.code, listen);
   if (opts.statePath !== undefined && typeof e?.code === 'string' && message.includes(path.dirname(opts.statePath))) {
     return `--state ${opts.statePath} cannot be used: ${message}`;
   }
