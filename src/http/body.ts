@@ -163,11 +163,10 @@ async function inflated(ctx: Context, inflater: Inflate, raw: Buffer, limit: num
 
 /** `readAll` for a body still on its way. */
 async function readStreamed(ctx: Context, limit: number): Promise<Buffer> {
-  const source = ctx.req;
   let chunks: Buffer[];
   let size: number;
   try {
-    ({ chunks, size } = await collect(source, limit));
+    ({ chunks, size } = await collect(ctx.req, limit));
   } catch (err) {
     // answered before the body was read to its end: Connection: close, then a bounded drain (src/media/linger.ts)
     closeUnreadRequest(ctx.req, ctx.res);
