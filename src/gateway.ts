@@ -293,10 +293,9 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Pr
   // the instances the first round found placed here, on their way in (the actors count them once they are taken;
   // found by the outside README probe: this line said 0 beside a demo instance just created)
   log.info({ instances: cluster.instancesHere, node: cluster.nodeId }, 'instances starting');
-  // the banner says "linked as" only of a demo this node links (its sandbox, its session) or one linked already:
-  // with a shared database another node may run it, unlinked (found by the outside probe)
-  // (found by the outside probe: with a sandbox network that did not answer the banner said "linked as" all the
-  // same); this node's own demo links in a moment on a sandbox that answers: waited for, a few seconds at most
+  // the banner says "linked as" only of a demo that is linked: with a shared database another node may run it,
+  // unlinked, and with a sandbox network that does not answer this node's own does not link (both found by the
+  // outside probes); this node's own links in a moment on a sandbox that answers: waited for, a few seconds at most
   if (demo) {
     const id = demo.instance.id;
     const node = await cluster.nodeOf(id);
