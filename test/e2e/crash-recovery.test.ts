@@ -18,7 +18,7 @@ import { startSandboxServer, type SandboxServer } from '../../src/http/sandbox-s
 import { createTestDb, type TestDb } from '../helpers/db.js';
 import { waitFor } from '../helpers/gateway.js';
 import { callGateway as call, startSandboxedGateway, type RunningProcess } from '../helpers/gateway-process.js';
-import { startTcpProxy } from '../helpers/tcp-proxy.js';
+import { startTcpProxy, type CutMode } from '../helpers/tcp-proxy.js';
 
 const ADMIN = 'crash-test-admin-token-0123456789';
 let sandbox: SandboxServer;
@@ -59,6 +59,8 @@ const jobReaching = (gw: RunningProcess, apiKey: string, jobId: string, state: s
     const r = await call(gw.url, apiKey, 'GET', `/api/v2/messages/${jobId}`);
     return r.body.data.state === state ? r.body.data : null;
   }, `job ${state} after the restart`);
+
+const NEEDS_DB = { skip: !process.env.TEST_DATABASE_URL && 'needs TEST_DATABASE_URL (two processes share the database)' };
 
 const NO_LIMITS = { minDelayMs: 0, maxDelayMs: 0, quietHours: null, maxPerHour: null, maxPer24h: null };
 
@@ -108,7 +110,7 @@ async function stalledMediaHost(): Promise<{ port: number; gets: () => number; s
   };
 }
 
-test('a gateway killed during `sending` leaves the job unknown, never resent', { skip: !process.env.TEST_DATABASE_URL && 'needs TEST_DATABASE_URL (two processes share the database)' }, async () => {
+test('a gateway killed during `sending` leaves the job unknown, never resent', NEEDS_DB, async () => {
   let gw = await startGatewayProcess();
   child = gw;
   const created = await call(gw.url, ADMIN, 'POST', '/admin/v1/instances', {
@@ -152,7 +154,7 @@ test('a gateway killed during `sending` leaves the job unknown, never resent', {
   child = null;
 });
 
-test('a gateway killed while a media job fetched its media leaves the job failed (never called), requeueable', { skip: !process.env.TEST_DATABASE_URL && 'needs TEST_DATABASE_URL (two processes share the database)' }, async () => {
+test('a gateway killed while a media job fetched its media leaves the job failed (never called), requeueable', NEEDS_DB, async () => {
   const host = await stalledMediaHost();
   try {
     let gw = await startGatewayProcess();
@@ -191,33 +193,57 @@ test('a gateway killed while a media job fetched its media leaves the job failed
   }
 });
 
-test('a gateway killed while the store was away, after a v1 caller was told "sent": the restart writes that outcome, not unknown', { skip: !process.env.TEST_DATABASE_URL && 'needs TEST_DATABASE_URL (two processes share the database)' }, async () => {
+/**
+ * A gateway process that reaches its store through a TCP proxy, cut (`mode`) in the instant the network records the
+ * message `body`: the network has it, and the gateway's write of its outcome meets the store cut. `run` gets the
+ * gateway, its linked instance and `killAndRestart` (SIGKILL, the network's hook and the store put back, a gateway
+ * started anew on the store directly); the hook and the proxy are put back whatever happens.
+ */
+async function cutAsRecorded(
+  name: string,
+  body: string,
+  mode: CutMode,
+  run: (gw: RunningProcess, instance: { instanceId: string; apiKey: string }, killAndRestart: () => Promise<RunningProcess>) => Promise<void>,
+): Promise<void> {
   const url = new URL(db.url ?? '');
   const proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port || 5432) });
   const proxied = new URL(url);
   proxied.port = String(proxy.port);
   const record = sandbox.network.record.bind(sandbox.network);
   try {
-    let gw = await startGatewayProcess(proxied.toString());
+    const gw = await startGatewayProcess(proxied.toString());
     child = gw;
-    const { instanceId, apiKey } = await linkedInstance(gw, 'told-sent');
-    // the network takes the message, and the store goes away before the gateway can write that it went out
+    const instance = await linkedInstance(gw, name);
     sandbox.network.record = (id, entry) => {
       const e = record(id, entry);
-      if (entry.body === 'told sent' && proxy.state === null) void proxy.cut('refuse');
+      if (entry.body === body && proxy.state === null) void proxy.cut(mode);
       return e;
     };
+    await run(gw, instance, async () => {
+      await gw.kill('SIGKILL');
+      sandbox.network.record = record;
+      await proxy.restore();
+      const again = await startGatewayProcess();
+      child = again;
+      return again;
+    });
+  } finally {
+    sandbox.network.record = record;
+    await proxy.close();
+  }
+}
+
+
+test('a gateway killed while the store was away, after a v1 caller was told "sent": the restart writes that outcome, not unknown', NEEDS_DB, async () => {
+  // the network takes the message, and the store goes away before the gateway can write that it went out
+  await cutAsRecorded('told-sent', 'told sent', 'refuse', async (gw, { instanceId, apiKey }, killAndRestart) => {
     const told = await call(gw.url, apiKey, 'POST', '/api/send-message', { phone: '4915112345678', message: 'told sent' });
     assert.equal(told.status, 200, JSON.stringify(told.body));
     assert.equal(told.body.success, true);
     const { rows: before } = await db.pool.query<{ state: string }>('SELECT state FROM jobs WHERE instance_id = $1', [instanceId]);
     assert.deepEqual(before.map((r) => r.state), ['sending'], 'the store never heard the outcome');
 
-    await gw.kill('SIGKILL');
-    sandbox.network.record = record;
-    await proxy.restore();
-    gw = await startGatewayProcess();
-    child = gw;
+    const again = await killAndRestart();
     const job = await waitFor(async () => {
       const { rows } = await db.pool.query<{ state: string; delivery_confidence: string | null; message_id: string | null; result_code: string | null }>(
         'SELECT state, delivery_confidence, message_id, result_code FROM jobs WHERE instance_id = $1', [instanceId]);
@@ -230,32 +256,16 @@ test('a gateway killed while the store was away, after a v1 caller was told "sen
     assert.equal(sandbox.network.ledger(instanceId).filter((e) => e.body === 'told sent').length, 1, 'sent once');
     await assert.rejects(readFile(path.join(dataDir, 'run', 'degraded-sends.jsonl'), 'utf8'), { code: 'ENOENT' }, 'the journal is gone');
 
-    const { code } = await gw.kill('SIGTERM');
+    const { code } = await again.kill('SIGTERM');
     assert.equal(code, 0, 'SIGTERM stops the gateway cleanly');
     child = null;
-  } finally {
-    sandbox.network.record = record;
-    await proxy.close();
-  }
+  });
 });
 
-test('a gateway killed while the store hangs (a partition), just after the network confirmed a send: the restart writes that outcome', { skip: !process.env.TEST_DATABASE_URL && 'needs TEST_DATABASE_URL (two processes share the database)' }, async () => {
+test('a gateway killed while the store hangs (a partition), just after the network confirmed a send: the restart writes that outcome', NEEDS_DB, async () => {
   // found by the second probe: behind a store that hangs rather than refuses, the outcome's write took seconds to
   // fail, the outcome reached the disk only then, and a kill meanwhile made the confirmed send `unknown`
-  const url = new URL(db.url ?? '');
-  const proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port || 5432) });
-  const proxied = new URL(url);
-  proxied.port = String(proxy.port);
-  const record = sandbox.network.record.bind(sandbox.network);
-  try {
-    let gw = await startGatewayProcess(proxied.toString());
-    child = gw;
-    const { instanceId, apiKey } = await linkedInstance(gw, 'partitioned');
-    sandbox.network.record = (id, entry) => {
-      const e = record(id, entry);
-      if (entry.body === 'confirmed in a partition' && proxy.state === null) void proxy.cut('blackhole');
-      return e;
-    };
+  await cutAsRecorded('partitioned', 'confirmed in a partition', 'blackhole', async (gw, { instanceId, apiKey }, killAndRestart) => {
     const sent = await call(gw.url, apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'confirmed in a partition' });
     assert.equal(sent.status, 202, JSON.stringify(sent.body));
     const jobId = String(sent.body.data.jobId);
@@ -263,19 +273,12 @@ test('a gateway killed while the store hangs (a partition), just after the netwo
     // on disk within a moment of the confirmation, though the store neither answers nor refuses
     await waitFor(async () => (await readFile(journal, 'utf8').catch(() => '')).includes(jobId), 'the outcome on disk', 200);
 
-    await gw.kill('SIGKILL');
-    sandbox.network.record = record;
-    await proxy.restore();
-    gw = await startGatewayProcess();
-    child = gw;
-    const job = await jobReaching(gw, apiKey, jobId, 'sent');
+    const again = await killAndRestart();
+    const job = await jobReaching(again, apiKey, jobId, 'sent');
     assert.equal(job.deliveryConfidence, 'confirmed');
     assert.equal(sandbox.network.ledger(instanceId).filter((e) => e.body === 'confirmed in a partition').length, 1, 'sent once');
-    const { code } = await gw.kill('SIGTERM');
+    const { code } = await again.kill('SIGTERM');
     assert.equal(code, 0, 'SIGTERM stops the gateway cleanly');
     child = null;
-  } finally {
-    sandbox.network.record = record;
-    await proxy.close();
-  }
+  });
 });
