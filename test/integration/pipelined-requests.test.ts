@@ -60,6 +60,21 @@ after(async () => {
 
 const get = (path: string) => `GET ${path} HTTP/1.1\r\nHost: t\r\n\r\n`;
 
+/** A connection that reads: what it was answered so far. */
+function reading(): { socket: net.Socket; text: () => string } {
+  const socket = net.connect(port, '127.0.0.1');
+  let text = '';
+  socket.setEncoding('latin1');
+  socket.on('data', (d: string) => {
+    text += d;
+  });
+  socket.on('error', () => undefined);
+  return { socket, text: () => text };
+}
+
+/** The `n` of each `/small/:n` answer in `text`, in the order they came. */
+const answered = (text: string): number[] => [...text.matchAll(/"n":(\d+)/g)].map((m) => Number(m[1]));
+
 /** A connection that writes and never reads. */
 function unread(): net.Socket {
   const s = net.connect(port, '127.0.0.1');
@@ -90,20 +105,13 @@ test('a client that pipelines and never reads is answered MAX_IN_PROGRESS at a t
 
 test('more than MAX_WAITING waiting: the answers in progress go out, then the connection ends; nothing that waited runs', async () => {
   handled = 0;
-  const s = net.connect(port, '127.0.0.1');
-  let text = '';
-  s.setEncoding('latin1');
-  s.on('data', (d: string) => {
-    text += d;
-  });
-  s.on('error', () => undefined);
+  const { socket: s, text } = reading();
   const closed = new Promise<void>((r) => s.once('close', () => r()));
   // in one write, which the server reads as one chunk
   s.write(Array.from({ length: MAX_IN_PROGRESS + MAX_WAITING + 10 }, (_, i) => get(`/small/${i}`)).join(''));
   await closed;
   await settle();
-  const ns = [...text.matchAll(/"n":(\d+)/g)].map((m) => Number(m[1]));
-  assert.deepEqual(ns, Array.from({ length: MAX_IN_PROGRESS }, (_, i) => i), 'the answers of those in progress, in order');
+  assert.deepEqual(answered(text()), Array.from({ length: MAX_IN_PROGRESS }, (_, i) => i), 'the answers of those in progress, in order');
   assert.equal(handled, MAX_IN_PROGRESS, 'nothing that waited ran');
 });
 
@@ -123,12 +131,7 @@ test('a client that resets its connection: the requests waiting behind slow ones
 
 test('a client that reads gets every pipelined answer in order, and a body that comes after the waiting requests', async () => {
   handled = 0;
-  const s = net.connect(port, '127.0.0.1');
-  let text = '';
-  s.setEncoding('latin1');
-  s.on('data', (d: string) => {
-    text += d;
-  });
+  const { socket: s, text } = reading();
   const n = MAX_IN_PROGRESS + MAX_WAITING - 2;
   const body = JSON.stringify({ v: 'last' });
   s.write(Array.from({ length: n }, (_, i) => get(`/small/${i}`)).join('') +
@@ -136,9 +139,8 @@ test('a client that reads gets every pipelined answer in order, and a body that 
   // the rest of the last request's body comes later, once the requests before it wait or ran
   await waitFor(() => handled >= MAX_IN_PROGRESS, 'the first answers made');
   s.write(body.slice(5));
-  await waitFor(() => text.includes('"got":"last"'), 'the last request answered');
-  const ns = [...text.matchAll(/"n":(\d+)/g)].map((m) => Number(m[1]));
-  assert.deepEqual(ns, Array.from({ length: n }, (_, i) => i), 'every answer, in order');
-  assert.equal(text.split('HTTP/1.1 200 OK').length - 1, n + 1);
+  await waitFor(() => text().includes('"got":"last"'), 'the last request answered');
+  assert.deepEqual(answered(text()), Array.from({ length: n }, (_, i) => i), 'every answer, in order');
+  assert.equal(text().split('HTTP/1.1 200 OK').length - 1, n + 1);
   s.destroy();
 });
