@@ -178,6 +178,7 @@ export function gatewayFamilies(deps: RouteDeps): Families {
           const instance = await getInstance(pool, instanceId);
           if (instance) await rt.update(instance, replan);
         },
+        deleting: (instanceId) => cluster.forget(instanceId),
         waitDropped: (instanceId, jobId) => forwardedWaitDropped({ pool, probe: healthProbe(CALLER_PROBE_MS), localPort: (id) => rt.port(id) }, instanceId, jobId),
         log,
       }),

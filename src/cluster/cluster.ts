@@ -208,9 +208,15 @@ export class Cluster {
     return calls.map(() => nodes);
   });
 
-  /** The instance is being deleted: stop it here if it runs here. */
+  /**
+   * The instance is being deleted: stop it here if it runs here (its in-flight dispatch finished and persisted),
+   * keeping its lease unrenewed rather than released. Released, another node's round could take the instance
+   * and send before the delete removed it; kept, the lease goes with the row, or, when the delete failed,
+   * expires within LEASE_TTL_MS and the instance runs again (found: a delete that failed after the owner had
+   * stopped the queue left the instance taking messages it never sent, for as long as that node ran).
+   */
   async forget(instanceId: string): Promise<void> {
-    if (this.held.has(instanceId) || this.deps.local.has(instanceId)) await this.handOver(instanceId);
+    if (this.held.has(instanceId) || this.deps.local.has(instanceId)) await this.handOvers.start(instanceId, false);
   }
 
   /** Pin an instance to a node (POST /admin/v1/instances/:id/move); the hand-over follows at the next rounds. */

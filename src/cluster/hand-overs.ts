@@ -86,8 +86,12 @@ export class HandOvers {
    * stays held (and renewed by the rounds) until then: the outcome of that dispatch is written under it.
    * A hand-over already under way is joined, not started twice. Rejects with ReleaseNotWritten when the
    * instance was stopped here but its lease was not released (it expires by itself).
+   *
+   * `release: false` (the instance is being deleted): the lease is only no longer renewed, not released, so that
+   * no node takes the instance before its delete removes the row and the lease with it; a delete that failed
+   * leaves the lease to expire within the TTL, and the instance is taken again as after a crash.
    */
-  start(instanceId: string): Promise<void> {
+  start(instanceId: string, release = true): Promise<void> {
     const running = this.leaving.get(instanceId);
     if (running) return running;
     const { held } = this.deps;
@@ -95,7 +99,7 @@ export class HandOvers {
       try {
         await this.deps.local.remove(instanceId);
         const lease = held.get(instanceId);
-        if (lease) await this.releases.submit(lease);
+        if (lease && release) await this.releases.submit(lease);
       } finally {
         held.delete(instanceId);
         this.leaving.delete(instanceId);

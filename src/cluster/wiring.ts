@@ -34,8 +34,9 @@ export interface ClusterPorts {
 }
 
 /**
- * Before an instance owned by another node is deleted, that node stops its queue (`drain`: a dispatch in flight
- * finishes and its outcome is written, its v1 caller answered with it). Found from the outside: a delete made
+ * Before an instance owned by another node is deleted, that node stops it (`drain`, served there by
+ * src/cluster/cluster.ts `forget`: a dispatch in flight finishes and its outcome is written, its v1 caller
+ * answered with it; the lease is kept unrenewed, so that it goes with the row, or expires if the delete fails). Found from the outside: a delete made
  * through another node removed the rows at once while the owner was sending, and the owner's v1 caller was
  * told "nothing was sent" for a message the network had taken. `drainMs` bounds the wait: a call's deadline
  * and an operator answer's.

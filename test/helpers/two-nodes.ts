@@ -38,6 +38,8 @@ export interface TwoNodes {
   owner(instanceId: string): Promise<string | null>;
   /** a sandbox instance created through node `b`, linked as `phone`, moved to `node` and running connected there; its id */
   linkedOn(node: string, name: string, phone: string): Promise<string>;
+  /** the same, with its API key; `settings` as created */
+  linked(node: string, name: string, phone: string, settings?: Record<string, unknown>): Promise<{ id: string; apiKey: string }>;
 }
 
 /** `label` names the database and the data directories. */
@@ -87,15 +89,16 @@ export async function twoNodes(t: TestContext, label: string): Promise<TwoNodes>
   };
   const owner = async (id: string): Promise<string | null> =>
     (await db.pool.query<{ node_id: string }>('SELECT node_id FROM instance_leases WHERE instance_id = $1 AND expires_at > now()', [id])).rows[0]?.node_id ?? null;
-  const linkedOn = async (node: string, name: string, phone: string): Promise<string> => {
-    const created = await admin('POST', '/admin/v1/instances', { name, driver: 'sandbox' });
+  const linked: TwoNodes['linked'] = async (node, name, phone, settings) => {
+    const created = await admin('POST', '/admin/v1/instances', { name, driver: 'sandbox', ...(settings ? { settings } : {}) });
     if (created.status !== 201) throw new Error(`creating ${name}: ${created.status} ${created.text}`);
     const id = (created.body.data?.instance as { id: string }).id;
     sandbox.network.link(id, { phoneNumber: phone });
     const moved = await admin('POST', `/admin/v1/instances/${id}/move`, { node });
     if (moved.status !== 200 && moved.status !== 202) throw new Error(`moving ${name} to ${node}: ${moved.status} ${moved.text}`);
     await waitFor(async () => (await owner(id)) === node && (nodes.get(node) as Gateway).actors.view(id).connected, `${name} connected on ${node}`, 4_000);
-    return id;
+    return { id, apiKey: created.body.data?.apiKey as string };
   };
-  return { clock, db, sandbox, proxyA, nodes, a, b, admin, owner, linkedOn };
+  const linkedOn = async (node: string, name: string, phone: string) => (await linked(node, name, phone)).id;
+  return { clock, db, sandbox, proxyA, nodes, a, b, admin, owner, linkedOn, linked };
 }

@@ -32,6 +32,12 @@ export interface InternalDeps {
    */
   update(instanceId: string, replan: boolean): Promise<void>;
   /**
+   * another node deletes the instance (src/cluster/wiring.ts drainAtOwner): it is stopped here, its in-flight
+   * dispatch finished and persisted, and its lease left to go with the row, or to expire if the delete fails
+   * (src/cluster/cluster.ts `forget`), rather than only its queue stopped, which a failed delete left stopped
+   */
+  deleting(instanceId: string): Promise<void>;
+  /**
    * The connection that carried a wait for a job's outcome (a v1 caller waiting on the node that asked) closed
    * before its answer: that node may have died with its caller (src/cluster/lost-callers.ts)
    */
@@ -82,7 +88,11 @@ export function internalRouter(deps: InternalDeps): Router {
     }
     let reply: AskReply;
     try {
-      reply = okReply(ask.type === 'settings' ? await deps.update(instanceId, ask.replan) : await port.ask(ask, body.deadlineMs));
+      reply = okReply(
+        ask.type === 'settings' ? await deps.update(instanceId, ask.replan)
+        : ask.type === 'drain' ? await deps.deleting(instanceId)
+        : await port.ask(ask, body.deadlineMs),
+      );
     } catch (err) {
       reply = failureReply(err, (e) => deps.log.error({ err: e, ask: ask.type }, 'forwarded ask failed'));
     }
