@@ -7,17 +7,27 @@ import { validationFailed as bad, type DomainError } from '../errors.js';
 
 /** Deeper than any request of the API (options.groupMentions.0.x is 4); far below any stack limit. */
 export const MAX_JSON_DEPTH = 32;
+/**
+ * More members than any object of the API has (send-bulk's entries are an array, which has no cap). Found from
+ * the outside: an `options` of 1.1 million keys (9.85 MB) held the event loop 7–9 s (JSON.parse builds such an
+ * object slowly, the walk below and the schema's copy of it more slowly still), long enough for the node to
+ * lose the leases of every instance it ran; 1 MB of keys held it 0.6 s.
+ */
+export const MAX_OBJECT_MEMBERS = 1_000;
 const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
 
 /**
- * Refuses nesting deeper than MAX_JSON_DEPTH before JSON.parse builds it (strings are skipped). Answers whether
- * a string holds an escaped surrogate (`\ud800` to `\udfff`): the only way a lone one reaches a parsed string
+ * Refuses nesting deeper than MAX_JSON_DEPTH, and an object of more than MAX_OBJECT_MEMBERS members, before
+ * JSON.parse builds them (strings are skipped; a member is counted by the comma before it). Answers whether a
+ * string holds an escaped surrogate (`\ud800` to `\udfff`): the only way a lone one reaches a parsed string
  * (strict UTF-8 decoding has none), and then the strings are searched for one.
  */
 function checkDepth(text: string): boolean {
   let depth = 0;
   let inString = false;
   let surrogates = false;
+  // per open level: the commas seen in it when it is an object, -1 when it is an array
+  const commas = new Int32Array(MAX_JSON_DEPTH + 1);
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
@@ -27,8 +37,15 @@ function checkDepth(text: string): boolean {
         i++;
       } else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
-    else if (c === 0x7b || c === 0x5b) {
+    else if (c === 0x2c) {
+      const seen = commas[depth] ?? -1;
+      if (seen !== -1) {
+        if (seen + 1 >= MAX_OBJECT_MEMBERS) throw bad('body', `an object of the body has more than ${MAX_OBJECT_MEMBERS} members`);
+        commas[depth] = seen + 1;
+      }
+    } else if (c === 0x7b || c === 0x5b) {
       if (++depth > MAX_JSON_DEPTH) throw bad('body', `the body is nested deeper than ${MAX_JSON_DEPTH} levels`);
+      commas[depth] = c === 0x7b ? 0 : -1;
     } else if (c === 0x7d || c === 0x5d) depth--;
   }
   return surrogates;
