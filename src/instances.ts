@@ -9,6 +9,7 @@ import { stoppedView } from '../machines/instance.snapshot.js';
 import { DomainError, OwnerNotAnswering, isDomainError, namingOwner } from './errors.js';
 import type { Logger } from './log.js';
 import { isConnectionError, isStatementTimeout } from './store/health.js';
+import { DELETE_HOLD_MS } from './cluster/hand-overs.js';
 
 /**
  * How long a pairing-code request waits for the code: whatsapp-web.js restarts its browser in pairing mode
@@ -94,6 +95,23 @@ function startDeferredWhy(err: unknown): string {
  * found no owner and no row: INSTANCE_NOT_FOUND). A list leaves it out (GET /admin/v1/instances, the console's poll).
  */
 export const deletedSinceListed = (err: unknown): boolean => isDomainError(err, 'INSTANCE_NOT_FOUND');
+
+/**
+ * The delete's statement failed after the instance was stopped (src/cluster/cluster.ts `forget`): cancelled
+ * past its deadline (a lock held elsewhere) or chosen as a deadlock's victim. Nothing was deleted, and the
+ * instance runs again once its lease's hold for the delete ended; the answer says so rather than the store's
+ * "nothing was done" (found from the outside). Other failures are answered as the store's.
+ */
+function deleteFailed(err: unknown): unknown {
+  const deadlock = (err as { code?: unknown } | null)?.code === '40P01';
+  if (!deadlock && !isStatementTimeout(err)) return err;
+  const why = deadlock ? 'PostgreSQL found it in a deadlock' : 'PostgreSQL cancelled the statement: a lock held elsewhere, or an overloaded server';
+  return new DomainError(
+    'QUEUE_STORE_UNAVAILABLE',
+    `the delete did not complete (${why}); nothing was deleted. The instance was stopped for it and runs again within ${Math.ceil(DELETE_HOLD_MS / 1000)} s: retry the delete`,
+    { queueMode: 'pg', reason: 'store_timeout' },
+  );
+}
 
 export class InstanceAdminService implements InstanceAdmin {
   private keyListeners: ((instanceIds: readonly string[] | null) => void)[] = [];
@@ -222,7 +240,9 @@ export class InstanceAdminService implements InstanceAdmin {
   async remove(id: string): Promise<boolean> {
     const run = (async () => {
       await this.deps.actors.remove(id);
-      const removed = await deleteInstance(this.deps.pool, id);
+      const removed = await deleteInstance(this.deps.pool, id).catch((err: unknown) => {
+        throw deleteFailed(err);
+      });
       this.keysChanged([id]);
       return removed;
     })();

@@ -210,13 +210,21 @@ export class Cluster {
 
   /**
    * The instance is being deleted: stop it here if it runs here (its in-flight dispatch finished and persisted),
-   * keeping its lease unrenewed rather than released. Released, another node's round could take the instance
-   * and send before the delete removed it; kept, the lease goes with the row, or, when the delete failed,
-   * expires within LEASE_TTL_MS and the instance runs again (found: a delete that failed after the owner had
-   * stopped the queue left the instance taking messages it never sent, for as long as that node ran).
+   * and hold its lease for the delete (src/cluster/hand-overs.ts `start`): no node takes the instance while the
+   * delete runs, the lease goes with the row, and when the delete failed the instance runs again once the hold
+   * ended. Found: released, another node's round could take the instance and send before the delete removed
+   * it; only the queue stopped (asked by another node), a failed delete left the instance taking messages it
+   * never sent for as long as this node ran. Whether this node held or ran the instance.
    */
-  async forget(instanceId: string): Promise<void> {
-    if (this.held.has(instanceId) || this.deps.local.has(instanceId)) await this.handOvers.start(instanceId, false);
+  async forget(instanceId: string): Promise<boolean> {
+    if (!this.held.has(instanceId) && !this.deps.local.has(instanceId) && !this.handOvers.has(instanceId)) return false;
+    await this.handOvers.start(instanceId, true);
+    return true;
+  }
+
+  /** Whether this node is stopping the instance for its delete, or holds its lease while the delete runs. */
+  deleting(instanceId: string): boolean {
+    return this.handOvers.forDelete(instanceId);
   }
 
   /** Pin an instance to a node (POST /admin/v1/instances/:id/move); the hand-over follows at the next rounds. */

@@ -12,7 +12,7 @@
  * out the same connect or statement deadline in turn, one batch after another, however many instances there
  * are), and their leases expire alike.
  */
-import type { Pool } from '../store/pool.js';
+import { STORE_DEADLINES, type Pool } from '../store/pool.js';
 import { Batcher } from '../store/batch.js';
 import { releaseLeases, type HeldLeases, type Lease } from './leases.js';
 import type { LocalInstances } from './local-instances.js';
@@ -38,9 +38,20 @@ export class ReleaseNotWritten extends Error {
   }
 }
 
+/**
+ * How long the lease of an instance stopped for its delete is held: longer than the delete itself may take (a
+ * connection of the pool, then the statement's answer: STORE_DEADLINES), so that once it ends the delete has
+ * either removed the lease with the row or failed, and the instance runs again.
+ */
+export const DELETE_HOLD_MS = STORE_DEADLINES.connectMs + STORE_DEADLINES.queryMs + 2_000;
+
 export class HandOvers {
   /** hand-overs under way: the instance is not taken again until it ended */
   private readonly leaving = new Map<string, Promise<void>>();
+  /** hand-overs asked for by a delete, the instance's lease then held (renewed) until the delete ended */
+  private readonly deleting = new Set<string>();
+  /** instances stopped for a delete whose leases are held until it ended, with the timer that gives them up */
+  private readonly holds = new Map<string, NodeJS.Timeout>();
   /** a graceful stop is handing the instances over: a failed release ends the releases (`givenUp`) */
   private stopping = false;
   /** why the stop's releases ended (the first failed one), after which none is tried */
@@ -71,9 +82,14 @@ export class HandOvers {
     this.stopping = true;
   }
 
-  /** Whether a hand-over of the instance is under way. */
+  /** Whether a hand-over of the instance is under way, or its lease is held for its delete (`start`). */
   has(instanceId: string): boolean {
-    return this.leaving.has(instanceId);
+    return this.leaving.has(instanceId) || this.holds.has(instanceId);
+  }
+
+  /** Whether the instance is being stopped for its delete, or its lease held while the delete runs. */
+  forDelete(instanceId: string): boolean {
+    return this.deleting.has(instanceId) || this.holds.has(instanceId);
   }
 
   /** The instances being handed over. */
@@ -87,26 +103,62 @@ export class HandOvers {
    * A hand-over already under way is joined, not started twice. Rejects with ReleaseNotWritten when the
    * instance was stopped here but its lease was not released (it expires by itself).
    *
-   * `release: false` (the instance is being deleted): the lease is only no longer renewed, not released, so that
-   * no node takes the instance before its delete removes the row and the lease with it; a delete that failed
-   * leaves the lease to expire within the TTL, and the instance is taken again as after a crash.
+   * `forDelete` (the instance is being deleted, src/cluster/cluster.ts `forget`): the lease is not released but
+   * held, renewed by the rounds, for DELETE_HOLD_MS, so that no node takes the instance while its delete runs;
+   * the delete removes the lease with the row, and a delete that failed leaves the hold to end, the lease then
+   * released and the instance taken again. A hand-over already under way (a move) joined by a delete holds too.
+   * Found from the outside: released, the lease of an instance being moved was taken by the next node while
+   * the delete waited; left unrenewed, it expired during a slow delete when LEASE_TTL_MS was short.
    */
-  start(instanceId: string, release = true): Promise<void> {
+  start(instanceId: string, forDelete = false): Promise<void> {
     const running = this.leaving.get(instanceId);
-    if (running) return running;
+    if (running) {
+      if (forDelete) this.deleting.add(instanceId);
+      return running;
+    }
     const { held } = this.deps;
+    const hold = this.holds.get(instanceId);
+    if (hold !== undefined) {
+      // stopped here already, its lease held for a delete: held on (for DELETE_HOLD_MS again when another delete
+      // asks, a retry of one that failed), unless the lease is gone (with the row) or this node stops (every
+      // lease it holds is released)
+      if (held.has(instanceId) && !this.stopping) {
+        if (forDelete) {
+          clearTimeout(hold);
+          this.holdForDelete(instanceId);
+        }
+        return Promise.resolve();
+      }
+      clearTimeout(hold);
+      this.holds.delete(instanceId);
+    }
+    if (forDelete) this.deleting.add(instanceId);
     const done = (async () => {
+      let holding = false;
       try {
         await this.deps.local.remove(instanceId);
         const lease = held.get(instanceId);
-        if (lease && release) await this.releases.submit(lease);
+        holding = lease !== undefined && this.deleting.has(instanceId) && !this.stopping;
+        if (holding) return this.holdForDelete(instanceId);
+        if (lease) await this.releases.submit(lease);
       } finally {
-        held.delete(instanceId);
+        this.deleting.delete(instanceId);
+        if (!holding) held.delete(instanceId);
         this.leaving.delete(instanceId);
         this.deps.owners.forget(instanceId);
       }
     })();
     this.leaving.set(instanceId, done);
     return done;
+  }
+
+  /** The lease of an instance stopped for its delete stays held for DELETE_HOLD_MS, then is handed over (released). */
+  private holdForDelete(instanceId: string): void {
+    const timer = setTimeout(() => {
+      this.holds.delete(instanceId);
+      void this.start(instanceId).catch(() => undefined);
+    }, DELETE_HOLD_MS);
+    timer.unref();
+    this.holds.set(instanceId, timer);
   }
 }

@@ -48,6 +48,14 @@ export interface RemoteDeps {
    * deleted meanwhile is answered INSTANCE_NOT_FOUND at once instead of waiting out a hand-over that never ends
    */
   exists?(instanceId: string): Promise<boolean>;
+  /**
+   * Whether this node stopped the instance for its delete and holds its lease meanwhile (src/cluster/hand-overs.ts):
+   * no node will run it while the delete runs, so an ask is answered at once instead of waiting for a new owner
+   * (found: a v1 caller whose wait ended while its instance was being deleted through another node waited out
+   * the hand-over wait, by then the delete had taken the job, and it was told "nothing was sent" of a message
+   * being sent)
+   */
+  deleting?(instanceId: string): boolean;
   /** the wait between two looks at the owner while an instance is handed over, and the time (tests: simulated) */
   sleep?(ms: number): Promise<void>;
   now?(): number;
@@ -104,6 +112,8 @@ const ownerKey = (o: Owner) => `${o.nodeId} ${o.url}`;
 interface Trail {
   refused: string[];
   last: { node: string; why: string } | null;
+  /** no other owner will come: the instance is being deleted (`RemoteDeps.deleting`) */
+  final?: boolean;
 }
 
 const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`;
@@ -219,6 +229,7 @@ export class RemoteInstancePort implements InstancePort {
     // owner that refuses the connection again though looked up afresh is dead, not handing over (its lease
     // outlives it): answered at once
     for (let looks = 0; !(reply instanceof HandedOver) && !reply.ok && reply.error.code === 'INSTANCE_UNREACHABLE'; looks++) {
+      if (trail.final) break;
       if (looks > 0) {
         if (now() + HAND_OVER_POLL_MS > waitUntil || (refused.length >= 2 && refused.at(-1) === refused.at(-2))) break;
         await (this.deps.sleep ?? realSleep)(HAND_OVER_POLL_MS);
@@ -248,6 +259,10 @@ export class RemoteInstancePort implements InstancePort {
       // handed over to this node since the request began: its own port answers
       const local = this.deps.local?.(this.instanceId);
       if (local) return new HandedOver(local);
+      if (this.deps.deleting?.(this.instanceId)) {
+        trail.final = true;
+        return nothingDone('the instance is being deleted; nothing was accepted');
+      }
       return nothingDone('the instance is being handed over; nothing was accepted');
     }
     if (ask.type === 'queue.accept' && ask.gate && !this.deps.views.gaveBy(this.instanceId, owner)) {

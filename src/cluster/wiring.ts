@@ -36,7 +36,8 @@ export interface ClusterPorts {
 /**
  * Before an instance owned by another node is deleted, that node stops it (`drain`, served there by
  * src/cluster/cluster.ts `forget`: a dispatch in flight finishes and its outcome is written, its v1 caller
- * answered with it; the lease is kept unrenewed, so that it goes with the row, or expires if the delete fails). Found from the outside: a delete made
+ * answered with it; the lease is held for the delete, so that it goes with the row, or is released once the
+ * hold ended if the delete failed). Found from the outside: a delete made
  * through another node removed the rows at once while the owner was sending, and the owner's v1 caller was
  * told "nothing was sent" for a message the network had taken. `drainMs` bounds the wait: a call's deadline
  * and an operator answer's.
@@ -51,7 +52,11 @@ async function drainAtOwner(cluster: Cluster, port: InstancePort, instanceId: st
     // gone meanwhile (another delete), or no live owner any more: nothing of it can be sending
     if (err instanceof DomainError && err.code === 'INSTANCE_NOT_FOUND') return;
     if (!(await cluster.owner(instanceId, true))) return;
-    throw new DomainError('INSTANCE_UNREACHABLE', 'the node that runs the instance could not stop it before the delete; nothing was deleted: retry shortly');
+    throw new DomainError(
+      'INSTANCE_UNREACHABLE',
+      `node ${owner.nodeId}, which runs the instance, could not be reached to stop it before the delete; nothing was deleted: retry shortly (a node that is gone gives its instances up when their leases run out, within LEASE_TTL_MS)`,
+      { node: owner.nodeId },
+    );
   }
 }
 
@@ -62,6 +67,7 @@ export function clusterPorts(local: ActorSystem, cluster: Cluster, secret: strin
       selfId: cluster.nodeId,
       owner: (i, fresh) => cluster.owner(i, fresh),
       exists: (i) => cluster.exists(i),
+      deleting: (i) => cluster.deleting(i),
       secret,
       views,
       local: (i) => local.port(i),
@@ -71,9 +77,8 @@ export function clusterPorts(local: ActorSystem, cluster: Cluster, secret: strin
   const actors: InstanceActors = {
     add: (instance: Instance) => cluster.place(instance),
     async remove(id: string) {
-      // this node's own instance is handed over (its queue stopped, an in-flight dispatch persisted); another
-      // node's is stopped there first
-      if (local.has(id)) return cluster.forget(id);
+      // stopped here if it runs here (an in-flight dispatch persisted, the lease held for the delete), and where
+      // another node holds its lease (one it was being moved to meanwhile), there
       await cluster.forget(id);
       await drainAtOwner(cluster, remote(id), id, drainMs);
     },

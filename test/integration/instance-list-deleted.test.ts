@@ -4,7 +4,8 @@
  * client looped create → delete, the store healthy).
  *
  * The moment is made with locks, not raced: the instance's delete is held at its row (a session holds the row FOR
- * UPDATE) once its hand-over is done (no node runs it any more); the list reads the row, and the describe's read of
+ * UPDATE) once its hand-over is done (no node runs it any more; this node holds its lease for the delete); the
+ * list reads the row once the owner the delete read has aged in the owner cache, and the describe's read of
  * the instance's owner (instance_leases JOIN nodes) is held at `nodes`. The delete is let go and commits, then the
  * owner read: no owner, and the row gone, which the port of the instance answers INSTANCE_NOT_FOUND.
  */
@@ -13,6 +14,7 @@ import assert from 'node:assert/strict';
 import pg from 'pg';
 import { startTestGateway, waitFor, type TestGateway } from '../helpers/gateway.js';
 import { NEEDS_SERVER } from '../helpers/db.js';
+import { OWNER_CACHE_MS } from '../../src/cluster/owner-cache.js';
 
 let t: TestGateway;
 before(async () => {
@@ -47,6 +49,9 @@ test('an instance deleted between the list read and its describe is left out of 
     await rowHolder.query('SELECT 1 FROM instances WHERE id = $1 FOR UPDATE', [doomed.instance.id]);
     const deleting = t.admin('DELETE', `/admin/v1/instances/${doomed.instance.id}`);
     await waitingFor('DELETE FROM instances');
+    // the delete read the owner afresh before it stopped the instance (this node, holding the lease for the
+    // delete, answers a view of it at once from that reading): the list reads it again once that has aged
+    await new Promise((r) => setTimeout(r, OWNER_CACHE_MS + 100));
     // the list: its read sees the row; the describe's owner read is held at nodes
     await nodesHolder.query('BEGIN');
     await nodesHolder.query('LOCK TABLE nodes IN ACCESS EXCLUSIVE MODE');

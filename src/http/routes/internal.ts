@@ -33,10 +33,11 @@ export interface InternalDeps {
   update(instanceId: string, replan: boolean): Promise<void>;
   /**
    * another node deletes the instance (src/cluster/wiring.ts drainAtOwner): it is stopped here, its in-flight
-   * dispatch finished and persisted, and its lease left to go with the row, or to expire if the delete fails
-   * (src/cluster/cluster.ts `forget`), rather than only its queue stopped, which a failed delete left stopped
+   * dispatch finished and persisted, and its lease held for the delete (src/cluster/cluster.ts `forget`), rather
+   * than only its queue stopped, which a failed delete left stopped. False when this node neither runs the
+   * instance nor holds its lease.
    */
-  deleting(instanceId: string): Promise<void>;
+  deleting(instanceId: string): Promise<boolean>;
   /**
    * The connection that carried a wait for a job's outcome (a v1 caller waiting on the node that asked) closed
    * before its answer: that node may have died with its caller (src/cluster/lost-callers.ts)
@@ -59,12 +60,18 @@ export function requireCluster(secret: string | undefined): Middleware {
 
 export function internalRouter(deps: InternalDeps): Router {
   const router = createRouter('/internal/v1');
+  const notHere = () => new DomainError('INSTANCE_UNREACHABLE', 'this node does not run the instance; nothing was done');
   router.post('/instances/:id/ask', async (ctx) => {
     const body = parse(ctx.request.body, AskBody);
     const ask = parseAsk(body.ask);
     const instanceId = ctx.params.id ?? '';
+    // a delete's: also of an instance stopped here already for a delete that failed (its lease still held)
+    if (ask.type === 'drain') {
+      if (!(await deps.deleting(instanceId))) throw notHere();
+      return void ok(ctx, { reply: okReply(undefined), gates: true });
+    }
     const port = deps.localPort(instanceId);
-    if (!port) throw new DomainError('INSTANCE_UNREACHABLE', 'this node does not run the instance; nothing was done');
+    if (!port) throw notHere();
     if (ask.type === 'queue.awaitOutcome' && deps.waitDropped) {
       const { waitDropped } = deps;
       const { res } = ctx;
@@ -88,11 +95,7 @@ export function internalRouter(deps: InternalDeps): Router {
     }
     let reply: AskReply;
     try {
-      reply = okReply(
-        ask.type === 'settings' ? await deps.update(instanceId, ask.replan)
-        : ask.type === 'drain' ? await deps.deleting(instanceId)
-        : await port.ask(ask, body.deadlineMs),
-      );
+      reply = okReply(ask.type === 'settings' ? await deps.update(instanceId, ask.replan) : await port.ask(ask, body.deadlineMs));
     } catch (err) {
       reply = failureReply(err, (e) => deps.log.error({ err: e, ask: ask.type }, 'forwarded ask failed'));
     }
