@@ -194,7 +194,7 @@ export const ConfigSchema = object({
    */
   STOP_TIMEOUT_MS: defaulted(int(1_000, LONGEST_TIMER_MS), 30_000),
   WEBHOOK_ALLOW_PRIVATE: defaulted(bool, false),
-  /** this node's id in a cluster (default: host name and port) */
+  /** this node's id in a cluster (default: the host name and a hash of DATA_DIR) */
   NODE_ID: optional(nodeId),
   /** the URL the other nodes use to reach this one (default: from HOST and PORT) */
   NODE_URL: optional(httpUrl),

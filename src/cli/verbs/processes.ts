@@ -4,7 +4,7 @@ import { loadStoppably } from '../../stop-signals.js';
 
 export const PROCESS_VERBS: Verb[] = [
   {
-    name: 'start', args: [], flags: {}, summary: 'run the gateway (same as npm start)',
+    name: 'start', args: [], flags: {}, summary: 'run the gateway in this process (as npm start, without its V8 flag: see the README)',
     async run() {
       const { runMain } = await loadStoppably('the gateway', () => import('../../run-main.js'));
       await runMain();
