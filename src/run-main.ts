@@ -98,6 +98,7 @@ export async function runMain(env: NodeJS.ProcessEnv = process.env): Promise<voi
           ? `  demo instance on the sandbox network, not linked yet (${gw.demo.notLinked}): it links itself once the sandbox network answers`
           : `  demo instance on the sandbox network, not linked: it runs on ${gw.demo.node === null ? 'no node yet' : `node ${gw.demo.node}`} (link it there: console)`,
       `  demo API key (shown once): ${gw.demo.apiKey}`,
+      `  demo instance id: ${gw.demo.instance.id} (what the network received: GET /sandbox/v1/instances/${gw.demo.instance.id}/ledger, admin token)`,
       `  try:      curl -H 'Authorization: Bearer ${gw.demo.apiKey}' ${gw.url}/api/status`,
     );
   }

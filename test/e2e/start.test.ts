@@ -138,6 +138,10 @@ test('the README quick start verbatim in a fresh copy: the printed key works, da
   const unauth = await getJson(`${first.url}/api/status`);
   assert.deepEqual([unauth.status, unauth.body.code], [401, 'UNAUTHORIZED']);
   assert.equal((await getJson(`${first.url}/admin/v1/instances`, adminToken)).status, 200);
+  // the quick start's ledger line: the demo's id from the banner, with the admin token
+  const demoId = /demo instance id: ([0-9a-f-]{36}) /.exec(out)?.[1] ?? '';
+  assert.ok(demoId, 'the demo instance id is printed');
+  assert.equal((await getJson(`${first.url}/sandbox/v1/instances/${demoId}/ledger`, adminToken)).status, 200);
 
   // the default DATA_DIR is ./data of the directory npm start ran in; the token file is the operator's only
   assert.equal((await stat(path.join(fresh, 'data', 'admin-token'))).mode & 0o777, 0o600);
