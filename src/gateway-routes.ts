@@ -57,6 +57,9 @@ import { messageMediaRouter } from './http/routes/message-media.js';
  */
 const CALLER_PROBE_MS = 2_000;
 
+/** The most a body of the console's own routes (its sign-in, open to everyone) may hold. */
+export const CONSOLE_BODY_LIMIT_BYTES = 16 * 1024;
+
 export interface RouteDeps {
   config: Config;
   clock: Clock;
@@ -187,7 +190,8 @@ export function gatewayFamilies(deps: RouteDeps): Families {
     adminFamily('admin-webhooks', createWebhookAdminRouter({ db: pool, clock, wake, allowPrivate: config.WEBHOOK_ALLOW_PRIVATE })),
     adminFamily('admin-queue', adminQueueRouter({ pool, clock, portOf: portOfInstance, degradedSince: () => store.since })),
     adminFamily('debug', debugRouter(rt)),
-    { name: 'console', auth: 'none', guard: null, router: consoleRouter(consoleDeps) },
+    // its bodies are a sign-in's token (512 characters at most): open to everyone, it reads no more than this
+    { name: 'console', auth: 'none', guard: null, router: consoleRouter(consoleDeps), bodyLimit: CONSOLE_BODY_LIMIT_BYTES },
     adminFamily('console-api', consoleApiRouter(consoleDeps)),
     instanceFamily('status', statusRouter({ pool, clock, portOf })),
     instanceFamily('v2-queue', queueRouter({ pool, clock, portOf, degradedSince: () => store.since })),

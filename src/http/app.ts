@@ -37,9 +37,11 @@ export function createApp(opts: AppOptions): Koa {
   app.use(errorBoundary(opts.log, { onStoreError: opts.onStoreError, storeDegraded: opts.storeDegraded }));
   app.use(refuseMalformedTarget);
   app.use(refuseMalformedPath(families));
-  // one reader for every family, unless a family has a route that takes its body's entries one by one
+  // one reader for every family, unless a family has a route that takes its body's entries one by one, or a
+  // smaller limit of its own
   const json = jsonBody({ limitBytes: JSON_LIMIT_BYTES });
-  app.use(routeFamilies(families, (entriesAt) => (entriesAt ? jsonBody({ limitBytes: JSON_LIMIT_BYTES, entriesAt }) : json)));
+  app.use(routeFamilies(families, (entriesAt, limitBytes) =>
+    entriesAt || limitBytes !== undefined ? jsonBody({ limitBytes: limitBytes ?? JSON_LIMIT_BYTES, ...(entriesAt ? { entriesAt } : {}) }) : json));
   app.use(notMatched(families));
   return app;
 }
