@@ -19,16 +19,17 @@
  * And one thing it adds: at most MAX_IN_PROGRESS requests pipelined behind an answer still to be written are
  * answered at a time (beside that one); the ones behind them wait their turn (at most MAX_WAITING), and are
  * dropped unanswered if the connection closes first. A request with no answer ahead of it, which is every
- * request of a client that reads each answer before it sends the next, runs at once. Found from the outside: 16 connections that pipelined `GET /openapi.json` and never read an
- * answer made the gateway build 232 KB answers for every request of each 64 KiB chunk it read (1,600 small
- * requests fit one), 150 MB a second, until V8's heap limit killed the process. A client that pipelines more
- * than MAX_WAITING behind them gets the answers of those in progress, then the connection is ended: what waited
- * never ran (found by the second probe: closing the connection at once lost the answers of requests that had
- * run). The connection is read on while requests wait, so that a reset by the client is seen at once and what
- * waits dropped (found by the second probe: paused, a closed connection was noticed only at the next answer's
- * write, and a send waiting there ran after its client had gone); a client that only half-closes (FIN) may still
- * read its answers, so its requests run. An answer counts until it is handed to the kernel (its response's
- * `close`).
+ * request of a client that reads each answer before it sends the next, runs at once. Found from the outside: 16
+ * connections that pipelined `GET /openapi.json` and never read an answer made the gateway build 232 KB answers
+ * for every request of each 64 KiB chunk it read (1,600 small requests fit one), 150 MB a second, until V8's
+ * heap limit killed the process. A client that pipelines more than MAX_WAITING behind them gets the answers of
+ * those in progress, then the connection is closed: what waited never ran (found by the second probe: closing
+ * the connection at once lost the answers of requests that had run), and a client that sends on after that is
+ * cut off at once (more requests than could have waited). The connection is read on while requests wait, so
+ * that a reset by the client is seen at once and what waits dropped (found by the second probe: paused, a closed
+ * connection was noticed only at the next answer's write, and a send waiting there ran after its client had
+ * gone); a client that only half-closes (FIN) may still read its answers, so its requests run. An answer counts
+ * until it is handed to the kernel (its response's `close`).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type Koa from 'koa';
@@ -49,12 +50,36 @@ interface Lane {
   waiting: (() => void)[];
   /** more waited than MAX_WAITING: nothing more runs, and the connection ends after the answers in progress */
   ending: boolean;
+  /** requests that came after that, never run: a client that goes on sending is cut off */
+  dropped: number;
 }
 
-/** Stop reading a connection (node's own flag, so that node's own resumes leave it paused too). */
+/** How long a connection that overflowed may take to take the answers in progress before it is closed anyway. */
+export const OVERFLOW_CLOSE_MS = 30_000;
+
+/**
+ * Stop reading a connection (node's own flag). Only until node writes what it held back: its server resumes a
+ * socket whose buffered answers drained whatever this flag says, which is why a connection that overflowed is
+ * closed (`closeOverflowed`) and a client that goes on sending cut off (found from the outside: the reads went
+ * on, node held every request parsed after the overflow, 1.6 GB in 20 s, and answering none of them at the
+ * close took the event loop minutes).
+ */
 function stopReading(socket: IncomingMessage['socket'] & { _paused?: boolean }): void {
   socket._paused = true;
   socket.pause();
+}
+
+/**
+ * Close a connection that overflowed once the answers in progress are written: ended (FIN after them), then
+ * destroyed once everything written reached the kernel, so that nothing more is read (the server lets a client
+ * half-close, so an end alone left the gateway reading and its end in FIN-WAIT-2 for good); a client that never
+ * takes the answers is closed after OVERFLOW_CLOSE_MS.
+ */
+function closeOverflowed(socket: IncomingMessage['socket']): void {
+  socket.end();
+  if (socket.writableFinished) return void socket.destroy();
+  socket.once('finish', () => socket.destroy());
+  setTimeout(() => socket.destroy(), OVERFLOW_CLOSE_MS).unref();
 }
 
 /** The statuses whose answers carry no body (Koa's `statuses.empty`). */
@@ -110,7 +135,7 @@ export function requestHandler(app: Koa): (req: IncomingMessage, res: ServerResp
     const socket = req.socket;
     let lane = lanes.get(socket);
     if (!lane) {
-      const created: Lane = { active: 0, waiting: [], ending: false };
+      const created: Lane = { active: 0, waiting: [], ending: false, dropped: 0 };
       lanes.set(socket, created);
       // what waits of a connection that closed is never answered: nobody would read it
       socket.once('close', () => {
@@ -119,7 +144,11 @@ export function requestHandler(app: Koa): (req: IncomingMessage, res: ServerResp
       lane = created;
     }
     const own = lane;
-    if (own.ending) return;
+    if (own.ending) {
+      // never run; more of them than could have waited (the client sends on after the overflow): cut off now
+      if (++own.dropped > MAX_WAITING) socket.destroy();
+      return;
+    }
     const run = () => {
       own.active += 1;
       // once it is handed to the kernel whole (node emits `close` right after `finish`); a connection that closes
@@ -130,7 +159,7 @@ export function requestHandler(app: Koa): (req: IncomingMessage, res: ServerResp
         if (socket.destroyed) own.waiting.length = 0;
         const next = own.waiting.shift();
         if (next) next();
-        else if (own.ending && own.active === 0) socket.end();
+        else if (own.ending && own.active === 0) closeOverflowed(socket);
       });
       handle(req, res);
     };

@@ -117,6 +117,49 @@ test('more than MAX_WAITING waiting: the answers in progress go out, then the co
   assert.equal(handled, RUNNING, 'nothing that waited ran');
 });
 
+/** The connections the server holds open now. */
+const openConnections = () => new Promise<number>((resolve, reject) => server.getConnections((err, n) => (err ? reject(err) : resolve(n))));
+
+test('a connection that overflowed is closed once the answers in progress are written, though the client keeps its end open', async () => {
+  await waitFor(async () => (await openConnections()) === 0, 'the earlier tests\' connections closed');
+  handled = 0;
+  const s = net.connect({ port, host: '127.0.0.1', allowHalfOpen: true });
+  s.on('error', () => undefined);
+  let text = '';
+  s.setEncoding('latin1');
+  s.on('data', (d: string) => {
+    text += d;
+  });
+  const ended = new Promise<void>((r) => s.once('end', () => r()));
+  s.write(Array.from({ length: RUNNING + MAX_WAITING + 1 }, (_, i) => get(`/small/${i}`)).join(''));
+  await ended;
+  assert.deepEqual(answered(text), Array.from({ length: RUNNING }, (_, i) => i));
+  // found from the outside: only ended (FIN), the gateway's side stayed open, reading, for good
+  await waitFor(async () => (await openConnections()) === 0, 'the overflowed connection closed by the server');
+  s.destroy();
+});
+
+test('a client that sends on after the overflow is cut off: what it sends is neither run nor held', async () => {
+  handled = 0;
+  // as the probe's client: it goes on sending after the server's FIN
+  const s = net.connect({ port, host: '127.0.0.1', allowHalfOpen: true });
+  let closed = false;
+  s.on('error', () => undefined);
+  s.once('close', () => {
+    closed = true;
+  });
+  s.resume();
+  s.write(Array.from({ length: RUNNING + MAX_WAITING + 1 }, (_, i) => get(`/small/${i}`)).join(''));
+  // found from the outside: 36 MB of requests sent on in 20 s took the gateway to 1.75 GB, and their close stalled it minutes
+  const more = Array.from({ length: 2_000 }, (_, i) => get(`/small/${i}`)).join('');
+  for (let i = 0; i < 200 && !closed; i++) {
+    s.write(more);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  await waitFor(() => closed, 'the connection cut off');
+  assert.equal(handled, RUNNING, 'nothing sent after the overflow ran');
+});
+
 test('a client that resets its connection: the requests waiting behind slow ones never run', async () => {
   handled = 0;
   slowCalls = 0;
