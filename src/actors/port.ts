@@ -178,14 +178,20 @@ export interface PairingCode {
   at: number;
 }
 
+/** An ask of an instance its owner stopped for a delete (src/cluster/hand-overs.ts): nothing was done. */
+export const BEING_DELETED = 'the instance is being deleted; nothing was accepted';
+
 /** A refusal as data. */
 export interface ReplyError {
   code: ErrorCode;
   message: string;
   data?: Record<string, unknown>;
   extra?: Record<string, unknown>;
-  /** the store failed under the ask: rethrown as the store's own error, so the answer says what it says today */
-  cause?: 'store_unreachable' | 'store_timeout' | 'commit_unknown';
+  /**
+   * the store failed under the ask: rethrown as the store's own error, so the answer says what it says today;
+   * `deleting`: the owner stopped the instance for its delete (src/cluster/hand-overs.ts), no other owner comes
+   */
+  cause?: 'store_unreachable' | 'store_timeout' | 'commit_unknown' | 'deleting';
 }
 
 export type AskReply = { ok: true; value: unknown } | { ok: false; error: ReplyError };

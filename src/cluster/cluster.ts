@@ -159,7 +159,9 @@ export class Cluster {
     if (retaken.size > 0) this.deps.log.warn({ instances: retaken.size }, 'leases ran out and nobody took them: taken back');
     for (const id of lost) {
       if (!this.held.delete(id)) continue;
-      this.deps.log.warn({ instanceId: id }, 'lease lost: the instance is stopped here (another node owns it now)');
+      // held for its delete: the lease went with the row (found from the outside: every delete logged a lease lost)
+      if (this.handOvers.forDelete(id)) this.deps.log.debug({ instanceId: id }, 'deleted: its lease went with it');
+      else this.deps.log.warn({ instanceId: id }, 'lease lost: the instance is stopped here (another node owns it now)');
       // its writes are fenced already; stopping it (no lease left to release) runs beside the rounds too
       void this.handOver(id).catch((err: unknown) => this.deps.log.warn({ err, instanceId: id }, 'stopping a lost instance failed'));
     }

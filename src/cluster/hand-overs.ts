@@ -45,13 +45,21 @@ export class ReleaseNotWritten extends Error {
  */
 export const DELETE_HOLD_MS = STORE_DEADLINES.connectMs + STORE_DEADLINES.queryMs + 2_000;
 
+/** A lease held for a delete (`HandOvers.start`). */
+interface Hold {
+  timer: NodeJS.Timeout | undefined;
+  /** resolved once the hold ended: the lease released, or gone with the row */
+  ended: Promise<void>;
+  end(): void;
+}
+
 export class HandOvers {
   /** hand-overs under way: the instance is not taken again until it ended */
   private readonly leaving = new Map<string, Promise<void>>();
   /** hand-overs asked for by a delete, the instance's lease then held (renewed) until the delete ended */
   private readonly deleting = new Set<string>();
-  /** instances stopped for a delete whose leases are held until it ended, with the timer that gives them up */
-  private readonly holds = new Map<string, NodeJS.Timeout>();
+  /** instances stopped for a delete whose leases are held until it ended: the timer that gives them up, and its end */
+  private readonly holds = new Map<string, Hold>();
   /** a graceful stop is handing the instances over: a failed release ends the releases (`givenUp`) */
   private stopping = false;
   /** why the stop's releases ended (the first failed one), after which none is tried */
@@ -120,17 +128,20 @@ export class HandOvers {
     const hold = this.holds.get(instanceId);
     if (hold !== undefined) {
       // stopped here already, its lease held for a delete: held on (for DELETE_HOLD_MS again when another delete
-      // asks, a retry of one that failed), unless the lease is gone (with the row) or this node stops (every
-      // lease it holds is released)
-      if (held.has(instanceId) && !this.stopping) {
+      // asks, a retry of one that failed); a graceful stop waits for the hold to end (found from the outside:
+      // released at the stop, the lease was taken by another node 0.2 s later while the delete still ran)
+      if (held.has(instanceId)) {
+        if (this.stopping) return hold.ended;
         if (forDelete) {
-          clearTimeout(hold);
-          this.holdForDelete(instanceId);
+          clearTimeout(hold.timer);
+          hold.timer = this.holdTimer(instanceId, hold);
         }
         return Promise.resolve();
       }
-      clearTimeout(hold);
+      // the lease went with the row: the delete is done
+      clearTimeout(hold.timer);
       this.holds.delete(instanceId);
+      hold.end();
     }
     if (forDelete) this.deleting.add(instanceId);
     const done = (async () => {
@@ -154,11 +165,22 @@ export class HandOvers {
 
   /** The lease of an instance stopped for its delete stays held for DELETE_HOLD_MS, then is handed over (released). */
   private holdForDelete(instanceId: string): void {
+    let end = () => undefined as void;
+    const ended = new Promise<void>((resolve) => {
+      end = resolve;
+    });
+    const hold: Hold = { timer: undefined, ended, end };
+    hold.timer = this.holdTimer(instanceId, hold);
+    this.holds.set(instanceId, hold);
+  }
+
+  /** The end of a hold: it is released as any hand-over's lease (the rounds take the instance again). */
+  private holdTimer(instanceId: string, hold: Hold): NodeJS.Timeout {
     const timer = setTimeout(() => {
       this.holds.delete(instanceId);
-      void this.start(instanceId).catch(() => undefined);
+      void this.start(instanceId).catch(() => undefined).finally(hold.end);
     }, DELETE_HOLD_MS);
     timer.unref();
-    this.holds.set(instanceId, timer);
+    return timer;
   }
 }

@@ -29,7 +29,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { DomainError, OwnerNotAnswering, instanceTimeout } from '../errors.js';
-import { replyErrorToThrow, type AskReply, type InstanceAsk, type InstancePort, type InstanceView, type ReplyOf } from '../actors/port.js';
+import { BEING_DELETED, replyErrorToThrow, type AskReply, type InstanceAsk, type InstancePort, type InstanceView, type ReplyOf } from '../actors/port.js';
 import type { Owner } from './leases.js';
 
 export interface RemoteDeps {
@@ -261,7 +261,7 @@ export class RemoteInstancePort implements InstancePort {
       if (local) return new HandedOver(local);
       if (this.deps.deleting?.(this.instanceId)) {
         trail.final = true;
-        return nothingDone('the instance is being deleted; nothing was accepted');
+        return nothingDone(BEING_DELETED);
       }
       return nothingDone('the instance is being handed over; nothing was accepted');
     }
@@ -304,7 +304,11 @@ export class RemoteInstancePort implements InstancePort {
     const ok = res.status >= 200 && res.status < 300;
     if (ok && reply) {
       this.remember(ask, reply, body?.data?.gates === true, owner);
-      if (!reply.ok && reply.error.code === 'INSTANCE_UNREACHABLE') trail.last = { node: owner.nodeId, why: NOT_OWNER };
+      if (!reply.ok && reply.error.cause === 'deleting') {
+        // stopped there for its delete: no other owner comes, the caller is answered now
+        trail.final = true;
+        trail.last = null;
+      } else if (!reply.ok && reply.error.code === 'INSTANCE_UNREACHABLE') trail.last = { node: owner.nodeId, why: NOT_OWNER };
       return reply;
     }
     // the owner's envelope refusal (not this instance's owner any more, a bad secret): nothing was done there

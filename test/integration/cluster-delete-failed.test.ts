@@ -76,11 +76,31 @@ async function sendsAgain(n: TwoNodes, id: string, apiKey: string, node: string)
   }, 'the message sent', 1_000);
 }
 
+/**
+ * A send through the node that does not hold the instance while it is held for its delete: refused at once, said
+ * why (found from the outside: 3.3-5 s, waiting for a new owner, then "this node does not run the instance").
+ */
+async function refusedAtOnce(n: TwoNodes, apiKey: string, via: Gateway): Promise<void> {
+  const started = performance.now();
+  const r = await fetch(`${via.url}/api/v2/send-message`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ phone: '4915112340047', message: 'during the delete' }),
+  });
+  const text = await r.text();
+  assert.equal(r.status, 502, text);
+  assert.match(text, /the instance is being deleted; nothing was accepted/);
+  assert.ok(performance.now() - started < 1_500, `answered after ${Math.round(performance.now() - started)} ms`);
+}
+
 for (const [runsOn, label] of [['a', 'owner elsewhere'], ['b', 'own instance']] as const) {
   test(`delete through b (${label}) failing after the instance was stopped: nothing deleted, no node takes it while the delete waits, and it runs and sends again`, OPTS, async (t) => {
     const n = await twoNodes(t, `delete_failed_${runsOn}`);
     const { id, apiKey } = await n.linked(runsOn, 'kept', runsOn === 'a' ? '4915550460001' : '4915550460002', SETTINGS);
-    const answer = await refusedDelete(n, id, () => heldBy(n, id, runsOn));
+    const answer = await refusedDelete(n, id, async () => {
+      await refusedAtOnce(n, apiKey, runsOn === 'a' ? n.b : n.a);
+      await heldBy(n, id, runsOn);
+    });
     await refusedAsSaid(n, id, answer);
     await sendsAgain(n, id, apiKey, runsOn);
   });
@@ -137,4 +157,19 @@ test('a failed delete tried again while the lease is held: the owner answers at 
   assert.equal(again.status, 200, again.text);
   assert.ok(performance.now() - started < 2_000, 'answered at once, not after a refused ask to the owner');
   assert.equal((await n.db.pool.query('SELECT 1 FROM instances WHERE id = $1', [id])).rowCount, 0);
+});
+
+test('a graceful stop of the node holding an instance for its delete keeps the hold until it ended: no node takes the instance while the delete waits', OPTS, async (t) => {
+  const n = await twoNodes(t, 'delete_failed_stop');
+  const { id, apiKey } = await n.linked('a', 'stopped-owner', '4915550460005', SETTINGS);
+  let stopping: Promise<void> = Promise.resolve();
+  const answer = await refusedDelete(n, id, async () => {
+    // found from the outside: released at the stop, the lease was taken by the other node 0.2 s later
+    stopping = n.a.stop();
+    await heldBy(n, id, 'a');
+  });
+  await refusedAsSaid(n, id, answer);
+  await stopping;
+  n.nodes.delete('a');
+  await sendsAgain(n, id, apiKey, 'b');
 });
