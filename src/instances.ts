@@ -9,7 +9,6 @@ import { stoppedView } from '../machines/instance.snapshot.js';
 import { DomainError, OwnerNotAnswering, isDomainError, namingOwner } from './errors.js';
 import type { Logger } from './log.js';
 import { isConnectionError, isStatementTimeout } from './store/health.js';
-import { DELETE_HOLD_MS } from './cluster/hand-overs.js';
 
 /**
  * How long a pairing-code request waits for the code: whatsapp-web.js restarts its browser in pairing mode
@@ -55,7 +54,7 @@ export interface InstanceActors {
 }
 import type { Created, InstanceAdmin } from './http/routes/admin-instances.js';
 import {
-  createInstances, deleteInstance, getInstance, listInstances, nameTaken, rotateKey, updateSettings, type Instance, type NewInstance,
+  DELETE_HOLD_MS, createInstances, deleteInstance, getInstance, listInstances, nameTaken, rotateKey, updateSettings, type Instance, type NewInstance,
 } from './store/instances.js';
 import { Batcher } from './store/batch.js';
 import { affectsPlan, applySettingsPatch, NEW_INSTANCE_DEFAULTS, type InstanceSettings, type SettingsPatch } from './queue/settings.js';

@@ -12,7 +12,8 @@
  * out the same connect or statement deadline in turn, one batch after another, however many instances there
  * are), and their leases expire alike.
  */
-import { STORE_DEADLINES, type Pool } from '../store/pool.js';
+import type { Pool } from '../store/pool.js';
+import { DELETE_HOLD_MS } from '../store/instances.js';
 import { Batcher } from '../store/batch.js';
 import { releaseLeases, type HeldLeases, type Lease } from './leases.js';
 import type { LocalInstances } from './local-instances.js';
@@ -37,13 +38,6 @@ export class ReleaseNotWritten extends Error {
     this.name = 'ReleaseNotWritten';
   }
 }
-
-/**
- * How long the lease of an instance stopped for its delete is held: longer than the delete itself may take (a
- * connection of the pool, then the statement's answer: STORE_DEADLINES), so that once it ends the delete has
- * either removed the lease with the row or failed, and the instance runs again.
- */
-export const DELETE_HOLD_MS = STORE_DEADLINES.connectMs + STORE_DEADLINES.queryMs + 2_000;
 
 /** A lease held for a delete (`HandOvers.start`). */
 interface Hold {

@@ -3,7 +3,7 @@
  * only as sha256; a lookup goes by that hash (the index's equality: the key itself is never compared).
  */
 import { createHash } from 'node:crypto';
-import type { Queryable } from './pool.js';
+import { STORE_DEADLINES, type Queryable } from './pool.js';
 import { canonicalInstanceId, isInstanceId, newApiKey, newInstanceId } from '../ids.js';
 import { DomainError } from '../errors.js';
 import { NEW_INSTANCE_DEFAULTS, type InstanceSettings } from '../queue/settings.js';
@@ -201,6 +201,13 @@ export async function listInstances(q: Queryable): Promise<Instance[]> {
  * waits for any write under the lease's fence still open, so the jobs such a write committed are there to be
  * deleted, and a later write finds no lease.
  */
+/**
+ * How long the lease of an instance stopped for its delete is held (src/cluster/hand-overs.ts): longer than the
+ * delete below may take (a connection of the pool, then the statement's answer: STORE_DEADLINES), so that once
+ * it ends the delete has either removed the lease with the row or failed, and the instance runs again.
+ */
+export const DELETE_HOLD_MS = STORE_DEADLINES.connectMs + STORE_DEADLINES.queryMs + 2_000;
+
 export async function deleteInstance(q: Queryable, id: string): Promise<boolean> {
   const r = await q.query('DELETE FROM instances WHERE id = $1', [id]);
   return (r.rowCount ?? 0) > 0;

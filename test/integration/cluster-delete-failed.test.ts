@@ -17,7 +17,7 @@ import { NEEDS_SERVER } from '../helpers/db.js';
 import { settle, waitFor } from '../helpers/gateway.js';
 import { twoNodes, type TwoNodes } from '../helpers/two-nodes.js';
 import type { Gateway } from '../../src/gateway.js';
-import { DELETE_HOLD_MS } from '../../src/cluster/hand-overs.js';
+import { DELETE_HOLD_MS } from '../../src/store/instances.js';
 
 const SETTINGS = { minDelayMs: 0, maxDelayMs: 0, quietHours: null, maxPerHour: null, maxPer24h: null };
 const OPTS = { skip: NEEDS_SERVER.skip, timeout: 90_000 };
