@@ -46,7 +46,9 @@ export interface ClusterView {
 export interface InstanceActors {
   add(instance: Instance): void | Promise<void>;
   update(instance: Instance, replan: boolean): Promise<void>;
+  /** stop the instance wherever it runs, before its row is deleted; `removeEnded` once the delete ended, done or not */
   remove(id: string): Promise<void>;
+  removeEnded?(id: string): void;
   port(id: string): InstancePort | null;
   record(id: string): Instance | undefined;
   /** the node that owns the instance now (several nodes), or null */
@@ -238,13 +240,18 @@ export class InstanceAdminService implements InstanceAdmin {
 
   async remove(id: string): Promise<boolean> {
     const run = (async () => {
-      await this.deps.actors.remove(id);
-      const removed = await deleteInstance(this.deps.pool, id).catch((err: unknown) => {
-        throw deleteFailed(err);
-      });
+      try {
+        await this.deps.actors.remove(id);
+        return await deleteInstance(this.deps.pool, id).catch((err: unknown) => {
+          throw deleteFailed(err);
+        });
+      } finally {
+        this.deps.actors.removeEnded?.(id);
+      }
+    })().then((removed) => {
       this.keysChanged([id]);
       return removed;
-    })();
+    });
     this.deletions.set(id, run);
     try {
       return await run;

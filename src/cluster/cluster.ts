@@ -64,6 +64,8 @@ export class Cluster {
   private readonly owners: OwnerCache;
   /** hand-overs under way: the instance is not taken again until it ended */
   private readonly handOvers: HandOvers;
+  /** deletes through this node under way, by instance (`deleteBegins`) */
+  private readonly deletesHere = new Map<string, number>();
   /** instances on their way in (taken beside the rounds, so a start-up of thousands never delays a renewal) */
   private readonly taking: Taking;
   private timer: NodeJS.Timeout | null = null;
@@ -87,7 +89,11 @@ export class Cluster {
     const held = this.held;
     this.owners = new OwnerCache(pool);
     this.handOvers = new HandOvers({ leasePool, local, held, owners: this.owners });
-    this.taking = new Taking({ pool, leasePool, log, nodeId: node.id, ttlMs, local, held, handOvers: this.handOvers, owners: this.owners, stopping: () => this.stopped });
+    this.taking = new Taking({
+      pool, leasePool, log, nodeId: node.id, ttlMs, local, held, handOvers: this.handOvers, owners: this.owners,
+      stopping: () => this.stopped,
+      deletingHere: (id) => this.deletesHere.has(id),
+    });
   }
 
   get nodeId(): string {
@@ -160,7 +166,7 @@ export class Cluster {
     for (const id of lost) {
       if (!this.held.delete(id)) continue;
       // held for its delete: the lease went with the row (found from the outside: every delete logged a lease lost)
-      if (this.handOvers.forDelete(id)) this.deps.log.debug({ instanceId: id }, 'deleted: its lease went with it');
+      if (this.handOvers.forDelete(id) || this.deletesHere.has(id)) this.deps.log.debug({ instanceId: id }, 'deleted: its lease went with it');
       else this.deps.log.warn({ instanceId: id }, 'lease lost: the instance is stopped here (another node owns it now)');
       // its writes are fenced already; stopping it (no lease left to release) runs beside the rounds too
       void this.handOver(id).catch((err: unknown) => this.deps.log.warn({ err, instanceId: id }, 'stopping a lost instance failed'));
@@ -180,7 +186,7 @@ export class Cluster {
     for (const { instance, pinned } of await unheldInstances(pool, node.id, !this.adopted)) {
       if (this.stopped) return;
       const id = instance.id;
-      if (placeInstance(id, nodes, pinned) !== node.id || this.held.has(id) || this.handOvers.has(id) || this.taking.has(id)) continue;
+      if (placeInstance(id, nodes, pinned) !== node.id || this.held.has(id) || this.handOvers.has(id) || this.taking.has(id) || this.deletesHere.has(id)) continue;
       this.taking.found(instance);
     }
     this.adopted = true;
@@ -222,6 +228,21 @@ export class Cluster {
     if (!this.held.has(instanceId) && !this.deps.local.has(instanceId) && !this.handOvers.has(instanceId)) return false;
     await this.handOvers.start(instanceId, true);
     return true;
+  }
+
+  /**
+   * A delete of the instance begins through this node (src/cluster/wiring.ts): it is not taken here until it
+   * ended (`deleteEnded`), whatever its lease does meanwhile. Found from the outside: with the owner paused past
+   * its lease, the deleting node took the instance and sent a waiting message during its own delete.
+   */
+  deleteBegins(instanceId: string): void {
+    this.deletesHere.set(instanceId, (this.deletesHere.get(instanceId) ?? 0) + 1);
+  }
+
+  deleteEnded(instanceId: string): void {
+    const n = (this.deletesHere.get(instanceId) ?? 1) - 1;
+    if (n > 0) this.deletesHere.set(instanceId, n);
+    else this.deletesHere.delete(instanceId);
   }
 
   /** Whether this node is stopping the instance for its delete, or holds its lease while the delete runs. */

@@ -41,6 +41,8 @@ export interface TakingDeps {
   owners: OwnerCache;
   /** the node is stopping: nothing is taken any more */
   stopping: () => boolean;
+  /** a delete of the instance runs through this node: it is not taken here meanwhile */
+  deletingHere: (instanceId: string) => boolean;
 }
 
 export class Taking {
@@ -86,11 +88,11 @@ export class Taking {
    * the pool has room again, so a start-up of thousands of instances does not starve the requests.
    */
   private async takeMany(takes: Take[]): Promise<void[]> {
-    const { held, handOvers, stopping } = this.deps;
+    const { held, handOvers, stopping, deletingHere } = this.deps;
     // an instance both placed at its creation and found by a round is taken once
     const created = new Set(takes.filter((t) => t.created).map((t) => t.instance.id));
     const byId = new Map(takes.map((t) => [t.instance.id, t.instance]));
-    const wanted = [...byId.values()].filter((i) => !stopping() && !held.has(i.id) && !handOvers.has(i.id));
+    const wanted = [...byId.values()].filter((i) => !stopping() && !held.has(i.id) && !handOvers.has(i.id) && !deletingHere(i.id));
     // still held by a live owner: taken once it hands over or its lease expires
     const leases = await acquireLeases(this.deps.leasePool, wanted.map((i) => i.id), this.deps.nodeId, this.deps.ttlMs);
     const brandNew = new Set<string>();

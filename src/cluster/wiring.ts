@@ -43,20 +43,30 @@ export interface ClusterPorts {
  * and an operator answer's.
  */
 async function drainAtOwner(cluster: Cluster, port: InstancePort, instanceId: string, drainMs: number): Promise<void> {
-  const owner = await cluster.owner(instanceId, true);
-  // no live owner: no node can claim or send its jobs (a claim is fenced by the lease)
-  if (!owner || owner.nodeId === cluster.nodeId) return;
-  try {
-    await port.ask({ type: 'drain' }, drainMs);
-  } catch (err) {
-    // gone meanwhile (another delete), or no live owner any more: nothing of it can be sending
-    if (err instanceof DomainError && err.code === 'INSTANCE_NOT_FOUND') return;
-    if (!(await cluster.owner(instanceId, true))) return;
-    throw new DomainError(
-      'INSTANCE_UNREACHABLE',
-      `node ${owner.nodeId}, which runs the instance, could not be reached to stop it before the delete; nothing was deleted: retry shortly (a node that is gone gives its instances up when their leases run out, within LEASE_TTL_MS)`,
-      { node: owner.nodeId },
-    );
+  const until = Date.now() + drainMs;
+  let owner = await cluster.owner(instanceId, true);
+  for (;;) {
+    // no live owner: no node can claim or send its jobs (a claim is fenced by the lease); this node: stopped and
+    // held here (taken here before the delete began)
+    if (!owner) return;
+    if (owner.nodeId === cluster.nodeId) return void (await cluster.forget(instanceId));
+    const asked = owner;
+    try {
+      return void (await port.ask({ type: 'drain' }, Math.max(1, until - Date.now())));
+    } catch (err) {
+      // gone meanwhile (another delete): nothing of it can be sending
+      if (err instanceof DomainError && err.code === 'INSTANCE_NOT_FOUND') return;
+      owner = await cluster.owner(instanceId, true);
+      // another node took it over while the ask waited (the one asked gone past its lease): stopped there in turn
+      // (found from the outside: the delete waited 18 s, then named the node that had gone as the one running it)
+      if (owner && owner.nodeId !== asked.nodeId && Date.now() < until) continue;
+      if (!owner) return;
+      throw new DomainError(
+        'INSTANCE_UNREACHABLE',
+        `node ${owner.nodeId}, which runs the instance, could not be reached to stop it before the delete; nothing was deleted: retry shortly (a node that is gone gives its instances up when their leases run out, within LEASE_TTL_MS)`,
+        { node: owner.nodeId },
+      );
+    }
   }
 }
 
@@ -77,11 +87,14 @@ export function clusterPorts(local: ActorSystem, cluster: Cluster, secret: strin
   const actors: InstanceActors = {
     add: (instance: Instance) => cluster.place(instance),
     async remove(id: string) {
-      // stopped here if it runs here (an in-flight dispatch persisted, the lease held for the delete), and where
-      // another node holds its lease (one it was being moved to meanwhile), there
+      // not taken here until the delete ended (removeEnded); stopped here if it runs here (an in-flight dispatch
+      // persisted, the lease held for the delete), and where another node holds its lease (one it was being
+      // moved to meanwhile), there
+      cluster.deleteBegins(id);
       await cluster.forget(id);
       await drainAtOwner(cluster, remote(id), id, drainMs);
     },
+    removeEnded: (id: string) => cluster.deleteEnded(id),
     async update(instance, replan) {
       if (local.has(instance.id)) return local.update(instance, replan);
       // the owner keeps the record its planner reads: it hears of the change through its port
