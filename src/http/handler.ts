@@ -24,8 +24,8 @@
  * for every request of each 64 KiB chunk it read (1,600 small requests fit one), 150 MB a second, until V8's
  * heap limit killed the process. A client that pipelines more than MAX_WAITING behind them gets the answers of
  * those in progress, then the connection is closed: what waited never ran (found by the second probe: closing
- * the connection at once lost the answers of requests that had run), and a client that sends on after that is
- * cut off at once (more requests than could have waited). The connection is read on while requests wait, so
+ * the connection at once lost the answers of requests that had run), and nothing is read from it any more. The
+ * connection is read on while requests wait, so
  * that a reset by the client is seen at once and what waits dropped (found by the second probe: paused, a closed
  * connection was noticed only at the next answer's write, and a send waiting there ran after its client had
  * gone); a client that only half-closes (FIN) may still read its answers, so its requests run. An answer counts
@@ -50,36 +50,27 @@ interface Lane {
   waiting: (() => void)[];
   /** more waited than MAX_WAITING: nothing more runs, and the connection ends after the answers in progress */
   ending: boolean;
-  /** requests that came after that, never run: a client that goes on sending is cut off */
-  dropped: number;
 }
 
-/** How long a connection that overflowed may take to take the answers in progress before it is closed anyway. */
+/** How long a connection that overflowed has, from the overflow, to take the answers in progress. */
 export const OVERFLOW_CLOSE_MS = 30_000;
 
 /**
- * Stop reading a connection (node's own flag). Only until node writes what it held back: its server resumes a
- * socket whose buffered answers drained whatever this flag says, which is why a connection that overflowed is
- * closed (`closeOverflowed`) and a client that goes on sending cut off (found from the outside: the reads went
- * on, node held every request parsed after the overflow, 1.6 GB in 20 s, and answering none of them at the
- * close took the event loop minutes).
+ * Stop reading a connection that overflowed, for good: node's server resumes a paused socket whenever its
+ * buffered answers drain (its `_paused` flag notwithstanding), so this socket's `resume` does nothing from now
+ * on. Found from the outside: the reads went on, node held every request parsed after the overflow (1.6 GB in
+ * 20 s), and answering none of them at the close took the event loop minutes; cutting such a client off at once
+ * instead lost the answers of the requests that had run. What was read already (the rest of a chunk) is parsed
+ * and dropped. The connection is destroyed OVERFLOW_CLOSE_MS after the overflow (the timer goes with the
+ * socket), and ended (FIN) once the answers in progress are written, for a client that reads them to close.
  */
-function stopReading(socket: IncomingMessage['socket'] & { _paused?: boolean }): void {
+function stopReadingForGood(socket: IncomingMessage['socket'] & { _paused?: boolean }, closeMs: number): void {
   socket._paused = true;
   socket.pause();
-}
-
-/**
- * Close a connection that overflowed once the answers in progress are written: ended (FIN after them), then
- * destroyed once everything written reached the kernel, so that nothing more is read (the server lets a client
- * half-close, so an end alone left the gateway reading and its end in FIN-WAIT-2 for good); a client that never
- * takes the answers is closed after OVERFLOW_CLOSE_MS.
- */
-function closeOverflowed(socket: IncomingMessage['socket']): void {
-  socket.end();
-  if (socket.writableFinished) return void socket.destroy();
-  socket.once('finish', () => socket.destroy());
-  setTimeout(() => socket.destroy(), OVERFLOW_CLOSE_MS).unref();
+  socket.resume = () => socket;
+  const timer = setTimeout(() => socket.destroy(), closeMs);
+  timer.unref();
+  socket.once('close', () => clearTimeout(timer));
 }
 
 /** The statuses whose answers carry no body (Koa's `statuses.empty`). */
@@ -105,7 +96,9 @@ function answeredAsJson(ctx: Context): boolean {
   return true;
 }
 
-export function requestHandler(app: Koa): (req: IncomingMessage, res: ServerResponse) => void {
+/** `overflowCloseMs`: OVERFLOW_CLOSE_MS unless a test says otherwise. */
+export function requestHandler(app: Koa, opts: { overflowCloseMs?: number } = {}): (req: IncomingMessage, res: ServerResponse) => void {
+  const overflowCloseMs = opts.overflowCloseMs ?? OVERFLOW_CLOSE_MS;
   const chain = compose(app.middleware);
   // as app.callback(): an error that reaches Koa goes to its default listener unless the app has one
   if (app.listenerCount('error') === 0) app.on('error', (err: Error) => app.onerror(err));
@@ -135,7 +128,7 @@ export function requestHandler(app: Koa): (req: IncomingMessage, res: ServerResp
     const socket = req.socket;
     let lane = lanes.get(socket);
     if (!lane) {
-      const created: Lane = { active: 0, waiting: [], ending: false, dropped: 0 };
+      const created: Lane = { active: 0, waiting: [], ending: false };
       lanes.set(socket, created);
       // what waits of a connection that closed is never answered: nobody would read it
       socket.once('close', () => {
@@ -144,11 +137,8 @@ export function requestHandler(app: Koa): (req: IncomingMessage, res: ServerResp
       lane = created;
     }
     const own = lane;
-    if (own.ending) {
-      // never run; more of them than could have waited (the client sends on after the overflow): cut off now
-      if (++own.dropped > MAX_WAITING) socket.destroy();
-      return;
-    }
+    // read before the reads stopped (the rest of the chunk that overflowed): never run
+    if (own.ending) return;
     const run = () => {
       own.active += 1;
       // once it is handed to the kernel whole (node emits `close` right after `finish`); a connection that closes
@@ -159,7 +149,7 @@ export function requestHandler(app: Koa): (req: IncomingMessage, res: ServerResp
         if (socket.destroyed) own.waiting.length = 0;
         const next = own.waiting.shift();
         if (next) next();
-        else if (own.ending && own.active === 0) closeOverflowed(socket);
+        else if (own.ending && own.active === 0) socket.end();
       });
       handle(req, res);
     };
@@ -168,6 +158,6 @@ export function requestHandler(app: Koa): (req: IncomingMessage, res: ServerResp
     // a client that sends this many without reading: the answers in progress go out, then the connection ends
     own.ending = true;
     own.waiting.length = 0;
-    stopReading(socket);
+    stopReadingForGood(socket, overflowCloseMs);
   };
 }
