@@ -181,7 +181,7 @@ export function gatewayFamilies(deps: RouteDeps): Families {
           const instance = await getInstance(pool, instanceId);
           if (instance) await rt.update(instance, replan);
         },
-        deleting: (instanceId) => cluster.forget(instanceId),
+        stopForDelete: (instanceId) => cluster.forget(instanceId),
         beingDeleted: (instanceId) => cluster.deleting(instanceId),
         waitDropped: (instanceId, jobId) => forwardedWaitDropped({ pool, probe: healthProbe(CALLER_PROBE_MS), localPort: (id) => rt.port(id) }, instanceId, jobId),
         log,

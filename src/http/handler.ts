@@ -25,11 +25,10 @@
  * heap limit killed the process. A client that pipelines more than MAX_WAITING behind them gets the answers of
  * those in progress, then the connection is closed: what waited never ran (found by the second probe: closing
  * the connection at once lost the answers of requests that had run), and nothing is read from it any more. The
- * connection is read on while requests wait, so
- * that a reset by the client is seen at once and what waits dropped (found by the second probe: paused, a closed
- * connection was noticed only at the next answer's write, and a send waiting there ran after its client had
- * gone); a client that only half-closes (FIN) may still read its answers, so its requests run. An answer counts
- * until it is handed to the kernel (its response's `close`).
+ * connection is read on while requests wait, so that a reset by the client is seen at once and what waits
+ * dropped (found by the second probe: paused, a closed connection was noticed only at the next answer's write,
+ * and a send waiting there ran after its client had gone); a client that only half-closes (FIN) may still read
+ * its answers, so its requests run. An answer counts until it is handed to the kernel (its response's `close`).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type Koa from 'koa';

@@ -196,18 +196,18 @@ export async function listInstances(q: Queryable): Promise<Instance[]> {
 }
 
 /**
+ * How long the lease of an instance stopped for its delete is held (src/cluster/hand-overs.ts): longer than
+ * `deleteInstance` may take (a connection of the pool, then the statement's answer: STORE_DEADLINES), so that
+ * once it ends the delete has either removed the lease with the row or failed, and the instance runs again.
+ */
+export const DELETE_HOLD_MS = STORE_DEADLINES.connectMs + STORE_DEADLINES.queryMs + 2_000;
+
+/**
  * Delete the instance with everything of it, in one statement: its jobs and idempotency keys go by the trigger of
  * sql/0012_instance_delete_trigger.sql (no foreign key cascades to them since 0011), after its lease row, which
  * waits for any write under the lease's fence still open, so the jobs such a write committed are there to be
  * deleted, and a later write finds no lease.
  */
-/**
- * How long the lease of an instance stopped for its delete is held (src/cluster/hand-overs.ts): longer than the
- * delete below may take (a connection of the pool, then the statement's answer: STORE_DEADLINES), so that once
- * it ends the delete has either removed the lease with the row or failed, and the instance runs again.
- */
-export const DELETE_HOLD_MS = STORE_DEADLINES.connectMs + STORE_DEADLINES.queryMs + 2_000;
-
 export async function deleteInstance(q: Queryable, id: string): Promise<boolean> {
   const r = await q.query('DELETE FROM instances WHERE id = $1', [id]);
   return (r.rowCount ?? 0) > 0;

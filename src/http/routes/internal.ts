@@ -37,7 +37,7 @@ export interface InternalDeps {
    * than only its queue stopped, which a failed delete left stopped. False when this node neither runs the
    * instance nor holds its lease.
    */
-  deleting(instanceId: string): Promise<boolean>;
+  stopForDelete(instanceId: string): Promise<boolean>;
   /** whether this node stopped the instance for a delete and holds its lease meanwhile (src/cluster/hand-overs.ts) */
   beingDeleted(instanceId: string): boolean;
   /**
@@ -69,7 +69,7 @@ export function internalRouter(deps: InternalDeps): Router {
     const instanceId = ctx.params.id ?? '';
     // a delete's: also of an instance stopped here already for a delete that failed (its lease still held)
     if (ask.type === 'drain') {
-      if (!(await deps.deleting(instanceId))) throw notHere();
+      if (!(await deps.stopForDelete(instanceId))) throw notHere();
       return void ok(ctx, { reply: okReply(undefined), gates: true });
     }
     const port = deps.localPort(instanceId);
