@@ -13,6 +13,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import type { PoolClient } from 'pg';
 import { NEEDS_SERVER } from '../helpers/db.js';
 import { settle, waitFor } from '../helpers/gateway.js';
 import { twoNodes, type TwoNodes } from '../helpers/two-nodes.js';
@@ -24,14 +25,25 @@ const OPTS = { skip: NEEDS_SERVER.skip, timeout: 90_000 };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
- * The DELETE of `id` through `b` behind a lock that blocks it (FOR UPDATE) but not the lease's foreign-key checks
- * (FOR KEY SHARE), until PostgreSQL cancels it (4 s): `whileWaiting` runs once the instance is stopped. Its answer.
+ * The DELETE of `id` through `b` behind a lock that blocks it and nothing else (`lockAgainstDelete`), until
+ * PostgreSQL cancels it (4 s): `whileWaiting` runs once the instance is stopped. Its answer.
  */
+/**
+ * A row lock on the instance that only a DELETE waits for (KEY SHARE: the lease's foreign-key checks take the same,
+ * and an UPDATE of the row's other columns takes NO KEY UPDATE, which does not conflict). A NO KEY UPDATE lock also
+ * held back the outcome's write of a send in flight (`last_dispatch_at`, when the call started later than its
+ * claim) until its statement deadline, and the move case waited on real time for it: it failed whenever the call
+ * started more than a moment after the claim (always on a faster machine, CI's once).
+ */
+async function lockAgainstDelete(locker: PoolClient, id: string): Promise<void> {
+  await locker.query('BEGIN');
+  await locker.query('SELECT 1 FROM instances WHERE id = $1 FOR KEY SHARE', [id]);
+}
+
 async function refusedDelete(n: TwoNodes, id: string, whileWaiting: () => Promise<void>) {
   const locker = await n.db.pool.connect();
   try {
-    await locker.query('BEGIN');
-    await locker.query('SELECT 1 FROM instances WHERE id = $1 FOR NO KEY UPDATE', [id]);
+    await lockAgainstDelete(locker, id);
     const deleting = n.admin('DELETE', `/admin/v1/instances/${id}`);
     await waitFor(() => !n.a.actors.has(id) && !n.b.actors.has(id), 'the instance stopped', 4_000);
     await whileWaiting();
@@ -129,8 +141,7 @@ test('a delete that joins a move under way (its send in flight) holds the lease 
   assert.ok(moved.status === 200 || moved.status === 202, moved.text);
   const locker = await n.db.pool.connect();
   try {
-    await locker.query('BEGIN');
-    await locker.query('SELECT 1 FROM instances WHERE id = $1 FOR NO KEY UPDATE', [id]);
+    await lockAgainstDelete(locker, id);
     const deleting = n.admin('DELETE', `/admin/v1/instances/${id}`);
     // the delete joins the hand-over (real time for the request to reach it), then the call's deadline ends the send
     await sleep(1_000);
