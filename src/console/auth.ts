@@ -4,14 +4,21 @@
  * session cookie (src/console/sessions.ts) authenticates it as the operator; a cookie-authenticated request
  * that changes something (any method but GET, HEAD, OPTIONS) must also carry `X-Console: 1`, which a cross-site
  * form or image cannot send (CSRF), and is refused when the browser says it comes from another site.
- * Anything else is answered by the admin guard (401 for a missing header), so the refusals stay the same.
+ * A cookie that names no session is refused as such (401); anything else is answered by the admin guard (401 for
+ * a missing header), so the refusals stay the same.
  */
 import type { Context, Middleware, Next } from 'koa';
 import { DomainError } from '../errors.js';
 import { requireAdmin } from '../http/auth.js';
-import type { ConsoleSessions } from './sessions.js';
+import { CONSOLE_COOKIE, type ConsoleSessions } from './sessions.js';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * The refusal of a console cookie that names no session: signed out, expired (12 h), made before this node
+ * restarted, or made by another node (sessions are kept in each node's memory: README, *Running several nodes*).
+ */
+export const SESSION_ENDED = 'the console session has ended (signed out, expired, or not made by this node since it started): sign in again';
 
 /** The checks every cookie-authenticated request passes (the console's own routes use them too). */
 export function checkConsoleRequest(ctx: Context): void {
@@ -27,7 +34,11 @@ export function requireAdminOrConsole(adminToken: string, sessions: ConsoleSessi
   return async function adminOrConsoleAuth(ctx: Context, next: Next): Promise<void> {
     if (ctx.state.authenticated === 'admin' || ctx.get('authorization') !== '') return admin(ctx, next);
     const id = sessions.idOf(ctx);
-    if (!sessions.valid(id)) return admin(ctx, next);
+    if (!sessions.valid(id)) {
+      // a console cookie no session has: say so, not "Authorization header missing" (found from the outside)
+      if (ctx.cookies.get(CONSOLE_COOKIE)) throw new DomainError('UNAUTHORIZED', SESSION_ENDED);
+      return admin(ctx, next);
+    }
     checkConsoleRequest(ctx);
     ctx.state.authenticated = 'admin';
     ctx.state.console = true;

@@ -95,7 +95,11 @@ export function consoleRouter(deps: ConsoleDeps): Router {
     const body = ctx.request.body as { token?: unknown } | undefined;
     const token = body?.token;
     if (typeof token !== 'string' || token.length === 0 || token.length > 512) throw validationFailed('token', 'token must be the admin token');
-    if (!timingSafeEqual(digest(token), expected)) throw new DomainError('UNAUTHORIZED', 'the admin token is not valid');
+    if (!timingSafeEqual(digest(token), expected)) {
+      // said once a refusal (the request line says 401 too): a guessing run stands out in the log. Never the token
+      deps.log?.warn({ ip: ctx.ip }, 'console sign-in refused: not the admin token');
+      throw new DomainError('UNAUTHORIZED', 'the admin token is not valid');
+    }
     const old = deps.sessions.idOf(ctx);
     if (old !== null) deps.sessions.delete(old);
     const id = deps.sessions.create();
@@ -127,9 +131,11 @@ export function consoleApiRouter(deps: ConsoleDeps): Router {
   const router = createRouter();
   const pollMs = deps.pollMs ?? 2_000;
 
-  // behind requireAdminOrConsole: a cookie request has passed checkConsoleRequest there
+  // behind requireAdminOrConsole: a cookie request has passed checkConsoleRequest there. The session the cookie
+  // names ends also when the request came with the admin token (found from the outside: answered signedIn false
+  // while the cookie's session stayed valid); a bearer client may end it, it could sign in anyway
   router.delete('/console/session', (ctx) => {
-    const id = ctx.state.console === true ? deps.sessions.idOf(ctx) : null;
+    const id = deps.sessions.idOf(ctx);
     if (id !== null) deps.sessions.delete(id);
     ctx.cookies.set(CONSOLE_COOKIE, '', { ...cookieSecurity(ctx), maxAge: 0, overwrite: true });
     ok(ctx, { signedIn: false });

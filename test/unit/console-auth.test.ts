@@ -12,13 +12,14 @@ import { createApp } from '../../src/http/app.js';
 import { requestHandler } from '../../src/http/handler.js';
 import { createRouter } from '../../src/http/router.js';
 import { ok } from '../../src/http/envelope.js';
-import { silentLogger } from '../../src/log.js';
+import { createLogger } from '../../src/log.js';
 import { CONSOLE_COOKIE, CONSOLE_SESSION_TTL_MS, ConsoleSessions, consoleApiRouter, consoleRouter, requireAdminOrConsole } from '../../src/console/index.js';
+import { SESSION_ENDED } from '../../src/console/auth.js';
 import type { Instance } from '../../src/store/instances.js';
 
 const TOKEN = 'console-admin-token-0123456789abcdef';
 
-async function world() {
+async function world(lines: string[] = []) {
   let now = Date.UTC(2026, 0, 5, 10);
   const clock = { now: () => now };
   const sessions = new ConsoleSessions(clock);
@@ -26,11 +27,12 @@ async function world() {
   admin.get('/admin/v1/thing', (ctx) => ok(ctx, { read: true }));
   admin.post('/admin/v1/thing', (ctx) => ok(ctx, { changed: true }));
   const inst = { id: 'in_1', name: 'one' } as unknown as Instance;
-  const deps = { adminToken: TOKEN, sessions, pollMs: 50, instances: { list: async () => [inst], describe: async (i: Instance) => ({ id: i.id, name: i.name, status: 'connected' }) } };
+  const log = createLogger({ level: 'info', stream: { write: (line: string) => lines.push(line) } });
+  const deps = { adminToken: TOKEN, sessions, pollMs: 50, log, instances: { list: async () => [inst], describe: async (i: Instance) => ({ id: i.id, name: i.name, status: 'connected' }) } };
   // as the composition root mounts them: the page and sign-in open, the rest behind the admin-or-console guard
   const guard = requireAdminOrConsole(TOKEN, sessions);
   const app = createApp({
-    log: silentLogger(),
+    log,
     families: [
       { name: 'console', auth: 'none', guard: null, router: consoleRouter(deps) },
       { name: 'console-api', auth: 'admin', guard, router: consoleApiRouter(deps) },
@@ -84,6 +86,33 @@ test('sign-in: the right token sets an HttpOnly, SameSite=Strict, Path=/ cookie 
   const cookie = right.cookie.split(';')[0] ?? '';
   assert.match((await w.call('GET', '/console/session', { cookie })).text, /"signedIn":true/);
   assert.match((await w.call('GET', '/console/session')).text, /"signedIn":false/);
+});
+
+test('refusals found from the outside: a cookie of no session says so; a sign-out with the token ends the cookie\'s session too; a wrong token is logged, never the token', async (t) => {
+  const lines: string[] = [];
+  const w = await world(lines);
+  t.after(w.close);
+  const cookie = await w.signIn();
+  // an ended session (here: expired): the refusal says so, where it said "Authorization header missing"
+  w.advance(CONSOLE_SESSION_TTL_MS);
+  const ended = await w.call('GET', '/admin/v1/thing', { cookie });
+  assert.equal(ended.status, 401);
+  assert.deepEqual(JSON.parse(ended.text), { success: false, error: SESSION_ENDED, code: 'UNAUTHORIZED', data: {} });
+  assert.match((await w.call('GET', '/admin/v1/thing')).text, /Authorization: Bearer/, 'no cookie: the admin guard answers as before');
+  // DELETE /console/session with the admin token and the cookie: answered signedIn false, and so it is
+  const again = await w.signIn();
+  const out = await w.call('DELETE', '/console/session', { cookie: again, authorization: `Bearer ${TOKEN}` });
+  assert.equal(out.status, 200, out.text);
+  assert.match(out.text, /"signedIn":false/);
+  assert.equal((await w.call('GET', '/admin/v1/thing', { cookie: again })).status, 401, 'the session the cookie named ended');
+  assert.equal(w.sessions.size, 0);
+  // a wrong token at the sign-in: one warning, with no token in it
+  const guess = 'guess-guess-guess-5678';
+  assert.equal((await w.call('POST', '/console/session', { 'x-console': '1' }, { token: guess })).status, 401);
+  const warned = lines.filter((l) => l.includes('console sign-in refused'));
+  assert.equal(warned.length, 1, lines.join(''));
+  assert.equal(JSON.parse(warned[0] as string).level, 40);
+  assert.ok(!lines.join('').includes(guess) && !lines.join('').includes(TOKEN));
 });
 
 test('the cookie is Secure behind a proxy that ended TLS (X-Forwarded-Proto: https), and over plain HTTP it is not', async (t) => {

@@ -263,7 +263,19 @@ export function markStale(reason: string): void {
 }
 
 /** Empty the list (signed out). */
+/** The shown key taken out of the page (its text too, not only hidden). */
+function hideKey(): void {
+  byId('new-key-name').textContent = '';
+  byId('new-key-value').textContent = '';
+  byId('new-key').hidden = true;
+}
+
+/**
+ * Everything of the signed-in operator taken out of the page, a key shown once included (found from the outside:
+ * a rotated key was shown again to whoever signed in next in the same tab).
+ */
 export function clearInstances(): void {
+  hideKey();
   for (const row of rows.values()) row.tr.remove();
   rows.clear();
   readAt = null;
@@ -288,8 +300,5 @@ async function create(): Promise<void> {
 
 export function initInstances(): void {
   onSubmit('create-form', create);
-  byId('new-key-done').addEventListener('click', () => {
-    byId('new-key-value').textContent = '';
-    byId('new-key').hidden = true;
-  });
+  byId('new-key-done').addEventListener('click', hideKey);
 }
