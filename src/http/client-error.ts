@@ -48,6 +48,7 @@ function responseBytes(r: Refusal, ...extraHeaders: string[]): string {
   return [
     `HTTP/1.1 ${r.status} ${http.STATUS_CODES[r.status] ?? 'Error'}`,
     'Content-Type: application/json; charset=utf-8',
+    'X-Content-Type-Options: nosniff',
     `Content-Length: ${Buffer.byteLength(body)}`,
     'Connection: close',
     ...extraHeaders,

@@ -51,6 +51,8 @@ export function errorBoundary(log: Logger, opts: TranslateOptions = {}) {
         throw new DomainError('NOT_FOUND', `no route for ${ctx.method} ${ctx.path}`);
       }
     } catch (raw) {
+      // a refusal may echo what the client sent (a path, a field's name): never read as anything but JSON
+      ctx.set('X-Content-Type-Options', 'nosniff');
       if (raw instanceof V1Error) {
         ctx.status = raw.status;
         ctx.body = maskClientValue(raw.body);

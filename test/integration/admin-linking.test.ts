@@ -63,7 +63,9 @@ test('QR while waiting, pairing code to the operator and the webhook, nulls once
   assert.equal(waiting.body.data?.status, 'waiting_qr');
   assert.match(String(waiting.body.data?.qr), PNG_DATA_URL);
   assert.equal(typeof waiting.body.data?.raw, 'string');
-  const shown = (await t.admin('GET', `/sandbox/v1/instances/${id}/qr`)).body.data as { token: string; dataUrl: string };
+  const sandboxQr = await t.admin('GET', `/sandbox/v1/instances/${id}/qr`);
+  assert.equal(sandboxQr.headers.get('cache-control'), 'no-store', 'the sandbox\'s QR is kept by no cache either');
+  const shown = sandboxQr.body.data as { token: string; dataUrl: string };
   assert.equal(waiting.body.data?.raw, shown.token, 'the raw QR is what the driver gave');
   assert.equal(waiting.body.data?.qr, shown.dataUrl, 'drawn from it: the image the phone sees');
   assert.deepEqual(Object.keys(waiting.body.data ?? {}).sort(), ['qr', 'raw', 'status']);

@@ -111,6 +111,7 @@ function assertRefusal(r: Parsed, status: number, code: string): void {
   assert.equal(r.status, status, r.raw);
   assert.equal(r.headers.connection, 'close');
   assert.equal(r.headers['content-type'], 'application/json; charset=utf-8');
+  assert.equal(r.headers['x-content-type-options'], 'nosniff', 'never read as anything but JSON');
   assert.equal(r.body.success, false);
   assert.equal(r.body.code, code);
   assert.equal(typeof r.body.error, 'string');

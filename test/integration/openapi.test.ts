@@ -351,7 +351,14 @@ test('the answers an outside probe found undeclared are declared', async () => {
   await check(route('GET', '/sandbox/v1/groups/:groupId'), '/sandbox/v1/groups/nope', 404);
 });
 
-test('the docs page is served with no address of another host in it (Redoc linked its logo to a CDN)', async () => {
+test('the docs page is served with no address of another host in it (Redoc linked its logo to a CDN), framed by no page, its type never sniffed', async () => {
+  const docs = await fetch(`${t.url}/docs`);
+  assert.match(docs.headers.get('content-security-policy') ?? '', /frame-ancestors 'none'/);
+  assert.equal(docs.headers.get('x-content-type-options'), 'nosniff');
+  // a refusal that names what the client sent (the path) is never read as anything but JSON
+  const unknown = await fetch(`${t.url}/docs/<b>x</b>`);
+  assert.equal(unknown.status, 404);
+  assert.equal(unknown.headers.get('x-content-type-options'), 'nosniff');
   const bundle = await fetch(`${t.url}/docs/redoc.standalone.js`).then((r) => r.text());
   assert.ok(bundle.length > 100_000);
   assert.doesNotMatch(bundle, /cdn\.redoc\.ly/);

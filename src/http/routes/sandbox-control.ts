@@ -80,6 +80,8 @@ export function createSandboxControlRouter(network: SandboxNetwork): Router {
     const id = param(ctx, 'instanceId');
     const qr = net.session(id).currentQr();
     if (!qr) throw new DomainError('NOT_FOUND', 'the session is not showing a QR code', { phase: net.session(id).phase });
+    // a QR links a phone: kept by no cache, as the operator route's (found from the outside)
+    ctx.set('Cache-Control', 'no-store');
     ok(ctx, { instanceId: id, token: qr.token, dataUrl: qr.dataUrl, expiresAt: new Date(qr.expiresAt).toISOString() });
   });
 
