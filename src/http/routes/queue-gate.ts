@@ -105,7 +105,7 @@ export async function gatedAccept(
   try {
     return await gatedOnce(ctx, port, prepare, deadlineMs);
   } catch (err) {
-    if (!(err instanceof DomainError) || !REPLAYABLE.has(err.code)) throw err;
+    if (!(err instanceof DomainError) || !replayable(err)) throw err;
     return replayDespite(err, ctx, port, prepare, deadlineMs);
   }
 }
@@ -115,6 +115,34 @@ export async function gatedAccept(
  * of one accepted before, whose answer the client lost.
  */
 const REPLAYABLE: ReadonlySet<string> = new Set(['INSTANCE_OFFLINE', 'QUEUE_PAUSED']);
+
+/**
+ * A gate refusal a keyed send may still be replayed under: also the queue switched off by the operator (`enabled`
+ * false: found from the outside, the retry of a sent message was told 503 QUEUE_STORE_UNAVAILABLE, which says no job
+ * was created). Not the store away (memory-degraded): its keys cannot be read then.
+ */
+const replayable = (err: DomainError): boolean =>
+  REPLAYABLE.has(err.code) || (err.code === 'QUEUE_STORE_UNAVAILABLE' && err.data.queueMode === 'disabled');
+
+/**
+ * Thrown by a route's preparation of a send that is answered with the replay of the job its key names instead
+ * (src/http/routes/send.ts: a media send whose source no longer passes); the route answers it.
+ */
+export class ReplayInstead extends Error {
+  constructor(readonly replay: Accepted, readonly warnings: string[]) {
+    super('answered with the replay of the job the key names');
+  }
+}
+
+/**
+ * The 200 replay (or 409 IDEMPOTENCY_PAYLOAD_MISMATCH) of a keyed send whose key names a job already; null without
+ * a key, when no job has it, or when the queue could not say within `deadlineMs`.
+ */
+export async function replayOf(port: InstancePort, request: AcceptRequest, deadlineMs: number = DEADLINES.send): Promise<Accepted | null> {
+  if (request.idempotencyKey === null) return null;
+  const replay = await port.ask({ type: 'queue.replay', request }, deadlineMs).catch(() => null);
+  return replay && accepted(replay);
+}
 
 /**
  * A v2 send its gate refused (`refusal`: the instance offline, or an ordered restart): when it carries an
@@ -132,13 +160,13 @@ async function replayDespite(
   let request: AcceptRequest;
   try {
     request = await prepare(guardView(ctx) ?? deferredGateOf(ctx)?.view ?? (await viewOf(port)));
-  } catch {
+  } catch (err) {
+    if (err instanceof ReplayInstead) throw err;
     throw refusal;
   }
-  if (request.idempotencyKey === null) throw refusal;
-  const replay = await port.ask({ type: 'queue.replay', request }, deadlineMs).catch(() => null);
+  const replay = await replayOf(port, request, deadlineMs);
   if (!replay) throw refusal;
-  return accepted(replay);
+  return replay;
 }
 
 /** `gatedAccept` up to the gate's refusal. */

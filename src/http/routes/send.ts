@@ -11,7 +11,8 @@ import { parseGroupCreate, parseSend, type ParsedSend, type SendKind } from './s
 import type { AcceptRequest } from '../../queue/worker.js';
 import { sendPart } from '../../queue/payload.js';
 import { checkSourceType } from './send-payloads.js';
-import { answerAccepted, gatedAccept, ownNumber, type QueueGateDeps } from './queue-gate.js';
+import { answerAccepted, gatedAccept, ownNumber, replayOf, ReplayInstead, type Accepted, type QueueGateDeps } from './queue-gate.js';
+import type { InstancePort } from '../../actors/port.js';
 
 export interface SendRouteDeps extends QueueGateDeps {
   /**
@@ -102,15 +103,38 @@ export function toAcceptRequest(p: ParsedSend, originRoute: string): AcceptReque
 export function sendRouter(deps: SendRouteDeps): Router {
   const router = createRouter('/api/v2');
 
+  /**
+   * A media send's source checked (`validateMedia`, and a sticker's type). A keyed send whose source no longer
+   * passes is first looked up: the retry of a send accepted before is its replay whatever became of the media
+   * (found from the outside: 404 MEDIA_NOT_FOUND once the stored media was deleted or expired, which says there is
+   * no such target, while the job had been sent; media lives 72 h, keys 7 days).
+   */
+  const checkMedia = async (port: InstancePort, kind: SendKind, parsed: ParsedSend, route: string): Promise<void> => {
+    try {
+      checkSourceType(kind, parsed.payload, await deps.validateMedia(port.instanceId, parsed.payload), parsed.warnings);
+    } catch (err) {
+      const replay = await replayOf(port, toAcceptRequest(parsed, route));
+      if (replay) throw new ReplayInstead(replay, parsed.warnings);
+      throw err;
+    }
+  };
+
   const accept = async (ctx: Context, kind: Exclude<SendKind, 'group_create'>, route: string, extra: { msgId?: string } = {}) => {
     const port = deps.portOf(ctx);
     let warnings: string[] = [];
-    const r = await gatedAccept(ctx, port, async (view) => {
-      const parsed = parseSend(kind, ctx.request.body, idempotencyHeader(ctx), ownNumber(ctx, view), extra);
-      if (MEDIA_KINDS.has(kind)) checkSourceType(kind, parsed.payload, await deps.validateMedia(port.instanceId, parsed.payload), parsed.warnings);
-      warnings = parsed.warnings;
-      return toAcceptRequest(parsed, route);
-    });
+    let r: Accepted;
+    try {
+      r = await gatedAccept(ctx, port, async (view) => {
+        const parsed = parseSend(kind, ctx.request.body, idempotencyHeader(ctx), ownNumber(ctx, view), extra);
+        if (MEDIA_KINDS.has(kind)) await checkMedia(port, kind, parsed, route);
+        warnings = parsed.warnings;
+        return toAcceptRequest(parsed, route);
+      });
+    } catch (err) {
+      if (!(err instanceof ReplayInstead)) throw err;
+      r = err.replay;
+      warnings = err.warnings;
+    }
     answerAccepted(ctx, deps.clock, r, warnings);
   };
 

@@ -1,0 +1,72 @@
+/**
+ * An idempotent retry is the 200 replay of its job (SPEC.md idempotency rule 1) also where a first send would now
+ * be refused for reasons that do not touch the job (found from the outside):
+ * - a media send whose stored media is gone (deleted, or expired: media lives 72 h, keys 7 days) was answered
+ *   404 MEDIA_NOT_FOUND, which says there is no such target, while its job had been sent;
+ * - the instance's queue switched off by the operator (`enabled` false) was answered 503 QUEUE_STORE_UNAVAILABLE,
+ *   which the API notes say means no job was created, so a client would send the message again.
+ * A new key is refused as before in both cases. Real HTTP, real PostgreSQL, the sandbox network.
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { NEEDS_SERVER } from '../helpers/db.js';
+
+let t: TestGateway;
+before(async () => {
+  t = await startTestGateway({ label: 'replay_despite' });
+});
+after(async () => {
+  await t.stop();
+});
+
+const SETTINGS = { minDelayMs: 0, maxDelayMs: 0, quietHours: null, maxPerHour: null, maxPer24h: null };
+
+test('a keyed send-media whose stored media was deleted since: its retry is the 200 replay, another caption 409, a new key still 404', NEEDS_SERVER, async () => {
+  const { apiKey } = await t.createInstance('media-gone', { settings: SETTINGS });
+  const form = new FormData();
+  form.append('file', new Blob([Buffer.from('hello, a file')], { type: 'text/plain' }), 'note.txt');
+  const up = await fetch(`${t.url}/api/v2/media`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}` }, body: form });
+  const uploaded = (await up.json()) as { data: { mediaId: string } };
+  assert.equal(up.status, 201, JSON.stringify(uploaded));
+  const mediaId = uploaded.data.mediaId;
+  const body = { phone: '4915112345678', mediaId, caption: 'the file', idempotencyKey: 'media-gone-0001' };
+  const first = await t.api(apiKey, 'POST', '/api/v2/send-media', body);
+  assert.equal(first.status, 202, first.text);
+  const gone = await t.api(apiKey, 'DELETE', `/api/v2/media/${mediaId}`);
+  assert.equal(gone.status, 200, gone.text);
+
+  const retry = await t.api(apiKey, 'POST', '/api/v2/send-media', body);
+  assert.equal(retry.status, 200, retry.text);
+  assert.equal(retry.body.data?.idempotentReplay, true);
+  assert.equal(retry.body.data?.jobId, first.body.data?.jobId);
+  const other = await t.api(apiKey, 'POST', '/api/v2/send-media', { ...body, caption: 'another caption' });
+  assert.equal(other.status, 409, other.text);
+  assert.equal(other.body.code, 'IDEMPOTENCY_PAYLOAD_MISMATCH');
+  assert.equal((other.body.data as { jobId?: string }).jobId, first.body.data?.jobId);
+  const fresh = await t.api(apiKey, 'POST', '/api/v2/send-media', { ...body, idempotencyKey: 'media-gone-0002' });
+  assert.equal(fresh.status, 404, fresh.text);
+  assert.equal(fresh.body.code, 'MEDIA_NOT_FOUND');
+  const unkeyed = await t.api(apiKey, 'POST', '/api/v2/send-media', { phone: body.phone, mediaId });
+  assert.equal(unkeyed.status, 404, unkeyed.text);
+});
+
+test('a keyed send retried after the queue was switched off: the 200 replay; a new key 503 QUEUE_STORE_UNAVAILABLE as before', NEEDS_SERVER, async () => {
+  const { instance, apiKey } = await t.createInstance('queue-off', { settings: SETTINGS });
+  const body = { phone: '4915112345678', message: 'before the switch', idempotencyKey: 'queue-off-0001' };
+  const first = await t.api(apiKey, 'POST', '/api/v2/send-message', body);
+  assert.equal(first.status, 202, first.text);
+  const off = await t.admin('PATCH', `/admin/v1/instances/${instance.id}`, { settings: { enabled: false } });
+  assert.equal(off.status, 200, off.text);
+
+  const retry = await t.api(apiKey, 'POST', '/api/v2/send-message', body);
+  assert.equal(retry.status, 200, retry.text);
+  assert.equal(retry.body.data?.idempotentReplay, true);
+  assert.equal(retry.body.data?.jobId, first.body.data?.jobId);
+  const other = await t.api(apiKey, 'POST', '/api/v2/send-message', { ...body, message: 'changed' });
+  assert.equal(other.status, 409, other.text);
+  const fresh = await t.api(apiKey, 'POST', '/api/v2/send-message', { ...body, idempotencyKey: 'queue-off-0002' });
+  assert.equal(fresh.status, 503, fresh.text);
+  assert.equal(fresh.body.code, 'QUEUE_STORE_UNAVAILABLE');
+  assert.equal(fresh.body.data?.queueMode, 'disabled');
+});
