@@ -104,8 +104,8 @@ export function sendRouter(deps: SendRouteDeps): Router {
   const router = createRouter('/api/v2');
 
   /**
-   * A media send's source checked (`validateMedia`, and a sticker's type). A keyed send whose source no longer
-   * passes is first looked up: the retry of a send accepted before is its replay whatever became of the media
+   * A media send's source checked (`validateMedia`, and a sticker's type). A keyed send whose stored media or URL
+   * no longer passes is first looked up: the retry of a send accepted before is its replay whatever became of the media
    * (found from the outside: 404 MEDIA_NOT_FOUND once the stored media was deleted or expired, which says there is
    * no such target, while the job had been sent; media lives 72 h, keys 7 days).
    */
@@ -113,6 +113,8 @@ export function sendRouter(deps: SendRouteDeps): Router {
     try {
       checkSourceType(kind, parsed.payload, await deps.validateMedia(port.instanceId, parsed.payload), parsed.warnings);
     } catch (err) {
+      // base64 is checked by its own bytes: refused now, it was refused then too (a 400 stays a 400)
+      if ('mediaBase64' in parsed.payload) throw err;
       const replay = await replayOf(port, toAcceptRequest(parsed, route));
       if (replay) throw new ReplayInstead(replay, parsed.warnings);
       throw err;
