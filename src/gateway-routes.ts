@@ -78,6 +78,8 @@ export interface RouteDeps {
   metrics: GatewayMetrics;
   /** wake an instance's webhook sender */
   wake(instanceId: string): void;
+  /** an instance's webhook was replaced, disabled or removed (src/actors/webhook-sender.ts) */
+  webhookChanged(instanceId: string): void;
   /** the mounted route table (the API reference is built from it) */
   routes(): RouteInfo[];
   version: string;
@@ -92,7 +94,7 @@ export interface Families {
 }
 
 export function gatewayFamilies(deps: RouteDeps): Families {
-  const { config, clock, log, pool, rt, cluster, admin, instances, keys, portOfInstance, media, store, sandbox, metrics, wake, v1Waits } = deps;
+  const { config, clock, log, pool, rt, cluster, admin, instances, keys, portOfInstance, media, store, sandbox, metrics, wake, webhookChanged, v1Waits } = deps;
   const VERSION = deps.version;
   // the one way into an instance: the port of the instance the request's key names
   // (this node's own, or a port forwarding to the node that owns it)
@@ -188,7 +190,7 @@ export function gatewayFamilies(deps: RouteDeps): Families {
       }),
     },
     adminFamily('admin-instances', adminInstancesRouter(instances)),
-    adminFamily('admin-webhooks', createWebhookAdminRouter({ db: pool, clock, wake, allowPrivate: config.WEBHOOK_ALLOW_PRIVATE })),
+    adminFamily('admin-webhooks', createWebhookAdminRouter({ db: pool, clock, wake, receiverChanged: webhookChanged, allowPrivate: config.WEBHOOK_ALLOW_PRIVATE })),
     adminFamily('admin-queue', adminQueueRouter({ pool, clock, portOf: portOfInstance, degradedSince: () => store.since })),
     adminFamily('debug', debugRouter(rt)),
     // its bodies are a sign-in's token (512 characters at most): open to everyone, it reads no more than this

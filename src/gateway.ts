@@ -155,6 +155,7 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Pr
   goOn();
   let actors: ActorSystem | null = null;
   const wake = (instanceId: string) => void actors?.webhooks.notify(instanceId);
+  const webhookChanged = (instanceId: string) => actors?.webhooks.receiverChanged(instanceId);
   const events = createEventBus({ pool, clock, wake });
   // sends an earlier process made while the store was away, and outcomes it knew, that it did not get to write
   // back: into the store before any queue reads it (src/queue/degraded-journal.ts)
@@ -260,7 +261,7 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Pr
   if (keyWatch) started.push(() => keyWatch.stop());
   const v1Waits = new V1Waits();
   const { families, consoleSessions, presence } = gatewayFamilies({
-    config, clock, log, pool, rt, cluster, admin, instances, keys, portOfInstance, media, store, sandbox, metrics, wake, v1Waits,
+    config, clock, log, pool, rt, cluster, admin, instances, keys, portOfInstance, media, store, sandbox, metrics, wake, webhookChanged, v1Waits,
     routes: () => routes,
     version: VERSION,
   });

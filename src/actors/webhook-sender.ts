@@ -47,6 +47,8 @@ export interface WebhookSenders {
   logic: CallbackActorLogic<WebhookSenderEvent, WebhookSenderInput>;
   /** wake the live sender of an instance on this node; false when it has none here (its poll still runs elsewhere) */
   notify(instanceId: string): boolean;
+  /** the instance's webhook was replaced, disabled or removed: its live sender on this node reads it again before its next attempt */
+  receiverChanged(instanceId: string): void;
   /** the live sender of an instance (tests, /debug/actors) */
   get(instanceId: string): WebhookSender | undefined;
   /** wait until every stopped sender has persisted its results, then close pooled connections */
@@ -128,6 +130,7 @@ export function createWebhookSenders(deps: WebhookSendersDeps): WebhookSenders {
       s?.notify();
       return s !== undefined;
     },
+    receiverChanged: (instanceId) => live.get(instanceId)?.receiverChanged(),
     get: (instanceId) => live.get(instanceId),
     async close() {
       closed = true;

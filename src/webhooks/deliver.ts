@@ -33,6 +33,8 @@ export const DELIVERY_TIMEOUT_MS = 10_000;
 export const BACKOFF_MS: readonly number[] = [1_000, 5_000];
 export const DEFAULT_POLL_MS = 2_000;
 export const DEFAULT_BATCH_SIZE = 100;
+/** How long a batch's reading of the receiver is used before it is read again (a change through another node). */
+export const RECEIVER_FRESH_MS = 1_000;
 
 export interface WebhookSenderOptions {
   instanceId: string;
@@ -103,6 +105,8 @@ export class WebhookSender {
   private stopping = false;
   private timer: TimerHandle | null = null;
   private unflushed: AttemptResult[] = [];
+  /** the receiver was changed or removed since the batch under way read it (`receiverChanged`) */
+  private receiverStale = false;
   /** the result writes under way (src/webhooks/pending.ts recordResults), one after the other */
   private writing: Promise<void> = Promise.resolve();
   readonly stats: SenderStats = { attempts: 0, delivered: 0, failed: 0 };
@@ -133,6 +137,15 @@ export class WebhookSender {
       // a notify() between the loop's last look at wakeRequested and here found it still running: honour it
       if (this.wakeRequested && !this.stopping) this.notify();
     });
+  }
+
+  /**
+   * The webhook was replaced, disabled or removed through this node: the next attempt reads it again (the one in
+   * flight finishes). Changed through another node, the batch reads it again RECEIVER_FRESH_MS after it read it.
+   */
+  receiverChanged(): void {
+    this.receiverStale = true;
+    this.notify();
   }
 
   /** Stop: no new attempts; the one in flight finishes (≤ timeout) and every result is persisted. */
@@ -167,12 +180,19 @@ export class WebhookSender {
    * results are written while the next batch is read and delivered (one write at a time, in order; the next
    * read leaves out the rows whose results are still on their way), and every result is written before the
    * pass ends: before any wait. Events committed meanwhile (`notify()`) continue the pass.
+   *
+   * The receiver (URL, secret, enabled) is read with each batch, and read again before an attempt once it was
+   * changed here (`receiverChanged`) or RECEIVER_FRESH_MS after it was read: found from the outside, a batch of
+   * up to 100 rows went on to the receiver it was read with, for as long as that receiver took to answer them
+   * (36 s and 73 events after a PUT moved the URL and rotated the secret; events after a DELETE or a disable).
    */
   private async drain(): Promise<number | null> {
     await this.flush();
     try {
       for (;;) {
+        this.receiverStale = false;
         const { rows, receiver: cfg } = await fetchPending(this.o.db, this.instanceId, this.o.batchSize, this.unflushed.map((r) => r.outboxId));
+        const readAt = this.o.clock.now();
         if (rows.length === 0) return null;
         if (!cfg) {
           // nothing can deliver what is pending; what was delivered is written first, so it stays delivered
@@ -181,14 +201,20 @@ export class WebhookSender {
           this.stats.failed += n;
           return null;
         }
+        let reread = false;
         for (const row of rows) {
           if (this.stopping) return null;
           if (row.nextAttemptAt > this.o.clock.now()) return row.nextAttemptAt;
+          if (this.receiverStale || this.o.clock.now() - readAt >= RECEIVER_FRESH_MS) {
+            reread = true;
+            break;
+          }
           const result = await this.attempt(row, cfg);
           this.unflushed.push(result);
           if (result.state === 'pending') return result.nextAttemptAt;
         }
         this.writeBehind();
+        if (reread) continue;
         if (rows.length < this.o.batchSize && !this.wakeRequested) return null;
         this.wakeRequested = false;
       }

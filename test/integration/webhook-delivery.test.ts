@@ -22,7 +22,7 @@ import { withTransaction } from '../../src/store/pool.js';
 import { putWebhook } from '../../src/webhooks/config.js';
 import { enqueueEvent, enqueueEvents } from '../../src/webhooks/outbox.js';
 import { listDeliveries } from '../../src/webhooks/deliveries.js';
-import { WebhookSender, type WebhookSenderOptions } from '../../src/webhooks/deliver.js';
+import { RECEIVER_FRESH_MS, WebhookSender, type WebhookSenderOptions } from '../../src/webhooks/deliver.js';
 import { createWebhookTransport, DRAIN_MS, type WebhookTransport } from '../../src/webhooks/transport.js';
 import { verifyWebhook, type VerifyInput, type VerifyResult } from '../../src/webhooks/sign.js';
 import { createWebhookSenders } from '../../src/actors/webhook-sender.js';
@@ -462,6 +462,79 @@ describe('webhook delivery', () => {
     assert.equal(rcv.receipts.length, 0);
     const r = await row(eventId);
     assert.deepEqual([r.state, r.last_error], ['failed', 'webhook removed or disabled']);
+  });
+
+  /**
+   * A receiver that holds its first request until `release()`, then answers 200 at once: what it got, with the
+   * secret each delivery verifies with.
+   */
+  async function heldReceiver() {
+    const got: { eventId: string; headers: http.IncomingHttpHeaders; raw: Buffer }[] = [];
+    let release = () => undefined as void;
+    const released = new Promise<void>((r) => (release = r));
+    let arrived = () => undefined as void;
+    const first = new Promise<void>((r) => (arrived = r));
+    const server = http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        got.push({ eventId: String(req.headers['x-event-id']), headers: req.headers, raw: Buffer.concat(chunks) });
+        if (got.length === 1) {
+          arrived();
+          void released.then(() => res.writeHead(200).end('ok'));
+        } else res.writeHead(200).end('ok');
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    receivers.push({ close: async () => (server.closeAllConnections(), await new Promise((r) => server.close(r))) } as unknown as Receiver);
+    return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, got, first, release };
+  }
+
+  for (const how of ['through this node', 'through another node (read again after RECEIVER_FRESH_MS)'] as const) {
+    test(`a webhook moved to another URL and secret while a batch is delivered ${how}: the next attempt goes to the new one`, async () => {
+      // found from the outside: a batch went on to the receiver it was read with (73 events, 36 s after the PUT,
+      // signed with the old secret)
+      const clock = simulatedClock();
+      const old = await heldReceiver();
+      const moved = await heldReceiver();
+      moved.release();
+      const id = await instance(old.url);
+      const ids: string[] = [];
+      for (let i = 0; i < 4; i++) ids.push((await enqueue(id, clock, { event: 'test', data: { message: `m${i}` } }))!.eventId);
+      const s = sender(id, clock);
+      s.start();
+      await old.first;
+      const NEW_SECRET = 'whsec_rotated_after_a_leak_0123';
+      await putWebhook(db.pool, id, { url: moved.url, secret: NEW_SECRET, events: ['*'], allowPrivate: true });
+      if (how === 'through this node') s.receiverChanged();
+      else clock.increment(RECEIVER_FRESH_MS);
+      old.release();
+      await s.idle();
+      await s.stop();
+      assert.deepEqual(old.got.map((g) => g.eventId), ids.slice(0, 1), 'the old receiver gets the attempt in flight only');
+      assert.deepEqual(moved.got.map((g) => g.eventId), ids.slice(1));
+      for (const g of moved.got) assert.equal(verifyWebhook({ rawBody: g.raw, headers: g.headers as Record<string, string>, secret: NEW_SECRET, now: clock.now() }).ok, true);
+      for (const e of ids) assert.equal((await row(e)).state, 'delivered');
+    });
+  }
+
+  test('a webhook removed while a batch is delivered: what is left fails at once, nothing more reaches the receiver', async () => {
+    const clock = simulatedClock();
+    const old = await heldReceiver();
+    const id = await instance(old.url);
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await enqueue(id, clock, { event: 'test', data: { message: `r${i}` } }))!.eventId);
+    const s = sender(id, clock);
+    s.start();
+    await old.first;
+    await db.pool.query('DELETE FROM webhooks WHERE instance_id = $1', [id]);
+    s.receiverChanged();
+    old.release();
+    await s.idle();
+    await s.stop();
+    assert.equal(old.got.length, 1);
+    assert.equal((await row(ids[0] as string)).state, 'delivered');
+    for (const e of ids.slice(1)) assert.deepEqual([(await row(e)).state, (await row(e)).last_error], ['failed', 'webhook removed or disabled']);
   });
 
   test('no secret reaches the delivery log or a log line; qr and code reach the receiver only', async () => {

@@ -48,6 +48,7 @@ before(async () => {
       woken.push(id);
       senders.notify(id);
     },
+    receiverChanged: (id) => senders.receiverChanged(id),
   });
   server = createApp({ log: silentLogger(), routers: [router] }).listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));

@@ -32,6 +32,8 @@ export interface WebhookAdminDeps {
   clock: Clock;
   /** wake the instance's webhook sender after an event was committed */
   wake(instanceId: string): void;
+  /** the instance's webhook was replaced, disabled or removed: its sender reads it again before its next attempt */
+  receiverChanged(instanceId: string): void;
   /** WEBHOOK_ALLOW_PRIVATE */
   allowPrivate?: boolean;
   resolver?: Resolver;
@@ -70,8 +72,10 @@ export function createWebhookAdminRouter(deps: WebhookAdminDeps): Router {
     // kept as the URL parser reads it, which is where deliveries go: spaces around it and tabs or line breaks
     // inside it dropped (`http://example.com<TAB>.evil.com` is example.com.evil.com), control characters encoded
     const saved = await putWebhook(deps.db, id, { ...input, url: url.href });
-    // Rows that were pending go to the new receiver now rather than at the next poll.
-    deps.wake(id);
+    // Rows that were pending go to the new receiver now rather than at the next poll, and none of them to the old
+    // one after the attempt in flight (found from the outside: the rest of a batch went on to the old URL, signed
+    // with the old secret)
+    deps.receiverChanged(id);
     ok(ctx, toView(saved));
   });
 
@@ -85,8 +89,8 @@ export function createWebhookAdminRouter(deps: WebhookAdminDeps): Router {
   router.delete('/admin/v1/instances/:id/webhook', takes(), async (ctx) => {
     const id = await instanceId(ctx.params.id);
     const deleted = await deleteWebhook(deps.db, id);
-    // The sender fails what was pending ("webhook removed").
-    if (deleted) deps.wake(id);
+    // The sender fails what was pending ("webhook removed"), from its next attempt on.
+    if (deleted) deps.receiverChanged(id);
     ok(ctx, { deleted });
   });
 
