@@ -21,10 +21,18 @@ export const SECRET_MIN_LENGTH = 16;
 const subscriptionName = define<Subscription>('event name', (v) =>
   (typeof v === 'string' && (v === '*' || isEventName(v))) || 'must be * or an event name of docs/webhooks.md (e.g. message, ready, message.sent)');
 
-const httpUrl = refine(chars(1, 2048), 'http(s) URL', (v) => {
+/** The longest webhook URL, as it is stored and requested (the URL parser's spelling, non-ASCII percent-encoded). */
+export const WEBHOOK_URL_MAX_LENGTH = 2048;
+
+const httpUrl = refine(chars(1, WEBHOOK_URL_MAX_LENGTH), 'http(s) URL', (v) => {
   try {
     const u = new URL(v);
-    return u.protocol === 'http:' || u.protocol === 'https:' || 'must be an http:// or https:// URL';
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') return 'must be an http:// or https:// URL';
+    // found from the outside: 2,015 characters of CJK were taken and stored as 18,015 (each one %XX%XX%XX), a
+    // request line many servers refuse; and port 0, which no receiver listens on
+    if (u.href.length > WEBHOOK_URL_MAX_LENGTH) return `must be at most ${WEBHOOK_URL_MAX_LENGTH} characters as sent (non-ASCII characters count as their percent-encoded bytes: ${u.href.length})`;
+    if (u.port === '0') return 'must not name port 0';
+    return true;
   } catch {
     return 'must be an absolute http:// or https:// URL';
   }

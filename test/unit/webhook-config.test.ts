@@ -22,6 +22,12 @@ test('webhook input: url http(s), secret ≥ 16, events known names or *', () =>
   fails({ ...valid, events: [] }, 'events');
   fails({ ...valid, allowPrivate: 'yes' }, 'allowPrivate');
   fails({ ...valid, extra: 1 }, 'extra');
+  // the length as sent (found from the outside: 2,015 CJK characters were stored as 18,015), and no port 0
+  const base = 'https://hooks.example.com/';
+  assert.equal(create({ ...valid, url: base + 'a'.repeat(2048 - base.length) }, WebhookInput).url.length, 2048);
+  fails({ ...valid, url: base + 'a'.repeat(2049 - base.length) }, 'url');
+  fails({ ...valid, url: base + '中'.repeat(1000) }, 'url');
+  fails({ ...valid, url: 'https://hooks.example.com:0/x' }, 'url');
 });
 
 test('the view never carries the secret and masks a URL password and the query values', () => {
