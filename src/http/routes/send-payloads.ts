@@ -5,7 +5,7 @@
  */
 import { DomainError, validationFailed } from '../../errors.js';
 import type { SendKind } from '../../queue/payload.js';
-import { mimeEssence, normaliseMimetype, sameMimetype } from '../../media/mimetype.js';
+import { mimeEssence, sameMimetype } from '../../media/mimetype.js';
 import { cleanFilename } from '../../media/record.js';
 import { MEDIA_SOURCES } from '../../media/resolve.js';
 
@@ -45,9 +45,7 @@ function mediaSource(b: { mediaUrl?: string | undefined; mediaBase64?: string | 
   if (b.mediaUrl !== undefined) src.mediaUrl = b.mediaUrl;
   if (b.mediaBase64 !== undefined) src.mediaBase64 = canonicalBase64(b.mediaBase64);
   if (b.mediaId !== undefined) src.mediaId = b.mediaId;
-  // one spelling of a type (and so one fingerprint): found from the outside, `AUDIO/OGG; codecs="opus"` and
-  // `audio/ogg;codecs=opus` were two payloads (409 on a retry) although the voice rule takes them as one type
-  if (b.mimetype !== undefined) src.mimetype = (normaliseMimetype(b.mimetype) ?? b.mimetype.replace(/\s+/g, '')).toLowerCase();
+  if (b.mimetype !== undefined) src.mimetype = b.mimetype.toLowerCase().replace(/\s+/g, '');
   if (b.filename !== undefined) src.filename = b.filename;
   return src;
 }
