@@ -123,7 +123,10 @@ export async function recordResults(q: Queryable, results: readonly AttemptResul
               next_attempt_at = COALESCE(r.next_at, o.next_attempt_at),
               delivered_at = CASE WHEN r.state = 'delivered' THEN r.finished_at ELSE o.delivered_at END
          FROM r
-        WHERE o.id = r.id AND o.state = 'pending' AND o.attempts = r.attempt - 1
+        WHERE o.id = r.id AND o.attempts = r.attempt - 1
+          -- an attempt made ends a row the operator's change failed meanwhile (settleForChange): it reached the
+          -- receiver or finally did not, which the listing then says
+          AND (o.state = 'pending' OR (r.state <> 'pending' AND o.state = 'failed' AND o.last_error = ANY ($10::text[])))
        RETURNING o.id
      )
      INSERT INTO webhook_attempts (outbox_id, attempt, at, status, error, duration_ms)
@@ -138,9 +141,35 @@ export async function recordResults(q: Queryable, results: readonly AttemptResul
       results.map((r) => r.error),
       results.map((r) => r.durationMs),
       results.map((r) => dateOf(r.nextAttemptAt)),
+      [REMOVED, UNSUBSCRIBED],
     ],
   });
   return rowCount ?? 0;
+}
+
+/** Why a row the operator's change ended failed (failOrphaned, settleForChange). */
+export const REMOVED = 'webhook removed or disabled';
+export const UNSUBSCRIBED = 'not subscribed by the webhook any more';
+
+/**
+ * What an operator's change of an instance's webhook means for its rows still pending, at once, in the change's
+ * request: removed or disabled (`events` null), every pending row fails; replaced, the rows of events it no longer
+ * subscribes to fail, and the others are due now (a fixed URL is tried at once, not after the broken one's backoff).
+ * Found from the outside: left to the sender, which sees a change at its next attempt, a DELETE followed by a PUT
+ * while an attempt was in flight sent the backlog raised before the DELETE to the new receiver, and a PUT's new
+ * event list did not apply to what was queued. The attempt in flight ends its row as it ends (recordResults).
+ */
+export async function settleForChange(q: Queryable, instanceId: string, now: number, events: readonly string[] | null): Promise<void> {
+  if (events === null) {
+    await failOrphaned(q, instanceId, now);
+    return;
+  }
+  await q.query(
+    `UPDATE outbox SET state = 'failed', last_error = $4, next_attempt_at = LEAST(next_attempt_at, $3)
+      WHERE instance_id = $1 AND state = 'pending' AND NOT ('*' = ANY ($2::text[]) OR event = ANY ($2::text[]))`,
+    [instanceId, [...events], new Date(now), UNSUBSCRIBED],
+  );
+  await q.query(`UPDATE outbox SET next_attempt_at = $2 WHERE instance_id = $1 AND state = 'pending' AND next_attempt_at > $2`, [instanceId, new Date(now)]);
 }
 
 /**
@@ -149,10 +178,10 @@ export async function recordResults(q: Queryable, results: readonly AttemptResul
  */
 export async function failOrphaned(q: Queryable, instanceId: string, now: number): Promise<number> {
   const { rowCount } = await q.query(
-    `UPDATE outbox SET state = 'failed', last_error = 'webhook removed or disabled', next_attempt_at = $2
+    `UPDATE outbox SET state = 'failed', last_error = $3, next_attempt_at = $2
       WHERE instance_id = $1 AND state = 'pending'
         AND NOT EXISTS (SELECT 1 FROM webhooks w WHERE w.instance_id = $1 AND w.enabled)`,
-    [instanceId, new Date(now)],
+    [instanceId, new Date(now), REMOVED],
   );
   return rowCount ?? 0;
 }

@@ -19,7 +19,8 @@ import { waitFor } from '../helpers/gateway.js';
 import { simulatedClock } from '../../src/clock.js';
 import { createLogger } from '../../src/log.js';
 import { withTransaction } from '../../src/store/pool.js';
-import { putWebhook } from '../../src/webhooks/config.js';
+import { deleteWebhook, putWebhook } from '../../src/webhooks/config.js';
+import { settleForChange } from '../../src/webhooks/pending.js';
 import { enqueueEvent, enqueueEvents } from '../../src/webhooks/outbox.js';
 import { listDeliveries } from '../../src/webhooks/deliveries.js';
 import { RECEIVER_FRESH_MS, WebhookSender, type WebhookSenderOptions } from '../../src/webhooks/deliver.js';
@@ -535,6 +536,56 @@ describe('webhook delivery', () => {
     assert.equal(old.got.length, 1);
     assert.equal((await row(ids[0] as string)).state, 'delivered');
     for (const e of ids.slice(1)) assert.deepEqual([(await row(e)).state, (await row(e)).last_error], ['failed', 'webhook removed or disabled']);
+  });
+
+  test('a DELETE then a PUT while an attempt is in flight: what was raised before the DELETE fails at once and never reaches the new receiver; the attempt in flight ends as it ends', async () => {
+    // found from the outside: left to the sender, which sees a change at its next attempt, the new receiver got
+    // the backlog raised before the DELETE (13 of 15 events)
+    const clock = simulatedClock();
+    const old = await heldReceiver();
+    const next = await heldReceiver();
+    next.release();
+    const id = await instance(old.url);
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) ids.push((await enqueue(id, clock, { event: 'test', data: { message: `d${i}` } }))!.eventId);
+    const s = sender(id, clock);
+    s.start();
+    await old.first;
+    // as the routes do: the change, then what it means for the rows still pending, in the request
+    await deleteWebhook(db.pool, id);
+    await settleForChange(db.pool, id, clock.now(), null);
+    await putWebhook(db.pool, id, { url: next.url, secret: 'whsec_the_next_receiver_0123', events: ['*'], allowPrivate: true });
+    await settleForChange(db.pool, id, clock.now(), ['*']);
+    s.receiverChanged();
+    old.release();
+    await s.idle();
+    await s.stop();
+    assert.equal(next.got.length, 0, 'nothing raised before the DELETE reaches the next receiver');
+    assert.equal((await row(ids[0] as string)).state, 'delivered', 'the attempt in flight reached the old receiver, and the listing says so');
+    for (const e of ids.slice(1)) assert.deepEqual([(await row(e)).state, (await row(e)).last_error], ['failed', 'webhook removed or disabled']);
+  });
+
+  test('a PUT that no longer subscribes to what is pending: those rows fail at once, the others go to the new receiver', async () => {
+    const clock = simulatedClock();
+    const old = await heldReceiver();
+    const next = await heldReceiver();
+    next.release();
+    const id = await instance(old.url);
+    const first = (await enqueue(id, clock, { event: 'test', data: { message: 'first' } }))!.eventId;
+    const qr = (await enqueue(id, clock, { event: 'qr', data: { qr: '2@login,secret==' } }))!.eventId;
+    const later = (await enqueue(id, clock, { event: 'test', data: { message: 'later' } }))!.eventId;
+    const s = sender(id, clock);
+    s.start();
+    await old.first;
+    await putWebhook(db.pool, id, { url: next.url, secret: 'whsec_the_next_receiver_0123', events: ['test'], allowPrivate: true });
+    await settleForChange(db.pool, id, clock.now(), ['test']);
+    s.receiverChanged();
+    old.release();
+    await s.idle();
+    await s.stop();
+    assert.deepEqual(next.got.map((g) => g.eventId), [later], 'the login QR is not sent to a receiver that did not ask for it');
+    assert.equal((await row(first)).state, 'delivered');
+    assert.deepEqual([(await row(qr)).state, (await row(qr)).last_error], ['failed', 'not subscribed by the webhook any more']);
   });
 
   test('no secret reaches the delivery log or a log line; qr and code reach the receiver only', async () => {

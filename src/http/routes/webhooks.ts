@@ -25,6 +25,7 @@ import { deleteWebhook, getWebhook, holdsMask, putWebhook, toView, WebhookInput 
 import { decodeCursor, DELIVERY_STATES, listDeliveries, redeliver } from '../../webhooks/deliveries.js';
 import { EVENT_NAMES, maxAttemptsFor, NORMAL_ATTEMPTS } from '../../webhooks/events.js';
 import { enqueueEvent } from '../../webhooks/outbox.js';
+import { settleForChange } from '../../webhooks/pending.js';
 import { existingInstanceId } from '../../store/instances.js';
 
 export interface WebhookAdminDeps {
@@ -72,6 +73,7 @@ export function createWebhookAdminRouter(deps: WebhookAdminDeps): Router {
     // kept as the URL parser reads it, which is where deliveries go: spaces around it and tabs or line breaks
     // inside it dropped (`http://example.com<TAB>.evil.com` is example.com.evil.com), control characters encoded
     const saved = await putWebhook(deps.db, id, { ...input, url: url.href });
+    await settleForChange(deps.db, id, deps.clock.now(), saved.enabled ? saved.events : null);
     // Rows that were pending go to the new receiver now rather than at the next poll, and none of them to the old
     // one after the attempt in flight (found from the outside: the rest of a batch went on to the old URL, signed
     // with the old secret)
@@ -89,6 +91,7 @@ export function createWebhookAdminRouter(deps: WebhookAdminDeps): Router {
   router.delete('/admin/v1/instances/:id/webhook', takes(), async (ctx) => {
     const id = await instanceId(ctx.params.id);
     const deleted = await deleteWebhook(deps.db, id);
+    if (deleted) await settleForChange(deps.db, id, deps.clock.now(), null);
     // The sender fails what was pending ("webhook removed"), from its next attempt on.
     if (deleted) deps.receiverChanged(id);
     ok(ctx, { deleted });
