@@ -9,7 +9,8 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import pg from 'pg';
+import { startTestGateway, unlinkUntilOffline, type TestGateway } from '../helpers/gateway.js';
 import { NEEDS_SERVER } from '../helpers/db.js';
 
 let t: TestGateway;
@@ -23,7 +24,7 @@ after(async () => {
 const SETTINGS = { minDelayMs: 0, maxDelayMs: 0, quietHours: null, maxPerHour: null, maxPer24h: null };
 
 test('a keyed send-media whose stored media was deleted since: its retry is the 200 replay, another caption 409, a new key still 404', NEEDS_SERVER, async () => {
-  const { apiKey } = await t.createInstance('media-gone', { settings: SETTINGS });
+  const { instance, apiKey } = await t.createInstance('media-gone', { settings: SETTINGS });
   const form = new FormData();
   form.append('file', new Blob([Buffer.from('hello, a file')], { type: 'text/plain' }), 'note.txt');
   const up = await fetch(`${t.url}/api/v2/media`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}` }, body: form });
@@ -49,6 +50,29 @@ test('a keyed send-media whose stored media was deleted since: its retry is the 
   assert.equal(fresh.body.code, 'MEDIA_NOT_FOUND');
   const unkeyed = await t.api(apiKey, 'POST', '/api/v2/send-media', { phone: body.phone, mediaId });
   assert.equal(unkeyed.status, 404, unkeyed.text);
+
+  // the key table held by another session past the store's deadline: the retry cannot be looked up, and is not
+  // told 404 (no job has the key) but that the store did not answer (found by the probe of the fix)
+  const holder = new pg.Client(t.db.config);
+  await holder.connect();
+  try {
+    await holder.query('BEGIN');
+    await holder.query('LOCK TABLE idempotency_keys IN ACCESS EXCLUSIVE MODE');
+    const blind = await t.api(apiKey, 'POST', '/api/v2/send-media', body);
+    assert.ok(['QUEUE_STORE_UNAVAILABLE', 'INSTANCE_TIMEOUT'].includes(String(blind.body.code)), blind.text);
+  } finally {
+    await holder.query('ROLLBACK');
+    await holder.end();
+  }
+
+  // offline: the replay, and rule 2's 409 for another payload (found by the probe of the fix: 503 INSTANCE_OFFLINE,
+  // which says no job has the key)
+  await unlinkUntilOffline(t, instance.id, apiKey);
+  const offline = await t.api(apiKey, 'POST', '/api/v2/send-media', body);
+  assert.equal(offline.status, 200, offline.text);
+  const offlineOther = await t.api(apiKey, 'POST', '/api/v2/send-media', { ...body, caption: 'another caption' });
+  assert.equal(offlineOther.status, 409, offlineOther.text);
+  assert.equal(offlineOther.body.code, 'IDEMPOTENCY_PAYLOAD_MISMATCH');
 });
 
 test('a keyed send retried after the queue was switched off: the 200 replay; a new key 503 QUEUE_STORE_UNAVAILABLE as before', NEEDS_SERVER, async () => {
@@ -69,4 +93,23 @@ test('a keyed send retried after the queue was switched off: the 200 replay; a n
   assert.equal(fresh.status, 503, fresh.text);
   assert.equal(fresh.body.code, 'QUEUE_STORE_UNAVAILABLE');
   assert.equal(fresh.body.data?.queueMode, 'disabled');
+});
+
+test('a requeue repeated after the queue was switched off is the 200 replay of the first (found by the probe of the fix: 503)', NEEDS_SERVER, async () => {
+  const { instance, apiKey } = await t.createInstance('requeue-off', { settings: { ...SETTINGS, minDelayMs: 600_000, maxDelayMs: 600_000 } });
+  const first = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'to requeue' });
+  const second = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'waits' });
+  assert.equal(second.status, 202, second.text);
+  // the second waits ten minutes behind the first: cancelled, it can be requeued
+  const jobId = String(second.body.data?.jobId);
+  assert.equal((await t.api(apiKey, 'DELETE', `/api/v2/messages/${jobId}`)).status, 200);
+  const requeued = await t.api(apiKey, 'POST', `/api/v2/messages/${jobId}/requeue`);
+  assert.equal(requeued.status, 202, requeued.text);
+  assert.equal((await t.admin('PATCH', `/admin/v1/instances/${instance.id}`, { settings: { enabled: false } })).status, 200);
+  const again = await t.api(apiKey, 'POST', `/api/v2/messages/${jobId}/requeue`);
+  assert.equal(again.status, 200, again.text);
+  assert.equal(again.body.data?.idempotentReplay, true);
+  assert.equal(again.body.data?.jobId, requeued.body.data?.jobId);
+  assert.equal(again.body.data?.previousJobId, jobId);
+  assert.ok(first.status === 202);
 });

@@ -129,20 +129,26 @@ const replayable = (err: DomainError): boolean =>
  * (src/http/routes/send.ts: a media send whose source no longer passes); the route answers it.
  */
 export class ReplayInstead extends Error {
-  constructor(readonly replay: Accepted, readonly warnings: string[]) {
+  /** `answer`: the replay, or rule 2's 409 (the key names a job of another payload) */
+  constructor(readonly answer: Accepted | DomainError, readonly warnings: string[]) {
     super('answered with the replay of the job the key names');
   }
 }
 
 /**
- * The 200 replay (or 409 IDEMPOTENCY_PAYLOAD_MISMATCH) of a keyed send whose key names a job already; null without
- * a key, when no job has it, or when the queue could not say within `deadlineMs`.
+ * The 200 replay of a keyed send whose key names a job already (409 IDEMPOTENCY_PAYLOAD_MISMATCH thrown for a job
+ * of another payload); null without a key, or when no job has it. Throws what the lookup failed with (the store,
+ * the deadline): then nobody can say.
  */
-export async function replayOf(port: InstancePort, request: AcceptRequest, deadlineMs: number = DEADLINES.send): Promise<Accepted | null> {
+export async function lookupReplay(port: InstancePort, request: AcceptRequest, deadlineMs: number = DEADLINES.send): Promise<Accepted | null> {
   if (request.idempotencyKey === null) return null;
-  const replay = await port.ask({ type: 'queue.replay', request }, deadlineMs).catch(() => null);
+  const replay = await port.ask({ type: 'queue.replay', request }, deadlineMs);
   return replay && accepted(replay);
 }
+
+/** `lookupReplay`, a failed lookup answered null (a gate's refusal is then the answer). */
+const replayOf = (port: InstancePort, request: AcceptRequest, deadlineMs: number): Promise<Accepted | null> =>
+  port.ask({ type: 'queue.replay', request }, deadlineMs).then((r) => r && accepted(r), () => null);
 
 /**
  * A v2 send its gate refused (`refusal`: the instance offline, or an ordered restart): when it carries an
@@ -164,6 +170,7 @@ async function replayDespite(
     if (err instanceof ReplayInstead) throw err;
     throw refusal;
   }
+  if (request.idempotencyKey === null) throw refusal;
   const replay = await replayOf(port, request, deadlineMs);
   if (!replay) throw refusal;
   return replay;

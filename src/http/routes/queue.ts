@@ -12,7 +12,7 @@ import { DomainError, queueStoreUnavailable } from '../../errors.js';
 import { parse, queryInteger } from '../validate.js';
 import { jobStatus } from '../../wire/job.js';
 import { getJob, listJobs, findByIdempotencyKey } from '../../queue/jobs.js';
-import { IDEMPOTENCY_RETENTION_MS } from '../../queue/worker.js';
+import { IDEMPOTENCY_RETENTION_MS, type AcceptRequest } from '../../queue/worker.js';
 import { sendPart } from '../../queue/payload.js';
 import { JOB_STATES, canRequeue } from '../../../machines/job.machine.js';
 import { DEADLINES, type InstancePort } from '../../actors/port.js';
@@ -20,7 +20,7 @@ import type { Pool } from '../../store/pool.js';
 import type { Clock } from '../../clock.js';
 import { IDEMPOTENCY_KEY, requeueKey } from './send-schemas.js';
 import { isJobId } from './network-common.js';
-import { acceptJob, answerAccepted, requestView, v2Gate } from './queue-gate.js';
+import { answerAccepted, gatedAccept, requestView } from './queue-gate.js';
 import { payloadHash } from './send.js';
 
 export interface QueueRouteDeps {
@@ -109,9 +109,9 @@ export function queueHandlers(deps: Pick<QueueRouteDeps, 'pool' | 'clock' | 'deg
       if (!canRequeue(old.state)) {
         throw new DomainError('JOB_NOT_REQUEUEABLE', `a job in state ${old.state} cannot be requeued; only failed, expired or cancelled jobs`, { jobId, state: old.state });
       }
-      await v2Gate(ctx, port);
-      // The derived key makes a repeated requeue of the same job a replay, never a second message.
-      const result = await acceptJob(port, {
+      // The derived key makes a repeated requeue of the same job a replay, never a second message: also while the
+      // instance is offline, paused or its queue switched off, as any keyed send (found from the outside: 503)
+      const request: AcceptRequest = {
         ...sendPart(old),
         originRoute,
         chatId: old.chatId,
@@ -123,7 +123,8 @@ export function queueHandlers(deps: Pick<QueueRouteDeps, 'pool' | 'clock' | 'deg
         notBefore: null,
         ttlSeconds: null,
         previousJobId: old.id,
-      });
+      };
+      const result = await gatedAccept(ctx, port, () => request);
       answerAccepted(ctx, deps.clock, result, [], { previousJobId: old.id });
     },
   };

@@ -11,7 +11,7 @@ import { parseGroupCreate, parseSend, type ParsedSend, type SendKind } from './s
 import type { AcceptRequest } from '../../queue/worker.js';
 import { sendPart } from '../../queue/payload.js';
 import { checkSourceType } from './send-payloads.js';
-import { answerAccepted, gatedAccept, ownNumber, replayOf, ReplayInstead, type Accepted, type QueueGateDeps } from './queue-gate.js';
+import { answerAccepted, gatedAccept, lookupReplay, ownNumber, ReplayInstead, type Accepted, type QueueGateDeps } from './queue-gate.js';
 import type { InstancePort } from '../../actors/port.js';
 
 export interface SendRouteDeps extends QueueGateDeps {
@@ -115,7 +115,17 @@ export function sendRouter(deps: SendRouteDeps): Router {
     } catch (err) {
       // base64 is checked by its own bytes: refused now, it was refused then too (a 400 stays a 400)
       if ('mediaBase64' in parsed.payload) throw err;
-      const replay = await replayOf(port, toAcceptRequest(parsed, route));
+      let replay: Accepted | null;
+      try {
+        replay = await lookupReplay(port, toAcceptRequest(parsed, route));
+      } catch (lookup) {
+        // the key names a job of another payload: rule 2's 409 whatever the instance's state (found by the probe of
+        // the fix: offline, paused or switched off, the gate's 503 said no job had the key)
+        if (lookup instanceof DomainError && lookup.code === 'IDEMPOTENCY_PAYLOAD_MISMATCH') throw new ReplayInstead(lookup, parsed.warnings);
+        // the key could not be looked up: that is the answer (found by the probe of the fix: the media's 404 said
+        // no job had it while the store held the key table)
+        throw lookup;
+      }
       if (replay) throw new ReplayInstead(replay, parsed.warnings);
       throw err;
     }
@@ -134,7 +144,8 @@ export function sendRouter(deps: SendRouteDeps): Router {
       });
     } catch (err) {
       if (!(err instanceof ReplayInstead)) throw err;
-      r = err.replay;
+      if (err.answer instanceof DomainError) throw err.answer;
+      r = err.answer;
       warnings = err.warnings;
     }
     answerAccepted(ctx, deps.clock, r, warnings);
