@@ -90,6 +90,22 @@ export function consoleRouter(deps: ConsoleDeps): Router {
     ok(ctx, { signedIn: deps.sessions.valid(deps.sessions.idOf(ctx)) });
   });
 
+  // Sign-out needs no valid session: it ends the one the cookie names, if any, and clears the cookie. Found from
+  // the outside: behind the admin guard, a cookie this node did not know (signed in on another node of a cluster)
+  // was refused 401 before the cookie was cleared, and the page said "Signed out." of a session that stayed valid.
+  // The session ends also when the request came with the admin token (it answered signedIn false while the
+  // cookie's session stayed valid). From a browser, not from another site and only with X-Console: 1
+  // (checkConsoleRequest); a request with an Authorization header is no browser's forgery (a page of another site
+  // cannot send one without a preflight this server never answers).
+  router.delete('/console/session', (ctx) => {
+    if (ctx.get('authorization') === '') checkConsoleRequest(ctx);
+    const id = deps.sessions.idOf(ctx);
+    if (id !== null) deps.sessions.delete(id);
+    ctx.cookies.set(CONSOLE_COOKIE, '', { ...cookieSecurity(ctx), maxAge: 0, overwrite: true });
+    ctx.set('Cache-Control', 'no-store');
+    ok(ctx, { signedIn: false });
+  });
+
   router.post('/console/session', (ctx) => {
     checkConsoleRequest(ctx);
     const body = ctx.request.body as { token?: unknown } | undefined;
@@ -130,16 +146,6 @@ function cookieSecurity(ctx: Context): { httpOnly: true; sameSite: 'strict'; pat
 export function consoleApiRouter(deps: ConsoleDeps): Router {
   const router = createRouter();
   const pollMs = deps.pollMs ?? 2_000;
-
-  // behind requireAdminOrConsole: a cookie request has passed checkConsoleRequest there. The session the cookie
-  // names ends also when the request came with the admin token (found from the outside: answered signedIn false
-  // while the cookie's session stayed valid); a bearer client may end it, it could sign in anyway
-  router.delete('/console/session', (ctx) => {
-    const id = deps.sessions.idOf(ctx);
-    if (id !== null) deps.sessions.delete(id);
-    ctx.cookies.set(CONSOLE_COOKIE, '', { ...cookieSecurity(ctx), maxAge: 0, overwrite: true });
-    ok(ctx, { signedIn: false });
-  });
 
   // the state diagrams: the machines' own structure (nested and parallel states, transitions with their events)
   router.get('/console/machines', (ctx) => ok(ctx, consoleMachines()));

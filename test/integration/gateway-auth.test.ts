@@ -248,6 +248,10 @@ test('a rotated key stops working at once; the new one works', async () => {
   assert.equal(before.status, 200);
   const r = await t.admin('POST', `/admin/v1/instances/${A.id}/keys`);
   assert.equal(r.status, 201, r.text);
+  assert.equal(r.headers.get('cache-control'), 'no-store', 'an answer carrying a key is kept by no cache');
+  const created = await t.admin('POST', '/admin/v1/instances', { name: 'no-store', driver: 'sandbox' });
+  assert.equal(created.status, 201, created.text);
+  assert.equal(created.headers.get('cache-control'), 'no-store');
   const fresh = String(r.body.data?.apiKey);
   assert.match(fresh, /^wapi_alpha_[A-Za-z0-9_-]{16,}$/);
   assert.notEqual(fresh, A.key);

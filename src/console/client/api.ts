@@ -22,6 +22,12 @@ interface Envelope {
   code?: string;
 }
 
+/** Told when a call other than the sign-in is refused 401: the session ended (main.ts shows the sign-in form). */
+let onSessionEnded: (reason: string) => void = () => undefined;
+export function whenSessionEnded(f: (reason: string) => void): void {
+  onSessionEnded = f;
+}
+
 export async function call<T>(method: string, url: string, body?: unknown): Promise<T> {
   const res = await fetch(url, {
     method,
@@ -36,6 +42,9 @@ export async function call<T>(method: string, url: string, body?: unknown): Prom
     env = {};
   }
   if (!res.ok || env.success !== true) {
+    // found from the outside: after a fail-over in a cluster the page stayed "live" while every action was refused
+    // 401 (the session is the node's), with no way back to the sign-in form but Sign out
+    if (res.status === 401 && url !== '/console/session') onSessionEnded(env.error ?? 'The console session has ended: sign in again.');
     const field = env.data && typeof env.data === 'object' ? (env.data as { field?: unknown }).field : undefined;
     throw new ApiError(res.status, env.code ?? 'HTTP_' + String(res.status), env.error ?? `${method} ${url} answered ${res.status}`, typeof field === 'string' ? field : null);
   }

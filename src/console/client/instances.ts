@@ -73,7 +73,12 @@ export function showError(text: string): void {
   byId('app-error').textContent = text;
 }
 
+/** Whether an operator is signed in on this page (the app is shown). */
+const signedIn = (): boolean => !byId('app').hidden;
+
 function showKey(name: string, apiKey: string): void {
+  // an answer that came after a sign-out is not shown to whoever signs in next (found by the probe of the fix)
+  if (!signedIn()) return;
   byId('new-key-name').textContent = name;
   byId('new-key-value').textContent = apiKey;
   byId('new-key').hidden = false;
@@ -288,6 +293,7 @@ async function create(): Promise<void> {
   const driver = byId<InputEl>('create-driver');
   try {
     const created = await call<{ instance: InstanceItem; apiKey: string; startDeferred?: string | null }>('POST', '/admin/v1/instances', { name: name.value, driver: driver.value });
+    if (!signedIn()) return;
     showKey(created.instance.name, created.apiKey);
     name.value = '';
     // created, key valid, not started yet (its placement met the store failing): say why and what happens next

@@ -6,7 +6,7 @@
  * (instances.ts), the confirmation dialog (confirm.ts), linking by QR or pairing code (link.ts), the settings
  * editor (settings.ts), and the Queue, Webhook and Diagrams panels (queue.ts, webhook.ts, diagrams.ts).
  */
-import { ApiError, call, message } from './api.js';
+import { ApiError, call, message, whenSessionEnded } from './api.js';
 import { browser, byId, onSubmit, type EventSourceLike, type InputEl } from './dom.js';
 import { initConfirm } from './confirm.js';
 import { clearInstances, initInstances, markStale, renderInstances, showError, type InstanceItem } from './instances.js';
@@ -128,10 +128,13 @@ function init(): void {
   });
 
   byId('sign-out').addEventListener('click', () => {
+    // answered 200 whether the session was still valid or not (the cookie is cleared either way)
     void call('DELETE', '/console/session')
       .then(() => showSignIn('Signed out.'))
-      // 401: the session had ended already
-      .catch((err: unknown) => (err instanceof ApiError && err.status === 401 ? showSignIn('Signed out.') : showError(message(err))));
+      .catch((err: unknown) => showError(`Sign out: ${message(err)}`));
+  });
+  whenSessionEnded((reason) => {
+    if (!byId('app').hidden) showSignIn(reason);
   });
 
   initInstances();

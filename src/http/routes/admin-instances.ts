@@ -87,6 +87,8 @@ export function adminInstancesRouter(admin: InstanceAdmin): Router {
     // a name already taken answers 409 CONFLICT from the store's unique name (also for two creates at once)
     const created = await inSettings(() => admin.create({ name: input.name, driver: input.driver, ...(settings ? { settings } : {}) }));
     // committed: answered 201 with the key whatever follows (a placement or a view the store failed)
+    // an answer that carries a key is kept by no cache, as the QR's (found from the outside)
+    ctx.set('Cache-Control', 'no-store');
     ok(ctx, { instance: await admin.describeCreated(created), apiKey: created.apiKey, startDeferred: created.startDeferred }, 201);
   });
   // an instance deleted while the list is described is left out (it was listed, then gone): not a 404 of the list
@@ -110,6 +112,7 @@ export function adminInstancesRouter(admin: InstanceAdmin): Router {
     const apiKey = await admin.rotateKey(inst.id);
     // deleted since it was loaded: no key was made (never a 201 with a null key)
     if (apiKey === null) throw new DomainError('INSTANCE_NOT_FOUND', 'no such instance', { instanceId: inst.id });
+    ctx.set('Cache-Control', 'no-store');
     ok(ctx, { instanceId: inst.id, apiKey }, 201);
   });
   router.post('/admin/v1/instances/:id/restart', takes(), async (ctx) => {
