@@ -26,6 +26,7 @@ import type { InstancePort } from '../actors/port.js';
 import type { Logger } from '../log.js';
 import { CONSOLE_COOKIE, type ConsoleSessions } from './sessions.js';
 import { checkConsoleRequest } from './auth.js';
+import { requireAdmin } from '../http/auth.js';
 import { CONSOLE_CSS, CONSOLE_HTML } from './page.js';
 import { consoleMachines } from './machines.js';
 import { consoleReadings } from './readings.js';
@@ -95,10 +96,12 @@ export function consoleRouter(deps: ConsoleDeps): Router {
   // was refused 401 before the cookie was cleared, and the page said "Signed out." of a session that stayed valid.
   // The session ends also when the request came with the admin token (it answered signedIn false while the
   // cookie's session stayed valid). From a browser, not from another site and only with X-Console: 1
-  // (checkConsoleRequest); a request with an Authorization header is no browser's forgery (a page of another site
-  // cannot send one without a preflight this server never answers).
-  router.delete('/console/session', (ctx) => {
+  // (checkConsoleRequest); with an Authorization header, only the admin token (a page of another site cannot send
+  // one without a preflight this server never answers).
+  const admin = requireAdmin(deps.adminToken);
+  router.delete('/console/session', async (ctx) => {
     if (ctx.get('authorization') === '') checkConsoleRequest(ctx);
+    else await admin(ctx, async () => undefined);
     const id = deps.sessions.idOf(ctx);
     if (id !== null) deps.sessions.delete(id);
     ctx.cookies.set(CONSOLE_COOKIE, '', { ...cookieSecurity(ctx), maxAge: 0, overwrite: true });

@@ -107,7 +107,7 @@ test('the route table covers every family and only /health is open', () => {
   }
   assert.deepEqual(
     t.gw.routes.filter((r) => r.auth === 'none').map((r) => `${r.method} ${r.path}`).sort(),
-    ['GET /console', 'GET /console/app.css', 'GET /console/app.js', 'GET /console/session', 'GET /docs', 'GET /docs/redoc.standalone.js', 'GET /health', 'GET /openapi.json', 'POST /console/session'],
+    ['DELETE /console/session', 'GET /console', 'GET /console/app.css', 'GET /console/app.js', 'GET /console/session', 'GET /docs', 'GET /docs/redoc.standalone.js', 'GET /health', 'GET /openapi.json', 'POST /console/session'],
   );
   assert.ok(t.gw.routes.length > 60, `${t.gw.routes.length} routes`);
 });
@@ -120,9 +120,14 @@ test('every route × every wrong credential: 401/403 in the envelope, and nothin
     const what = (cred: string) => `${route.method} ${route.path} with ${cred}`;
     if (route.auth === 'none') {
       const r = await call(route.method, path, null);
-      // the console's sign-in signs nobody in without X-Console: 1 and the admin token
-      if (route.method === 'POST' && route.path === '/console/session') expectError(r, 403, 'FORBIDDEN', what('no header'));
+      // the console's sign-in signs nobody in without X-Console: 1 and the admin token; its sign-out (which needs no
+      // valid session) ends nothing without X-Console: 1, nor with a credential that is not the admin token
+      if (route.path === '/console/session' && route.method !== 'GET') expectError(r, 403, 'FORBIDDEN', what('no header'));
       else assert.equal(r.status, 200, what('no header'));
+      if (route.path === '/console/session' && route.method === 'DELETE') {
+        expectError(await call(route.method, path, 'Bearer not-the-admin-token-0000'), 401, 'UNAUTHORIZED', what('a wrong admin token'));
+        expectError(await call(route.method, path, `Bearer ${A.key}`), 403, 'FORBIDDEN', what("an instance's key"));
+      }
       continue;
     }
     expectError(await call(route.method, path, null), 401, 'UNAUTHORIZED', what('no header'));
