@@ -64,8 +64,8 @@ export const FETCH_PENDING = `SELECT o.id, o.event_id, o.event, o.body, o.attemp
 
 /**
  * The oldest pending rows of the instance, in delivery order (outbox id), together with its enabled
- * webhook (null when removed or disabled). One query: the configuration is read fresh for every batch, so a
- * changed URL or secret applies from the next batch on, without a second round trip. `except`: rows the
+ * webhook (null when removed or disabled). One query: the configuration is read fresh with every batch (and the
+ * sender reads a batch again when it changed, or a second after it read it: src/webhooks/deliver.ts `drain`). `except`: rows the
  * sender attempted whose results are still being written (they are still `pending` in the table).
  */
 export async function fetchPending(q: Queryable, instanceId: string, limit: number, except: readonly number[] = []): Promise<{ rows: PendingRow[]; receiver: Receiver | null }> {
