@@ -33,7 +33,11 @@ export const DELIVERY_TIMEOUT_MS = 10_000;
 export const BACKOFF_MS: readonly number[] = [1_000, 5_000];
 export const DEFAULT_POLL_MS = 2_000;
 export const DEFAULT_BATCH_SIZE = 100;
-/** How long a batch's reading of the receiver is used before it is read again (a change through another node). */
+/**
+ * How long a batch's reading of the receiver is used before it is read again (a change through another node), in
+ * real time: what it bounds is how long a change takes to hold, and a simulated clock's jumps must not make every
+ * batch read again. At least one attempt is made with each reading (a slow read cannot stall the sender).
+ */
 export const RECEIVER_FRESH_MS = 1_000;
 
 export interface WebhookSenderOptions {
@@ -47,6 +51,8 @@ export interface WebhookSenderOptions {
   /** fallback poll; null when an outside poller notifies (src/actors/webhook-sender.ts polls for all) */
   pollMs?: number | null;
   batchSize?: number;
+  /** how long (real time) a batch's reading of the receiver is used before it is read again: RECEIVER_FRESH_MS */
+  receiverFreshMs?: number;
   /** observations for /metrics (none: not observed) */
   metrics?: WebhookMetrics;
 }
@@ -118,6 +124,7 @@ export class WebhookSender {
       backoffMs: BACKOFF_MS,
       pollMs: DEFAULT_POLL_MS,
       batchSize: DEFAULT_BATCH_SIZE,
+      receiverFreshMs: RECEIVER_FRESH_MS,
       ...opts,
     };
   }
@@ -192,7 +199,7 @@ export class WebhookSender {
       for (;;) {
         this.receiverStale = false;
         const { rows, receiver: cfg } = await fetchPending(this.o.db, this.instanceId, this.o.batchSize, this.unflushed.map((r) => r.outboxId));
-        const readAt = this.o.clock.now();
+        const readAt = performance.now();
         if (rows.length === 0) return null;
         if (!cfg) {
           // nothing can deliver what is pending; what was delivered is written first, so it stays delivered
@@ -202,13 +209,15 @@ export class WebhookSender {
           return null;
         }
         let reread = false;
+        let attempted = 0;
         for (const row of rows) {
           if (this.stopping) return null;
           if (row.nextAttemptAt > this.o.clock.now()) return row.nextAttemptAt;
-          if (this.receiverStale || this.o.clock.now() - readAt >= RECEIVER_FRESH_MS) {
+          if (this.receiverStale || (attempted > 0 && performance.now() - readAt >= this.o.receiverFreshMs)) {
             reread = true;
             break;
           }
+          attempted += 1;
           const result = await this.attempt(row, cfg);
           this.unflushed.push(result);
           if (result.state === 'pending') return result.nextAttemptAt;
