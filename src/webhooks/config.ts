@@ -29,9 +29,9 @@ const httpUrl = refine(chars(1, 4 * WEBHOOK_URL_MAX_LENGTH), 'http(s) URL', (v) 
   try {
     const u = new URL(v);
     if (u.protocol !== 'http:' && u.protocol !== 'https:') return 'must be an http:// or https:// URL';
-    // found from the outside: 2,015 characters of CJK were taken and stored as 18,015 (each one %XX%XX%XX), a
-    // request line many servers refuse; and port 0, which no receiver listens on
-    // as sent: the parser's spelling (non-ASCII percent-encoded), without the fragment, which is never sent
+    // measured as sent: the parser's spelling (non-ASCII percent-encoded), without the fragment, which is never
+    // sent. Found from the outside: 2,015 characters of CJK were taken and stored as 18,015 (each one %XX%XX%XX),
+    // a request line many servers refuse; and port 0, which no receiver listens on
     const sent = u.href.length - u.hash.length;
     if (sent > WEBHOOK_URL_MAX_LENGTH) return `must be at most ${WEBHOOK_URL_MAX_LENGTH} characters as sent (non-ASCII characters count as their percent-encoded bytes, the fragment not at all): ${sent}`;
     if (u.port === '0') return 'must not name port 0';

@@ -65,8 +65,8 @@ export const FETCH_PENDING = `SELECT o.id, o.event_id, o.event, o.body, o.attemp
 /**
  * The oldest pending rows of the instance, in delivery order (outbox id), together with its enabled
  * webhook (null when removed or disabled). One query: the configuration is read fresh with every batch (and the
- * sender reads a batch again when it changed, or a second after it read it: src/webhooks/deliver.ts `drain`). `except`: rows the
- * sender attempted whose results are still being written (they are still `pending` in the table).
+ * sender reads a batch again when it changed, or a second after it read it: src/webhooks/deliver.ts `drain`).
+ * `except`: rows the sender attempted whose results are still being written (they are still `pending` in the table).
  */
 export async function fetchPending(q: Queryable, instanceId: string, limit: number, except: readonly number[] = []): Promise<{ rows: PendingRow[]; receiver: Receiver | null }> {
   const { rows } = await q.query<{
@@ -164,12 +164,17 @@ export async function settleForChange(q: Queryable, instanceId: string, now: num
     await failOrphaned(q, instanceId, now);
     return;
   }
+  // one statement: the rows it no longer subscribes to failed, every other pending row due by now
   await q.query(
-    `UPDATE outbox SET state = 'failed', last_error = $4, next_attempt_at = LEAST(next_attempt_at, $3)
-      WHERE instance_id = $1 AND state = 'pending' AND NOT ('*' = ANY ($2::text[]) OR event = ANY ($2::text[]))`,
+    `UPDATE outbox o
+        SET state = CASE WHEN p.subscribed THEN o.state ELSE 'failed' END,
+            last_error = CASE WHEN p.subscribed THEN o.last_error ELSE $4 END,
+            next_attempt_at = LEAST(o.next_attempt_at, $3)
+       FROM (SELECT id, ('*' = ANY ($2::text[]) OR event = ANY ($2::text[])) AS subscribed
+               FROM outbox WHERE instance_id = $1 AND state = 'pending') p
+      WHERE o.id = p.id AND (NOT p.subscribed OR o.next_attempt_at > $3)`,
     [instanceId, [...events], new Date(now), UNSUBSCRIBED],
   );
-  await q.query(`UPDATE outbox SET next_attempt_at = $2 WHERE instance_id = $1 AND state = 'pending' AND next_attempt_at > $2`, [instanceId, new Date(now)]);
 }
 
 /**

@@ -267,7 +267,6 @@ export function markStale(reason: string): void {
   }
 }
 
-/** Empty the list (signed out). */
 /** The shown key taken out of the page (its text too, not only hidden). */
 function hideKey(): void {
   byId('new-key-name').textContent = '';
@@ -276,8 +275,8 @@ function hideKey(): void {
 }
 
 /**
- * Everything of the signed-in operator taken out of the page, a key shown once included (found from the outside:
- * a rotated key was shown again to whoever signed in next in the same tab).
+ * Empty the list (signed out): everything of the signed-in operator taken out of the page, a key shown once
+ * included (found from the outside: a rotated key was shown again to whoever signed in next in the same tab).
  */
 export function clearInstances(): void {
   hideKey();

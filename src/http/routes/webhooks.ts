@@ -91,9 +91,11 @@ export function createWebhookAdminRouter(deps: WebhookAdminDeps): Router {
   router.delete('/admin/v1/instances/:id/webhook', takes(), async (ctx) => {
     const id = await instanceId(ctx.params.id);
     const deleted = await deleteWebhook(deps.db, id);
-    if (deleted) await settleForChange(deps.db, id, deps.clock.now(), null);
-    // The sender fails what was pending ("webhook removed"), from its next attempt on.
-    if (deleted) deps.receiverChanged(id);
+    if (deleted) {
+      // what was pending fails now ("webhook removed"); the sender sees it from its next attempt on
+      await settleForChange(deps.db, id, deps.clock.now(), null);
+      deps.receiverChanged(id);
+    }
     ok(ctx, { deleted });
   });
 
