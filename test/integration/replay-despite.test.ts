@@ -23,6 +23,22 @@ after(async () => {
 
 const SETTINGS = { minDelayMs: 0, maxDelayMs: 0, quietHours: null, maxPerHour: null, maxPer24h: null };
 
+type Answer = Awaited<ReturnType<TestGateway['api']>>;
+
+/** The 200 replay of the job `first` accepted. */
+function isReplayOf(r: Answer, first: Answer): void {
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.body.data?.idempotentReplay, true);
+  assert.equal(r.body.data?.jobId, first.body.data?.jobId);
+}
+
+/** Rule 2's 409: the key names the job `first` accepted, of another payload. */
+function isMismatchOf(r: Answer, first: Answer): void {
+  assert.equal(r.status, 409, r.text);
+  assert.equal(r.body.code, 'IDEMPOTENCY_PAYLOAD_MISMATCH');
+  assert.equal((r.body.data as { jobId?: string }).jobId, first.body.data?.jobId);
+}
+
 test('a keyed send-media whose stored media was deleted since: its retry is the 200 replay, another caption 409, a new key still 404', NEEDS_SERVER, async () => {
   const { instance, apiKey } = await t.createInstance('media-gone', { settings: SETTINGS });
   const form = new FormData();
@@ -37,14 +53,8 @@ test('a keyed send-media whose stored media was deleted since: its retry is the 
   const gone = await t.api(apiKey, 'DELETE', `/api/v2/media/${mediaId}`);
   assert.equal(gone.status, 200, gone.text);
 
-  const retry = await t.api(apiKey, 'POST', '/api/v2/send-media', body);
-  assert.equal(retry.status, 200, retry.text);
-  assert.equal(retry.body.data?.idempotentReplay, true);
-  assert.equal(retry.body.data?.jobId, first.body.data?.jobId);
-  const other = await t.api(apiKey, 'POST', '/api/v2/send-media', { ...body, caption: 'another caption' });
-  assert.equal(other.status, 409, other.text);
-  assert.equal(other.body.code, 'IDEMPOTENCY_PAYLOAD_MISMATCH');
-  assert.equal((other.body.data as { jobId?: string }).jobId, first.body.data?.jobId);
+  isReplayOf(await t.api(apiKey, 'POST', '/api/v2/send-media', body), first);
+  isMismatchOf(await t.api(apiKey, 'POST', '/api/v2/send-media', { ...body, caption: 'another caption' }), first);
   const fresh = await t.api(apiKey, 'POST', '/api/v2/send-media', { ...body, idempotencyKey: 'media-gone-0002' });
   assert.equal(fresh.status, 404, fresh.text);
   assert.equal(fresh.body.code, 'MEDIA_NOT_FOUND');
@@ -68,11 +78,8 @@ test('a keyed send-media whose stored media was deleted since: its retry is the 
   // offline: the replay, and rule 2's 409 for another payload (found by the probe of the fix: 503 INSTANCE_OFFLINE,
   // which says no job has the key)
   await unlinkUntilOffline(t, instance.id, apiKey);
-  const offline = await t.api(apiKey, 'POST', '/api/v2/send-media', body);
-  assert.equal(offline.status, 200, offline.text);
-  const offlineOther = await t.api(apiKey, 'POST', '/api/v2/send-media', { ...body, caption: 'another caption' });
-  assert.equal(offlineOther.status, 409, offlineOther.text);
-  assert.equal(offlineOther.body.code, 'IDEMPOTENCY_PAYLOAD_MISMATCH');
+  isReplayOf(await t.api(apiKey, 'POST', '/api/v2/send-media', body), first);
+  isMismatchOf(await t.api(apiKey, 'POST', '/api/v2/send-media', { ...body, caption: 'another caption' }), first);
 });
 
 test('a keyed send retried after the queue was switched off: the 200 replay; a new key 503 QUEUE_STORE_UNAVAILABLE as before', NEEDS_SERVER, async () => {
@@ -83,12 +90,8 @@ test('a keyed send retried after the queue was switched off: the 200 replay; a n
   const off = await t.admin('PATCH', `/admin/v1/instances/${instance.id}`, { settings: { enabled: false } });
   assert.equal(off.status, 200, off.text);
 
-  const retry = await t.api(apiKey, 'POST', '/api/v2/send-message', body);
-  assert.equal(retry.status, 200, retry.text);
-  assert.equal(retry.body.data?.idempotentReplay, true);
-  assert.equal(retry.body.data?.jobId, first.body.data?.jobId);
-  const other = await t.api(apiKey, 'POST', '/api/v2/send-message', { ...body, message: 'changed' });
-  assert.equal(other.status, 409, other.text);
+  isReplayOf(await t.api(apiKey, 'POST', '/api/v2/send-message', body), first);
+  isMismatchOf(await t.api(apiKey, 'POST', '/api/v2/send-message', { ...body, message: 'changed' }), first);
   const fresh = await t.api(apiKey, 'POST', '/api/v2/send-message', { ...body, idempotencyKey: 'queue-off-0002' });
   assert.equal(fresh.status, 503, fresh.text);
   assert.equal(fresh.body.code, 'QUEUE_STORE_UNAVAILABLE');
@@ -107,9 +110,7 @@ test('a requeue repeated after the queue was switched off is the 200 replay of t
   assert.equal(requeued.status, 202, requeued.text);
   assert.equal((await t.admin('PATCH', `/admin/v1/instances/${instance.id}`, { settings: { enabled: false } })).status, 200);
   const again = await t.api(apiKey, 'POST', `/api/v2/messages/${jobId}/requeue`);
-  assert.equal(again.status, 200, again.text);
-  assert.equal(again.body.data?.idempotentReplay, true);
-  assert.equal(again.body.data?.jobId, requeued.body.data?.jobId);
+  isReplayOf(again, requeued);
   assert.equal(again.body.data?.previousJobId, jobId);
   assert.ok(first.status === 202);
 });

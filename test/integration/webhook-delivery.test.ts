@@ -466,10 +466,10 @@ describe('webhook delivery', () => {
   });
 
   /**
-   * A receiver that holds its first request until `release()`, then answers 200 at once: what it got, with the
-   * secret each delivery verifies with.
+   * A receiver that holds its first request until `release()` (released at once when not `holding`), then answers
+   * 200 at once: what it got, with the secret each delivery verifies with.
    */
-  async function heldReceiver() {
+  async function heldReceiver(holding = true) {
     const got: { eventId: string; headers: http.IncomingHttpHeaders; raw: Buffer }[] = [];
     let release = () => undefined as void;
     const released = new Promise<void>((r) => (release = r));
@@ -488,7 +488,28 @@ describe('webhook delivery', () => {
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     receivers.push({ close: async () => (server.closeAllConnections(), await new Promise((r) => server.close(r))) } as unknown as Receiver);
+    if (!holding) release();
     return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, got, first, release };
+  }
+
+  /**
+   * The instance's pending rows delivered by a sender of their own, `change` made while `held` holds the first
+   * attempt; answers once every result is persisted (the sender stopped).
+   */
+  async function changeDuringFirstAttempt(
+    id: string,
+    clock: ReturnType<typeof simulatedClock>,
+    held: Awaited<ReturnType<typeof heldReceiver>>,
+    change: (s: WebhookSender) => Promise<unknown> | void,
+    extra: Partial<WebhookSenderOptions> = {},
+  ): Promise<void> {
+    const s = sender(id, clock, extra);
+    s.start();
+    await held.first;
+    await change(s);
+    held.release();
+    await s.idle();
+    await s.stop();
   }
 
   for (const how of ['through this node', 'through another node (read again after receiverFreshMs)'] as const) {
@@ -497,21 +518,16 @@ describe('webhook delivery', () => {
       // signed with the old secret)
       const clock = simulatedClock();
       const old = await heldReceiver();
-      const moved = await heldReceiver();
-      moved.release();
+      const moved = await heldReceiver(false);
       const id = await instance(old.url);
       const ids: string[] = [];
       for (let i = 0; i < 4; i++) ids.push((await enqueue(id, clock, { event: 'test', data: { message: `m${i}` } }))!.eventId);
-      // through another node: read again before every attempt after the first of a reading (0 ms of freshness)
-      const s = sender(id, clock, how === 'through this node' ? {} : { receiverFreshMs: 0 });
-      s.start();
-      await old.first;
       const NEW_SECRET = 'whsec_rotated_after_a_leak_0123';
-      await putWebhook(db.pool, id, { url: moved.url, secret: NEW_SECRET, events: ['*'], allowPrivate: true });
-      if (how === 'through this node') s.receiverChanged();
-      old.release();
-      await s.idle();
-      await s.stop();
+      // through another node: read again before every attempt after the first of a reading (0 ms of freshness)
+      await changeDuringFirstAttempt(id, clock, old, async (s) => {
+        await putWebhook(db.pool, id, { url: moved.url, secret: NEW_SECRET, events: ['*'], allowPrivate: true });
+        if (how === 'through this node') s.receiverChanged();
+      }, how === 'through this node' ? {} : { receiverFreshMs: 0 });
       assert.deepEqual(old.got.map((g) => g.eventId), ids.slice(0, 1), 'the old receiver gets the attempt in flight only');
       assert.deepEqual(moved.got.map((g) => g.eventId), ids.slice(1));
       for (const g of moved.got) assert.equal(verifyWebhook({ rawBody: g.raw, headers: g.headers as Record<string, string>, secret: NEW_SECRET, now: clock.now() }).ok, true);
@@ -525,14 +541,10 @@ describe('webhook delivery', () => {
     const id = await instance(old.url);
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) ids.push((await enqueue(id, clock, { event: 'test', data: { message: `r${i}` } }))!.eventId);
-    const s = sender(id, clock);
-    s.start();
-    await old.first;
-    await db.pool.query('DELETE FROM webhooks WHERE instance_id = $1', [id]);
-    s.receiverChanged();
-    old.release();
-    await s.idle();
-    await s.stop();
+    await changeDuringFirstAttempt(id, clock, old, async (s) => {
+      await db.pool.query('DELETE FROM webhooks WHERE instance_id = $1', [id]);
+      s.receiverChanged();
+    });
     assert.equal(old.got.length, 1);
     assert.equal((await row(ids[0] as string)).state, 'delivered');
     for (const e of ids.slice(1)) assert.deepEqual([(await row(e)).state, (await row(e)).last_error], ['failed', 'webhook removed or disabled']);
@@ -543,23 +555,18 @@ describe('webhook delivery', () => {
     // the backlog raised before the DELETE (13 of 15 events)
     const clock = simulatedClock();
     const old = await heldReceiver();
-    const next = await heldReceiver();
-    next.release();
+    const next = await heldReceiver(false);
     const id = await instance(old.url);
     const ids: string[] = [];
     for (let i = 0; i < 4; i++) ids.push((await enqueue(id, clock, { event: 'test', data: { message: `d${i}` } }))!.eventId);
-    const s = sender(id, clock);
-    s.start();
-    await old.first;
     // as the routes do: the change, then what it means for the rows still pending, in the request
-    await deleteWebhook(db.pool, id);
-    await settleForChange(db.pool, id, clock.now(), null);
-    await putWebhook(db.pool, id, { url: next.url, secret: 'whsec_the_next_receiver_0123', events: ['*'], allowPrivate: true });
-    await settleForChange(db.pool, id, clock.now(), ['*']);
-    s.receiverChanged();
-    old.release();
-    await s.idle();
-    await s.stop();
+    await changeDuringFirstAttempt(id, clock, old, async (s) => {
+      await deleteWebhook(db.pool, id);
+      await settleForChange(db.pool, id, clock.now(), null);
+      await putWebhook(db.pool, id, { url: next.url, secret: 'whsec_the_next_receiver_0123', events: ['*'], allowPrivate: true });
+      await settleForChange(db.pool, id, clock.now(), ['*']);
+      s.receiverChanged();
+    });
     assert.equal(next.got.length, 0, 'nothing raised before the DELETE reaches the next receiver');
     assert.equal((await row(ids[0] as string)).state, 'delivered', 'the attempt in flight reached the old receiver, and the listing says so');
     for (const e of ids.slice(1)) assert.deepEqual([(await row(e)).state, (await row(e)).last_error], ['failed', 'webhook removed or disabled']);
@@ -568,21 +575,16 @@ describe('webhook delivery', () => {
   test('a PUT that no longer subscribes to what is pending: those rows fail at once, the others go to the new receiver', async () => {
     const clock = simulatedClock();
     const old = await heldReceiver();
-    const next = await heldReceiver();
-    next.release();
+    const next = await heldReceiver(false);
     const id = await instance(old.url);
     const first = (await enqueue(id, clock, { event: 'test', data: { message: 'first' } }))!.eventId;
     const qr = (await enqueue(id, clock, { event: 'qr', data: { qr: '2@login,secret==' } }))!.eventId;
     const later = (await enqueue(id, clock, { event: 'test', data: { message: 'later' } }))!.eventId;
-    const s = sender(id, clock);
-    s.start();
-    await old.first;
-    await putWebhook(db.pool, id, { url: next.url, secret: 'whsec_the_next_receiver_0123', events: ['test'], allowPrivate: true });
-    await settleForChange(db.pool, id, clock.now(), ['test']);
-    s.receiverChanged();
-    old.release();
-    await s.idle();
-    await s.stop();
+    await changeDuringFirstAttempt(id, clock, old, async (s) => {
+      await putWebhook(db.pool, id, { url: next.url, secret: 'whsec_the_next_receiver_0123', events: ['test'], allowPrivate: true });
+      await settleForChange(db.pool, id, clock.now(), ['test']);
+      s.receiverChanged();
+    });
     assert.deepEqual(next.got.map((g) => g.eventId), [later], 'the login QR is not sent to a receiver that did not ask for it');
     assert.equal((await row(first)).state, 'delivered');
     assert.deepEqual([(await row(qr)).state, (await row(qr)).last_error], ['failed', 'not subscribed by the webhook any more']);
