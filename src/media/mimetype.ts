@@ -79,3 +79,15 @@ export function normaliseMimetype(value: string | null | undefined): string | nu
   for (const [name, v] of parsed.params) spelled += `;${name}=${IS_TOKEN.test(v) ? v : `"${v.replace(/["\\]/g, '\\$&')}"`}`;
   return spelled;
 }
+
+/**
+ * Why a media type cannot be a sticker's, or null: a sticker is made from a still image (SPEC.md: video or GIF to
+ * sticker is not supported; a GIF is an image type, but it is the animated case SPEC.md names with video). Judged
+ * at acceptance (src/http/routes/send-payloads.ts) and again at dispatch on the type the media is sent as
+ * (src/queue/dispatch.ts): a URL's answer can change between the two.
+ */
+export function stickerTypeRefusal(mimetype: string): 'animated' | 'not_image' | null {
+  const essence = mimeEssence(mimetype);
+  if (essence.startsWith('video/') || essence === 'image/gif') return 'animated';
+  return essence.startsWith('image/') ? null : 'not_image';
+}

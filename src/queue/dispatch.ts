@@ -16,6 +16,7 @@ import { raceClock, type Clock } from '../clock.js';
 import type { CallOutcome, PreparedCall } from '../actors/call.js';
 import { isStoredJob, type Job } from './job.js';
 import { isMediaKind, type MessageOptions } from './payload.js';
+import { mimeEssence, stickerTypeRefusal } from '../media/mimetype.js';
 import { CALL_NOT_STARTED } from './outcome.js';
 import type { DispatchOutcome } from './types.js';
 
@@ -65,6 +66,12 @@ async function prepare(job: Job, deps: DispatchDeps, signal: AbortSignal): Promi
     case 'sticker':
     case 'video': {
       const media = await deps.resolveMedia(job.instanceId, job.payload, signal);
+      // the type it is sent as, judged again: a URL that answered a still image at acceptance may serve a GIF or a
+      // video now (found from the outside: a GIF went out as a sticker); refused here, nothing is sent. A type that
+      // is no image at all is left to the network, as at acceptance when the URL told none (its warning)
+      if (job.kind === 'sticker' && stickerTypeRefusal(media.mimetype) === 'animated') {
+        throw new DomainError('VALIDATION_FAILED', `the media is ${mimeEssence(media.mimetype)} now, not the still image it was accepted as: a sticker is made from a still image (video or GIF to sticker is not supported); nothing was sent`);
+      }
       const caption = 'caption' in job.payload ? job.payload.caption : undefined;
       return send({ kind: 'media', media, ...(caption !== undefined ? { caption } : {}) }, job.payload.options);
     }

@@ -5,16 +5,33 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { setNetworkDefaults } from '../../src/media/ssrf.js';
 
 let t: TestGateway;
 let key = '';
+/** a loopback server playing a public media host: `/swap?get=<type>` answers HEAD as image/png and GET as <type> */
+let media: http.Server;
+let mediaPort = 0;
+let restoreNetwork: () => void = () => undefined;
 before(async () => {
+  restoreNetwork = setNetworkDefaults({ resolver: async () => [{ address: '127.0.0.1', family: 4 }], allowAddress: (a) => a === '127.0.0.1' });
+  media = http.createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://x');
+    const type = req.method === 'HEAD' ? 'image/png' : (url.searchParams.get('get') ?? 'image/png');
+    res.writeHead(200, { 'content-type': type, 'content-length': 4 }).end(req.method === 'HEAD' ? undefined : 'GIF8');
+  });
+  await new Promise<void>((r) => media.listen(0, '127.0.0.1', r));
+  mediaPort = (media.address() as AddressInfo).port;
   t = await startTestGateway({ label: 'send_rules' });
   key = (await t.createInstance('rules', { settings: { quietHours: null, maxPerHour: null, maxPer24h: null } })).apiKey;
 });
 after(async () => {
   await t.stop();
+  media.close();
+  restoreNetwork();
 });
 
 const TO = { phone: '4915112345678' };
@@ -102,4 +119,44 @@ test('send-poll: a length in characters counts code points, not UTF-16 code unit
   assert.equal(over.body.error, 'options.1 must be 1 to 100 characters long');
   const sticker = await t.api(key, 'POST', '/api/v2/send-sticker', { ...TO, mediaBase64: PNG_B64, mimetype: 'image/png', stickerName: '😀'.repeat(128) });
   assert.equal(sticker.status, 202, sticker.text);
+});
+
+test('send-sticker from a mediaUrl whose answer turns into a GIF after acceptance: failed at dispatch, nothing sent', async () => {
+  // found from the outside: HEAD answered image/png (accepted), GET image/gif, and the GIF went out as a sticker
+  const { instance, apiKey } = await t.createInstance('swapped', { settings: { minDelayMs: 0, maxDelayMs: 0, quietHours: null, maxPerHour: null, maxPer24h: null } });
+  const jobs: Record<string, string> = {};
+  for (const get of ['image/gif', 'video/mp4', 'image/webp']) {
+    const r = await t.api(apiKey, 'POST', '/api/v2/send-sticker', { ...TO, mediaUrl: `http://cdn.example:${mediaPort}/swap?get=${encodeURIComponent(get)}` });
+    assert.equal(r.status, 202, `${get}: ${r.text}`);
+    jobs[get] = String(r.body.data?.jobId);
+  }
+  const ended = async (jobId: string) => {
+    for (let i = 0; i < 400; i++) {
+      const j = await t.api(apiKey, 'GET', `/api/v2/messages/${jobId}`);
+      const state = String(j.body.data?.state);
+      if (!['queued', 'scheduled', 'sending'].includes(state)) return j.body.data ?? {};
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    throw new Error(`job ${jobId} did not end`);
+  };
+  for (const get of ['image/gif', 'video/mp4']) {
+    const j = await ended(jobs[get] ?? '');
+    assert.equal(j.state, 'failed', `${get}: ${JSON.stringify(j)}`);
+    assert.equal(j.resultCode, 'MEDIA_DOWNLOAD_FAILED', get);
+    assert.match(String(j.errorMessage), new RegExp(`the media is ${get.replace('/', '\\/')} now.*nothing was sent`), get);
+  }
+  assert.equal((await ended(jobs['image/webp'] ?? '')).state, 'sent', 'a still image is still sent');
+  const ledger = await t.admin('GET', `/sandbox/v1/instances/${instance.id}/ledger`);
+  const items = (ledger.body.data as { items: { type?: string; media?: { mimetype?: string } }[] }).items;
+  assert.deepEqual(items.map((m) => m.media?.mimetype), ['image/webp'], 'only the still image reached the network');
+});
+
+test('a mediaUrl that is not http(s): data.reason names the rule (another scheme, or not a URL)', async () => {
+  for (const [mediaUrl, reason] of [['ftp://cdn.example/a.png', 'scheme'], ['javascript:alert(1)', 'scheme'], [' http://cdn.example/a.png', 'invalid_url'], ['http:cdn.example/a.png', 'invalid_url']] as const) {
+    const r = await t.api(key, 'POST', '/api/v2/send-media', { ...TO, mediaUrl });
+    assert.equal(r.status, 400, `${mediaUrl}: ${r.text}`);
+    assert.equal(r.body.code, 'VALIDATION_FAILED');
+    assert.equal(r.body.error, 'mediaUrl must be an http or https URL');
+    assert.deepEqual(r.body.data, { field: 'mediaUrl', reason }, mediaUrl);
+  }
 });

@@ -5,7 +5,8 @@
  */
 import { DomainError, validationFailed } from '../../errors.js';
 import type { SendKind } from '../../queue/payload.js';
-import { mimeEssence, sameMimetype } from '../../media/mimetype.js';
+import { mimeEssence, sameMimetype, stickerTypeRefusal } from '../../media/mimetype.js';
+import { urlRefused } from '../../media/ssrf.js';
 import { cleanFilename } from '../../media/record.js';
 import { MEDIA_SOURCES } from '../../media/resolve.js';
 
@@ -40,7 +41,11 @@ function mediaSource(b: { mediaUrl?: string | undefined; mediaBase64?: string | 
     if (b.mimetype === undefined) throw validationFailed('mimetype', 'mimetype is required with mediaBase64');
   }
   if (mimetypeRequired && b.mimetype === undefined) throw validationFailed('mimetype', 'mimetype is required');
-  if (b.mediaUrl !== undefined && !/^https?:\/\//i.test(b.mediaUrl)) throw validationFailed('mediaUrl', 'mediaUrl must be an http or https URL');
+  if (b.mediaUrl !== undefined && !/^https?:\/\//i.test(b.mediaUrl)) {
+    // data.reason names the rule, as the later checks' refusals do (src/media/ssrf.ts): another scheme, or not a URL
+    const scheme = /^[a-z][a-z0-9+.-]*:/i.test(b.mediaUrl) && !/^https?:/i.test(b.mediaUrl);
+    throw urlRefused('mediaUrl', 'must be an http or https URL', { reason: scheme ? 'scheme' : 'invalid_url' });
+  }
   const src: Record<string, unknown> = {};
   if (b.mediaUrl !== undefined) src.mediaUrl = b.mediaUrl;
   if (b.mediaBase64 !== undefined) src.mediaBase64 = canonicalBase64(b.mediaBase64);
@@ -51,17 +56,16 @@ function mediaSource(b: { mediaUrl?: string | undefined; mediaBase64?: string | 
 }
 
 /**
- * A sticker is made from a still image (SPEC.md: video or GIF to sticker is not supported). A GIF is an image
- * type, but it is the animated case SPEC.md names with video: refused as video is, not sent as a sticker.
- * `field` is where the type came from: the request's `mimetype`, or the source whose own type it is.
+ * A sticker is made from a still image (stickerTypeRefusal): video or GIF is refused as STICKER_VIDEO_UNSUPPORTED,
+ * not sent as a sticker. `field` is where the type came from: the request's `mimetype`, or the source whose own
+ * type it is.
  */
 function checkStickerType(mimetype: string, field: 'mimetype' | 'mediaId' | 'mediaUrl'): void {
-  const essence = mimeEssence(mimetype);
-  const of = field === 'mimetype' ? '' : `${field === 'mediaId' ? 'the stored media' : 'the URL\'s content'} is ${essence}: `;
-  if (essence.startsWith('video/') || essence === 'image/gif') {
-    throw new DomainError('STICKER_VIDEO_UNSUPPORTED', `${of}video or GIF to sticker is not supported; send an image`, { field });
-  }
-  if (!essence.startsWith('image/')) throw validationFailed(field, `${of}a sticker needs an image/* mimetype`);
+  const refusal = stickerTypeRefusal(mimetype);
+  if (refusal === null) return;
+  const of = field === 'mimetype' ? '' : `${field === 'mediaId' ? 'the stored media' : 'the URL\'s content'} is ${mimeEssence(mimetype)}: `;
+  if (refusal === 'animated') throw new DomainError('STICKER_VIDEO_UNSUPPORTED', `${of}video or GIF to sticker is not supported; send an image`, { field });
+  throw validationFailed(field, `${of}a sticker needs an image/* mimetype`);
 }
 
 /**
