@@ -191,13 +191,13 @@ export function gatewayFamilies(deps: RouteDeps): Families {
     },
     adminFamily('admin-instances', adminInstancesRouter(instances)),
     adminFamily('admin-webhooks', createWebhookAdminRouter({ db: pool, clock, wake, receiverChanged: webhookChanged, allowPrivate: config.WEBHOOK_ALLOW_PRIVATE })),
-    adminFamily('admin-queue', adminQueueRouter({ pool, clock, portOf: portOfInstance, degradedSince: () => store.since })),
+    adminFamily('admin-queue', adminQueueRouter({ pool, clock, portOf: portOfInstance, degradedSince: () => store.since, validateMedia: media.validateAtAcceptance })),
     adminFamily('debug', debugRouter(rt)),
     // its bodies are a sign-in's token (512 characters at most): open to everyone, it reads no more than this
     { name: 'console', auth: 'none', guard: null, router: consoleRouter(consoleDeps), bodyLimit: CONSOLE_BODY_LIMIT_BYTES },
     adminFamily('console-api', consoleApiRouter(consoleDeps)),
     instanceFamily('status', statusRouter({ pool, clock, portOf })),
-    instanceFamily('v2-queue', queueRouter({ pool, clock, portOf, degradedSince: () => store.since })),
+    instanceFamily('v2-queue', queueRouter({ pool, clock, portOf, degradedSince: () => store.since, validateMedia: media.validateAtAcceptance })),
     instanceFamily('v2-send', sendRouter({ portOf, clock, validateMedia: media.validateAtAcceptance })),
     {
       ...instanceFamily(

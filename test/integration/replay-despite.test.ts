@@ -114,3 +114,51 @@ test('a requeue repeated after the queue was switched off is the 200 replay of t
   assert.equal(again.body.data?.previousJobId, jobId);
   assert.ok(first.status === 202);
 });
+
+test('a requeue of a media job whose stored media was deleted is refused as a send of it is (404), nothing created; a repeated requeue is the 200 replay; the admin route too', NEEDS_SERVER, async () => {
+  // found from the outside: the requeue answered 202 and its new job failed at dispatch ("media not found")
+  const { instance, apiKey } = await t.createInstance('requeue-media', { settings: { ...SETTINGS, minDelayMs: 600_000, maxDelayMs: 600_000 } });
+  const upload = async () => {
+    const form = new FormData();
+    form.append('file', new Blob([Buffer.from('a file to requeue')], { type: 'text/plain' }), 'note.txt');
+    const up = await fetch(`${t.url}/api/v2/media`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}` }, body: form });
+    assert.equal(up.status, 201);
+    return ((await up.json()) as { data: { mediaId: string } }).data.mediaId;
+  };
+  // a first send holds the lane for ten minutes: the media jobs behind it wait, and can be cancelled
+  assert.equal((await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'first' })).status, 202);
+  const cancelledWith = async (mediaId: string) => {
+    const r = await t.api(apiKey, 'POST', '/api/v2/send-media', { phone: '4915112345678', mediaId, caption: 'to requeue' });
+    assert.equal(r.status, 202, r.text);
+    const jobId = String(r.body.data?.jobId);
+    assert.equal((await t.api(apiKey, 'DELETE', `/api/v2/messages/${jobId}`)).status, 200);
+    return jobId;
+  };
+  const pending = async () => {
+    const counts = (await t.api(apiKey, 'GET', '/api/v2/queue')).body.data?.counts as { scheduled: number; queued: number };
+    return counts.scheduled + counts.queued;
+  };
+
+  // the media deleted before the requeue: refused, nothing queued (the key route and the operator's alike)
+  const gone = await upload();
+  const jobA = await cancelledWith(gone);
+  assert.equal((await t.api(apiKey, 'DELETE', `/api/v2/media/${gone}`)).status, 200);
+  const before = await pending();
+  const refused = await t.api(apiKey, 'POST', `/api/v2/messages/${jobA}/requeue`);
+  assert.equal(refused.status, 404, refused.text);
+  assert.equal(refused.body.code, 'MEDIA_NOT_FOUND');
+  const byOperator = await t.admin('POST', `/admin/v1/instances/${instance.id}/messages/${jobA}/requeue`);
+  assert.equal(byOperator.status, 404, byOperator.text);
+  assert.equal(byOperator.body.code, 'MEDIA_NOT_FOUND');
+  assert.equal(await pending(), before, 'nothing was queued');
+
+  // requeued while the media was there, then the media deleted: the repeated requeue is the first one's replay
+  const kept = await upload();
+  const jobB = await cancelledWith(kept);
+  const requeued = await t.api(apiKey, 'POST', `/api/v2/messages/${jobB}/requeue`);
+  assert.equal(requeued.status, 202, requeued.text);
+  assert.equal((await t.api(apiKey, 'DELETE', `/api/v2/media/${kept}`)).status, 200);
+  const again = await t.api(apiKey, 'POST', `/api/v2/messages/${jobB}/requeue`);
+  isReplayOf(again, requeued);
+  assert.equal(again.body.data?.previousJobId, jobB);
+});

@@ -19,7 +19,7 @@ import { createRouter, takes } from '../router.js';
 import type { InstancePort } from '../../actors/port.js';
 import type { Pool } from '../../store/pool.js';
 import type { Clock } from '../../clock.js';
-import { ITEMS_QUERY, queueHandlers } from './queue.js';
+import { ITEMS_QUERY, queueHandlers, type QueueRouteDeps } from './queue.js';
 import { existingInstanceId } from '../../store/instances.js';
 import { namingOwner } from '../../errors.js';
 
@@ -38,6 +38,8 @@ export interface AdminQueueDeps {
   /** the port of an instance by id (this node's own, or one forwarding to its owner) */
   portOf(instanceId: string): InstancePort;
   degradedSince(): number | null;
+  /** a requeued media job's source is checked as a send's is (src/http/routes/send.ts) */
+  validateMedia: QueueRouteDeps['validateMedia'];
 }
 
 export function adminQueueRouter(deps: AdminQueueDeps): Router {

@@ -13,21 +13,23 @@ import { parse, queryInteger } from '../validate.js';
 import { jobStatus } from '../../wire/job.js';
 import { getJob, listJobs, findByIdempotencyKey } from '../../queue/jobs.js';
 import { IDEMPOTENCY_RETENTION_MS, type AcceptRequest } from '../../queue/worker.js';
-import { sendPart } from '../../queue/payload.js';
+import { isMediaKind, sendPart } from '../../queue/payload.js';
 import { JOB_STATES, canRequeue } from '../../../machines/job.machine.js';
 import { DEADLINES, type InstancePort } from '../../actors/port.js';
 import type { Pool } from '../../store/pool.js';
 import type { Clock } from '../../clock.js';
 import { IDEMPOTENCY_KEY, requeueKey } from './send-schemas.js';
 import { isJobId } from './network-common.js';
-import { answerAccepted, gatedAccept, requestView } from './queue-gate.js';
-import { payloadHash } from './send.js';
+import { answerAccepted, gatedAccept, ReplayInstead, requestView, type Accepted } from './queue-gate.js';
+import { checkMediaOrReplay, payloadHash, type SendRouteDeps } from './send.js';
 
 export interface QueueRouteDeps {
   pool: Pool;
   clock: Clock;
   portOf(ctx: Context): InstancePort;
   degradedSince(): number | null;
+  /** a requeued media job's source is checked as a send's is (src/http/routes/send.ts) */
+  validateMedia: SendRouteDeps['validateMedia'];
 }
 
 export const ItemsQuery = object({
@@ -56,7 +58,7 @@ export interface QueueHandlers {
   replan(ctx: Context, port: InstancePort, reason: 'api' | 'operator'): Promise<void>;
 }
 
-export function queueHandlers(deps: Pick<QueueRouteDeps, 'pool' | 'clock' | 'degradedSince'>): QueueHandlers {
+export function queueHandlers(deps: Pick<QueueRouteDeps, 'pool' | 'clock' | 'degradedSince' | 'validateMedia'>): QueueHandlers {
   const loadJob = async (port: InstancePort, jobId: string) => {
     const job = isJobId(jobId) ? await getJob(deps.pool, port.instanceId, jobId) : null;
     if (!job) throw new DomainError('JOB_NOT_FOUND', 'no such job', { jobId });
@@ -124,7 +126,22 @@ export function queueHandlers(deps: Pick<QueueRouteDeps, 'pool' | 'clock' | 'deg
         ttlSeconds: null,
         previousJobId: old.id,
       };
-      const result = await gatedAccept(ctx, port, () => request);
+      // a media job's source is checked again, as a send's (found from the outside: a requeue of a job whose stored
+      // media was deleted was accepted, 202, and its new job failed at dispatch, where a send of it is 404
+      // MEDIA_NOT_FOUND); a repeated requeue whose media went since is its replay. The check's warnings were the
+      // first send's answer
+      const kind = old.kind;
+      let result: Accepted;
+      try {
+        result = await gatedAccept(ctx, port, async () => {
+          if (isMediaKind(kind)) await checkMediaOrReplay(deps.validateMedia, port, kind, old.payload, [], () => request);
+          return request;
+        });
+      } catch (err) {
+        if (!(err instanceof ReplayInstead)) throw err;
+        if (err.answer instanceof DomainError) throw err.answer;
+        result = err.answer;
+      }
       answerAccepted(ctx, deps.clock, result, [], { previousJobId: old.id });
     },
   };

@@ -100,36 +100,44 @@ export function toAcceptRequest(p: ParsedSend, originRoute: string): AcceptReque
   };
 }
 
+/**
+ * A media send's source checked (`validateMedia`, and a sticker's type), for a send and for a requeue (queue.ts). A
+ * keyed send whose stored media or URL no longer passes is first looked up: the retry of a send accepted before is
+ * its replay whatever became of the media (found from the outside: 404 MEDIA_NOT_FOUND once the stored media was
+ * deleted or expired, which says there is no such target, while the job had been sent; media lives 72 h, keys 7
+ * days). `request` is the accept request whose key is looked up.
+ */
+export async function checkMediaOrReplay(
+  validateMedia: SendRouteDeps['validateMedia'],
+  port: InstancePort,
+  kind: SendKind,
+  payload: Record<string, unknown>,
+  warnings: string[],
+  request: () => AcceptRequest,
+): Promise<void> {
+  try {
+    checkSourceType(kind, payload, await validateMedia(port.instanceId, payload), warnings);
+  } catch (err) {
+    // base64 is checked by its own bytes: refused now, it was refused then too (a 400 stays a 400)
+    if ('mediaBase64' in payload) throw err;
+    let replay: Accepted | null;
+    try {
+      replay = await lookupReplay(port, request());
+    } catch (lookup) {
+      // the key names a job of another payload: rule 2's 409 whatever the instance's state (found by the probe of
+      // the fix: offline, paused or switched off, the gate's 503 said no job had the key)
+      if (lookup instanceof DomainError && lookup.code === 'IDEMPOTENCY_PAYLOAD_MISMATCH') throw new ReplayInstead(lookup, warnings);
+      // the key could not be looked up: that is the answer (found by the probe of the fix: the media's 404 said
+      // no job had it while the store held the key table)
+      throw lookup;
+    }
+    if (replay) throw new ReplayInstead(replay, warnings);
+    throw err;
+  }
+}
+
 export function sendRouter(deps: SendRouteDeps): Router {
   const router = createRouter('/api/v2');
-
-  /**
-   * A media send's source checked (`validateMedia`, and a sticker's type). A keyed send whose stored media or URL
-   * no longer passes is first looked up: the retry of a send accepted before is its replay whatever became of the media
-   * (found from the outside: 404 MEDIA_NOT_FOUND once the stored media was deleted or expired, which says there is
-   * no such target, while the job had been sent; media lives 72 h, keys 7 days).
-   */
-  const checkMedia = async (port: InstancePort, kind: SendKind, parsed: ParsedSend, route: string): Promise<void> => {
-    try {
-      checkSourceType(kind, parsed.payload, await deps.validateMedia(port.instanceId, parsed.payload), parsed.warnings);
-    } catch (err) {
-      // base64 is checked by its own bytes: refused now, it was refused then too (a 400 stays a 400)
-      if ('mediaBase64' in parsed.payload) throw err;
-      let replay: Accepted | null;
-      try {
-        replay = await lookupReplay(port, toAcceptRequest(parsed, route));
-      } catch (lookup) {
-        // the key names a job of another payload: rule 2's 409 whatever the instance's state (found by the probe of
-        // the fix: offline, paused or switched off, the gate's 503 said no job had the key)
-        if (lookup instanceof DomainError && lookup.code === 'IDEMPOTENCY_PAYLOAD_MISMATCH') throw new ReplayInstead(lookup, parsed.warnings);
-        // the key could not be looked up: that is the answer (found by the probe of the fix: the media's 404 said
-        // no job had it while the store held the key table)
-        throw lookup;
-      }
-      if (replay) throw new ReplayInstead(replay, parsed.warnings);
-      throw err;
-    }
-  };
 
   const accept = async (ctx: Context, kind: Exclude<SendKind, 'group_create'>, route: string, extra: { msgId?: string } = {}) => {
     const port = deps.portOf(ctx);
@@ -138,7 +146,7 @@ export function sendRouter(deps: SendRouteDeps): Router {
     try {
       r = await gatedAccept(ctx, port, async (view) => {
         const parsed = parseSend(kind, ctx.request.body, idempotencyHeader(ctx), ownNumber(ctx, view), extra);
-        if (MEDIA_KINDS.has(kind)) await checkMedia(port, kind, parsed, route);
+        if (MEDIA_KINDS.has(kind)) await checkMediaOrReplay(deps.validateMedia, port, kind, parsed.payload, parsed.warnings, () => toAcceptRequest(parsed, route));
         warnings = parsed.warnings;
         return toAcceptRequest(parsed, route);
       });
