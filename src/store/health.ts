@@ -4,12 +4,13 @@
  * code that sees a connection-class error (`suspect()`) trigger an immediate probe. Only a failed probe
  * enters the degraded mode, and only a successful one leaves it, so one slow query cannot flap the mode.
  *
- * The probe has its own deadline (`probeTimeoutMs`), far below the callers' waits: in a partition (packets
- * dropped, nothing closed) no error ever arrives, and an unanswered probe is a failed one. The deadline is in
- * real time, like pg's own: it measures a socket, and a simulated clock jumping ahead must not fail a probe
- * whose answer is on its way. When the probe runs is the runtime clock's business.
+ * In a partition (packets dropped, nothing closed) no error ever arrives, and an unanswered probe is a failed
+ * one: unanswered within the store's query deadline (`probeAnswerMs`, the wait every request has), where nothing
+ * else the pool asked was answered either after its first `probeTimeoutMs`. The deadlines are in real time, like
+ * pg's own: they measure a socket, and a simulated clock jumping ahead must not fail a probe whose answer is on
+ * its way. When the probe runs is the runtime clock's business.
  */
-import { CommitOutcomeUnknown, isStoreError, lastAnswerAt, probePool, type Pool } from './pool.js';
+import { CommitOutcomeUnknown, isStoreError, lastAnswerAt, probePool, STORE_DEADLINES, type Pool } from './pool.js';
 import type { Clock, TimerHandle } from '../clock.js';
 import type { Logger } from '../log.js';
 
@@ -81,7 +82,7 @@ export function storeCouldNotTake(err: unknown): boolean {
   return isConnectionError(err) || isStatementTimeout(err) || err instanceof CommitOutcomeUnknown;
 }
 
-/** How long the probe waits for `SELECT 1` before it counts as failed. */
+/** How long the probe waits for `SELECT 1` before it looks at the pool's other answers (run). */
 export const PROBE_TIMEOUT_MS = 2_000;
 
 const PROBE_TIMED_OUT = Symbol('probe timed out');
@@ -106,7 +107,17 @@ export class StoreHealth {
   private readonly listeners = new Set<StoreListener>();
 
   constructor(
-    private readonly deps: { pool: Pool; clock: Clock; log: Logger; intervalMs?: number; degradedIntervalMs?: number; probeTimeoutMs?: number },
+    private readonly deps: {
+      pool: Pool;
+      clock: Clock;
+      log: Logger;
+      intervalMs?: number;
+      degradedIntervalMs?: number;
+      /** how long a probe waits before it looks at the pool's other answers (PROBE_TIMEOUT_MS) */
+      probeTimeoutMs?: number;
+      /** how long a probe whose wait nothing answered waits for its own answer in all (STORE_DEADLINES.queryMs) */
+      probeAnswerMs?: number;
+    },
   ) {}
 
   /** A connection of the pool broke, idle or checked out (see createPool). */
@@ -156,18 +167,35 @@ export class StoreHealth {
     let ok = true;
     try {
       const ms = this.deps.probeTimeoutMs ?? PROBE_TIMEOUT_MS;
-      // A probe that waited past its deadline while PostgreSQL answered the pool's other queries meanwhile: busy,
-      // not unreachable (found from the outside: a takeover of 200 full queues switched every queue to
-      // memory-degraded for a second). But an answer that came early in the wait may be the last one before a
-      // partition, so that verdict is not final: the probe asks again at once, and the store is unreachable
-      // as soon as one whole wait goes unanswered (found in CI: an answer on its way at a partition's start kept
-      // the queue on pg for a whole interval more). The probe asks on a connection of its own (probePool), so a
-      // pool whose connections all wait (on a lock held elsewhere) does not hold it up either.
+      const answerMs = Math.max(ms, this.deps.probeAnswerMs ?? STORE_DEADLINES.queryMs);
+      // The probe asks on a connection of its own (probePool), so a pool whose connections all wait (on a lock held
+      // elsewhere) does not hold it up. Past its deadline (ms):
+      // - while PostgreSQL answered the pool's other queries meanwhile: busy, not unreachable (found from the
+      //   outside: a takeover of 200 full queues switched every queue to memory-degraded for a second). An answer
+      //   early in the wait may be the last one before a partition, so the probe asks again at once (found in CI:
+      //   it kept the queue on pg for a whole interval more);
+      // - with nothing answered: its own answer may still come within the store's query deadline (answerMs), as a
+      //   request's would: slow, not unreachable. Found from the outside: a store answering in 2.4–3 s switched an
+      //   idle node to memory-degraded, and kept it there, since no probe came back within 2 s.
+      // A connection the probe finds broken (reset under it while PostgreSQL is there) is asked once more, on a
+      // new one (found from the outside: a reset of every connection flipped the mode for a tenth of a second).
+      let retried = false;
       for (;;) {
         const asked = performance.now();
-        if ((await withinRealTime(ms, probePool(this.deps.pool).query('SELECT 1'))) !== PROBE_TIMED_OUT) break;
-        if (!(lastAnswerAt(this.deps.pool) > asked)) throw new Error(`PostgreSQL did not answer the probe within ${ms} ms`);
-        if (this.stopped) break;
+        const answer = probePool(this.deps.pool).query('SELECT 1');
+        answer.catch(() => undefined);
+        let first: unknown;
+        try {
+          first = await withinRealTime(ms, answer);
+        } catch (err) {
+          if (retried || this.stopped || !isConnectionError(err)) throw err;
+          retried = true;
+          continue;
+        }
+        if (first !== PROBE_TIMED_OUT || this.stopped) break;
+        if (lastAnswerAt(this.deps.pool) > asked) continue;
+        if ((await withinRealTime(answerMs - ms, answer)) === PROBE_TIMED_OUT) throw new Error(`PostgreSQL did not answer the probe within ${answerMs} ms`);
+        break;
       }
     } catch (err) {
       ok = false;

@@ -86,7 +86,7 @@ test('a probe that nothing answers (a server that accepts and says nothing) stil
   const port = (silent.address() as net.AddressInfo).port;
   const pool = createPool({ host: '127.0.0.1', port, user: 'x', database: 'x', max: 1, connectionTimeoutMillis: 5_000 });
   pool.on('error', () => undefined);
-  const health = new StoreHealth({ pool, clock: systemClock, log: silentLogger(), probeTimeoutMs: 200 });
+  const health = new StoreHealth({ pool, clock: systemClock, log: silentLogger(), probeTimeoutMs: 200, probeAnswerMs: 400 });
   try {
     await health.probe();
     assert.equal(health.degraded, true);
@@ -99,12 +99,14 @@ test('a probe that nothing answers (a server that accepts and says nothing) stil
 });
 
 /**
- * A proxy in front of PostgreSQL: `holdNew` leaves the connections opened from then on silent (accepted, never
- * forwarded); `partition()` drops every byte either way from then on, closing nothing.
+ * A proxy in front of PostgreSQL: `holdNewConnections()` leaves the connections opened from then on silent
+ * (accepted, never forwarded); `partition()` drops every byte either way from then on, closing nothing;
+ * `delay(ms)` holds every chunk that long each way; `resetAll()` destroys every connection open now.
  */
 async function startSplitProxy(target: { host: string; port: number }) {
   let holdNew = false;
   let cut = false;
+  let delayMs = 0;
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
     sockets.add(client);
@@ -113,14 +115,26 @@ async function startSplitProxy(target: { host: string; port: number }) {
     const upstream = net.connect(target.port, target.host);
     sockets.add(upstream);
     upstream.on('error', () => undefined);
-    client.on('data', (d: Buffer) => void (cut || upstream.write(d)));
-    upstream.on('data', (d: Buffer) => void (cut || client.write(d)));
+    const pass = (to: net.Socket) => (d: Buffer) => {
+      if (cut) return;
+      if (delayMs === 0) return void to.write(d);
+      setTimeout(() => void (cut || to.destroyed || to.write(d)), delayMs);
+    };
+    client.on('data', pass(upstream));
+    upstream.on('data', pass(client));
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     port: (server.address() as net.AddressInfo).port,
     holdNewConnections: () => void (holdNew = true),
     partition: () => void (cut = true),
+    delay: (ms: number) => void (delayMs = ms),
+    resetAll: () => {
+      for (const s of sockets) s.resetAndDestroy();
+      sockets.clear();
+    },
     close: async () => {
       for (const s of sockets) s.destroy();
       await new Promise((resolve) => server.close(resolve));
@@ -128,17 +142,23 @@ async function startSplitProxy(target: { host: string; port: number }) {
   };
 }
 
-test('an answer that came while the probe waited, and then a partition: asked again, the store is unreachable', NEEDS_SERVER, async () => {
-  // Found in CI (store-outage.test.ts): the pool's answer to a query was on its way when a partition began, after
-  // the probe had asked; the probe's wait ended unanswered, the early answer counted it as "busy", and the queue
-  // stayed on pg for a whole probe interval more.
+/** A pool of three connections (the probe then has its own) through a split proxy in front of the test database. */
+async function proxiedPool() {
   const url = new URL(db.url ?? '');
   const proxy = await startSplitProxy({ host: url.hostname, port: Number(url.port || 5432) });
   url.hostname = '127.0.0.1';
   url.port = String(proxy.port);
-  const pool = createPool({ connectionString: url.toString(), max: 1, connectionTimeoutMillis: 5_000 });
+  const pool = createPool({ connectionString: url.toString(), max: 3, connectionTimeoutMillis: 5_000 });
   pool.on('error', () => undefined);
-  const health = new StoreHealth({ pool, clock: systemClock, log: silentLogger(), probeTimeoutMs: 300 });
+  return { proxy, pool };
+}
+
+test('an answer that came while the probe waited, and then a partition: asked again, the store is unreachable', NEEDS_SERVER, async () => {
+  // Found in CI (store-outage.test.ts): the pool's answer to a query was on its way when a partition began, after
+  // the probe had asked; the probe's wait ended unanswered, the early answer counted it as "busy", and the queue
+  // stayed on pg for a whole probe interval more.
+  const { proxy, pool } = await proxiedPool();
+  const health = new StoreHealth({ pool, clock: systemClock, log: silentLogger(), probeTimeoutMs: 300, probeAnswerMs: 600 });
   try {
     await pool.query('SELECT 1');
     // the probe's own connection (opened by its first probe) hears nothing; the pool's one answers 100 ms later
@@ -151,6 +171,48 @@ test('an answer that came while the probe waited, and then a partition: asked ag
     proxy.partition();
     await probing;
     assert.equal(health.degraded, true, 'the wait after the partition went unanswered: unreachable');
+  } finally {
+    health.stop();
+    await proxy.close();
+    await pool.end().catch(() => undefined);
+  }
+});
+
+test('a store that answers, slower than the probe\'s first wait but within the query deadline: reachable', NEEDS_SERVER, async () => {
+  // Found from the outside: PostgreSQL answering in 2.4–3 s (every packet held 1.2–1.5 s) switched an idle node to
+  // memory-degraded within seconds and kept it there: no probe came back within its 2 s, nothing else was asked.
+  // Entering and leaving memory-degraded are the same probe's verdict (StoreHealth.run)
+  const { proxy, pool } = await proxiedPool();
+  const health = new StoreHealth({ pool, clock: systemClock, log: silentLogger(), probeTimeoutMs: 200, probeAnswerMs: 2_000 });
+  try {
+    await health.probe();
+    assert.equal(health.degraded, false);
+    proxy.delay(250);
+    const t0 = performance.now();
+    await health.probe();
+    assert.ok(performance.now() - t0 > 400, 'the answer came after the first wait');
+    assert.equal(health.degraded, false, 'slow, not unreachable');
+    // held past the query deadline: unreachable
+    proxy.delay(1_500);
+    await health.probe();
+    assert.equal(health.degraded, true, 'no answer within probeAnswerMs');
+  } finally {
+    health.stop();
+    await proxy.close();
+    await pool.end().catch(() => undefined);
+  }
+});
+
+test('the probe\'s connection reset under it while PostgreSQL is there: asked again on a new one, still reachable', NEEDS_SERVER, async () => {
+  // Found from the outside: a reset of every connection flipped the queue to memory-degraded for a tenth of a second
+  const { proxy, pool } = await proxiedPool();
+  const health = new StoreHealth({ pool, clock: systemClock, log: silentLogger(), probeTimeoutMs: 500, probeAnswerMs: 1_000 });
+  try {
+    await health.probe();
+    // the reset and the probe in one turn: the probe's query goes out on the connection just reset
+    proxy.resetAll();
+    await health.probe();
+    assert.equal(health.degraded, false, 'reachable: the second ask, on a new connection, was answered');
   } finally {
     health.stop();
     await proxy.close();
