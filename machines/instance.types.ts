@@ -6,7 +6,7 @@ import { fromCallback } from 'xstate';
 import type { BrowserHealth, DriverErrorCode, WAState } from '../src/drivers/contract.js';
 import type { AskEnvelope, InstanceAsk, NetworkAsk } from '../src/actors/port.js';
 import type { Job } from '../src/queue/job.js';
-import type { QueueMode } from '../src/queue/settings.js';
+import type { QueueMode, QuietHours } from '../src/queue/settings.js';
 import type { CallEnvelope } from '../src/actors/call.js';
 
 export type InstanceStatus = 'initializing' | 'waiting_qr' | 'authenticated' | 'connected' | 'disconnected' | 'error';
@@ -140,6 +140,8 @@ export interface DispatchEnvelope {
   askId: string;
   replyTo: string;
   job: Job;
+  /** the instance's quiet hours when the job was claimed: checked again once its media is ready (src/queue/dispatch.ts) */
+  quietHours: QuietHours | null;
 }
 
 /** Events the instance actor's children send it. */

@@ -8,7 +8,7 @@
  */
 import { fromCallback, type CallbackActorLogic } from 'xstate';
 import type { Clock } from '../clock.js';
-import { dispatchJob, type DispatchDeps, type MediaResolver } from '../queue/dispatch.js';
+import { dispatchJob, notSendableAt, type DispatchDeps, type MediaResolver } from '../queue/dispatch.js';
 import { neverReachedNetwork } from '../queue/outcome.js';
 import type { DispatchOutcome } from '../queue/types.js';
 import type { CallOutcome } from './call.js';
@@ -46,6 +46,7 @@ export function createDispatcherLogic(deps: DispatcherDeps): CallbackActorLogic<
         callTimeoutMs: deps.callTimeoutMs,
         resolveMedia: deps.resolveMedia,
         startCall: deps.startCall,
+        notSendable: (at) => notSendableAt(event.job, event.quietHours, at),
         perform: (prepared, deadlineMs) =>
           deps.replies
             .request((address) => (sendBack({ type: 'CALL', ...address, prepared }), true), deadlineMs, () => new Error('late'))

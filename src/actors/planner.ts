@@ -128,7 +128,7 @@ export function createPlanners(deps: PlannerDeps): Planners {
         connected: () => sendable,
         send: (job) =>
           deps.replies
-            .request((address) => (sendBack({ type: 'DISPATCH', ...address, job }), true), deps.callTimeoutMs + DISPATCH_GRACE_MS, () => new Error('no answer'))
+            .request((address) => (sendBack({ type: 'DISPATCH', ...address, job, quietHours: record().settings.quietHours }), true), deps.callTimeoutMs + DISPATCH_GRACE_MS, () => new Error('no answer'))
             .then((r) => (r.ok ? (r.value as DispatchOutcome) : NO_ANSWER), () => NO_ANSWER),
       },
     }, { fresh: deps.fresh?.(instanceId) ?? false, ...(deps.starts ? { starts: deps.starts } : {}) });

@@ -17,7 +17,9 @@ import type { CallOutcome, PreparedCall } from '../actors/call.js';
 import { isStoredJob, type Job } from './job.js';
 import { isMediaKind, type MessageOptions } from './payload.js';
 import { mimeEssence, stickerTypeRefusal } from '../media/mimetype.js';
-import { CALL_NOT_STARTED } from './outcome.js';
+import { CALL_NOT_STARTED, NOT_SENDABLE_NOW } from './outcome.js';
+import { isQuiet } from './quiet-hours.js';
+import type { QuietHours } from './settings.js';
 import type { DispatchOutcome } from './types.js';
 
 export type MediaResolver = (instanceId: string, payload: Record<string, unknown>, signal: AbortSignal) => Promise<MessageMedia>;
@@ -33,6 +35,22 @@ export interface DispatchDeps {
   perform: (prepared: PreparedCall, deadlineMs: number) => Promise<CallOutcome>;
   callTimeoutMs: number;
   resolveMedia: MediaResolver;
+  /**
+   * Why the claimed job may not be sent at `at` after all (notSendableAt), or null: asked once its call is prepared,
+   * since a media fetch may take up to the call deadline after the slot's re-check.
+   */
+  notSendable?: (at: number) => string | null;
+}
+
+/**
+ * Why a claimed job may not be sent at `at`: its validity ended, or the instance's quiet hours began, since its
+ * slot was re-checked (its media was fetched meanwhile); null when it may. Found from the outside: a media job whose
+ * URL took 20 s went out 15 s into quiet hours and past its expiry.
+ */
+export function notSendableAt(job: Pick<Job, 'expiresAt'>, quietHours: QuietHours | null, at: number): string | null {
+  if (at >= job.expiresAt) return 'its validity ended while its media was prepared; nothing was sent';
+  if (isQuiet(at, quietHours)) return 'quiet hours began while its media was prepared; nothing was sent, it waits for their end';
+  return null;
 }
 
 class DeadlineExceeded extends Error {}
@@ -103,6 +121,9 @@ export async function dispatchJob(job: Job, deps: DispatchDeps): Promise<Dispatc
   try {
     return await withDeadline(deps.clock, deps.callTimeoutMs, async (signal): Promise<DispatchOutcome> => {
       const prepared = await prepare(job, deps, signal);
+      // the slot's re-check, once more where preparing took time: a stored job goes back (src/queue/outcome.ts)
+      const why = isMediaKind(job.kind) && isStoredJob(job) ? (deps.notSendable?.(deps.clock.now()) ?? null) : null;
+      if (why !== null) return { kind: 'failed', resultCode: NOT_SENDABLE_NOW, errorMessage: why };
       // a direct send (degraded or disabled queue) has no row to record it in, and nothing to recover at a start
       if (isMediaKind(job.kind) && isStoredJob(job) && !(await deps.startCall(job).catch(() => false))) return NOT_STARTED;
       const at = deps.clock.now();

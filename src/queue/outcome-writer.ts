@@ -174,7 +174,7 @@ export class OutcomeWriter {
   async putBack(job: Job, now: number, outcome?: DispatchOutcome): Promise<Job | null> {
     const back = await this.core.move(job, { type: 'RETURNED' }, RETURNED_FIELDS, {}, (c) => forgetDispatch(c, job.id));
     const why = outcome?.kind === 'failed' ? { resultCode: outcome.resultCode, detail: outcome.errorMessage } : {};
-    if (back) this.core.deps.log.warn({ jobId: job.id, at: now, ...why }, 'the call was never made (no session took it, or its start could not be recorded): job back in the queue');
+    if (back) this.core.deps.log.warn({ jobId: job.id, at: now, ...why }, 'the call was never made (no session took it, its start could not be recorded, or quiet hours or its expiry came while its media was prepared): job back in the queue');
     return back;
   }
 

@@ -5,7 +5,8 @@
  * away between the claim and the call (no driver, or the driver refused before sending: NOT_CONNECTED /
  * SESSION_CLOSED with `provablyNotSent`), or because a media job's call could not be recorded as starting.
  * Such a job was provably not sent and is not `failed` either: it goes back to `scheduled` (event RETURNED),
- * stops counting against the windows and waits for the reconnect.
+ * stops counting against the windows and waits for the reconnect. So does a job whose media was ready only once
+ * quiet hours had begun or its validity had ended (NOT_SENDABLE_NOW): the plan places it again.
  */
 import type { JobEvent } from '../../machines/job.machine.js';
 import { NO_SESSION_DRIVER_CODES } from '../drivers/contract.js';
@@ -18,10 +19,17 @@ import type { DispatchOutcome } from './types.js';
  */
 export const CALL_NOT_STARTED = 'CALL_NOT_STARTED';
 
-/** Result codes of a provably unsent call that no session took (src/queue/dispatch.ts, the drivers). */
-const NO_SESSION_CODES: ReadonlySet<string> = new Set<string>(['INSTANCE_OFFLINE', CALL_NOT_STARTED, ...NO_SESSION_DRIVER_CODES]);
+/**
+ * A stored job whose media took so long to prepare that its slot's re-check no longer holds once it is ready (quiet
+ * hours began, or its validity ended, meanwhile: src/queue/dispatch.ts `notSendableAt`) was not called: it goes back,
+ * and the plan gives it a slot after the quiet hours, or its expiry ends it.
+ */
+export const NOT_SENDABLE_NOW = 'NOT_SENDABLE_NOW';
 
-/** The call never reached the network because there was no session to take it, or it was not started. */
+/** Result codes of a provably unsent call that goes back to waiting (src/queue/dispatch.ts, the drivers). */
+const NO_SESSION_CODES: ReadonlySet<string> = new Set<string>(['INSTANCE_OFFLINE', CALL_NOT_STARTED, NOT_SENDABLE_NOW, ...NO_SESSION_DRIVER_CODES]);
+
+/** The call never reached the network: no session took it, it was not started, or it may not be made now. */
 export function neverReachedNetwork(outcome: DispatchOutcome): boolean {
   return outcome.kind === 'failed' && NO_SESSION_CODES.has(outcome.resultCode);
 }

@@ -19,7 +19,7 @@ function textJob(id: string): Job {
   return {
     id, seq: 1, instanceId: 'i-1', state: 'sending', originRoute: 'v2', chatId: '4915112345678@c.us', phone: '4915112345678',
     payloadHash: 'h', idempotencyKey: null, priority: 5, notBefore: null, queuedAt: 0, scheduledAt: 0, dispatchedAt: 0,
-    terminalAt: null, expiresAt: 86_400_000, attempts: 1, deliveryConfidence: null, messageId: null, resultCode: null,
+    terminalAt: null, expiresAt: Date.UTC(2100, 0, 1), attempts: 1, deliveryConfidence: null, messageId: null, resultCode: null,
     errorMessage: null, unknownReason: null, previousJobId: null, kind: 'text', payload: { body: 'hello' },
   } as Job;
 }
@@ -66,7 +66,7 @@ function harness(script: CallOutcome[], starts: (boolean | Error)[] = []) {
   });
   const actor = createActor(parent).start();
   const dispatch = async (job: Job): Promise<DispatchOutcome> => {
-    const r = await replies.request((address) => (actor.getSnapshot().context.dispatcher?.send({ type: 'DISPATCH', ...address, job }), true), 60_000, () => new Error('late'));
+    const r = await replies.request((address) => (actor.getSnapshot().context.dispatcher?.send({ type: 'DISPATCH', ...address, job, quietHours: null }), true), 60_000, () => new Error('late'));
     assert.equal(r.ok, true);
     return (r as { ok: true; value: DispatchOutcome }).value;
   };
