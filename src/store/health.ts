@@ -97,6 +97,11 @@ function withinRealTime<T>(ms: number, p: Promise<T>): Promise<T | typeof PROBE_
   return Promise.race([p, deadline]).finally(() => clearTimeout(timer));
 }
 
+/** pg's own deadline of a query (query_timeout) passed: the question went unanswered, nothing broke under it. */
+function isQueryReadTimeout(err: unknown): boolean {
+  return err instanceof Error && err.message === 'Query read timeout';
+}
+
 export type StoreListener = (degraded: boolean, since: number) => void;
 
 export class StoreHealth {
@@ -169,33 +174,42 @@ export class StoreHealth {
       const ms = this.deps.probeTimeoutMs ?? PROBE_TIMEOUT_MS;
       const answerMs = Math.max(ms, this.deps.probeAnswerMs ?? STORE_DEADLINES.queryMs);
       // The probe asks on a connection of its own (probePool), so a pool whose connections all wait (on a lock held
-      // elsewhere) does not hold it up. Past its deadline (ms):
-      // - while PostgreSQL answered the pool's other queries meanwhile: busy, not unreachable (found from the
-      //   outside: a takeover of 200 full queues switched every queue to memory-degraded for a second). An answer
-      //   early in the wait may be the last one before a partition, so the probe asks again at once (found in CI:
-      //   it kept the queue on pg for a whole interval more);
-      // - with nothing answered: its own answer may still come within the store's query deadline (answerMs), as a
-      //   request's would: slow, not unreachable. Found from the outside: a store answering in 2.4–3 s switched an
-      //   idle node to memory-degraded, and kept it there, since no probe came back within 2 s.
-      // A connection the probe finds broken (reset under it while PostgreSQL is there) is asked once more, on a
-      // new one (found from the outside: a reset of every connection flipped the mode for a tenth of a second).
+      // elsewhere) does not hold it up. The store is unreachable when, for the store's query deadline (answerMs, the
+      // wait every request has), neither the probe's own question nor anything else the pool asked was answered:
+      // - each wait of `ms` in which the pool's other queries were answered is busy, not unreachable (found from the
+      //   outside: a takeover of 200 full queues switched every queue to memory-degraded for a second), and the same
+      //   question waits on: a second one would queue behind it on the probe's one connection (found from the
+      //   outside: under load, questions asked again piled up behind a slow store and latched the mode). An answer
+      //   early in a wait may be the last before a partition: only a wait in which nothing was answered counts
+      //   towards the deadline (found in CI: such an answer kept the queue on pg for a whole interval more);
+      // - a store slower than `ms` but within the deadline is not unreachable either (found from the outside: one
+      //   answering in 2.4–3 s switched an idle node to memory-degraded, and kept it there).
+      // A connection broken under the probe (a reset while PostgreSQL is there) is asked on once more, on a new one
+      // (found from the outside: a reset of every connection flipped the mode for a tenth of a second).
+      const ask = () => {
+        const q = probePool(this.deps.pool).query('SELECT 1');
+        q.catch(() => undefined);
+        return q;
+      };
       let retried = false;
+      let asked = performance.now();
+      let answer = ask();
+      let since = asked;
       for (;;) {
-        const asked = performance.now();
-        const answer = probePool(this.deps.pool).query('SELECT 1');
-        answer.catch(() => undefined);
-        let first: unknown;
+        let got: unknown;
         try {
-          first = await withinRealTime(ms, answer);
+          got = await withinRealTime(Math.max(1, Math.min(ms, answerMs - (performance.now() - asked))), answer);
         } catch (err) {
-          if (retried || this.stopped || !isConnectionError(err)) throw err;
+          if (retried || this.stopped || !isConnectionError(err) || isQueryReadTimeout(err)) throw err;
           retried = true;
+          asked = since = performance.now();
+          answer = ask();
           continue;
         }
-        if (first !== PROBE_TIMED_OUT || this.stopped) break;
-        if (lastAnswerAt(this.deps.pool) > asked) continue;
-        if ((await withinRealTime(answerMs - ms, answer)) === PROBE_TIMED_OUT) throw new Error(`PostgreSQL did not answer the probe within ${answerMs} ms`);
-        break;
+        if (got !== PROBE_TIMED_OUT || this.stopped) break;
+        const busy = lastAnswerAt(this.deps.pool) > since;
+        since = performance.now();
+        if (!busy && since - asked >= answerMs) throw new Error(`PostgreSQL did not answer the probe within ${answerMs} ms`);
       }
     } catch (err) {
       ok = false;

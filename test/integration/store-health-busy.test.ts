@@ -142,18 +142,18 @@ async function startSplitProxy(target: { host: string; port: number }) {
   };
 }
 
-/** A pool of three connections (the probe then has its own) through a split proxy in front of the test database. */
-async function proxiedPool() {
+/** A pool of `max` connections (the probe then has its own) through a split proxy in front of the test database. */
+async function proxiedPool(max = 3) {
   const url = new URL(db.url ?? '');
   const proxy = await startSplitProxy({ host: url.hostname, port: Number(url.port || 5432) });
   url.hostname = '127.0.0.1';
   url.port = String(proxy.port);
-  const pool = createPool({ connectionString: url.toString(), max: 3, connectionTimeoutMillis: 5_000 });
+  const pool = createPool({ connectionString: url.toString(), max, connectionTimeoutMillis: 5_000 });
   pool.on('error', () => undefined);
   return { proxy, pool };
 }
 
-test('an answer that came while the probe waited, and then a partition: asked again, the store is unreachable', NEEDS_SERVER, async () => {
+test('an answer that came while the probe waited, and then a partition: the store is unreachable once a whole deadline passes with nothing answered', NEEDS_SERVER, async () => {
   // Found in CI (store-outage.test.ts): the pool's answer to a query was on its way when a partition began, after
   // the probe had asked; the probe's wait ended unanswered, the early answer counted it as "busy", and the queue
   // stayed on pg for a whole probe interval more.
@@ -214,6 +214,39 @@ test('the probe\'s connection reset under it while PostgreSQL is there: asked ag
     await health.probe();
     assert.equal(health.degraded, false, 'reachable: the second ask, on a new connection, was answered');
   } finally {
+    health.stop();
+    await proxy.close();
+    await pool.end().catch(() => undefined);
+  }
+});
+
+test('a slow store under load: the probe\'s one question waits on while the pool is answered, and its answer ends the probe', NEEDS_SERVER, async () => {
+  // Found from the outside: under load, a store answering in 3 s latched the queue in memory-degraded: each wait of
+  // 2 s in which the pool had answers asked again, the questions queued behind each other on the probe's one
+  // connection, and the wait for its own answer then timed out behind them
+  const { proxy, pool } = await proxiedPool(4);
+  const health = new StoreHealth({ pool, clock: systemClock, log: silentLogger(), probeTimeoutMs: 300, probeAnswerMs: 1_500 });
+  let loading = true;
+  try {
+    // the pool's four connections and the probe's opened before the store slows down
+    await Promise.all([health.probe(), ...Array.from({ length: 4 }, () => pool.query('SELECT pg_sleep(0.05)'))]);
+    proxy.delay(250);
+    // four connections of the pool, each asking again once answered (a round trip of half a second), a quarter of
+    // that apart: the pool is answered about every 125 ms, in every wait of the probe
+    const load = Array.from({ length: 4 }, async (_, i) => {
+      await new Promise((r) => setTimeout(r, i * 125));
+      while (loading) await pool.query('SELECT 1');
+    });
+    await new Promise((r) => setTimeout(r, 600));
+    const t0 = performance.now();
+    const ended = await Promise.race([health.probe().then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 3_000))]);
+    const took = performance.now() - t0;
+    assert.ok(ended && took < 1_400, `the probe ended with its own answer (${Math.round(took)} ms), not behind questions asked again`);
+    assert.equal(health.degraded, false, 'slow and answering: reachable');
+    loading = false;
+    await Promise.all(load);
+  } finally {
+    loading = false;
     health.stop();
     await proxy.close();
     await pool.end().catch(() => undefined);
