@@ -14,7 +14,7 @@ import type { MessageMedia, SendContent } from '../drivers/contract.js';
 import { DomainError } from '../errors.js';
 import { raceClock, type Clock } from '../clock.js';
 import type { CallOutcome, PreparedCall } from '../actors/call.js';
-import { isStoredJob, type Job } from './job.js';
+import { isStoredJob, isV1Origin, type Job } from './job.js';
 import { isMediaKind, type MessageOptions } from './payload.js';
 import { mimeEssence, stickerTypeRefusal } from '../media/mimetype.js';
 import { CALL_NOT_STARTED, NOT_SENDABLE_NOW } from './outcome.js';
@@ -121,8 +121,11 @@ export async function dispatchJob(job: Job, deps: DispatchDeps): Promise<Dispatc
   try {
     return await withDeadline(deps.clock, deps.callTimeoutMs, async (signal): Promise<DispatchOutcome> => {
       const prepared = await prepare(job, deps, signal);
-      // the slot's re-check, once more where preparing took time: a stored job goes back (src/queue/outcome.ts)
-      const why = isMediaKind(job.kind) && isStoredJob(job) ? (deps.notSendable?.(deps.clock.now()) ?? null) : null;
+      // the slot's re-check, once more where preparing took time: a stored job goes back (src/queue/outcome.ts). Not
+      // a v1 send's: its synchronous caller is told "the outcome is unknown, do not resend" when its wait ends while
+      // the job is being sent, and its job lives only as long as that wait, so put back it would expire unsent
+      // (found by the probe of the fix); it is sent as before
+      const why = isMediaKind(job.kind) && isStoredJob(job) && !isV1Origin(job) ? (deps.notSendable?.(deps.clock.now()) ?? null) : null;
       if (why !== null) return { kind: 'failed', resultCode: NOT_SENDABLE_NOW, errorMessage: why };
       // a direct send (degraded or disabled queue) has no row to record it in, and nothing to recover at a start
       if (isMediaKind(job.kind) && isStoredJob(job) && !(await deps.startCall(job).catch(() => false))) return NOT_STARTED;

@@ -48,6 +48,9 @@ export const DIRECT_ORIGIN = 'direct';
 /** Whether `job` is a row of `jobs` (not a direct send, which has none). */
 export const isStoredJob = (job: JobRecord): boolean => job.originRoute !== DIRECT_ORIGIN;
 
+/** Whether `job` was accepted by a v1 send route (`/api/send-…`), not by v2 or an operator's route. */
+export const isV1Origin = (job: Pick<JobRecord, 'originRoute'>): boolean => job.originRoute.startsWith('/api/') && !job.originRoute.startsWith('/api/v2/');
+
 /** What acceptance inserts: the job's own fields; state, seq and outcomes are the store's. */
 export type NewJob = Pick<
   JobRecord,

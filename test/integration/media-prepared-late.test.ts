@@ -103,3 +103,19 @@ test('a validity that ends while the media is fetched: the job expires, nothing 
   assert.equal(ended.state, 'expired');
   assert.deepEqual(await ledger(instance.id), [], 'nothing reached the network');
 });
+
+test('a v1 send-media whose fetch outlasts its caller\'s wait is sent as before: its caller was told the outcome is unknown, do not resend', async () => {
+  // found by the probe of the fix: put back, a v1 job (it lives only as long as its caller's wait) expired unsent
+  // after its caller had been told it may have been delivered
+  const { instance, apiKey } = await t.createInstance('v1-late', { settings: { ...FREE, quietHours: null } });
+  let answered: { status: number } | null = null;
+  void t.api(apiKey, 'POST', '/api/send-media', { phone: TO, mediaUrl: `http://cdn.example:${port}/a.png`, caption: 'v1' }).then((r) => (answered = r));
+  await t.advanceUntil(() => held.length > 0, 'the dispatch fetching its media', { stepMs: 100, maxMs: 60_000, realWaitMs: 20 });
+  const { rows } = await t.db.pool.query<{ id: string; expires_at: Date }>('SELECT id, expires_at FROM jobs WHERE instance_id = $1', [instance.id]);
+  const v1Job = rows[0];
+  assert.ok(v1Job, 'the v1 send is a job');
+  await t.advance(v1Job.expires_at.getTime() + 1_000 - t.clock.now(), 1_000);
+  held.shift()?.();
+  await t.advanceUntil(async () => (await ledger(instance.id)).length === 1, 'sent', { stepMs: 100, maxMs: 10_000, realWaitMs: 20 });
+  await t.advanceUntil(() => answered, 'the v1 answer', { stepMs: 1_000, maxMs: 60_000, realWaitMs: 20 });
+});

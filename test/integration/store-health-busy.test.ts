@@ -206,13 +206,20 @@ test('a store that answers, slower than the probe\'s first wait but within the q
 test('the probe\'s connection reset under it while PostgreSQL is there: asked again on a new one, still reachable', NEEDS_SERVER, async () => {
   // Found from the outside: a reset of every connection flipped the queue to memory-degraded for a tenth of a second
   const { proxy, pool } = await proxiedPool();
-  const health = new StoreHealth({ pool, clock: systemClock, log: silentLogger(), probeTimeoutMs: 500, probeAnswerMs: 1_000 });
+  const health = new StoreHealth({ pool, clock: systemClock, log: silentLogger(), probeTimeoutMs: 500, probeAnswerMs: 1_000, probeConnectMs: 3_000 });
   try {
     await health.probe();
     // the reset and the probe in one turn: the probe's query goes out on the connection just reset
     proxy.resetAll();
     await health.probe();
     assert.equal(health.degraded, false, 'reachable: the second ask, on a new connection, was answered');
+    // the same while the store is slow (a round trip of 0.6 s): the new connection's round trip and the question's
+    // pass the question's own 1 s, not its own and a connection's (found by the probe of the fix: degraded)
+    proxy.delay(300);
+    await health.probe();
+    proxy.resetAll();
+    await health.probe();
+    assert.equal(health.degraded, false, 'reachable: slow, and answered on a new connection within its deadlines');
   } finally {
     health.stop();
     await proxy.close();
