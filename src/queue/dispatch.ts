@@ -121,14 +121,15 @@ export async function dispatchJob(job: Job, deps: DispatchDeps): Promise<Dispatc
   try {
     return await withDeadline(deps.clock, deps.callTimeoutMs, async (signal): Promise<DispatchOutcome> => {
       const prepared = await prepare(job, deps, signal);
+      // a direct send (degraded or disabled queue) has no row: nothing to put back, record or recover at a start
+      const storedMedia = isMediaKind(job.kind) && isStoredJob(job);
       // the slot's re-check, once more where preparing took time: a stored job goes back (src/queue/outcome.ts). Not
       // a v1 send's: its synchronous caller is told "the outcome is unknown, do not resend" when its wait ends while
       // the job is being sent, and its job lives only as long as that wait, so put back it would expire unsent
       // (found by the probe of the fix); it is sent as before
-      const why = isMediaKind(job.kind) && isStoredJob(job) && !isV1Origin(job) ? (deps.notSendable?.(deps.clock.now()) ?? null) : null;
+      const why = storedMedia && !isV1Origin(job) ? (deps.notSendable?.(deps.clock.now()) ?? null) : null;
       if (why !== null) return { kind: 'failed', resultCode: NOT_SENDABLE_NOW, errorMessage: why };
-      // a direct send (degraded or disabled queue) has no row to record it in, and nothing to recover at a start
-      if (isMediaKind(job.kind) && isStoredJob(job) && !(await deps.startCall(job).catch(() => false))) return NOT_STARTED;
+      if (storedMedia && !(await deps.startCall(job).catch(() => false))) return NOT_STARTED;
       const at = deps.clock.now();
       callAt = at;
       return { ...outcomeOf(await deps.perform(prepared, Math.max(0, deadline - at))), callAt: at };

@@ -136,6 +136,20 @@ export class ReplayInstead extends Error {
 }
 
 /**
+ * What `accepting` answered, or the replay its preparation threw instead (ReplayInstead, with that replay's
+ * warnings; rule 2's 409 is thrown as it is). `warnings` is null when nothing was replayed instead.
+ */
+export async function acceptedOrReplay(accepting: Promise<Accepted>): Promise<{ accepted: Accepted; warnings: string[] | null }> {
+  try {
+    return { accepted: await accepting, warnings: null };
+  } catch (err) {
+    if (!(err instanceof ReplayInstead)) throw err;
+    if (err.answer instanceof DomainError) throw err.answer;
+    return { accepted: err.answer, warnings: err.warnings };
+  }
+}
+
+/**
  * The 200 replay of a keyed send whose key names a job already (409 IDEMPOTENCY_PAYLOAD_MISMATCH thrown for a job
  * of another payload); null without a key, or when no job has it. Throws what the lookup failed with (the store,
  * the deadline): then nobody can say.

@@ -20,7 +20,7 @@ import type { Pool } from '../../store/pool.js';
 import type { Clock } from '../../clock.js';
 import { IDEMPOTENCY_KEY, requeueKey } from './send-schemas.js';
 import { isJobId } from './network-common.js';
-import { answerAccepted, gatedAccept, ReplayInstead, requestView, type Accepted } from './queue-gate.js';
+import { acceptedOrReplay, answerAccepted, gatedAccept, requestView } from './queue-gate.js';
 import { checkMediaOrReplay, payloadHash, type SendRouteDeps } from './send.js';
 
 export interface QueueRouteDeps {
@@ -131,18 +131,11 @@ export function queueHandlers(deps: Pick<QueueRouteDeps, 'pool' | 'clock' | 'deg
       // MEDIA_NOT_FOUND); a repeated requeue whose media went since is its replay. The check's warnings were the
       // first send's answer
       const kind = old.kind;
-      let result: Accepted;
-      try {
-        result = await gatedAccept(ctx, port, async () => {
-          if (isMediaKind(kind)) await checkMediaOrReplay(deps.validateMedia, port, kind, old.payload, [], () => request);
-          return request;
-        });
-      } catch (err) {
-        if (!(err instanceof ReplayInstead)) throw err;
-        if (err.answer instanceof DomainError) throw err.answer;
-        result = err.answer;
-      }
-      answerAccepted(ctx, deps.clock, result, [], { previousJobId: old.id });
+      const { accepted } = await acceptedOrReplay(gatedAccept(ctx, port, async () => {
+        if (isMediaKind(kind)) await checkMediaOrReplay(deps.validateMedia, port, kind, old.payload, [], () => request);
+        return request;
+      }));
+      answerAccepted(ctx, deps.clock, accepted, [], { previousJobId: old.id });
     },
   };
 }

@@ -11,7 +11,7 @@ import { parseGroupCreate, parseSend, type ParsedSend, type SendKind } from './s
 import type { AcceptRequest } from '../../queue/worker.js';
 import { sendPart } from '../../queue/payload.js';
 import { checkSourceType } from './send-payloads.js';
-import { answerAccepted, gatedAccept, lookupReplay, ownNumber, ReplayInstead, type Accepted, type QueueGateDeps } from './queue-gate.js';
+import { acceptedOrReplay, answerAccepted, gatedAccept, lookupReplay, ownNumber, ReplayInstead, type Accepted, type QueueGateDeps } from './queue-gate.js';
 import type { InstancePort } from '../../actors/port.js';
 
 export interface SendRouteDeps extends QueueGateDeps {
@@ -142,21 +142,13 @@ export function sendRouter(deps: SendRouteDeps): Router {
   const accept = async (ctx: Context, kind: Exclude<SendKind, 'group_create'>, route: string, extra: { msgId?: string } = {}) => {
     const port = deps.portOf(ctx);
     let warnings: string[] = [];
-    let r: Accepted;
-    try {
-      r = await gatedAccept(ctx, port, async (view) => {
-        const parsed = parseSend(kind, ctx.request.body, idempotencyHeader(ctx), ownNumber(ctx, view), extra);
-        if (MEDIA_KINDS.has(kind)) await checkMediaOrReplay(deps.validateMedia, port, kind, parsed.payload, parsed.warnings, () => toAcceptRequest(parsed, route));
-        warnings = parsed.warnings;
-        return toAcceptRequest(parsed, route);
-      });
-    } catch (err) {
-      if (!(err instanceof ReplayInstead)) throw err;
-      if (err.answer instanceof DomainError) throw err.answer;
-      r = err.answer;
-      warnings = err.warnings;
-    }
-    answerAccepted(ctx, deps.clock, r, warnings);
+    const r = await acceptedOrReplay(gatedAccept(ctx, port, async (view) => {
+      const parsed = parseSend(kind, ctx.request.body, idempotencyHeader(ctx), ownNumber(ctx, view), extra);
+      if (MEDIA_KINDS.has(kind)) await checkMediaOrReplay(deps.validateMedia, port, kind, parsed.payload, parsed.warnings, () => toAcceptRequest(parsed, route));
+      warnings = parsed.warnings;
+      return toAcceptRequest(parsed, route);
+    }));
+    answerAccepted(ctx, deps.clock, r.accepted, r.warnings ?? warnings);
   };
 
   for (const [path, kind] of ROUTES) router.post(`/${path}`, (ctx) => accept(ctx, kind, `/api/v2/${path}`));
