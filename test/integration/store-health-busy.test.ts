@@ -142,24 +142,38 @@ async function startSplitProxy(target: { host: string; port: number }) {
   };
 }
 
-/** A pool of `max` connections (the probe then has its own) through a split proxy in front of the test database. */
-async function proxiedPool(max = 3) {
+type ProbeOptions = Pick<ConstructorParameters<typeof StoreHealth>[0], 'probeTimeoutMs' | 'probeAnswerMs' | 'probeConnectMs'>;
+
+/**
+ * `body` with a StoreHealth (`options`) whose pool of `max` connections (the probe then has its own) goes through a
+ * split proxy in front of the test database; the health, the proxy and the pool closed after it.
+ */
+async function withProxiedHealth(
+  options: ProbeOptions,
+  body: (h: { proxy: Awaited<ReturnType<typeof startSplitProxy>>; pool: ReturnType<typeof createPool>; health: StoreHealth }) => Promise<void>,
+  max = 3,
+): Promise<void> {
   const url = new URL(db.url ?? '');
   const proxy = await startSplitProxy({ host: url.hostname, port: Number(url.port || 5432) });
   url.hostname = '127.0.0.1';
   url.port = String(proxy.port);
   const pool = createPool({ connectionString: url.toString(), max, connectionTimeoutMillis: 5_000 });
   pool.on('error', () => undefined);
-  return { proxy, pool };
+  const health = new StoreHealth({ pool, clock: systemClock, log: silentLogger(), ...options });
+  try {
+    await body({ proxy, pool, health });
+  } finally {
+    health.stop();
+    await proxy.close();
+    await pool.end().catch(() => undefined);
+  }
 }
 
 test('an answer that came while the probe waited, and then a partition: the store is unreachable once a whole deadline passes with nothing answered', NEEDS_SERVER, async () => {
   // Found in CI (store-outage.test.ts): the pool's answer to a query was on its way when a partition began, after
   // the probe had asked; the probe's wait ended unanswered, the early answer counted it as "busy", and the queue
   // stayed on pg for a whole probe interval more.
-  const { proxy, pool } = await proxiedPool();
-  const health = new StoreHealth({ pool, clock: systemClock, log: silentLogger(), probeTimeoutMs: 300, probeAnswerMs: 600 });
-  try {
+  await withProxiedHealth({ probeTimeoutMs: 300, probeAnswerMs: 600 }, async ({ proxy, pool, health }) => {
     await pool.query('SELECT 1');
     // the probe's own connection (opened by its first probe) hears nothing; the pool's one answers 100 ms later
     proxy.holdNewConnections();
@@ -171,20 +185,14 @@ test('an answer that came while the probe waited, and then a partition: the stor
     proxy.partition();
     await probing;
     assert.equal(health.degraded, true, 'the wait after the partition went unanswered: unreachable');
-  } finally {
-    health.stop();
-    await proxy.close();
-    await pool.end().catch(() => undefined);
-  }
+  });
 });
 
 test('a store that answers, slower than the probe\'s first wait but within the query deadline: reachable', NEEDS_SERVER, async () => {
   // Found from the outside: PostgreSQL answering in 2.4–3 s (every packet held 1.2–1.5 s) switched an idle node to
   // memory-degraded within seconds and kept it there: no probe came back within its 2 s, nothing else was asked.
   // Entering and leaving memory-degraded are the same probe's verdict (StoreHealth.run)
-  const { proxy, pool } = await proxiedPool();
-  const health = new StoreHealth({ pool, clock: systemClock, log: silentLogger(), probeTimeoutMs: 200, probeAnswerMs: 2_000 });
-  try {
+  await withProxiedHealth({ probeTimeoutMs: 200, probeAnswerMs: 2_000 }, async ({ proxy, health }) => {
     await health.probe();
     assert.equal(health.degraded, false);
     proxy.delay(250);
@@ -196,18 +204,12 @@ test('a store that answers, slower than the probe\'s first wait but within the q
     proxy.delay(1_500);
     await health.probe();
     assert.equal(health.degraded, true, 'no answer within probeAnswerMs');
-  } finally {
-    health.stop();
-    await proxy.close();
-    await pool.end().catch(() => undefined);
-  }
+  });
 });
 
 test('the probe\'s connection reset under it while PostgreSQL is there: asked again on a new one, still reachable', NEEDS_SERVER, async () => {
   // Found from the outside: a reset of every connection flipped the queue to memory-degraded for a tenth of a second
-  const { proxy, pool } = await proxiedPool();
-  const health = new StoreHealth({ pool, clock: systemClock, log: silentLogger(), probeTimeoutMs: 500, probeAnswerMs: 1_000, probeConnectMs: 3_000 });
-  try {
+  await withProxiedHealth({ probeTimeoutMs: 500, probeAnswerMs: 1_000, probeConnectMs: 3_000 }, async ({ proxy, health }) => {
     await health.probe();
     // the reset and the probe in one turn: the probe's query goes out on the connection just reset
     proxy.resetAll();
@@ -220,42 +222,35 @@ test('the probe\'s connection reset under it while PostgreSQL is there: asked ag
     proxy.resetAll();
     await health.probe();
     assert.equal(health.degraded, false, 'reachable: slow, and answered on a new connection within its deadlines');
-  } finally {
-    health.stop();
-    await proxy.close();
-    await pool.end().catch(() => undefined);
-  }
+  });
 });
 
 test('a slow store under load: the probe\'s one question waits on while the pool is answered, and its answer ends the probe', NEEDS_SERVER, async () => {
   // Found from the outside: under load, a store answering in 3 s latched the queue in memory-degraded: each wait of
   // 2 s in which the pool had answers asked again, the questions queued behind each other on the probe's one
   // connection, and the wait for its own answer then timed out behind them
-  const { proxy, pool } = await proxiedPool(4);
-  const health = new StoreHealth({ pool, clock: systemClock, log: silentLogger(), probeTimeoutMs: 300, probeAnswerMs: 1_500 });
   let loading = true;
-  try {
-    // the pool's four connections and the probe's opened before the store slows down
-    await Promise.all([health.probe(), ...Array.from({ length: 4 }, () => pool.query('SELECT pg_sleep(0.05)'))]);
-    proxy.delay(250);
-    // four connections of the pool, each asking again once answered (a round trip of half a second), a quarter of
-    // that apart: the pool is answered about every 125 ms, in every wait of the probe
-    const load = Array.from({ length: 4 }, async (_, i) => {
-      await new Promise((r) => setTimeout(r, i * 125));
-      while (loading) await pool.query('SELECT 1');
-    });
-    await new Promise((r) => setTimeout(r, 600));
-    const t0 = performance.now();
-    const ended = await Promise.race([health.probe().then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 3_000))]);
-    const took = performance.now() - t0;
-    assert.ok(ended && took < 1_400, `the probe ended with its own answer (${Math.round(took)} ms), not behind questions asked again`);
-    assert.equal(health.degraded, false, 'slow and answering: reachable');
-    loading = false;
-    await Promise.all(load);
-  } finally {
-    loading = false;
-    health.stop();
-    await proxy.close();
-    await pool.end().catch(() => undefined);
-  }
+  await withProxiedHealth({ probeTimeoutMs: 300, probeAnswerMs: 1_500 }, async ({ proxy, pool, health }) => {
+    try {
+      // the pool's four connections and the probe's opened before the store slows down
+      await Promise.all([health.probe(), ...Array.from({ length: 4 }, () => pool.query('SELECT pg_sleep(0.05)'))]);
+      proxy.delay(250);
+      // four connections of the pool, each asking again once answered (a round trip of half a second), a quarter of
+      // that apart: the pool is answered about every 125 ms, in every wait of the probe
+      const load = Array.from({ length: 4 }, async (_, i) => {
+        await new Promise((r) => setTimeout(r, i * 125));
+        while (loading) await pool.query('SELECT 1');
+      });
+      await new Promise((r) => setTimeout(r, 600));
+      const t0 = performance.now();
+      const ended = await Promise.race([health.probe().then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 3_000))]);
+      const took = performance.now() - t0;
+      assert.ok(ended && took < 1_400, `the probe ended with its own answer (${Math.round(took)} ms), not behind questions asked again`);
+      assert.equal(health.degraded, false, 'slow and answering: reachable');
+      loading = false;
+      await Promise.all(load);
+    } finally {
+      loading = false;
+    }
+  }, 4);
 });
