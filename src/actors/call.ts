@@ -4,6 +4,7 @@
  * driver, performs it (`performCall`); a call that never started is `not_sent`, and the job goes back.
  */
 import { DriverError, type Driver, type SendContent, type SendOptions } from '../drivers/contract.js';
+import { chatIdToPhone } from '../phone.js';
 
 export type PreparedCall =
   | { call: 'send'; chatId: string; content: SendContent; options: SendOptions }
@@ -28,8 +29,28 @@ export interface CallEnvelope {
   prepared: PreparedCall;
 }
 
+/**
+ * A call addressed to the number the session is linked to now, refused before it reaches the driver: the real
+ * network takes the session down on a message to its own number. Acceptance refuses such a send (400), but a job
+ * waits: an instance linked again to another number meanwhile would send its waiting job to that number to itself.
+ * The webjs driver has no such check of its own (the sandbox's has); null when the call may go out.
+ */
+export function ownNumberRefusal(driver: Pick<Driver, 'info'>, prepared: PreparedCall): CallOutcome | null {
+  const own = driver.info ? chatIdToPhone(driver.info.wid) : null;
+  const to = prepared.call === 'send' ? prepared.chatId : prepared.call === 'forward' ? prepared.toChatId : null;
+  if (own === null || to === null || chatIdToPhone(to) !== own) return null;
+  return {
+    kind: 'driver_error',
+    code: 'INVALID_INPUT',
+    message: 'not sent: the recipient is the number the instance is linked to now (linked again since the message was accepted); nothing was sent',
+    provablyNotSent: true,
+  };
+}
+
 /** Make the call on `driver`; never throws. */
 export async function performCall(driver: Driver, prepared: PreparedCall, now: () => number): Promise<CallOutcome> {
+  const refused = ownNumberRefusal(driver, prepared);
+  if (refused) return refused;
   try {
     switch (prepared.call) {
       case 'forward':

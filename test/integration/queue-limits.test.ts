@@ -73,6 +73,36 @@ test('TTL elapsed while the instance is unlinked → expired; the rest goes out 
   assert.equal(sent.deliveryConfidence, 'confirmed');
 });
 
+test('linked again to the number a waiting message is addressed to: failed before the network, the session stays up; the rest goes out', async () => {
+  const relinked = '4915100000888';
+  const { instance, apiKey } = await t.createInstance('relinked', { settings: { ...SLOW, minDelayMs: 1000, maxDelayMs: 1000 } });
+  const later = new Date(t.clock.now() + 30_000).toISOString();
+  const toNew = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: relinked, message: 'to the number linked later', notBefore: later });
+  assert.equal(toNew.status, 202, toNew.text);
+  const other = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'to someone else', notBefore: later });
+  assert.equal(other.status, 202, other.text);
+  assert.equal((await t.admin('POST', `/sandbox/v1/instances/${instance.id}/unlink`)).status, 200);
+  await t.advanceUntil(() => !t.gw.actors.view(instance.id).connected, 'disconnected', { maxMs: 10_000 });
+  assert.equal((await t.admin('POST', `/admin/v1/instances/${instance.id}/restart`)).status, 202);
+  await t.advanceUntil(() => t.gw.actors.view(instance.id).status === 'waiting_qr', 'waiting for a new link', { maxMs: 600_000 });
+  assert.equal((await t.admin('POST', `/sandbox/v1/instances/${instance.id}/link`, { phoneNumber: relinked })).status, 200);
+  const stateOf = async (r: typeof toNew) => (await t.api(apiKey, 'GET', `/api/v2/messages/${String(r.body.data?.jobId)}`)).body.data;
+  const failed = await t.advanceUntil(async () => {
+    const d = await stateOf(toNew);
+    return d?.state === 'failed' ? d : null;
+  }, 'the message to the number linked now', { maxMs: 600_000 });
+  assert.equal(failed.resultCode, 'INVALID_INPUT');
+  assert.match(String(failed.errorMessage), /linked to now .*nothing was sent/);
+  const sent = await t.advanceUntil(async () => {
+    const d = await stateOf(other);
+    return d?.state === 'sent' ? d : null;
+  }, 'the message to someone else', { maxMs: 600_000 });
+  assert.equal(sent.deliveryConfidence, 'confirmed');
+  // the session was never taken down: it stayed connected through both
+  const view = t.gw.actors.view(instance.id);
+  assert.deepEqual([view.connected, view.status], [true, 'connected']);
+});
+
 test('a limit change re-plans (queue.replanned) and POST /queue/replan really re-plans', async () => {
   const { instance, apiKey } = await t.createInstance('replan', { settings: SLOW });
   const ids: string[] = [];

@@ -13,6 +13,7 @@ import wweb from 'whatsapp-web.js';
 import { simulatedClock } from '../../src/clock.js';
 import { DriverError, type SendContent } from '../../src/drivers/contract.js';
 import { WebjsDriver } from '../../src/drivers/webjs/driver.js';
+import { performCall } from '../../src/actors/call.js';
 import { isLibraryContact } from '../../src/drivers/webjs/library.js';
 import { StandInClient, msgKey, never, rawContact, rawMessage, wid } from './webjs-standin.js';
 
@@ -289,5 +290,32 @@ describe('forward', () => {
   test('to an unregistered number: not registered', async () => {
     const err = await failure(driver.forwardMessage('false_491511234567@c.us_3EB0FWD', '491700000000@c.us'));
     assert.equal(err.code, 'NOT_REGISTERED');
+  });
+});
+
+describe('a call to the number the session is linked to now (a waiting job, the instance linked again meanwhile)', () => {
+  const OWN = '491609876543@c.us';
+  const now = () => clock.now();
+  // the network knows its own account's number as registered: the driver's look-up alone does not refuse it
+  beforeEach(() => client.registered.add('491609876543'));
+
+  test('a send: failed as provably not sent, the library never called (the real network takes the session down)', async () => {
+    const o = await performCall(driver, { call: 'send', chatId: OWN, content: text, options: {} }, now);
+    assert.equal(o.kind, 'driver_error');
+    assert.ok(o.kind === 'driver_error' && o.provablyNotSent && o.code === 'INVALID_INPUT', JSON.stringify(o));
+    assert.match(o.message, /linked to now/);
+    assert.equal(client.callsOf('sendMessage').length, 0);
+    assert.equal(client.callsOf('getNumberId').length, 0);
+  });
+
+  test('a forward to it alike; to any other number both go out', async () => {
+    const id = 'false_491511234567@c.us_3EB0FWD';
+    client.messages.set(id, client.message(rawMessage({ id: msgKey(false, '491511234567@c.us', '3EB0FWD') })));
+    const refused = await performCall(driver, { call: 'forward', msgId: id, toChatId: OWN }, now);
+    assert.ok(refused.kind === 'driver_error' && refused.provablyNotSent, JSON.stringify(refused));
+    assert.equal(client.callsOf('message.forward').length, 0);
+    assert.equal((await performCall(driver, { call: 'forward', msgId: id, toChatId: '491511234567@c.us' }, now)).kind, 'assumed');
+    assert.equal((await performCall(driver, { call: 'send', chatId: '491511234567@c.us', content: text, options: {} }, now)).kind, 'confirmed');
+    assert.equal(client.callsOf('sendMessage').length, 1);
   });
 });
