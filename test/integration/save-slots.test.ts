@@ -50,3 +50,18 @@ test('5,003 moved slots in more than one statement: every row as written, with t
     assert.deepEqual([r.state, r.scheduled_at?.getTime() ?? null, Number(r.plan_epoch)], [at === null ? 'queued' : 'scheduled', at, 42], `job ${i}`);
   });
 });
+
+test('one write alone, of no slot and then of a slot: each reaches its row (a list of one travels as one element, never as none)', async () => {
+  const job: NewJob = {
+    id: newJobId(), instanceId: inst, originRoute: '/api/v2/send-message', chatId: null, phone: '4915112345678', payloadHash: 'one',
+    idempotencyKey: null, priority: 5, notBefore: null, queuedAt: NOW, scheduledAt: NOW, expiresAt: NOW + 86_400_000,
+    previousJobId: null, callerBoot: null, kind: 'text', payload: { body: 'one', chatId: '4915112345678@c.us' },
+  };
+  await withTransaction(db.pool, (c) => insertJobs(c, [job]));
+  const row = async () => (await db.pool.query<{ state: string; at: Date | null }>('SELECT state, scheduled_at AS at FROM jobs WHERE id = $1', [job.id])).rows[0];
+  assert.equal(await withTransaction(db.pool, (c) => saveSlots(c, inst, [{ jobId: job.id, scheduledAt: null }], 43)), 1);
+  assert.deepEqual(await row(), { state: 'queued', at: null });
+  const at = NOW + 1_234_567;
+  assert.equal(await withTransaction(db.pool, (c) => saveSlots(c, inst, [{ jobId: job.id, scheduledAt: at }], 44)), 1);
+  assert.deepEqual(await row(), { state: 'scheduled', at: new Date(at) });
+});
