@@ -1,34 +1,59 @@
 /**
  * Quiet hours: "no sending in this local window" (SPEC.md "Instance settings"), time-zone and DST aware.
  *
- * Model. Every local calendar day D owns one window: it opens at D `start` and closes at `end` on D (when
- * `start < end`, e.g. 12:00–13:00) or on D+1 (when `end < start`, e.g. 22:00–07:00, crossing midnight). A window
- * is the half-open interval of instants [open, close): sending at `close` itself is allowed.
+ * Model. An instant is quiet when the local wall-clock time it reads lies in the setting's span: `[start, end)`
+ * when `start < end` (12:00–13:00), `[start, 24:00) ∪ [00:00, end)` when `end < start` (22:00–07:00, crossing
+ * midnight). Sending at `end` itself is allowed. A quiet window is a maximal run of quiet instants.
  *
- * Turning a local wall-clock time into an instant, on the two days a year where that is not one-to-one:
- * - A time that does not exist (spring forward; in Europe/Berlin 02:00–02:59 on 29 March 2026) resolves to the
- *   instant the clocks jump, i.e. the first instant whose local time is at or after it (03:00 CEST). So a window
- *   ending at 02:30 ends at the jump, not an hour late at 03:30; a window opening at 02:30 opens at the jump; a
- *   window lying wholly inside the gap does not happen that day.
- * - A time that exists twice (fall back; 02:00–02:59 on 25 October 2026) is taken so that the window covers every
- *   instant whose local time lies in it: a window opens at the first occurrence of its start (CEST) and closes at
- *   the last occurrence of its end (CET). So 01:00–02:30 on 25 October is quiet from 01:00 CEST to 02:30 CET, both
- *   times the clocks read 02:00–02:30. Found from the outside: the window closed at the first 02:30, and three
- *   messages went out at 02:00, 02:10 and 02:20 CET, inside the quiet hours the clocks showed. Quiet hours are a
- *   promise to the people written to: on these two days a window may be longer than its local span, never shorter.
- *   A window that closes that late may reach the next day's (a window of nearly a whole day): the two are one.
- * Consequently 22:00–07:00 lasts 8 real hours in the night to 29 March 2026 and 10 in the night to 25 October.
+ * That is all, on the two days a year the clocks change too, and it is what the people written to see:
+ * - Spring forward (Europe/Berlin 29 March 2026, 02:00 → 03:00): the clocks never read 02:00–02:59, so a window
+ *   ending at 02:30 ends at the jump (not an hour late at 03:30), one opening at 02:30 opens at the jump, and one
+ *   lying wholly inside the gap does not happen that day.
+ * - Fall back (25 October 2026, 03:00 → 02:00): the clocks read 02:00–02:59 twice, and each reading is quiet or not
+ *   by the span. 01:00–02:30 is quiet from 01:00 to 02:30 CEST and again from 02:00 to 02:30 CET, with 02:30–02:59
+ *   CEST between them open (found from the outside once: the window closed at the first 02:30 and messages went
+ *   out at 02:00, 02:10 and 02:20 CET, inside the quiet hours the clocks showed). 22:00–07:00 lasts 8 real hours
+ *   in the night to 29 March and 10 in the night to 25 October. A window of nearly a whole day keeps its gap:
+ *   02:59–02:00 leaves 02:00–02:58 open both times the clocks read it (an earlier model, which closed a window at
+ *   the last reading of its end and opened it at the first of its start, ran two such windows into one and sent
+ *   nothing that day). Where a spring-forward skips every reading outside the span (02:40-02:30 on 29 March), that
+ *   day has no open instant, and its window runs into the next.
+ *
+ * How. Between two offset changes of the zone the wall clock runs with the instant, so there the quiet windows
+ * are the span's days shifted by the offset; the offset changes (found by sampling every 12 hours and bisecting)
+ * cut the days, and quiet runs that touch across a cut are one window. A range of a week around the instant
+ * asked about is computed at once and kept (a plan asks about the same days over and over).
  */
 import { IANAZone } from 'luxon';
 import type { QuietHours } from './settings.js';
 
 const MINUTE = 60_000;
+const HOUR = 3_600_000;
 const DAY = 86_400_000;
+/** Offset changes are months apart (at least days, in any zone): one sample every 12 hours finds each. */
+const SAMPLE_MS = 12 * HOUR;
+/**
+ * Longer than any quiet window: a span of under a day plus the hour (or half hour) a fall-back adds, or two such
+ * spans run into one where a spring-forward skips every reading outside the span (02:40-02:30 on 29 March 2026).
+ */
+const LONGEST_WINDOW_MS = 2 * DAY + 2 * HOUR;
+/** The range computed around an instant asked about: before it (a window holding it began in it), after it. */
+const RANGE_BEFORE_MS = 3 * DAY;
+const RANGE_AFTER_MS = 5 * DAY;
+/** Ranges kept per schedule (instances sharing a setting ask about different days). */
+const RANGES_KEPT = 4;
 
 /** A quiet window as instants: sending is not allowed for `start <= t < end`. */
 export interface QuietWindow {
   start: number;
   end: number;
+}
+
+interface Range {
+  from: number;
+  to: number;
+  /** the quiet windows in [from, to), in order, apart from each other (those at the edges cut by them) */
+  windows: QuietWindow[];
 }
 
 function zoneOf(tz: string): IANAZone {
@@ -43,39 +68,14 @@ function minutesOf(hhmm: string): number {
   return Number(m[1]) * 60 + Number(m[2]);
 }
 
-/** Local wall-clock reading of instant `t`, expressed as if it were UTC milliseconds. */
-const wallOf = (zone: IANAZone, t: number) => t + zone.offset(t) * MINUTE;
-
-/**
- * The instant of local wall-clock time `wall` (ms as if UTC), with the gap and overlap rules above: a time that
- * exists twice is its `first` occurrence (a window's start) or its last (`first` false: a window's end).
- */
-function instantOf(zone: IANAZone, wall: number, first: boolean): number {
-  // Offsets a day either side bracket any single DST change near `wall`.
-  const a = wall - zone.offset(wall - DAY) * MINUTE;
-  const b = wall - zone.offset(wall + DAY) * MINUTE;
-  const valid = [a, b].filter((t) => wallOf(zone, t) === wall);
-  if (valid.length > 0) return first ? Math.min(...valid) : Math.max(...valid);
-  // In a gap: the first instant whose wall clock reads `wall` or later. The wall clock is monotone across a
-  // spring-forward, so bisect between the two candidates.
-  let lo = Math.min(a, b);
-  let hi = Math.max(a, b);
-  while (hi - lo > 1) {
-    const mid = Math.floor((lo + hi) / 2);
-    if (wallOf(zone, mid) >= wall) hi = mid;
-    else lo = mid;
-  }
-  return hi;
-}
-
-/** A compiled quiet-hours setting: the zone looked up and the times parsed once. */
+/** A compiled quiet-hours setting: the zone looked up, the times parsed, and the windows of recent ranges. */
 export class QuietSchedule {
   private readonly zone: IANAZone;
   private readonly open: number;
   private readonly close: number;
   private readonly crossesMidnight: boolean;
-  // Resolving a wall-clock time costs a few Intl calls (~20 µs); a plan walks the same days repeatedly.
-  private readonly days = new Map<number, QuietWindow>();
+  // An offset costs an Intl call (~15 µs); a range, about 40 of them. The most recent first.
+  private ranges: Range[] = [];
 
   constructor(qh: QuietHours) {
     this.zone = zoneOf(qh.tz);
@@ -85,46 +85,87 @@ export class QuietSchedule {
     this.crossesMidnight = this.close < this.open;
   }
 
-  /** The window owned by local day number `day` (days since 1970-01-01 in local time); may be empty. */
-  private windowOfDay(day: number): QuietWindow {
-    const cached = this.days.get(day);
-    if (cached) return cached;
-    if (this.days.size > 1000) this.days.clear();
-    const w = this.resolveDay(day);
-    this.days.set(day, w);
+  /** The first window that has not ended at `t` (it contains `t` when `start <= t`). */
+  windowAfter(t: number): QuietWindow {
+    for (const range of this.ranges) {
+      const w = windowIn(range, t);
+      if (w) return w;
+    }
+    const range = this.compute(t - RANGE_BEFORE_MS, t + RANGE_AFTER_MS);
+    this.ranges = [range, ...this.ranges.slice(0, RANGES_KEPT - 1)];
+    const w = windowIn(range, t);
+    // unreachable: a window begins every day but one a spring-forward swallows, and a range holds five after `t`
+    if (!w) throw new Error('no quiet window found within five days');
     return w;
   }
 
-  private resolveDay(day: number): QuietWindow {
-    const start = instantOf(this.zone, day * DAY + this.open, true);
-    const end = instantOf(this.zone, (this.crossesMidnight ? day + 1 : day) * DAY + this.close, false);
-    return { start, end };
+  /** Offset of the zone at `t`, in ms. */
+  private offset(t: number): number {
+    return this.zone.offset(t) * MINUTE;
   }
 
-  /**
-   * Day `day`'s window `w` with the next days' windows that open before it closes (a window that closes in a
-   * repeated hour can reach the next one's start): where `w` ends, sending is allowed.
-   */
-  private joined(w: QuietWindow, day: number): QuietWindow {
-    let end = w.end;
-    for (let next = day + 1; next <= day + 2; next++) {
-      const n = this.windowOfDay(next);
-      if (n.end <= n.start || n.start > end) break;
-      end = Math.max(end, n.end);
+  /** The quiet windows of [from, to). */
+  private compute(from: number, to: number): Range {
+    // the instants where the offset changes, with the range's ends: between two of them the wall clock runs evenly
+    const cuts = [from];
+    let before = from;
+    let offset = this.offset(from);
+    while (before < to) {
+      const at = Math.min(before + SAMPLE_MS, to);
+      const next = this.offset(at);
+      if (next !== offset) cuts.push(this.changeIn(before, at, offset));
+      before = at;
+      offset = next;
     }
-    return end === w.end ? w : { start: w.start, end };
+    cuts.push(to);
+    const windows: QuietWindow[] = [];
+    for (let i = 0; i + 1 < cuts.length; i++) {
+      const a = cuts[i] as number;
+      const b = cuts[i + 1] as number;
+      if (a >= b) continue;
+      const off = this.offset(a);
+      // local days whose span reaches into [a, b): from the day before (a span crossing midnight) on
+      const last = Math.floor((b - 1 + off) / DAY);
+      for (let day = Math.floor((a + off) / DAY) - 1; day <= last; day++) {
+        const start = Math.max(a, day * DAY + this.open - off);
+        const end = Math.min(b, (this.crossesMidnight ? day + 1 : day) * DAY + this.close - off);
+        if (start >= end) continue;
+        const prev = windows[windows.length - 1];
+        // a run that touches the one before (across a cut, or a day's span into the next) is the same window
+        if (prev && prev.end >= start) prev.end = Math.max(prev.end, end);
+        else windows.push({ start, end });
+      }
+    }
+    return { from, to, windows };
   }
 
-  /** The first window that has not ended at `t` (it contains `t` when `start <= t`). */
-  windowAfter(t: number): QuietWindow {
-    const today = Math.floor(wallOf(this.zone, t) / DAY);
-    // Yesterday's window may still be open (crossing midnight); a day whose window fell into a DST gap is empty.
-    for (let day = today - 1; day <= today + 3; day++) {
-      const w = this.windowOfDay(day);
-      if (w.end > w.start && w.end > t) return this.joined(w, day);
+  /** The first instant in (lo, hi] whose offset is not `offset` (there is one: the offset at `hi` differs). */
+  private changeIn(lo: number, hi: number, offset: number): number {
+    while (hi - lo > 1) {
+      const mid = Math.floor((lo + hi) / 2);
+      if (this.offset(mid) === offset) lo = mid;
+      else hi = mid;
     }
-    throw new Error('no quiet window found within four days'); // unreachable: at most one day is empty
+    return hi;
   }
+}
+
+/**
+ * The first window of `range` not ended at `t`, when the range can tell: `t` far enough inside it that a window
+ * holding `t` began in it, and the window found ending before the range does (else it may go on).
+ */
+function windowIn(range: Range, t: number): QuietWindow | null {
+  if (t < range.from + LONGEST_WINDOW_MS || t >= range.to) return null;
+  const { windows } = range;
+  let lo = 0;
+  let hi = windows.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if ((windows[mid] as QuietWindow).end > t) hi = mid;
+    else lo = mid + 1;
+  }
+  const w = windows[lo];
+  return w && w.end < range.to ? w : null;
 }
 
 // Schedules are immutable apart from their day cache, so instances share one per setting: each re-plan of an

@@ -88,30 +88,56 @@ describe('quiet hours across the 2026 DST changes in Europe/Berlin', () => {
     });
   });
 
-  test('an end that exists twice (02:30 on 25 October) ends at its last occurrence: quiet both times the clocks read 02:00-02:30', () => {
+  test('an end the clocks read twice (02:30 on 25 October): quiet both times they read 02:00-02:30, open between', () => {
     const qh: QuietHours = { start: '22:00', end: '02:30', tz: 'Europe/Berlin' };
-    assert.equal(quietEnd(Z('2026-10-24T23:00:00Z'), qh), Z('2026-10-25T01:30:00Z')); // 02:30 CET
+    assert.equal(quietEnd(Z('2026-10-24T23:00:00Z'), qh), Z('2026-10-25T00:30:00Z')); // 02:30 CEST
     assert.equal(isQuiet(Z('2026-10-25T00:15:00Z'), qh), true); // 02:15 CEST
-    assert.equal(isQuiet(Z('2026-10-25T01:15:00Z'), qh), true); // 02:15 CET, the second time round
+    assert.equal(isQuiet(Z('2026-10-25T00:45:00Z'), qh), false); // 02:45 CEST: outside 22:00-02:30
+    assert.equal(isQuiet(Z('2026-10-25T01:00:00Z'), qh), true); // 02:00 CET, the second time round
+    assert.equal(isQuiet(Z('2026-10-25T01:15:00Z'), qh), true); // 02:15 CET
+    assert.equal(quietEnd(Z('2026-10-25T01:00:00Z'), qh), Z('2026-10-25T01:30:00Z'));
     assert.equal(isQuiet(Z('2026-10-25T01:30:00Z'), qh), false); // 02:30 CET: the window's end
   });
 
   test('found from the outside: 01:00-02:30 on 25 October sends nothing at 02:00, 02:10 or 02:20 CET', () => {
     const qh: QuietHours = { start: '01:00', end: '02:30', tz: 'Europe/Berlin' };
     for (const t of ['2026-10-25T01:00:00Z', '2026-10-25T01:10:00Z', '2026-10-25T01:20:00Z']) assert.equal(isQuiet(Z(t), qh), true, t);
-    assert.equal(quietEnd(Z('2026-10-25T00:25:00Z'), qh), Z('2026-10-25T01:30:00Z'));
-    // a start that exists twice opens at its first occurrence, as before
+    assert.equal(quietEnd(Z('2026-10-25T00:25:00Z'), qh), Z('2026-10-25T00:30:00Z'));
+    const schedule = new QuietSchedule(qh);
+    assert.deepEqual(schedule.windowAfter(Z('2026-10-24T22:00:00Z')), { start: Z('2026-10-24T23:00:00Z'), end: Z('2026-10-25T00:30:00Z') });
+    assert.deepEqual(schedule.windowAfter(Z('2026-10-25T00:30:00Z')), { start: Z('2026-10-25T01:00:00Z'), end: Z('2026-10-25T01:30:00Z') });
+    // a start the clocks read twice opens both times
     const late: QuietHours = { start: '02:15', end: '02:45', tz: 'Europe/Berlin' };
-    assert.deepEqual(new QuietSchedule(late).windowAfter(Z('2026-10-24T22:00:00Z')), { start: Z('2026-10-25T00:15:00Z'), end: Z('2026-10-25T01:45:00Z') });
+    const lateSchedule = new QuietSchedule(late);
+    assert.deepEqual(lateSchedule.windowAfter(Z('2026-10-24T22:00:00Z')), { start: Z('2026-10-25T00:15:00Z'), end: Z('2026-10-25T00:45:00Z') });
+    assert.deepEqual(lateSchedule.windowAfter(Z('2026-10-25T00:45:00Z')), { start: Z('2026-10-25T01:15:00Z'), end: Z('2026-10-25T01:45:00Z') });
   });
 
-  test('a window that closes in the repeated hour and reaches the next day\'s window is one window with it', () => {
-    // 02:40 to 02:30 the next day: on 25 October the window of the 24th closes at 02:30 CET (01:30Z), after the
-    // window of the 25th opened at 02:40 CEST (00:40Z); quietEnd must leave quiet hours, not land in the next
+  test('a window of nearly a whole day keeps its gap on the fall-back day: 02:59-02:00 leaves 02:00-02:58 open both times', () => {
+    // the earlier model closed the window of the 24th at the second 02:00 (01:00Z) and opened the 25th's at the first
+    // 02:59 (00:59Z): one window from the 24th to the 26th, and nothing sent on the 25th
+    const qh: QuietHours = { start: '02:59', end: '02:00', tz: 'Europe/Berlin' };
+    const schedule = new QuietSchedule(qh);
+    assert.deepEqual(schedule.windowAfter(Z('2026-10-24T12:00:00Z')), { start: Z('2026-10-24T00:59:00Z'), end: Z('2026-10-25T00:00:00Z') });
+    assert.equal(isQuiet(Z('2026-10-25T00:30:00Z'), qh), false); // 02:30 CEST
+    assert.deepEqual(schedule.windowAfter(Z('2026-10-25T00:30:00Z')), { start: Z('2026-10-25T00:59:00Z'), end: Z('2026-10-25T01:00:00Z') });
+    assert.equal(isQuiet(Z('2026-10-25T01:30:00Z'), qh), false); // 02:30 CET
+    assert.deepEqual(schedule.windowAfter(Z('2026-10-25T01:30:00Z')), { start: Z('2026-10-25T01:59:00Z'), end: Z('2026-10-26T01:00:00Z') });
+    // and on the spring-forward day, whose 02:00-02:58 the clocks skip: one window from the 28th's 02:59 CET to the
+    // 30th's 02:00 CEST (the 29th has no reading outside the span)
+    const spring = schedule.windowAfter(Z('2026-03-29T12:00:00Z'));
+    assert.deepEqual(spring, { start: Z('2026-03-28T01:59:00Z'), end: Z('2026-03-30T00:00:00Z') });
+  });
+
+  test('a window that closes in the repeated hour is followed by the next day\'s, with the gap between them open', () => {
     const qh: QuietHours = { start: '02:40', end: '02:30', tz: 'Europe/Berlin' };
     const end = quietEnd(Z('2026-10-24T12:00:00Z'), qh);
+    assert.equal(end, Z('2026-10-25T00:30:00Z')); // 02:30 CEST
     assert.equal(isQuiet(end, qh), false, new Date(end).toISOString());
     assert.equal(isQuiet(end - 1, qh), true);
+    // 02:40 CEST to the fall-back (quiet), 02:00-02:29 CET (quiet: before 02:30), 02:30-02:39 CET open
+    assert.equal(quietEnd(Z('2026-10-25T00:40:00Z'), qh), Z('2026-10-25T01:30:00Z'));
+    assert.equal(isQuiet(Z('2026-10-25T01:35:00Z'), qh), false);
   });
 });
 
@@ -144,7 +170,8 @@ describe('invariants around every DST change of 2026 (Berlin: 29 Mar, 25 Oct; Lo
         assert.ok(end > t);
         const after = schedule.windowAfter(end);
         assert.ok(after.start > end, `window re-opens at its own end ${new Date(end).toISOString()}`);
-        // a window is at most a day and the hour a DST change adds; 02:40-02:30 joins two on 25 October
+        // a window is at most a day and the hour a DST change adds; 02:40-02:30 runs two into one on 29 March,
+        // whose clocks skip 02:30-02:39, its only open readings
         assert.ok(end - w.start < (qh.start === '02:40' ? 2 : 1) * 24 * 3_600_000 + 3_600_000);
         assert.equal(schedule.windowAfter(end - 1).end, end, 'quiet right up to the end');
       }
