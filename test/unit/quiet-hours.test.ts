@@ -185,3 +185,61 @@ describe('invariants around every DST change of 2026 (Berlin: 29 Mar, 25 Oct; Lo
     assert.equal(cursor.end(berlin('2026-02-10T23:00')), berlin('2026-02-11T07:00'));
   });
 });
+
+describe('against the clocks themselves: random windows in zones with every kind of change (property)', () => {
+  // the local reading of an instant by Intl alone (not luxon, not the schedule's arithmetic)
+  const readers = new Map<string, Intl.DateTimeFormat>();
+  const minuteOfDay = (t: number, tz: string): number => {
+    let f = readers.get(tz);
+    if (!f) readers.set(tz, (f = new Intl.DateTimeFormat('en-GB', { timeZone: tz, hour: '2-digit', minute: '2-digit', hourCycle: 'h23' })));
+    const parts = f.formatToParts(t);
+    const part = (type: string) => Number(parts.find((p) => p.type === type)?.value);
+    return part('hour') * 60 + part('minute');
+  };
+  const hhmm = (m: number) => `${String(Math.floor(m / 60)).padStart(2, '0')}:${String(m % 60).padStart(2, '0')}`;
+  const inSpan = (m: number, qh: QuietHours) => {
+    const [open, close] = [qh.start, qh.end].map((x) => Number(x.slice(0, 2)) * 60 + Number(x.slice(3)));
+    return (open as number) < (close as number) ? m >= (open as number) && m < (close as number) : m >= (open as number) || m < (close as number);
+  };
+  // spring and autumn changes: at 02:00 (Berlin), at 00:00 (Santiago), by 30 min (Lord Howe), at 02:45 (Chatham)
+  const zones: Array<[string, string[]]> = [
+    ['Europe/Berlin', ['2026-03-28T12:00:00Z', '2026-10-24T12:00:00Z']],
+    ['America/New_York', ['2026-03-07T12:00:00Z', '2026-10-31T12:00:00Z']],
+    ['America/Santiago', ['2026-04-03T12:00:00Z', '2026-09-05T12:00:00Z']],
+    ['Australia/Lord_Howe', ['2026-04-04T00:00:00Z', '2026-10-03T00:00:00Z']],
+    ['Pacific/Chatham', ['2026-04-04T00:00:00Z', '2026-09-26T00:00:00Z']],
+  ];
+  let seed = 20261201;
+  const random = (n: number) => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return seed % n;
+  };
+  for (const [tz, days] of zones) {
+    test(`${tz}: quiet exactly when the clocks read a time in the window; quietEnd is the next reading outside it`, () => {
+      for (let k = 0; k < 12; k++) {
+        // windows near the change's hour are the interesting ones: half of them start or end there
+        const near = () => (random(2) === 0 ? random(1440) : (random(4) * 60 + random(60)) % 1440);
+        const open = near();
+        let close = near();
+        if (close === open) close = (open + 1) % 1440;
+        const qh: QuietHours = { start: hhmm(open), end: hhmm(close), tz };
+        for (const day of days) {
+          let before = false;
+          for (let t = Z(day); t < Z(day) + 2 * 86_400_000; t += 7 * 60_000 + 1_000) {
+            const quiet = inSpan(minuteOfDay(t, tz), qh);
+            assert.equal(isQuiet(t, qh), quiet, `${qh.start}-${qh.end} ${tz} at ${new Date(t).toISOString()}`);
+            // the end, from the first reading of each quiet run
+            const first = quiet && !before;
+            before = quiet;
+            if (!first) continue;
+            const end = quietEnd(t, qh);
+            assert.ok(end > t);
+            assert.equal(inSpan(minuteOfDay(end, tz), qh), false, `${qh.start}-${qh.end} ${tz}: ends at ${new Date(end).toISOString()}, a reading inside`);
+            assert.equal(inSpan(minuteOfDay(end - 1, tz), qh), true, `${qh.start}-${qh.end} ${tz}: quiet up to ${new Date(end).toISOString()}`);
+            for (let u = t; u < end; u += 13 * 60_000) assert.equal(inSpan(minuteOfDay(u, tz), qh), true, `${qh.start}-${qh.end} ${tz}: open at ${new Date(u).toISOString()} before the end`);
+          }
+        }
+      }
+    });
+  }
+});
