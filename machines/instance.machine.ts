@@ -173,6 +173,15 @@ export const instanceMachine = instanceSetup.createMachine({
                       tags: 'online',
                       entry: [raise({ type: 'RESTART_SETTLED' }), { type: 'sendable', params: { on: true } }],
                       exit: { type: 'sendable', params: { on: false } },
+                      // the operator's logout takes a connected instance offline: its receivers are told, as of an
+                      // unlink on the phone (found from the outside: nothing was sent, and `loggingOut` ignores the
+                      // driver's own `disconnected`)
+                      on: {
+                        LOGOUT: {
+                          target: `${LC}.running.loggingOut`,
+                          actions: { type: 'notify', params: { event: 'disconnected', data: { reason: 'LOGOUT' } } },
+                        },
+                      },
                       initial: 'settling',
                       states: {
                         settling: {

@@ -33,18 +33,24 @@ export interface CallEnvelope {
  * A call addressed to the number the session is linked to now, refused before it reaches the driver: the real
  * network takes the session down on a message to its own number. Acceptance refuses such a send (400), but a job
  * waits: an instance linked again to another number meanwhile would send its waiting job to that number to itself.
+ * A group listing that number among its participants alike (acceptance refuses it: the instance is the creator).
  * The webjs driver has no such check of its own (the sandbox's has); null when the call may go out.
  */
 export function ownNumberRefusal(driver: Pick<Driver, 'info'>, prepared: PreparedCall): CallOutcome | null {
   const own = driver.info ? chatIdToPhone(driver.info.wid) : null;
-  const to = prepared.call === 'send' ? prepared.chatId : prepared.call === 'forward' ? prepared.toChatId : null;
-  if (own === null || to === null || chatIdToPhone(to) !== own) return null;
-  return {
-    kind: 'driver_error',
-    code: 'INVALID_INPUT',
-    message: 'not sent: the recipient is the number the instance is linked to now (linked again since the message was accepted); nothing was sent',
-    provablyNotSent: true,
-  };
+  if (own === null) return null;
+  const refused = (message: string): CallOutcome => ({ kind: 'driver_error', code: 'INVALID_INPUT', message, provablyNotSent: true });
+  switch (prepared.call) {
+    case 'send':
+    case 'forward':
+      return chatIdToPhone(prepared.call === 'send' ? prepared.chatId : prepared.toChatId) === own
+        ? refused('not sent: the recipient is the number the instance is linked to now; nothing was sent')
+        : null;
+    case 'group_create':
+      return prepared.participants.some((p) => chatIdToPhone(p) === own)
+        ? refused('not created: a participant is the number the instance is linked to now, the group\'s creator; nothing was sent')
+        : null;
+  }
 }
 
 /** Make the call on `driver`; never throws. */

@@ -77,30 +77,68 @@ test('linked again to the number a waiting message is addressed to: failed befor
   const relinked = '4915100000888';
   const { instance, apiKey } = await t.createInstance('relinked', { settings: { ...SLOW, minDelayMs: 1000, maxDelayMs: 1000 } });
   const later = new Date(t.clock.now() + 30_000).toISOString();
-  const toNew = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: relinked, message: 'to the number linked later', notBefore: later });
+  const keyed = { phone: relinked, message: 'to the number linked later', notBefore: later, idempotencyKey: 'relink-1' };
+  const toNew = await t.api(apiKey, 'POST', '/api/v2/send-message', keyed);
   assert.equal(toNew.status, 202, toNew.text);
+  const group = { title: 'with the number linked later', participants: [`${relinked}@c.us`, '4915112345678@c.us'], notBefore: later, idempotencyKey: 'relink-group' };
+  const groupJob = await t.api(apiKey, 'POST', '/api/v2/groups', group);
+  assert.equal(groupJob.status, 202, groupJob.text);
   const other = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'to someone else', notBefore: later });
   assert.equal(other.status, 202, other.text);
+  // one to the same number cancelled and requeued before the new link: its requeue waits
+  const cancelled = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: relinked, message: 'requeued before', notBefore: later });
+  const cancelledId = String(cancelled.body.data?.jobId);
+  assert.equal((await t.api(apiKey, 'DELETE', `/api/v2/messages/${cancelledId}`)).status, 200);
+  const requeued = await t.api(apiKey, 'POST', `/api/v2/messages/${cancelledId}/requeue`);
+  assert.equal(requeued.status, 202, requeued.text);
+
   assert.equal((await t.admin('POST', `/sandbox/v1/instances/${instance.id}/unlink`)).status, 200);
   await t.advanceUntil(() => !t.gw.actors.view(instance.id).connected, 'disconnected', { maxMs: 10_000 });
   assert.equal((await t.admin('POST', `/admin/v1/instances/${instance.id}/restart`)).status, 202);
   await t.advanceUntil(() => t.gw.actors.view(instance.id).status === 'waiting_qr', 'waiting for a new link', { maxMs: 600_000 });
   assert.equal((await t.admin('POST', `/sandbox/v1/instances/${instance.id}/link`, { phoneNumber: relinked })).status, 200);
-  const stateOf = async (r: typeof toNew) => (await t.api(apiKey, 'GET', `/api/v2/messages/${String(r.body.data?.jobId)}`)).body.data;
-  const failed = await t.advanceUntil(async () => {
-    const d = await stateOf(toNew);
-    return d?.state === 'failed' ? d : null;
-  }, 'the message to the number linked now', { maxMs: 600_000 });
-  assert.equal(failed.resultCode, 'INVALID_INPUT');
-  assert.match(String(failed.errorMessage), /linked to now .*nothing was sent/);
+  await t.advanceUntil(() => t.gw.actors.view(instance.id).connected, 'linked again', { maxMs: 60_000 });
+
+  // a new send to it is refused; the retry of one accepted before is its replay (found from the outside: 400
+  // "nothing accepted" while the job waited), another payload under that key rule 2's 409
+  const fresh = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: relinked, message: 'new' });
+  assert.deepEqual([fresh.status, fresh.body.code, fresh.body.data], [400, 'VALIDATION_FAILED', { field: 'phone' }], fresh.text);
+  const retry = await t.api(apiKey, 'POST', '/api/v2/send-message', keyed);
+  assert.deepEqual([retry.status, retry.body.data?.jobId, retry.body.data?.idempotentReplay], [200, toNew.body.data?.jobId, true], retry.text);
+  const mismatch = await t.api(apiKey, 'POST', '/api/v2/send-message', { ...keyed, message: 'another' });
+  assert.equal(mismatch.status, 409, mismatch.text);
+  const groupRetry = await t.api(apiKey, 'POST', '/api/v2/groups', group);
+  assert.deepEqual([groupRetry.status, groupRetry.body.data?.jobId], [200, groupJob.body.data?.jobId], groupRetry.text);
+  const requeuedAgain = await t.api(apiKey, 'POST', `/api/v2/messages/${cancelledId}/requeue`);
+  assert.deepEqual([requeuedAgain.status, requeuedAgain.body.data?.jobId], [200, requeued.body.data?.jobId], requeuedAgain.text);
+  // the forward route names its own field
+  const forward = await t.api(apiKey, 'POST', '/api/v2/messages/true_4915112345678@c.us_3EB0AAAA/forward', { toChatId: `${relinked}@c.us` });
+  assert.deepEqual([forward.status, forward.body.data], [400, { field: 'toChatId' }], forward.text);
+
+  const stateOf = async (id: unknown) => (await t.api(apiKey, 'GET', `/api/v2/messages/${String(id)}`)).body.data;
+  for (const [id, text] of [[toNew.body.data?.jobId, /^not sent: the recipient is the number the instance is linked to now; nothing was sent$/], [requeued.body.data?.jobId, /^not sent/], [groupJob.body.data?.jobId, /^not created: a participant is the number/]] as const) {
+    const failed = await t.advanceUntil(async () => {
+      const d = await stateOf(id);
+      return d?.state === 'failed' ? d : null;
+    }, `job ${String(id)} at its slot`, { maxMs: 600_000 });
+    assert.equal(failed.resultCode, 'INVALID_INPUT');
+    assert.match(String(failed.errorMessage), text);
+  }
   const sent = await t.advanceUntil(async () => {
-    const d = await stateOf(other);
+    const d = await stateOf(other.body.data?.jobId);
     return d?.state === 'sent' ? d : null;
   }, 'the message to someone else', { maxMs: 600_000 });
   assert.equal(sent.deliveryConfidence, 'confirmed');
-  // the session was never taken down: it stayed connected through both
+  // the session was never taken down: it stayed connected through all of them
   const view = t.gw.actors.view(instance.id);
   assert.deepEqual([view.connected, view.status], [true, 'connected']);
+
+  // a requeue of the failed one is refused as a send of it is, on the key's route and the operator's (found from the
+  // outside: 202, and it failed again at the call)
+  const again = await t.api(apiKey, 'POST', `/api/v2/messages/${String(toNew.body.data?.jobId)}/requeue`);
+  assert.deepEqual([again.status, again.body.code, again.body.data], [400, 'VALIDATION_FAILED', { field: 'phone' }], again.text);
+  const byOperator = await t.admin('POST', `/admin/v1/instances/${instance.id}/messages/${String(groupJob.body.data?.jobId)}/requeue`);
+  assert.deepEqual([byOperator.status, byOperator.body.code, byOperator.body.data], [400, 'VALIDATION_FAILED', { field: 'participants' }], byOperator.text);
 });
 
 test('a limit change re-plans (queue.replanned) and POST /queue/replan really re-plans', async () => {

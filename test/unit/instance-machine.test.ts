@@ -160,6 +160,26 @@ describe('instance machine: logout and lost link', () => {
     h.actor.stop();
   });
 
+  test('the operator\'s LOGOUT of a connected instance tells its receivers once (disconnected LOGOUT); of one never connected, nothing', () => {
+    const h = harness();
+    h.session().send({ type: 'ready', wid: WID, at: h.now() });
+    const before = h.notified.length;
+    h.actor.send({ type: 'LOGOUT' });
+    // the driver's own disconnected on its way out adds nothing
+    h.session().send({ type: 'disconnected', reason: 'LOGOUT', at: h.now() });
+    h.session().send({ type: 'LOGGED_OUT', at: h.now() });
+    assert.deepEqual(h.notified.slice(before), [{ event: 'disconnected', data: { reason: 'LOGOUT' } }]);
+    h.actor.stop();
+
+    const q = harness();
+    q.session().send({ type: 'qr', qr: QR, at: q.now() });
+    const waiting = q.notified.length;
+    q.actor.send({ type: 'LOGOUT' });
+    q.session().send({ type: 'LOGGED_OUT', at: q.now() });
+    assert.deepEqual(q.notified.slice(waiting), []);
+    q.actor.stop();
+  });
+
   test('a session that never confirms the logout still ends loggedOut after the timeout', () => {
     const h = harness({ logoutTimeoutMs: 30_000 });
     h.session().send({ type: 'ready', wid: WID, at: h.now() });

@@ -318,4 +318,11 @@ describe('a call to the number the session is linked to now (a waiting job, the 
     assert.equal((await performCall(driver, { call: 'send', chatId: '491511234567@c.us', content: text, options: {} }, now)).kind, 'confirmed');
     assert.equal(client.callsOf('sendMessage').length, 1);
   });
+
+  test('a group listing it among its participants: not created, the library never called', async () => {
+    const o = await performCall(driver, { call: 'group_create', title: 'G', participants: ['491511234567@c.us', OWN], options: {} }, now);
+    assert.ok(o.kind === 'driver_error' && o.provablyNotSent && o.code === 'INVALID_INPUT', JSON.stringify(o));
+    assert.match(o.message, /^not created/);
+    assert.equal(client.callsOf('createGroup').length, 0);
+  });
 });

@@ -34,9 +34,12 @@ export function withGatewayDeadline<T>(clock: Clock, ms: number, p: Promise<T>):
 export const viewOf = (port: InstancePort, deadlineMs: number = DEADLINES.queueStatus): InstanceView | Promise<InstanceView> =>
   port.viewNow ? port.viewNow() : port.ask({ type: 'view' }, deadlineMs);
 
-/** The number the instance sends from: the linked account, else the one on record. */
+/**
+ * The number the instance sends from: the linked account, else the one on record (the key's instance; an operator's
+ * request has none).
+ */
 export const ownNumber = (ctx: Context, view: InstanceView): string | null =>
-  view.phoneNumber ?? (ctx.state.instance as Instance).phoneNumber;
+  view.phoneNumber ?? (ctx.state.instance as Instance | undefined)?.phoneNumber ?? null;
 
 /** The view the v2 guard asked for this request (src/gateway-routes.ts `v2Key`), if it did. */
 const guardView = (ctx: Context): InstanceView | undefined => (ctx.state as { view?: InstanceView }).view;

@@ -18,10 +18,10 @@ import { JOB_STATES, canRequeue } from '../../../machines/job.machine.js';
 import { DEADLINES, type InstancePort } from '../../actors/port.js';
 import type { Pool } from '../../store/pool.js';
 import type { Clock } from '../../clock.js';
-import { IDEMPOTENCY_KEY, requeueKey } from './send-schemas.js';
+import { IDEMPOTENCY_KEY, requeueKey, requeueRefusal } from './send-schemas.js';
 import { isJobId } from './network-common.js';
-import { acceptedOrReplay, answerAccepted, gatedAccept, requestView } from './queue-gate.js';
-import { checkMediaOrReplay, payloadHash, type SendRouteDeps } from './send.js';
+import { acceptedOrReplay, answerAccepted, gatedAccept, ownNumber, requestView } from './queue-gate.js';
+import { checkMediaOrReplay, payloadHash, replayOr, type SendRouteDeps } from './send.js';
 
 export interface QueueRouteDeps {
   pool: Pool;
@@ -131,7 +131,10 @@ export function queueHandlers(deps: Pick<QueueRouteDeps, 'pool' | 'clock' | 'deg
       // MEDIA_NOT_FOUND); a repeated requeue whose media went since is its replay. The check's warnings were the
       // first send's answer
       const kind = old.kind;
-      const { accepted } = await acceptedOrReplay(gatedAccept(ctx, port, async () => {
+      const { accepted } = await acceptedOrReplay(gatedAccept(ctx, port, async (view) => {
+        // its recipient is the instance's own number since a new link: refused as a send of it is, unless requeued before
+        const refusal = requeueRefusal(old, ownNumber(ctx, view));
+        if (refusal) await replayOr(refusal, port, () => request, []);
         if (isMediaKind(kind)) await checkMediaOrReplay(deps.validateMedia, port, kind, old.payload, [], () => request);
         return request;
       }));

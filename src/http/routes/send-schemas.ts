@@ -11,6 +11,7 @@ import { DomainError, validationFailed } from '../../errors.js';
 import { chars, integerIn, matching, nonBlank, parse } from '../validate.js';
 import { CHAT_ID, CONTACT_ID, normalizePhone, phoneToChatId, chatIdToPhone } from '../../phone.js';
 import { checkSend, sendOf, type Send, type SendKind } from '../../queue/payload.js';
+import type { Job } from '../../queue/job.js';
 import { buildPayload, ROUTE_OPTIONS } from './send-payloads.js';
 
 export type { SendKind };
@@ -136,8 +137,19 @@ export function idempotencyKeyOf(body: unknown, header: string | undefined): str
 export const REQUEUE_KEY_PREFIX = 'requeue:';
 export const requeueKey = (jobId: string): string => `${REQUEUE_KEY_PREFIX}${jobId}`;
 
-/** Exactly one of phone/chatId; German national numbers corrected. */
-export function resolveTarget(body: { phone?: string | undefined; chatId?: string | undefined }, ownNumber: string | null): { chatId: string; phone: string | null } {
+/**
+ * A recipient refused for being the number the instance is linked to now (400 VALIDATION_FAILED): a refusal of the
+ * moment, not of the request, since the instance may have been linked to that number after a send was accepted
+ * with the same key; the routes look the key up before answering it (src/http/routes/send.ts `parsedOrReplay`).
+ */
+export class OwnNumberRefused extends DomainError {
+  constructor(field: string, message: string) {
+    super('VALIDATION_FAILED', message, { field });
+  }
+}
+
+/** Exactly one of phone/chatId; German national numbers corrected. `chatField` names the chat id in the body. */
+export function resolveTarget(body: { phone?: string | undefined; chatId?: string | undefined }, ownNumber: string | null, chatField = 'chatId'): { chatId: string; phone: string | null } {
   const hasPhone = body.phone !== undefined && body.phone !== '';
   const hasChat = body.chatId !== undefined && body.chatId !== '';
   if (hasPhone === hasChat) throw validationFailed(hasPhone ? 'chatId' : 'phone', 'exactly one of phone or chatId is required');
@@ -155,9 +167,25 @@ export function resolveTarget(body: { phone?: string | undefined; chatId?: strin
   }
   if (ownNumber && phone === ownNumber) {
     // Sending to the linked number itself crashes the session on the real network.
-    throw validationFailed(hasPhone ? 'phone' : 'chatId', 'cannot send to the instance\'s own number');
+    throw new OwnNumberRefused(hasPhone ? 'phone' : chatField, 'cannot send to the instance\'s own number');
   }
   return { chatId, phone };
+}
+
+/**
+ * The refusal a requeue of `job` meets now that the instance is linked to `ownNumber` (src/http/routes/queue.ts): its
+ * recipient, or one of a group's participants, is that number, as a send of it would be refused; null when not.
+ * Found from the outside: a requeue of a job failed at the call for that reason was accepted, 202, and failed again.
+ */
+export function requeueRefusal(job: Pick<Job, 'phone' | 'chatId'> & Send, ownNumber: string | null): OwnNumberRefused | null {
+  if (!ownNumber) return null;
+  if (job.kind === 'group_create') {
+    return job.payload.participants.includes(phoneToChatId(ownNumber))
+      ? new OwnNumberRefused('participants', 'cannot requeue: the instance itself is the group creator now, and the job lists it')
+      : null;
+  }
+  if ((job.phone ?? (job.chatId === null ? null : chatIdToPhone(job.chatId))) !== ownNumber) return null;
+  return new OwnNumberRefused(job.kind === 'forward' ? 'toChatId' : job.phone ? 'phone' : 'chatId', 'cannot requeue: the job\'s recipient is the instance\'s own number now');
 }
 
 /**
@@ -193,7 +221,7 @@ export function parseGroupCreate(sent: unknown, header: string | undefined, ownN
   const idempotencyKey = idempotencyKeyOf(body, header);
   const b = parse(body, GroupCreateBody);
   const own = ownNumber ? `${ownNumber}@c.us` : null;
-  if (own && b.participants.includes(own)) throw validationFailed('participants', 'the instance itself is the group creator; do not list it');
+  if (own && b.participants.includes(own)) throw new OwnNumberRefused('participants', 'the instance itself is the group creator; do not list it');
   return {
     ...sendOf('group_create', { title: b.title.trim(), participants: [...new Set(b.participants)], ...(b.options ? { options: b.options } : {}) }),
     chatId: '',
@@ -239,7 +267,7 @@ export function parseSend(kind: Exclude<SendKind, 'group_create'>, sent: unknown
     case 'forward': {
       const b = parse(body, SCHEMAS.forward);
       common = b;
-      target = resolveTarget({ chatId: b.toChatId }, ownNumber);
+      target = resolveTarget({ chatId: b.toChatId }, ownNumber, 'toChatId');
       payload = { msgId: extra.msgId, toChatId: b.toChatId };
       break;
     }

@@ -7,7 +7,7 @@ import { createRouter } from '../router.js';
 import type { Context } from 'koa';
 import { hash } from 'node:crypto';
 import { DomainError } from '../../errors.js';
-import { parseGroupCreate, parseSend, type ParsedSend, type SendKind } from './send-schemas.js';
+import { OwnNumberRefused, parseGroupCreate, parseSend, type ParsedSend, type SendKind } from './send-schemas.js';
 import type { AcceptRequest } from '../../queue/worker.js';
 import { sendPart } from '../../queue/payload.js';
 import { checkSourceType } from './send-payloads.js';
@@ -120,19 +120,44 @@ export async function checkMediaOrReplay(
   } catch (err) {
     // base64 is checked by its own bytes: refused now, it was refused then too (a 400 stays a 400)
     if ('mediaBase64' in payload) throw err;
-    let replay: Accepted | null;
-    try {
-      replay = await lookupReplay(port, request());
-    } catch (lookup) {
-      // the key names a job of another payload: rule 2's 409 whatever the instance's state (found by the probe of
-      // the fix: offline, paused or switched off, the gate's 503 said no job had the key)
-      if (lookup instanceof DomainError && lookup.code === 'IDEMPOTENCY_PAYLOAD_MISMATCH') throw new ReplayInstead(lookup, warnings);
-      // the key could not be looked up: that is the answer (found by the probe of the fix: the media's 404 said
-      // no job had it while the store held the key table)
-      throw lookup;
-    }
-    if (replay) throw new ReplayInstead(replay, warnings);
-    throw err;
+    await replayOr(err, port, request, warnings);
+  }
+}
+
+/**
+ * A send refused for what holds only now (its media gone, its recipient the instance's own number since a new
+ * link): when its key names a job already, that job's replay is the answer (ReplayInstead), else `refusal`. A
+ * retry is told what became of the send it repeats, never "nothing accepted" while that job waits or was sent.
+ */
+export async function replayOr(refusal: unknown, port: InstancePort, request: () => AcceptRequest, warnings: string[]): Promise<never> {
+  let replay: Accepted | null;
+  try {
+    replay = await lookupReplay(port, request());
+  } catch (lookup) {
+    // the key names a job of another payload: rule 2's 409 whatever the instance's state (found by the probe of
+    // the fix: offline, paused or switched off, the gate's 503 said no job had the key)
+    if (lookup instanceof DomainError && lookup.code === 'IDEMPOTENCY_PAYLOAD_MISMATCH') throw new ReplayInstead(lookup, warnings);
+    // the key could not be looked up: that is the answer (found by the probe of the fix: the media's 404 said
+    // no job had it while the store held the key table)
+    throw lookup;
+  }
+  if (replay) throw new ReplayInstead(replay, warnings);
+  throw refusal;
+}
+
+/**
+ * A send parsed with the instance's own number refused as its recipient (`parse(own)`), where a keyed retry of a
+ * send accepted before the instance was linked to that number is its replay (found from the outside: 400 "nothing
+ * accepted" for the retry, while the job it repeated waited). The replay is looked up with the send as parsed
+ * without that check: its fingerprint is the one the first send stored.
+ */
+async function parsedOrReplay(port: InstancePort, route: string, own: string | null, parse: (own: string | null) => ParsedSend): Promise<ParsedSend> {
+  try {
+    return parse(own);
+  } catch (err) {
+    if (!(err instanceof OwnNumberRefused)) throw err;
+    const parsed = parse(null);
+    return replayOr(err, port, () => toAcceptRequest(parsed, route), parsed.warnings);
   }
 }
 
@@ -143,7 +168,7 @@ export function sendRouter(deps: SendRouteDeps): Router {
     const port = deps.portOf(ctx);
     let warnings: string[] = [];
     const r = await acceptedOrReplay(gatedAccept(ctx, port, async (view) => {
-      const parsed = parseSend(kind, ctx.request.body, idempotencyHeader(ctx), ownNumber(ctx, view), extra);
+      const parsed = await parsedOrReplay(port, route, ownNumber(ctx, view), (own) => parseSend(kind, ctx.request.body, idempotencyHeader(ctx), own, extra));
       if (MEDIA_KINDS.has(kind)) await checkMediaOrReplay(deps.validateMedia, port, kind, parsed.payload, parsed.warnings, () => toAcceptRequest(parsed, route));
       warnings = parsed.warnings;
       return toAcceptRequest(parsed, route);
@@ -161,13 +186,14 @@ export function sendRouter(deps: SendRouteDeps): Router {
     await accept(ctx, 'forward', '/api/v2/messages/:msgId/forward', { msgId });
   });
   router.post('/groups', async (ctx) => {
+    const port = deps.portOf(ctx);
     let warnings: string[] = [];
-    const r = await gatedAccept(ctx, deps.portOf(ctx), (view) => {
-      const parsed = parseGroupCreate(ctx.request.body, idempotencyHeader(ctx), ownNumber(ctx, view));
+    const r = await acceptedOrReplay(gatedAccept(ctx, port, async (view) => {
+      const parsed = await parsedOrReplay(port, '/api/v2/groups', ownNumber(ctx, view), (own) => parseGroupCreate(ctx.request.body, idempotencyHeader(ctx), own));
       warnings = parsed.warnings;
       return toAcceptRequest(parsed, '/api/v2/groups');
-    });
-    answerAccepted(ctx, deps.clock, r, warnings);
+    }));
+    answerAccepted(ctx, deps.clock, r.accepted, r.warnings ?? warnings);
   });
   return router;
 }
