@@ -33,7 +33,7 @@
  * `quarantined`, `displaced`, `loggingOut`, `loggedOut` and `stopped` are `disconnected`.
  */
 import { assign, enqueueActions, raise, sendTo } from 'xstate';
-import { failureOf, LC, notifyDisconnected, resolvePolicy, seedFrom, type InstanceContext } from './instance.types.js';
+import { failureOf, LC, notifyDisconnected, notifyLoggedOut, resolvePolicy, seedFrom, type InstanceContext } from './instance.types.js';
 import { instanceSetup } from './instance.setup.js';
 
 export * from './instance.types.js';
@@ -108,7 +108,7 @@ export const instanceMachine = instanceSetup.createMachine({
                   ],
                 },
                 ORDERED_RESTART: `${LC}.restarting`,
-                LOGOUT: '.loggingOut',
+                LOGOUT: { target: '.loggingOut', actions: notifyLoggedOut },
               },
               states: {
                 connection: {
@@ -159,7 +159,11 @@ export const instanceMachine = instanceSetup.createMachine({
                       description: 'Not linked: a QR (or pairing code) waits for the phone; no timeout, a human scans.',
                       meta: { status: 'waiting_qr' },
                       tags: 'starting',
-                      on: { REQUEST_PAIRING_CODE: { actions: sendTo('session', ({ event }) => event) } },
+                      on: {
+                        REQUEST_PAIRING_CODE: { actions: sendTo('session', ({ event }) => event) },
+                        // nothing is linked yet: nothing to tell
+                        LOGOUT: `${LC}.running.loggingOut`,
+                      },
                     },
                     authenticated: {
                       description: 'Signed in, loading chats; not ready to send yet.',
@@ -173,15 +177,6 @@ export const instanceMachine = instanceSetup.createMachine({
                       tags: 'online',
                       entry: [raise({ type: 'RESTART_SETTLED' }), { type: 'sendable', params: { on: true } }],
                       exit: { type: 'sendable', params: { on: false } },
-                      // the operator's logout takes a connected instance offline: its receivers are told, as of an
-                      // unlink on the phone (found from the outside: nothing was sent, and `loggingOut` ignores the
-                      // driver's own `disconnected`)
-                      on: {
-                        LOGOUT: {
-                          target: `${LC}.running.loggingOut`,
-                          actions: { type: 'notify', params: { event: 'disconnected', data: { reason: 'LOGOUT' } } },
-                        },
-                      },
                       initial: 'settling',
                       states: {
                         settling: {
@@ -211,6 +206,9 @@ export const instanceMachine = instanceSetup.createMachine({
                     browser_health: [{ guard: 'browserDead', target: `${LC}.loggedOut` }, { actions: 'absorb' }],
                     ORDERED_RESTART: {},
                     LOGOUT: {},
+                    // the session started only to log out reports its start: not the instance's state
+                    change_state: { actions: 'absorb' },
+                    loading_screen: { actions: 'absorb' },
                   },
                   after: { logoutTimeout: `${LC}.loggedOut` },
                 },
@@ -249,7 +247,7 @@ export const instanceMachine = instanceSetup.createMachine({
                 { type: 'trace', params: ({ context }) => ({ kind: 'backoff', attempt: context.browser.failStreak, delayMs: context.backoffMs }) },
               ],
               after: { backoff: 'running' },
-              on: { ORDERED_RESTART: 'restarting', LOGOUT: 'running.loggingOut' },
+              on: { ORDERED_RESTART: 'restarting', LOGOUT: { target: 'running.loggingOut', actions: notifyLoggedOut } },
             },
             quarantined: {
               description: 'Too many failures in the window: no automatic restart; only the operator restart leaves.',
@@ -268,7 +266,7 @@ export const instanceMachine = instanceSetup.createMachine({
               ],
               on: {
                 ORDERED_RESTART: { target: 'restarting', actions: 'releaseQuarantine' },
-                LOGOUT: 'running.loggingOut',
+                LOGOUT: { target: 'running.loggingOut', actions: notifyLoggedOut },
               },
             },
             restarting: {
@@ -286,14 +284,14 @@ export const instanceMachine = instanceSetup.createMachine({
                 },
               ],
               after: { restartDelay: 'running' },
-              on: { LOGOUT: 'running.loggingOut' },
+              on: { LOGOUT: { target: 'running.loggingOut', actions: notifyLoggedOut } },
             },
             displaced: {
               description: 'Another client took the session over (CONFLICT); the link is kept. No automatic restart, which would take it back; only the operator restart leaves.',
               meta: { status: 'disconnected' },
               tags: 'offline',
               entry: raise({ type: 'RESTART_SETTLED' }),
-              on: { ORDERED_RESTART: 'restarting', LOGOUT: 'running.loggingOut' },
+              on: { ORDERED_RESTART: 'restarting', LOGOUT: { target: 'running.loggingOut', actions: notifyLoggedOut } },
             },
             loggedOut: {
               description: 'No link (logged out, unlinked on the phone, auth failure): a restart shows a new QR.',

@@ -299,6 +299,14 @@ export const notifyDisconnected = {
   }),
 } as const;
 
+/**
+ * The operator's logout takes the instance's link away: its receivers are told as of an unlink on the phone. Not
+ * while it waits for a scan (no link to take); once, on the way into `loggingOut`, which ignores the driver's own
+ * `disconnected` and whose session's start reports nothing (found from the outside: no event at all, and a logout
+ * during a restart ended with the new session's `change_state CONNECTED`).
+ */
+export const notifyLoggedOut = { type: 'notify', params: { event: 'disconnected', data: { reason: 'LOGOUT' } } } as const;
+
 /** Placeholder until the runtime provides src/actors/session.ts; it never sends anything. */
 export const idleSession = fromCallback<SessionCommand, SessionInput>(() => undefined);
 

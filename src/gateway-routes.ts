@@ -129,7 +129,11 @@ export function gatewayFamilies(deps: RouteDeps): Families {
     const view = viewOf(port);
     return view instanceof Promise ? view.then((v) => passed(ctx, v, next, sends)) : passed(ctx, view, next, sends);
   };
-  const v2Key: Middleware = (ctx, next) => apiKey(ctx, () => v2Checked(ctx, portOf(ctx), next));
+  // a requeue is a keyed send (its key derived from the job): its gate answers a repeat as the replay it is, paused or
+  // not. Found from the outside: a repeated requeue during an ordered restart was 503 QUEUE_PAUSED on this route
+  // and the 200 replay on the operator's
+  const isRequeue = (ctx: Context) => ctx.method === 'POST' && ctx.path.endsWith('/requeue');
+  const v2Key: Middleware = (ctx, next) => apiKey(ctx, () => v2Checked(ctx, portOf(ctx), next, isRequeue(ctx)));
   // The v2 sends of an instance on another node whose owner gates a send itself: no view is asked first; the
   // send is prepared with the last view seen and the owner checks the gate as it accepts (one ask instead of
   // two: src/http/routes/queue-gate.ts `gatedAccept`). A refusal before that (a route's own check) is answered

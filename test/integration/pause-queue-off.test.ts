@@ -40,3 +40,32 @@ test('a v2 send during an ordered restart is 503 QUEUE_PAUSED with the queue dis
     assert.equal(r.body.code, 'QUEUE_PAUSED', r.text);
   }
 });
+
+test('a requeue repeated during an ordered restart is the 200 replay of the first; a first requeue then is 503 QUEUE_PAUSED (found from the outside: 503 for the repeat too, the replay on the operator\'s route)', async () => {
+  const settings = { minDelayMs: 600_000, maxDelayMs: 600_000, quietHours: null, maxPerHour: null, maxPer24h: null };
+  const { instance, apiKey } = await t.createInstance('requeue-paused', { settings });
+  const ids: string[] = [];
+  for (const message of ['first', 'second', 'third']) {
+    const r = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112340009', message });
+    assert.equal(r.status, 202, r.text);
+    ids.push(String(r.body.data?.jobId));
+  }
+  const [, twice, once] = ids as [string, string, string];
+  for (const id of [twice, once]) assert.equal((await t.api(apiKey, 'DELETE', `/api/v2/messages/${id}`)).status, 200);
+  const requeued = await t.api(apiKey, 'POST', `/api/v2/messages/${twice}/requeue`);
+  assert.equal(requeued.status, 202, requeued.text);
+
+  assert.equal((await t.admin('POST', `/sandbox/v1/instances/${instance.id}/unlink`)).status, 200);
+  assert.equal((await t.admin('POST', `/admin/v1/instances/${instance.id}/restart`)).status, 202);
+  await t.advanceUntil(async () => {
+    const r = await t.api(apiKey, 'GET', '/api/status');
+    return (r.body.data as { status?: string } | undefined)?.status === 'waiting_qr' ? true : null;
+  }, 'waiting_qr', { maxMs: 5_000 });
+  const again = await t.api(apiKey, 'POST', `/api/v2/messages/${twice}/requeue`);
+  assert.deepEqual([again.status, again.body.data?.jobId, again.body.data?.idempotentReplay], [200, requeued.body.data?.jobId, true], again.text);
+  const first = await t.api(apiKey, 'POST', `/api/v2/messages/${once}/requeue`);
+  assert.deepEqual([first.status, first.body.code], [503, 'QUEUE_PAUSED'], first.text);
+  // an unknown job is answered after the pause too, as every other v2 route's own refusal
+  const unknown = await t.api(apiKey, 'POST', '/api/v2/messages/wq_00000000000000000000000000/requeue');
+  assert.deepEqual([unknown.status, unknown.body.code], [503, 'QUEUE_PAUSED'], unknown.text);
+});

@@ -180,6 +180,20 @@ describe('instance machine: logout and lost link', () => {
     q.actor.stop();
   });
 
+  test('a LOGOUT during an ordered restart tells the receivers once, and the session started to log out reports nothing of its start (found from the outside: change_state CONNECTED)', () => {
+    const h = harness();
+    h.session().send({ type: 'ready', wid: WID, at: h.now() });
+    h.actor.send({ type: 'ORDERED_RESTART', reason: 'operator' });
+    const before = h.notified.length;
+    h.actor.send({ type: 'LOGOUT' });
+    h.session().send({ type: 'loading_screen', percent: 100, message: 'WhatsApp', at: h.now() });
+    h.session().send({ type: 'change_state', state: 'CONNECTED', at: h.now() });
+    h.session().send({ type: 'LOGGED_OUT', at: h.now() });
+    assert.deepEqual(h.notified.slice(before), [{ event: 'disconnected', data: { reason: 'LOGOUT' } }]);
+    assert.ok(h.actor.getSnapshot().matches({ active: { lifecycle: 'loggedOut' } }));
+    h.actor.stop();
+  });
+
   test('a session that never confirms the logout still ends loggedOut after the timeout', () => {
     const h = harness({ logoutTimeoutMs: 30_000 });
     h.session().send({ type: 'ready', wid: WID, at: h.now() });
