@@ -184,8 +184,9 @@ export function requeueRefusal(job: Pick<Job, 'phone' | 'chatId'> & Send, ownNum
       ? new OwnNumberRefused('participants', 'cannot requeue: the instance itself is the group creator now, and the job lists it')
       : null;
   }
+  // a job's phone is its chat id's number, whichever of the two its send gave
   if ((job.phone ?? (job.chatId === null ? null : chatIdToPhone(job.chatId))) !== ownNumber) return null;
-  return new OwnNumberRefused(job.kind === 'forward' ? 'toChatId' : job.phone ? 'phone' : 'chatId', 'cannot requeue: the job\'s recipient is the instance\'s own number now');
+  return new OwnNumberRefused(job.kind === 'forward' ? 'toChatId' : 'phone', 'cannot requeue: the job\'s recipient is the instance\'s own number now');
 }
 
 /**
