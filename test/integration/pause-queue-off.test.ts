@@ -16,6 +16,16 @@ after(async () => {
   await t.stop();
 });
 
+/** Unlinked, then restarted: the ordered restart's pause lasts while the new session waits for its QR. */
+async function pausedWaitingForScan(instanceId: string, apiKey: string): Promise<void> {
+  assert.equal((await t.admin('POST', `/sandbox/v1/instances/${instanceId}/unlink`)).status, 200);
+  assert.equal((await t.admin('POST', `/admin/v1/instances/${instanceId}/restart`)).status, 202);
+  await t.advanceUntil(async () => {
+    const r = await t.api(apiKey, 'GET', '/api/status');
+    return (r.body.data as { status?: string } | undefined)?.status === 'waiting_qr' ? true : null;
+  }, 'waiting_qr', { maxMs: 5_000 });
+}
+
 test('a v2 send during an ordered restart is 503 QUEUE_PAUSED with the queue disabled, as every other v2 route', async () => {
   const settings = { minDelayMs: 1000, maxDelayMs: 1000, quietHours: null, maxPerHour: null, maxPer24h: null, enabled: false };
   const { instance, apiKey } = await t.createInstance('queue-off', { settings });
@@ -23,13 +33,7 @@ test('a v2 send during an ordered restart is 503 QUEUE_PAUSED with the queue dis
   const off = await t.api(apiKey, 'POST', '/api/v2/send-message', body);
   assert.deepEqual([off.status, off.body.code, off.body.data?.queueMode], [503, 'QUEUE_STORE_UNAVAILABLE', 'disabled'], off.text);
 
-  // unlinked, then restarted: the pause lasts while the new session waits for its QR
-  assert.equal((await t.admin('POST', `/sandbox/v1/instances/${instance.id}/unlink`)).status, 200);
-  assert.equal((await t.admin('POST', `/admin/v1/instances/${instance.id}/restart`)).status, 202);
-  await t.advanceUntil(async () => {
-    const r = await t.api(apiKey, 'GET', '/api/status');
-    return (r.body.data as { status?: string } | undefined)?.status === 'waiting_qr' ? true : null;
-  }, 'waiting_qr', { maxMs: 5_000 });
+  await pausedWaitingForScan(instance.id, apiKey);
   for (const r of [
     await t.api(apiKey, 'GET', '/api/v2/queue'),
     await t.api(apiKey, 'POST', '/api/v2/send-message', body),
@@ -55,12 +59,7 @@ test('a requeue repeated during an ordered restart is the 200 replay of the firs
   const requeued = await t.api(apiKey, 'POST', `/api/v2/messages/${twice}/requeue`);
   assert.equal(requeued.status, 202, requeued.text);
 
-  assert.equal((await t.admin('POST', `/sandbox/v1/instances/${instance.id}/unlink`)).status, 200);
-  assert.equal((await t.admin('POST', `/admin/v1/instances/${instance.id}/restart`)).status, 202);
-  await t.advanceUntil(async () => {
-    const r = await t.api(apiKey, 'GET', '/api/status');
-    return (r.body.data as { status?: string } | undefined)?.status === 'waiting_qr' ? true : null;
-  }, 'waiting_qr', { maxMs: 5_000 });
+  await pausedWaitingForScan(instance.id, apiKey);
   const again = await t.api(apiKey, 'POST', `/api/v2/messages/${twice}/requeue`);
   assert.deepEqual([again.status, again.body.data?.jobId, again.body.data?.idempotentReplay], [200, requeued.body.data?.jobId, true], again.text);
   const first = await t.api(apiKey, 'POST', `/api/v2/messages/${once}/requeue`);
