@@ -13,12 +13,14 @@ import { parse, queryInteger } from '../validate.js';
 import { jobStatus } from '../../wire/job.js';
 import { getJob, listJobs, findByIdempotencyKey } from '../../queue/jobs.js';
 import { IDEMPOTENCY_RETENTION_MS, type AcceptRequest } from '../../queue/worker.js';
-import { isMediaKind, sendPart } from '../../queue/payload.js';
+import { isMediaKind, sendPart, type Send } from '../../queue/payload.js';
 import { JOB_STATES, canRequeue } from '../../../machines/job.machine.js';
 import { DEADLINES, type InstancePort } from '../../actors/port.js';
 import type { Pool } from '../../store/pool.js';
 import type { Clock } from '../../clock.js';
-import { IDEMPOTENCY_KEY, requeueKey, requeueRefusal } from './send-schemas.js';
+import { IDEMPOTENCY_KEY, OwnNumberRefused, requeueKey } from './send-schemas.js';
+import { chatIdToPhone, phoneToChatId } from '../../phone.js';
+import type { Job } from '../../queue/job.js';
 import { isJobId } from './network-common.js';
 import { acceptedOrReplay, answerAccepted, gatedAccept, ownNumber, requestView } from './queue-gate.js';
 import { checkMediaOrReplay, payloadHash, replayOr, type SendRouteDeps } from './send.js';
@@ -141,6 +143,23 @@ export function queueHandlers(deps: Pick<QueueRouteDeps, 'pool' | 'clock' | 'deg
       answerAccepted(ctx, deps.clock, accepted, [], { previousJobId: old.id });
     },
   };
+}
+
+/**
+ * The refusal a requeue of `job` meets now that the instance is linked to `ownNumber` (`requeue` above): its
+ * recipient, or one of a group's participants, is that number, as a send of it would be refused; null when not.
+ * Found from the outside: a requeue of a job failed at the call for that reason was accepted, 202, and failed again.
+ */
+function requeueRefusal(job: Pick<Job, 'phone' | 'chatId'> & Send, ownNumber: string | null): OwnNumberRefused | null {
+  if (!ownNumber) return null;
+  if (job.kind === 'group_create') {
+    return job.payload.participants.includes(phoneToChatId(ownNumber))
+      ? new OwnNumberRefused('participants', 'cannot requeue: the instance itself is the group creator now, and the job lists it')
+      : null;
+  }
+  // a job's phone is its chat id's number, whichever of the two its send gave
+  if ((job.phone ?? (job.chatId === null ? null : chatIdToPhone(job.chatId))) !== ownNumber) return null;
+  return new OwnNumberRefused(job.kind === 'forward' ? 'toChatId' : 'phone', 'cannot requeue: the job\'s recipient is the instance\'s own number now');
 }
 
 export function queueRouter(deps: QueueRouteDeps): Router {

@@ -11,7 +11,6 @@ import { DomainError, validationFailed } from '../../errors.js';
 import { chars, integerIn, matching, nonBlank, parse } from '../validate.js';
 import { CHAT_ID, CONTACT_ID, normalizePhone, phoneToChatId, chatIdToPhone } from '../../phone.js';
 import { checkSend, sendOf, type Send, type SendKind } from '../../queue/payload.js';
-import type { Job } from '../../queue/job.js';
 import { buildPayload, ROUTE_OPTIONS } from './send-payloads.js';
 
 export type { SendKind };
@@ -170,23 +169,6 @@ export function resolveTarget(body: { phone?: string | undefined; chatId?: strin
     throw new OwnNumberRefused(hasPhone ? 'phone' : chatField, 'cannot send to the instance\'s own number');
   }
   return { chatId, phone };
-}
-
-/**
- * The refusal a requeue of `job` meets now that the instance is linked to `ownNumber` (src/http/routes/queue.ts): its
- * recipient, or one of a group's participants, is that number, as a send of it would be refused; null when not.
- * Found from the outside: a requeue of a job failed at the call for that reason was accepted, 202, and failed again.
- */
-export function requeueRefusal(job: Pick<Job, 'phone' | 'chatId'> & Send, ownNumber: string | null): OwnNumberRefused | null {
-  if (!ownNumber) return null;
-  if (job.kind === 'group_create') {
-    return job.payload.participants.includes(phoneToChatId(ownNumber))
-      ? new OwnNumberRefused('participants', 'cannot requeue: the instance itself is the group creator now, and the job lists it')
-      : null;
-  }
-  // a job's phone is its chat id's number, whichever of the two its send gave
-  if ((job.phone ?? (job.chatId === null ? null : chatIdToPhone(job.chatId))) !== ownNumber) return null;
-  return new OwnNumberRefused(job.kind === 'forward' ? 'toChatId' : 'phone', 'cannot requeue: the job\'s recipient is the instance\'s own number now');
 }
 
 /**
