@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { createPool, type Pool, type PoolConfig } from '../../src/store/pool.js';
+import { checkout, createPool, unbounded, type Pool, type PoolConfig } from '../../src/store/pool.js';
 import { migrate } from '../../src/store/migrate.js';
 import { startEmbeddedPostgres } from '../../src/store/embedded.js';
 
@@ -19,6 +19,25 @@ export interface TestDb {
   /** connection URL (only for a real server; null for the embedded one) */
   url: string | null;
   close(): Promise<void>;
+}
+
+/**
+ * A fixture's statement (a table grown by generate_series, its ANALYZE or VACUUM) run as long as it needs: the
+ * store's deadlines (4 s on the server, 5 s in the client) are the gateway's, and such a fill of 200,000 rows
+ * with their triggers outlasted them on a loaded machine (a CI run, a suite beside a benchmark). The session's
+ * statement_timeout is lifted for that statement only and put back before the connection returns to the pool.
+ */
+export async function fixtureQuery(pool: Pool, text: string, values: unknown[] = []): Promise<void> {
+  const { client, release } = await checkout(pool);
+  try {
+    await client.query('SET statement_timeout = 0');
+    await client.query({ text, values, ...unbounded });
+    await client.query('RESET statement_timeout');
+    release();
+  } catch (err) {
+    release(err instanceof Error ? err : new Error(String(err)));
+    throw err;
+  }
 }
 
 /**

@@ -6,10 +6,10 @@
  */
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createTestDb, type TestDb } from '../helpers/db.js';
+import { createTestDb, fixtureQuery, type TestDb } from '../helpers/db.js';
 import { addInstance, scansOf } from '../helpers/sql-plans.js';
 import { ALL_STATES, ONE_STATE, listJobs } from '../../src/queue/sql/listJobs.js';
-import type { Queryable } from '../../src/store/pool.js';
+import type { Pool } from '../../src/store/pool.js';
 
 const dbs: TestDb[] = [];
 after(async () => {
@@ -18,8 +18,9 @@ after(async () => {
 
 const skip = !process.env.TEST_DATABASE_URL && 'needs PostgreSQL (TEST_DATABASE_URL): the plans are a server\'s';
 
-async function fill(q: Queryable, instanceId: string, n: number, states: string[]): Promise<void> {
-  await q.query(
+async function fill(q: Pool, instanceId: string, n: number, states: string[]): Promise<void> {
+  await fixtureQuery(
+    q,
     `INSERT INTO jobs (id, instance_id, state, kind, origin_route, phone, payload, payload_hash, priority, queued_at, expires_at)
      SELECT 'wq_t' || lpad(to_hex(nextval('jobs_seq_seq')), 23, '0'), $1, ($3::text[])[1 + g % array_length($3::text[], 1)], 'text',
             '/api/v2/send-message', '4915112345678', '{"body":"x","chatId":"4915112345678@c.us"}', '', 5, now(), now() + interval '1 day'
@@ -38,7 +39,7 @@ test('a page of a small instance beside a large one reads only its own jobs, in 
   await fill(q, large, 100_000, ['sent']);
   await fill(q, small, 300, ['sent', 'failed', 'scheduled', 'queued', 'cancelled']);
   await fill(q, large, 100_000, ['sent', 'failed']);
-  await q.query('ANALYZE jobs');
+  await fixtureQuery(q, 'ANALYZE jobs');
 
   // (the large instance, nearly every job of the table, may walk the table's order: its page is there at once)
   assert.deepEqual((await scansOf(q, ALL_STATES, [small, 0, 50])).map((s) => s.via), ['jobs_instance_seq'], 'all states: the instance\'s own range');

@@ -6,7 +6,7 @@
  */
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { createTestDb, type TestDb } from '../helpers/db.js';
+import { createTestDb, fixtureQuery, type TestDb } from '../helpers/db.js';
 import { FETCH_PENDING, fetchPending } from '../../src/webhooks/pending.js';
 import { ALL_DELIVERIES, ONE_STATE_DELIVERIES, PRUNE_DELIVERIES, listDeliveries, pruneDeliveries, type DeliveryPage } from '../../src/webhooks/deliveries.js';
 import type { Queryable } from '../../src/store/pool.js';
@@ -47,7 +47,8 @@ before(async () => {
   );
   await q.query(`INSERT INTO webhooks (instance_id, url, secret) SELECT id, 'http://127.0.0.1:9/hook', 'secret' FROM instances`);
   // 60,000 finished rows over the last 7 days (1 in 50 failed), oldest first, spread over the 20 instances
-  await q.query(
+  await fixtureQuery(
+    q,
     `INSERT INTO outbox (event_id, instance_id, event, body, created_at, state, attempts, delivered_at)
      SELECT 'ev_d' || g, ('00000000-0000-0000-0000-' || lpad((1 + g % 20)::text, 12, '0'))::uuid, 'message', '{}', c,
             CASE WHEN g % 50 = 0 THEN 'failed' ELSE 'delivered' END, 1, CASE WHEN g % 50 = 0 THEN NULL ELSE c END
@@ -55,13 +56,14 @@ before(async () => {
   );
   // a backlog on one instance, the newest rows; statistics taken while it was ten times larger (autovacuum's
   // ANALYZE during a burst), the state in which the planner thought pending rows common and spread evenly
-  await q.query(
+  await fixtureQuery(
+    q,
     `INSERT INTO outbox (event_id, instance_id, event, body, state)
      SELECT 'ev_p' || g, $1, 'message', '{}', 'pending' FROM generate_series(1, 20000) g`,
     [BUSY],
   );
-  await q.query('VACUUM ANALYZE outbox');
-  await q.query(`DELETE FROM outbox WHERE state = 'pending' AND id > (SELECT min(id) + 1999 FROM outbox WHERE state = 'pending')`);
+  await fixtureQuery(q, 'VACUUM ANALYZE outbox');
+  await fixtureQuery(q, `DELETE FROM outbox WHERE state = 'pending' AND id > (SELECT min(id) + 1999 FROM outbox WHERE state = 'pending')`);
 });
 
 test('fetchPending reads a range of outbox_pending, not outbox_pkey from the oldest row', { skip }, async () => {

@@ -6,7 +6,7 @@
  */
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createTestDb, type TestDb } from '../helpers/db.js';
+import { createTestDb, fixtureQuery, type TestDb } from '../helpers/db.js';
 import { addInstance, migrateBelow, scansOf } from '../helpers/sql-plans.js';
 import { migrate } from '../../src/store/migrate.js';
 import { JOBS_BY_STATE, readJobsByState } from '../../src/metrics/registry.js';
@@ -95,14 +95,15 @@ test('mgw_jobs reads the jobs of a grown table only through ranges of jobs_insta
   const q = db.pool;
   const large = await addInstance(q, 'large');
   for (let i = 0; i < 20; i++) await addInstance(q, `small-${i}`);
-  await q.query(
+  await fixtureQuery(
+    q,
     `INSERT INTO jobs (id, instance_id, state, kind, origin_route, phone, payload, payload_hash, priority, queued_at, expires_at)
      SELECT 'wq_t' || lpad(to_hex(g), 23, '0'), $1, CASE WHEN g % 50 = 0 THEN 'failed' WHEN g > 199000 THEN 'queued' ELSE 'sent' END,
             'text', '/api/v2/send-message', '4915112345678', '{}', '', 5, now(), now() + interval '1 day'
        FROM generate_series(1, 200000) AS g`,
     [large],
   );
-  await q.query('ANALYZE');
+  await fixtureQuery(q, 'ANALYZE');
   const jobScans = (await scansOf(q, JOBS_BY_STATE, [])).filter((s) => s.relation === 'jobs').map((s) => `jobs:${s.via}`);
   assert.ok(jobScans.length > 0, 'the jobs in flight are read from jobs');
   assert.deepEqual([...new Set(jobScans)], ['jobs:jobs_instance_state'], 'only ranges of an instance\'s state');
