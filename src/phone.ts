@@ -3,9 +3,19 @@
  * gives them (`@c.us`, `@lid`, `@g.us`), never rewritten.
  */
 
-/** International number without `+` (a leading `+` is tolerated), or a German national number starting with 0. */
+/**
+ * The trunk digit written in parentheses after a country code (`+49 (0)176 …`, `0044 (0)20 …`, `49 (0)151 …`):
+ * dialled only within the country, never after its code. Kept, it made another number (`490176…`), accepted
+ * and sent to nobody; it is dropped as people who write it mean. A country code is one to three digits.
+ */
+const TRUNK_AFTER_COUNTRY = /^(\s*(?:\+|00)?\s*[1-9]\d{0,2})\s*\(\s*0\s*\)/;
+
+/**
+ * International number without `+` (a leading `+` is tolerated), or a German national number starting with 0;
+ * spaces, dots, dashes and parentheses are written-out separators, and a `(0)` after a country code is dropped.
+ */
 export function normalizePhone(input: string): string | null {
-  const compact = input.trim().replace(/[\s()./-]/g, '');
+  const compact = input.trim().replace(TRUNK_AFTER_COUNTRY, '$1').replace(/[\s()./-]/g, '');
   const m = /^\+?(\d{6,16})$/.exec(compact);
   if (!m?.[1]) return null;
   let digits = m[1];
