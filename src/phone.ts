@@ -3,30 +3,42 @@
  * gives them (`@c.us`, `@lid`, `@g.us`), never rewritten.
  */
 
+/** Written-out separators between digits: blanks (any Unicode space), dots, slashes, dashes. */
+const SEPARATORS = /[\s./-]/g;
+
 /**
- * The trunk digit written in parentheses after a country code (`+49 (0)176 …`, `0044 (0)20 …`, `49 (0)151 …`):
- * dialled only within the country, never after its code. Kept, it made another number (`490176…`), accepted
- * and sent to nobody; it is dropped as people who write it mean. A country code is one to three digits.
+ * The trunk digit written in parentheses after a country code (`+49 (0)151 …`, `+44-(0)20-…`, `(+49) (0)151 …`,
+ * `0049 (0)151 …`, `49 (0)151 …`), read once the separators are gone: dialled only within the country, never
+ * after its code. Kept, it made another number (`490151…`), accepted and sent to nobody; it is dropped as people
+ * who write it mean. The country code is one to three digits, with `+`, `00` or both before it and brackets
+ * around it; only a lone `(0)`: Italy dials its 0 from abroad too, so `+39 (06) …` keeps its digits.
  */
-const TRUNK_AFTER_COUNTRY = /^(\s*(?:\+|00)?\s*[1-9]\d{0,2})\s*\(\s*0\s*\)/;
+const TRUNK_AFTER_COUNTRY = /^(\(?\+?\(?(?:00)?[1-9]\d{0,2}\)?)\(0\)/;
 
 /**
  * International number without `+` (a leading `+` is tolerated), or a German national number starting with 0;
- * spaces, dots, dashes and parentheses are written-out separators, and a `(0)` after a country code is dropped.
+ * spaces, dots, slashes, dashes and round brackets are written-out separators, a `00` prefix is dropped, and
+ * so is a `(0)` after a country code. Digits left starting with 0 (`000491…`) are no number: refused (null).
  */
 export function normalizePhone(input: string): string | null {
-  const compact = input.trim().replace(TRUNK_AFTER_COUNTRY, '$1').replace(/[\s()./-]/g, '');
+  const compact = input.trim().replace(SEPARATORS, '').replace(TRUNK_AFTER_COUNTRY, '$1').replace(/[()]/g, '');
   const m = /^\+?(\d{6,16})$/.exec(compact);
   if (!m?.[1]) return null;
   let digits = m[1];
   // German national format: 0151… → 49151… (but 00-prefixed international stays international)
   if (digits.startsWith('00')) digits = digits.slice(2);
   else if (digits.startsWith('0')) digits = `49${digits.slice(1)}`;
+  // an international number never starts with 0 (`000491…` left `0491…` after its `00`)
+  if (digits.startsWith('0')) return null;
   return digits.length >= 7 && digits.length <= 15 ? digits : null;
 }
 
-export const CHAT_ID = /^(\d{5,20}@c\.us|\d{5,24}@lid|\d{5,20}(-\d{5,20})?@g\.us)$/;
-export const CONTACT_ID = /^(\d{5,20}@c\.us|\d{5,24}@lid)$/;
+/**
+ * A person's `@c.us` id is their international number, which never starts with 0 (`0491…@c.us` names nobody,
+ * and `0` before the own number passed the own-number check); `@lid` and group ids are the network's digits.
+ */
+export const CHAT_ID = /^([1-9]\d{4,19}@c\.us|\d{5,24}@lid|\d{5,20}(-\d{5,20})?@g\.us)$/;
+export const CONTACT_ID = /^([1-9]\d{4,19}@c\.us|\d{5,24}@lid)$/;
 
 export const isGroupId = (id: string) => id.endsWith('@g.us');
 

@@ -30,6 +30,14 @@ export function matching(re: RegExp, what: string): Struct<string, null> {
   return refine(string(), 'pattern', (v) => re.test(v) || `must be ${what}`);
 }
 
+/**
+ * A string matching `re` once blanks around it are gone (as a send's `chatId` is read): an id pasted with a
+ * space or a line break reads the same in every field that takes one, and is kept trimmed.
+ */
+export function trimmedMatching(re: RegExp, what: string): Struct<string, null> {
+  return coerce(matching(re, what), string(), (v) => v.trim());
+}
+
 /** An integer from `lo` to `hi`; any failure (a string, 1.5, out of range) states the whole rule. */
 export function integerIn(lo: number, hi: number): Struct<number, null> {
   return define<number>('integer', (v) => (typeof v === 'number' && Number.isInteger(v) && v >= lo && v <= hi) || `must be an integer from ${lo} to ${hi}`);

@@ -8,7 +8,10 @@ import assert from 'node:assert/strict';
 import { SEND_KINDS, StoredPayloadInvalid, checkSend } from '../../src/queue/payload.js';
 import { parseGroupCreate, parseSend } from '../../src/http/routes/send-schemas.js';
 import { checkSourceType } from '../../src/http/routes/send-payloads.js';
+import { StructError } from 'superstruct';
 import { DomainError } from '../../src/errors.js';
+import { parse, structField } from '../../src/http/validate.js';
+import { ParticipantsBody } from '../../src/http/routes/groups.js';
 
 const to = { phone: '4915112345678' };
 const BODIES = {
@@ -60,5 +63,58 @@ describe('send payloads', () => {
     checkSourceType('sticker', { ...url, mimetype: 'image/png' }, 'text/plain', warnings);
     checkSourceType('media', url, 'text/plain', warnings);
     assert.equal(warnings.length, 1);
+  });
+});
+
+describe('a recipient reads alike in every field that takes one', () => {
+  const OWN = '4915550100001';
+  const refusal = (fn: () => unknown): { code: string; field: unknown } => {
+    try {
+      fn();
+    } catch (err) {
+      // a schema's failure is answered 400 VALIDATION_FAILED at the boundary, naming its path
+      if (err instanceof StructError) return { code: 'VALIDATION_FAILED', field: structField(err) };
+      assert.ok(err instanceof DomainError, String(err));
+      return { code: err.code, field: (err.data as { field?: unknown }).field };
+    }
+    assert.fail('expected a refusal');
+  };
+
+  test('an id with blanks around it: trimmed as chatId is, also as toChatId and as a participant (kept trimmed)', () => {
+    for (const spaced of [' 4915112345678@c.us ', '\u00a04915112345678@c.us', '4915112345678@c.us\n']) {
+      assert.equal(parseSend('text', { chatId: spaced, message: 'm' }, undefined, OWN).chatId, '4915112345678@c.us');
+      const fwd = parseSend('forward', { toChatId: spaced }, undefined, OWN, { msgId: 'true_4915100000000@c.us_ABC' });
+      assert.equal(fwd.chatId, '4915112345678@c.us');
+      assert.equal((fwd.payload as { toChatId: string }).toChatId, '4915112345678@c.us');
+      const group = parseGroupCreate({ title: 'g', participants: [spaced, '4915112345678@c.us'] }, undefined, OWN);
+      assert.deepEqual((group.payload as { participants: string[] }).participants, ['4915112345678@c.us'], 'one participant, trimmed');
+      assert.deepEqual(parse({ participants: [spaced] }, ParticipantsBody).participants, ['4915112345678@c.us'], 'a group\'s add, remove, promote, demote');
+    }
+    // the own number with blanks is the own number in each of them
+    assert.equal(refusal(() => parseSend('forward', { toChatId: ` ${OWN}@c.us` }, undefined, OWN, { msgId: 'true_4915100000000@c.us_ABC' })).field, 'toChatId');
+    assert.equal(refusal(() => parseGroupCreate({ title: 'g', participants: [`${OWN}@c.us `] }, undefined, OWN)).field, 'participants');
+  });
+
+  test('a @c.us id is an international number: a leading 0 is refused in every field, the own number behind it too', () => {
+    for (const id of ['04915112345678@c.us', `0${OWN}@c.us`, `00${OWN}@c.us`]) {
+      assert.deepEqual(refusal(() => parseSend('text', { chatId: id, message: 'm' }, undefined, OWN)), { code: 'VALIDATION_FAILED', field: 'chatId' });
+      assert.deepEqual(refusal(() => parseSend('forward', { toChatId: id }, undefined, OWN, { msgId: 'true_4915100000000@c.us_ABC' })), { code: 'VALIDATION_FAILED', field: 'toChatId' });
+      assert.deepEqual(refusal(() => parseGroupCreate({ title: 'g', participants: [id] }, undefined, OWN)), { code: 'VALIDATION_FAILED', field: 'participants.0' });
+    }
+    // a linked id and a group id are the network's digits, as they come
+    assert.equal(parseSend('text', { chatId: '012345678901234@lid', message: 'm' }, undefined, OWN).chatId, '012345678901234@lid');
+  });
+
+  test('phone spellings: the trunk (0) after a country code with any separator, and no number left starting with 0', () => {
+    const phoneOf = (phone: string) => parseSend('text', { phone, message: 'm' }, undefined, OWN).phone;
+    for (const spelling of ['+49-(0)151-12345678', '+49.(0)151.12345678', '+49/(0)151/12345678', '49-(0)151-12345678', '(+49) (0)151 12345678', '+(49) (0)151 12345678', '(0049) (0)151 12345678', '+0049 (0)151 12345678', '+49\u00a0(0)151\u00a012345678']) {
+      assert.equal(phoneOf(spelling), '4915112345678', spelling);
+    }
+    assert.equal(phoneOf('+44-(0)20-7946-0958'), '442079460958');
+    assert.equal(phoneOf('+44 (0) 20 7946 0958'), '442079460958');
+    for (const spelling of ['0004915112345678', '00015112345678', '+000491511234567']) {
+      assert.deepEqual(refusal(() => phoneOf(spelling)), { code: 'VALIDATION_FAILED', field: 'phone' }, spelling);
+    }
+    assert.deepEqual(refusal(() => phoneOf(`+49-(0)${OWN.slice(2)}`)), { code: 'VALIDATION_FAILED', field: 'phone' }, 'the own number written with its trunk digit');
   });
 });

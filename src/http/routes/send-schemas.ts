@@ -8,7 +8,7 @@ import {
   type Infer,
 } from 'superstruct';
 import { DomainError, validationFailed } from '../../errors.js';
-import { chars, integerIn, matching, nonBlank, parse } from '../validate.js';
+import { chars, integerIn, matching, nonBlank, parse, trimmedMatching } from '../validate.js';
 import { CHAT_ID, CONTACT_ID, normalizePhone, phoneToChatId, chatIdToPhone } from '../../phone.js';
 import { checkSend, sendOf, type Send, type SendKind } from '../../queue/payload.js';
 import { buildPayload, ROUTE_OPTIONS } from './send-payloads.js';
@@ -39,7 +39,7 @@ const daysIn = (year: number, month: number): number =>
 
 const isoTimestamp = refine(string(), 'iso8601', (v) =>
   isIsoTimestamp(v) || 'must be an ISO 8601 timestamp with a time zone, e.g. 2030-01-31T09:00:00Z');
-const contactId = matching(CONTACT_ID, 'a contact id: digits@c.us or digits@lid');
+const contactId = trimmedMatching(CONTACT_ID, 'a contact id: digits@c.us or digits@lid');
 
 const Common = {
   phone: optional(string()),
@@ -96,7 +96,7 @@ export const SCHEMAS = {
     options: size(array(chars(1, 100)), 2, 12),
     allowMultipleAnswers: optional(boolean()),
   }),
-  forward: type({ ...Common, toChatId: matching(CHAT_ID, 'a chat id: digits@c.us, digits@lid or a group id ending in @g.us') }),
+  forward: type({ ...Common, toChatId: trimmedMatching(CHAT_ID, 'a chat id: digits@c.us, digits@lid or a group id ending in @g.us') }),
 };
 
 /** A validated send: the canonical job payload (src/queue/payload.ts) stored with the job and sent at dispatch. */
@@ -161,7 +161,7 @@ export function resolveTarget(body: { phone?: string | undefined; chatId?: strin
     chatId = phoneToChatId(p);
   } else {
     chatId = (body.chatId as string).trim();
-    if (!CHAT_ID.test(chatId)) throw validationFailed('chatId', 'chatId must be digits@c.us, digits@lid or a group id digits@g.us or digits-digits@g.us (5 to 20 digits each)');
+    if (!CHAT_ID.test(chatId)) throw validationFailed(chatField, `${chatField} must be digits@c.us (an international number: no leading 0), digits@lid or a group id digits@g.us or digits-digits@g.us (5 to 20 digits each)`);
     phone = chatIdToPhone(chatId);
   }
   if (ownNumber && phone === ownNumber) {
@@ -251,7 +251,7 @@ export function parseSend(kind: Exclude<SendKind, 'group_create'>, sent: unknown
       const b = parse(body, SCHEMAS.forward);
       common = b;
       target = resolveTarget({ chatId: b.toChatId }, ownNumber, 'toChatId');
-      payload = { msgId: extra.msgId, toChatId: b.toChatId };
+      payload = { msgId: extra.msgId, toChatId: target.chatId };
       break;
     }
     default: {
