@@ -18,10 +18,15 @@ const TRUNK_AFTER_COUNTRY = /^(\(?\+?\(?(?:00)?[1-9]\d{0,2}\)?)\(0\)/;
 /**
  * International number without `+` (a leading `+` is tolerated), or a German national number starting with 0;
  * spaces, dots, slashes, dashes and round brackets are written-out separators, a `00` prefix is dropped, and
- * so is a `(0)` after a country code. Digits left starting with 0 (`000491…`) are no number: refused (null).
+ * so is a `(0)` after a country code (elsewhere but at the start, where it is the national trunk digit, it is
+ * refused). Digits left starting with 0 (`000491…`) are no number: refused (null).
  */
 export function normalizePhone(input: string): string | null {
-  const compact = input.trim().replace(SEPARATORS, '').replace(TRUNK_AFTER_COUNTRY, '$1').replace(/[()]/g, '');
+  const trunkless = input.trim().replace(SEPARATORS, '').replace(TRUNK_AFTER_COUNTRY, '$1');
+  // a (0) left anywhere but at the start (`0 (0)151`, `+49 151 (0)…`) is no spelling of a number: read as a
+  // separator, `0 (0)151` became the +1 number 151…
+  if (/.\(0\)/.test(trunkless)) return null;
+  const compact = trunkless.replace(/[()]/g, '');
   const m = /^\+?(\d{6,16})$/.exec(compact);
   if (!m?.[1]) return null;
   let digits = m[1];
