@@ -11,7 +11,7 @@ import { systemClock, type Clock } from './clock.js';
 import { createLogger, registerSecret, type Logger } from './log.js';
 import { createPool, type Pool, type PoolConfig, type Queryable } from './store/pool.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './store/embedded.js';
-import { migrate } from './store/migrate.js';
+import { migrate, newerMigrations } from './store/migrate.js';
 import { ensureDataDir, lockDataDir, resolveAdminToken, Unshown } from './bootstrap.js';
 import { createApp } from './http/app.js';
 import { requestHandler } from './http/handler.js';
@@ -152,6 +152,10 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Pr
   started.push(() => pool.end());
   log.info('migrating the database');
   await migrate(pool);
+  const newer = await newerMigrations(pool);
+  if (newer.length > 0) {
+    log.warn({ migrations: newer }, 'the database was migrated by a newer version of the gateway: this older one runs on a schema it does not know; upgrade it (every node of a cluster runs one version)');
+  }
   goOn();
   let actors: ActorSystem | null = null;
   const wake = (instanceId: string) => void actors?.webhooks.notify(instanceId);

@@ -89,3 +89,15 @@ export async function migrate(pool: Pool, dir = SQL_DIR): Promise<string[]> {
   }
   return applied;
 }
+
+/**
+ * The migrations recorded in the database that this version of the gateway does not have (their names, in
+ * order): a newer version migrated it, and this one was started on it (a rollback, a node of a cluster left
+ * behind in an upgrade). Found from the outside: older versions ran on a newer schema without a word. A start
+ * says so (src/gateway.ts) rather than refuse: a node left behind must keep running through a rolling upgrade.
+ */
+export async function newerMigrations(pool: Pool, dir = SQL_DIR): Promise<string[]> {
+  const known = new Set((await loadMigrations(dir)).map((m) => m.version));
+  const { rows } = await pool.query<{ version: number; name: string }>('SELECT version, name FROM schema_migrations ORDER BY version');
+  return rows.filter((r) => !known.has(r.version)).map((r) => r.name);
+}

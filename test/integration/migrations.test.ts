@@ -5,7 +5,11 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { createTestDb, NEEDS_SERVER } from '../helpers/db.js';
-import { migrate, loadMigrations, MigrationFailed } from '../../src/store/migrate.js';
+import { Writable } from 'node:stream';
+import { migrate, loadMigrations, MigrationFailed, newerMigrations } from '../../src/store/migrate.js';
+import { startGateway } from '../../src/gateway.js';
+import { loadConfig } from '../../src/config.js';
+import { createLogger } from '../../src/log.js';
 import { createPool, isStoreError } from '../../src/store/pool.js';
 import { isConnectionError } from '../../src/store/health.js';
 import { startFailure } from '../../src/run-main.js';
@@ -32,6 +36,32 @@ test('migrating twice applies nothing the second time and leaves the same schema
   assert.equal(await schemaOf(db), first);
   const { rows } = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM schema_migrations');
   assert.equal(rows[0]?.n, (await loadMigrations()).length);
+});
+
+test('a database a newer version migrated: the older start says so, names what it does not know, and runs', async () => {
+  const db = await createTestDb('migr_newer');
+  dbs.push(db);
+  assert.deepEqual(await newerMigrations(db.pool), [], 'this version\'s own database');
+  await db.pool.query(`INSERT INTO schema_migrations (version, name) VALUES (9998, '9998_from_a_newer_version'), (9999, '9999_and_another')`);
+  assert.deepEqual(await newerMigrations(db.pool), ['9998_from_a_newer_version', '9999_and_another']);
+
+  const lines: string[] = [];
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'mgw-migr-newer-'));
+  const gw = await startGateway({
+    config: loadConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, ADMIN_TOKEN: 'a'.repeat(40), DEMO_INSTANCE: 'false' }),
+    database: db.config,
+    log: createLogger({ level: 'info', stream: new Writable({ write: (c: Buffer, _e, cb) => (lines.push(c.toString()), cb()) }) }),
+  });
+  try {
+    const warned = lines.map((l) => JSON.parse(l) as { level: number; msg: string; migrations?: string[] }).filter((l) => l.msg.includes('newer version'));
+    assert.equal(warned.length, 1, lines.join(''));
+    assert.equal(warned[0]?.level, 40, 'a warning');
+    assert.deepEqual(warned[0]?.migrations, ['9998_from_a_newer_version', '9999_and_another']);
+    assert.equal((await fetch(`${gw.url}/health`)).status, 200, 'and it runs');
+  } finally {
+    await gw.stop();
+    await rm(dataDir, { recursive: true, force: true });
+  }
 });
 
 test('two processes migrating at once: each migration applied exactly once, same schema as a serial run', {
