@@ -4,7 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import { renameSync, rmSync, writeFileSync } from 'node:fs';
-import { mkdir, readFile, realpath, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -34,17 +34,83 @@ export async function ensureDataDir(dataDir: string): Promise<void> {
 export const dataDirInUse = (dataDir: string) =>
   `another gateway process is using DATA_DIR ${dataDir}: stop it first, or give this one a DATA_DIR of its own`;
 
+/** How often a held lock looks whether its socket files are still there (`lockDataDir`). */
+export const LOCK_CHECK_MS = 1_000;
+
+/** The held lock of a DATA_DIR: let go of it (the gateway's stop). */
+export interface DataDirLock {
+  release(): Promise<void>;
+}
+
 /**
- * One process per DATA_DIR: a unix socket bound in DATA_DIR/run and held while the gateway runs (bind is
- * atomic, so of two starts one gets it). A second process found the first one's embedded database and opened
- * the same files, removed its socket, and with a NODE_ID and a CLUSTER_SECRET of its own ran beside it: both
- * owned the demo instance and sent one idempotent request twice. A socket file nobody answers on is what a
- * killed process left: it is removed and bound again. Answers how to let go (the gateway's stop).
+ * One process per DATA_DIR: unix sockets bound and held while the gateway runs (bind is atomic, so of two
+ * starts one gets each). A second process found the first one's embedded database and opened the same files,
+ * removed its socket, and with a NODE_ID and a CLUSTER_SECRET of its own ran beside it: both owned the demo
+ * instance and sent one idempotent request twice. A socket file nobody answers on is what a killed process left:
+ * it is removed and bound again.
+ *
+ * Two sockets, both needed: one in DATA_DIR/run, one in the temporary directory under a hash of DATA_DIR's real
+ * path (the only one where DATA_DIR/run is too deep for a socket's path). Found from the outside: with one,
+ * `rm -rf DATA_DIR/run` (a directory named like runtime leftovers) let a second start open the running one's
+ * embedded database, and a symlink to a deep DATA_DIR, short enough for a socket in its run/, was another lock
+ * than the deep path's own; the first process crashing then left the database unable to start ("Aborted()").
+ * Both are named from the real path now, and a held lock binds again, within LOCK_CHECK_MS, a socket whose file
+ * went away (`onLost` is told if another process took it meanwhile: two gateways on one DATA_DIR).
  */
-export async function lockDataDir(dataDir: string): Promise<{ release(): Promise<void> }> {
-  const runDir = path.join(dataDir, 'run');
-  await mkdir(runDir, { recursive: true, mode: 0o700 });
-  const file = lockPath(runDir, await realpath(dataDir));
+export async function lockDataDir(
+  dataDir: string,
+  opts: { checkMs?: number; onLost?: (message: string) => void } = {},
+): Promise<DataDirLock> {
+  await mkdir(path.join(dataDir, 'run'), { recursive: true, mode: 0o700 });
+  const real = await realpath(dataDir);
+  const files = lockPaths(real);
+  const held: HeldSocket[] = [];
+  try {
+    for (const file of files) held.push(await bindLock(file, dataDir));
+  } catch (err) {
+    for (const h of held) await h.release();
+    throw err;
+  }
+  let lostTold = false;
+  const check = async () => {
+    for (const [i, h] of held.entries()) {
+      if (await h.stillOurs()) continue;
+      try {
+        await mkdir(path.dirname(h.file), { recursive: true, mode: 0o700 });
+        held[i] = await bindLock(h.file, dataDir);
+      } catch (err) {
+        if (!lostTold) opts.onLost?.(`the lock of DATA_DIR ${dataDir} (${h.file}) was removed and another process holds it now: two gateways may be using the same DATA_DIR (${err instanceof Error ? err.message : String(err)})`);
+        lostTold = true;
+      }
+    }
+  };
+  let checking: Promise<void> | null = null;
+  const timer = setInterval(() => void (checking ??= check().finally(() => (checking = null))), opts.checkMs ?? LOCK_CHECK_MS);
+  timer.unref();
+  return {
+    async release() {
+      clearInterval(timer);
+      await checking;
+      for (const h of held) await h.release();
+    },
+  };
+}
+
+/** A lock socket bound by this process. */
+interface HeldSocket {
+  file: string;
+  /** whether the file at `file` is still this socket's (not removed, not another process's) */
+  stillOurs(): Promise<boolean>;
+  release(): Promise<void>;
+}
+
+/** A socket file's identity: a file removed and made again may get the same inode, not the same change time. */
+const identity = async (file: string): Promise<string | null> => {
+  const st = await stat(file).catch(() => null);
+  return st ? `${st.dev}:${st.ino}:${st.ctimeMs}` : null;
+};
+
+async function bindLock(file: string, dataDir: string): Promise<HeldSocket> {
   for (let attempt = 0; attempt < 2; attempt++) {
     const server = net.createServer((socket) => socket.end());
     const bound = await new Promise<boolean>((resolve, reject) => {
@@ -53,10 +119,15 @@ export async function lockDataDir(dataDir: string): Promise<{ release(): Promise
     });
     if (bound) {
       server.unref();
+      const id = await identity(file);
+      const stillOurs = async () => id !== null && (await identity(file)) === id;
       return {
+        file,
+        stillOurs,
         async release() {
-          await new Promise<void>((resolve) => server.close(() => resolve()));
-          await rm(file, { force: true });
+          // Closing a unix socket's server unlinks its path (libuv), whatever file is there by then: one whose
+          // file went away (bound again, or another process's now) is left open, unreferenced, until the exit.
+          if (await stillOurs()) await new Promise<void>((resolve) => server.close(() => resolve()));
         },
       };
     }
@@ -67,14 +138,14 @@ export async function lockDataDir(dataDir: string): Promise<{ release(): Promise
 }
 
 /**
- * The lock socket's path: in DATA_DIR/run, or, where that is longer than a unix socket's path may be (libuv
- * cuts it short without a word, so that the file lands elsewhere), in the temporary directory under a hash of
- * DATA_DIR's real path.
+ * The lock sockets' paths, from DATA_DIR's real path: in DATA_DIR/run where that fits a unix socket's path
+ * (libuv cuts a longer one short without a word, so that the file lands elsewhere), and in the temporary
+ * directory under a hash of the real path.
  */
-function lockPath(runDir: string, realDataDir: string): string {
-  const inRun = path.join(runDir, 'gateway.lock');
-  if (Buffer.byteLength(inRun) <= MAX_SOCKET_PATH) return inRun;
-  return path.join(os.tmpdir(), `mgw-${createHash('sha256').update(realDataDir).digest('hex').slice(0, 24)}.lock`);
+export function lockPaths(realDataDir: string): string[] {
+  const inTmp = path.join(os.tmpdir(), `mgw-${createHash('sha256').update(realDataDir).digest('hex').slice(0, 24)}.lock`);
+  const inRun = path.join(realDataDir, 'run', 'gateway.lock');
+  return Buffer.byteLength(inRun) <= MAX_SOCKET_PATH ? [inRun, inTmp] : [inTmp];
 }
 const MAX_SOCKET_PATH = 107;
 

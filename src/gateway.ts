@@ -12,7 +12,7 @@ import { createLogger, registerSecret, type Logger } from './log.js';
 import { createPool, type Pool, type PoolConfig, type Queryable } from './store/pool.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './store/embedded.js';
 import { migrate, newerMigrations } from './store/migrate.js';
-import { ensureDataDir, lockDataDir, resolveAdminToken, Unshown } from './bootstrap.js';
+import { ensureDataDir, lockDataDir, resolveAdminToken, Unshown, type DataDirLock } from './bootstrap.js';
 import { createApp } from './http/app.js';
 import { requestHandler } from './http/handler.js';
 import { answerClientErrors, serverOptions } from './http/client-error.js';
@@ -105,7 +105,7 @@ export interface Gateway {
 export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   await ensureDataDir(opts.config.DATA_DIR);
   // before anything in it is touched: the embedded database's files, its socket, the sandbox's state
-  const dataDirLock = await lockDataDir(opts.config.DATA_DIR);
+  const dataDirLock = await lockDataDir(opts.config.DATA_DIR, { onLost: (message) => opts.log?.error(message) });
   /** what the start has started so far, stopped in reverse when a stop cuts it short */
   const started: (() => Promise<void> | void)[] = [];
   try {
@@ -126,7 +126,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   }
 }
 
-async function startInDataDir(opts: GatewayOptions, dataDirLock: { release(): Promise<void> }, started: (() => Promise<void> | void)[]): Promise<Gateway> {
+async function startInDataDir(opts: GatewayOptions, dataDirLock: DataDirLock, started: (() => Promise<void> | void)[]): Promise<Gateway> {
   const { config } = opts;
   const goOn = () => opts.signal?.throwIfAborted();
   goOn();

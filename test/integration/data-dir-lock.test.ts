@@ -7,10 +7,11 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readdir, realpath, rm, stat, symlink } from 'node:fs/promises';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { dataDirInUse, lockDataDir } from '../../src/bootstrap.js';
+import { dataDirInUse, lockDataDir, lockPaths } from '../../src/bootstrap.js';
 import { startTestGateway, waitFor, type TestGateway } from '../helpers/gateway.js';
 import { cleanEnv, freePort, startProcess } from '../helpers/gateway-process.js';
 
@@ -77,4 +78,63 @@ test('a DATA_DIR too deep for a socket path beside it: the lock lives in the tem
   await sibling.release();
   await lock.release();
   await (await lockDataDir(dir)).release();
+});
+
+test('DATA_DIR/run removed while held: a second start is still refused, and the held lock binds its socket there again', async () => {
+  const dir = path.join(scratch, 'run-removed');
+  const lost: string[] = [];
+  const lock = await lockDataDir(dir, { checkMs: 10, onLost: (m) => lost.push(m) });
+  const file = path.join(dir, 'run', 'gateway.lock');
+  await rm(path.join(dir, 'run'), { recursive: true, force: true });
+  // (found from the outside: this let a second start open the running one's embedded database)
+  await assert.rejects(lockDataDir(dir), new Error(dataDirInUse(dir)), 'the lock in the temporary directory holds');
+  await waitFor(async () => (await stat(file).catch(() => null))?.isSocket(), 'the socket in run/ bound again');
+  await assert.rejects(lockDataDir(dir), new Error(dataDirInUse(dir)));
+  assert.deepEqual(lost, []);
+  await lock.release();
+  await (await lockDataDir(dir)).release();
+});
+
+test('the socket in the temporary directory removed while held: run/\'s refuses, and it is bound again', async () => {
+  const dir = path.join(scratch, 'tmp-removed');
+  const lock = await lockDataDir(dir, { checkMs: 10 });
+  const inTmp = lockPaths(await realpath(dir)).find((f) => f.startsWith(os.tmpdir()));
+  assert.ok(inTmp);
+  await rm(inTmp, { force: true });
+  await assert.rejects(lockDataDir(dir), new Error(dataDirInUse(dir)), 'run/\'s socket holds');
+  await waitFor(async () => (await stat(inTmp).catch(() => null))?.isSocket(), 'the socket in the temporary directory bound again');
+  await lock.release();
+  await (await lockDataDir(dir)).release();
+});
+
+test('a symlink to a DATA_DIR is the same DATA_DIR: one lock, whichever path is short enough for a socket in run/', async () => {
+  const deep = path.join(scratch, 'f'.repeat(60), 'g'.repeat(60));
+  const near = path.join(scratch, 'near');
+  const short = path.join(scratch, 'short');
+  const alias = path.join(scratch, 'alias');
+  await (await lockDataDir(deep)).release(); // made
+  await (await lockDataDir(near)).release();
+  await symlink(deep, short);
+  await symlink(near, alias);
+  for (const [a, b] of [[deep, short], [short, deep], [near, alias], [alias, near]] as const) {
+    const held = await lockDataDir(a);
+    await assert.rejects(lockDataDir(b), new Error(dataDirInUse(b)), `${a} held, ${b} refused`);
+    await held.release();
+  }
+});
+
+test('a removed lock another process took meanwhile: the holder says so (two gateways on one DATA_DIR)', async () => {
+  const dir = path.join(scratch, 'taken');
+  const lost: string[] = [];
+  const lock = await lockDataDir(dir, { checkMs: 10, onLost: (m) => lost.push(m) });
+  const file = path.join(dir, 'run', 'gateway.lock');
+  await rm(file, { force: true });
+  const other = net.createServer();
+  other.unref(); // a failure here must not keep the test process alive
+  await new Promise<void>((resolve) => other.listen(file, resolve));
+  await waitFor(() => lost.length > 0, 'the holder told');
+  assert.match(lost[0] ?? '', /another process holds it now: two gateways may be using the same DATA_DIR/);
+  await lock.release();
+  assert.ok((await stat(file)).isSocket(), 'the other process\'s socket is left alone by the release');
+  await new Promise<void>((resolve) => other.close(() => resolve()));
 });
