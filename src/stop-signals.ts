@@ -32,6 +32,17 @@ export const FORCE_AFTER_MS = 1_000;
 
 const SIGNALS = ['SIGTERM', 'SIGINT'] as const;
 
+/**
+ * The parent this process had when this module was first evaluated: as early as a process of ours gets, since
+ * src/main.ts imports it before it loads the gateway's modules (seconds under tsx). Found from the outside: read
+ * once those had loaded, an npm SIGKILLed in the meantime was no parent any more (the process already belonged
+ * to init), and the gateway started and served on, its port and DATA_DIR held, with no one to stop it.
+ */
+const launchedBy = process.ppid;
+
+/** How often the parent is checked (ms), by default. */
+const PARENT_CHECK_MS = 500;
+
 /** Whether this process was launched by npm (or asked explicitly) and should stop with its parent. */
 export function stopsWithParent(env: NodeJS.ProcessEnv = process.env): boolean {
   if (env.MGW_STOP_WITH_PARENT === '0') return false;
@@ -61,11 +72,10 @@ export function onStopRequest(stop: (reason: string) => void, opts: StopOptions 
 
   let timer: NodeJS.Timeout | null = null;
   if (stopsWithParent(opts.env ?? process.env)) {
-    const parent = process.ppid;
     timer = setInterval(() => {
       // re-parented (to init or a subreaper): whoever started us is gone
-      if (process.ppid !== parent) request('parent exited');
-    }, opts.parentCheckMs ?? 500);
+      if (process.ppid !== launchedBy) request('parent exited');
+    }, opts.parentCheckMs ?? PARENT_CHECK_MS);
     timer.unref();
   }
   return () => {
@@ -93,9 +103,19 @@ export async function loadStoppably<T>(what: string, load: () => Promise<T>): Pr
     process.exit(0);
   };
   for (const s of SIGNALS) process.on(s, early);
+  // launched through npm and npm gone while loading (SIGKILLed): nothing was started yet either
+  const orphaned = stopsWithParent()
+    ? setInterval(() => {
+      if (!loading || process.ppid === launchedBy) return;
+      process.stderr.write(`stopped while loading ${what}: the process that launched it exited; nothing was started\n`);
+      process.exit(0);
+    }, PARENT_CHECK_MS)
+    : null;
+  orphaned?.unref();
   try {
     return await load();
   } finally {
     loading = false;
+    if (orphaned) clearInterval(orphaned);
   }
 }

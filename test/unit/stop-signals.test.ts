@@ -65,3 +65,63 @@ process.stdout.write('loaded\\n');`;
   process.emit('SIGTERM', 'SIGTERM');
   process.emit('SIGINT', 'SIGINT');
 });
+
+/**
+ * A process launched through npm (npm_lifecycle_event set) whose npm is SIGKILLed: `middle` stands for npm, a
+ * real process whose child runs `code` and shares its output pipes. Answers the child's pid, its output so far,
+ * and a wait for the child's end (it is not this process's child: its pid is polled).
+ */
+async function orphanedByNpm(code: string, readyLine: string): Promise<{ pid: number; output: () => string; ended: (ms: number) => Promise<boolean> }> {
+  const { spawn } = await import('node:child_process');
+  const launcher = `const c = require('node:child_process').spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', ${JSON.stringify(code)}], { stdio: 'inherit', env: { ...process.env, npm_lifecycle_event: 'start', MGW_STOP_WITH_PARENT: '' } });
+process.stdout.write('child ' + c.pid + '\\n'); setInterval(() => {}, 1000);`;
+  const middle = spawn(process.execPath, ['-e', launcher], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  const seen = (text: string) => new Promise<void>((resolve) => {
+    const look = () => out.includes(text) && resolve();
+    middle.stdout.on('data', look);
+    middle.stderr.on('data', look);
+    look();
+  });
+  middle.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  middle.stderr.on('data', (d: Buffer) => (out += d.toString()));
+  await seen(readyLine);
+  const pid = Number(/child (\d+)/.exec(out)?.[1]);
+  middle.kill('SIGKILL'); // npm SIGKILLed: the child belongs to init from now on
+  const alive = () => { try { process.kill(pid, 0); return true; } catch { return false; } };
+  return {
+    pid,
+    output: () => out,
+    async ended(ms) {
+      for (const until = Date.now() + ms; Date.now() < until; ) {
+        if (!alive()) return true;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      if (alive()) process.kill(pid, 'SIGKILL'); // it would serve on forever
+      return false;
+    },
+  };
+}
+
+test('npm SIGKILLed while a process it launched loads its modules: the process stops, saying so, and starts nothing', async () => {
+  const { pathToFileURL } = await import('node:url');
+  const module = pathToFileURL(new URL('../../src/stop-signals.ts', import.meta.url).pathname).href;
+  const child = await orphanedByNpm(`const { loadStoppably } = await import(${JSON.stringify(module)});
+await loadStoppably('a slow module', () => new Promise((resolve) => { process.stdout.write('loading\\n'); setTimeout(resolve, 60_000); }));
+process.stdout.write('loaded\\n');`, 'loading');
+  assert.ok(await child.ended(10_000), `still running: ${child.output()}`);
+  assert.match(child.output(), /stopped while loading a slow module: the process that launched it exited; nothing was started/);
+});
+
+test('npm SIGKILLed before the gateway\'s modules had loaded: its stop watch, set up after them, still sees the parent gone', async () => {
+  // found from the outside: the parent was read once the modules had loaded (4–5 s), by then init; never stopped
+  const { pathToFileURL } = await import('node:url');
+  const module = pathToFileURL(new URL('../../src/stop-signals.ts', import.meta.url).pathname).href;
+  const child = await orphanedByNpm(`const { onStopRequest } = await import(${JSON.stringify(module)});
+process.stdout.write('evaluated\\n');
+await new Promise((resolve) => setTimeout(resolve, 1_500)); // the rest of the modules loading
+onStopRequest((reason) => { process.stderr.write('stop requested: ' + reason + '\\n'); process.exit(0); }, { parentCheckMs: 20 });
+setInterval(() => {}, 1_000);`, 'evaluated');
+  assert.ok(await child.ended(10_000), `still running: ${child.output()}`);
+  assert.match(child.output(), /stop requested: parent exited/);
+});
