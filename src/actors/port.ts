@@ -11,7 +11,7 @@
 import { DriverError, type Driver } from '../drivers/contract.js';
 import { driverErrorToDomain } from '../drivers/domain-errors.js';
 import { DomainError, instanceOffline, internalError, queuePaused, queueStoreUnavailable, type ErrorCode } from '../errors.js';
-import { isConnectionError, isPoolBusy, isStatementTimeout, StoreTimedOut, StoreUnreachable } from '../store/health.js';
+import { isConnectionError, isPoolBusy, isStatementTimeout, StoreFault, storeFaultOf, StoreTimedOut, StoreUnreachable } from '../store/health.js';
 import { CommitOutcomeUnknown } from '../store/pool.js';
 import type { Job, QueueCounts } from '../queue/job.js';
 import type { AcceptOutcome, AcceptRequest, DirectOutcome, DirectSend } from '../queue/types.js';
@@ -191,7 +191,7 @@ export interface ReplyError {
    * the store failed under the ask: rethrown as the store's own error, so the answer says what it says today;
    * `deleting`: the owner stopped the instance for its delete (src/cluster/hand-overs.ts), no other owner comes
    */
-  cause?: 'store_unreachable' | 'store_timeout' | 'commit_unknown' | 'deleting';
+  cause?: 'store_unreachable' | 'store_timeout' | 'store_fault' | 'commit_unknown' | 'deleting';
 }
 
 export type AskReply = { ok: true; value: unknown } | { ok: false; error: ReplyError };
@@ -253,6 +253,11 @@ export function failureReply(err: unknown, report: (err: unknown) => void, store
   if (isConnectionError(err)) return { ok: false, error: { code: 'QUEUE_STORE_UNAVAILABLE', message: messageOf(err), cause: 'store_unreachable' } };
   // PostgreSQL cancelled a statement (57014): nothing was written; answered 503 store_timeout where the answer is written
   if (isStatementTimeout(err)) return { ok: false, error: { code: 'QUEUE_STORE_UNAVAILABLE', message: 'PostgreSQL cancelled the statement', cause: 'store_timeout' } };
+  const fault = storeFaultOf(err);
+  if (fault !== null) {
+    report(err); // the operator must hear of a full disk: logged where reported, with PostgreSQL's own message
+    return { ok: false, error: { code: 'QUEUE_STORE_UNAVAILABLE', message: fault, cause: 'store_fault' } };
+  }
   report(err);
   return errorReply(internalError());
 }
@@ -262,6 +267,7 @@ export function replyErrorToThrow(e: ReplyError): Error {
   if (e.cause === 'commit_unknown') return new CommitOutcomeUnknown(new Error(e.message));
   if (e.cause === 'store_unreachable') return new StoreUnreachable(e.message);
   if (e.cause === 'store_timeout') return new StoreTimedOut(e.message);
+  if (e.cause === 'store_fault') return new StoreFault(e.message);
   return new DomainError(e.code, e.message, e.data ?? {}, e.extra ?? {});
 }
 

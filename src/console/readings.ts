@@ -82,6 +82,7 @@ function countsError(err: unknown): string | undefined {
     if (err.data.reason === 'queue_not_loaded') return 'its queue could not read its jobs from PostgreSQL at start (tried again)';
     if (err.data.reason === 'queue_loading') return 'its queue is still reading its jobs from PostgreSQL (starting)';
     if (err.data.reason === 'store_timeout') return 'PostgreSQL did not answer in time';
+    if (err.data.reason === 'store_fault') return 'PostgreSQL failed the read for a reason of its own (a full disk, its files gone: see the log)';
     return 'PostgreSQL cannot be reached';
   }
   return undefined;

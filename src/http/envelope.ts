@@ -10,6 +10,7 @@ import { DomainError } from '../errors.js';
 import { V1Error } from './errors.js';
 import { translate, type TranslateOptions } from './translate.js';
 import { maskClientValue, type Logger } from '../log.js';
+import { StoreFault } from '../store/health.js';
 
 export function ok(ctx: Context, data: unknown, status = 200): void {
   ctx.status = status;
@@ -61,6 +62,9 @@ export function errorBoundary(log: Logger, opts: TranslateOptions = {}) {
       const err = bodilessRefusal(ctx, keyOutlived(ctx, translate(raw, opts)));
       if (err.status >= 500 && err.code === 'INTERNAL_ERROR') {
         log.error({ err: raw, method: ctx.method, path: ctx.path }, 'unhandled error');
+      } else if (err.data.reason === 'store_fault' && !(raw instanceof StoreFault)) {
+        // PostgreSQL's own error, seen here first (an actor's was logged where it happened): the operator must hear of it
+        log.error({ err: raw, method: ctx.method, path: ctx.path }, 'PostgreSQL failed a statement for a reason of its own');
       }
       ctx.status = err.status;
       ctx.body = maskClientValue({ success: false, error: err.message, code: err.code, ...err.extra, data: err.data });

@@ -12,7 +12,7 @@ import { COMMIT_UNKNOWN, NOT_CONNECTED, STORE_LOST, V1Error } from './errors.js'
 import { structField, structMessage } from './validate.js';
 import { DriverError } from '../drivers/contract.js';
 import { driverErrorToDomain } from '../drivers/domain-errors.js';
-import { isConnectionError, isPoolBusy, isStatementTimeout, StoreTimedOut } from '../store/health.js';
+import { isConnectionError, isPoolBusy, isStatementTimeout, storeFaultOf, StoreTimedOut } from '../store/health.js';
 import { CommitOutcomeUnknown } from '../store/pool.js';
 import type { Logger } from '../log.js';
 
@@ -73,6 +73,16 @@ export function translate(raw: unknown, opts: TranslateOptions = {}): DomainErro
     return new DomainError('QUEUE_STORE_UNAVAILABLE', `the persistent queue did not answer in time (${why}); nothing was done: retry shortly`, {
       queueMode: 'pg',
       reason: 'store_timeout',
+    });
+  }
+  const fault = storeFaultOf(raw);
+  if (fault !== null) {
+    // PostgreSQL answered and failed the statement for a reason of its own (a full disk, its files gone): the
+    // statement and its transaction wrote nothing; the operator has to act (the boundary logs the store's own error)
+    opts.onStoreError?.();
+    return new DomainError('QUEUE_STORE_UNAVAILABLE', `the persistent queue cannot take requests now (${fault}); nothing was done: retry later, the operator has to fix the database server`, {
+      queueMode: 'pg',
+      reason: 'store_fault',
     });
   }
   if (raw instanceof CommitOutcomeUnknown) {

@@ -32,6 +32,40 @@ export class StoreTimedOut extends Error {
   }
 }
 
+/** PostgreSQL could not do a statement for a reason of its own (`isStoreFault`), reported by another actor. */
+export class StoreFault extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StoreFault';
+  }
+}
+
+/**
+ * What a store fault's SQLSTATE says, for an answer (never PostgreSQL's own message: it names the server's
+ * files): insufficient resources (class 53: a full disk, no memory), a system error (class 58: an I/O error, a
+ * file of the database gone), damaged data (XX001, XX002).
+ */
+export function storeFaultOf(err: unknown): string | null {
+  if (err instanceof StoreFault) return err.message;
+  if (!isStoreError(err)) return null;
+  const { code, severity } = err as { code?: unknown; severity?: unknown };
+  if (typeof code !== 'string' || severity !== 'ERROR') return null;
+  if (code === '53100') return 'PostgreSQL\'s disk is full';
+  if (code === '53200') return 'PostgreSQL is out of memory';
+  if (code.startsWith('53')) return `PostgreSQL lacks a resource (${code})`;
+  if (code.startsWith('58')) return `PostgreSQL could not read or write its files (${code})`;
+  if (code === 'XX001' || code === 'XX002') return `PostgreSQL found damaged data (${code})`;
+  return null;
+}
+
+/**
+ * PostgreSQL answered, and failed the statement for a reason of its own, not of the statement (`storeFaultOf`):
+ * nothing was written (the statement, and its transaction, failed); the same one may succeed once an operator
+ * has fixed the server. Found from the outside: the embedded database's files removed under a running gateway
+ * made every v2 send a 500 INTERNAL_ERROR (a full disk on a server alike).
+ */
+export const isStoreFault = (err: unknown): boolean => storeFaultOf(err) !== null;
+
 /**
  * PostgreSQL's `query_canceled` (57014) raised by the store: its statement_timeout (STORE_DEADLINES.statementMs)
  * ended the statement, which wrote nothing; or such a failure reported by another actor.
@@ -75,11 +109,11 @@ export function isConnectionError(err: unknown): boolean {
 
 /**
  * The store could not take a write, and nothing in the write was wrong (PostgreSQL unreachable, a statement it
- * cancelled at its deadline, a COMMIT of unknown outcome): the same write may be tried again later, and writing
+ * cancelled at its deadline, a COMMIT of unknown outcome, a fault of its own such as a full disk): the same write may be tried again later, and writing
  * its parts one by one would meet the same store.
  */
 export function storeCouldNotTake(err: unknown): boolean {
-  return isConnectionError(err) || isStatementTimeout(err) || err instanceof CommitOutcomeUnknown;
+  return isConnectionError(err) || isStatementTimeout(err) || err instanceof CommitOutcomeUnknown || isStoreFault(err);
 }
 
 /** How long the probe waits for `SELECT 1` before it looks at the pool's other answers (run). */

@@ -70,6 +70,21 @@ test('translate: each kind of thrown thing → the code it answers as', () => {
   assert.equal(translate(new Error('secret detail')).message, 'internal error');
 });
 
+test('PostgreSQL failing a statement for a reason of its own is the store\'s fault (503 store_fault, a probe), only when the store raised it', () => {
+  const pg = (code: string, severity = 'ERROR') => Object.assign(new Error('could not open file "base/5/16493": No such file or directory'), { code, severity });
+  let probes = 0;
+  for (const code of ['53100', '53200', '53400', '58P01', '58030', 'XX001', 'XX002']) {
+    const err = translate(raisedByStore(pg(code)), { onStoreError: () => probes++ });
+    assert.deepEqual([err.code, err.status, err.data], ['QUEUE_STORE_UNAVAILABLE', 503, { queueMode: 'pg', reason: 'store_fault' }], code);
+    assert.doesNotMatch(err.message, /base\/5/, 'the server\'s own message is not answered');
+  }
+  assert.equal(probes, 7);
+  // the same codes from elsewhere, a bad statement's error, an internal error of the server: not a fault of the store
+  for (const raw of [pg('53100'), raisedByStore(pg('42P01')), raisedByStore(pg('XX000')), raisedByStore(pg('23505'))]) {
+    assert.equal(translate(raw).code, 'INTERNAL_ERROR', String((raw as { code: string }).code));
+  }
+});
+
 test('a driver error whose text names a socket error is the network\'s failure, never the store\'s (no probe, no QUEUE_STORE_UNAVAILABLE)', () => {
   // webjs passes Chromium's protocol errors on with their text, e.g. a DevTools socket reset
   const driverErr = () => new DriverError('Protocol error (Runtime.callFunctionOn): read ECONNRESET', 'CALL_FAILED', false);
