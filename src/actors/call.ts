@@ -4,7 +4,7 @@
  * driver, performs it (`performCall`); a call that never started is `not_sent`, and the job goes back.
  */
 import { DriverError, type Driver, type SendContent, type SendOptions } from '../drivers/contract.js';
-import { chatIdToPhone } from '../phone.js';
+import { chatIdToPhone, namesPhone } from '../phone.js';
 
 export type PreparedCall =
   | { call: 'send'; chatId: string; content: SendContent; options: SendOptions }
@@ -43,11 +43,11 @@ export function ownNumberRefusal(driver: Pick<Driver, 'info'>, prepared: Prepare
   switch (prepared.call) {
     case 'send':
     case 'forward':
-      return chatIdToPhone(prepared.call === 'send' ? prepared.chatId : prepared.toChatId) === own
+      return namesPhone(prepared.call === 'send' ? prepared.chatId : prepared.toChatId, own)
         ? refused('not sent: the recipient is the number the instance is linked to now; nothing was sent')
         : null;
     case 'group_create':
-      return prepared.participants.some((p) => chatIdToPhone(p) === own)
+      return prepared.participants.some((p) => namesPhone(p, own))
         ? refused('not created: a participant is the number the instance is linked to now, the group\'s creator; nothing was sent')
         : null;
   }

@@ -200,6 +200,19 @@ describe('interaction routes over HTTP', () => {
     r = await request(srv.url, 'PATCH', `/api/v2/messages/${enc(mine)}`, { message: '' });
     assert.equal(r.status, 400);
     assert.deepEqual(r.body.data, { field: 'message' });
+
+    // mentions are person ids as a send's are: blanks around dropped, a @lid taken, anything else ending in @c.us
+    // refused naming its place, never quoting a pattern (found from the outside: "garbage@c.us" was taken)
+    const edits = net.count('editMessage');
+    for (const bad of ['garbage@c.us', '@c.us', '04915112345678@c.us']) {
+      r = await request(srv.url, 'PATCH', `/api/v2/messages/${enc(mine)}`, { message: 'x', options: { mentions: [bad] } });
+      assert.equal(r.status, 400, bad);
+      assert.deepEqual(r.body.data, { field: 'options.mentions.0' }, bad);
+      assert.doesNotMatch(String(r.body.error), /pattern|\\/, bad);
+    }
+    assert.equal(net.count('editMessage'), edits, 'nothing edited by a refusal');
+    r = await request(srv.url, 'PATCH', `/api/v2/messages/${enc(mine)}`, { message: 'hello again', options: { mentions: [' 4915112345678@c.us ', '123456789012345@lid'] } });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
   });
 
   test('DELETE message → {msgId, everyone}; everyone defaults to false', async () => {

@@ -325,4 +325,20 @@ describe('a call to the number the session is linked to now (a waiting job, the 
     assert.match(o.message, /^not created/);
     assert.equal(client.callsOf('createGroup').length, 0);
   });
+
+  test('the number written with leading zeros (an id accepted before they were refused): refused alike in each call', async () => {
+    // found from the outside: `0491…@c.us`, the own number behind a 0, waited from before the rule and went out to it
+    const spelled = `00${OWN}`;
+    const id = 'false_491511234567@c.us_3EB0FWZ';
+    client.messages.set(id, client.message(rawMessage({ id: msgKey(false, '491511234567@c.us', '3EB0FWZ') })));
+    for (const prepared of [
+      { call: 'send' as const, chatId: spelled, content: text, options: {} },
+      { call: 'forward' as const, msgId: id, toChatId: spelled },
+      { call: 'group_create' as const, title: 'G', participants: ['491511234567@c.us', spelled], options: {} },
+    ]) {
+      const o = await performCall(driver, prepared, now);
+      assert.ok(o.kind === 'driver_error' && o.provablyNotSent && o.code === 'INVALID_INPUT', `${prepared.call}: ${JSON.stringify(o)}`);
+    }
+    assert.deepEqual([client.callsOf('sendMessage').length, client.callsOf('message.forward').length, client.callsOf('createGroup').length], [0, 0, 0]);
+  });
 });

@@ -11,10 +11,11 @@
 import Router from '@koa/router';
 import { createRouter, takes } from '../router.js';
 import type { Context, Next } from 'koa';
-import { array, boolean, defaulted, integer, min, object, optional, pattern, string, type } from 'superstruct';
+import { array, boolean, defaulted, integer, min, object, optional, type } from 'superstruct';
 import { ok } from '../envelope.js';
 import { DomainError } from '../../errors.js';
-import { chars, parse } from '../validate.js';
+import { chars, parse, trimmedMatching } from '../validate.js';
+import { CONTACT_ID } from '../../phone.js';
 import { consumeInteraction } from '../rate-limit.js';
 import { DEADLINES, type InstancePort, type NetworkAsk, type ReplyOf } from '../../actors/port.js';
 import { effectiveDuration, type PresenceKind } from '../../actors/presence.js';
@@ -40,7 +41,9 @@ export const PresenceSchema = object({ durationMs: optional(min(integer(), 1)) }
 /** Edit options: the subset of the send `options` whitelist that an edit can carry; other keys are dropped. */
 const EditOptionsSchema = type({
   linkPreview: optional(boolean()),
-  mentions: optional(array(pattern(string(), /@c\.us$/))),
+  // the same person ids as a send's mentions (src/http/routes/send-schemas.ts), blanks around them dropped; found from
+  // the outside: any text ending in @c.us was taken ("garbage@c.us"), a @lid refused, and the refusal quoted a regex
+  mentions: optional(array(trimmedMatching(CONTACT_ID, 'a contact id: digits@c.us or digits@lid'))),
 });
 export const EditSchema = object({ message: chars(1, 65_536), options: optional(EditOptionsSchema) });
 export const DeleteSchema = object({ everyone: defaulted(boolean(), false) });

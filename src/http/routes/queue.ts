@@ -19,7 +19,7 @@ import { DEADLINES, type InstancePort } from '../../actors/port.js';
 import type { Pool } from '../../store/pool.js';
 import type { Clock } from '../../clock.js';
 import { IDEMPOTENCY_KEY, OwnNumberRefused, requeueKey } from './send-schemas.js';
-import { chatIdToPhone, phoneToChatId } from '../../phone.js';
+import { namesPhone } from '../../phone.js';
 import type { Job } from '../../queue/job.js';
 import { isJobId } from './network-common.js';
 import { acceptedOrReplay, answerAccepted, gatedAccept, ownNumber, requestView } from './queue-gate.js';
@@ -153,12 +153,12 @@ export function queueHandlers(deps: Pick<QueueRouteDeps, 'pool' | 'clock' | 'deg
 function requeueRefusal(job: Pick<Job, 'phone' | 'chatId'> & Send, ownNumber: string | null): OwnNumberRefused | null {
   if (!ownNumber) return null;
   if (job.kind === 'group_create') {
-    return job.payload.participants.includes(phoneToChatId(ownNumber))
+    return job.payload.participants.some((p) => namesPhone(p, ownNumber))
       ? new OwnNumberRefused('participants', 'cannot requeue: the instance itself is the group creator now, and the job lists it')
       : null;
   }
   // a job's phone is its chat id's number, whichever of the two its send gave
-  if ((job.phone ?? (job.chatId === null ? null : chatIdToPhone(job.chatId))) !== ownNumber) return null;
+  if (job.chatId === null ? job.phone !== ownNumber : !namesPhone(job.chatId, ownNumber)) return null;
   return new OwnNumberRefused(job.kind === 'forward' ? 'toChatId' : 'phone', 'cannot requeue: the job\'s recipient is the instance\'s own number now');
 }
 
