@@ -49,13 +49,13 @@ export interface DataDirLock {
  * instance and sent one idempotent request twice. A socket file nobody answers on is what a killed process left:
  * it is removed and bound again.
  *
- * Two sockets, both needed: one in DATA_DIR/run, one in the temporary directory under a hash of DATA_DIR's real
- * path (the only one where DATA_DIR/run is too deep for a socket's path). Found from the outside: with one,
- * `rm -rf DATA_DIR/run` (a directory named like runtime leftovers) let a second start open the running one's
- * embedded database, and a symlink to a deep DATA_DIR, short enough for a socket in its run/, was another lock
- * than the deep path's own; the first process crashing then left the database unable to start ("Aborted()").
- * Both are named from the real path now, and a held lock binds again, within LOCK_CHECK_MS, a socket whose file
- * went away (`onLost` is told if another process took it meanwhile: two gateways on one DATA_DIR).
+ * Two sockets, both needed (`lockPaths`): one in DATA_DIR/run, one no file stands for (the only one where
+ * DATA_DIR/run is too deep for a socket's path). Found from the outside: with one, `rm -rf DATA_DIR/run` (a
+ * directory named like runtime leftovers) let a second start open the running one's embedded database, and a
+ * symlink to a deep DATA_DIR, short enough for a socket in its run/, was another lock than the deep path's own;
+ * the first process crashing then left the database unable to start ("Aborted()"). Both are named from the
+ * directory itself now, and a held lock binds again, within LOCK_CHECK_MS, a socket whose file went away
+ * (`onLost` is told if another process took it meanwhile: two gateways on one DATA_DIR).
  */
 export async function lockDataDir(
   dataDir: string,
@@ -63,7 +63,7 @@ export async function lockDataDir(
 ): Promise<DataDirLock> {
   await mkdir(path.join(dataDir, 'run'), { recursive: true, mode: 0o700 });
   const real = await realpath(dataDir);
-  const files = lockPaths(real);
+  const files = lockPaths(real, await stat(real));
   const held: HeldSocket[] = [];
   try {
     for (const file of files) held.push(await bindLock(file, dataDir));
@@ -76,7 +76,7 @@ export async function lockDataDir(
     for (const [i, h] of held.entries()) {
       if (await h.stillOurs()) continue;
       try {
-        await mkdir(path.dirname(h.file), { recursive: true, mode: 0o700 });
+        if (!abstract(h.file)) await mkdir(path.dirname(h.file), { recursive: true, mode: 0o700 });
         held[i] = await bindLock(h.file, dataDir);
       } catch (err) {
         if (!lostTold) opts.onLost?.(`the lock of DATA_DIR ${dataDir} (${h.file}) was removed and another process holds it now: two gateways may be using the same DATA_DIR (${err instanceof Error ? err.message : String(err)})`);
@@ -119,8 +119,8 @@ async function bindLock(file: string, dataDir: string): Promise<HeldSocket> {
     });
     if (bound) {
       server.unref();
-      const id = await identity(file);
-      const stillOurs = async () => id !== null && (await identity(file)) === id;
+      const id = abstract(file) ? null : await identity(file);
+      const stillOurs = async () => abstract(file) || (id !== null && (await identity(file)) === id);
       return {
         file,
         stillOurs,
@@ -132,21 +132,28 @@ async function bindLock(file: string, dataDir: string): Promise<HeldSocket> {
       };
     }
     if (await answers(file)) throw new Error(dataDirInUse(dataDir));
-    await rm(file, { force: true });
+    if (!abstract(file)) await rm(file, { force: true });
   }
   throw new Error(dataDirInUse(dataDir));
 }
 
 /**
- * The lock sockets' paths, from DATA_DIR's real path: in DATA_DIR/run where that fits a unix socket's path
- * (libuv cuts a longer one short without a word, so that the file lands elsewhere), and in the temporary
- * directory under a hash of the real path.
+ * The lock sockets' names. In DATA_DIR/run where that fits a unix socket's path (libuv cuts a longer one short
+ * without a word, so that the file lands elsewhere). And one no file stands for: on Linux in the abstract
+ * namespace, named by DATA_DIR's device and inode (a symlink, a bind mount, another TMPDIR all name the same
+ * directory; nothing can remove it; it ends with the process); elsewhere in the temporary directory under a hash of
+ * the real path. Found from the outside: with the second socket in the temporary directory only, a DATA_DIR too deep
+ * for run/ reached through a bind mount, or started with another TMPDIR, was another lock.
  */
-export function lockPaths(realDataDir: string): string[] {
-  const inTmp = path.join(os.tmpdir(), `mgw-${createHash('sha256').update(realDataDir).digest('hex').slice(0, 24)}.lock`);
+export function lockPaths(realDataDir: string, dir: { dev: number; ino: number }): string[] {
+  const beside = process.platform === 'linux'
+    ? `\0mgw-data-dir-${dir.dev}-${dir.ino}`
+    : path.join(os.tmpdir(), `mgw-${createHash('sha256').update(realDataDir).digest('hex').slice(0, 24)}.lock`);
   const inRun = path.join(realDataDir, 'run', 'gateway.lock');
-  return Buffer.byteLength(inRun) <= MAX_SOCKET_PATH ? [inRun, inTmp] : [inTmp];
+  return Buffer.byteLength(inRun) <= MAX_SOCKET_PATH ? [inRun, beside] : [beside];
 }
+/** Whether `file` names a socket in the abstract namespace (no file: never removed, never bound again). */
+const abstract = (file: string): boolean => file.startsWith('\0');
 const MAX_SOCKET_PATH = 107;
 
 /** Whether a process listens on the unix socket `file`. */

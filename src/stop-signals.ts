@@ -38,7 +38,19 @@ const SIGNALS = ['SIGTERM', 'SIGINT'] as const;
  * once those had loaded, an npm SIGKILLed in the meantime was no parent any more (the process already belonged
  * to init), and the gateway started and served on, its port and DATA_DIR held, with no one to stop it.
  */
-const launchedBy = process.ppid;
+const launchedBy = launcherOf(process.env) ?? process.ppid;
+
+/**
+ * The launcher's pid as `npm start` hands it over (package.json: `MGW_LAUNCHED_BY=$PPID`, the shell's parent, npm,
+ * read before node even starts): found by the probe of the fix, an npm SIGKILLed within the first second, while
+ * node and tsx were still starting, left the gateway serving with init already its parent by then. Taken out of
+ * the environment at once, so that no process this one starts takes it for its own launcher.
+ */
+function launcherOf(env: NodeJS.ProcessEnv): number | null {
+  const given = env.MGW_LAUNCHED_BY;
+  delete env.MGW_LAUNCHED_BY;
+  return given !== undefined && /^[1-9]\d{0,9}$/.test(given) ? Number(given) : null;
+}
 
 /** How often the parent is checked (ms), by default. */
 const PARENT_CHECK_MS = 500;

@@ -95,16 +95,25 @@ test('DATA_DIR/run removed while held: a second start is still refused, and the 
   await (await lockDataDir(dir)).release();
 });
 
-test('the socket in the temporary directory removed while held: run/\'s refuses, and it is bound again', async () => {
-  const dir = path.join(scratch, 'tmp-removed');
-  const lock = await lockDataDir(dir, { checkMs: 10 });
-  const inTmp = lockPaths(await realpath(dir)).find((f) => f.startsWith(os.tmpdir()));
-  assert.ok(inTmp);
-  await rm(inTmp, { force: true });
-  await assert.rejects(lockDataDir(dir), new Error(dataDirInUse(dir)), 'run/\'s socket holds');
-  await waitFor(async () => (await stat(inTmp).catch(() => null))?.isSocket(), 'the socket in the temporary directory bound again');
-  await lock.release();
-  await (await lockDataDir(dir)).release();
+test('the lock no file stands for: with run/ removed, under another TMPDIR, and for a DATA_DIR too deep for run/, a second lock is refused', { skip: process.platform !== 'linux' && 'the abstract socket namespace is Linux\'s' }, async () => {
+  // found from the outside: the second socket lived in the temporary directory, another lock under another TMPDIR
+  // (a service's private /tmp) or for the same deep directory reached through a bind mount (another real path)
+  for (const dir of [path.join(scratch, 'beside'), path.join(scratch, 'h'.repeat(60), 'i'.repeat(60))]) {
+    const lock = await lockDataDir(dir, { checkMs: 60_000 });
+    const paths = lockPaths(await realpath(dir), await stat(dir));
+    assert.ok(paths.some((p) => p.startsWith('\0')), `an abstract socket: ${JSON.stringify(paths)}`);
+    await rm(path.join(dir, 'run'), { recursive: true, force: true });
+    const tmpdir = process.env.TMPDIR;
+    process.env.TMPDIR = await mkdtemp(path.join(scratch, 'other-tmp-'));
+    try {
+      await assert.rejects(lockDataDir(dir), new Error(dataDirInUse(dir)), dir);
+    } finally {
+      if (tmpdir === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = tmpdir;
+    }
+    await lock.release();
+    await (await lockDataDir(dir)).release();
+  }
 });
 
 test('a symlink to a DATA_DIR is the same DATA_DIR: one lock, whichever path is short enough for a socket in run/', async () => {

@@ -71,9 +71,11 @@ process.stdout.write('loaded\\n');`;
  * real process whose child runs `code` and shares its output pipes. Answers the child's pid, its output so far,
  * and a wait for the child's end (it is not this process's child: its pid is polled).
  */
-async function orphanedByNpm(code: string, readyLine: string): Promise<{ pid: number; output: () => string; ended: (ms: number) => Promise<boolean> }> {
+async function orphanedByNpm(code: string, readyLine: string, opts: { handsOverPid?: boolean } = {}): Promise<{ pid: number; output: () => string; ended: (ms: number) => Promise<boolean> }> {
   const { spawn } = await import('node:child_process');
-  const launcher = `const c = require('node:child_process').spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', ${JSON.stringify(code)}], { stdio: 'inherit', env: { ...process.env, npm_lifecycle_event: 'start', MGW_STOP_WITH_PARENT: '' } });
+  // `npm start` hands its pid over (package.json: MGW_LAUNCHED_BY=$PPID) when asked to
+  const handOver = opts.handsOverPid ? ', MGW_LAUNCHED_BY: String(process.pid)' : '';
+  const launcher = `const c = require('node:child_process').spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', ${JSON.stringify(code)}], { stdio: 'inherit', env: { ...process.env, npm_lifecycle_event: 'start', MGW_STOP_WITH_PARENT: ''${handOver} } });
 process.stdout.write('child ' + c.pid + '\\n'); setInterval(() => {}, 1000);`;
   const middle = spawn(process.execPath, ['-e', launcher], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
@@ -124,4 +126,19 @@ onStopRequest((reason) => { process.stderr.write('stop requested: ' + reason + '
 setInterval(() => {}, 1_000);`, 'evaluated');
   assert.ok(await child.ended(10_000), `still running: ${child.output()}`);
   assert.match(child.output(), /stop requested: parent exited/);
+});
+
+test('npm SIGKILLed before node had read anything: the pid npm start hands over says who launched it', async () => {
+  // found by the probe of the fix: npm killed within the first second, while node and tsx still started, was gone
+  // before the stop module was evaluated; its pid, handed over by the start script, is read instead
+  const { pathToFileURL } = await import('node:url');
+  const module = pathToFileURL(new URL('../../src/stop-signals.ts', import.meta.url).pathname).href;
+  const child = await orphanedByNpm(`await new Promise((resolve) => setTimeout(resolve, 1_500)); // node and tsx starting
+const { onStopRequest } = await import(${JSON.stringify(module)});
+process.stdout.write('handed over: ' + String(process.env.MGW_LAUNCHED_BY) + '\\n');
+onStopRequest((reason) => { process.stderr.write('stop requested: ' + reason + '\\n'); process.exit(0); }, { parentCheckMs: 20 });
+setInterval(() => {}, 1_000);`, 'child ', { handsOverPid: true });
+  assert.ok(await child.ended(10_000), `still running: ${child.output()}`);
+  assert.match(child.output(), /stop requested: parent exited/);
+  assert.match(child.output(), /handed over: undefined/, 'taken out of the environment: no process it starts inherits it');
 });
