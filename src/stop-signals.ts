@@ -33,10 +33,11 @@ export const FORCE_AFTER_MS = 1_000;
 const SIGNALS = ['SIGTERM', 'SIGINT'] as const;
 
 /**
- * The parent this process had when this module was first evaluated: as early as a process of ours gets, since
- * src/main.ts imports it before it loads the gateway's modules (seconds under tsx). Found from the outside: read
- * once those had loaded, an npm SIGKILLed in the meantime was no parent any more (the process already belonged
- * to init), and the gateway started and served on, its port and DATA_DIR held, with no one to stop it.
+ * Who launched this process: the pid `npm start` hands over (`launcherOf`), else the parent it had when this
+ * module was first evaluated, as early as a process of ours gets (src/main.ts imports it before it loads the
+ * gateway's modules, seconds under tsx). Found from the outside: read once those had loaded, an npm SIGKILLed in
+ * the meantime was no parent any more (the process already belonged to init), and the gateway started and served
+ * on, its port and DATA_DIR held, with no one to stop it.
  */
 const launchedBy = launcherOf(process.env) ?? process.ppid;
 
