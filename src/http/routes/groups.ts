@@ -15,18 +15,17 @@ import type { Context } from 'koa';
 import { array, object, optional, pattern, record, size, string, unknown, type Infer } from 'superstruct';
 import { ok } from '../envelope.js';
 import { DomainError, validationFailed } from '../../errors.js';
-import { chars, nonBlank, parse, trimmedMatching } from '../validate.js';
+import { chars, nonBlank, parse } from '../validate.js';
 import { consumeInteraction } from '../rate-limit.js';
 import { DEADLINES, type InstancePort, type NetworkAsk, type ReplyOf } from '../../actors/port.js';
-import { PARTICIPANT_ID_PATTERN, askNetwork, notFound, param, type RouteDeps } from './network-common.js';
+import { CONTACT_ID_FIELD, askNetwork, notFound, param, type RouteDeps } from './network-common.js';
 
 export type GroupsRouteDeps = RouteDeps<'portOf' | 'limiter'>;
 
 /** WhatsApp's own ceilings: group size 1024 members, subject 100 characters, description 2048. */
 const MAX_GROUP_SIZE = 1024;
 
-export const ParticipantIdSchema = trimmedMatching(PARTICIPANT_ID_PATTERN, 'a contact id: digits@c.us or digits@lid');
-export const ParticipantsSchema = size(array(ParticipantIdSchema), 1, MAX_GROUP_SIZE);
+export const ParticipantsSchema = size(array(CONTACT_ID_FIELD), 1, MAX_GROUP_SIZE);
 const OptionsSchema = record(string(), unknown());
 
 /**

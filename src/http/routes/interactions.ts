@@ -14,8 +14,7 @@ import type { Context, Next } from 'koa';
 import { array, boolean, defaulted, integer, min, object, optional, type } from 'superstruct';
 import { ok } from '../envelope.js';
 import { DomainError } from '../../errors.js';
-import { chars, parse, trimmedMatching } from '../validate.js';
-import { CONTACT_ID } from '../../phone.js';
+import { chars, parse } from '../validate.js';
 import { consumeInteraction } from '../rate-limit.js';
 import { DEADLINES, type InstancePort, type NetworkAsk, type ReplyOf } from '../../actors/port.js';
 import { effectiveDuration, type PresenceKind } from '../../actors/presence.js';
@@ -23,6 +22,7 @@ import type { SendOptions } from '../../drivers/contract.js';
 import {
   askNetwork,
   chatIdParam,
+  CONTACT_ID_FIELD,
   chatNotFound,
   isJobId,
   messageIdParam,
@@ -43,7 +43,7 @@ const EditOptionsSchema = type({
   linkPreview: optional(boolean()),
   // the same person ids as a send's mentions (src/http/routes/send-schemas.ts), blanks around them dropped; found from
   // the outside: any text ending in @c.us was taken ("garbage@c.us"), a @lid refused, and the refusal quoted a regex
-  mentions: optional(array(trimmedMatching(CONTACT_ID, 'a contact id: digits@c.us or digits@lid'))),
+  mentions: optional(array(CONTACT_ID_FIELD)),
 });
 export const EditSchema = object({ message: chars(1, 65_536), options: optional(EditOptionsSchema) });
 export const DeleteSchema = object({ everyone: defaulted(boolean(), false) });

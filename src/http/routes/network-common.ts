@@ -11,6 +11,7 @@ import type { Clock } from '../../clock.js';
 import type { InteractionLimiter } from '../rate-limit.js';
 import type { PresenceManager } from '../../actors/presence.js';
 import { CHAT_ID, CONTACT_ID, normalizePhone, phoneToChatId } from '../../phone.js';
+import { trimmedMatching } from '../validate.js';
 
 export interface NetworkRouteDeps {
   /** the port of the request's instance (the API-key auth in front of the router has set ctx.state.instance) */
@@ -41,8 +42,11 @@ export function param(ctx: Context, name: string): string {
 
 const MESSAGE_ID = /^[^\s/]{1,256}$/;
 
-/** a group participant: a person (`@c.us` / `@lid`), never a group */
-export const PARTICIPANT_ID_PATTERN = CONTACT_ID;
+/**
+ * A person's id in a body (`@c.us` / `@lid`, never a group), blanks around it dropped: a group's participants, a
+ * send's or an edit's mentions, a contact card. One struct, so that each of them reads an id alike.
+ */
+export const CONTACT_ID_FIELD = trimmedMatching(CONTACT_ID, 'a contact id: digits@c.us or digits@lid');
 
 /**
  * A chat or contact id from the path: a full id (`…@c.us`, `…@lid`, `…@g.us`), or, for convenience, a phone

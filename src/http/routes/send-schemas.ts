@@ -9,7 +9,8 @@ import {
 } from 'superstruct';
 import { DomainError, validationFailed } from '../../errors.js';
 import { chars, integerIn, matching, nonBlank, parse, trimmedMatching } from '../validate.js';
-import { CHAT_ID, CONTACT_ID, normalizePhone, phoneToChatId, chatIdToPhone } from '../../phone.js';
+import { CHAT_ID, normalizePhone, phoneToChatId, chatIdToPhone } from '../../phone.js';
+import { CONTACT_ID_FIELD } from './network-common.js';
 import { checkSend, sendOf, type Send, type SendKind } from '../../queue/payload.js';
 import { buildPayload, ROUTE_OPTIONS } from './send-payloads.js';
 
@@ -39,7 +40,6 @@ const daysIn = (year: number, month: number): number =>
 
 const isoTimestamp = refine(string(), 'iso8601', (v) =>
   isIsoTimestamp(v) || 'must be an ISO 8601 timestamp with a time zone, e.g. 2030-01-31T09:00:00Z');
-const contactId = trimmedMatching(CONTACT_ID, 'a contact id: digits@c.us or digits@lid');
 
 const Common = {
   phone: optional(string()),
@@ -53,7 +53,7 @@ const Common = {
 
 const OptionsSchema = type({
   quotedMessageId: optional(nonempty(string())),
-  mentions: optional(array(contactId)),
+  mentions: optional(array(CONTACT_ID_FIELD)),
   groupMentions: optional(array(type({ subject: string(), id: matching(/@g\.us$/, 'a group id ending in @g.us') }))),
   linkPreview: optional(boolean()),
   isViewOnce: optional(boolean()),
@@ -89,7 +89,7 @@ export const SCHEMAS = {
     url: optional(string()),
     description: optional(string()),
   }),
-  contact: type({ ...Common, contactIds: size(array(contactId), 1, 256) }),
+  contact: type({ ...Common, contactIds: size(array(CONTACT_ID_FIELD), 1, 256) }),
   poll: type({
     ...Common,
     name: chars(1, 255),
@@ -191,7 +191,7 @@ export const GroupCreateBody = type({
   notBefore: Common.notBefore,
   ttlSeconds: Common.ttlSeconds,
   title: nonBlank(100),
-  participants: size(array(contactId), 1, 1024),
+  participants: size(array(CONTACT_ID_FIELD), 1, 1024),
   options: optional(type({})),
 });
 
