@@ -16,8 +16,7 @@
  *   BENCH_JOBS=1000000 BENCH_ROUNDS=4 BENCH_BATCHES=150
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { createTestDb } from '../test/helpers/db.js';
-import { unbounded } from '../src/store/pool.js';
+import { createTestDb, fixtureQuery } from '../test/helpers/db.js';
 import { JSON_ROWS } from '../src/queue/sql/job-rows.js';
 import { insertUnkeyed } from '../src/queue/sql/insertJobs.js';
 import { newJobId } from '../src/ids.js';
@@ -44,24 +43,24 @@ await db.pool.query("INSERT INTO instances (id, name, driver) VALUES ($1, 'ids',
 const client = await db.pool.connect();
 try {
   // the fixture (a million rows, its VACUUM) and the CHECKPOINT before each round may run past the store's
-  // deadlines on a slow hour (4 s on the server, 5 s in the client): they stopped the benchmark on AG and AH
-  await client.query('SET statement_timeout = 0');
+  // deadlines on a slow hour (4 s on the server, 5 s in the client): they stopped the benchmark on AG and AH, and
+  // run as the tests' fixtures do (fixtureQuery)
   const f0 = performance.now();
   // the jobs already there: sent ones over the past year, with the random ids every deployment made until now
   for (let done = 0; done < JOBS; done += 100_000) {
-    await client.query({
-      ...unbounded,
-      text: `INSERT INTO jobs (id, instance_id, state, kind, origin_route, phone, payload, payload_hash, priority, queued_at, dispatched_at, terminal_at, expires_at, delivery_confidence)
+    await fixtureQuery(
+      db.pool,
+      `INSERT INTO jobs (id, instance_id, state, kind, origin_route, phone, payload, payload_hash, priority, queued_at, dispatched_at, terminal_at, expires_at, delivery_confidence)
        SELECT 'wq_' || substr(md5(random()::text || g::text), 1, 24), $1, 'sent', 'text', '/api/v2/send-message', '4915112345678',
               '{"body":"an old one","chatId":"4915112345678@c.us"}', '', 5, t, t, t, t + interval '1 day', 'assumed'
          FROM generate_series(1, $2::int) AS g, LATERAL (SELECT now() - (g % 365) * interval '1 day' - interval '1 hour' AS t) AS at`,
-      values: [instanceId, Math.min(100_000, JOBS - done)],
-    });
+      [instanceId, Math.min(100_000, JOBS - done)],
+    );
   }
   // their outcome totals, as sql/0018_outcome_totals.sql filled them from the jobs a database held (the trigger
   // counts a job as its state changes; these were written sent)
   await client.query(`INSERT INTO job_outcome_totals (instance_id, state, n) SELECT $1, 'sent', $2::bigint`, [instanceId, JOBS]);
-  await client.query({ text: 'VACUUM ANALYZE jobs', ...unbounded });
+  await fixtureQuery(db.pool, 'VACUUM ANALYZE jobs');
   const { rows: [size] } = await client.query<{ pk: string }>("SELECT pg_size_pretty(pg_relation_size('jobs_pkey')) AS pk");
   console.log(`job ids: ${JOBS} jobs of random ids already in the table (filled in ${fmt((performance.now() - f0) / 1000, 1)} s; its primary key ${size?.pk}), then ${BATCHES} statements of ${BATCH} new jobs a round, ${ROUNDS} rounds of each form in turn, each right after a CHECKPOINT`);
 
@@ -77,7 +76,7 @@ try {
   const sql = insertUnkeyed(JSON_ROWS);
   /** One round of a form: WAL bytes per job and the median statement time (each its own transaction). */
   async function round(id: () => string): Promise<{ walPerJob: number; ms: number }> {
-    await client.query({ text: 'CHECKPOINT', ...unbounded });
+    await fixtureQuery(db.pool, 'CHECKPOINT');
     const { rows: [start] } = await client.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn');
     const times: number[] = [];
     for (let b = 0; b < BATCHES; b++) {
