@@ -9,9 +9,12 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-/** The flags a start script sets in NODE_OPTIONS (`NODE_OPTIONS="<flags> $NODE_OPTIONS" exec node …`); none without. */
+/**
+ * The flags a start script sets in NODE_OPTIONS (`[NAME=value …] NODE_OPTIONS="<flags> $NODE_OPTIONS" exec node …`,
+ * other assignments allowed in front, as `MGW_LAUNCHED_BY=$PPID`); none without.
+ */
 export function flagsOfStart(script: string): string[] {
-  const m = /^NODE_OPTIONS="([^"$]*)\$NODE_OPTIONS" exec node /.exec(script);
+  const m = /^(?:[A-Za-z_][A-Za-z0-9_]*=[^\s"]* )*NODE_OPTIONS="([^"$]*)\$NODE_OPTIONS" exec node /.exec(script);
   return m?.[1]?.trim().split(/\s+/).filter(Boolean) ?? [];
 }
 

@@ -70,6 +70,16 @@ test('the container runs node with the V8 flags npm start gives it, in NODE_OPTI
   assert.deepEqual((envOf(runtime).NODE_OPTIONS ?? '').split(/\s+/).filter(Boolean), flags);
 });
 
+test('the start flags are read past the assignments in front of NODE_OPTIONS, and none from a script without them', () => {
+  const tail = 'NODE_OPTIONS="--a=1 --b $NODE_OPTIONS" exec node --import tsx src/main.ts';
+  assert.deepEqual(flagsOfStart(tail), ['--a=1', '--b']);
+  assert.deepEqual(flagsOfStart(`MGW_LAUNCHED_BY=$PPID ${tail}`), ['--a=1', '--b']);
+  assert.deepEqual(flagsOfStart(`A=1 B_2= ${tail}`), ['--a=1', '--b']);
+  assert.deepEqual(flagsOfStart('node --import tsx src/main.ts'), []);
+  assert.deepEqual(flagsOfStart(`echo ${tail}`), [], 'a command in front is not an assignment');
+  assert.deepEqual(flagsOfStart(`A="x y" ${tail}`), [], 'a quoted value is not read as one');
+});
+
 test('one init process: tini as the ENTRYPOINT, and no init: true in compose', () => {
   assert.deepEqual(execForm(last(runtime, 'ENTRYPOINT')?.args ?? '[]'), ['/usr/bin/tini', '--']);
   assert.match(all(runtime, 'RUN').map((r) => r.args).join('\n'), /apt-get install [^\n]*\btini\b/);
