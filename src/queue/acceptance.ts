@@ -139,10 +139,16 @@ export class Acceptance {
    */
   private keyInFlight(key: string, answer: Promise<AcceptOutcome>): void {
     this.keysInFlight.set(key, answer);
-    const done = () => {
-      if (this.keysInFlight.get(key) === answer) this.keysInFlight.delete(key);
-    };
-    answer.then(done, done);
+    // an anonymous continuation, not an arrow bound to a name: tsx (keepNames) names such an arrow each time it
+    // is made (1.6 µs of a keyed acceptance over 500 instances, under --cpu-prof)
+    void answer.then(
+      () => this.keyAnswered(key, answer),
+      () => this.keyAnswered(key, answer),
+    );
+  }
+
+  private keyAnswered(key: string, answer: Promise<AcceptOutcome>): void {
+    if (this.keysInFlight.get(key) === answer) this.keysInFlight.delete(key);
   }
 
   /** Fail what is still waiting for a batch (the queue stops). */
