@@ -63,6 +63,11 @@ export interface GatewayOptions {
    * on, stops what it started, in reverse, and rejects with the signal's reason
    */
   signal?: AbortSignal;
+  /**
+   * what the gateway cannot go on from, told once (its embedded database's directory removed or replaced under
+   * it): src/run-main.ts stops it and exits 1. Without it, the message is logged at `error` only.
+   */
+  onFatal?: (message: string) => void;
 }
 
 export interface Gateway {
@@ -140,7 +145,9 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: DataDirLock, st
   else if (config.DATABASE_URL) dbConfig = { connectionString: config.DATABASE_URL };
   else {
     log.info('starting embedded PostgreSQL (a first start takes 30–40 s)');
-    embedded = await startEmbeddedPostgres(config.DATA_DIR);
+    embedded = await startEmbeddedPostgres(config.DATA_DIR, {
+      onGone: (message) => (opts.onFatal ? opts.onFatal(message) : log.error(message)),
+    });
     const db = embedded;
     started.push(() => db.stop());
     goOn();

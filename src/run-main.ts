@@ -34,7 +34,9 @@ export async function runMain(env: NodeJS.ProcessEnv = process.env): Promise<voi
   let stopSince: number | null = null;
   /** where the graceful stop is: the stage it waits on, and how long it has run (a hard or forced stop's line) */
   const stopPosition = () => ({ stage: running?.stopStage() ?? 'start: stopping what it started', elapsedMs: stopSince === null ? 0 : Date.now() - stopSince });
-  const removeHandlers = onStopRequest((reason) => {
+  /** set when the gateway stops because it cannot go on (`onFatal`): the exit code is 1, not 0 */
+  let fatal = false;
+  const stop = (reason: string) => {
     const gw = running;
     log.info({ reason }, gw ? 'stopping: finishing in-flight dispatches' : 'stopping: the start is cut short, stopping what it started');
     const limitMs = config.STOP_TIMEOUT_MS;
@@ -56,13 +58,21 @@ export async function runMain(env: NodeJS.ProcessEnv = process.env): Promise<voi
       return;
     }
     gw.stop().then(
-      () => process.exit(0),
+      () => process.exit(fatal ? 1 : 0),
       (err: unknown) => {
         log.error({ err }, 'stop failed');
         process.exit(1);
       },
     );
-  }, {
+  };
+  /** What the gateway cannot go on from (its embedded database gone): stopped as a signal stops it, exit 1. */
+  const onFatal = (message: string) => {
+    log.error(`${message}; stopping`);
+    if (stopSince !== null) return;
+    fatal = true;
+    removeHandlers.request('fatal');
+  };
+  const removeHandlers = onStopRequest(stop, {
     env,
     // A second signal while stopping (the operator insists): exit 130 at once, as before, but say where the
     // stop was, as the hard stop does; a dispatch cut off in the call is found `sending` by the next start
@@ -76,11 +86,11 @@ export async function runMain(env: NodeJS.ProcessEnv = process.env): Promise<voi
 
   let gw;
   try {
-    gw = await startGateway({ config, log, signal: starting.signal });
+    gw = await startGateway({ config, log, signal: starting.signal, onFatal });
   } catch (err) {
     if (starting.signal.aborted) {
       log.info({ reason: String(starting.signal.reason) }, 'stopped before the start finished');
-      process.exit(0);
+      process.exit(fatal ? 1 : 0);
     }
     removeHandlers();
     throw new Error(startFailure(err, config));

@@ -65,9 +65,10 @@ export function stopsWithParent(env: NodeJS.ProcessEnv = process.env): boolean {
 /**
  * Call `stop(reason)` once on the first stop request; a second signal (FORCE_AFTER_MS or more after it) forces
  * an immediate exit.
- * Returns a function that removes the handlers (tests, or a process that stopped by itself).
+ * Returns a function that removes the handlers (tests, or a process that stopped by itself), with `request`: a
+ * stop the process asks of itself (it cannot go on), which counts as the first request as a signal would.
  */
-export function onStopRequest(stop: (reason: string) => void, opts: StopOptions = {}): () => void {
+export function onStopRequest(stop: (reason: string) => void, opts: StopOptions = {}): (() => void) & { request(reason: string): void } {
   const now = opts.now ?? Date.now;
   let requestedAt: number | null = null;
   const request = (reason: string) => {
@@ -91,10 +92,11 @@ export function onStopRequest(stop: (reason: string) => void, opts: StopOptions 
     }, opts.parentCheckMs ?? PARENT_CHECK_MS);
     timer.unref();
   }
-  return () => {
+  const remove = () => {
     for (const s of SIGNALS) process.off(s, onSignal);
     if (timer) clearInterval(timer);
   };
+  return Object.assign(remove, { request });
 }
 
 /**

@@ -2,8 +2,17 @@
  * Embedded PostgreSQL for the zero-configuration start: PGlite (PostgreSQL compiled to WASM) persisted in
  * DATA_DIR/pg, served by pglite-socket on a unix socket inside DATA_DIR/run (mode 0700), so the very same
  * `pg` code that talks to a real server talks to it. It serializes transactions, which is fine for one node.
+ *
+ * A DATA_DIR that held a database does not quietly get a new, empty one: once DATA_DIR/pg holds a database, the
+ * file DATA_DIR/embedded-database.json says so (`EMBEDDED_MARKER`), and a start that finds that file but no
+ * database in pg/ refuses (`EmbeddedDatabaseGone`) until the operator restores pg/ or removes the file. Found
+ * from the outside: `rm -rf DATA_DIR/pg` and a restart gave an empty database without a word, every instance,
+ * key and job gone, beside the old admin token and sandbox state. While the gateway runs, pg/ is looked at every
+ * EMBEDDED_CHECK_MS: removed or replaced under it (PostgreSQL's open files outlive the unlink, and the gateway
+ * went on accepting sends into a database that was gone, for up to a minute, all lost), `onGone` is told.
  */
-import { mkdir, chmod, rm } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, chmod, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
@@ -16,9 +25,114 @@ export interface EmbeddedPostgres {
 
 const SOCKET_PORT = 5432;
 
-export async function startEmbeddedPostgres(dataDir: string): Promise<EmbeddedPostgres> {
+/** The file beside DATA_DIR/pg that says this DATA_DIR holds an embedded database. */
+export const EMBEDDED_MARKER = 'embedded-database.json';
+
+/** How often a running embedded database's directory is looked at (`onGone`). */
+export const EMBEDDED_CHECK_MS = 1_000;
+
+/** A DATA_DIR whose embedded database is gone: the start refuses rather than make an empty one. */
+export class EmbeddedDatabaseGone extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'EmbeddedDatabaseGone';
+  }
+}
+
+interface Marker {
+  /** when this DATA_DIR was first seen holding its database (ISO-8601) */
+  since: string;
+}
+
+/** PostgreSQL's own file in a data directory it made: present once initdb has run. */
+const holdsDatabase = (pgDir: string) => existsSync(path.join(pgDir, 'PG_VERSION'));
+
+/** The marker's content, or null when there is none (one that cannot be read as such counts as there). */
+async function readMarker(file: string): Promise<Marker | null> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+  try {
+    const since = (JSON.parse(text) as { since?: unknown }).since;
+    return { since: typeof since === 'string' ? since : 'an unknown date' };
+  } catch {
+    return { since: 'an unknown date' };
+  }
+}
+
+/**
+ * Before the embedded database is opened: refuse a DATA_DIR whose marker says it held one that pg/ no longer
+ * holds (`EmbeddedDatabaseGone`).
+ */
+export async function checkEmbeddedDir(dataDir: string): Promise<void> {
+  const pgDir = path.join(dataDir, 'pg');
+  if (holdsDatabase(pgDir)) return;
+  const marker = await readMarker(path.join(dataDir, EMBEDDED_MARKER));
+  if (marker === null) return;
+  throw new EmbeddedDatabaseGone(
+    `DATA_DIR ${dataDir} held an embedded database (since ${marker.since}) and ${pgDir} no longer holds it: restore ${pgDir} from a backup, ` +
+      `or remove ${path.join(dataDir, EMBEDDED_MARKER)} to start with an empty database (every instance, API key and job of the old one lost)`,
+  );
+}
+
+/** Once pg/ holds a database: note it in DATA_DIR (written whole, or not at all), unless it is noted already. */
+export async function markEmbeddedDir(dataDir: string, now: Date = new Date()): Promise<void> {
+  const file = path.join(dataDir, EMBEDDED_MARKER);
+  if ((await readMarker(file)) !== null || !holdsDatabase(path.join(dataDir, 'pg'))) return;
+  const tmp = `${file}.${process.pid}.tmp`;
+  const marker: Marker = { since: now.toISOString() };
+  await writeFile(tmp, `${JSON.stringify({ ...marker, note: 'DATA_DIR/pg holds this gateway\'s embedded database: a start refuses while this file is here and pg/ is not' })}\n`, { mode: 0o600 });
+  await rename(tmp, file);
+}
+
+/** A directory's identity (removed and made again, it is another), gone, or not known now (a stat that failed otherwise). */
+type DirIdentity = { there: string } | 'gone' | 'unknown';
+
+async function identity(dir: string): Promise<DirIdentity> {
+  try {
+    const st = await stat(dir);
+    return { there: `${st.dev}:${st.ino}:${st.birthtimeMs}` };
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    // a permission changed, no file handles left: not told as gone
+    return code === 'ENOENT' || code === 'ENOTDIR' ? 'gone' : 'unknown';
+  }
+}
+
+/**
+ * Look at `pgDir` every `checkMs`: its PG_VERSION gone, or the directory another than the one opened, `onGone`
+ * is told once. Answers the function that stops looking.
+ */
+export async function watchEmbeddedDir(pgDir: string, onGone: (message: string) => void, checkMs: number = EMBEDDED_CHECK_MS): Promise<() => void> {
+  const opened = await identity(pgDir);
+  let told = false;
+  let looking = false;
+  const look = async () => {
+    const now = await identity(pgDir);
+    if (now === 'unknown') return;
+    const gone = now === 'gone' || !holdsDatabase(pgDir) ? 'removed' : typeof opened === 'object' && now.there !== opened.there ? 'replaced' : null;
+    if (gone === null || told) return;
+    told = true;
+    clearInterval(timer);
+    onGone(`the embedded database's directory ${pgDir} was ${gone} under the running gateway: nothing it accepts now could be kept`);
+  };
+  const timer = setInterval(() => {
+    if (looking) return;
+    looking = true;
+    void look().finally(() => (looking = false));
+  }, checkMs);
+  timer.unref();
+  return () => clearInterval(timer);
+}
+
+export async function startEmbeddedPostgres(dataDir: string, opts: { onGone?: (message: string) => void; checkMs?: number } = {}): Promise<EmbeddedPostgres> {
   const pgDir = path.join(dataDir, 'pg');
   const runDir = path.join(dataDir, 'run');
+  await checkEmbeddedDir(dataDir);
   await mkdir(pgDir, { recursive: true, mode: 0o700 });
   await mkdir(runDir, { recursive: true, mode: 0o700 });
   await chmod(runDir, 0o700);
@@ -26,11 +140,15 @@ export async function startEmbeddedPostgres(dataDir: string): Promise<EmbeddedPo
   // A socket file left by a killed process would make listen() fail.
   await rm(socketPath, { force: true });
   const db = await PGlite.create(pgDir);
+  await markEmbeddedDir(dataDir);
+  const { onGone } = opts;
+  const unwatch = onGone ? await watchEmbeddedDir(pgDir, onGone, opts.checkMs) : () => undefined;
   const server = new PGLiteSocketServer({ db, path: socketPath, maxConnections: 64 });
   await server.start();
   return {
     connection: { host: runDir, port: SOCKET_PORT, user: 'postgres', database: 'postgres' },
     async stop() {
+      unwatch();
       await server.stop();
       await db.close();
     },

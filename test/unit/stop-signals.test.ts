@@ -41,6 +41,23 @@ test('a signal FORCE_AFTER_MS or more after the first is the user insisting: for
   }
 });
 
+test('a stop the process asks of itself counts as the first request: a signal right after it is not another stop, a later one forces', () => {
+  const h = harness();
+  try {
+    h.off.request('fatal');
+    h.off.request('fatal');
+    process.emit('SIGTERM', 'SIGTERM');
+    assert.deepEqual(h.stops, ['fatal']);
+    assert.equal(h.forced(), 0);
+    h.advance(FORCE_AFTER_MS);
+    process.emit('SIGTERM', 'SIGTERM');
+    assert.deepEqual(h.stops, ['fatal']);
+    assert.equal(h.forced(), 1);
+  } finally {
+    h.off();
+  }
+});
+
 test('a signal while a process loads its modules (loadStoppably) exits 0 at once, saying so; once loaded, its handlers do nothing', async () => {
   // a real process and a real SIGTERM: before this, a signal while the gateway's modules loaded (seconds under
   // tsx) killed it with the default signal, exit 143 and no line (found from the outside)

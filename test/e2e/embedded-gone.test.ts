@@ -1,0 +1,57 @@
+/**
+ * The embedded database's directory removed under a running gateway, as a process runs it (src/store/embedded.ts):
+ * found from the outside, `rm -rf DATA_DIR/pg` let the gateway accept sends for up to a minute into a database
+ * that was gone, and the restart made an empty one without a word. Now the gateway stops (exit 1) within a look of
+ * the directory, the next start refuses and says how to go on, and once the operator removes the marker (a
+ * deliberate fresh start) it starts on an empty database.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { cleanEnv, startProcess } from '../helpers/gateway-process.js';
+import { EMBEDDED_MARKER } from '../../src/store/embedded.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+/** Run the gateway to its end (a start that fails). */
+function runToEnd(env: NodeJS.ProcessEnv): Promise<{ code: number | null; out: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  for (const stream of [child.stdout, child.stderr]) {
+    stream.setEncoding('utf8');
+    stream.on('data', (chunk: string) => (out += chunk));
+  }
+  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, out })));
+}
+
+test('DATA_DIR/pg removed under a running gateway: it stops with exit 1; the restart refuses until the marker is removed', { timeout: 240_000 }, async () => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'mgw-embedded-gone-'));
+  const env = { ...cleanEnv(), DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'info' };
+  try {
+    const first = await startProcess({ env, startTimeoutMs: 120_000 });
+    await rm(path.join(dir, 'pg'), { recursive: true, force: true });
+    const exit = await first.exited;
+    assert.equal(exit.code, 1, first.output());
+    assert.match(first.output(), /"level":50[^\n]*the embedded database's directory [^\n]*pg was removed under the running gateway: nothing it accepts now could be kept; stopping/);
+
+    const again = await runToEnd(env);
+    assert.equal(again.code, 1, again.out);
+    assert.match(again.out, /gateway failed to start: DATA_DIR \S+ held an embedded database \(since \d{4}-\d\d-\d\dT[^)]*\) and \S+pg no longer holds it: restore \S+pg from a backup, or remove \S+embedded-database\.json to start with an empty database/);
+    assert.doesNotMatch(again.out, /messaging gateway listening/);
+
+    await rm(path.join(dir, EMBEDDED_MARKER));
+    const fresh = await startProcess({ env, startTimeoutMs: 120_000 });
+    try {
+      assert.match(fresh.output(), /demo API key \(shown once\)/, 'an empty database: a new demo instance');
+      assert.equal((await fetch(`${fresh.url}/health`)).status, 200);
+    } finally {
+      assert.equal((await fresh.kill('SIGTERM')).code, 0, fresh.output());
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});

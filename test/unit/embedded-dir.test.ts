@@ -1,0 +1,128 @@
+/**
+ * A DATA_DIR that held an embedded database does not quietly get an empty one (src/store/embedded.ts): the marker
+ * beside pg/ is written once pg/ holds a database, a start that finds it without one refuses, and a running
+ * gateway is told within a look when pg/ is removed or replaced. Real directories in a temporary one; the database
+ * is stood for by PostgreSQL's PG_VERSION file, the one thing these functions read of it
+ * (test/e2e/embedded-gone.test.ts runs a real embedded database).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { checkEmbeddedDir, EMBEDDED_MARKER, EmbeddedDatabaseGone, markEmbeddedDir, watchEmbeddedDir } from '../../src/store/embedded.js';
+
+async function dataDir(t: { after(f: () => Promise<void>): void }): Promise<string> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'mgw-embedded-dir-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+async function database(dir: string): Promise<void> {
+  await mkdir(path.join(dir, 'pg'), { recursive: true });
+  await writeFile(path.join(dir, 'pg', 'PG_VERSION'), '16\n');
+}
+
+/** Resolves with the first message `watchEmbeddedDir` tells, or null after `ms` of looks every 5 ms. */
+async function toldWithin(pgDir: string, change: () => Promise<void>, ms = 300): Promise<string | null> {
+  let told: string | null = null;
+  const stop = await watchEmbeddedDir(pgDir, (m) => (told ??= m), 5);
+  try {
+    await change();
+    for (let waited = 0; told === null && waited < ms; waited += 5) await new Promise((r) => setTimeout(r, 5));
+    return told;
+  } finally {
+    stop();
+  }
+}
+
+test('a fresh DATA_DIR starts; the marker is written once pg/ holds a database, and names when', async (t) => {
+  const dir = await dataDir(t);
+  await checkEmbeddedDir(dir);
+  await markEmbeddedDir(dir);
+  assert.equal(existsSync(path.join(dir, EMBEDDED_MARKER)), false, 'no database yet, no marker');
+  await database(dir);
+  await markEmbeddedDir(dir, new Date('2026-12-01T07:00:00Z'));
+  const marker = JSON.parse(await readFile(path.join(dir, EMBEDDED_MARKER), 'utf8')) as { since: string };
+  assert.equal(marker.since, '2026-12-01T07:00:00.000Z');
+  await markEmbeddedDir(dir, new Date('2027-01-01T00:00:00Z'));
+  assert.equal((JSON.parse(await readFile(path.join(dir, EMBEDDED_MARKER), 'utf8')) as { since: string }).since, '2026-12-01T07:00:00.000Z', 'a later start keeps the first date');
+  await checkEmbeddedDir(dir);
+});
+
+test('an older version\'s DATA_DIR (a database, no marker) starts and is marked', async (t) => {
+  const dir = await dataDir(t);
+  await database(dir);
+  await checkEmbeddedDir(dir);
+  await markEmbeddedDir(dir);
+  assert.ok(existsSync(path.join(dir, EMBEDDED_MARKER)));
+});
+
+for (const [what, remove] of [
+  ['pg/ removed', (dir: string) => rm(path.join(dir, 'pg'), { recursive: true })],
+  ['pg/ emptied', async (dir: string) => (await rm(path.join(dir, 'pg'), { recursive: true }), await mkdir(path.join(dir, 'pg')))],
+  ['PG_VERSION alone removed', (dir: string) => rm(path.join(dir, 'pg', 'PG_VERSION'))],
+] as const) {
+  test(`a marked DATA_DIR with ${what}: the start refuses, saying how to go on; without the marker it starts`, async (t) => {
+    const dir = await dataDir(t);
+    await database(dir);
+    await markEmbeddedDir(dir, new Date('2026-12-01T07:00:00Z'));
+    await remove(dir);
+    await assert.rejects(checkEmbeddedDir(dir), (err: unknown) => {
+      assert.ok(err instanceof EmbeddedDatabaseGone);
+      assert.match(err.message, /held an embedded database \(since 2026-12-01T07:00:00\.000Z\)/);
+      assert.ok(err.message.includes(`restore ${path.join(dir, 'pg')} from a backup`));
+      assert.ok(err.message.includes(`or remove ${path.join(dir, EMBEDDED_MARKER)} to start with an empty database`));
+      return true;
+    });
+    await rm(path.join(dir, EMBEDDED_MARKER));
+    await checkEmbeddedDir(dir);
+  });
+}
+
+test('a marker that is not JSON still counts: the start refuses', async (t) => {
+  const dir = await dataDir(t);
+  await writeFile(path.join(dir, EMBEDDED_MARKER), 'garbage');
+  await assert.rejects(checkEmbeddedDir(dir), /since an unknown date/);
+});
+
+test('while running: pg/ removed, emptied or replaced is told once; left alone, or written to, nothing is told', async (t) => {
+  const dir = await dataDir(t);
+  const pgDir = path.join(dir, 'pg');
+  await database(dir);
+  assert.equal(await toldWithin(pgDir, () => writeFile(path.join(pgDir, 'new-wal-segment'), 'x'), 60), null, 'files come and go in a running database');
+  const removed = await toldWithin(pgDir, () => rm(pgDir, { recursive: true }));
+  assert.equal(removed, `the embedded database's directory ${pgDir} was removed under the running gateway: nothing it accepts now could be kept`);
+  await database(dir);
+  assert.match((await toldWithin(pgDir, () => rm(path.join(pgDir, 'PG_VERSION')))) ?? '', /was removed/);
+  await database(dir);
+  // a copy put in its place (a restore under the running gateway): another directory, though it holds a database
+  const replaced = await toldWithin(pgDir, async () => {
+    await mkdir(path.join(dir, 'copy'));
+    await writeFile(path.join(dir, 'copy', 'PG_VERSION'), '16\n');
+    await rename(pgDir, path.join(dir, 'old'));
+    await rename(path.join(dir, 'copy'), pgDir);
+  });
+  assert.match(replaced ?? '', /was replaced under the running gateway/);
+});
+
+test('told once only, and nothing after the watch is stopped', async (t) => {
+  const dir = await dataDir(t);
+  const pgDir = path.join(dir, 'pg');
+  await database(dir);
+  const told: string[] = [];
+  const stop = await watchEmbeddedDir(pgDir, (m) => told.push(m), 5);
+  await rm(pgDir, { recursive: true });
+  for (let i = 0; i < 20 && told.length === 0; i++) await new Promise((r) => setTimeout(r, 5));
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(told.length, 1);
+  stop();
+  const later: string[] = [];
+  await database(dir);
+  const stop2 = await watchEmbeddedDir(pgDir, (m) => later.push(m), 5);
+  stop2();
+  await rm(pgDir, { recursive: true });
+  await new Promise((r) => setTimeout(r, 50));
+  assert.deepEqual(later, []);
+});
