@@ -43,6 +43,8 @@ export function normalizePhone(input: string): string | null {
  * and `0` before the own number passed the own-number check); `@lid` and group ids are the network's digits.
  */
 export const CHAT_ID = /^([1-9]\d{4,19}@c\.us|\d{5,24}@lid|\d{5,20}(-\d{5,20})?@g\.us)$/;
+/** A group's id: the network's digits (`120363…@g.us`), or an older group's creator and instant (`49151…-1600000000@g.us`). */
+export const GROUP_ID = /^\d{5,20}(-\d{5,20})?@g\.us$/;
 export const CONTACT_ID = /^([1-9]\d{4,19}@c\.us|\d{5,24}@lid)$/;
 
 export const isGroupId = (id: string) => id.endsWith('@g.us');

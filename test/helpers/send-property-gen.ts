@@ -74,7 +74,7 @@ function options(rng: Rng): unknown {
       case 0: o.linkPreview = rng.chance(0.8) ? rng.chance(0.5) : 'yes'; break;
       case 1: o.mentions = rng.chance(0.8) ? ['4915112345678@c.us', '123456789@lid'] : ['4915112345678']; break;
       case 2: o.quotedMessageId = rng.chance(0.8) ? 'true_4915112345678@c.us_ABC' : ''; break;
-      case 3: o.groupMentions = [{ subject: 's', id: rng.chance(0.8) ? '123-456@g.us' : 'x' }]; break;
+      case 3: o.groupMentions = [{ subject: 's', id: rng.chance(0.8) ? '120363000000000001@g.us' : 'x' }]; break;
       case 4: o.isViewOnce = anyJson(rng); break;
       case 5: o.sendAudioAsVoice = true; break; // not on the whitelist: dropped
       case 6: o[rng.pick(['__proto__', 'constructor', '10', '2', 'é'])] = anyJson(rng); break;

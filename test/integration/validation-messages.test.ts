@@ -48,7 +48,7 @@ const ROWS: Row[] = [
   ['key', 'POST', '/api/v2/send-message', { ...TO, message: 'hi', options: { mentions: ['4915112345678'] } }, 'options.mentions.0', 'options.mentions.0 must be a contact id: digits@c.us or digits@lid'],
   ['key', 'POST', '/api/v2/send-message', { ...TO, message: 'hi', options: { linkPreview: 'yes' } }, 'options.linkPreview', 'options.linkPreview must be true or false'],
   ['key', 'POST', '/api/v2/send-message', { ...TO, message: 'hi', options: { quotedMessageId: '' } }, 'options.quotedMessageId', 'options.quotedMessageId must be a non-empty string'],
-  ['key', 'POST', '/api/v2/send-message', { ...TO, message: 'hi', options: { groupMentions: [{ subject: 'x', id: '123@c.us' }] } }, 'options.groupMentions.0.id', 'options.groupMentions.0.id must be a group id ending in @g.us'],
+  ['key', 'POST', '/api/v2/send-message', { ...TO, message: 'hi', options: { groupMentions: [{ subject: 'x', id: '123@c.us' }] } }, 'options.groupMentions.0.id', 'options.groupMentions.0.id must be a group id ending in @g.us (digits, or digits-digits, before it)'],
   ['key', 'POST', '/api/v2/send-media', { ...TO, mediaUrl: 'https://example.org/a.png', options: { isViewOnce: 'yes' } }, 'options.isViewOnce', 'options.isViewOnce must be true or false'],
   // v2 sends: per route
   ['key', 'POST', '/api/v2/send-media', { ...TO, mediaId: 'x1' }, 'mediaId', 'mediaId must be a media id from POST /api/v2/media (md_…)'],

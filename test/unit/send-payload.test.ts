@@ -105,6 +105,15 @@ describe('a recipient reads alike in every field that takes one', () => {
     assert.equal(parseSend('text', { chatId: '012345678901234@lid', message: 'm' }, undefined, OWN).chatId, '012345678901234@lid');
   });
 
+  test('a group mention names a group id as chatId takes one (trimmed); any other text ending in @g.us is refused', () => {
+    const mentionOf = (id: string) => (parseSend('text', { chatId: '4915112345678@c.us', message: 'm', options: { groupMentions: [{ subject: 'Team', id }] } }, undefined, OWN).payload as { options?: { groupMentions?: { id: string }[] } }).options?.groupMentions?.[0]?.id;
+    assert.equal(mentionOf('120363000000000001@g.us'), '120363000000000001@g.us');
+    assert.equal(mentionOf(' 4915112345678-1600000000@g.us\n'), '4915112345678-1600000000@g.us');
+    for (const id of ['@g.us', 'x@g.us', 'team@g.us', '123@g.us', '12345-@g.us', '12345@g.us.evil', '4915112345678@c.us', '12345 6789@g.us']) {
+      assert.deepEqual(refusal(() => mentionOf(id)), { code: 'VALIDATION_FAILED', field: 'options.groupMentions.0.id' }, id);
+    }
+  });
+
   test('phone spellings: the trunk (0) after a country code with any separator, and no number left starting with 0', () => {
     const phoneOf = (phone: string) => parseSend('text', { phone, message: 'm' }, undefined, OWN).phone;
     for (const spelling of ['+49-(0)151-12345678', '+49.(0)151.12345678', '+49/(0)151/12345678', '49-(0)151-12345678', '(+49) (0)151 12345678', '+(49) (0)151 12345678', '(0049) (0)151 12345678', '+0049 (0)151 12345678', '+49\u00a0(0)151\u00a012345678']) {

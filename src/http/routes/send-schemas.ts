@@ -9,7 +9,7 @@ import {
 } from 'superstruct';
 import { DomainError, validationFailed } from '../../errors.js';
 import { chars, integerIn, matching, nonBlank, parse, trimmedMatching } from '../validate.js';
-import { CHAT_ID, normalizePhone, phoneToChatId, chatIdToPhone } from '../../phone.js';
+import { CHAT_ID, GROUP_ID, normalizePhone, phoneToChatId, chatIdToPhone } from '../../phone.js';
 import { CONTACT_ID_FIELD } from './network-common.js';
 import { checkSend, sendOf, type Send, type SendKind } from '../../queue/payload.js';
 import { buildPayload, ROUTE_OPTIONS } from './send-payloads.js';
@@ -54,7 +54,7 @@ const Common = {
 const OptionsSchema = type({
   quotedMessageId: optional(nonempty(string())),
   mentions: optional(array(CONTACT_ID_FIELD)),
-  groupMentions: optional(array(type({ subject: string(), id: matching(/@g\.us$/, 'a group id ending in @g.us') }))),
+  groupMentions: optional(array(type({ subject: string(), id: trimmedMatching(GROUP_ID, 'a group id ending in @g.us (digits, or digits-digits, before it)') }))),
   linkPreview: optional(boolean()),
   isViewOnce: optional(boolean()),
   sendMediaAsHd: optional(boolean()),
