@@ -14,12 +14,15 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { QueueMetrics } from '../queue/types.js';
 import type { WebhookMetrics } from '../webhooks/deliver.js';
 import type { HeldEventsMetrics } from '../actors/held-events.js';
-import type { Queryable } from '../store/pool.js';
+import { storeFaults, type Queryable } from '../store/pool.js';
 import { PENDING_JOB_STATES } from '../../machines/job.machine.js';
 
 /** Job states (sql/0001_init.sql): every one is answered, 0 when no job is in it. */
 export const JOB_STATES = ['queued', 'scheduled', 'sending', 'sent', 'failed', 'unknown', 'cancelled', 'expired'] as const;
 const QUEUE_MODES = ['pg', 'memory-degraded', 'disabled'] as const;
+
+/** How long after a store fault mgw_store_fault_recent stays 1 (a scrape interval or four of Prometheus's default). */
+export const STORE_FAULT_RECENT_MS = 60_000;
 
 /**
  * mgw_jobs: the jobs that ended from the totals a trigger keeps per instance and state (sql/0018_outcome_totals.sql,
@@ -161,6 +164,14 @@ export function createMetrics(opts: { prefix?: string; defaultMetrics?: boolean 
   const restarts = new Gauge({ name: `${p}instance_restarts`, help: 'Ordered restarts of an instance since its actor started', labelNames: ['instance'], registers });
   const poolConns = new Gauge({ name: `${p}pg_pool_connections`, help: 'PostgreSQL pool connections by state (total, idle)', labelNames: ['state'], registers });
   const poolWaiting = new Gauge({ name: `${p}pg_pool_waiting`, help: 'Queries waiting for a PostgreSQL pool connection', registers });
+  const storeFaultsTotal = new Counter({
+    name: `${p}store_faults_total`,
+    help: 'Statements PostgreSQL failed for a reason of its own (a full disk, no memory, its files gone or damaged): mgw_store_up and /health do not see these, as PostgreSQL still answers',
+    registers,
+  });
+  const storeFaultRecent = new Gauge({ name: `${p}store_fault_recent`, help: `1 when a statement failed for PostgreSQL's own reason within the last ${STORE_FAULT_RECENT_MS / 1000} s (mgw_store_faults_total), else 0`, registers });
+  /** the faults counted into storeFaultsTotal so far */
+  let faultsCounted = 0;
 
   const queue: QueueMetrics = {
     accepted: (outcome, ms) => acceptance.observe({ outcome }, seconds(ms)),
@@ -231,6 +242,10 @@ export function createMetrics(opts: { prefix?: string; defaultMetrics?: boolean 
       poolConns.set({ state: 'total' }, sources.pool.totalCount);
       poolConns.set({ state: 'idle' }, sources.pool.idleCount);
       poolWaiting.set(sources.pool.waitingCount);
+      const faults = storeFaults(sources.pool);
+      if (faults.total > faultsCounted) storeFaultsTotal.inc(faults.total - faultsCounted);
+      faultsCounted = Math.max(faultsCounted, faults.total);
+      storeFaultRecent.set(faults.lastAt !== null && performance.now() - faults.lastAt <= STORE_FAULT_RECENT_MS ? 1 : 0);
     }
   }
 

@@ -12,6 +12,7 @@
  */
 import { CommitOutcomeUnknown, isStoreError, lastAnswerAt, probePool, STORE_DEADLINES, type Pool } from './pool.js';
 import type { Clock, TimerHandle } from '../clock.js';
+import { faultReason } from './fault-reason.js';
 import type { Logger } from '../log.js';
 
 const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006']);
@@ -49,13 +50,7 @@ export function storeFaultOf(err: unknown): string | null {
   if (err instanceof StoreFault) return err.message;
   if (!isStoreError(err)) return null;
   const { code, severity } = err as { code?: unknown; severity?: unknown };
-  if (typeof code !== 'string' || severity !== 'ERROR') return null;
-  if (code === '53100') return 'PostgreSQL\'s disk is full';
-  if (code === '53200') return 'PostgreSQL is out of memory';
-  if (code.startsWith('53')) return `PostgreSQL lacks a resource (${code})`;
-  if (code.startsWith('58')) return `PostgreSQL could not read or write its files (${code})`;
-  if (code === 'XX001' || code === 'XX002') return `PostgreSQL found damaged data (${code})`;
-  return null;
+  return faultReason(code, severity);
 }
 
 /**

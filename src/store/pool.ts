@@ -1,5 +1,6 @@
 /** The `pg` pool, and the one transaction helper every multi-statement change goes through. */
 import pg from 'pg';
+import { faultReason } from './fault-reason.js';
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
@@ -49,6 +50,40 @@ function answered(by: object): void {
   ANSWERED.set(POOL_OF.get(by) ?? by, performance.now());
 }
 
+/** The store faults of a pool's statements so far (`storeFaults`). */
+export interface StoreFaults {
+  /** statements PostgreSQL failed for a reason of its own (src/store/fault-reason.ts) */
+  total: number;
+  /** when the last one failed (performance.now()), null before the first */
+  lastAt: number | null;
+  /** what the last one said (`faultReason`), null before the first */
+  lastReason: string | null;
+}
+
+/** Of each pool of the store: its statements that failed for PostgreSQL's own reason (a full disk, its files gone). */
+const FAULTS = new WeakMap<object, StoreFaults>();
+
+/**
+ * The statements of `pool` (or of its clients) that PostgreSQL failed for a reason of its own: the operator's
+ * sign of a full disk or damaged files, which a probe's `SELECT 1` does not see (found from the outside: /health
+ * and mgw_store_up stayed green while every write failed). src/metrics/registry.ts exposes them.
+ */
+export function storeFaults(pool: object): StoreFaults {
+  return FAULTS.get(pool) ?? { total: 0, lastAt: null, lastReason: null };
+}
+
+function tallyFault(by: object, err: unknown): void {
+  const reason = err instanceof Error ? faultReason((err as { code?: unknown }).code, (err as { severity?: unknown }).severity) : null;
+  if (reason === null) return;
+  const pool = POOL_OF.get(by) ?? by;
+  const faults = FAULTS.get(pool);
+  if (faults) {
+    faults.total += 1;
+    faults.lastAt = performance.now();
+    faults.lastReason = reason;
+  } else FAULTS.set(pool, { total: 1, lastAt: performance.now(), lastReason: reason });
+}
+
 type PgMethod = (this: object, ...args: unknown[]) => unknown;
 type PgCallback = (err: unknown, ...results: unknown[]) => void;
 
@@ -63,7 +98,10 @@ function marking(method: PgMethod, recordsAnswers: boolean): PgMethod {
     if (typeof last === 'function') {
       const callback = last as PgCallback;
       args[args.length - 1] = (err: unknown, ...results: unknown[]) => {
-        if (!err && recordsAnswers) answered(this);
+        if (recordsAnswers) {
+          if (!err) answered(this);
+          else tallyFault(this, err);
+        }
         callback(raisedByStore(err), ...results);
       };
       return method.apply(this, args);
@@ -72,7 +110,10 @@ function marking(method: PgMethod, recordsAnswers: boolean): PgMethod {
     if (typeof (args[0] as { submit?: unknown } | null | undefined)?.submit === 'function') return method.apply(this, args);
     return new Promise((resolve, reject) => {
       method.apply(this, [...args, (err: unknown, result: unknown) => {
-        if (err) return reject(raisedByStore(err));
+        if (err) {
+          if (recordsAnswers) tallyFault(this, err);
+          return reject(raisedByStore(err));
+        }
         if (recordsAnswers) answered(this);
         resolve(result);
       }]);

@@ -29,6 +29,13 @@ test('a store fault under a send: 503 store_fault on v2 and v1, logged with the 
   t = await startTestGateway({ label: 'store_fault', logLines: lines });
   const { apiKey } = await t.createInstance('faulty');
   const count = async () => (await t!.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM jobs')).rows[0]?.n;
+  // what an operator's monitoring sees: PostgreSQL answers (mgw_store_up 1), and its faults are counted
+  const series = async () => {
+    const text = (await t!.admin('GET', '/metrics')).text;
+    const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
+    return { faults: value('mgw_store_faults_total'), recent: value('mgw_store_fault_recent'), up: value('mgw_store_up') };
+  };
+  assert.deepEqual(await series(), { faults: 0, recent: 0, up: 1 });
   for (const [code, why] of [['53100', /disk is full/], ['58P01', /could not read or write its files \(58P01\)/], ['XX001', /damaged data/]] as const) {
     await faultOnInsert(t, code);
     const before = await count();
@@ -50,4 +57,9 @@ test('a store fault under a send: 503 store_fault on v2 and v1, logged with the 
   }
   const fixed = await t.api(apiKey, 'POST', '/api/v2/send-message', { phone: '4915112345678', message: 'fixed' });
   assert.equal(fixed.status, 202, fixed.text);
+  const seen = await series();
+  assert.ok(seen.faults >= 6, `every failed statement counted (a v2 and a v1 send under each of three faults): ${JSON.stringify(seen)}`);
+  assert.equal(seen.recent, 1);
+  assert.equal(seen.up, 1, 'a SELECT still answers: mgw_store_up alone would say all is well');
+  assert.equal((await series()).faults, seen.faults, 'a scrape counts each fault once');
 });
