@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { BEARER_TOKEN_RULE, BEARER_TOKEN_TEXT } from './config.js';
 import { newAdminToken } from './ids.js';
+import { MAX_SOCKET_PATH } from './socket-path.js';
 
 /**
  * Create DATA_DIR if need be. A path that cannot be a directory is told as such, naming the variable (found from
@@ -154,7 +155,6 @@ export function lockPaths(realDataDir: string, dir: { dev: number; ino: number }
 }
 /** Whether `file` names a socket in the abstract namespace (no file: never removed, never bound again). */
 const abstract = (file: string): boolean => file.startsWith('\0');
-const MAX_SOCKET_PATH = 107;
 
 /** Whether a process listens on the unix socket `file`. */
 function answers(file: string): Promise<boolean> {

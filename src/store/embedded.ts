@@ -11,11 +11,14 @@
  * EMBEDDED_CHECK_MS: removed or replaced under it (PostgreSQL's open files outlive the unlink, and the gateway
  * went on accepting sends into a database that was gone, for up to a minute, all lost), `onGone` is told.
  */
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, chmod, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, chmod, lstat, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
+import { MAX_SOCKET_PATH } from '../socket-path.js';
 
 export interface EmbeddedPostgres {
   /** connection settings for `pg` */
@@ -24,6 +27,33 @@ export interface EmbeddedPostgres {
 }
 
 const SOCKET_PORT = 5432;
+const SOCKET_NAME = `.s.PGSQL.${SOCKET_PORT}`;
+
+/**
+ * Where the socket is served: DATA_DIR/run, or, when its path there is longer than a unix socket's path may be, a
+ * directory of this user's own in the temporary directory, named by a hash of DATA_DIR's real path (one process
+ * per DATA_DIR holds it: src/bootstrap.ts), made with mode 0700 and refused unless it is a directory of this user's
+ * that nobody else may enter. Found from the outside: libuv cut the long path short without a word, so the socket
+ * landed at a truncated path beside DATA_DIR (in the temporary directory, outside run/'s 0700), or the start failed
+ * with EADDRINUSE on a path that named nothing in use.
+ */
+export async function socketDirFor(dataDir: string, runDir: string): Promise<string> {
+  if (Buffer.byteLength(path.join(runDir, SOCKET_NAME)) <= MAX_SOCKET_PATH) return runDir;
+  const hash = createHash('sha256').update(await realpath(dataDir)).digest('hex').slice(0, 24);
+  const dir = path.join(os.tmpdir(), `mgw-pg-${hash}`);
+  if (Buffer.byteLength(path.join(dir, SOCKET_NAME)) > MAX_SOCKET_PATH) {
+    throw new Error(`DATA_DIR ${dataDir} is too deep for the embedded PostgreSQL's socket (${path.join(runDir, SOCKET_NAME)}), and so is the temporary directory ${os.tmpdir()}: a unix socket's path holds at most ${MAX_SOCKET_PATH} bytes; give a shorter DATA_DIR or TMPDIR`);
+  }
+  await mkdir(dir, { mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EEXIST') throw err;
+  });
+  const st = await lstat(dir);
+  const mine = typeof process.getuid !== 'function' || st.uid === process.getuid();
+  if (!st.isDirectory() || !mine || (st.mode & 0o077) !== 0) {
+    throw new Error(`the embedded PostgreSQL's socket directory ${dir} (DATA_DIR ${dataDir} is too deep for one in run/) is not a directory of this user's that only it may enter: remove it, or give a shorter DATA_DIR`);
+  }
+  return dir;
+}
 
 /** The file beside DATA_DIR/pg that says this DATA_DIR holds an embedded database. */
 export const EMBEDDED_MARKER = 'embedded-database.json';
@@ -136,7 +166,8 @@ export async function startEmbeddedPostgres(dataDir: string, opts: { onGone?: (m
   await mkdir(pgDir, { recursive: true, mode: 0o700 });
   await mkdir(runDir, { recursive: true, mode: 0o700 });
   await chmod(runDir, 0o700);
-  const socketPath = path.join(runDir, `.s.PGSQL.${SOCKET_PORT}`);
+  const socketDir = await socketDirFor(dataDir, runDir);
+  const socketPath = path.join(socketDir, SOCKET_NAME);
   // A socket file left by a killed process would make listen() fail.
   await rm(socketPath, { force: true });
   const db = await PGlite.create(pgDir);
@@ -146,11 +177,12 @@ export async function startEmbeddedPostgres(dataDir: string, opts: { onGone?: (m
   const server = new PGLiteSocketServer({ db, path: socketPath, maxConnections: 64 });
   await server.start();
   return {
-    connection: { host: runDir, port: SOCKET_PORT, user: 'postgres', database: 'postgres' },
+    connection: { host: socketDir, port: SOCKET_PORT, user: 'postgres', database: 'postgres' },
     async stop() {
       unwatch();
       await server.stop();
       await db.close();
+      if (socketDir !== runDir) await rm(socketDir, { recursive: true, force: true });
     },
   };
 }

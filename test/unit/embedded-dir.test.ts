@@ -8,10 +8,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { checkEmbeddedDir, EMBEDDED_MARKER, EmbeddedDatabaseGone, markEmbeddedDir, watchEmbeddedDir } from '../../src/store/embedded.js';
+import { checkEmbeddedDir, EMBEDDED_MARKER, EmbeddedDatabaseGone, markEmbeddedDir, socketDirFor, watchEmbeddedDir } from '../../src/store/embedded.js';
+import { MAX_SOCKET_PATH } from '../../src/socket-path.js';
 
 async function dataDir(t: { after(f: () => Promise<void>): void }): Promise<string> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'mgw-embedded-dir-'));
@@ -24,8 +25,8 @@ async function database(dir: string): Promise<void> {
   await writeFile(path.join(dir, 'pg', 'PG_VERSION'), '16\n');
 }
 
-/** Resolves with the first message `watchEmbeddedDir` tells, or null after `ms` of looks every 5 ms. */
-async function toldWithin(pgDir: string, change: () => Promise<void>, ms = 300): Promise<string | null> {
+/** Resolves with the first message `watchEmbeddedDir` tells, or null after `ms` (it returns at the first) of looks every 5 ms. */
+async function toldWithin(pgDir: string, change: () => Promise<void>, ms = 3_000): Promise<string | null> {
   let told: string | null = null;
   const stop = await watchEmbeddedDir(pgDir, (m) => (told ??= m), 5);
   try {
@@ -114,7 +115,7 @@ test('told once only, and nothing after the watch is stopped', async (t) => {
   const told: string[] = [];
   const stop = await watchEmbeddedDir(pgDir, (m) => told.push(m), 5);
   await rm(pgDir, { recursive: true });
-  for (let i = 0; i < 20 && told.length === 0; i++) await new Promise((r) => setTimeout(r, 5));
+  for (let i = 0; i < 600 && told.length === 0; i++) await new Promise((r) => setTimeout(r, 5));
   await new Promise((r) => setTimeout(r, 50));
   assert.equal(told.length, 1);
   stop();
@@ -125,4 +126,29 @@ test('told once only, and nothing after the watch is stopped', async (t) => {
   await rm(pgDir, { recursive: true });
   await new Promise((r) => setTimeout(r, 50));
   assert.deepEqual(later, []);
+});
+
+test('the socket: in run/ where its path fits, else in a private directory of the temporary one, named by DATA_DIR, refused when not private', async (t) => {
+  const dir = await dataDir(t);
+  const run = path.join(dir, 'run');
+  assert.equal(await socketDirFor(dir, run), run);
+  const deep = path.join(dir, 'd'.repeat(Math.max(1, MAX_SOCKET_PATH - dir.length)));
+  await mkdir(path.join(deep, 'run'), { recursive: true });
+  const elsewhere = await socketDirFor(deep, path.join(deep, 'run'));
+  t.after(() => rm(elsewhere, { recursive: true, force: true }));
+  assert.equal(path.dirname(elsewhere), os.tmpdir());
+  assert.match(path.basename(elsewhere), /^mgw-pg-[0-9a-f]{24}$/);
+  assert.equal((await stat(elsewhere)).mode & 0o777, 0o700);
+  assert.equal(await socketDirFor(deep, path.join(deep, 'run')), elsewhere, 'the same DATA_DIR, the same directory');
+  // a deep symlink to it: the same DATA_DIR (named by its real path)
+  const link = path.join(dir, 'l'.repeat(Math.max(1, MAX_SOCKET_PATH - dir.length)));
+  await symlink(deep, link);
+  assert.equal(await socketDirFor(link, path.join(link, 'run')), elsewhere);
+  // another user's, or one others may enter: refused
+  await chmod(elsewhere, 0o755);
+  await assert.rejects(socketDirFor(deep, path.join(deep, 'run')), /is not a directory of this user's that only it may enter: remove it/);
+  await rm(elsewhere, { recursive: true });
+  await symlink(dir, elsewhere);
+  await assert.rejects(socketDirFor(deep, path.join(deep, 'run')), /is not a directory of this user's/);
+  await rm(elsewhere);
 });

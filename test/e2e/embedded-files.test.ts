@@ -1,5 +1,5 @@
 /**
- * The embedded database's directory removed under a running gateway, as a process runs it (src/store/embedded.ts):
+ * The embedded database's files, as a process runs the gateway (src/store/embedded.ts). Its directory removed under a running gateway:
  * found from the outside, `rm -rf DATA_DIR/pg` let the gateway accept sends for up to a minute into a database
  * that was gone, and the restart made an empty one without a word. Now the gateway stops (exit 1) within a look of
  * the directory, the next start refuses and says how to go on, and once the operator removes the marker (a
@@ -8,12 +8,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cleanEnv, startProcess } from '../helpers/gateway-process.js';
 import { EMBEDDED_MARKER } from '../../src/store/embedded.js';
+import { MAX_SOCKET_PATH } from '../../src/socket-path.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -53,5 +54,24 @@ test('DATA_DIR/pg removed under a running gateway: it stops with exit 1; the res
     }
   } finally {
     await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('a DATA_DIR too deep for a socket in its run/: the embedded database serves in a private directory of the temporary one, and nothing lands beside DATA_DIR', { timeout: 120_000 }, async () => {
+  const parent = await mkdtemp(path.join(os.tmpdir(), 'mgw-deep-'));
+  // DATA_DIR itself longer than a socket's path may be: libuv cut run/.s.PGSQL.5432 to a path in `parent`, a
+  // socket beside DATA_DIR outside its run/ (and DATA_DIRs 3 to 14 bytes shorter failed with EADDRINUSE)
+  const dir = path.join(parent, 'd'.repeat(MAX_SOCKET_PATH + 3 - parent.length - 1));
+  const env = { ...cleanEnv(), DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'info' };
+  try {
+    const gw = await startProcess({ env, startTimeoutMs: 120_000 });
+    try {
+      assert.equal((await fetch(`${gw.url}/health`)).status, 200);
+      assert.deepEqual(await readdir(parent), [path.basename(dir)], 'nothing but DATA_DIR in its parent');
+    } finally {
+      assert.equal((await gw.kill('SIGTERM')).code, 0, gw.output());
+    }
+  } finally {
+    await rm(parent, { recursive: true, force: true });
   }
 });
