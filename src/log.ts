@@ -57,7 +57,9 @@ export function redact(value: unknown, depth = 0): unknown {
   if (value instanceof Error) return { name: value.name, message: redact(value.message), stack: redact(value.stack) };
   if (value && typeof value === 'object') {
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = !SECRET_KEYS.test(k) ? redact(v, depth + 1) : isErrorCode(k, v) ? v : '[redacted]';
+    // a secret-named field with nothing in it stays empty: bunyan's error serializer gives every error a `code`, and
+    // one without (pg-pool's "timeout exceeded when trying to connect") was logged "code":"[redacted]", as if it hid one
+    for (const [k, v] of Object.entries(value)) out[k] = !SECRET_KEYS.test(k) ? redact(v, depth + 1) : v === undefined || v === null || isErrorCode(k, v) ? v : '[redacted]';
     return out;
   }
   return value;

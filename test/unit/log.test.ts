@@ -66,6 +66,9 @@ test('error codes reach the log line; pairing codes and every other code stay re
   log.error({ err: Object.assign(new Error('pairing'), { code: 'ABCD-1234' }) }, 'pairing code on an error');
   log.info({ data: { code: 123456 } }, 'a numeric code');
   log.info({ data: { code: 'econnrefused' } }, 'another spelling');
+  // an error without a code (pg-pool's own, when no connection came free in time): no code, not a hidden one
+  log.warn({ err: new Error('timeout exceeded when trying to connect') }, 'pool timeout');
+  log.info({ data: { code: null, token: null } }, 'empty secret-named fields');
   const records = lines.map((l) => JSON.parse(l) as { msg: string; err?: { code?: unknown }; data?: Record<string, unknown>; payload?: Record<string, unknown> });
   const codeOf = (msg: string) => {
     const r = records.find((x) => x.msg === msg);
@@ -81,6 +84,9 @@ test('error codes reach the log line; pairing codes and every other code stay re
   assert.equal(codeOf('signal in data'), 'SIGKILL');
   assert.equal(codeOf('domain code in data'), 'QUEUE_FULL');
   assert.equal(codeOf('driver error'), 'TIMEOUT');
+  const pool = lines.find((l) => l.includes('"msg":"pool timeout"')) ?? '';
+  assert.doesNotMatch(pool, /"code"/, pool);
+  assert.deepEqual(records.find((x) => x.msg === 'empty secret-named fields')?.data, { code: null, token: null });
   for (const msg of ['dashed pairing code', 'pairing code', 'code event', 'code event payload', 'a SQLSTATE outside a pg error',
     'five characters without severity and routine', 'pairing code on an error', 'a numeric code', 'another spelling']) {
     assert.equal(codeOf(msg), '[redacted]', msg);
