@@ -12,7 +12,7 @@ import { COMMIT_UNKNOWN, NOT_CONNECTED, STORE_LOST, V1Error } from './errors.js'
 import { structField, structMessage } from './validate.js';
 import { DriverError } from '../drivers/contract.js';
 import { driverErrorToDomain } from '../drivers/domain-errors.js';
-import { isConnectionError, isPoolBusy, isStatementTimeout, storeFaultOf, StoreTimedOut } from '../store/health.js';
+import { isConnectionError, isPoolBusy, isStatementTimeout, StoreFault, storeFaultOf, StoreTimedOut } from '../store/health.js';
 import { CommitOutcomeUnknown } from '../store/pool.js';
 import type { Logger } from '../log.js';
 
@@ -126,6 +126,11 @@ export function toV1SendError(raw: unknown, at: V1Context): V1Error {
     case 'INSTANCE_TIMEOUT':
       return new V1Error(500, 'no answer in time; the message may have been accepted: do not resend');
     case 'QUEUE_STORE_UNAVAILABLE':
+      // PostgreSQL's own error, seen here first (an actor's was logged where it happened), as the error boundary
+      // logs it for v2 (envelope.ts): the operator must hear of a full disk under v1 sends too
+      if (err.data.reason === 'store_fault' && !(raw instanceof StoreFault)) {
+        at.log?.error({ err: raw, method: at.method, path: at.path }, 'PostgreSQL failed a statement for a reason of its own');
+      }
       // before the COMMIT nothing was accepted: the caller may resend
       return new V1Error(503, STORE_LOST);
     case 'INTERNAL_ERROR':

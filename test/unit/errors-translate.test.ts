@@ -14,6 +14,8 @@ import { DriverError } from '../../src/drivers/contract.js';
 import { driverErrorToDomain } from '../../src/drivers/domain-errors.js';
 import { CommitOutcomeUnknown, raisedByStore } from '../../src/store/pool.js';
 import { failureReply } from '../../src/actors/port.js';
+import { StoreFault } from '../../src/store/health.js';
+import type { Logger } from '../../src/log.js';
 
 /** `| 404 | \`JOB_NOT_FOUND\` |` and `| 404 | \`A\`, \`B\` |` rows of the guide's error table. */
 function documentedStatuses(): Map<string, number> {
@@ -83,6 +85,24 @@ test('PostgreSQL failing a statement for a reason of its own is the store\'s fau
   for (const raw of [pg('53100'), raisedByStore(pg('42P01')), raisedByStore(pg('XX000')), raisedByStore(pg('23505'))]) {
     assert.equal(translate(raw).code, 'INTERNAL_ERROR', String((raw as { code: string }).code));
   }
+});
+
+test('v1: a store fault seen first by the route is logged at error with PostgreSQL\'s own error (as v2\'s boundary logs it); an actor\'s, already logged, is not again', () => {
+  const logged: { obj: Record<string, unknown>; msg: string }[] = [];
+  const log = { error: (obj: Record<string, unknown>, msg: string) => logged.push({ obj, msg }) } as unknown as Logger;
+  const at = { log, method: 'POST', path: '/api/send-media' };
+  const raw = raisedByStore(Object.assign(new Error('could not extend file "base/5/16493": No space left on device'), { code: '53100', severity: 'ERROR' }));
+  const e = toV1SendError(raw, at);
+  assert.deepEqual([e.status, e.body], [503, { success: false, error: STORE_LOST }]);
+  assert.equal(logged.length, 1);
+  assert.equal(logged[0]?.msg, 'PostgreSQL failed a statement for a reason of its own');
+  assert.equal(logged[0]?.obj.err, raw);
+  assert.deepEqual([logged[0]?.obj.method, logged[0]?.obj.path], ['POST', '/api/send-media']);
+  // an actor's reply (StoreFault): the actor logged PostgreSQL's error where it happened
+  toV1SendError(new StoreFault('PostgreSQL\'s disk is full'), at);
+  // the store unreachable: not a fault of the store's own
+  toV1SendError(pgGone(), at);
+  assert.equal(logged.length, 1);
 });
 
 test('a driver error whose text names a socket error is the network\'s failure, never the store\'s (no probe, no QUEUE_STORE_UNAVAILABLE)', () => {
