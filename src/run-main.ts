@@ -68,9 +68,9 @@ export async function runMain(env: NodeJS.ProcessEnv = process.env): Promise<voi
   /** What the gateway cannot go on from (its embedded database gone): stopped as a signal stops it, exit 1. */
   const onFatal = (message: string) => {
     log.error(`${message}; stopping`);
-    if (stopSince !== null) return;
+    // a stop already under way ends with 1 too: what it was stopping could not be kept
     fatal = true;
-    removeHandlers.request('fatal');
+    if (stopSince === null) removeHandlers.request('fatal');
   };
   const removeHandlers = onStopRequest(stop, {
     env,

@@ -12,8 +12,7 @@
  * went on accepting sends into a database that was gone, for up to a minute, all lost), `onGone` is told.
  */
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { mkdir, chmod, lstat, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, chmod, lstat, readdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
@@ -75,7 +74,30 @@ interface Marker {
 }
 
 /** PostgreSQL's own file in a data directory it made: present once initdb has run. */
-const holdsDatabase = (pgDir: string) => existsSync(path.join(pgDir, 'PG_VERSION'));
+const VERSION_FILE = 'PG_VERSION';
+
+/**
+ * What a running database's directory is watched by (`watchEmbeddedDir`): itself, its PG_VERSION and the
+ * directories of its tables, its shared catalog and its WAL. None is ever replaced while PostgreSQL runs (only
+ * their contents change), so each one's identity stays; removed or put there anew (a backup restored into the
+ * running pg/, parts of it deleted), PostgreSQL's open files go on being written where no start will find them.
+ */
+const WATCHED = ['.', VERSION_FILE, 'base', 'global', 'pg_wal'] as const;
+
+/**
+ * Whether pg/ holds a database (its PG_VERSION is there); an error other than "not there" (a permission taken
+ * away) is thrown, not read as "no database": the start then names that error and the path.
+ */
+async function holdsDatabase(pgDir: string): Promise<boolean> {
+  try {
+    await stat(path.join(pgDir, VERSION_FILE));
+    return true;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return false;
+    throw err;
+  }
+}
 
 /** The marker's content, or null when there is none (one that cannot be read as such counts as there). */
 async function readMarker(file: string): Promise<Marker | null> {
@@ -94,37 +116,59 @@ async function readMarker(file: string): Promise<Marker | null> {
   }
 }
 
+/** What a thrown value says: an Error's message, else its JSON (PGlite throws plain objects). */
+function describe(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  try {
+    return JSON.stringify(err).slice(0, 300);
+  } catch {
+    return String(err);
+  }
+}
+
+/** The entries of a directory (none when it is not there). */
+const entriesOf = (dir: string): Promise<string[]> => readdir(dir).catch((err: NodeJS.ErrnoException) => {
+  if (err.code === 'ENOENT' || err.code === 'ENOTDIR') return [];
+  throw err;
+});
+
 /**
  * Before the embedded database is opened: refuse a DATA_DIR whose marker says it held one that pg/ no longer
- * holds (`EmbeddedDatabaseGone`).
+ * holds (`EmbeddedDatabaseGone`). A pg/ that cannot be read (a permission taken away) fails with that error.
  */
 export async function checkEmbeddedDir(dataDir: string): Promise<void> {
   const pgDir = path.join(dataDir, 'pg');
-  if (holdsDatabase(pgDir)) return;
+  if (await holdsDatabase(pgDir)) return;
   const marker = await readMarker(path.join(dataDir, EMBEDDED_MARKER));
   if (marker === null) return;
+  const markerFile = path.join(dataDir, EMBEDDED_MARKER);
+  const left = await entriesOf(pgDir);
   throw new EmbeddedDatabaseGone(
-    `DATA_DIR ${dataDir} held an embedded database (since ${marker.since}) and ${pgDir} no longer holds it: restore ${pgDir} from a backup, ` +
-      `or remove ${path.join(dataDir, EMBEDDED_MARKER)} to start with an empty database (every instance, API key and job of the old one lost)`,
+    left.length === 0
+      ? `DATA_DIR ${dataDir} held an embedded database (since ${marker.since}) and ${pgDir} no longer holds it: restore ${pgDir} from a backup, ` +
+          `or remove ${markerFile} to start with an empty database (every instance, API key and job of the old one lost)`
+      : `DATA_DIR ${dataDir} held an embedded database (since ${marker.since}) and ${pgDir} is damaged: PostgreSQL's ${VERSION_FILE} is gone, ` +
+          `${left.length} other entries are left (${left.slice(0, 5).join(', ')}${left.length > 5 ? ', …' : ''}): restore ${pgDir} from a backup; ` +
+          `removing ${markerFile} would start an empty database over what is left (every instance, API key and job of the old one lost)`,
   );
 }
 
 /** Once pg/ holds a database: note it in DATA_DIR (written whole, or not at all), unless it is noted already. */
 export async function markEmbeddedDir(dataDir: string, now: Date = new Date()): Promise<void> {
   const file = path.join(dataDir, EMBEDDED_MARKER);
-  if ((await readMarker(file)) !== null || !holdsDatabase(path.join(dataDir, 'pg'))) return;
+  if ((await readMarker(file)) !== null || !(await holdsDatabase(path.join(dataDir, 'pg')))) return;
   const tmp = `${file}.${process.pid}.tmp`;
   const marker: Marker = { since: now.toISOString() };
   await writeFile(tmp, `${JSON.stringify({ ...marker, note: 'DATA_DIR/pg holds this gateway\'s embedded database: a start refuses while this file is here and pg/ is not' })}\n`, { mode: 0o600 });
   await rename(tmp, file);
 }
 
-/** A directory's identity (removed and made again, it is another), gone, or not known now (a stat that failed otherwise). */
-type DirIdentity = { there: string } | 'gone' | 'unknown';
+/** A file's identity (removed and made again, it is another), gone, or not known now (a stat that failed otherwise). */
+type Identity = { there: string } | 'gone' | 'unknown';
 
-async function identity(dir: string): Promise<DirIdentity> {
+async function identity(file: string): Promise<Identity> {
   try {
-    const st = await stat(dir);
+    const st = await stat(file);
     return { there: `${st.dev}:${st.ino}:${st.birthtimeMs}` };
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
@@ -134,21 +178,37 @@ async function identity(dir: string): Promise<DirIdentity> {
 }
 
 /**
- * Look at `pgDir` every `checkMs`: its PG_VERSION gone, or the directory another than the one opened, `onGone`
- * is told once. Answers the function that stops looking.
+ * Look at `pgDir` every `checkMs` (WATCHED): one of its parts gone, or another than the one opened, `onGone` is
+ * told once; a part that cannot be looked at now (a permission) is not told. With `dataDir`, a marker removed
+ * meanwhile is written again (`markEmbeddedDir`): a restart after a later loss would otherwise make an empty
+ * database without a word. Answers the function that stops looking.
  */
-export async function watchEmbeddedDir(pgDir: string, onGone: (message: string) => void, checkMs: number = EMBEDDED_CHECK_MS): Promise<() => void> {
-  const opened = await identity(pgDir);
+export async function watchEmbeddedDir(pgDir: string, onGone: (message: string) => void, checkMs: number = EMBEDDED_CHECK_MS, dataDir?: string): Promise<() => void> {
+  const opened = await Promise.all(WATCHED.map((part) => identity(path.join(pgDir, part))));
   let told = false;
   let looking = false;
   const look = async () => {
-    const now = await identity(pgDir);
-    if (now === 'unknown') return;
-    const gone = now === 'gone' || !holdsDatabase(pgDir) ? 'removed' : typeof opened === 'object' && now.there !== opened.there ? 'replaced' : null;
-    if (gone === null || told) return;
+    const now = await Promise.all(WATCHED.map((part) => identity(path.join(pgDir, part))));
+    let change: { part: string; how: 'removed' | 'replaced' } | null = null;
+    for (const [i, part] of WATCHED.entries()) {
+      const was = opened[i] as Identity;
+      const is = now[i] as Identity;
+      if (is === 'unknown' || typeof was !== 'object') continue;
+      if (is === 'gone') change = { part, how: 'removed' };
+      else if (is.there !== was.there) change = { part, how: 'replaced' };
+      if (change !== null) break;
+    }
+    if (change === null) {
+      if (dataDir !== undefined) await markEmbeddedDir(dataDir).catch(() => undefined);
+      return;
+    }
+    if (told) return;
     told = true;
     clearInterval(timer);
-    onGone(`the embedded database's directory ${pgDir} was ${gone} under the running gateway: nothing it accepts now could be kept`);
+    const { part, how } = change;
+    onGone(part === '.'
+      ? `the embedded database's directory ${pgDir} was ${how} under the running gateway: nothing it accepts now could be kept`
+      : `the embedded database's ${path.join(pgDir, part)} was ${how} under the running gateway: nothing it accepts now could be kept`);
   };
   const timer = setInterval(() => {
     if (looking) return;
@@ -170,10 +230,15 @@ export async function startEmbeddedPostgres(dataDir: string, opts: { onGone?: (m
   const socketPath = path.join(socketDir, SOCKET_NAME);
   // A socket file left by a killed process would make listen() fail.
   await rm(socketPath, { force: true });
-  const db = await PGlite.create(pgDir);
+  const existing = await holdsDatabase(pgDir);
+  const db = await PGlite.create(pgDir).catch((err: unknown) => {
+    if (!existing) throw err;
+    // PGlite's own words for a database it cannot open are "Aborted()" or an errno object: name the directory
+    throw new Error(`the embedded database in ${pgDir} could not be opened (${describe(err)}): its files may be damaged or incomplete (a part of it removed, or copied while a gateway ran); restore ${pgDir} from a backup taken with the gateway stopped`);
+  });
   await markEmbeddedDir(dataDir);
   const { onGone } = opts;
-  const unwatch = onGone ? await watchEmbeddedDir(pgDir, onGone, opts.checkMs) : () => undefined;
+  const unwatch = onGone ? await watchEmbeddedDir(pgDir, onGone, opts.checkMs, dataDir) : () => undefined;
   const server = new PGLiteSocketServer({ db, path: socketPath, maxConnections: 64 });
   await server.start();
   return {

@@ -57,6 +57,23 @@ test('DATA_DIR/pg removed under a running gateway: it stops with exit 1; the res
   }
 });
 
+test('a part of DATA_DIR/pg removed under a running gateway (its tables\' directory): it stops with exit 1; the restart names the directory and what to do', { timeout: 240_000 }, async () => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'mgw-embedded-part-'));
+  const env = { ...cleanEnv(), DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'info' };
+  try {
+    const first = await startProcess({ env, startTimeoutMs: 120_000 });
+    await rm(path.join(dir, 'pg', 'base'), { recursive: true, force: true });
+    const exit = await first.exited;
+    assert.equal(exit.code, 1, first.output());
+    assert.match(first.output(), /"level":50[^\n]*the embedded database's \S+pg\/base was removed under the running gateway: nothing it accepts now could be kept; stopping/);
+    const again = await runToEnd(env);
+    assert.equal(again.code, 1, again.out);
+    assert.match(again.out, /gateway failed to start: the embedded database in \S+pg could not be opened \([^\n]*\): its files may be damaged or incomplete [^\n]*restore \S+pg from a backup taken with the gateway stopped/);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
 test('a DATA_DIR too deep for a socket in its run/: the embedded database serves in a private directory of the temporary one, and nothing lands beside DATA_DIR', { timeout: 120_000 }, async () => {
   const parent = await mkdtemp(path.join(os.tmpdir(), 'mgw-deep-'));
   // DATA_DIR itself longer than a socket's path may be: libuv cut run/.s.PGSQL.5432 to a path in `parent`, a

@@ -82,6 +82,46 @@ for (const [what, remove] of [
   });
 }
 
+test('a marked DATA_DIR whose pg/ lost its PG_VERSION but not the rest: refused as damaged, and removing the marker is said to start over what is left', async (t) => {
+  const dir = await dataDir(t);
+  await database(dir);
+  await mkdir(path.join(dir, 'pg', 'base'));
+  await mkdir(path.join(dir, 'pg', 'global'));
+  await markEmbeddedDir(dir, new Date('2026-12-01T07:00:00Z'));
+  await rm(path.join(dir, 'pg', 'PG_VERSION'));
+  await assert.rejects(checkEmbeddedDir(dir), (err: unknown) => {
+    assert.ok(err instanceof EmbeddedDatabaseGone);
+    assert.ok(err.message.includes(`${path.join(dir, 'pg')} is damaged: PostgreSQL's PG_VERSION is gone, 2 other entries are left (base, global): restore ${path.join(dir, 'pg')} from a backup; removing ${path.join(dir, EMBEDDED_MARKER)} would start an empty database over what is left`), err.message);
+    return true;
+  });
+});
+
+test('a pg/ this user may not read is not a database gone: the start fails with that error', { skip: process.getuid?.() === 0 && 'root reads a directory of mode 000' }, async (t) => {
+  const dir = await dataDir(t);
+  await database(dir);
+  await markEmbeddedDir(dir);
+  await chmod(path.join(dir, 'pg'), 0o000);
+  try {
+    await assert.rejects(checkEmbeddedDir(dir), (err: unknown) => !(err instanceof EmbeddedDatabaseGone) && (err as NodeJS.ErrnoException).code === 'EACCES');
+  } finally {
+    await chmod(path.join(dir, 'pg'), 0o700);
+  }
+});
+
+test('while running, a marker removed is written again (a later loss is then still refused at the start)', async (t) => {
+  const dir = await dataDir(t);
+  await database(dir);
+  await markEmbeddedDir(dir);
+  const stop = await watchEmbeddedDir(path.join(dir, 'pg'), () => undefined, 5, dir);
+  try {
+    await rm(path.join(dir, EMBEDDED_MARKER));
+    for (let i = 0; i < 600 && !existsSync(path.join(dir, EMBEDDED_MARKER)); i++) await new Promise((r) => setTimeout(r, 5));
+    assert.ok(existsSync(path.join(dir, EMBEDDED_MARKER)));
+  } finally {
+    stop();
+  }
+});
+
 test('a marker that is not JSON still counts: the start refuses', async (t) => {
   const dir = await dataDir(t);
   await writeFile(path.join(dir, EMBEDDED_MARKER), 'garbage');
@@ -105,7 +145,17 @@ test('while running: pg/ removed, emptied or replaced is told once; left alone, 
     await rename(pgDir, path.join(dir, 'old'));
     await rename(path.join(dir, 'copy'), pgDir);
   });
-  assert.match(replaced ?? '', /was replaced under the running gateway/);
+  // (two renames: a look between them sees it removed)
+  assert.match(replaced ?? '', /directory \S+ was (replaced|removed) under the running gateway/);
+  // a part of it put there anew, in one step (a backup's files copied into the running pg/): replaced
+  await mkdir(path.join(pgDir, 'base'));
+  const fileReplaced = await toldWithin(pgDir, async () => {
+    await writeFile(path.join(dir, 'PG_VERSION.copy'), '16\n');
+    await rename(path.join(dir, 'PG_VERSION.copy'), path.join(pgDir, 'PG_VERSION'));
+  });
+  assert.equal(fileReplaced, `the embedded database's ${path.join(pgDir, 'PG_VERSION')} was replaced under the running gateway: nothing it accepts now could be kept`);
+  const partRemoved = await toldWithin(pgDir, () => rm(path.join(pgDir, 'base'), { recursive: true }));
+  assert.equal(partRemoved, `the embedded database's ${path.join(pgDir, 'base')} was removed under the running gateway: nothing it accepts now could be kept`);
 });
 
 test('told once only, and nothing after the watch is stopped', async (t) => {
