@@ -147,8 +147,29 @@ export async function call(method: string, route: string, body?: unknown): Promi
     headers: { authorization: `Bearer ${await adminToken()}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
   }, base);
-  const json: unknown = await res.json().catch(() => ({ success: false, error: `HTTP ${res.status}` }));
-  return { ok: res.ok, body: json };
+  return { ok: res.ok, body: await envelopeOf(res, `${method} ${route}`, base) };
+}
+
+/**
+ * The gateway's JSON envelope (an object with a boolean `success`) of an answer; anything else (a proxy's HTML page,
+ * a body cut short, another server's JSON) is an error naming what came: found from the outside, an answer of
+ * another server, or a `create` whose answer was cut after the instance was made, exited 0 as if it had worked.
+ */
+export async function envelopeOf(res: Response, what: string, base: URL): Promise<Record<string, unknown>> {
+  const text = await res.text().catch((err: unknown) => {
+    throw new Error(`the answer to ${what} from ${shownBase(base)} was cut short (HTTP ${res.status}, ${err instanceof Error ? err.message : String(err)}): what the gateway did is not known; look before trying again`);
+  });
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  if (!isRecord(json) || typeof json.success !== 'boolean') {
+    const type = res.headers.get('content-type')?.split(';')[0]?.trim();
+    throw new Error(`the answer to ${what} from ${shownBase(base)} is not the gateway's (HTTP ${res.status}${type ? `, ${type}` : ''}${json === undefined ? ', not JSON' : ', no envelope'}): is MGW_URL the gateway's address? what it did is not known`);
+  }
+  return json;
 }
 
 export const print = (v: unknown) => console.log(JSON.stringify(v, null, 2));

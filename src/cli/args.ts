@@ -44,21 +44,26 @@ export function parseArgs(spec: VerbSpec, words: string[]): Parsed {
       positional.push(...words.slice(i + 1));
       break;
     }
-    const m = /^--?([a-z][a-z-]*)(?:=(.*))?$/.exec(w);
+    // `--name` or `-n` (one letter); any other word that starts like an option is one the verb does not know
+    // (found from the outside: `--allowPrivate` and `--allow_private` went through as a positional argument, the
+    // webhook's events, and `-json` was taken for `--json`)
+    const m = /^(?:--([a-z][a-z-]*)|-([a-z]))(?:=(.*))?$/.exec(w);
     if (!m) {
+      if (/^--?[A-Za-z_]/.test(w)) throw new UsageError(`mgw ${spec.name}: unknown option ${w} (usage: ${usageLine(spec)})`);
       positional.push(w);
       continue;
     }
-    const name = m[1] ?? '';
+    const name = m[1] ?? m[2] ?? '';
+    const given = m[3];
     const kind = known[name];
     if (kind === undefined) throw new UsageError(`mgw ${spec.name}: unknown option ${w} (usage: ${usageLine(spec)})`);
     if (kind === 'bool') {
-      if (m[2] !== undefined) throw new UsageError(`mgw ${spec.name}: --${name} takes no value`);
+      if (given !== undefined) throw new UsageError(`mgw ${spec.name}: --${name} takes no value`);
       flags[name] = true;
       continue;
     }
-    const value = m[2] ?? words[++i];
-    if (value === undefined || (m[2] === undefined && value.startsWith('--'))) {
+    const value = given ?? words[++i];
+    if (value === undefined || (given === undefined && value.startsWith('--'))) {
       throw new UsageError(`mgw ${spec.name}: --${name} needs a value (usage: ${usageLine(spec)})`);
     }
     flags[name] = value;

@@ -46,10 +46,19 @@ function select(argv: string[]): { verb: Verb; rest: string[] } | null {
   return null;
 }
 
+const isHelp = (word: string | undefined) => word === '--help' || word === '-h';
+
 async function main(argv: string[]): Promise<void> {
   const cmd = argv[0];
-  if (cmd === 'help' || cmd === '--help' || cmd === '-h') {
+  if (cmd === 'help' || isHelp(cmd)) {
     process.stdout.write(usage());
+    return;
+  }
+  // `mgw webhook --help`: the webhook verbs' usage, as `mgw <verb> --help` prints a verb's (found from the outside: a
+  // missing subcommand, exit 2)
+  if (cmd === 'webhook' && isHelp(argv[1])) {
+    const lines = VERBS.filter((v) => v.name.startsWith('webhook ')).map((v) => `  ${usageLine(v)}\n      ${v.summary}`);
+    process.stdout.write(`usage: mgw webhook show|set|delete <id> …\n\n${lines.join('\n')}\n\n${ENVIRONMENT}`);
     return;
   }
   // no command is a missing argument: exit 2, one line
@@ -73,6 +82,15 @@ async function main(argv: string[]): Promise<void> {
     if (err instanceof UsageError && !/^mgw[ :]/.test(err.message)) throw new UsageError(`mgw ${verb.name}: ${err.message} (usage: ${usageLine(verb)})`);
     throw err;
   }
+}
+
+// a reader that stops reading (`mgw instances | head`) ends mgw quietly, as it ends any shell tool (found from the
+// outside: a stack trace of the write's EPIPE, and exit 1)
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE') throw err;
+    process.exit(typeof process.exitCode === 'number' ? process.exitCode : 0);
+  });
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {

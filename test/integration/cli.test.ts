@@ -6,7 +6,10 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { createHmac } from 'node:crypto';
+import { createServer as createHttpServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:net';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -360,4 +363,99 @@ test('tables by default, --json for scripts; delete asks first; webhook show|set
   const gone = await mgw(['delete', id, '--yes']);
   assert.equal(gone.code, 0, gone.stdout + gone.stderr);
   assert.equal((await t.admin('GET', `/admin/v1/instances/${id}`)).status, 404);
+});
+
+/** mgw with `input` on its stdin. */
+function mgwWithInput(args: string[], input: string): Promise<Run> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [MGW, ...args], { env: { ...process.env, MGW_URL: t.url, ADMIN_TOKEN: t.adminToken }, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+    child.once('exit', (code) => resolve({ stdout, stderr, code: code ?? -1 }));
+    child.stdin.end(input);
+  });
+}
+
+test('webhook set with the secret given as -: read from stdin, never in the process list; the deliveries are signed with it', async () => {
+  const { instance } = await t.createInstance('cli-stdin-secret', { link: false });
+  const secret = 'cli-stdin-secret-9876543210abcdef';
+  const set = await mgwWithInput(['webhook', 'set', instance.id, `${hook.url}/stdin`, '-', 'test', '--allow-private'], `${secret}\n`);
+  assert.equal(set.code, 0, set.stdout + set.stderr);
+  assert.ok(!set.stdout.includes(secret));
+  const from = hook.requests.length;
+  assert.equal((await mgw(['webhook-test', instance.id])).code, 0);
+  const delivery = await waitFor(() => hook.requests.slice(from).find((r) => r.url === '/stdin') ?? null, 'the test event delivered', 6_000);
+  assert.equal(delivery.headers['x-webhook-signature'], `sha256=${createHmac('sha256', secret).update(delivery.body).digest('hex')}`);
+  const none = await mgwWithInput(['webhook', 'set', instance.id, `${hook.url}/stdin`, '-', '--allow-private'], '');
+  assert.equal(none.code, 2, none.stderr);
+  assert.match(none.stderr, /^mgw webhook set: the secret given as - is read from stdin, which gave none/);
+});
+
+test('an answer that is not the gateway\'s (a proxy\'s HTML page, another server\'s JSON, a body cut short): exit 1 on stderr, naming it', async () => {
+  const server = createHttpServer((req, res) => {
+    if (req.url?.includes('cut')) {
+      // a 200 whose body ends before its length: the connection closed under it
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' });
+      res.write('{"success":true,"da');
+      setTimeout(() => res.destroy(), 20);
+    } else if (req.url?.includes('other')) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"hello":1}');
+    } else {
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+      res.end('<html>sign in to the proxy</html>');
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  try {
+    const cases: [string[], string, RegExp][] = [
+      [['create', 'x'], '', /the answer to POST \/admin\/v1\/instances from http:\/\/127\.0\.0\.1:\d+ is not the gateway's \(HTTP 200, text\/html, not JSON\)/],
+      [['instances'], '', /the answer to GET \/admin\/v1\/instances from \S+ is not the gateway's \(HTTP 200, text\/html, not JSON\)/],
+      [['health'], '', /the answer to GET \/health from \S+ is not the gateway's \(HTTP 200, text\/html, not JSON\)/],
+      [['instances'], '/other', /is not the gateway's \(HTTP 200, application\/json, no envelope\)/],
+      [['create', 'x'], '/cut', /the answer to POST \/admin\/v1\/instances from \S+ was cut short \(HTTP 200, [^)]*\): what the gateway did is not known/],
+    ];
+    for (const [args, prefix, message] of cases) {
+      const r = await mgw(args, { MGW_URL: `http://127.0.0.1:${port}${prefix}` });
+      assert.equal(r.code, 1, `${args.join(' ')} ${prefix}: ${r.stdout}${r.stderr}`);
+      assert.match(r.stderr, message, r.stderr);
+      assert.equal(r.stdout, '', 'nothing on stdout for a script to take as an answer');
+      assert.ok(!r.stderr.includes(t.adminToken));
+    }
+  } finally {
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+});
+
+test('options: one spelling each (a mistyped one is unknown, never an argument); mgw webhook --help; a reader that stops reading ends mgw quietly', async () => {
+  const { instance } = await t.createInstance('cli-options', { link: false });
+  for (const args of [
+    ['webhook', 'set', instance.id, 'https://example.com/h', 'some-secret-value', '--allowPrivate'],
+    ['webhook', 'set', instance.id, 'https://example.com/h', 'some-secret-value', '--allow_private'],
+    ['instances', '-json'],
+    ['delete', instance.id, '--YES'],
+  ]) {
+    const r = await mgw(args);
+    assert.equal(r.code, 2, `${args.join(' ')}: ${r.stdout}${r.stderr}`);
+    assert.match(r.stderr, new RegExp(`unknown option ${args[args.length - 1]} \\(usage: `), r.stderr);
+  }
+  assert.equal((await mgw(['get', instance.id, '-h'])).code, 0, '-h still asks for help');
+  for (const help of ['--help', '-h']) {
+    const r = await mgw(['webhook', help]);
+    assert.equal(r.code, 0, r.stderr);
+    for (const verb of ['webhook show', 'webhook set', 'webhook delete']) assert.ok(r.stdout.includes(`mgw ${verb} `), r.stdout);
+  }
+  // stdout closed before mgw writes (`mgw instances --json | head -0`)
+  const closed = await new Promise<Run>((resolve) => {
+    const child = spawn(process.execPath, [MGW, 'instances', '--json'], { env: { ...process.env, MGW_URL: t.url, ADMIN_TOKEN: t.adminToken }, stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.destroy();
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+    child.once('exit', (code) => resolve({ stdout: '', stderr, code: code ?? -1 }));
+  });
+  assert.equal(closed.code, 0, closed.stderr);
+  assert.equal(closed.stderr, '', 'no stack trace');
 });

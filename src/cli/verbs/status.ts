@@ -1,6 +1,6 @@
 /** The verbs on the gateway as a whole: its nodes and its health. */
 import { table, type Verb } from '../args.js';
-import { answer, call, items, print, request, str } from '../api.js';
+import { answer, call, envelopeOf, gatewayUrl, items, print, request, str } from '../api.js';
 
 /** A node's clock against the database's, as an operator reads it (`+1500 ms`: ahead); `-` until measured. */
 const offset = (v: unknown): string => (typeof v === 'number' ? `${v > 0 ? '+' : ''}${v} ms` : '-');
@@ -21,9 +21,11 @@ export const STATUS_VERBS: Verb[] = [
   {
     name: 'health', args: [], flags: {}, summary: 'GET /health',
     async run() {
-      const res = await request('/health', {});
-      if (!res.ok) process.exitCode = 1;
-      print(await res.json().catch(() => ({ status: res.status })));
+      const base = gatewayUrl();
+      const res = await request('/health', {}, base);
+      const health = await envelopeOf(res, 'GET /health', base);
+      if (!res.ok || health.success !== true) process.exitCode = 1;
+      print(health);
     },
   },
 ];

@@ -1,5 +1,5 @@
 /** The verbs on an instance's webhook: show, set, delete, a test event, the deliveries and a redelivery. */
-import { table, type Parsed, type Verb } from '../args.js';
+import { table, UsageError, type Parsed, type Verb } from '../args.js';
 import { answer, arg, call, confirm, inst, isRecord, items, str } from '../api.js';
 
 const webhookText = (data: unknown): string => {
@@ -16,12 +16,30 @@ const deliveriesTable = (data: unknown): string => {
   ) + more;
 };
 
+/**
+ * The secret as given, or, given as `-`, the first line of stdin: an argument is in the process list for anyone on
+ * the machine to read (`ps`), for as long as the call takes (found from the outside).
+ */
+async function secretOf(p: Parsed): Promise<string> {
+  const given = arg(p, 'secret');
+  if (given !== '-') return given;
+  let text = '';
+  for await (const chunk of process.stdin) {
+    text += String(chunk);
+    if (text.includes('\n')) break;
+  }
+  const line = text.split(/\r?\n/)[0] ?? '';
+  if (line === '') throw new UsageError('the secret given as - is read from stdin, which gave none');
+  return line;
+}
+
 async function setWebhook(p: Parsed): Promise<void> {
   const events = p.args.events;
+  const secret = await secretOf(p);
   answer(
     await call('PUT', inst(p.args.id, '/webhook'), {
       url: arg(p, 'url'),
-      secret: arg(p, 'secret'),
+      secret,
       ...(events ? { events: events.split(',').map((e) => e.trim()).filter(Boolean) } : {}),
       ...(p.flags['allow-private'] === true ? { allowPrivate: true } : {}),
     }),
@@ -39,7 +57,7 @@ export const WEBHOOK_VERBS: Verb[] = [
   },
   {
     name: 'webhook set', args: ['id', 'url', 'secret', 'events?'], flags: { 'allow-private': 'bool' }, flagsUsage: '[--allow-private]',
-    summary: 'set the webhook receiver (events: comma-separated; --allow-private for a private address)',
+    summary: 'set the webhook receiver (secret: - reads it from stdin, out of the process list; events: comma-separated; --allow-private for a private address)',
     run: setWebhook,
   },
   {
