@@ -53,7 +53,8 @@ export const QUERY_INTEGER = /^[0-9]+$/;
 
 /** An integer query parameter (QUERY_INTEGER) from `lo` to `hi`, as a struct of a query schema. */
 export function queryInteger(lo: number, hi: number): Struct<number, null> {
-  return coerce(size(integer(), lo, hi), string(), (v) => (QUERY_INTEGER.test(v) ? Number(v) : NaN));
+  // any failure states the whole rule (found from the outside: `limit=-1` was "must be an integer", -1 being one)
+  return coerce(integerIn(lo, hi), string(), (v) => (QUERY_INTEGER.test(v) ? Number(v) : NaN));
 }
 
 /** A string of 1 to `max` characters that is not only blanks. */

@@ -104,6 +104,8 @@ const ROWS: Row[] = [
   ['admin', 'PUT', '/admin/v1/instances/:id/webhook', { url: 'https://hooks.example/x', secret: 's'.repeat(16), events: ['everything'] }, 'events.0', 'events.0 must be * or an event name of docs/webhooks.md (e.g. message, ready, message.sent)'],
   ['admin', 'PUT', '/admin/v1/instances/:id/webhook', { url: 'https://hooks.example/x', secret: 's'.repeat(16), events: [] }, 'events', 'events must have 1 to 100 items'],
   ['admin', 'GET', '/admin/v1/instances/:id/webhook/deliveries?limit=500', undefined, 'limit', 'limit must be an integer from 1 to 200'],
+  ['admin', 'GET', '/admin/v1/instances/:id/webhook/deliveries?limit=-1', undefined, 'limit', 'limit must be an integer from 1 to 200'],
+  ['admin', 'GET', '/admin/v1/instances/:id/webhook/deliveries?limit=ten', undefined, 'limit', 'limit must be an integer from 1 to 200'],
   // the sandbox network's control API
   ['admin', 'POST', '/sandbox/v1/instances/:id/battery', { battery: 101, plugged: true }, 'battery', 'battery must be an integer from 0 to 100'],
   ['admin', 'POST', `/sandbox/v1/instances/:id/messages/${MSG}/ack`, { ack: 1 }, 'ack', 'ack must be one of 2, 3, 4'],
