@@ -112,14 +112,34 @@ export function shownBase(base: URL): string {
 }
 
 /**
+ * How long mgw waits for the gateway's answer, its body included: every route answers within its own deadlines
+ * (30 s at most); a peer that accepts the connection and never answers held mgw for 300 s (undici's own), which
+ * then said it could not reach the gateway (found from the outside).
+ */
+export const ANSWER_WITHIN_MS = 60_000;
+
+/** MGW_TIMEOUT_MS (ms, 1 to 3,600,000), else ANSWER_WITHIN_MS; a bad value is a usage error naming it. */
+export function answerWithinMs(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.MGW_TIMEOUT_MS;
+  if (raw === undefined || raw === '') return ANSWER_WITHIN_MS;
+  const ms = /^\d{1,7}$/.test(raw) ? Number(raw) : NaN;
+  if (!(ms >= 1 && ms <= 3_600_000)) throw new UsageError('mgw: MGW_TIMEOUT_MS must be a whole number of milliseconds from 1 to 3600000');
+  return ms;
+}
+
+/**
  * fetch of a gateway route (`/admin/v1/…`, `/health`) below the gateway's address, with a connection failure
  * named by that address, its path included (and its cause): the origin alone did not tell an operator whose
  * MGW_URL has a wrong prefix which address was tried.
  */
 export async function request(route: string, init: RequestInit, base: URL = gatewayUrl()): Promise<Response> {
+  const within = answerWithinMs();
   try {
-    return await fetch(routeUrl(route, base), init);
+    return await fetch(routeUrl(route, base), { ...init, signal: AbortSignal.timeout(within) });
   } catch (err) {
+    if (err instanceof Error && err.name === 'TimeoutError') {
+      throw new Error(`the gateway at ${shownBase(base)} did not answer ${init.method ?? 'GET'} ${route} within ${within} ms (MGW_TIMEOUT_MS): what it did is not known; look before trying again`);
+    }
     const cause = err instanceof Error && err.cause instanceof Error ? err.cause : err;
     const code = typeof cause === 'object' && cause !== null && 'code' in cause && typeof cause.code === 'string' ? cause.code : null;
     const why = code ?? (cause instanceof Error ? cause.message : String(cause));

@@ -43,7 +43,8 @@ export const formatCode = (code: string): string => (/^[A-Z0-9]{8}$/i.test(code)
  */
 export async function qrText(id: string, a: QrAnswer): Promise<string> {
   if (a.raw === null) return `instance ${id} is ${a.status}: no QR to scan${a.status === 'waiting_qr' ? ' (none shown yet, or a pairing code was asked for instead)' : ''}\n`;
-  const drawing = await QRCode.toString(a.raw, { type: 'terminal', small: true });
+  // a terminal gets the small drawing (its colours are ANSI codes); a file or a pipe gets plain block characters
+  const drawing = process.stdout.isTTY ? await QRCode.toString(a.raw, { type: 'terminal', small: true }) : await QRCode.toString(a.raw, { type: 'utf8' });
   return `${drawing}\nscan with WhatsApp on the phone: Settings → Linked devices → Link a device (instance ${id})\n`;
 }
 

@@ -18,6 +18,7 @@ const ENVIRONMENT = `environment:
                127.0.0.1, and 127.0.0.1 for 0.0.0.0 or ::; PORT default 3000)
   ADMIN_TOKEN  the operator token (default: read from $DATA_DIR/admin-token)
   DATA_DIR     the gateway's data directory (default ./data); mgw start keeps its data there
+  MGW_TIMEOUT_MS  how long to wait for the gateway's answer (default 60000); past it, exit 1 saying so
 HOST, PORT, ADMIN_TOKEN and DATA_DIR are checked as the gateway checks them: a bad value exits 2, naming it.
 `;
 
@@ -31,6 +32,8 @@ function usage(): string {
   });
   return `usage: mgw <command> [args] [--json] [--help]\n\n${lines.join('\n')}\n\n${ENVIRONMENT}`;
 }
+
+const verbUsage = (verb: Verb) => `usage: ${usageLine(verb)}\n\n  ${verb.summary}\n\n${ENVIRONMENT}`;
 
 /** The verb named by the first word (or two: `webhook show`); `webhook <id> <url> <secret>` is the older `webhook set`. */
 function select(argv: string[]): { verb: Verb; rest: string[] } | null {
@@ -51,7 +54,9 @@ const isHelp = (word: string | undefined) => word === '--help' || word === '-h';
 async function main(argv: string[]): Promise<void> {
   const cmd = argv[0];
   if (cmd === 'help' || isHelp(cmd)) {
-    process.stdout.write(usage());
+    // `mgw help <verb>`: that verb's usage, as `mgw <verb> --help`
+    const named = cmd === 'help' && argv.length > 1 ? select(argv.slice(1)) : null;
+    process.stdout.write(named ? verbUsage(named.verb) : usage());
     return;
   }
   // `mgw webhook --help`: the webhook verbs' usage, as `mgw <verb> --help` prints a verb's (found from the outside: a
@@ -71,7 +76,7 @@ async function main(argv: string[]): Promise<void> {
   const { verb, rest } = found;
   const parsed = parseArgs(verb, rest);
   if (parsed.help) {
-    process.stdout.write(`usage: ${usageLine(verb)}\n\n  ${verb.summary}\n\n${ENVIRONMENT}`);
+    process.stdout.write(verbUsage(verb));
     return;
   }
   try {

@@ -35,7 +35,7 @@ export function sandboxStartFailure(err: unknown, opts: SandboxProcessOptions): 
   const notListening = e ? listenFailure(e, message, listen) : null;
   if (notListening !== null) return notListening;
   if (e?.syscall === 'getaddrinfo') return unresolvedHost(e.code, listen);
-  if (opts.statePath !== undefined && typeof e?.code === 'string' && message.includes(path.dirname(opts.statePath))) {
+  if (opts.statePath !== undefined && (message.includes(opts.statePath) || (typeof e?.code === 'string' && message.includes(path.dirname(opts.statePath))))) {
     return `--state ${opts.statePath} cannot be used: ${message}`;
   }
   return message;
@@ -46,7 +46,8 @@ export async function runSandboxProcess(opts: SandboxProcessOptions): Promise<vo
   const server = await startSandboxServer({ port: opts.port, host: opts.host, statePath: opts.statePath ?? null, log }).catch((err: unknown) => {
     throw new Error(sandboxStartFailure(err, opts), { cause: err });
   });
-  process.stdout.write(`sandbox network listening on ${server.url} (set SANDBOX=${server.url} for the gateway)\n`);
+  // for the person at the terminal: stderr, so that stdout stays JSON log lines for machines (as the gateway's banner)
+  process.stderr.write(`sandbox network listening on ${server.url} (set SANDBOX=${server.url} for the gateway)\n`);
   onStopRequest((reason) => {
     log.info({ reason }, 'stopping the sandbox network');
     server.close().then(

@@ -35,7 +35,21 @@ export class SandboxStore {
     const state = emptyState();
     if (!this.files) return state;
     if (existsSync(this.files.meta)) {
-      const parsed: unknown = JSON.parse(readFileSync(this.files.meta, 'utf8'));
+      const file = this.files.meta;
+      let text: string;
+      try {
+        text = readFileSync(file, 'utf8');
+      } catch (err) {
+        // a directory, a file this user may not read: named with the path (EISDIR's own message has none)
+        throw new Error(`sandbox state file ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)})`, { cause: err });
+      }
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        // never the file's text (JSON.parse's message quotes it)
+        throw new Error(`sandbox state file ${file} is not JSON: not a state file the sandbox wrote`);
+      }
       if (!isState(parsed)) throw new Error(`sandbox state file ${this.files.meta} has an unknown format`);
       // every record keyed by outside input stays prototype-free (types.ts dict)
       state.accounts = dict(parsed.accounts);

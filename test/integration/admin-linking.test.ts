@@ -73,6 +73,7 @@ test('QR while waiting, pairing code to the operator and the webhook, nulls once
   const cliQr = await mgw('qr', id);
   assert.equal(cliQr.code, 0, cliQr.stderr);
   assert.match(cliQr.stdout, /[█▀▄]/, 'the QR drawn in the terminal');
+  assert.ok(!cliQr.stdout.includes('\x1b['), 'stdout a pipe, not a terminal: no ANSI colour codes in it');
   assert.ok(!cliQr.stdout.includes(shown.token), 'the drawing, not the token');
 
   // the pairing code: answered to the operator, sent to the webhook

@@ -11,7 +11,7 @@ import { createHmac } from 'node:crypto';
 import { createServer as createHttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:net';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -111,9 +111,14 @@ test('mgw sandbox: a start that fails names the option (a port in use, a state p
   const dir = await mkdtemp(path.join(tmpdir(), 'mgw-cli-sandbox-'));
   try {
     await writeFile(path.join(dir, 'afile'), '');
+    await writeFile(path.join(dir, 'garbage.json'), 'garbage{"not":"state"');
+    await mkdir(path.join(dir, 'adir.json'));
     const cases: [string[], RegExp][] = [
       [['sandbox', '--port', String(taken)], new RegExp(`^mgw: --port ${taken} on --host 127\\.0\\.0\\.1 is in use`)],
       [['sandbox', '--port', '0', '--state', path.join(dir, 'afile', 'x.json')], /^mgw: --state .*afile.x\.json cannot be used: /],
+      // a state file that is a directory, or not JSON: named by the option and the path, never the file's text
+      [['sandbox', '--port', '0', '--state', path.join(dir, 'adir.json')], /^mgw: --state \S*adir\.json cannot be used: sandbox state file \S*adir\.json cannot be read \(EISDIR\)$/],
+      [['sandbox', '--port', '0', '--state', path.join(dir, 'garbage.json')], /^mgw: --state \S*garbage\.json cannot be used: sandbox state file \S*garbage\.json is not JSON: not a state file the sandbox wrote$/],
       [['sandbox', '--port', '0', '--host', 'nosuch.invalid'], /^mgw: --host nosuch\.invalid does not resolve to an address/],
     ];
     const results = await fewAtATime(cases, ([args]) => mgw(args));
@@ -458,4 +463,26 @@ test('options: one spelling each (a mistyped one is unknown, never an argument);
   });
   assert.equal(closed.code, 0, closed.stderr);
   assert.equal(closed.stderr, '', 'no stack trace');
+});
+
+test('a gateway that takes the connection and never answers: mgw gives up after MGW_TIMEOUT_MS, saying so (not that it could not reach it); mgw help <verb>', async () => {
+  const silent = createServer(() => undefined);
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  const { port } = silent.address() as AddressInfo;
+  try {
+    const r = await mgw(['instances'], { MGW_URL: `http://127.0.0.1:${port}`, MGW_TIMEOUT_MS: '300' });
+    assert.equal(r.code, 1, r.stdout + r.stderr);
+    assert.match(r.stderr, new RegExp(`^mgw: the gateway at http://127\\.0\\.0\\.1:${port} did not answer GET /admin/v1/instances within 300 ms \\(MGW_TIMEOUT_MS\\): what it did is not known`));
+    for (const bad of ['0', '-5', '1.5', 'soon', '3600001']) {
+      const b = await mgw(['instances'], { MGW_URL: `http://127.0.0.1:${port}`, MGW_TIMEOUT_MS: bad });
+      assert.equal(b.code, 2, `${bad}: ${b.stderr}`);
+      assert.equal(b.stderr.trim(), 'mgw: MGW_TIMEOUT_MS must be a whole number of milliseconds from 1 to 3600000');
+    }
+  } finally {
+    silent.close();
+  }
+  const help = await mgw(['help', 'create']);
+  assert.equal(help.code, 0, help.stderr);
+  assert.match(help.stdout, /^usage: mgw create <name>/);
+  assert.match((await mgw(['help', 'webhook', 'set'])).stdout, /^usage: mgw webhook set <id> <url> <secret>/);
 });
