@@ -249,7 +249,7 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: DataDirLock, st
   const stopHousekeeping = startHousekeeping({ pool, clock, log });
   started.push(stopHousekeeping);
   goOn();
-  const instances = new InstanceAdminService({ pool, actors: placed, clock, nodes: cluster, log, sandboxOff: sandbox === null });
+  const instances = new InstanceAdminService({ pool, actors: placed, clock, nodes: cluster, log, sandboxOff: sandbox === null, forget: (id) => sandbox?.forget(id) });
 
   // ---- demo instance on an empty store (or the one an earlier start made and did not get to show or link)
   const { demo, linkDemo } = sandbox ? await prepareDemo({ pool, unshown, log, create: config.DEMO_INSTANCE }) : { demo: null, linkDemo: null };

@@ -122,7 +122,16 @@ export class InstanceAdminService implements InstanceAdmin {
   private readonly deletions = new Map<string, Promise<boolean>>();
 
   /** `sandboxOff`: this gateway runs without the sandbox network (SANDBOX=off), so a sandbox instance could never start */
-  constructor(private readonly deps: { pool: Pool; actors: InstanceActors; clock: Clock; nodes?: ClusterView; log?: Logger; sandboxOff?: boolean }) {
+  constructor(private readonly deps: {
+    pool: Pool;
+    actors: InstanceActors;
+    clock: Clock;
+    nodes?: ClusterView;
+    log?: Logger;
+    sandboxOff?: boolean;
+    /** an instance deleted: what this node keeps of it outside its actors and rows is dropped (the in-process sandbox's session) */
+    forget?: (id: string) => void;
+  }) {
     this.creations = new Batcher<NewInstance, { instance: Instance; apiKey: string }>(async (inputs) => {
       try {
         const made = await withTransaction(deps.pool, (c) => createInstances(c, inputs));
@@ -250,6 +259,7 @@ export class InstanceAdminService implements InstanceAdmin {
       }
     })().then((removed) => {
       this.keysChanged([id]);
+      if (removed) this.deps.forget?.(id);
       return removed;
     });
     this.deletions.set(id, run);

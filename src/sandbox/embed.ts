@@ -23,6 +23,8 @@ export interface Sandbox {
   driverFactory: DriverFactory;
   /** link this instance automatically to `phone` on its first start (demo instance) */
   setAutoLink(instanceId: string, phone: string): void;
+  /** the instance was deleted: the in-process network forgets its session (a network of its own process keeps it) */
+  forget(instanceId: string): void;
   close(): Promise<void>;
 }
 
@@ -43,6 +45,10 @@ export async function createSandbox(deps: { config: Config; clock: Clock; log: L
     api,
     driverFactory,
     setAutoLink: (instanceId, phone) => void autoLinks.set(instanceId, phone),
+    forget(instanceId) {
+      autoLinks.delete(instanceId);
+      network?.forget(instanceId);
+    },
     async close() {
       network?.close();
     },

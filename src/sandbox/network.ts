@@ -123,6 +123,31 @@ export class SandboxNetwork {
     return s;
   }
 
+  /**
+   * An instance the gateway deleted: its session stopped and forgotten, in memory and in the state file (its
+   * link's record, journaled at once). Found from the outside: every instance ever created kept its session
+   * object here, about 1.6 KB each, and a linked one its record in the state file, after it was deleted. The
+   * accounts, chats and messages are the network's and stay.
+   */
+  forget(instanceId: string): void {
+    const s = this.sessions.get(instanceId);
+    if (s) {
+      void s.destroy();
+      this.sessions.delete(instanceId);
+    }
+    const r = this.state.sessions[instanceId];
+    if (!r) return;
+    if (r.linkedPhone) this.linked.get(r.linkedPhone)?.delete(instanceId);
+    delete this.state.sessions[instanceId];
+    this.store.appendSession(instanceId, null);
+    this.persist();
+  }
+
+  /** Whether the network holds a session object of the instance (in memory). */
+  hasSession(instanceId: string): boolean {
+    return this.sessions.has(instanceId);
+  }
+
   sessionRecord(instanceId: string): SessionRecord {
     let r = this.state.sessions[instanceId];
     if (!r) {

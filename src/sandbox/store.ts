@@ -58,7 +58,11 @@ export class SandboxStore {
       state.chatStates = dict(parsed.chatStates);
       state.accountFaults = dict(parsed.accountFaults);
     }
-    for (const { instanceId, record } of readJournal<{ instanceId: string; record: SessionRecord }>(this.files.sessions)) state.sessions[instanceId] = record;
+    for (const { instanceId, record } of readJournal<{ instanceId: string; record: SessionRecord | null }>(this.files.sessions)) {
+      // null: the instance was deleted (SandboxNetwork.forget)
+      if (record === null) delete state.sessions[instanceId];
+      else state.sessions[instanceId] = record;
+    }
     if (existsSync(this.files.sessions)) {
       // folded into the state file, then the journal starts again (a kill in between replays the same records)
       this.metaPending = state;
@@ -80,7 +84,7 @@ export class SandboxStore {
   }
 
   /** A session's link changed: journaled before returning (a link survives a kill right after it). */
-  appendSession(instanceId: string, record: SessionRecord): void {
+  appendSession(instanceId: string, record: SessionRecord | null): void {
     if (this.files) appendFileSync(this.files.sessions, `${JSON.stringify({ instanceId, record })}\n`, OWNER_ONLY);
   }
 
