@@ -38,7 +38,7 @@ import { createMetrics, type GatewayMetrics } from './metrics/index.js';
 import { createSandbox, type Sandbox } from './sandbox/embed.js';
 import { createIncomingEvents } from './actors/network-events.js';
 import { createMediaServices, type MediaServices } from './media/services.js';
-import { driverFactoryFor } from './drivers/factory.js';
+import { driverFactoryFor, forgetInstanceLinks } from './drivers/factory.js';
 import type { GroupCommitStats } from './queue/group-commit.js';
 import { PACKAGE_ROOT } from './package-root.js';
 import { DegradedJournal, journalFile, replayDegradedJournal } from './queue/degraded-journal.js';
@@ -249,7 +249,10 @@ async function startInDataDir(opts: GatewayOptions, dataDirLock: DataDirLock, st
   const stopHousekeeping = startHousekeeping({ pool, clock, log });
   started.push(stopHousekeeping);
   goOn();
-  const instances = new InstanceAdminService({ pool, actors: placed, clock, nodes: cluster, log, sandboxOff: sandbox === null, forget: (id) => sandbox?.forget(id) });
+  const instances = new InstanceAdminService({ pool, actors: placed, clock, nodes: cluster, log, sandboxOff: sandbox === null, forget: (id) => forgetInstanceLinks({ config, clock, log, sandbox, pool }, id).catch((err: unknown) => {
+    // the instance is deleted all the same: what is left on disk is the operator's to remove
+    log.warn({ err, instanceId: id }, 'removing a deleted instance\'s link kept on this node failed');
+  }) });
 
   // ---- demo instance on an empty store (or the one an earlier start made and did not get to show or link)
   const { demo, linkDemo } = sandbox ? await prepareDemo({ pool, unshown, log, create: config.DEMO_INSTANCE }) : { demo: null, linkDemo: null };

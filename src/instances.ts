@@ -129,8 +129,8 @@ export class InstanceAdminService implements InstanceAdmin {
     nodes?: ClusterView;
     log?: Logger;
     sandboxOff?: boolean;
-    /** an instance deleted: what this node keeps of it outside its actors and rows is dropped (the in-process sandbox's session) */
-    forget?: (id: string) => void;
+    /** an instance deleted: what this node keeps of it outside its actors and rows is dropped (src/drivers/factory.ts forgetInstanceLinks); never throws */
+    forget?: (id: string) => Promise<void>;
   }) {
     this.creations = new Batcher<NewInstance, { instance: Instance; apiKey: string }>(async (inputs) => {
       try {
@@ -257,9 +257,9 @@ export class InstanceAdminService implements InstanceAdmin {
       } finally {
         this.deps.actors.removeEnded?.(id);
       }
-    })().then((removed) => {
+    })().then(async (removed) => {
       this.keysChanged([id]);
-      if (removed) this.deps.forget?.(id);
+      if (removed) await this.deps.forget?.(id);
       return removed;
     });
     this.deletions.set(id, run);
