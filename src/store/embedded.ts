@@ -138,6 +138,9 @@ const entriesOf = (dir: string): Promise<string[]> => readdir(dir).catch((err: N
  */
 export async function checkEmbeddedDir(dataDir: string): Promise<void> {
   const pgDir = path.join(dataDir, 'pg');
+  // PGlite's file system does not follow a symlink: an intact database behind one failed as "damaged"
+  const link = await lstat(pgDir).then((st) => st.isSymbolicLink(), () => false);
+  if (link) throw new Error(`${pgDir} is a symbolic link, which the embedded PostgreSQL cannot follow: put the directory itself there (or point DATA_DIR at the directory that holds it)`);
   if (await holdsDatabase(pgDir)) return;
   const marker = await readMarker(path.join(dataDir, EMBEDDED_MARKER));
   if (marker === null) return;
@@ -183,18 +186,27 @@ async function identity(file: string): Promise<Identity> {
  * meanwhile is written again (`markEmbeddedDir`): a restart after a later loss would otherwise make an empty
  * database without a word. Answers the function that stops looking.
  */
-export async function watchEmbeddedDir(pgDir: string, onGone: (message: string) => void, checkMs: number = EMBEDDED_CHECK_MS, dataDir?: string): Promise<() => void> {
-  const opened = await Promise.all(WATCHED.map((part) => identity(path.join(pgDir, part))));
+export async function watchEmbeddedDir(
+  pgDir: string,
+  onGone: (message: string) => void,
+  checkMs: number = EMBEDDED_CHECK_MS,
+  dataDir?: string,
+): Promise<(() => void) & { lookNow(): Promise<void> }> {
+  // besides WATCHED: each database's directory (base/<oid>: the gateway's tables) and the control file, which
+  // PostgreSQL writes in place (found by the probe of the first fix: rm -rf pg/base/5, rm pg/global/pg_control)
+  const databases = (await entriesOf(path.join(pgDir, 'base'))).map((oid) => path.join('base', oid));
+  const parts: readonly string[] = [...WATCHED, path.join('global', 'pg_control'), ...databases];
+  const opened = await Promise.all(parts.map((part) => identity(path.join(pgDir, part))));
   let told = false;
   let looking = false;
   const look = async () => {
-    const now = await Promise.all(WATCHED.map((part) => identity(path.join(pgDir, part))));
-    let change: { part: string; how: 'removed' | 'replaced' } | null = null;
-    for (const [i, part] of WATCHED.entries()) {
+    const now = await Promise.all(parts.map((part) => identity(path.join(pgDir, part))));
+    let change: { part: string; how: 'removed (or moved away)' | 'replaced' } | null = null;
+    for (const [i, part] of parts.entries()) {
       const was = opened[i] as Identity;
       const is = now[i] as Identity;
       if (is === 'unknown' || typeof was !== 'object') continue;
-      if (is === 'gone') change = { part, how: 'removed' };
+      if (is === 'gone') change = { part, how: 'removed (or moved away)' };
       else if (is.there !== was.there) change = { part, how: 'replaced' };
       if (change !== null) break;
     }
@@ -216,7 +228,13 @@ export async function watchEmbeddedDir(pgDir: string, onGone: (message: string) 
     void look().finally(() => (looking = false));
   }, checkMs);
   timer.unref();
-  return () => clearInterval(timer);
+  // the stop's last look, once no statement runs any more: a removal in the last second of a stop is told too
+  // (found by the probe: pg/ removed right after a SIGTERM, the stop ended within the second, exit 0)
+  const lookNow = async () => {
+    clearInterval(timer);
+    if (!told) await look();
+  };
+  return Object.assign(() => clearInterval(timer), { lookNow });
 }
 
 export async function startEmbeddedPostgres(dataDir: string, opts: { onGone?: (message: string) => void; checkMs?: number } = {}): Promise<EmbeddedPostgres> {
@@ -238,15 +256,15 @@ export async function startEmbeddedPostgres(dataDir: string, opts: { onGone?: (m
   });
   await markEmbeddedDir(dataDir);
   const { onGone } = opts;
-  const unwatch = onGone ? await watchEmbeddedDir(pgDir, onGone, opts.checkMs, dataDir) : () => undefined;
+  const watch = onGone ? await watchEmbeddedDir(pgDir, onGone, opts.checkMs, dataDir) : null;
   const server = new PGLiteSocketServer({ db, path: socketPath, maxConnections: 64 });
   await server.start();
   return {
     connection: { host: socketDir, port: SOCKET_PORT, user: 'postgres', database: 'postgres' },
     async stop() {
-      unwatch();
       await server.stop();
       await db.close();
+      await watch?.lookNow();
       if (socketDir !== runDir) await rm(socketDir, { recursive: true, force: true });
     },
   };

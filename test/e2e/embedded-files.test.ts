@@ -37,7 +37,7 @@ test('DATA_DIR/pg removed under a running gateway: it stops with exit 1; the res
     await rm(path.join(dir, 'pg'), { recursive: true, force: true });
     const exit = await first.exited;
     assert.equal(exit.code, 1, first.output());
-    assert.match(first.output(), /"level":50[^\n]*the embedded database's directory [^\n]*pg was removed under the running gateway: nothing it accepts now could be kept; stopping/);
+    assert.match(first.output(), /"level":50[^\n]*the embedded database's directory [^\n]*pg was removed \(or moved away\) under the running gateway: nothing it accepts now could be kept; stopping/);
 
     const again = await runToEnd(env);
     assert.equal(again.code, 1, again.out);
@@ -65,7 +65,7 @@ test('a part of DATA_DIR/pg removed under a running gateway (its tables\' direct
     await rm(path.join(dir, 'pg', 'base'), { recursive: true, force: true });
     const exit = await first.exited;
     assert.equal(exit.code, 1, first.output());
-    assert.match(first.output(), /"level":50[^\n]*the embedded database's \S+pg\/base was removed under the running gateway: nothing it accepts now could be kept; stopping/);
+    assert.match(first.output(), /"level":50[^\n]*the embedded database's \S+pg\/base was removed \(or moved away\) under the running gateway: nothing it accepts now could be kept; stopping/);
     const again = await runToEnd(env);
     assert.equal(again.code, 1, again.out);
     assert.match(again.out, /gateway failed to start: the embedded database in \S+pg could not be opened \([^\n]*\): its files may be damaged or incomplete [^\n]*restore \S+pg from a backup taken with the gateway stopped/);

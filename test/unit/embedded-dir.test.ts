@@ -134,7 +134,7 @@ test('while running: pg/ removed, emptied or replaced is told once; left alone, 
   await database(dir);
   assert.equal(await toldWithin(pgDir, () => writeFile(path.join(pgDir, 'new-wal-segment'), 'x'), 60), null, 'files come and go in a running database');
   const removed = await toldWithin(pgDir, () => rm(pgDir, { recursive: true }));
-  assert.equal(removed, `the embedded database's directory ${pgDir} was removed under the running gateway: nothing it accepts now could be kept`);
+  assert.equal(removed, `the embedded database's directory ${pgDir} was removed (or moved away) under the running gateway: nothing it accepts now could be kept`);
   await database(dir);
   assert.match((await toldWithin(pgDir, () => rm(path.join(pgDir, 'PG_VERSION')))) ?? '', /was removed/);
   await database(dir);
@@ -155,7 +155,38 @@ test('while running: pg/ removed, emptied or replaced is told once; left alone, 
   });
   assert.equal(fileReplaced, `the embedded database's ${path.join(pgDir, 'PG_VERSION')} was replaced under the running gateway: nothing it accepts now could be kept`);
   const partRemoved = await toldWithin(pgDir, () => rm(path.join(pgDir, 'base'), { recursive: true }));
-  assert.equal(partRemoved, `the embedded database's ${path.join(pgDir, 'base')} was removed under the running gateway: nothing it accepts now could be kept`);
+  assert.equal(partRemoved, `the embedded database's ${path.join(pgDir, 'base')} was removed (or moved away) under the running gateway: nothing it accepts now could be kept`);
+});
+
+test('while running: a database\'s directory (base/<oid>) and the control file are watched too; the stop\'s last look tells what the last second did', async (t) => {
+  const dir = await dataDir(t);
+  const pgDir = path.join(dir, 'pg');
+  await database(dir);
+  await mkdir(path.join(pgDir, 'base', '5'), { recursive: true });
+  await mkdir(path.join(pgDir, 'global'), { recursive: true });
+  await writeFile(path.join(pgDir, 'global', 'pg_control'), 'control');
+  assert.match((await toldWithin(pgDir, () => rm(path.join(pgDir, 'base', '5'), { recursive: true }))) ?? '', /base\/5 was removed \(or moved away\)/);
+  await mkdir(path.join(pgDir, 'base', '5'));
+  assert.match((await toldWithin(pgDir, () => rm(path.join(pgDir, 'global', 'pg_control')))) ?? '', /global\/pg_control was removed/);
+  await writeFile(path.join(pgDir, 'global', 'pg_control'), 'control');
+  // written in place (as PostgreSQL writes it): the same file, nothing told
+  assert.equal(await toldWithin(pgDir, () => writeFile(path.join(pgDir, 'global', 'pg_control'), 'control, later'), 60), null);
+  // a watch that looks once an hour: only the stop's last look can see it
+  const told: string[] = [];
+  const watch = await watchEmbeddedDir(pgDir, (m) => told.push(m), 3_600_000);
+  await rm(pgDir, { recursive: true });
+  assert.deepEqual(told, []);
+  await watch.lookNow();
+  assert.equal(told.length, 1);
+  assert.match(told[0] ?? '', /directory \S+ was removed/);
+});
+
+test('a pg/ that is a symbolic link (PGlite does not follow one): the start says so, not that the database is damaged', async (t) => {
+  const dir = await dataDir(t);
+  await database(dir);
+  await rename(path.join(dir, 'pg'), path.join(dir, 'pg.real'));
+  await symlink(path.join(dir, 'pg.real'), path.join(dir, 'pg'));
+  await assert.rejects(checkEmbeddedDir(dir), new RegExp(`^Error: ${path.join(dir, 'pg').replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} is a symbolic link, which the embedded PostgreSQL cannot follow: put the directory itself there`));
 });
 
 test('told once only, and nothing after the watch is stopped', async (t) => {
