@@ -127,6 +127,9 @@ export function answerWithinMs(env: NodeJS.ProcessEnv = process.env): number {
   return ms;
 }
 
+/** Failures before a request reaches the gateway: nothing was sent, nothing done. */
+const CONNECT_FAILURES: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'UND_ERR_CONNECT_TIMEOUT', 'ERR_TLS_CERT_ALTNAME_INVALID', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'CERT_HAS_EXPIRED']);
+
 /**
  * fetch of a gateway route (`/admin/v1/…`, `/health`) below the gateway's address, with a connection failure
  * named by that address, its path included (and its cause): the origin alone did not tell an operator whose
@@ -135,7 +138,9 @@ export function answerWithinMs(env: NodeJS.ProcessEnv = process.env): number {
 export async function request(route: string, init: RequestInit, base: URL = gatewayUrl()): Promise<Response> {
   const within = answerWithinMs();
   try {
-    return await fetch(routeUrl(route, base), { ...init, signal: AbortSignal.timeout(within) });
+    // a redirect is not the gateway's answer (found from the outside: a POST followed as a GET printed a list and
+    // exited 0, nothing created; a 307 to another origin carried a webhook's secret there): envelopeOf refuses it
+    return await fetch(routeUrl(route, base), { ...init, redirect: 'manual', signal: AbortSignal.timeout(within) });
   } catch (err) {
     if (err instanceof Error && err.name === 'TimeoutError') {
       throw new Error(`the gateway at ${shownBase(base)} did not answer ${init.method ?? 'GET'} ${route} within ${within} ms (MGW_TIMEOUT_MS): what it did is not known; look before trying again`);
@@ -143,6 +148,11 @@ export async function request(route: string, init: RequestInit, base: URL = gate
     const cause = err instanceof Error && err.cause instanceof Error ? err.cause : err;
     const code = typeof cause === 'object' && cause !== null && 'code' in cause && typeof cause.code === 'string' ? cause.code : null;
     const why = code ?? (cause instanceof Error ? cause.message : String(cause));
+    // the connection broke once the request was on its way (not refused, not unresolved): the gateway may have
+    // acted (found from the outside: a rotate-key whose answer was lost said "cannot reach", the old key revoked)
+    if (code !== null && !CONNECT_FAILURES.has(code)) {
+      throw new Error(`the connection to the gateway at ${shownBase(base)} broke before its answer to ${init.method ?? 'GET'} ${route} (${why}): what it did is not known; look before trying again`);
+    }
     throw new Error(`cannot reach the gateway at ${shownBase(base)} (${why}); is it running? set MGW_URL to its address`);
   }
 }
@@ -197,7 +207,8 @@ export const isRecord = (v: unknown): v is Record<string, unknown> => typeof v =
 
 /** A refusal: the envelope on stdout, exit 1. Otherwise `show` the data (or the envelope with --json). */
 export function answer(e: Envelope, p: Parsed, show?: (data: unknown) => string): void {
-  if (!e.ok) {
+  // a refusal is the envelope's to say as much as the status's (a 200 with success:false exited 0)
+  if (!e.ok || (isRecord(e.body) && e.body.success === false)) {
     process.exitCode = 1;
     print(e.body);
     return;

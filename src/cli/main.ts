@@ -44,7 +44,8 @@ function select(argv: string[]): { verb: Verb; rest: string[] } | null {
   if (one) return { verb: one, rest: argv.slice(1) };
   if (first === 'webhook') {
     const set = VERBS.find((v) => v.name === 'webhook set');
-    if (set && second !== undefined && !second.startsWith('-')) return { verb: set, rest: argv.slice(1) };
+    // only with a URL after the id: `webhook shwo <id>` is a mistyped subcommand, not a webhook for instance `shwo`
+    if (set && second !== undefined && !second.startsWith('-') && /^https?:\/\//i.test(more[0] ?? '')) return { verb: set, rest: argv.slice(1) };
   }
   return null;
 }
@@ -56,13 +57,14 @@ async function main(argv: string[]): Promise<void> {
   if (cmd === 'help' || isHelp(cmd)) {
     // `mgw help <verb>`: that verb's usage, as `mgw <verb> --help`
     const named = cmd === 'help' && argv.length > 1 ? select(argv.slice(1)) : null;
+    if (cmd === 'help' && argv.length > 1 && !named) throw new UsageError(`mgw: unknown command '${argv.slice(1).join(' ')}' (mgw --help lists them)`);
     process.stdout.write(named ? verbUsage(named.verb) : usage());
     return;
   }
   // `mgw webhook --help`: the webhook verbs' usage, as `mgw <verb> --help` prints a verb's (found from the outside: a
   // missing subcommand, exit 2)
   if (cmd === 'webhook' && isHelp(argv[1])) {
-    const lines = VERBS.filter((v) => v.name.startsWith('webhook ')).map((v) => `  ${usageLine(v)}\n      ${v.summary}`);
+    const lines = VERBS.filter((v) => v.name.startsWith('webhook') || v.name === 'deliveries' || v.name === 'redeliver').map((v) => `  ${usageLine(v)}\n      ${v.summary}`);
     process.stdout.write(`usage: mgw webhook show|set|delete <id> …\n\n${lines.join('\n')}\n\n${ENVIRONMENT}`);
     return;
   }
@@ -93,8 +95,10 @@ async function main(argv: string[]): Promise<void> {
 // outside: a stack trace of the write's EPIPE, and exit 1)
 for (const stream of [process.stdout, process.stderr]) {
   stream.on('error', (err: NodeJS.ErrnoException) => {
-    if (err.code !== 'EPIPE') throw err;
-    process.exit(typeof process.exitCode === 'number' ? process.exitCode : 0);
+    if (err.code === 'EPIPE') process.exit(typeof process.exitCode === 'number' ? process.exitCode : 0);
+    // the output could not be written (a full disk): one line, exit 1, not a stack trace
+    if (stream === process.stdout) process.stderr.write(`mgw: the output could not be written (${err.code ?? err.message})\n`);
+    process.exit(1);
   });
 }
 

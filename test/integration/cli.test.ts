@@ -486,3 +486,52 @@ test('a gateway that takes the connection and never answers: mgw gives up after 
   assert.match(help.stdout, /^usage: mgw create <name>/);
   assert.match((await mgw(['help', 'webhook', 'set'])).stdout, /^usage: mgw webhook set <id> <url> <secret>/);
 });
+
+test('a redirect, a connection broken after the request went, a 200 saying success:false: each exits 1, and none is taken for done', async () => {
+  const server = createHttpServer((req, res) => {
+    if (req.url?.includes('/moved')) {
+      res.writeHead(301, { location: `http://127.0.0.1:1/elsewhere${req.url}` });
+      res.end();
+    } else if (req.url?.includes('/broken')) {
+      // the request arrived (the gateway may have acted), the answer never comes back
+      req.resume();
+      req.on('end', () => req.socket.destroy());
+    } else {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"success":false,"error":"refused in a 200","code":"X"}');
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  try {
+    const moved = await mgw(['create', 'x'], { MGW_URL: `http://127.0.0.1:${port}/moved` });
+    assert.equal(moved.code, 1, moved.stdout + moved.stderr);
+    assert.match(moved.stderr, /the answer to POST \/admin\/v1\/instances from \S+ is not the gateway's \(HTTP 301/);
+    const broken = await mgw(['rotate-key', 'abc'], { MGW_URL: `http://127.0.0.1:${port}/broken` });
+    assert.equal(broken.code, 1, broken.stdout + broken.stderr);
+    assert.match(broken.stderr, /the connection to the gateway at \S+ broke before its answer to POST \/admin\/v1\/instances\/abc\/\S+ \(\S+\): what it did is not known/);
+    const refused = await mgw(['create', 'x'], { MGW_URL: `http://127.0.0.1:${port}` });
+    assert.equal(refused.code, 1, refused.stdout);
+    assert.match(refused.stdout, /"success": false/);
+  } finally {
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+  // a secret from stdin that is not UTF-8 (a file of random bytes): refused, never changed on its way
+  const { instance } = await t.createInstance('cli-binary-secret', { link: false });
+  const binary = await new Promise<Run>((resolve) => {
+    const child = spawn(process.execPath, [MGW, 'webhook', 'set', instance.id, `${hook.url}/bin`, '-', '--allow-private'], { env: { ...process.env, MGW_URL: t.url, ADMIN_TOKEN: t.adminToken }, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+    child.once('exit', (code) => resolve({ stdout: '', stderr, code: code ?? -1 }));
+    child.stdin.end(Buffer.from([0x62, 0x69, 0x6e, 0xff, 0xfe, 0x73, 0x0a]));
+  });
+  assert.equal(binary.code, 2, binary.stderr);
+  assert.match(binary.stderr, /the secret given as - is not UTF-8 text/);
+  // typos: an unknown verb after help, a mistyped webhook subcommand
+  assert.equal((await mgw(['help', 'bogus'])).code, 2);
+  const typo = await mgw(['webhook', 'shwo', instance.id]);
+  assert.equal(typo.code, 2);
+  assert.match(typo.stderr, /missing a subcommand: show, set or delete/);
+  const help = await mgw(['webhook', '--help']);
+  for (const verb of ['webhook-test', 'deliveries', 'redeliver']) assert.ok(help.stdout.includes(`mgw ${verb} `), verb);
+});

@@ -23,12 +23,26 @@ const deliveriesTable = (data: unknown): string => {
 async function secretOf(p: Parsed): Promise<string> {
   const given = arg(p, 'secret');
   if (given !== '-') return given;
-  let text = '';
+  // typed at a terminal it would be shown on the screen: from a file or a pipe only
+  if (process.stdin.isTTY) throw new UsageError('the secret given as - is read from stdin, which is a terminal (it would show it): pipe it in, e.g. - < secret.txt');
+  const chunks: Buffer[] = [];
+  let size = 0;
   for await (const chunk of process.stdin) {
-    text += String(chunk);
-    if (text.includes('\n')) break;
+    const b = Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk));
+    chunks.push(b);
+    size += b.length;
+    if (b.includes(0x0a) || size > 64 * 1024) break;
   }
-  const line = text.split(/\r?\n/)[0] ?? '';
+  const all = Buffer.concat(chunks);
+  const end = all.indexOf(0x0a);
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(end === -1 ? all : all.subarray(0, end));
+  } catch {
+    // replaced silently, the receiver's signature check would fail with a secret nobody has (found from the outside)
+    throw new UsageError('the secret given as - is not UTF-8 text (its first line is read from stdin)');
+  }
+  const line = text.replace(/\r$/, '');
   if (line === '') throw new UsageError('the secret given as - is read from stdin, which gave none');
   return line;
 }
