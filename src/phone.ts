@@ -42,10 +42,12 @@ export function normalizePhone(input: string): string | null {
  * A person's `@c.us` id is their international number, which never starts with 0 (`0491…@c.us` names nobody,
  * and `0` before the own number passed the own-number check); `@lid` and group ids are the network's digits.
  */
-export const CHAT_ID = /^([1-9]\d{4,19}@c\.us|\d{5,24}@lid|\d{5,20}(-\d{5,20})?@g\.us)$/;
+const PERSON = String.raw`[1-9]\d{4,19}@c\.us|\d{5,24}@lid`;
 /** A group's id: the network's digits (`120363…@g.us`), or an older group's creator and instant (`49151…-1600000000@g.us`). */
-export const GROUP_ID = /^\d{5,20}(-\d{5,20})?@g\.us$/;
-export const CONTACT_ID = /^([1-9]\d{4,19}@c\.us|\d{5,24}@lid)$/;
+const GROUP = String.raw`\d{5,20}(-\d{5,20})?@g\.us`;
+export const CHAT_ID = new RegExp(`^(${PERSON}|${GROUP})$`);
+export const GROUP_ID = new RegExp(`^${GROUP}$`);
+export const CONTACT_ID = new RegExp(`^(${PERSON})$`);
 
 export const isGroupId = (id: string) => id.endsWith('@g.us');
 

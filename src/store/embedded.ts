@@ -211,7 +211,8 @@ export async function watchEmbeddedDir(
       if (change !== null) break;
     }
     if (change === null) {
-      if (dataDir !== undefined) await markEmbeddedDir(dataDir).catch(() => undefined);
+      // the marker read only when it is gone (a stat, not its file read every second)
+      if (dataDir !== undefined && (await identity(path.join(dataDir, EMBEDDED_MARKER))) === 'gone') await markEmbeddedDir(dataDir).catch(() => undefined);
       return;
     }
     if (told) return;

@@ -56,8 +56,6 @@ export interface StoreFaults {
   total: number;
   /** when the last one failed (performance.now()), null before the first */
   lastAt: number | null;
-  /** what the last one said (`faultReason`), null before the first */
-  lastReason: string | null;
 }
 
 /** Of each pool of the store: its statements that failed for PostgreSQL's own reason (a full disk, its files gone). */
@@ -69,19 +67,16 @@ const FAULTS = new WeakMap<object, StoreFaults>();
  * and mgw_store_up stayed green while every write failed). src/metrics/registry.ts exposes them.
  */
 export function storeFaults(pool: object): StoreFaults {
-  return FAULTS.get(pool) ?? { total: 0, lastAt: null, lastReason: null };
+  return FAULTS.get(pool) ?? { total: 0, lastAt: null };
 }
 
 function tallyFault(by: object, err: unknown): void {
-  const reason = err instanceof Error ? faultReason((err as { code?: unknown }).code, (err as { severity?: unknown }).severity) : null;
-  if (reason === null) return;
+  if (!(err instanceof Error) || faultReason((err as { code?: unknown }).code, (err as { severity?: unknown }).severity) === null) return;
   const pool = POOL_OF.get(by) ?? by;
-  const faults = FAULTS.get(pool);
-  if (faults) {
-    faults.total += 1;
-    faults.lastAt = performance.now();
-    faults.lastReason = reason;
-  } else FAULTS.set(pool, { total: 1, lastAt: performance.now(), lastReason: reason });
+  const faults = FAULTS.get(pool) ?? { total: 0, lastAt: null };
+  faults.total += 1;
+  faults.lastAt = performance.now();
+  FAULTS.set(pool, faults);
 }
 
 type PgMethod = (this: object, ...args: unknown[]) => unknown;

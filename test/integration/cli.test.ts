@@ -371,7 +371,7 @@ test('tables by default, --json for scripts; delete asks first; webhook show|set
 });
 
 /** mgw with `input` on its stdin. */
-function mgwWithInput(args: string[], input: string): Promise<Run> {
+function mgwWithInput(args: string[], input: string | Buffer): Promise<Run> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [MGW, ...args], { env: { ...process.env, MGW_URL: t.url, ADMIN_TOKEN: t.adminToken }, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
@@ -518,13 +518,7 @@ test('a redirect, a connection broken after the request went, a 200 saying succe
   }
   // a secret from stdin that is not UTF-8 (a file of random bytes): refused, never changed on its way
   const { instance } = await t.createInstance('cli-binary-secret', { link: false });
-  const binary = await new Promise<Run>((resolve) => {
-    const child = spawn(process.execPath, [MGW, 'webhook', 'set', instance.id, `${hook.url}/bin`, '-', '--allow-private'], { env: { ...process.env, MGW_URL: t.url, ADMIN_TOKEN: t.adminToken }, stdio: ['pipe', 'pipe', 'pipe'] });
-    let stderr = '';
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-    child.once('exit', (code) => resolve({ stdout: '', stderr, code: code ?? -1 }));
-    child.stdin.end(Buffer.from([0x62, 0x69, 0x6e, 0xff, 0xfe, 0x73, 0x0a]));
-  });
+  const binary = await mgwWithInput(['webhook', 'set', instance.id, `${hook.url}/bin`, '-', '--allow-private'], Buffer.from([0x62, 0x69, 0x6e, 0xff, 0xfe, 0x73, 0x0a]));
   assert.equal(binary.code, 2, binary.stderr);
   assert.match(binary.stderr, /the secret given as - is not UTF-8 text/);
   // typos: an unknown verb after help, a mistyped webhook subcommand
