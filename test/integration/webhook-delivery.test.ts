@@ -687,6 +687,76 @@ describe('webhook delivery', () => {
     await s.stop();
   });
 
+  test('an event committed while the last result is being written goes out without waiting for that write', async () => {
+    // A pass that ends idle leaves its last write running: the next event must not wait for that commit.
+    const clock = simulatedClock();
+    const rcv = await receiver();
+    const id = await instance(rcv.url);
+    let held = 0;
+    let release = (): void => undefined;
+    const gate = new Promise<void>((r) => (release = r));
+    const gated = {
+      query: async (q: string | QueryConfig, values?: unknown[]) => {
+        if (typeof q !== 'string' && q.name === 'record_webhook_results' && held++ === 0) await gate;
+        return typeof q === 'string' ? db.pool.query(q, values) : db.pool.query(q);
+      },
+    } as unknown as typeof db.pool;
+    const s = sender(id, clock, { db: gated, pollMs: null });
+    const first = (await enqueue(id, clock, { event: 'test', data: { message: 'first' } }))!.eventId;
+    s.start();
+    await waitFor(() => held === 1, 'the first result write');
+    const second = (await enqueue(id, clock, { event: 'test', data: { message: 'second' } }))!.eventId;
+    s.notify();
+    await waitFor(() => rcv.receipts.length === 2, 'the second event while the first result is held');
+    assert.equal(held, 1, 'the first write is still held; the second result waits behind it');
+    assert.equal((await row(first)).state, 'pending');
+    release();
+    await s.idle();
+    await s.stop();
+    assert.deepEqual(rcv.delivered(), [first, second], 'each once, in order');
+    assert.equal((await row(first)).state, 'delivered');
+    assert.equal((await row(second)).state, 'delivered');
+  });
+
+  test('a result write that fails is written with the next ones, told once, and nothing is sent twice', async () => {
+    const clock = simulatedClock();
+    const lines: string[] = [];
+    const log = createLogger({ level: 'trace', stream: new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }) });
+    const rcv = await receiver();
+    const id = await instance(rcv.url);
+    let failing = true;
+    let writes = 0;
+    const flaky = {
+      query: async (q: string | QueryConfig, values?: unknown[]) => {
+        if (typeof q !== 'string' && q.name === 'record_webhook_results') {
+          writes += 1;
+          if (failing) throw new Error('Connection terminated unexpectedly');
+        }
+        return typeof q === 'string' ? db.pool.query(q, values) : db.pool.query(q);
+      },
+    } as unknown as typeof db.pool;
+    const s = sender(id, clock, { db: flaky, log, pollMs: null });
+    const first = (await enqueue(id, clock, { event: 'test', data: { message: 'first' } }))!.eventId;
+    s.start();
+    await s.idle();
+    assert.ok(writes >= 1, 'the result was tried');
+    assert.equal((await row(first)).state, 'pending', 'its result is not written');
+    assert.equal(lines.filter((l) => l.includes('webhook results not persisted yet')).length, 1, 'told once');
+    failing = false;
+    const second = (await enqueue(id, clock, { event: 'test', data: { message: 'second' } }))!.eventId;
+    s.notify();
+    await s.idle();
+    await s.stop();
+    assert.deepEqual(rcv.delivered(), [first, second], 'the first is not sent again');
+    assert.equal((await row(first)).state, 'delivered');
+    assert.equal((await row(second)).state, 'delivered');
+    const { rows } = await db.pool.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM webhook_attempts a JOIN outbox o ON o.id = a.outbox_id WHERE o.event_id = $1',
+      [first],
+    );
+    assert.equal(rows[0]!.n, 1, 'one attempt recorded for the first');
+  });
+
   test('without a wake-up, a standalone sender finds new events by its poll', async () => {
     const clock = simulatedClock();
     const rcv = await receiver();
