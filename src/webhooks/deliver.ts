@@ -13,9 +13,9 @@
  *   is persisted, so a new sender after a restart resumes where this one stopped.
  * - Persistence is batched: results of a batch are written in one statement (see pending.ts) while the next
  *   batch is read and delivered, and all of them before a retry's wait and before `stop()` returns; an idle
- *   sender's last write is not waited for, so the next event does not wait behind it (`drain`). A crash between
- *   a receipt and that write can repeat at most those batches: delivery is at least once, receivers
- *   deduplicate by X-Event-Id.
+ *   sender's last write is not waited for, so the next event does not wait behind it (`drain`). No batch is
+ *   read while more than one batch's results wait for their write, so a crash between a receipt and its write
+ *   repeats at most the last two batches: delivery is at least once, receivers deduplicate by X-Event-Id.
  * - Wake-ups: `notify()` (after a commit that enqueued), the retry timer, and a poll every `pollMs` as the
  *   fallback that keeps it correct when nobody notifies (events written by another node, lost hints).
  */
@@ -116,6 +116,8 @@ export class WebhookSender {
   private receiverStale = false;
   /** the result writes under way (src/webhooks/pending.ts recordResults), one after the other */
   private writing: Promise<void> = Promise.resolve();
+  /** the writes chained before the last one (`writeBehind`): what a pass waits for when it is a batch behind */
+  private earlier: Promise<void> = Promise.resolve();
   /** the last write whose failure drain() tells (nothing else awaits it) */
   private told: Promise<void> | null = null;
   readonly stats: SenderStats = { attempts: 0, delivered: 0, failed: 0 };
@@ -224,6 +226,10 @@ export class WebhookSender {
    */
   private async pass(): Promise<number | null> {
     for (;;) {
+      // At most one batch's results wait for their write while the next batch goes out: a slow store holds the
+      // sender here rather than let unrecorded deliveries (sent again after a crash) pile up. A failed write
+      // ends the pass; the next one writes them again.
+      if (this.unflushed.length > this.o.batchSize) await this.earlier;
       this.receiverStale = false;
       const { rows, receiver: cfg } = await fetchPending(this.o.db, this.instanceId, this.o.batchSize, this.unflushed.map((r) => r.outboxId));
       const readAt = performance.now();
@@ -261,6 +267,7 @@ export class WebhookSender {
   private writeBehind(): void {
     if (this.unflushed.length === 0) return;
     // behind the write under way, whether it succeeded or not (a failed one left its results to this one)
+    this.earlier = this.writing;
     const next = this.writing.catch(() => undefined).then(() => this.flush());
     // awaited by writesDone() or told by drain(); until then a failure must not count as unhandled
     next.catch(() => undefined);

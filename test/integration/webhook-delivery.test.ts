@@ -718,6 +718,39 @@ describe('webhook delivery', () => {
     assert.equal((await row(second)).state, 'delivered');
   });
 
+  test('a slow store holds the sender once a batch\'s results wait for their write: at most two batches go out unrecorded', async () => {
+    const clock = simulatedClock();
+    const rcv = await receiver();
+    const id = await instance(rcv.url);
+    const events = Array.from({ length: 25 }, (_, i): EventOf => ({ event: 'test', data: { message: `n${i}` } }));
+    await enqueueEvents(db.pool, id, events, clock.now());
+    let held = 0;
+    let reads = 0;
+    let release = (): void => undefined;
+    const gate = new Promise<void>((r) => (release = r));
+    const gated = {
+      query: async (q: string | QueryConfig, values?: unknown[]) => {
+        if ((typeof q === 'string' ? q : q.text).includes('LEFT JOIN webhooks')) reads += 1;
+        if (typeof q !== 'string' && q.name === 'record_webhook_results' && held++ === 0) await gate;
+        return typeof q === 'string' ? db.pool.query(q, values) : db.pool.query(q);
+      },
+    } as unknown as typeof db.pool;
+    const s = sender(id, clock, { db: gated, pollMs: null, batchSize: 10 });
+    s.start();
+    await waitFor(() => s.stats.delivered === 20, 'two batches');
+    // what follows the twentieth answer is a few turns of promises: the third read would be asked for in them
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    assert.equal(reads, 2, 'no third read while the first batch\'s write is held');
+    assert.equal(rcv.receipts.length, 20);
+    release();
+    await s.idle();
+    await s.stop();
+    assert.equal(rcv.delivered().length, 25);
+    assert.equal(new Set(rcv.delivered()).size, 25, 'each once');
+    const { rows } = await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM outbox WHERE instance_id = $1 AND state = 'delivered'`, [id]);
+    assert.equal(rows[0]!.n, 25);
+  });
+
   test('a result write that fails is written with the next ones, told once, and nothing is sent twice', async () => {
     const clock = simulatedClock();
     const lines: string[] = [];
