@@ -118,6 +118,8 @@ export class WebhookSender {
   private writing: Promise<void> = Promise.resolve();
   /** the writes chained before the last one (`writeBehind`): what a pass waits for when it is a batch behind */
   private earlier: Promise<void> = Promise.resolve();
+  /** a write is chained behind the one under way and has not started */
+  private writeQueued = false;
   /** the last write whose failure drain() tells (nothing else awaits it) */
   private told: Promise<void> | null = null;
   readonly stats: SenderStats = { attempts: 0, delivered: 0, failed: 0 };
@@ -265,10 +267,15 @@ export class WebhookSender {
 
   /** Start writing the unflushed results behind the writes under way, without waiting for it. */
   private writeBehind(): void {
-    if (this.unflushed.length === 0) return;
+    // a write that has not started yet takes every result there is when it starts
+    if (this.unflushed.length === 0 || this.writeQueued) return;
+    this.writeQueued = true;
     // behind the write under way, whether it succeeded or not (a failed one left its results to this one)
     this.earlier = this.writing;
-    const next = this.writing.catch(() => undefined).then(() => this.flush());
+    const next = this.writing.catch(() => undefined).then(() => {
+      this.writeQueued = false;
+      return this.flush();
+    });
     // awaited by writesDone() or told by drain(); until then a failure must not count as unhandled
     next.catch(() => undefined);
     this.writing = next;
