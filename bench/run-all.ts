@@ -176,6 +176,13 @@ const BENCHES: Bench[] = [
       { figure: 'PSS of one webjs session alone (stand-in page)', goal: 'report', unit: ' MiB', read: num(/per session PSS with 1 session\(s\):\s+([\d.]+) MiB/) },
     ],
   },
+  {
+    name: 'module-load', file: 'bench/module-load.ts',
+    figures: [
+      { figure: 'loading the gateway\'s code (a start, before it does anything): CPU median', goal: 'report', unit: ' ms', read: num(/the gateway's imports \(a start\):\s+CPU median ([\d.]+) ms/) },
+      { figure: '  the same without / with whatsapp-web.js required (every start until AK)', goal: 'report', unit: '', read: num(/ratio CPU without \/ with whatsapp-web.js:\s+([\d.]+)/) },
+    ],
+  },
 ];
 
 /**

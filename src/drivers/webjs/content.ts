@@ -8,7 +8,7 @@
  */
 import type WAWebJS from 'whatsapp-web.js';
 import type { Location, MessageMedia, Poll, SendContent, SendOptions } from '../contract.js';
-import { WebjsLocation, WebjsMessageMedia, WebjsPoll, type LibContent } from './library.js';
+import { webjsLibrary, type LibContent } from './library.js';
 import { invalidInput } from './outcome.js';
 
 const USER_ID = /^[0-9]{3,32}@(c\.us|lid)$/;
@@ -131,7 +131,7 @@ export function libContent(content: Exclude<SendContent, { kind: 'contacts' }>):
       return content.body;
     case 'media': {
       const m = content.media;
-      return new WebjsMessageMedia(m.mimetype, m.data, m.filename ?? null, m.filesize ?? null);
+      return new (webjsLibrary().MessageMedia)(m.mimetype, m.data, m.filename ?? null, m.filesize ?? null);
     }
     case 'location': {
       const l = content.location;
@@ -139,11 +139,11 @@ export function libContent(content: Exclude<SendContent, { kind: 'contacts' }>):
       if (l.name !== undefined) opts.name = l.name;
       if (l.address !== undefined) opts.address = l.address;
       if (l.url !== undefined) opts.url = l.url;
-      return new WebjsLocation(l.latitude, l.longitude, opts);
+      return new (webjsLibrary().Location)(l.latitude, l.longitude, opts);
     }
     case 'poll': {
       const p = content.poll;
-      return new WebjsPoll(p.pollName, [...p.pollOptions], {
+      return new (webjsLibrary().Poll)(p.pollName, [...p.pollOptions], {
         allowMultipleAnswers: p.options.allowMultipleAnswers,
         messageSecret: p.options.messageSecret ? [...p.options.messageSecret] : undefined,
       });

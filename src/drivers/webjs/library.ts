@@ -165,27 +165,26 @@ export interface LibClient {
 export type LibClientFactory = (options: WAWebJS.ClientOptions) => LibClient;
 export type LibClientOptions = WAWebJS.ClientOptions;
 
-// The real library classes. Loaded through require because whatsapp-web.js is CommonJS with `export =`.
-const lib: typeof WAWebJS = createRequire(import.meta.url)('whatsapp-web.js');
+const requireHere = createRequire(import.meta.url);
+let loaded: typeof WAWebJS | undefined;
 
-export const WebjsClient = lib.Client;
-export const WebjsLocalAuth = lib.LocalAuth;
-export const WebjsRemoteAuth = lib.RemoteAuth;
-export const WebjsMessageMedia = lib.MessageMedia;
-export const WebjsLocation = lib.Location;
-export const WebjsPoll = lib.Poll;
-export const libraryVersion: string = String(Reflect.get(lib, 'version') ?? 'unknown');
-export const libraryDefaultWebVersion: string | undefined = lib.DefaultOptions.webVersion;
-
-const contactClass: unknown = Reflect.get(lib, 'Contact');
+/**
+ * The real library, required on its first use. Required with this module, it (puppeteer and the rest of its tree)
+ * was a third of importing the gateway: about 350 ms of CPU in every start, test process and `mgw start`, on a
+ * node without a single webjs instance too. Through require because whatsapp-web.js is CommonJS with `export =`.
+ */
+export function webjsLibrary(): typeof WAWebJS {
+  return (loaded ??= requireHere('whatsapp-web.js') as typeof WAWebJS);
+}
 
 /** True for the library's Contact instances, the only contact content its sendMessage recognises. */
 export function isLibraryContact(value: unknown): value is WAWebJS.Contact {
+  const contactClass: unknown = Reflect.get(webjsLibrary(), 'Contact');
   return typeof contactClass === 'function' && value instanceof contactClass;
 }
 
 /** The production factory: a real whatsapp-web.js Client. */
-export const realClientFactory: LibClientFactory = (options) => new lib.Client(options);
+export const realClientFactory: LibClientFactory = (options) => new (webjsLibrary().Client)(options);
 
 // Compile-time proof that the real library fits the surface above (see the file comment).
 type Assert<T extends U, U> = T;

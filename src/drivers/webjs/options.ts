@@ -14,7 +14,7 @@ import type { WebjsBlockable } from '../../config.js';
 import type { Logger } from '../../log.js';
 import type { Pool } from '../../store/pool.js';
 import type { DriverOptions } from '../contract.js';
-import { WebjsLocalAuth, WebjsRemoteAuth, type LibClientFactory, type LibClientOptions } from './library.js';
+import { webjsLibrary, type LibClientFactory, type LibClientOptions } from './library.js';
 import { blockResources, withPageSetup } from './page-blocking.js';
 import { PgAuthStore } from './pg-auth-store.js';
 
@@ -172,8 +172,9 @@ function authStrategy(o: WebjsDriverOptions, paths: SessionPaths): NonNullable<L
 
 function linkStrategy(o: WebjsDriverOptions, paths: SessionPaths): NonNullable<LibClientOptions['authStrategy']> {
   const auth = o.auth ?? { kind: 'local' };
-  if (auth.kind === 'local') return new WebjsLocalAuth({ clientId: o.instanceId, dataPath: paths.sessionsDir });
-  return new WebjsRemoteAuth({
+  const { LocalAuth, RemoteAuth } = webjsLibrary();
+  if (auth.kind === 'local') return new LocalAuth({ clientId: o.instanceId, dataPath: paths.sessionsDir });
+  return new RemoteAuth({
     clientId: o.instanceId,
     dataPath: paths.sessionsDir,
     store: new PgAuthStore({ pool: auth.pool, dataPath: paths.sessionsDir }),
