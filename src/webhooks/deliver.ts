@@ -14,8 +14,9 @@
  * - Persistence is batched: results of a batch are written in one statement (see pending.ts) while the next
  *   batch is read and delivered, and all of them before a retry's wait and before `stop()` returns; an idle
  *   sender's last write is not waited for, so the next event does not wait behind it (`drain`). No batch is
- *   read while more than one batch's results wait for their write, so a crash between a receipt and its write
- *   repeats at most the last two batches: delivery is at least once, receivers deduplicate by X-Event-Id.
+ *   read while more than a batch's size of results wait for their write, so a crash between a receipt and its
+ *   write repeats at most the last two batch sizes of deliveries: delivery is at least once, receivers
+ *   deduplicate by X-Event-Id.
  * - Wake-ups: `notify()` (after a commit that enqueued), the retry timer, and a poll every `pollMs` as the
  *   fallback that keeps it correct when nobody notifies (events written by another node, lost hints).
  */
@@ -228,9 +229,9 @@ export class WebhookSender {
    */
   private async pass(): Promise<number | null> {
     for (;;) {
-      // At most one batch's results wait for their write while the next batch goes out: a slow store holds the
-      // sender here rather than let unrecorded deliveries (sent again after a crash) pile up. A failed write
-      // ends the pass; the next one writes them again.
+      // At most a batch's size of results wait for their write while the next batch goes out (so at most two
+      // batch sizes are unrecorded): a slow store holds the sender here rather than let unrecorded deliveries
+      // (sent again after a crash) pile up. A failed write ends the pass; the next one writes them again.
       if (this.unflushed.length > this.o.batchSize) await this.earlier;
       this.receiverStale = false;
       const { rows, receiver: cfg } = await fetchPending(this.o.db, this.instanceId, this.o.batchSize, this.unflushed.map((r) => r.outboxId));
