@@ -12,6 +12,7 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { median } from './lib/queue-fixture.js';
 import { startFlags } from './lib/start-flags.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -41,12 +42,6 @@ function load(withLibrary: boolean): Load {
   if (r.status !== 0) throw new Error(`the import failed (${r.status}): ${r.stderr}`);
   return JSON.parse(r.stdout) as Load;
 }
-
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
-};
 
 // one of each first, not counted: tsx's transform cache is filled by then
 load(false);

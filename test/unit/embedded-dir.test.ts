@@ -14,6 +14,9 @@ import path from 'node:path';
 import { checkEmbeddedDir, EMBEDDED_MARKER, EmbeddedDatabaseGone, markEmbeddedDir, socketDirFor, watchEmbeddedDir } from '../../src/store/embedded.js';
 import { MAX_SOCKET_PATH } from '../../src/socket-path.js';
 
+/** `text` as a regular expression matching it literally (a path: its dots, slashes and the rest). */
+const literally = (text: string): string => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+
 async function dataDir(t: { after(f: () => Promise<void>): void }): Promise<string> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'mgw-embedded-dir-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
@@ -135,7 +138,7 @@ test('while running: pg/ removed, emptied or replaced is told once; left alone, 
   assert.equal(await toldWithin(pgDir, () => writeFile(path.join(pgDir, 'new-wal-segment'), 'x'), 60), null, 'files come and go in a running database');
   const removed = await toldWithin(pgDir, () => rm(pgDir, { recursive: true }));
   // rm -rf takes the files before their directory: a look in between names the file it found gone first
-  const at = pgDir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const at = literally(pgDir);
   assert.match(removed ?? '', new RegExp(`^the embedded database's (directory ${at}|${at}/\\S+) was removed \\(or moved away\\) under the running gateway: nothing it accepts now could be kept$`));
   await database(dir);
   assert.match((await toldWithin(pgDir, () => rm(path.join(pgDir, 'PG_VERSION')))) ?? '', /was removed/);
@@ -188,7 +191,7 @@ test('a pg/ that is a symbolic link (PGlite does not follow one): the start says
   await database(dir);
   await rename(path.join(dir, 'pg'), path.join(dir, 'pg.real'));
   await symlink(path.join(dir, 'pg.real'), path.join(dir, 'pg'));
-  await assert.rejects(checkEmbeddedDir(dir), new RegExp(`^Error: ${path.join(dir, 'pg').replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} is a symbolic link, which the embedded PostgreSQL cannot follow: put the directory itself there`));
+  await assert.rejects(checkEmbeddedDir(dir), new RegExp(`^Error: ${literally(path.join(dir, 'pg'))} is a symbolic link, which the embedded PostgreSQL cannot follow: put the directory itself there`));
 });
 
 test('told once only, and nothing after the watch is stopped', async (t) => {

@@ -171,7 +171,8 @@ let loaded: typeof WAWebJS | undefined;
 /**
  * The real library, required on its first use. Required with this module, it (puppeteer and the rest of its tree)
  * was a quarter of importing the gateway (about 0.6 s of CPU under tsx: bench/module-load.ts) in every start, test
- * process and `mgw start`, on a node without a single webjs instance too. Through require because whatsapp-web.js is CommonJS with `export =`.
+ * process and `mgw start`, on a node without a single webjs instance too. Through require because whatsapp-web.js
+ * is CommonJS with `export =`.
  */
 export function webjsLibrary(): typeof WAWebJS {
   return (loaded ??= requireHere('whatsapp-web.js') as typeof WAWebJS);
