@@ -17,7 +17,7 @@ export interface Exit {
 }
 
 export interface StartOptions {
-  /** default: this node running the gateway from source (`--import tsx src/main.ts` in the repository) */
+  /** default: this node running the gateway from source (TS_IMPORT, then src/main.ts in the repository) */
   command?: string;
   args?: string[];
   cwd?: string;
@@ -45,13 +45,20 @@ export interface RunningProcess {
   kill(signal: NodeJS.Signals): Promise<Exit>;
 }
 
+/**
+ * How a child process runs this repository's TypeScript: `npm test`'s loader (scripts/ts-loader, reading the run's
+ * compiled cache) when the tests run under it, else tsx, as `npm start` does. The gateway's code is the same either
+ * way; only the start is cheaper (about a second of CPU a process less than tsx on a two-core machine).
+ */
+export const TS_IMPORT: string[] = ['--import', process.env.MGW_TS_LOADER ?? 'tsx'];
+
 /** The gateway's banner (src/run-main.ts) names where it listens. */
 export const gatewayListening = (out: string): string | null => /messaging gateway listening on (http:\/\/\S+)/.exec(out)?.[1] ?? null;
 
 /** Spawn a process and wait until `ready` finds its URL in its output. */
 export async function startProcess(opts: StartOptions): Promise<RunningProcess> {
   const command = opts.command ?? process.execPath;
-  const args = opts.args ?? (opts.command === undefined ? ['--import', 'tsx', 'src/main.ts'] : []);
+  const args = opts.args ?? (opts.command === undefined ? [...TS_IMPORT, 'src/main.ts'] : []);
   const what = [command === process.execPath ? 'node' : command, ...args].join(' ');
   const ready = opts.ready ?? gatewayListening;
   const startTimeoutMs = opts.startTimeoutMs ?? 30_000;
@@ -124,7 +131,7 @@ export interface SandboxedGateway {
 export function startSandboxedGateway(gw: SandboxedGateway, opts: Pick<StartOptions, 'startTimeoutMs' | 'tailChars'> = {}): Promise<RunningProcess> {
   return startProcess({
     ...opts,
-    args: ['--import', 'tsx', ...(gw.preload ?? []).flatMap((m) => ['--import', `./${m}`]), 'src/main.ts'],
+    args: [...TS_IMPORT, ...(gw.preload ?? []).flatMap((m) => ['--import', `./${m}`]), 'src/main.ts'],
     env: {
       ...process.env,
       PORT: String(gw.port ?? 0),
