@@ -40,6 +40,21 @@ if (files.length === 0) {
 // the cache: <cache>/<absolute path of the .ts>.js; the loader compiles anything newer than its copy itself
 const cache = mkdtempSync(path.join(os.tmpdir(), 'mgw-test-ts-'));
 const removeCache = () => rmSync(cache, { recursive: true, force: true });
+const exitCode = (signal) => 128 + (os.constants.signals[signal] ?? 0);
+// a signal before the runner started: what this run made so far goes, then it ends as the signal would
+let child = null;
+let cleanUp = async () => removeCache();
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.on(signal, () => {
+    // the runner's own turn: a Ctrl+C reaches it too (the terminal signals the whole process group); a SIGTERM or
+    // SIGHUP to this process alone is passed on. Either way the template and the cache go once it has ended.
+    if (child !== null) {
+      if (signal !== 'SIGINT') child.kill(signal);
+      return;
+    }
+    void cleanUp().finally(() => process.exit(exitCode(signal)));
+  });
+}
 const sources = ['src', 'machines', 'test', 'bench', 'scripts'].flatMap((d) => walk(path.join(ROOT, d), '.ts'));
 try {
   for (const [file, code] of await compileAll(sources)) {
@@ -61,6 +76,10 @@ const tag = randomBytes(4).toString('hex');
 process.env.MGW_TEST_RUN = tag;
 let template = null;
 if (base && db) {
+  cleanUp = async () => {
+    removeCache();
+    await db.dropRunDatabases(base, tag).catch(() => undefined);
+  };
   try {
     template = await db.createTemplateDb(base);
   } catch (err) {
@@ -69,16 +88,12 @@ if (base && db) {
   }
 }
 
-const child = spawn(
+child = spawn(
   process.execPath,
   // a test that hangs fails after TEST_TIMEOUT_MS (default 10 min) with its name, instead of holding the run
   ['--import', LOADER, '--test', '--test-reporter=spec', `--test-concurrency=${process.env.TEST_CONCURRENCY ?? 2}`, `--test-timeout=${process.env.TEST_TIMEOUT_MS ?? 600_000}`, ...files],
   { cwd: ROOT, stdio: 'inherit', env: { ...process.env, MGW_TS_CACHE: cache, MGW_TS_LOADER: LOADER, ...(template ? { MGW_TEST_TEMPLATE_DB: template } : {}) } },
 );
-// a Ctrl+C reaches the runner itself (the terminal signals the whole process group); a SIGTERM or SIGHUP to this
-// process alone is passed on. Either way the template and the cache go once the runner has ended.
-process.on('SIGINT', () => undefined);
-for (const signal of ['SIGTERM', 'SIGHUP']) process.on(signal, () => child.kill(signal));
 child.on('exit', async (code, signal) => {
   if (base && db) {
     try {
@@ -89,5 +104,5 @@ child.on('exit', async (code, signal) => {
     }
   }
   removeCache();
-  process.exit(code ?? (signal ? 128 + (os.constants.signals[signal] ?? 0) : 1));
+  process.exit(code ?? (signal ? exitCode(signal) : 1));
 });

@@ -5,8 +5,9 @@
 import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
-const TSCONFIG = path.join(path.dirname(new URL(import.meta.url).pathname), '..', '..', 'tsconfig.json');
+const TSCONFIG = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'tsconfig.json');
 
 /** esbuild's transform options for one file (tsx's: dist/index-*.mjs; `sourcefile` names the map's source). */
 function options(file, tsconfigRaw) {
@@ -35,9 +36,14 @@ export async function compileFile(file) {
   return transformSync(readFileSync(file, 'utf8'), options(file, tsconfigRaw())).code;
 }
 
-/** Every file at once (esbuild's service transforms them in parallel): [file, JavaScript] pairs. */
+/**
+ * Every file at once (esbuild's service transforms them in parallel): [file, JavaScript] pairs. A file that does
+ * not compile is left out: loaded, it is compiled again and its process fails on the error, as under tsx, instead of
+ * the whole run.
+ */
 export async function compileAll(files) {
   const { transform } = await import('esbuild');
   const raw = tsconfigRaw();
-  return Promise.all(files.map(async (file) => [file, (await transform(await readFile(file, 'utf8'), options(file, raw))).code]));
+  const results = await Promise.allSettled(files.map(async (file) => [file, (await transform(await readFile(file, 'utf8'), options(file, raw))).code]));
+  return results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
 }
