@@ -39,19 +39,37 @@ if (files.length === 0) {
 
 // the cache: <cache>/<absolute path of the .ts>.js; the loader compiles anything newer than its copy itself
 const cache = mkdtempSync(path.join(os.tmpdir(), 'mgw-test-ts-'));
-const removeCache = () => rmSync(cache, { recursive: true, force: true });
-const exitCode = (signal) => 128 + (os.constants.signals[signal] ?? 0);
-// a signal before the runner started: what this run made so far goes, then it ends as the signal would
+const base = process.env.TEST_DATABASE_URL;
+// in the name of every database of this run (test/helpers/db.ts), so that those a killed file left are found
+const tag = randomBytes(4).toString('hex');
+process.env.MGW_TEST_RUN = tag;
+/** test/helpers/db.ts, once imported (with TEST_DATABASE_URL only), and the run's template, once made */
+let db = null;
+let template = null;
 let child = null;
-let cleanUp = async () => removeCache();
+
+/** What the run made goes: its databases (those a test file left are named) and the cache. */
+async function cleanUp() {
+  if (base && db) {
+    try {
+      const left = (await db.dropRunDatabases(base, tag)).filter((name) => name !== template);
+      if (left.length > 0) console.error(`npm test: dropped ${left.length} database(s) that test files ended without dropping: ${left.join(', ')}`);
+    } catch (err) {
+      console.error(`npm test: this run's databases (named *_${tag}_*) were not dropped: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+  rmSync(cache, { recursive: true, force: true });
+}
+const exitCode = (signal) => 128 + (os.constants.signals[signal] ?? 0);
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
   process.on(signal, () => {
     // the runner's own turn: a Ctrl+C reaches it too (the terminal signals the whole process group); a SIGTERM or
-    // SIGHUP to this process alone is passed on. Either way the template and the cache go once it has ended.
+    // SIGHUP to this process alone is passed on. Either way the run cleans up once it has ended (below).
     if (child !== null) {
       if (signal !== 'SIGINT') child.kill(signal);
       return;
     }
+    // before the runner started: clean up now, then end as the signal would
     void cleanUp().finally(() => process.exit(exitCode(signal)));
   });
 }
@@ -63,23 +81,14 @@ try {
     writeFileSync(copy, code);
   }
 } catch (err) {
-  removeCache();
+  await cleanUp();
   throw err;
 }
 
 // the template database, made through the same loader in this process
 register('./ts-loader/hooks.mjs', import.meta.url, { data: { cache } });
-const base = process.env.TEST_DATABASE_URL;
-const db = base ? await import('../test/helpers/db.ts') : null;
-// in the name of every database of this run (test/helpers/db.ts), so that those a killed file left are found
-const tag = randomBytes(4).toString('hex');
-process.env.MGW_TEST_RUN = tag;
-let template = null;
-if (base && db) {
-  cleanUp = async () => {
-    removeCache();
-    await db.dropRunDatabases(base, tag).catch(() => undefined);
-  };
+if (base) {
+  db = await import('../test/helpers/db.ts');
   try {
     template = await db.createTemplateDb(base);
   } catch (err) {
@@ -95,14 +104,6 @@ child = spawn(
   { cwd: ROOT, stdio: 'inherit', env: { ...process.env, MGW_TS_CACHE: cache, MGW_TS_LOADER: LOADER, ...(template ? { MGW_TEST_TEMPLATE_DB: template } : {}) } },
 );
 child.on('exit', async (code, signal) => {
-  if (base && db) {
-    try {
-      const left = (await db.dropRunDatabases(base, tag)).filter((name) => name !== template);
-      if (left.length > 0) console.error(`npm test: dropped ${left.length} database(s) that test files ended without dropping: ${left.join(', ')}`);
-    } catch (err) {
-      console.error(`npm test: this run's databases (named *_${tag}_*) were not dropped: ${err instanceof Error ? err.message : String(err)}`);
-    }
-  }
-  removeCache();
+  await cleanUp();
   process.exit(code ?? (signal ? exitCode(signal) : 1));
 });

@@ -53,12 +53,12 @@ export const NEEDS_SERVER = {
   skip: !process.env.TEST_DATABASE_URL && 'needs a PostgreSQL server (TEST_DATABASE_URL): the embedded one has a single backend, so no lock is ever waited for',
 };
 
-/** A statement on the server's maintenance database (TEST_DATABASE_URL's), on a connection of its own. */
-async function onServer(base: string, text: string): Promise<void> {
+/** A statement on the server's maintenance database (TEST_DATABASE_URL's), on a connection of its own: its rows. */
+async function onServer<R extends pg.QueryResultRow = pg.QueryResultRow>(base: string, text: string, values: unknown[] = []): Promise<R[]> {
   const admin = new pg.Client({ connectionString: base });
   await admin.connect();
   try {
-    await admin.query(text);
+    return (await admin.query<R>(text, values)).rows;
   } finally {
     await admin.end();
   }
@@ -120,18 +120,12 @@ async function dropDatabase(base: string, name: string): Promise<void> {
  * ended before their close() (killed by their timeout, by a signal to `npm test`). Returns their names.
  */
 export async function dropRunDatabases(base: string, tag: string): Promise<string[]> {
-  const admin = new pg.Client({ connectionString: base });
-  await admin.connect();
-  let names: string[];
-  try {
-    const { rows } = await admin.query<{ datname: string }>(
-      `SELECT datname FROM pg_database WHERE datname LIKE 'mgw\_%' AND strpos(datname, $1) > 0 ORDER BY datname`,
-      [`_${tag}_`],
-    );
-    names = rows.map((r) => r.datname);
-  } finally {
-    await admin.end();
-  }
+  const rows = await onServer<{ datname: string }>(
+    base,
+    `SELECT datname FROM pg_database WHERE datname LIKE 'mgw\_%' AND strpos(datname, $1) > 0 ORDER BY datname`,
+    [`_${tag}_`],
+  );
+  const names = rows.map((r) => r.datname);
   for (const name of names) await dropDatabase(base, name);
   return names;
 }

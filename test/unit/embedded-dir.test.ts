@@ -13,9 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { checkEmbeddedDir, EMBEDDED_MARKER, EmbeddedDatabaseGone, markEmbeddedDir, socketDirFor, watchEmbeddedDir } from '../../src/store/embedded.js';
 import { MAX_SOCKET_PATH } from '../../src/socket-path.js';
-
-/** `text` as a regular expression matching it literally (a path: its dots, slashes and the rest). */
-const literally = (text: string): string => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+import { literally } from '../helpers/regexp.js';
 
 async function dataDir(t: { after(f: () => Promise<void>): void }): Promise<string> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'mgw-embedded-dir-'));

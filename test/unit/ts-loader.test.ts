@@ -12,6 +12,7 @@ import { mkdtemp, mkdir, rm, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { literally } from '../helpers/regexp.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const LOADER = pathToFileURL(path.join(ROOT, 'scripts/ts-loader/register.mjs')).href;
@@ -97,5 +98,5 @@ test('a stack trace names the .ts file and its line', async () => {
   const r = await run(file);
   assert.notEqual(r.code, 0);
   assert.equal(r.stdout.trim(), '0');
-  assert.match(r.stderr, new RegExp(`${file.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}:7:\\d+`), r.stderr);
+  assert.match(r.stderr, new RegExp(`${literally(file)}:7:\\d+`), r.stderr);
 });
